@@ -1,0 +1,131 @@
+// Owns the native engine of the open workspace: opens it, reloads it when its configuration changes,
+// and publishes its state (to the status bar, the sidebar and the Problems panel).
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import type { EngineState } from '../../protocol/messages';
+import type { Log } from './log';
+import type { EngineInfo, NativeEngine, NativeLoad } from './native';
+
+/** Coalesces bursts of file events (an editor's save writes several times) into one reload. */
+const RELOAD_DEBOUNCE_MS = 150;
+
+export class EngineHost implements vscode.Disposable {
+  private engine: NativeEngine | undefined;
+  private current: EngineState;
+  private readonly changed = new vscode.EventEmitter<EngineState>();
+  readonly onDidChange = this.changed.event;
+  private readonly problems = vscode.languages.createDiagnosticCollection('chokepoint');
+  private readonly disposables: vscode.Disposable[] = [this.changed, this.problems];
+  private debounce: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly native: NativeLoad,
+    private readonly log: Log,
+  ) {
+    this.current = this.open();
+    this.publish();
+  }
+
+  get state(): EngineState {
+    return this.current;
+  }
+
+  /** The root folder the engine governs: the first one with `.orchestration/`, else the first one. */
+  static pickRoot(folders: readonly vscode.WorkspaceFolder[] | undefined): string | undefined {
+    const roots = (folders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+    return roots.find((r) => fs.existsSync(path.join(r, '.orchestration'))) ?? roots[0];
+  }
+
+  private open(): EngineState {
+    if (!this.native.ok) return { status: 'failed', error: this.native.error, lookedFor: this.native.lookedFor };
+    const root = EngineHost.pickRoot(vscode.workspace.workspaceFolders);
+    if (!root) return { status: 'noWorkspace' };
+    try {
+      this.engine = this.native.binding.Engine.open(root);
+    } catch (e) {
+      return { status: 'failed', error: (e as Error).message, lookedFor: root };
+    }
+    const watcher = vscode.workspace.createFileSystemWatcher(
+      new vscode.RelativePattern(vscode.Uri.file(root), '.orchestration/*.{yaml,yml}'),
+    );
+    const schedule = () => this.scheduleReload();
+    watcher.onDidChange(schedule);
+    watcher.onDidCreate(schedule);
+    watcher.onDidDelete(schedule);
+    this.disposables.push(watcher);
+    const info = this.engine.info();
+    this.log.info(`engine ${info.version} opened on ${root} (${this.native.file})`);
+    return toState(info);
+  }
+
+  private scheduleReload(): void {
+    clearTimeout(this.debounce);
+    this.debounce = setTimeout(() => this.reload(), RELOAD_DEBOUNCE_MS);
+  }
+
+  /** Re-reads the configuration now; returns the new state (unchanged when no engine is loaded). */
+  reload(): EngineState {
+    if (!this.engine) return this.current;
+    const count = this.engine.reload();
+    this.current = toState(this.engine.info());
+    this.log.info(`configuration reloaded: ${count === 0 ? 'no problems' : `${count} problem(s), last good configuration kept`}`);
+    this.publish();
+    return this.current;
+  }
+
+  /** Evaluates one event through the chain. Undefined when the engine could not load. */
+  get nativeEngine(): NativeEngine | undefined {
+    return this.engine;
+  }
+
+  private publish(): void {
+    this.problems.clear();
+    if (this.current.status === 'ready') {
+      const byFile = new Map<string, vscode.Diagnostic[]>();
+      for (const d of this.current.diagnostics) {
+        this.log.warn(`${d.file}:${d.line}:${d.column}: ${d.message} [${d.code}]`);
+        const at = new vscode.Position(Math.max(d.line - 1, 0), Math.max(d.column - 1, 0));
+        const diagnostic = new vscode.Diagnostic(new vscode.Range(at, at.translate(0, 1)), d.message, vscode.DiagnosticSeverity.Error);
+        diagnostic.source = 'chokepoint';
+        diagnostic.code = d.code;
+        byFile.set(d.file, [...(byFile.get(d.file) ?? []), diagnostic]);
+      }
+      for (const [file, list] of byFile) this.problems.set(vscode.Uri.file(file), list);
+    }
+    this.changed.fire(this.current);
+  }
+
+  dispose(): void {
+    clearTimeout(this.debounce);
+    for (const d of this.disposables) d.dispose();
+  }
+}
+
+export function toState(info: EngineInfo): EngineState {
+  const status = (s: string) => (s === 'loaded' || s === 'missing' ? s : 'invalid') as 'loaded' | 'missing' | 'invalid';
+  return {
+    status: 'ready',
+    version: info.version,
+    workspaceRoot: info.workspaceRoot,
+    hooks: { path: info.hooks.path, status: status(info.hooks.status), hookCount: info.hookCount, events: info.events, taskTypes: info.taskTypes },
+    intents: { path: info.intents.path, status: status(info.intents.status), ids: info.intentIds },
+    diagnostics: info.diagnostics.map((d) => ({ ...d })),
+  };
+}
+
+/** One line that says what the engine runs, for notifications and the status bar tooltip. */
+export function describe(state: EngineState): string {
+  switch (state.status) {
+    case 'failed':
+      return `Chokepoint engine failed to load: ${state.error}`;
+    case 'noWorkspace':
+      return 'Chokepoint: no workspace folder is open';
+    case 'ready': {
+      const hooks = `hooks.yaml ${state.hooks.status} (${state.hooks.hookCount} hooks)`;
+      const intents = `active_intents.yaml ${state.intents.status} (${state.intents.ids.length} intents)`;
+      const problems = state.diagnostics.length ? `, ${state.diagnostics.length} configuration problem(s)` : '';
+      return `Chokepoint engine ${state.version}: ${hooks}, ${intents}${problems}`;
+    }
+  }
+}

@@ -1,0 +1,72 @@
+// Activation: loads the native engine once, then wires the engine host to the status bar, the
+// sidebar, the Problems panel and the commands. Nothing else in the extension loads the binding.
+import * as vscode from 'vscode';
+import { EngineHost, describe } from './engineHost';
+import { Log } from './log';
+import { loadNative } from './native';
+import { SidebarProvider } from './sidebar';
+import { StatusBar } from './statusBar';
+import type { EngineState } from '../../protocol/messages';
+
+/** What `activate` returns: the extension's public API (used by its own integration tests). */
+export interface ChokepointApi {
+  readonly engineState: EngineState;
+  readonly statusBarText: string;
+  reload(): EngineState;
+}
+
+export function activate(context: vscode.ExtensionContext): ChokepointApi {
+  const log = new Log();
+  context.subscriptions.push(log);
+  const native = loadNative(context.extensionPath);
+  if (!native.ok) {
+    // Never a silent no-op: an ungoverned workspace must look ungoverned.
+    log.error(native.error);
+    void vscode.window.showErrorMessage(`Chokepoint could not load its native engine: ${native.lookedFor}`, 'Show Log').then((pick) => {
+      if (pick) log.channel.show();
+    });
+  }
+  const engine = new EngineHost(native, log);
+  const statusBar = new StatusBar();
+  statusBar.update(engine.state);
+  const sidebar = new SidebarProvider(context.extensionUri, engine, log);
+  context.subscriptions.push(
+    engine,
+    statusBar,
+    sidebar,
+    engine.onDidChange((state) => statusBar.update(state)),
+    vscode.window.registerWebviewViewProvider(SidebarProvider.viewId, sidebar),
+    vscode.commands.registerCommand('chokepoint.showEngineInfo', () => showEngineInfo(engine, log)),
+    vscode.commands.registerCommand('chokepoint.reloadConfiguration', () => engine.reload()),
+    vscode.commands.registerCommand('chokepoint.showLog', () => log.channel.show()),
+  );
+  return {
+    get engineState() {
+      return engine.state;
+    },
+    get statusBarText() {
+      return statusBar.text;
+    },
+    reload: () => engine.reload(),
+  };
+}
+
+/** Writes the full state to the log and shows a one-line summary; returns the state for scripts. */
+function showEngineInfo(engine: EngineHost, log: Log): EngineState {
+  const state = engine.state;
+  const summary = describe(state);
+  log.info(summary);
+  if (state.status === 'ready') {
+    log.info(`  workspace: ${state.workspaceRoot}`);
+    log.info(`  ${state.hooks.path}: ${state.hooks.status}; events: ${state.hooks.events.join(', ') || 'none'}; task types: ${state.hooks.taskTypes.join(', ') || 'none'}`);
+    log.info(`  ${state.intents.path}: ${state.intents.status}; intents: ${state.intents.ids.join(', ') || 'none'}`);
+    for (const d of state.diagnostics) log.info(`  ${d.file}:${d.line}:${d.column}: ${d.message} [${d.code}]`);
+  }
+  const show = state.status === 'failed' ? vscode.window.showErrorMessage : vscode.window.showInformationMessage;
+  void show(summary, 'Show Log').then((pick) => {
+    if (pick) log.channel.show();
+  });
+  return state;
+}
+
+export function deactivate(): void {}

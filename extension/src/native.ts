@@ -1,0 +1,54 @@
+// The only module that loads the native binding (ARCHITECTURE.md: "one importer of the binding").
+//
+// It loads the platform's `.node` file from `native/node/` of the installed extension by its exact
+// name, so that a failure can name the file it looked for; everything else in the extension receives
+// the loaded binding (or the failure) from here and never requires it itself.
+import * as fs from 'fs';
+import * as path from 'path';
+import type * as Binding from '../../native/node/index';
+
+export type NativeBinding = typeof Binding;
+export type NativeEngine = Binding.Engine;
+export type EngineInfo = Binding.EngineInfo;
+export type EngineDiagnostic = Binding.Diagnostic;
+
+export type NativeLoad =
+  | { ok: true; binding: NativeBinding; file: string }
+  | { ok: false; error: string; lookedFor: string };
+
+/** The platform suffix napi-rs gives the addon (`napi build --platform`), e.g. `linux-x64-gnu`. */
+export function platformTriple(platform = process.platform, arch = process.arch): string {
+  if (platform === 'linux') {
+    const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined;
+    return `linux-${arch}-${report?.header?.glibcVersionRuntime ? 'gnu' : 'musl'}`;
+  }
+  if (platform === 'win32') return `win32-${arch}-msvc`;
+  return `${platform}-${arch}`;
+}
+
+/** The absolute path of the addon this process needs, under the extension's `native/node` folder. */
+export function nativeFile(extensionRoot: string): string {
+  return path.join(extensionRoot, 'native', 'node', `chokepoint.${platformTriple()}.node`);
+}
+
+/** Loads the binding. Never throws: a failure is returned with the file that was looked for. */
+export function loadNative(extensionRoot: string): NativeLoad {
+  const file = nativeFile(extensionRoot);
+  if (!fs.existsSync(file)) {
+    return {
+      ok: false,
+      lookedFor: file,
+      error: `the native engine is missing: ${file} does not exist (build it with \`npm run build\`, or reinstall the extension for ${platformTriple()})`,
+    };
+  }
+  try {
+    // A computed path: esbuild leaves this require to run at runtime, outside the bundle.
+    const binding = require(file) as NativeBinding;
+    if (typeof binding.version !== 'function' || typeof binding.Engine !== 'function') {
+      return { ok: false, lookedFor: file, error: `${file} is not the Chokepoint engine (it exports no version() or Engine)` };
+    }
+    return { ok: true, binding, file };
+  } catch (e) {
+    return { ok: false, lookedFor: file, error: `cannot load the native engine from ${file}: ${(e as Error).message}` };
+  }
+}

@@ -1,0 +1,198 @@
+//! `.orchestration/hooks.yaml`: the declarative hook configuration, as typed data.
+//!
+//! This module parses and validates; it does not run anything. Unknown fields are errors rather than
+//! silently ignored, because a misspelt `priority` on a security gate must not quietly become `normal`.
+
+use crate::diagnostic::Diagnostic;
+use crate::event::EventKind;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The schema version this engine reads. A file that declares another one is refused, not guessed at.
+pub const HOOKS_SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HooksConfig {
+    pub version: u32,
+    /// Hooks per lifecycle event, in registration order.
+    #[serde(default)]
+    pub hooks: BTreeMap<EventKind, Vec<HookSpec>>,
+    /// Task types whose hooks override the project's for tasks of that type.
+    #[serde(default)]
+    pub task_types: BTreeMap<String, TaskType>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskType {
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub hooks: BTreeMap<EventKind, Vec<HookSpec>>,
+}
+
+/// Where a hook runs in the chain: security gates first, post-processing last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    Critical,
+    High,
+    #[default]
+    Normal,
+    Low,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookSpec {
+    pub name: String,
+    #[serde(default)]
+    pub priority: Priority,
+    /// A process to run: program and arguments, no shell unless `shell` says so.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// A hook built into the engine, by name (`run_tests`, `rebase_on_main`, `create_pr`).
+    #[serde(default)]
+    pub builtin: Option<String>,
+    /// A regular expression over the tool name; absent matches every tool.
+    #[serde(default)]
+    pub tool: Option<String>,
+    #[serde(default)]
+    pub pipe_output: bool,
+}
+
+impl HooksConfig {
+    pub fn hook_count(&self) -> usize {
+        let project: usize = self.hooks.values().map(Vec::len).sum();
+        let typed: usize = self
+            .task_types
+            .values()
+            .flat_map(|t| t.hooks.values())
+            .map(Vec::len)
+            .sum();
+        project + typed
+    }
+
+    /// Parses and validates the text of a `hooks.yaml`; `file` is only used to locate diagnostics.
+    pub fn parse(file: &Path, text: &str) -> Result<HooksConfig, Vec<Diagnostic>> {
+        let config: HooksConfig =
+            serde_norway::from_str(text).map_err(|e| vec![Diagnostic::from_yaml(file.to_path_buf(), &e)])?;
+        let mut problems = Vec::new();
+        if config.version != HOOKS_SCHEMA_VERSION {
+            let (line, column) = locate_key(text, "version");
+            problems.push(Diagnostic {
+                file: file.to_path_buf(),
+                line,
+                column,
+                code: "unsupported-version",
+                message: format!(
+                    "hooks.yaml version {} is not supported; this engine reads version {HOOKS_SCHEMA_VERSION}",
+                    config.version
+                ),
+            });
+        }
+        let all_hooks = config
+            .hooks
+            .values()
+            .chain(config.task_types.values().flat_map(|t| t.hooks.values()))
+            .flatten();
+        for hook in all_hooks {
+            if hook.command.is_some() == hook.builtin.is_some() {
+                let (line, column) = locate_value(text, "name", &hook.name);
+                problems.push(Diagnostic {
+                    file: file.to_path_buf(),
+                    line,
+                    column,
+                    code: "hook-kind",
+                    message: format!("hook `{}` must have exactly one of `command` or `builtin`", hook.name),
+                });
+            }
+        }
+        if problems.is_empty() { Ok(config) } else { Err(problems) }
+    }
+}
+
+/// The 1-based line and column of the first `key:` in a YAML text, for semantic errors that serde
+/// cannot place. Falls back to `(1, 1)` so a diagnostic always points into the file.
+pub(crate) fn locate_key(text: &str, key: &str) -> (u32, u32) {
+    locate(text, |line| {
+        let trimmed = line.trim_start().trim_start_matches("- ");
+        trimmed.strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with(':'))
+    })
+}
+
+/// The position of a `key: value` pair (quoted or not), for diagnostics about one named item.
+pub(crate) fn locate_value(text: &str, key: &str, value: &str) -> (u32, u32) {
+    locate(text, |line| {
+        let trimmed = line.trim_start().trim_start_matches("- ");
+        trimmed.strip_prefix(key).and_then(|r| r.trim_start().strip_prefix(':')).is_some_and(|v| {
+            v.trim().trim_matches(|c| c == '"' || c == '\'') == value
+        })
+    })
+}
+
+/// Finds the first line that `hit` accepts; the column is that of the key, after any `- ` marker.
+fn locate(text: &str, mut hit: impl FnMut(&str) -> bool) -> (u32, u32) {
+    text.lines()
+        .enumerate()
+        .find(|(_, line)| hit(line))
+        .map(|(i, line)| {
+            let indented = line.trim_start();
+            let key = indented.trim_start_matches("- ");
+            (i as u32 + 1, (line.len() - key.len()) as u32 + 1)
+        })
+        .unwrap_or((1, 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_err(text: &str, expected: &str) {
+        let got = HooksConfig::parse(Path::new("hooks.yaml"), text).unwrap_err();
+        let rendered: Vec<String> = got.iter().map(ToString::to_string).collect();
+        assert_eq!(rendered.join("\n"), expected);
+    }
+
+    #[test]
+    fn parses_sample() {
+        let text = "version: 1\nhooks:\n  PreToolUse:\n    - name: lint\n      command: [npm, run, lint]\n      priority: high\n";
+        let c = HooksConfig::parse(Path::new("hooks.yaml"), text).unwrap();
+        assert_eq!(c.hook_count(), 1);
+        assert_eq!(c.hooks[&EventKind::PreToolUse][0].priority, Priority::High);
+    }
+
+    #[test]
+    fn syntax_error_has_line_and_column() {
+        check_err(
+            "version: 1\nhooks:\n  PreToolUse:\n    - name: \"unclosed\n",
+            "hooks.yaml:5:1: found unexpected end of stream, while scanning a quoted scalar at line 4 column 13 [yaml]",
+        );
+    }
+
+    #[test]
+    fn misspelt_field_is_an_error_not_a_default() {
+        check_err(
+            "version: 1\nhooks:\n  PreToolUse:\n    - name: gate\n      priorty: critical\n      builtin: run_tests\n",
+            "hooks.yaml:5:7: hooks.PreToolUse[0]: unknown field `priorty`, expected one of `name`, `priority`, `command`, `builtin`, `tool`, `pipe_output` [yaml]",
+        );
+    }
+
+    #[test]
+    fn unknown_event_is_an_error() {
+        let got = HooksConfig::parse(Path::new("h.yaml"), "version: 1\nhooks:\n  PreToolUze: []\n").unwrap_err();
+        assert_eq!((got[0].line, got[0].column), (3, 3));
+        assert!(got[0].message.contains("unknown variant `PreToolUze`"), "{}", got[0].message);
+    }
+
+    #[test]
+    fn semantic_errors_are_located() {
+        check_err(
+            "version: 2\nhooks:\n  PreToolUse:\n    - name: both\n      builtin: run_tests\n      command: [x]\n",
+            "hooks.yaml:1:1: hooks.yaml version 2 is not supported; this engine reads version 1 [unsupported-version]\n\
+             hooks.yaml:4:7: hook `both` must have exactly one of `command` or `builtin` [hook-kind]",
+        );
+    }
+}

@@ -1,0 +1,40 @@
+//! The sidecar folder `.orchestration/`: where a workspace keeps its intents, hook configuration,
+//! ledger and lock database. One place names these paths so no other module spells them.
+
+use std::path::{Path, PathBuf};
+
+/// The name of the sidecar folder at the root of a governed workspace.
+pub const SIDECAR_DIR: &str = ".orchestration";
+
+/// Paths of the governance files of one workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sidecar {
+    root: PathBuf,
+}
+
+impl Sidecar {
+    pub fn new(workspace_root: impl Into<PathBuf>) -> Self {
+        Sidecar { root: workspace_root.into() }
+    }
+
+    pub fn workspace_root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn dir(&self) -> PathBuf {
+        self.root.join(SIDECAR_DIR)
+    }
+
+    pub fn hooks_yaml(&self) -> PathBuf {
+        self.dir().join("hooks.yaml")
+    }
+
+    pub fn active_intents_yaml(&self) -> PathBuf {
+        self.dir().join("active_intents.yaml")
+    }
+
+    /// Whether the workspace is governed at all: it has a sidecar folder.
+    pub fn exists(&self) -> bool {
+        self.dir().is_dir()
+    }
+}

@@ -1,0 +1,61 @@
+//! The napi-rs binding of `chokepoint-core` for the VS Code extension.
+//!
+//! Thin by design (see ARCHITECTURE.md): every export converts its arguments into core types, calls
+//! the core, and converts the answer back. No logic lives here. Expected outcomes (a decision, a
+//! configuration diagnostic) are returned as data; only misuse (an unknown event name, a workspace
+//! that is not a directory) throws. Every export catches panics so a bug in the core surfaces as a
+//! JavaScript error instead of taking the extension host down.
+#![allow(unsafe_code)] // the napi macros expand to FFI glue; this crate writes no unsafe of its own
+
+mod convert;
+
+use chokepoint_core as core;
+use convert::{JsEngineInfo, JsEvaluation, JsEvent};
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+/// The version of the native core.
+#[napi(catch_unwind)]
+pub fn version() -> &'static str {
+    core::VERSION
+}
+
+/// Does nothing. The baseline of the binding benchmarks: the cost of crossing napi and no more.
+#[napi]
+pub fn noop() {}
+
+/// The engine of one workspace.
+#[napi]
+pub struct Engine {
+    inner: core::Engine,
+}
+
+#[napi]
+impl Engine {
+    /// Opens the engine on a workspace folder. Throws if the folder does not exist; configuration
+    /// problems do not throw, they are reported by `info().diagnostics`.
+    #[napi(factory, catch_unwind)]
+    pub fn open(workspace_root: String) -> Result<Engine> {
+        core::Engine::open(&workspace_root)
+            .map(|inner| Engine { inner })
+            .map_err(|e| Error::new(Status::InvalidArg, format!("cannot open workspace `{workspace_root}`: {e}")))
+    }
+
+    /// Re-reads the configuration; returns the number of diagnostics of this load.
+    #[napi(catch_unwind)]
+    pub fn reload(&self) -> u32 {
+        self.inner.reload().len() as u32
+    }
+
+    #[napi(catch_unwind)]
+    pub fn info(&self) -> JsEngineInfo {
+        self.inner.info().into()
+    }
+
+    /// Runs the chain on one event, synchronously.
+    #[napi(catch_unwind)]
+    pub fn evaluate(&self, event: JsEvent) -> Result<JsEvaluation> {
+        let (kind, call) = event.try_into_core()?;
+        Ok(self.inner.evaluate(kind, call.as_ref()).into())
+    }
+}

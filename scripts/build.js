@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+// `npm run build`: builds what is stale — the release native addon, the release CLI, and the
+// esbuild bundles of the extension and the webview. Cheap to call when nothing changed.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { ROOT, log, run, isStale } = require('./lib');
+
+const RUST_INPUTS = ['Cargo.toml', 'Cargo.lock', 'native/core', 'native/node/src', 'native/node/Cargo.toml', 'native/node/build.rs'];
+const CLI_INPUTS = [...RUST_INPUTS, 'native/cli'];
+const BIN = path.join(ROOT, 'node_modules', '.bin');
+
+async function buildNative({ force = false } = {}) {
+  // Any platform's addon in native/node counts: napi names it by triple (extension/src/native.ts).
+  const addons = fs.readdirSync(path.join(ROOT, 'native/node')).filter((f) => /^chokepoint\..+\.node$/.test(f));
+  if (force || addons.length === 0 || addons.some((f) => isStale(path.join('native/node', f), RUST_INPUTS))) {
+    log('build', 'native addon (release)');
+    await run(path.join(BIN, 'napi'), ['build', '--platform', '--release', '--cwd', 'native/node']);
+  }
+  const cli = path.join(ROOT, 'target', 'release', 'chokepoint');
+  if (force || isStale(cli, CLI_INPUTS)) {
+    log('build', 'chokepoint CLI (release)');
+    await run('cargo', ['build', '--release', '-p', 'chokepoint-cli']);
+  }
+}
+
+async function buildBundles({ production = false } = {}) {
+  const esbuild = require('esbuild');
+  const common = { bundle: true, logLevel: 'warning', sourcemap: !production, minify: production, legalComments: 'none' };
+  await Promise.all([
+    esbuild.build({
+      ...common,
+      entryPoints: [path.join(ROOT, 'extension/src/extension.ts')],
+      outfile: path.join(ROOT, 'dist/extension.js'),
+      platform: 'node',
+      format: 'cjs',
+      target: 'node20',
+      external: ['vscode'],
+    }),
+    esbuild.build({
+      ...common,
+      entryPoints: { webview: path.join(ROOT, 'webview/src/main.ts') }, // its CSS import becomes dist/webview.css
+      outdir: path.join(ROOT, 'dist'),
+      entryNames: '[name]',
+      platform: 'browser',
+      format: 'iife',
+      target: 'chrome120',
+    }),
+  ]);
+}
+
+async function build(opts = {}) {
+  await buildNative(opts);
+  await buildBundles(opts);
+}
+
+module.exports = { build, buildNative, buildBundles };
+
+if (require.main === module) {
+  build({ production: process.argv.includes('--production') }).catch((e) => {
+    console.error(`error: ${e.message}`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,141 @@
+#!/usr/bin/env node
+// `npm test`: every layer of the suite, in order, then one summary line `N passed, N failed`.
+//
+//   cargo      cargo test --workspace (core and CLI)
+//   node       node --test tests/node (the built addon from Node)
+//   extension  mocha inside the real VS Code extension host (code-server), tests/extension
+//   ui         the sidebar driven in Debian's Chromium with playwright-core, against the packed .vsix
+//
+// `npm test -- cargo node` runs only the named layers. Exit code 0 only if every test passed.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { ROOT, log, capture } = require('./lib');
+const { build } = require('./build');
+const vscode = require('./vscode');
+
+const LAYERS = ['cargo', 'node', 'extension', 'ui'];
+
+/** Counts from a TAP stream's trailer (`# pass N`, `# fail N`). */
+function tapCounts(text) {
+  const n = (k) => Number((new RegExp(`^# ${k} (\\d+)`, 'm').exec(text) || [])[1] || 0);
+  return { passed: n('pass'), failed: n('fail') + n('cancelled') };
+}
+
+async function cargoLayer() {
+  const r = await capture('cargo', ['test', '--workspace', '--color', 'never'], { echo: true });
+  let passed = 0;
+  let failed = 0;
+  for (const m of (r.stdout + r.stderr).matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {
+    passed += Number(m[1]);
+    failed += Number(m[2]);
+  }
+  // A build failure runs no tests at all: count it, or a broken crate would look green.
+  if (r.code !== 0 && failed === 0) failed = 1;
+  return { passed, failed };
+}
+
+/** node --test over a folder, spec to the terminal and TAP to a file we count from. */
+async function nodeTestLayer(dir, env = {}) {
+  const tap = path.join(ROOT, 'target', `${path.basename(dir)}-tests.tap`);
+  fs.mkdirSync(path.dirname(tap), { recursive: true });
+  const files = fs.readdirSync(path.join(ROOT, dir)).filter((f) => f.endsWith('.test.js')).map((f) => path.join(dir, f));
+  const r = await capture(
+    process.execPath,
+    ['--test', '--test-concurrency=1', '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files],
+    { echo: true, env: { ...process.env, ...env } },
+  );
+  const counts = tapCounts(fs.existsSync(tap) ? fs.readFileSync(tap, 'utf8') : '');
+  if (r.code !== 0 && counts.failed === 0) counts.failed = 1;
+  return counts;
+}
+
+async function bundleExtensionTests() {
+  const esbuild = require('esbuild');
+  const dir = path.join(ROOT, 'tests/extension');
+  const entryPoints = fs.readdirSync(dir).filter((f) => f.endsWith('.ts')).map((f) => path.join(dir, f));
+  const outdir = path.join(ROOT, 'out/tests/extension');
+  fs.rmSync(outdir, { recursive: true, force: true });
+  await esbuild.build({ entryPoints, outdir, bundle: true, platform: 'node', format: 'cjs', target: 'node20', sourcemap: 'inline', external: ['vscode', 'mocha'], logLevel: 'warning' });
+  return path.join(outdir, 'index.js');
+}
+
+/** Runs the mocha suite inside a real VS Code extension host and returns its counts. */
+async function extensionLayer() {
+  const entry = await bundleExtensionTests();
+  const runDir = fs.mkdtempSync(path.join(vscode.CACHE, 'run-extension-tests-'));
+  const report = path.join(runDir, 'report.txt');
+  const workspace = vscode.makeSampleWorkspace(path.join(runDir, 'workspace'));
+  const server = await vscode.startCodeServer({ runDir, env: { CHOKEPOINT_TEST_REPORT: report } });
+  let browser;
+  try {
+    browser = await vscode.launchBrowser();
+    const page = await browser.newPage();
+    let done;
+    const exited = new Promise((r) => (done = r));
+    await page.exposeFunction('codeAutomationLog', (type, args) => {
+      if (type === 'error') console.error('[vscode]', ...(args || []).map((a) => String(a).slice(0, 300)));
+    });
+    await page.exposeFunction('codeAutomationExit', (code) => done(code));
+    const payload = [
+      ['extensionDevelopmentPath', `vscode-remote://remote${ROOT}`],
+      ['extensionTestsPath', `vscode-remote://remote${entry.replace(/\.js$/, '')}`],
+      ['skipWelcome', 'true'],
+    ];
+    await page.goto(server.url(workspace, payload));
+    const limit = Number(process.env.CHOKEPOINT_E2E_TIMEOUT_MS || 240000);
+    const timer = setTimeout(() => done('timeout'), limit);
+    const code = await exited;
+    clearTimeout(timer);
+    const text = fs.existsSync(report) ? fs.readFileSync(report, 'utf8') : '';
+    process.stdout.write(text.replace(/^CHOKEPOINT_SUMMARY .*\n?/m, ''));
+    const m = /^CHOKEPOINT_SUMMARY (.*)$/m.exec(text);
+    const counts = m ? JSON.parse(m[1]) : { passed: 0, failed: 0 };
+    if (code === 'timeout') console.error(`the extension host did not finish within ${limit / 1000} s; server log: ${server.logFile}`);
+    if (code !== 0 && counts.failed === 0) counts.failed = 1;
+    return counts;
+  } finally {
+    if (browser) await browser.close().catch(() => {});
+    server.stop();
+    fs.rmSync(runDir, { recursive: true, force: true, maxRetries: 3 });
+  }
+}
+
+async function main() {
+  const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  for (const a of asked) if (!LAYERS.includes(a)) throw new Error(`unknown test layer \`${a}\`; the layers are ${LAYERS.join(', ')}`);
+  const layers = asked.length ? asked : LAYERS;
+  const needsVsCode = layers.includes('extension') || layers.includes('ui');
+  if (needsVsCode) await vscode.ensureSystemPackages();
+  if (layers.some((l) => l !== 'cargo')) await build();
+  if (needsVsCode) await vscode.ensureVsCode();
+
+  const results = [];
+  for (const layer of layers) {
+    log('test', `layer ${layer}`);
+    let counts;
+    try {
+      counts =
+        layer === 'cargo' ? await cargoLayer()
+        : layer === 'node' ? await nodeTestLayer('tests/node')
+        : layer === 'extension' ? await extensionLayer()
+        : await nodeTestLayer('tests/ui');
+    } catch (e) {
+      console.error(`error: layer ${layer} could not run: ${e.stack || e.message}`);
+      counts = { passed: 0, failed: 1 };
+    }
+    results.push({ layer, ...counts });
+  }
+  console.log('');
+  for (const r of results) console.log(`  ${r.layer.padEnd(10)} ${r.passed} passed, ${r.failed} failed`);
+  const passed = results.reduce((s, r) => s + r.passed, 0);
+  const failed = results.reduce((s, r) => s + r.failed, 0);
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed === 0 && passed > 0 ? 0 : 1);
+}
+
+main().catch((e) => {
+  console.error(`error: ${e.message}`);
+  console.log('0 passed, 1 failed');
+  process.exit(1);
+});

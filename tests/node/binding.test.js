@@ -1,0 +1,71 @@
+// The built native addon, from Node: what the extension relies on, checked at the binding boundary.
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const ROOT = path.resolve(__dirname, '../..');
+const binding = require(path.join(ROOT, 'native/node'));
+const cargoVersion = /^version = "([^"]+)"/m.exec(fs.readFileSync(path.join(ROOT, 'Cargo.toml'), 'utf8'))[1];
+
+function workspace(files = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-node-test-'));
+  for (const [name, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), text);
+  }
+  return dir;
+}
+
+const sample = () =>
+  workspace({
+    '.orchestration/hooks.yaml': fs.readFileSync(path.join(ROOT, '.orchestration/hooks.yaml'), 'utf8'),
+    '.orchestration/active_intents.yaml': fs.readFileSync(path.join(ROOT, '.orchestration/active_intents.yaml'), 'utf8'),
+  });
+
+test('version() is the crate version', () => {
+  assert.strictEqual(binding.version(), cargoVersion);
+});
+
+test('an engine opened on the sample reports its configuration as plain objects', () => {
+  const dir = sample();
+  const info = binding.Engine.open(dir).info();
+  assert.deepStrictEqual(
+    { version: info.version, root: info.workspaceRoot, hooks: info.hooks.status, count: info.hookCount, events: info.events, intents: info.intentIds, diagnostics: info.diagnostics },
+    { version: cargoVersion, root: dir, hooks: 'loaded', count: 3, events: ['PostToolUse', 'BeforeSubmit'], intents: ['INT-001', 'INT-002', 'INT-003'], diagnostics: [] },
+  );
+  assert.strictEqual(info.hooks.path, path.join(dir, '.orchestration/hooks.yaml'));
+});
+
+test('a workspace without .orchestration opens with both files missing', () => {
+  const info = binding.Engine.open(workspace()).info();
+  assert.deepStrictEqual([info.hooks.status, info.intents.status, info.hookCount], ['missing', 'missing', 0]);
+});
+
+test('invalid YAML is data (file, line, column), not an exception, and the last good config stays', () => {
+  const dir = sample();
+  const engine = binding.Engine.open(dir);
+  const file = path.join(dir, '.orchestration/active_intents.yaml');
+  fs.writeFileSync(file, 'version: 1\nactive_intents:\n  - id: INT-009\n    name: x\n    status: DREAMING\n');
+  assert.strictEqual(engine.reload(), 1);
+  const info = engine.info();
+  assert.strictEqual(info.intents.status, 'invalid');
+  assert.deepStrictEqual(info.intentIds, ['INT-001', 'INT-002', 'INT-003']);
+  const [d] = info.diagnostics;
+  assert.deepStrictEqual([d.file, d.line, d.column, d.code], [file, 5, 13, 'yaml']);
+  assert.match(d.message, /unknown variant `DREAMING`/);
+});
+
+test('evaluate() answers an event synchronously with a decision', () => {
+  const engine = binding.Engine.open(sample());
+  const r = engine.evaluate({ event: 'PreToolUse', tool: 'read_file', input: { path: 'src/a.js' } });
+  assert.deepStrictEqual(r, { decision: 'allow', hooksRun: 0 });
+});
+
+test('misuse throws: an unknown event name, a workspace that does not exist', () => {
+  const engine = binding.Engine.open(sample());
+  assert.throws(() => engine.evaluate({ event: 'PreToolUze' }), /unknown event `PreToolUze`/);
+  assert.throws(() => binding.Engine.open(path.join(os.tmpdir(), 'no-such-chokepoint-workspace')), /cannot open workspace/);
+});
