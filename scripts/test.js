@@ -69,7 +69,7 @@ async function extensionLayer() {
   const server = await vscode.startCodeServer({ runDir, env: { CHOKEPOINT_TEST_REPORT: report } });
   let browser;
   try {
-    browser = await vscode.launchBrowser();
+    browser = await vscode.launchBrowser({ runDir });
     const page = await browser.newPage();
     let done;
     const exited = new Promise((r) => (done = r));

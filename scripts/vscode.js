@@ -97,7 +97,7 @@ function portIsFree(port) {
  */
 async function startCodeServer({ runDir, port, env = {}, extensionsDir }) {
   fs.mkdirSync(runDir, { recursive: true });
-  const dirs = { data: path.join(runDir, 'data'), exts: extensionsDir || path.join(runDir, 'extensions'), tmp: path.join(runDir, 'tmp'), xdg: path.join(runDir, 'xdg') };
+  const dirs = { data: path.join(runDir, 'data'), exts: extensionsDir || path.join(runDir, 'extensions') };
   for (const d of Object.values(dirs)) fs.mkdirSync(d, { recursive: true });
   const config = path.join(runDir, 'code-server.yaml');
   fs.writeFileSync(config, 'auth: none\n');
@@ -121,7 +121,7 @@ async function startCodeServer({ runDir, port, env = {}, extensionsDir }) {
       '--vscode-option', 'enable-smoke-test-driver',
     ],
     {
-      env: { ...envWithoutNpm(), TMPDIR: dirs.tmp, XDG_CONFIG_HOME: path.join(dirs.xdg, 'config'), XDG_DATA_HOME: path.join(dirs.xdg, 'data'), XDG_CACHE_HOME: path.join(dirs.xdg, 'cache'), ...env },
+      env: serverEnv(runDir, env),
       stdio: ['ignore', out, out],
       detached: true,
     },
@@ -170,21 +170,37 @@ function tail(file, bytes = 2000) {
   }
 }
 
-/** Installs a packed extension into an extensions folder with code-server's own installer. */
-function installExtension(vsix, extensionsDir) {
-  fs.mkdirSync(extensionsDir, { recursive: true });
-  const r = spawnSync(node24, [codeServerEntry, '--extensions-dir', extensionsDir, '--install-extension', vsix, '--force'], { encoding: 'utf8', env: envWithoutNpm() });
+/** Installs a packed extension with code-server's own installer; every file it writes stays in runDir. */
+function installExtension(vsix, { runDir, extensionsDir }) {
+  const env = serverEnv(runDir);
+  fs.writeFileSync(path.join(runDir, 'code-server.yaml'), 'auth: none\n');
+  const r = spawnSync(
+    node24,
+    [codeServerEntry, '--config', path.join(runDir, 'code-server.yaml'), '--user-data-dir', path.join(runDir, 'data'), '--extensions-dir', extensionsDir, '--install-extension', vsix, '--force'],
+    { encoding: 'utf8', env },
+  );
   if (r.status !== 0) throw new Error(`installing ${vsix} failed (exit ${r.status}):\n${r.stdout}${r.stderr}`);
   return r.stdout;
 }
 
-/** Debian's Chromium under playwright-core. Never lets Playwright download a browser. */
-async function launchBrowser() {
+/** The environment of every code-server process: TMPDIR and XDG folders inside runDir (VS Code leaves
+ *  sockets in TMPDIR and writes under XDG otherwise, outside the cache folder). */
+function serverEnv(runDir, extra = {}) {
+  const xdg = path.join(runDir, 'xdg');
+  const env = { TMPDIR: path.join(runDir, 'tmp'), XDG_CONFIG_HOME: path.join(xdg, 'config'), XDG_DATA_HOME: path.join(xdg, 'data'), XDG_CACHE_HOME: path.join(xdg, 'cache'), XDG_RUNTIME_DIR: path.join(xdg, 'run') };
+  for (const d of Object.values(env)) fs.mkdirSync(d, { recursive: true, mode: 0o700 });
+  return { ...envWithoutNpm(), ...env, ...extra };
+}
+
+/** Debian's Chromium under playwright-core, its profile and crash reports inside runDir. Never lets
+ *  Playwright download a browser. */
+async function launchBrowser({ runDir }) {
   await ensureSystemPackages({ need: ['chromium'] });
   const { chromium } = require('playwright-core');
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
+    env: serverEnv(runDir),
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
 }

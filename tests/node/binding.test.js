@@ -1,6 +1,6 @@
 // The built native addon, from Node: what the extension relies on, checked at the binding boundary.
 'use strict';
-const test = require('node:test');
+const { test, after } = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
 const os = require('os');
@@ -10,8 +10,12 @@ const ROOT = path.resolve(__dirname, '../..');
 const binding = require(path.join(ROOT, 'native/node'));
 const cargoVersion = /^version = "([^"]+)"/m.exec(fs.readFileSync(path.join(ROOT, 'Cargo.toml'), 'utf8'))[1];
 
+const made = [];
+after(() => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+
 function workspace(files = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-node-test-'));
+  made.push(dir);
   for (const [name, text] of Object.entries(files)) {
     fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
     fs.writeFileSync(path.join(dir, name), text);

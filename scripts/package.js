@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// `npm run package`: production bundles plus the release addon, packed by @vscode/vsce into
+// chokepoint-<version>.vsix at the repository root. Prints the .vsix path last.
+'use strict';
+const path = require('path');
+const { ROOT, log, run } = require('./lib');
+const { build } = require('./build');
+
+async function packageVsix() {
+  await build({ production: true });
+  const { version } = require(path.join(ROOT, 'package.json'));
+  const out = path.join(ROOT, `chokepoint-${version}.vsix`);
+  log('package', `packing ${path.basename(out)}`);
+  // --no-dependencies: everything the extension needs is bundled into dist/ or is the .node file.
+  await run(path.join(ROOT, 'node_modules/.bin/vsce'), ['package', '--no-dependencies', '--skip-license', '--out', out], { stdio: ['ignore', 'inherit', 'inherit'] });
+  return out;
+}
+
+module.exports = { packageVsix };
+
+if (require.main === module) {
+  packageVsix()
+    .then((out) => console.log(out))
+    .catch((e) => {
+      console.error(`error: ${e.message}`);
+      process.exit(1);
+    });
+}

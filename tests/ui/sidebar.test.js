@@ -1,0 +1,73 @@
+// The shipped artifact in a real VS Code, driven in Debian's Chromium: the packed .vsix is installed
+// with VS Code's own installer, a governed workspace is opened, and the sidebar is used as a user would.
+'use strict';
+const { before, after, test } = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const path = require('path');
+const { ROOT } = require('../../scripts/lib');
+const vscode = require('../../scripts/vscode');
+const { packageVsix } = require('../../scripts/package');
+
+const version = require(path.join(ROOT, 'package.json')).version;
+let runDir, server, browser, page, workspace, installLog;
+
+/** The sidebar webview's document (VS Code nests it in two iframes). */
+const sidebar = () => page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+
+before(async () => {
+  const vsix = await packageVsix();
+  runDir = fs.mkdtempSync(path.join(vscode.CACHE, 'run-ui-tests-'));
+  const extensionsDir = path.join(runDir, 'extensions');
+  installLog = vscode.installExtension(vsix, { runDir, extensionsDir });
+  workspace = vscode.makeSampleWorkspace(path.join(runDir, 'workspace'));
+  server = await vscode.startCodeServer({ runDir, extensionsDir });
+  browser = await vscode.launchBrowser({ runDir });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  await page.goto(server.url(workspace));
+});
+
+after(async () => {
+  if (page && process.env.CHOKEPOINT_UI_SCREENSHOT) await page.screenshot({ path: process.env.CHOKEPOINT_UI_SCREENSHOT }).catch(() => {});
+  if (browser) await browser.close().catch(() => {});
+  if (server) server.stop();
+  if (runDir) fs.rmSync(runDir, { recursive: true, force: true, maxRetries: 3 });
+});
+
+test('the packed .vsix installs into VS Code', () => {
+  assert.match(installLog, new RegExp(`Extension 'chokepoint-${version}\\.vsix' was successfully installed`));
+  const installed = fs.readdirSync(path.join(runDir, 'extensions')).filter((d) => d.startsWith('chokepoint.chokepoint-'));
+  assert.deepStrictEqual(installed, [`chokepoint.chokepoint-${version}`]);
+});
+
+test('the installed extension activates on the governed workspace and shows the engine in the status bar', async () => {
+  await page.locator('.statusbar').getByText(`Chokepoint ${version}`).waitFor({ timeout: 90000 });
+});
+
+test('the sidebar shows the engine version from the native core', async () => {
+  await page.locator('.activitybar').getByRole('tab', { name: /^Chokepoint/ }).click();
+  const badge = sidebar().getByTestId('engine-version');
+  await badge.waitFor({ timeout: 30000 });
+  assert.strictEqual(await badge.textContent(), `v${version}`);
+  await sidebar().getByText('INT-001, INT-002, INT-003').waitFor();
+});
+
+test('Reload configuration round-trips through the extension to the engine and back', async () => {
+  const hooks = path.join(workspace, '.orchestration/hooks.yaml');
+  fs.appendFileSync(hooks, '');
+  const text = fs.readFileSync(hooks, 'utf8').replace('hooks:\n', 'hooks:\n  TurnEnd:\n    - name: ui-added\n      command: [/bin/true]\n');
+  fs.writeFileSync(hooks, text);
+  await sidebar().getByRole('button', { name: 'Reload configuration' }).click();
+  // Only the extension's response to this request writes "Reloaded at"; the count comes from the engine.
+  await sidebar().getByText(/^Reloaded at .*: no problems$/).waitFor({ timeout: 10000 });
+  await sidebar().getByText('loaded · 4 hooks').waitFor({ timeout: 10000 });
+});
+
+test('a broken hooks.yaml is shown with file, line and column while the last good hooks keep running', async () => {
+  const hooks = path.join(workspace, '.orchestration/hooks.yaml');
+  fs.writeFileSync(hooks, 'version: 1\nhooks:\n  PreToolUse:\n    - name: "unclosed\n');
+  await sidebar().getByRole('button', { name: 'Reload configuration' }).click();
+  await sidebar().getByText('hooks.yaml:5:1').waitFor({ timeout: 10000 });
+  await sidebar().getByText('invalid · 4 hooks').waitFor();
+  await page.locator('.statusbar').getByText(`Chokepoint ${version}: config error`).waitFor({ timeout: 10000 });
+});
