@@ -1,0 +1,42 @@
+// The binding from Node: each figure is measured in batches, interleaved with its baseline so that
+// both see the same machine noise. Prints one JSON object per figure on stdout for scripts/bench.js.
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const ROOT = path.resolve(__dirname, '..');
+const binding = require(path.join(ROOT, 'native/node'));
+
+const BATCH = Number(process.env.BENCH_BATCH || 200);
+const SAMPLES = Number(process.env.BENCH_SAMPLES || 3000);
+
+/** Per-call nanoseconds of `fn`, one sample per batch of BATCH calls. */
+function sampleOnce(fn) {
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < BATCH; i++) fn();
+  return Number(process.hrtime.bigint() - t0) / BATCH;
+}
+
+/** Measures several figures round-robin: sample k of every figure is taken back to back. */
+function measure(figures) {
+  for (const f of figures) for (let i = 0; i < 100; i++) sampleOnce(f.fn); // warm-up (JIT, caches)
+  const samples = figures.map(() => []);
+  for (let s = 0; s < SAMPLES; s++) figures.forEach((f, i) => samples[i].push(sampleOnce(f.fn)));
+  return figures.map((f, i) => ({ name: f.name, baseline: f.baseline, samples: samples[i] }));
+}
+
+const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-bench-'));
+try {
+  fs.mkdirSync(path.join(ws, '.orchestration'));
+  for (const f of ['hooks.yaml', 'active_intents.yaml']) fs.copyFileSync(path.join(ROOT, '.orchestration', f), path.join(ws, '.orchestration', f));
+  const engine = binding.Engine.open(ws);
+  const event = { event: 'PreToolUse', tool: 'read_file', input: { path: 'src/auth/login.js' } };
+  const results = measure([
+    { name: 'binding.empty_call', fn: () => binding.noop() },
+    { name: 'binding.engine_call', baseline: 'binding.empty_call', fn: () => engine.evaluate(event) },
+  ]);
+  for (const r of results) console.log(JSON.stringify(r));
+} finally {
+  fs.rmSync(ws, { recursive: true, force: true });
+}
