@@ -71,3 +71,16 @@ test('a broken hooks.yaml is shown with file, line and column while the last goo
   await sidebar().getByText('invalid · 4 hooks').waitFor();
   await page.locator('.statusbar').getByText(`Chokepoint ${version}: config error`).waitFor({ timeout: 10000 });
 });
+
+test('without its native addon the extension says so, naming the file, instead of doing nothing', async () => {
+  const installed = path.join(runDir, 'extensions', `chokepoint.chokepoint-${version}`, 'native', 'node');
+  const addons = fs.readdirSync(installed).filter((f) => f.endsWith('.node'));
+  assert.strictEqual(addons.length, 1);
+  fs.rmSync(path.join(installed, addons[0]));
+  await page.reload(); // a new window: a new extension host activates the extension again
+  const file = path.join(installed, addons[0]);
+  await page.getByText(`Chokepoint could not load its native engine: ${file}`).first().waitFor({ timeout: 90000 });
+  await page.locator('.statusbar').getByText('Chokepoint: engine failed').waitFor({ timeout: 10000 });
+  await page.locator('.activitybar').getByRole('tab', { name: /^Chokepoint/ }).click().catch(() => {});
+  await sidebar().getByText('Engine not loaded').waitFor({ timeout: 30000 });
+});
