@@ -15,6 +15,13 @@ let runDir, server, browser, page, workspace, installLog;
 /** The sidebar webview's document (VS Code nests it in two iframes). */
 const sidebar = () => page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
 
+/** Shows the Chokepoint view. Clicking an already selected activity-bar item would hide it instead. */
+async function openSidebar() {
+  const tab = page.locator('.activitybar').getByRole('tab', { name: /^Chokepoint/ });
+  await tab.waitFor({ timeout: 60000 });
+  if ((await tab.getAttribute('aria-selected')) !== 'true') await tab.click();
+}
+
 before(async () => {
   const vsix = await packageVsix();
   runDir = fs.mkdtempSync(path.join(vscode.CACHE, 'run-ui-tests-'));
@@ -45,7 +52,7 @@ test('the installed extension activates on the governed workspace and shows the 
 });
 
 test('the sidebar shows the engine version from the native core', async () => {
-  await page.locator('.activitybar').getByRole('tab', { name: /^Chokepoint/ }).click();
+  await openSidebar();
   const badge = sidebar().getByTestId('engine-version');
   await badge.waitFor({ timeout: 30000 });
   assert.strictEqual(await badge.textContent(), `v${version}`);
@@ -81,6 +88,6 @@ test('without its native addon the extension says so, naming the file, instead o
   const file = path.join(installed, addons[0]);
   await page.getByText(`Chokepoint could not load its native engine: ${file}`).first().waitFor({ timeout: 90000 });
   await page.locator('.statusbar').getByText('Chokepoint: engine failed').waitFor({ timeout: 10000 });
-  await page.locator('.activitybar').getByRole('tab', { name: /^Chokepoint/ }).click().catch(() => {});
+  await openSidebar();
   await sidebar().getByText('Engine not loaded').waitFor({ timeout: 30000 });
 });
