@@ -27,7 +27,7 @@ function tapCounts(text) {
 }
 
 async function cargoLayer() {
-  const r = await capture('cargo', ['test', '--workspace', '--color', 'never'], { echo: true });
+  const r = await capture('cargo', ['test', '--workspace', '--no-fail-fast', '--color', 'never'], { echo: true });
   let passed = 0;
   let failed = 0;
   for (const m of (r.stdout + r.stderr).matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {

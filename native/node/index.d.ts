@@ -19,7 +19,10 @@ export declare class Engine {
   /** Re-reads the configuration; returns the number of diagnostics of this load. */
   reload(): number
   info(): EngineInfo
-  /** Runs the chain on one event, synchronously. */
+  /**
+   * Runs the event's chain synchronously. For chains of native hooks only: throws if a hook that
+   * applies to this event is a command, builtin or host hook.
+   */
   evaluate(event: Event): Evaluation
 }
 
@@ -50,9 +53,18 @@ export interface EngineInfo {
 }
 
 export interface Evaluation {
-  /** `allow`. */
+  /** `allow`, `deny` or `ask`. */
   decision: string
-  hooksRun: number
+  /** The denial's reason, or the asks' reasons joined. */
+  reason?: string
+  remediation?: string
+  suggestedTool?: string
+  /** The rewritten subject, when a hook modified it and nothing denied. */
+  modified?: any
+  additionalContext: Array<string>
+  outcomes: Array<HookOutcome>
+  /** True when requested from inside a running hook: the chain did not run again. */
+  reentered: boolean
 }
 
 /** One event as the extension hands it to the chain. */
@@ -60,7 +72,22 @@ export interface Event {
   /** A canonical event name, e.g. `PreToolUse`. */
   event: string
   tool?: string
+  /** The subject hooks judge: tool input on `PreToolUse`, tool result on `PostToolUse`, ... */
   input?: any
+  /** Workspace-relative paths the event touches (for path matchers). */
+  paths?: Array<string>
+  taskType?: string
+  sessionId?: string
+  taskId?: string
+}
+
+export interface HookOutcome {
+  hook: string
+  /** `allow`, `deny`, `ask`, `modify`, `failed_open` or `failed_closed`. */
+  outcome: string
+  durationNs: number
+  /** Why the hook failed, for the two failure outcomes. */
+  error?: string
 }
 
 /** Does nothing. The baseline of the binding benchmarks: the cost of crossing napi and no more. */

@@ -62,10 +62,19 @@ test('invalid YAML is data (file, line, column), not an exception, and the last 
   assert.match(d.message, /unknown variant `DREAMING`/);
 });
 
-test('evaluate() answers an event synchronously with a decision', () => {
+test('evaluate() answers an event synchronously with a decision as a plain object', () => {
   const engine = binding.Engine.open(sample());
-  const r = engine.evaluate({ event: 'PreToolUse', tool: 'read_file', input: { path: 'src/a.js' } });
-  assert.deepStrictEqual(r, { decision: 'allow', hooksRun: 0 });
+  const r = engine.evaluate({ event: 'PreToolUse', tool: 'read_file', input: { path: 'src/a.js' }, paths: ['src/a.js'] });
+  assert.deepStrictEqual({ ...r }, { decision: 'allow', additionalContext: [], outcomes: [], reentered: false });
+});
+
+test('evaluate() refuses, loudly, a chain whose hooks must run as processes', () => {
+  // The sample's PostToolUse hook `diff-stat` is a command: the synchronous path must not skip it.
+  const engine = binding.Engine.open(sample());
+  assert.throws(
+    () => engine.evaluate({ event: 'PostToolUse', tool: 'write_to_file', input: {} }),
+    /hook `diff-stat` is a command hook and cannot run on the synchronous path/,
+  );
 });
 
 test('misuse throws: an unknown event name, a workspace that does not exist', () => {

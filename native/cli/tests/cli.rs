@@ -41,12 +41,12 @@ fn info_json_describes_the_sample() {
 fn config_check_exits_2_with_a_located_error() {
     let ws = sample_workspace();
     let hooks = ws.path().join(".orchestration/hooks.yaml");
-    fs::write(&hooks, "version: 1\nhooks:\n  BeforeSubmit:\n    - name: t\n      builtin: run_tests\n      timeout: 5\n").unwrap();
+    fs::write(&hooks, "version: 1\nhooks:\n  BeforeSubmit:\n    - name: t\n      builtin: run_tests\n      timeot: 5\n").unwrap();
     let out = chokepoint(&["config", "check", "--workspace", ws.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.starts_with(&format!("error: {}:6:7: ", hooks.display())), "{stderr}");
-    assert!(stderr.contains("unknown field `timeout`"), "{stderr}");
+    assert!(stderr.contains("unknown field `timeot`"), "{stderr}");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::event::EventKind;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,7 +13,7 @@ use std::path::Path;
 /// The schema version this engine reads. A file that declares another one is refused, not guessed at.
 pub const HOOKS_SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HooksConfig {
     pub version: u32,
@@ -24,7 +25,7 @@ pub struct HooksConfig {
     pub task_types: BTreeMap<String, TaskType>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskType {
     #[serde(default)]
@@ -34,7 +35,7 @@ pub struct TaskType {
 }
 
 /// Where a hook runs in the chain: security gates first, post-processing last.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Priority {
     Critical,
@@ -44,7 +45,27 @@ pub enum Priority {
     Low,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What a hook's failure (error, timeout, crash, unreadable output) means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FailureMode {
+    /// The failure is a deny with a structured reason. The default for `critical` hooks.
+    Closed,
+    /// The failure is recorded and the chain goes on. The default for every other priority.
+    Open,
+}
+
+impl FailureMode {
+    /// Security gates fail closed unless told otherwise; everything else fails open.
+    pub fn default_for(priority: Priority) -> FailureMode {
+        if priority == Priority::Critical { FailureMode::Closed } else { FailureMode::Open }
+    }
+}
+
+/// The default timeout of a command hook, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HookSpec {
     pub name: String,
@@ -56,11 +77,32 @@ pub struct HookSpec {
     /// A hook built into the engine, by name (`run_tests`, `rebase_on_main`, `create_pr`).
     #[serde(default)]
     pub builtin: Option<String>,
-    /// A regular expression over the tool name; absent matches every tool.
+    /// A regular expression over the tool name, anchored at both ends; absent matches every tool.
     #[serde(default)]
     pub tool: Option<String>,
+    /// Globs over the workspace-relative paths an event touches; the hook runs if any path matches.
+    #[serde(default)]
+    pub paths: Vec<String>,
+    /// `closed` (a failure denies) or `open` (a failure is recorded, the chain goes on). Default:
+    /// `closed` for `critical` hooks, `open` for the others.
+    #[serde(default)]
+    pub failure: Option<FailureMode>,
+    /// Seconds before a command hook is killed (its whole process group). Default 30.
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// Run `command` through `sh -c` (its first element is the script). Off by default: no shell, so
+    /// no injection through a file name or a task text.
+    #[serde(default)]
+    pub shell: bool,
+    /// Send the hook's output to the agent's next turn.
     #[serde(default)]
     pub pipe_output: bool,
+}
+
+impl HookSpec {
+    pub fn failure_mode(&self) -> FailureMode {
+        self.failure.unwrap_or(FailureMode::default_for(self.priority))
+    }
 }
 
 impl HooksConfig {
@@ -99,6 +141,14 @@ impl HooksConfig {
             .chain(config.task_types.values().flat_map(|t| t.hooks.values()))
             .flatten();
         for hook in all_hooks {
+            if let Err(e) = crate::chain::Matcher::new(hook.tool.as_deref(), &hook.paths) {
+                let (line, column) = locate_value(text, "name", &hook.name);
+                problems.push(Diagnostic { file: file.to_path_buf(), line, column, code: "hook-matcher", message: format!("hook `{}`: {e}", hook.name) });
+            }
+            if hook.command.as_ref().is_some_and(Vec::is_empty) {
+                let (line, column) = locate_value(text, "name", &hook.name);
+                problems.push(Diagnostic { file: file.to_path_buf(), line, column, code: "hook-command", message: format!("hook `{}` has an empty `command`", hook.name) });
+            }
             if hook.command.is_some() == hook.builtin.is_some() {
                 let (line, column) = locate_value(text, "name", &hook.name);
                 problems.push(Diagnostic {
@@ -176,7 +226,7 @@ mod tests {
     fn misspelt_field_is_an_error_not_a_default() {
         check_err(
             "version: 1\nhooks:\n  PreToolUse:\n    - name: gate\n      priorty: critical\n      builtin: run_tests\n",
-            "hooks.yaml:5:7: hooks.PreToolUse[0]: unknown field `priorty`, expected one of `name`, `priority`, `command`, `builtin`, `tool`, `pipe_output` [yaml]",
+            "hooks.yaml:5:7: hooks.PreToolUse[0]: unknown field `priorty`, expected one of `name`, `priority`, `command`, `builtin`, `tool`, `paths`, `failure`, `timeout`, `shell`, `pipe_output` [yaml]",
         );
     }
 

@@ -4,9 +4,11 @@
 //! that file and reports why; a file that was never good falls back to the built-in default (no
 //! project hooks, no intents), which the engine reports as such rather than pretending all is well.
 
-use crate::config::HooksConfig;
+use crate::chain::{Chain, ChainHook, Evaluation, HookImpl, Matcher, NativeHook, NeedsAsync};
+use crate::config::{FailureMode, HookSpec, HooksConfig, Priority};
 use crate::diagnostic::Diagnostic;
-use crate::event::{EventKind, ToolCall};
+use crate::event::{Event, EventKind};
+use std::collections::HashMap;
 use crate::intents::IntentSet;
 use crate::sidecar::Sidecar;
 use std::path::{Path, PathBuf};
@@ -53,25 +55,87 @@ pub struct EngineInfo {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// The combined verdict of the chain on one event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    Allow,
+/// A native hook the embedder registers with the engine (the gatekeeper, the ledger). Native hooks are
+/// registered before any configured hook, so among equal priorities they run first.
+#[derive(Debug, Clone)]
+pub struct NativeRegistration {
+    pub name: String,
+    pub priority: Priority,
+    pub failure: Option<FailureMode>,
+    pub events: Vec<EventKind>,
+    pub matcher: Matcher,
+    pub hook: Arc<dyn NativeHook>,
 }
 
-impl Decision {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Decision::Allow => "allow",
+/// Every event's chain, built once per configuration load.
+///
+/// Resolution for an event of a task with a type: the task type's hooks for that event if it declares
+/// any, else the project's hooks for that event, else the built-in defaults (none today). Native hooks
+/// are part of every chain.
+#[derive(Debug, Default)]
+struct Chains {
+    project: HashMap<EventKind, Chain>,
+    by_task_type: HashMap<(String, EventKind), Chain>,
+    natives_only: HashMap<EventKind, Chain>,
+}
+
+impl Chains {
+    fn build(config: &HooksConfig, natives: &[NativeRegistration]) -> Chains {
+        let native_hooks = |kind: EventKind| -> Vec<ChainHook> {
+            natives
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| n.events.contains(&kind))
+                .map(|(i, n)| ChainHook {
+                    name: n.name.clone(),
+                    priority: n.priority,
+                    failure: n.failure.unwrap_or(FailureMode::default_for(n.priority)),
+                    matcher: n.matcher.clone(),
+                    imp: HookImpl::Native(n.hook.clone()),
+                    registration: i,
+                })
+                .collect()
+        };
+        let chain = |kind: EventKind, specs: &[HookSpec]| {
+            let mut hooks = native_hooks(kind);
+            let first = natives.len();
+            hooks.extend(specs.iter().enumerate().filter_map(|(i, spec)| configured_hook(spec, first + i)));
+            Chain::new(hooks)
+        };
+        Chains {
+            project: config.hooks.iter().map(|(kind, specs)| (*kind, chain(*kind, specs))).collect(),
+            by_task_type: config
+                .task_types
+                .iter()
+                .flat_map(|(name, t)| t.hooks.iter().map(move |(kind, specs)| ((name.clone(), *kind), specs)))
+                .map(|(key, specs)| {
+                    let kind = key.1;
+                    (key, chain(kind, specs))
+                })
+                .collect(),
+            natives_only: EventKind::ALL.iter().map(|k| (*k, chain(*k, &[]))).collect(),
         }
+    }
+
+    fn resolve(&self, kind: EventKind, task_type: Option<&str>) -> &Chain {
+        task_type
+            .and_then(|t| self.by_task_type.get(&(t.to_owned(), kind)))
+            .or_else(|| self.project.get(&kind))
+            .or_else(|| self.natives_only.get(&kind))
+            .expect("natives_only holds every event")
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Evaluation {
-    pub decision: Decision,
-    /// How many hooks ran to reach the decision.
-    pub hooks_run: u32,
+fn configured_hook(spec: &HookSpec, registration: usize) -> Option<ChainHook> {
+    // HooksConfig::parse has already refused invalid matchers, so this cannot fail for a loaded
+    // configuration; a hook that could not be built is left out rather than guessed at.
+    let matcher = Matcher::new(spec.tool.as_deref(), &spec.paths).ok()?;
+    let imp = match (&spec.command, &spec.builtin) {
+        (Some(command), None) => HookImpl::Command(command.clone()),
+        (None, Some(builtin)) => HookImpl::Builtin(builtin.clone()),
+        _ => return None,
+    };
+    Some(ChainHook { name: spec.name.clone(), priority: spec.priority, failure: spec.failure_mode(), matcher, imp, registration })
 }
 
 #[derive(Debug, Default)]
@@ -81,11 +145,13 @@ struct Loaded {
     intents: IntentSet,
     intents_status: Option<FileStatus>,
     diagnostics: Vec<Diagnostic>,
+    chains: Chains,
 }
 
 #[derive(Debug)]
 pub struct Engine {
     sidecar: Sidecar,
+    natives: Vec<NativeRegistration>,
     // Readers take a cheap `Arc` clone; a reload swaps the whole snapshot so no caller ever sees a
     // half-applied configuration.
     loaded: RwLock<Arc<Loaded>>,
@@ -95,6 +161,11 @@ impl Engine {
     /// Opens the engine on a workspace. Fails only when the workspace itself is not a directory;
     /// configuration problems are reported through [`EngineInfo::diagnostics`].
     pub fn open(workspace_root: impl AsRef<Path>) -> std::io::Result<Engine> {
+        Engine::open_with(workspace_root, Vec::new())
+    }
+
+    /// Opens the engine with native hooks registered ahead of the configured ones.
+    pub fn open_with(workspace_root: impl AsRef<Path>, natives: Vec<NativeRegistration>) -> std::io::Result<Engine> {
         let root = workspace_root.as_ref();
         if !std::fs::metadata(root)?.is_dir() {
             return Err(std::io::Error::new(
@@ -102,7 +173,7 @@ impl Engine {
                 format!("workspace `{}` is not a directory", root.display()),
             ));
         }
-        let engine = Engine { sidecar: Sidecar::new(root), loaded: RwLock::new(Arc::default()) };
+        let engine = Engine { sidecar: Sidecar::new(root), natives, loaded: RwLock::new(Arc::default()) };
         engine.reload();
         Ok(engine)
     }
@@ -129,7 +200,9 @@ impl Engine {
             previous.intents_status,
             &mut diagnostics,
         );
+        let chains = Chains::build(&hooks, &self.natives);
         let next = Loaded {
+            chains,
             hooks,
             hooks_status: Some(hooks_status),
             intents,
@@ -165,13 +238,19 @@ impl Engine {
         }
     }
 
-    /// Runs the chain for one event and combines the hooks' answers into one decision.
+    /// Runs the event's chain synchronously and combines the hooks' answers into one decision.
     ///
-    /// The chain holds no hooks yet (the hook engine issue fills it), so every event is allowed by an
-    /// empty chain; the entry point exists now so that the binding, the CLI and the benchmarks are
-    /// wired to the call the real chain will answer.
-    pub fn evaluate(&self, _event: EventKind, _call: Option<&ToolCall>) -> Evaluation {
-        Evaluation { decision: Decision::Allow, hooks_run: 0 }
+    /// Fails only when a hook that applies to this event cannot run synchronously (a command, builtin
+    /// or host hook); the caller then uses the asynchronous entry.
+    pub fn evaluate(&self, event: Event) -> Result<Evaluation, NeedsAsync> {
+        let loaded = self.snapshot();
+        loaded.chains.resolve(event.kind, event.task_type.as_deref()).run_sync(event)
+    }
+
+    /// The names of the hooks that would run for this event, in order (for `explain` and tests).
+    pub fn plan(&self, event: &Event) -> Vec<String> {
+        let loaded = self.snapshot();
+        loaded.chains.resolve(event.kind, event.task_type.as_deref()).matching(event).map(|h| h.name.clone()).collect()
     }
 }
 

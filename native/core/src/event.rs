@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 /// Every point in an agent's life where the chain runs. One canonical vocabulary: adapters for other
 /// agents (Claude Code, Cursor, Gemini CLI, VS Code) map their names onto these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum EventKind {
     SessionStart,
     TaskStart,
@@ -91,11 +91,54 @@ impl FromStr for EventKind {
     }
 }
 
-/// A tool call as it reaches the chokepoint: the tool's name and its (JSON) input.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub tool: String,
-    pub input: serde_json::Value,
+impl EventKind {
+    /// What a `modify` answer rewrites on this event, or `None` where there is nothing to rewrite.
+    pub fn rewrites(self) -> Option<&'static str> {
+        match self {
+            EventKind::PreToolUse => Some("tool input"),
+            EventKind::PostToolUse => Some("tool result"),
+            EventKind::TurnPrepare => Some("turn context"),
+            EventKind::PlanSubmit => Some("task list"),
+            EventKind::AllTasksComplete => Some("task queue"),
+            _ => None,
+        }
+    }
+}
+
+/// The ids an event carries, where they exist at that point of the lifecycle.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventIds {
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub task: Option<String>,
+    pub plan: Option<String>,
+    pub turn: Option<u32>,
+}
+
+/// One event as it reaches the chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub kind: EventKind,
+    pub ids: EventIds,
+    /// The tool's name, on tool events.
+    pub tool: Option<String>,
+    /// The type of the task this event belongs to; selects the task type's hooks.
+    pub task_type: Option<String>,
+    /// Workspace-relative paths the event touches, for path matchers.
+    pub paths: Vec<String>,
+    /// What hooks judge and a `modify` rewrites: tool input, tool result, turn context, task list.
+    pub subject: serde_json::Value,
+}
+
+impl Event {
+    pub fn new(kind: EventKind) -> Self {
+        Event { kind, ids: EventIds::default(), tool: None, task_type: None, paths: Vec::new(), subject: serde_json::Value::Null }
+    }
+
+    /// A tool event (`PreToolUse`, `PostToolUse`) for `tool` with `subject` as its input or result.
+    pub fn tool(kind: EventKind, tool: impl Into<String>, subject: serde_json::Value) -> Self {
+        Event { tool: Some(tool.into()), subject, ..Event::new(kind) }
+    }
 }
 
 #[cfg(test)]

@@ -7,18 +7,23 @@
 //! [`Decision`]), and only misuse or I/O surfaces as `Err`.
 #![forbid(unsafe_code)]
 
+mod chain;
 mod config;
+mod decision;
 mod diagnostic;
 mod engine;
 mod event;
 mod intents;
+pub mod schema;
 mod sidecar;
 
-pub use config::{HookSpec, HooksConfig, Priority};
+pub use chain::{Chain, ChainHook, Combiner, Evaluation, HookImpl, Matcher, NativeHook, NeedsAsync};
+pub use config::{DEFAULT_TIMEOUT_SECS, FailureMode, HookSpec, HooksConfig, Priority};
+pub use decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 pub use diagnostic::Diagnostic;
-pub use engine::{ConfigStatus, Decision, Engine, EngineInfo, Evaluation, FileStatus};
-pub use event::{EventKind, ToolCall};
-pub use intents::{Intent, IntentSet};
+pub use engine::{ConfigStatus, Engine, EngineInfo, FileStatus, NativeRegistration};
+pub use event::{Event, EventIds, EventKind};
+pub use intents::{Intent, IntentSet, IntentStatus};
 pub use sidecar::Sidecar;
 
 /// The version of the engine, as built. The extension shows it and `chokepoint --version` prints it.

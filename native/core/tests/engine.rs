@@ -84,3 +84,110 @@ fn opening_a_file_or_a_missing_folder_is_an_error() {
     fs::write(ws.path().join("file"), "").unwrap();
     assert!(Engine::open(ws.path().join("file")).is_err());
 }
+
+mod chains {
+    use super::*;
+    use chokepoint_core::{Answer, Decision, Denial, Event, HookAnswer, HookFailure, Matcher, NativeHook, NativeRegistration, Priority};
+    use std::sync::Arc;
+
+    const TYPED: &str = "version: 1
+hooks:
+  BeforeSubmit:
+    - name: project-tests
+      builtin: run_tests
+  PreToolUse:
+    - name: project-gate
+      priority: critical
+      tool: write_to_file
+      builtin: run_tests
+task_types:
+  bugfix:
+    hooks:
+      BeforeSubmit:
+        - name: bugfix-tests
+          builtin: run_tests
+        - name: bugfix-pr
+          builtin: create_pr
+";
+
+    fn event(kind: EventKind, task_type: Option<&str>) -> Event {
+        Event { task_type: task_type.map(Into::into), ..Event::new(kind) }
+    }
+
+    #[test]
+    fn task_type_then_project_then_defaults() {
+        let ws = workspace(Some(TYPED), None);
+        let engine = Engine::open(ws.path()).unwrap();
+        assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, Some("bugfix"))), ["bugfix-tests", "bugfix-pr"]);
+        assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, None)), ["project-tests"]);
+        assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, Some("docs"))), ["project-tests"], "an undeclared type uses the project's hooks");
+        assert_eq!(engine.plan(&event(EventKind::PreToolUse, Some("bugfix"))).len(), 0, "no tool: the tool matcher does not match");
+        assert!(engine.plan(&event(EventKind::TurnStart, Some("bugfix"))).is_empty(), "no hooks anywhere: the built-in default");
+    }
+
+    #[derive(Debug)]
+    struct Gate;
+    impl NativeHook for Gate {
+        fn call(&self, event: &Event) -> Result<HookAnswer, HookFailure> {
+            Ok(if event.paths.iter().any(|p| p.starts_with(".orchestration/")) {
+                Answer::Deny(Denial::new("governance files are not writable")).into()
+            } else {
+                Answer::Allow.into()
+            })
+        }
+    }
+
+    #[test]
+    fn native_hooks_run_first_among_equals_and_decide_synchronously() {
+        let ws = workspace(Some(TYPED), None);
+        let gate = NativeRegistration {
+            name: "gatekeeper".into(),
+            priority: Priority::Critical,
+            failure: None,
+            events: vec![EventKind::PreToolUse],
+            matcher: Matcher::default(),
+            hook: Arc::new(Gate),
+        };
+        let engine = Engine::open_with(ws.path(), vec![gate]).unwrap();
+        let write = |path: &str| Event { paths: vec![path.into()], ..Event::tool(EventKind::PreToolUse, "write_to_file", serde_json::json!({ "path": path })) };
+        assert_eq!(engine.plan(&write("src/a.js")), ["gatekeeper", "project-gate"]);
+        // The configured critical gate is a builtin: the synchronous path says so instead of skipping it.
+        assert!(engine.evaluate(write("src/a.js")).is_err());
+        let read = Event { paths: vec![".orchestration/hooks.yaml".into()], ..Event::tool(EventKind::PreToolUse, "read_file", serde_json::json!({})) };
+        let e = engine.evaluate(read).unwrap();
+        assert_eq!(e.decision, Decision::Deny(Denial::new("governance files are not writable")));
+        assert_eq!(e.outcomes.len(), 1);
+    }
+
+    #[test]
+    fn an_invalid_matcher_is_a_located_configuration_error() {
+        let ws = workspace(Some("version: 1\nhooks:\n  PreToolUse:\n    - name: bad\n      tool: \"(write\"\n      builtin: run_tests\n"), None);
+        let info = Engine::open(ws.path()).unwrap().info();
+        assert_eq!(info.diagnostics.len(), 1);
+        let d = &info.diagnostics[0];
+        assert_eq!((d.line, d.column, d.code), (4, 7, "hook-matcher"));
+        assert!(d.message.starts_with("hook `bad`: invalid tool pattern `(write`"), "{}", d.message);
+    }
+}
+
+#[test]
+fn committed_schemas_match_the_rust_types() {
+    // Regenerate with UPDATE_SCHEMAS=1 cargo test -p chokepoint-core --test engine
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.orchestration/schema");
+    for (file, generated) in [
+        ("hooks.schema.json", chokepoint_core::schema::hooks_schema()),
+        ("active_intents.schema.json", chokepoint_core::schema::intents_schema()),
+    ] {
+        let path = dir.join(file);
+        if std::env::var_os("UPDATE_SCHEMAS").is_some() {
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(&path, &generated).unwrap();
+        }
+        let committed = fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "{} is out of date with the Rust types; run UPDATE_SCHEMAS=1 cargo test -p chokepoint-core --test engine",
+            path.display()
+        );
+    }
+}

@@ -39,23 +39,52 @@ pub struct JsEvent {
     /// A canonical event name, e.g. `PreToolUse`.
     pub event: String,
     pub tool: Option<String>,
+    /// The subject hooks judge: tool input on `PreToolUse`, tool result on `PostToolUse`, ...
     pub input: Option<serde_json::Value>,
+    /// Workspace-relative paths the event touches (for path matchers).
+    pub paths: Option<Vec<String>>,
+    pub task_type: Option<String>,
+    pub session_id: Option<String>,
+    pub task_id: Option<String>,
+}
+
+#[napi(object, js_name = "HookOutcome")]
+pub struct JsHookOutcome {
+    pub hook: String,
+    /// `allow`, `deny`, `ask`, `modify`, `failed_open` or `failed_closed`.
+    pub outcome: String,
+    pub duration_ns: f64,
+    /// Why the hook failed, for the two failure outcomes.
+    pub error: Option<String>,
 }
 
 #[napi(object, js_name = "Evaluation")]
 pub struct JsEvaluation {
-    /// `allow`.
+    /// `allow`, `deny` or `ask`.
     pub decision: String,
-    pub hooks_run: u32,
+    /// The denial's reason, or the asks' reasons joined.
+    pub reason: Option<String>,
+    pub remediation: Option<String>,
+    pub suggested_tool: Option<String>,
+    /// The rewritten subject, when a hook modified it and nothing denied.
+    pub modified: Option<serde_json::Value>,
+    pub additional_context: Vec<String>,
+    pub outcomes: Vec<JsHookOutcome>,
+    /// True when requested from inside a running hook: the chain did not run again.
+    pub reentered: bool,
 }
 
 impl JsEvent {
-    pub fn try_into_core(self) -> Result<(core::EventKind, Option<core::ToolCall>)> {
+    pub fn try_into_core(self) -> Result<core::Event> {
         let kind = self.event.parse::<core::EventKind>().map_err(|e| Error::new(Status::InvalidArg, e))?;
-        let call = self
-            .tool
-            .map(|tool| core::ToolCall { tool, input: self.input.unwrap_or(serde_json::Value::Null) });
-        Ok((kind, call))
+        Ok(core::Event {
+            kind,
+            ids: core::EventIds { session: self.session_id, task: self.task_id, ..Default::default() },
+            tool: self.tool,
+            task_type: self.task_type,
+            paths: self.paths.unwrap_or_default(),
+            subject: self.input.unwrap_or(serde_json::Value::Null),
+        })
     }
 }
 
@@ -99,6 +128,32 @@ impl From<core::EngineInfo> for JsEngineInfo {
 
 impl From<core::Evaluation> for JsEvaluation {
     fn from(e: core::Evaluation) -> Self {
-        JsEvaluation { decision: e.decision.as_str().to_owned(), hooks_run: e.hooks_run }
+        let (reason, remediation, suggested_tool) = match &e.decision {
+            core::Decision::Allow => (None, None, None),
+            core::Decision::Deny(d) => (Some(d.reason.clone()), d.remediation.clone(), d.suggested_tool.clone()),
+            core::Decision::Ask { reasons } => (Some(reasons.join("; ")), None, None),
+        };
+        JsEvaluation {
+            decision: e.decision.as_str().to_owned(),
+            reason,
+            remediation,
+            suggested_tool,
+            modified: e.modified,
+            additional_context: e.additional_context,
+            outcomes: e
+                .outcomes
+                .into_iter()
+                .map(|o| JsHookOutcome {
+                    hook: o.hook,
+                    outcome: o.kind.as_str().to_owned(),
+                    duration_ns: o.duration_ns as f64,
+                    error: match o.kind {
+                        core::OutcomeKind::FailedOpen(f) | core::OutcomeKind::FailedClosed(f) => Some(f.to_string()),
+                        _ => None,
+                    },
+                })
+                .collect(),
+            reentered: e.reentered,
+        }
     }
 }

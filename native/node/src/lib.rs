@@ -52,10 +52,11 @@ impl Engine {
         self.inner.info().into()
     }
 
-    /// Runs the chain on one event, synchronously.
+    /// Runs the event's chain synchronously. For chains of native hooks only: throws if a hook that
+    /// applies to this event is a command, builtin or host hook.
     #[napi(catch_unwind)]
     pub fn evaluate(&self, event: JsEvent) -> Result<JsEvaluation> {
-        let (kind, call) = event.try_into_core()?;
-        Ok(self.inner.evaluate(kind, call.as_ref()).into())
+        let event = event.try_into_core()?;
+        self.inner.evaluate(event).map(Into::into).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
     }
 }

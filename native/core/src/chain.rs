@@ -1,0 +1,288 @@
+//! The chain: an immutable, ordered list of hooks for one event, and the rules that combine their
+//! answers into one decision (see `decision.rs` for the rules, pinned by the tests below).
+//!
+//! Invariant: a chain is sorted once, when it is built, by (priority, registration order). Ties keep
+//! registration order: of two `critical` hooks, the one registered first runs first. Nothing reorders a
+//! chain after that; a configuration change builds a new chain.
+
+use crate::config::{FailureMode, Priority};
+use crate::decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
+use crate::event::Event;
+use globset::GlobSet;
+use regex::Regex;
+use std::cell::Cell;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A hook that runs in-process, in Rust: the gatekeeper, the ledger.
+pub trait NativeHook: Send + Sync + fmt::Debug {
+    fn call(&self, event: &Event) -> Result<HookAnswer, HookFailure>;
+}
+
+/// How a hook runs. Only `Native` hooks run on the synchronous path.
+#[derive(Debug, Clone)]
+pub enum HookImpl {
+    Native(Arc<dyn NativeHook>),
+    /// A process: program and arguments.
+    Command(Vec<String>),
+    /// A hook built into the engine, by name (`run_tests`, ...).
+    Builtin(String),
+    /// A function registered by the extension host, by id.
+    Host(String),
+}
+
+impl HookImpl {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            HookImpl::Native(_) => "native",
+            HookImpl::Command(_) => "command",
+            HookImpl::Builtin(_) => "builtin",
+            HookImpl::Host(_) => "host",
+        }
+    }
+}
+
+/// Which events of the chain's kind a hook applies to. Empty matchers match everything.
+#[derive(Debug, Clone, Default)]
+pub struct Matcher {
+    /// Anchored: `write_to_file|apply_diff` matches exactly those two tools, not `rewrite_to_file_x`.
+    pub tool: Option<Regex>,
+    /// Matches when any of the event's paths matches.
+    pub paths: Option<GlobSet>,
+}
+
+impl Matcher {
+    /// Builds a matcher; the tool pattern is anchored at both ends.
+    pub fn new(tool: Option<&str>, paths: &[String]) -> Result<Matcher, String> {
+        let tool = tool
+            .map(|t| Regex::new(&format!("^(?:{t})$")).map_err(|e| format!("invalid tool pattern `{t}`: {e}")))
+            .transpose()?;
+        let paths = if paths.is_empty() {
+            None
+        } else {
+            let mut set = globset::GlobSetBuilder::new();
+            for p in paths {
+                set.add(globset::Glob::new(p).map_err(|e| format!("invalid path glob `{p}`: {e}"))?);
+            }
+            Some(set.build().map_err(|e| e.to_string())?)
+        };
+        Ok(Matcher { tool, paths })
+    }
+
+    pub fn matches(&self, event: &Event) -> bool {
+        let tool_ok = match (&self.tool, &event.tool) {
+            (None, _) => true,
+            (Some(re), Some(tool)) => re.is_match(tool),
+            (Some(_), None) => false,
+        };
+        let paths_ok = match &self.paths {
+            None => true,
+            Some(set) => event.paths.iter().any(|p| set.is_match(p)),
+        };
+        tool_ok && paths_ok
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ChainHook {
+    pub name: String,
+    pub priority: Priority,
+    pub failure: FailureMode,
+    pub matcher: Matcher,
+    pub imp: HookImpl,
+    /// Position in registration order; the tie-breaker within a priority.
+    pub registration: usize,
+}
+
+/// The result of running a chain on one event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    pub decision: Decision,
+    /// The rewritten subject when some hook modified it (and nothing denied).
+    pub modified: Option<serde_json::Value>,
+    pub additional_context: Vec<String>,
+    /// Every hook that ran, in order, with its outcome and duration.
+    pub outcomes: Vec<HookOutcome>,
+    /// True when this evaluation was requested from inside a running hook: the chain did not run again.
+    pub reentered: bool,
+}
+
+/// The synchronous path was asked for, but a matching hook needs the asynchronous one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeedsAsync {
+    pub hook: String,
+    pub kind: &'static str,
+}
+
+impl fmt::Display for NeedsAsync {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "hook `{}` is a {} hook and cannot run on the synchronous path", self.hook, self.kind)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Chain {
+    hooks: Vec<ChainHook>,
+}
+
+thread_local! {
+    // Set while this thread runs a chain: an evaluation requested by a hook (through the engine) does
+    // not re-enter the hooks for the operation that is already being judged.
+    static IN_CHAIN: Cell<bool> = const { Cell::new(false) };
+}
+
+impl Chain {
+    /// Sorts once, by (priority, registration order), into the chain's immutable order.
+    pub fn new(mut hooks: Vec<ChainHook>) -> Chain {
+        hooks.sort_by_key(|h| (h.priority, h.registration));
+        Chain { hooks }
+    }
+
+    pub fn hooks(&self) -> &[ChainHook] {
+        &self.hooks
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty()
+    }
+
+    /// The hooks that apply to this event, in chain order.
+    pub fn matching<'a>(&'a self, event: &'a Event) -> impl Iterator<Item = &'a ChainHook> + 'a {
+        self.hooks.iter().filter(move |h| h.matcher.matches(event))
+    }
+
+    /// Whether every hook that applies to this event can run synchronously (native hooks only).
+    pub fn check_sync(&self, event: &Event) -> Result<(), NeedsAsync> {
+        match self.matching(event).find(|h| !matches!(h.imp, HookImpl::Native(_))) {
+            Some(h) => Err(NeedsAsync { hook: h.name.clone(), kind: h.imp.kind() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs the chain in this thread. Fails only if a matching hook is not native.
+    pub fn run_sync(&self, event: Event) -> Result<Evaluation, NeedsAsync> {
+        self.check_sync(&event)?;
+        if IN_CHAIN.with(Cell::get) {
+            return Ok(Combiner::new(event).reentered());
+        }
+        IN_CHAIN.with(|c| c.set(true));
+        // Reset the guard however this returns, including by a panic that escapes a hook's catch.
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                IN_CHAIN.with(|c| c.set(false));
+            }
+        }
+        let _reset = Reset;
+        let mut combiner = Combiner::new(event);
+        for hook in &self.hooks {
+            if !hook.matcher.matches(&combiner.event) {
+                continue;
+            }
+            let HookImpl::Native(native) = &hook.imp else { unreachable!("checked by check_sync") };
+            let started = Instant::now();
+            let result = catch_unwind(AssertUnwindSafe(|| native.call(&combiner.event)))
+                .unwrap_or_else(|panic| Err(HookFailure::Crashed(panic_message(panic))));
+            if combiner.apply(hook, result, started.elapsed().as_nanos() as u64).is_break() {
+                break;
+            }
+        }
+        Ok(combiner.finish())
+    }
+}
+
+fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_owned())
+}
+
+/// Folds hook answers into a decision. Shared by the synchronous and asynchronous drivers so that the
+/// rules exist once.
+#[derive(Debug)]
+pub struct Combiner {
+    event: Event,
+    modified: bool,
+    asks: Vec<String>,
+    denial: Option<Denial>,
+    additional_context: Vec<String>,
+    outcomes: Vec<HookOutcome>,
+}
+
+impl Combiner {
+    pub fn new(event: Event) -> Self {
+        Combiner { event, modified: false, asks: Vec::new(), denial: None, additional_context: Vec::new(), outcomes: Vec::new() }
+    }
+
+    /// The event as the next hook must see it (with every earlier rewrite applied).
+    pub fn event(&self) -> &Event {
+        &self.event
+    }
+
+    fn reentered(self) -> Evaluation {
+        Evaluation { reentered: true, ..self.finish() }
+    }
+
+    /// Applies one hook's result. `Break` means the chain is decided (a deny) and must stop.
+    pub fn apply(&mut self, hook: &ChainHook, result: Result<HookAnswer, HookFailure>, duration_ns: u64) -> std::ops::ControlFlow<()> {
+        use std::ops::ControlFlow::{Break, Continue};
+        let result = result.and_then(|a| match (&a.answer, self.event.kind.rewrites()) {
+            (Answer::Modify(_), None) => {
+                Err(HookFailure::BadAnswer(format!("`modify` on {}, which has nothing to rewrite", self.event.kind)))
+            }
+            _ => Ok(a),
+        });
+        let answer = match result {
+            Ok(answer) => answer,
+            Err(failure) => {
+                let closed = hook.failure == FailureMode::Closed;
+                let kind = if closed { OutcomeKind::FailedClosed(failure.clone()) } else { OutcomeKind::FailedOpen(failure.clone()) };
+                self.outcomes.push(HookOutcome { hook: hook.name.clone(), kind, duration_ns });
+                if closed {
+                    self.denial = Some(Denial {
+                        reason: format!("hook `{}` {failure}; it fails closed, so the action is denied", hook.name),
+                        remediation: None,
+                        suggested_tool: None,
+                    });
+                    return Break(());
+                }
+                return Continue(());
+            }
+        };
+        if let Some(context) = answer.additional_context {
+            self.additional_context.push(context);
+        }
+        let (kind, flow) = match answer.answer {
+            Answer::Allow => (OutcomeKind::Allowed, Continue(())),
+            Answer::Ask { reason } => {
+                self.asks.push(format!("{}: {reason}", hook.name));
+                (OutcomeKind::Asked, Continue(()))
+            }
+            Answer::Modify(subject) => {
+                self.event.subject = subject;
+                self.modified = true;
+                (OutcomeKind::Modified, Continue(()))
+            }
+            Answer::Deny(denial) => {
+                self.denial = Some(denial);
+                (OutcomeKind::Denied, Break(()))
+            }
+        };
+        self.outcomes.push(HookOutcome { hook: hook.name.clone(), kind, duration_ns });
+        flow
+    }
+
+    pub fn finish(self) -> Evaluation {
+        let decision = match (self.denial, self.asks.is_empty()) {
+            (Some(denial), _) => Decision::Deny(denial),
+            (None, false) => Decision::Ask { reasons: self.asks },
+            (None, true) => Decision::Allow,
+        };
+        let modified = (self.modified && !matches!(decision, Decision::Deny(_))).then_some(self.event.subject);
+        Evaluation { decision, modified, additional_context: self.additional_context, outcomes: self.outcomes, reentered: false }
+    }
+}

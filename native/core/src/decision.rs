@@ -1,0 +1,128 @@
+//! What a hook answers, and what the chain decides from all the answers.
+//!
+//! The combining rules, in one place (ARCHITECTURE.md repeats them, `chain.rs` tests pin them):
+//! 1. Hooks run in chain order (priority, then registration order).
+//! 2. `modify` replaces the event's subject, and every later hook sees the rewritten value
+//!    (rewrite, then validate).
+//! 3. The first `deny` ends the chain: the most restrictive answer wins and nothing after it runs.
+//! 4. `ask` is remembered and the chain goes on, so that a later `deny` still wins; if nothing denies,
+//!    the decision is `ask`.
+//! 5. A hook that fails (error, timeout, crash, unreadable answer) is a `deny` when its failure mode is
+//!    `closed`, and is recorded and skipped when it is `open`.
+//! 6. `additional_context` from every hook that ran is kept, in chain order.
+
+use serde_json::Value;
+
+/// Why an action is refused, and how the agent can recover.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    pub reason: String,
+    /// A prompt that tells the agent how to fix what was refused.
+    pub remediation: Option<String>,
+    /// A tool the agent should call instead, e.g. `scope_expansion_request`.
+    pub suggested_tool: Option<String>,
+}
+
+impl Denial {
+    pub fn new(reason: impl Into<String>) -> Self {
+        Denial { reason: reason.into(), remediation: None, suggested_tool: None }
+    }
+}
+
+/// One hook's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    Allow,
+    Deny(Denial),
+    /// Escalate: a human, a policy or a reviewer must decide.
+    Ask { reason: String },
+    /// The rewritten subject of the event (tool input, tool result, turn context, task list).
+    Modify(Value),
+}
+
+/// A hook's answer with the context it adds for the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookAnswer {
+    pub answer: Answer,
+    pub additional_context: Option<String>,
+}
+
+impl From<Answer> for HookAnswer {
+    fn from(answer: Answer) -> Self {
+        HookAnswer { answer, additional_context: None }
+    }
+}
+
+/// How a hook failed to answer. Each becomes a structured reason in the trace and, for a hook that
+/// fails closed, in the denial the agent receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookFailure {
+    Error(String),
+    Timeout { after_ms: u64 },
+    Crashed(String),
+    /// The hook answered, but not in a form we accept (garbage, oversized, a `modify` where the event
+    /// has nothing to rewrite).
+    BadAnswer(String),
+}
+
+impl std::fmt::Display for HookFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HookFailure::Error(e) => write!(f, "failed: {e}"),
+            HookFailure::Timeout { after_ms } => write!(f, "timed out after {after_ms} ms"),
+            HookFailure::Crashed(e) => write!(f, "crashed: {e}"),
+            HookFailure::BadAnswer(e) => write!(f, "gave an answer that cannot be used: {e}"),
+        }
+    }
+}
+
+/// What the chain decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    Allow,
+    Deny(Denial),
+    Ask { reasons: Vec<String> },
+}
+
+impl Decision {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Deny(_) => "deny",
+            Decision::Ask { .. } => "ask",
+        }
+    }
+}
+
+/// How one hook's run ended, for the trace.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutcomeKind {
+    Allowed,
+    Denied,
+    Asked,
+    Modified,
+    /// Failed with failure mode `open`: recorded, and the chain went on.
+    FailedOpen(HookFailure),
+    /// Failed with failure mode `closed`: the chain denied.
+    FailedClosed(HookFailure),
+}
+
+impl OutcomeKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OutcomeKind::Allowed => "allow",
+            OutcomeKind::Denied => "deny",
+            OutcomeKind::Asked => "ask",
+            OutcomeKind::Modified => "modify",
+            OutcomeKind::FailedOpen(_) => "failed_open",
+            OutcomeKind::FailedClosed(_) => "failed_closed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookOutcome {
+    pub hook: String,
+    pub kind: OutcomeKind,
+    pub duration_ns: u64,
+}
