@@ -85,7 +85,7 @@ describe('configuration reload', () => {
     const problems = await until('problems', () => {
       const p = vscode.languages.getDiagnostics(vscode.Uri.file(hooksYaml()));
       return p.length ? p : undefined;
-    });
+    }, 10000);
     assert.strictEqual(problems[0].range.start.line, 4);
     assert.match(chokepoint.statusBarText, /config error/);
   });
@@ -96,7 +96,7 @@ describe('configuration reload', () => {
     await until('the watcher to reload', () => {
       const s = chokepoint.engineState;
       return s.status === 'ready' && s.hooks.hookCount === 4 ? s : undefined;
-    });
+    }, 20000); // the file watcher lives in the server process; under load its first event can be slow
   });
 });
 
