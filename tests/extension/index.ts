@@ -11,7 +11,7 @@ export function run(): Promise<void> {
     if (report) fs.appendFileSync(report, line + '\n');
     else console.log(line);
   };
-  const mocha = new Mocha({ ui: 'bdd', timeout: 20000, color: false, reporter: 'base' });
+  const mocha = new Mocha({ ui: 'bdd', timeout: 40000, color: false, reporter: 'base' });
   for (const f of fs.readdirSync(__dirname).filter((f) => f.endsWith('.test.js')).sort()) {
     mocha.addFile(path.join(__dirname, f));
   }
