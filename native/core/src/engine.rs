@@ -75,7 +75,7 @@ pub struct NativeRegistration {
 #[derive(Debug, Default)]
 struct Chains {
     project: HashMap<EventKind, Chain>,
-    by_task_type: HashMap<(String, EventKind), Chain>,
+    by_task_type: HashMap<String, HashMap<EventKind, Chain>>,
     natives_only: HashMap<EventKind, Chain>,
 }
 
@@ -107,11 +107,7 @@ impl Chains {
             by_task_type: config
                 .task_types
                 .iter()
-                .flat_map(|(name, t)| t.hooks.iter().map(move |(kind, specs)| ((name.clone(), *kind), specs)))
-                .map(|(key, specs)| {
-                    let kind = key.1;
-                    (key, chain(kind, specs))
-                })
+                .map(|(name, t)| (name.clone(), t.hooks.iter().map(|(kind, specs)| (*kind, chain(*kind, specs))).collect()))
                 .collect(),
             natives_only: EventKind::ALL.iter().map(|k| (*k, chain(*k, &[]))).collect(),
         }
@@ -119,7 +115,8 @@ impl Chains {
 
     fn resolve(&self, kind: EventKind, task_type: Option<&str>) -> &Chain {
         task_type
-            .and_then(|t| self.by_task_type.get(&(t.to_owned(), kind)))
+            .and_then(|t| self.by_task_type.get(t))
+            .and_then(|by_event| by_event.get(&kind))
             .or_else(|| self.project.get(&kind))
             .or_else(|| self.natives_only.get(&kind))
             .expect("natives_only holds every event")
