@@ -5,6 +5,8 @@
 //! registration order: of two `critical` hooks, the one registered first runs first. Nothing reorders a
 //! chain after that; a configuration change builds a new chain.
 
+use crate::builtin::{self, BuiltinSpec};
+use crate::command::{self, CommandSpec};
 use crate::config::{FailureMode, Priority};
 use crate::decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 use crate::event::Event;
@@ -25,10 +27,10 @@ pub trait NativeHook: Send + Sync + fmt::Debug {
 #[derive(Debug, Clone)]
 pub enum HookImpl {
     Native(Arc<dyn NativeHook>),
-    /// A process: program and arguments.
-    Command(Vec<String>),
-    /// A hook built into the engine, by name (`run_tests`, ...).
-    Builtin(String),
+    /// A process: program and arguments, run by `command.rs`.
+    Command(CommandSpec),
+    /// A hook built into the engine (`builtin.rs`), with the command it may take.
+    Builtin(BuiltinSpec),
     /// A function registered by the extension host, by id.
     Host(String),
 }
@@ -94,6 +96,42 @@ pub struct ChainHook {
     pub imp: HookImpl,
     /// Position in registration order; the tie-breaker within a priority.
     pub registration: usize,
+    /// Deliver the hook's output to the agent (see `Evaluation::piped`).
+    pub pipe_output: bool,
+}
+
+/// Text a `pipe_output` hook produced, for the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piped {
+    pub hook: String,
+    pub text: String,
+}
+
+/// Calls hooks registered by the embedder (the extension's JavaScript functions).
+pub trait HostHooks: Send + Sync + fmt::Debug {
+    fn call(&self, id: &str, event: &Event) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<HookAnswer, HookFailure>> + Send>>;
+}
+
+/// What the asynchronous driver needs besides the event.
+#[derive(Debug, Clone)]
+pub struct RunContext {
+    /// The working directory of command hooks.
+    pub workspace: std::path::PathBuf,
+    pub output_cap: usize,
+    pub host: Option<Arc<dyn HostHooks>>,
+    /// How long a host hook may take.
+    pub host_timeout: std::time::Duration,
+}
+
+impl RunContext {
+    pub fn new(workspace: impl Into<std::path::PathBuf>) -> Self {
+        RunContext {
+            workspace: workspace.into(),
+            output_cap: command::DEFAULT_OUTPUT_CAP,
+            host: None,
+            host_timeout: std::time::Duration::from_secs(crate::config::DEFAULT_TIMEOUT_SECS),
+        }
+    }
 }
 
 /// The result of running a chain on one event.
@@ -105,6 +143,10 @@ pub struct Evaluation {
     pub additional_context: Vec<String>,
     /// Every hook that ran, in order, with its outcome and duration.
     pub outcomes: Vec<HookOutcome>,
+    /// Output of `pipe_output` hooks, in chain order, for the agent.
+    pub piped: Vec<Piped>,
+    /// Values hooks reported (a builtin's `pr_url`, ...).
+    pub context: std::collections::BTreeMap<String, String>,
     /// True when this evaluation was requested from inside a running hook: the chain did not run again.
     pub reentered: bool,
 }
@@ -193,6 +235,55 @@ impl Chain {
     }
 }
 
+impl Chain {
+    /// Runs the chain with every kind of hook: native in place, commands and builtins as processes,
+    /// host hooks through the embedder. Hooks run one after another, in chain order, because each may
+    /// see the previous one's rewrite and a deny must stop the ones after it.
+    pub async fn run(&self, event: Event, ctx: &RunContext) -> Evaluation {
+        let mut combiner = Combiner::new(event);
+        for hook in &self.hooks {
+            if !hook.matcher.matches(&combiner.event) {
+                continue;
+            }
+            let started = Instant::now();
+            let (result, output) = match &hook.imp {
+                HookImpl::Native(native) => (
+                    catch_unwind(AssertUnwindSafe(|| native.call(&combiner.event)))
+                        .unwrap_or_else(|panic| Err(HookFailure::Crashed(panic_message(panic)))),
+                    None,
+                ),
+                HookImpl::Command(spec) => {
+                    let run = command::run(spec, &combiner.event, &ctx.workspace, ctx.output_cap).await;
+                    (run.result, run.output)
+                }
+                HookImpl::Builtin(spec) => {
+                    let run = builtin::run(spec, &combiner.event, ctx).await;
+                    for (k, v) in &run.context {
+                        combiner.context.insert(k.clone(), v.clone());
+                    }
+                    (run.result, run.output)
+                }
+                HookImpl::Host(id) => match &ctx.host {
+                    None => (Err(HookFailure::Error(format!("host hook `{id}` is not registered"))), None),
+                    Some(host) => match tokio::time::timeout(ctx.host_timeout, host.call(id, &combiner.event)).await {
+                        Ok(result) => (result, None),
+                        Err(_) => (Err(HookFailure::Timeout { after_ms: ctx.host_timeout.as_millis() as u64 }), None),
+                    },
+                },
+            };
+            if hook.pipe_output {
+                if let Some(text) = output.filter(|t| !t.is_empty()) {
+                    combiner.piped.push(Piped { hook: hook.name.clone(), text });
+                }
+            }
+            if combiner.apply(hook, result, started.elapsed().as_nanos() as u64).is_break() {
+                break;
+            }
+        }
+        combiner.finish()
+    }
+}
+
 fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
     panic
         .downcast_ref::<&str>()
@@ -211,11 +302,22 @@ pub struct Combiner {
     denial: Option<Denial>,
     additional_context: Vec<String>,
     outcomes: Vec<HookOutcome>,
+    piped: Vec<Piped>,
+    context: std::collections::BTreeMap<String, String>,
 }
 
 impl Combiner {
     pub fn new(event: Event) -> Self {
-        Combiner { event, modified: false, asks: Vec::new(), denial: None, additional_context: Vec::new(), outcomes: Vec::new() }
+        Combiner {
+            event,
+            modified: false,
+            asks: Vec::new(),
+            denial: None,
+            additional_context: Vec::new(),
+            outcomes: Vec::new(),
+            piped: Vec::new(),
+            context: Default::default(),
+        }
     }
 
     /// The event as the next hook must see it (with every earlier rewrite applied).
@@ -283,6 +385,14 @@ impl Combiner {
             (None, true) => Decision::Allow,
         };
         let modified = (self.modified && !matches!(decision, Decision::Deny(_))).then_some(self.event.subject);
-        Evaluation { decision, modified, additional_context: self.additional_context, outcomes: self.outcomes, reentered: false }
+        Evaluation {
+            decision,
+            modified,
+            additional_context: self.additional_context,
+            outcomes: self.outcomes,
+            piped: self.piped,
+            context: self.context,
+            reentered: false,
+        }
     }
 }

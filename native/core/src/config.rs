@@ -149,15 +149,35 @@ impl HooksConfig {
                 let (line, column) = locate_value(text, "name", &hook.name);
                 problems.push(Diagnostic { file: file.to_path_buf(), line, column, code: "hook-command", message: format!("hook `{}` has an empty `command`", hook.name) });
             }
-            if hook.command.is_some() == hook.builtin.is_some() {
+            let mut problem = |code: &'static str, message: String| {
                 let (line, column) = locate_value(text, "name", &hook.name);
-                problems.push(Diagnostic {
-                    file: file.to_path_buf(),
-                    line,
-                    column,
-                    code: "hook-kind",
-                    message: format!("hook `{}` must have exactly one of `command` or `builtin`", hook.name),
-                });
+                problems.push(Diagnostic { file: file.to_path_buf(), line, column, code, message });
+            };
+            match (&hook.command, &hook.builtin) {
+                (None, None) => problem("hook-kind", format!("hook `{}` must have a `command` or a `builtin`", hook.name)),
+                (_, Some(b)) if !crate::builtin::BUILTINS.contains(&b.as_str()) => problem(
+                    "hook-builtin",
+                    format!("hook `{}`: unknown builtin `{b}`; the builtins are {}", hook.name, crate::builtin::BUILTINS.join(", ")),
+                ),
+                (Some(_), Some(b)) if b == "rebase_on_main" => {
+                    problem("hook-kind", format!("hook `{}`: builtin `{b}` takes no `command`", hook.name))
+                }
+                _ => {}
+            }
+            if hook.shell && hook.builtin.is_some() {
+                problem("hook-kind", format!("hook `{}`: `shell` applies to commands, not builtins", hook.name));
+            }
+            for arg in hook.command.iter().flatten() {
+                for unknown in crate::template::unknown_variables(arg) {
+                    problem(
+                        "hook-template",
+                        format!(
+                            "hook `{}`: unknown template variable `{{{{{unknown}}}}}`; the variables are {}",
+                            hook.name,
+                            crate::template::VARIABLES.iter().map(|(v, _)| *v).collect::<Vec<_>>().join(", ")
+                        ),
+                    );
+                }
             }
         }
         if problems.is_empty() { Ok(config) } else { Err(problems) }
@@ -240,9 +260,12 @@ mod tests {
     #[test]
     fn semantic_errors_are_located() {
         check_err(
-            "version: 2\nhooks:\n  PreToolUse:\n    - name: both\n      builtin: run_tests\n      command: [x]\n",
+            "version: 2\nhooks:\n  PreToolUse:\n    - name: both\n      builtin: rebase_on_main\n      command: [x]\n    - name: neither\n    - name: typo\n      builtin: run_test\n    - name: tpl\n      command: [echo, \"{{sesion}}\"]\n",
             "hooks.yaml:1:1: hooks.yaml version 2 is not supported; this engine reads version 1 [unsupported-version]\n\
-             hooks.yaml:4:7: hook `both` must have exactly one of `command` or `builtin` [hook-kind]",
+             hooks.yaml:4:7: hook `both`: builtin `rebase_on_main` takes no `command` [hook-kind]\n\
+             hooks.yaml:7:7: hook `neither` must have a `command` or a `builtin` [hook-kind]\n\
+             hooks.yaml:8:7: hook `typo`: unknown builtin `run_test`; the builtins are run_tests, rebase_on_main, create_pr [hook-builtin]\n\
+             hooks.yaml:10:7: hook `tpl`: unknown template variable `{{sesion}}`; the variables are session, iteration, task_id, task_content, error, tool, path, intent_id [hook-template]",
         );
     }
 }

@@ -5,7 +5,11 @@
 //! project hooks, no intents), which the engine reports as such rather than pretending all is well.
 
 use crate::chain::{Chain, ChainHook, Evaluation, HookImpl, Matcher, NativeHook, NeedsAsync};
-use crate::config::{FailureMode, HookSpec, HooksConfig, Priority};
+use crate::builtin::{BuiltinSpec, DEFAULT_BUILTIN_TIMEOUT_SECS};
+use crate::chain::RunContext;
+use crate::command::CommandSpec;
+use crate::config::{DEFAULT_TIMEOUT_SECS, FailureMode, HookSpec, HooksConfig, Priority};
+use std::time::Duration;
 use crate::diagnostic::Diagnostic;
 use crate::event::{Event, EventKind};
 use std::collections::HashMap;
@@ -93,6 +97,7 @@ impl Chains {
                     matcher: n.matcher.clone(),
                     imp: HookImpl::Native(n.hook.clone()),
                     registration: i,
+                    pipe_output: false,
                 })
                 .collect()
         };
@@ -128,11 +133,27 @@ fn configured_hook(spec: &HookSpec, registration: usize) -> Option<ChainHook> {
     // configuration; a hook that could not be built is left out rather than guessed at.
     let matcher = Matcher::new(spec.tool.as_deref(), &spec.paths).ok()?;
     let imp = match (&spec.command, &spec.builtin) {
-        (Some(command), None) => HookImpl::Command(command.clone()),
-        (None, Some(builtin)) => HookImpl::Builtin(builtin.clone()),
-        _ => return None,
+        (Some(command), None) => HookImpl::Command(CommandSpec {
+            argv: command.clone(),
+            shell: spec.shell,
+            timeout: Duration::from_secs(spec.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS)),
+        }),
+        (command, Some(builtin)) => HookImpl::Builtin(BuiltinSpec {
+            name: builtin.clone(),
+            command: command.clone(),
+            timeout: Duration::from_secs(spec.timeout.unwrap_or(DEFAULT_BUILTIN_TIMEOUT_SECS)),
+        }),
+        (None, None) => return None,
     };
-    Some(ChainHook { name: spec.name.clone(), priority: spec.priority, failure: spec.failure_mode(), matcher, imp, registration })
+    Some(ChainHook {
+        name: spec.name.clone(),
+        priority: spec.priority,
+        failure: spec.failure_mode(),
+        matcher,
+        imp,
+        registration,
+        pipe_output: spec.pipe_output,
+    })
 }
 
 #[derive(Debug, Default)]
@@ -242,6 +263,17 @@ impl Engine {
     pub fn evaluate(&self, event: Event) -> Result<Evaluation, NeedsAsync> {
         let loaded = self.snapshot();
         loaded.chains.resolve(event.kind, event.task_type.as_deref()).run_sync(event)
+    }
+
+    /// Runs the event's chain with every kind of hook (commands, builtins, host hooks).
+    ///
+    /// The configuration snapshot is taken once, at the start: a reload while hooks run affects the next
+    /// event, never this one.
+    pub async fn evaluate_async(&self, event: Event, host: Option<Arc<dyn crate::chain::HostHooks>>) -> Evaluation {
+        let loaded = self.snapshot();
+        let mut ctx = RunContext::new(self.sidecar.workspace_root());
+        ctx.host = host;
+        loaded.chains.resolve(event.kind, event.task_type.as_deref()).run(event, &ctx).await
     }
 
     /// The names of the hooks that would run for this event, in order (for `explain` and tests).

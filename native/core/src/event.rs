@@ -113,6 +113,8 @@ pub struct EventIds {
     pub task: Option<String>,
     pub plan: Option<String>,
     pub turn: Option<u32>,
+    /// The intent the session declared with `select_active_intent`.
+    pub intent: Option<String>,
 }
 
 /// One event as it reaches the chain.

@@ -7,7 +7,9 @@
 //! [`Decision`]), and only misuse or I/O surfaces as `Err`.
 #![forbid(unsafe_code)]
 
+pub mod builtin;
 mod chain;
+pub mod command;
 mod config;
 mod decision;
 mod diagnostic;
@@ -16,8 +18,9 @@ mod event;
 mod intents;
 pub mod schema;
 mod sidecar;
+pub mod template;
 
-pub use chain::{Chain, ChainHook, Combiner, Evaluation, HookImpl, Matcher, NativeHook, NeedsAsync};
+pub use chain::{Chain, ChainHook, Combiner, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext};
 pub use config::{DEFAULT_TIMEOUT_SECS, FailureMode, HookSpec, HooksConfig, Priority};
 pub use decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 pub use diagnostic::Diagnostic;

@@ -5,7 +5,9 @@ use chokepoint_core::{
     Answer, Chain, ChainHook, Decision, Denial, Evaluation, Event, EventKind, FailureMode, HookAnswer, HookFailure, HookImpl, Matcher,
     NativeHook, Priority,
 };
+use chokepoint_core::command::CommandSpec;
 use serde_json::{Value, json};
+use std::time::Duration;
 use std::sync::{Arc, Mutex, OnceLock};
 
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
@@ -67,6 +69,7 @@ impl Fixture {
             matcher,
             imp: HookImpl::Native(hook),
             registration,
+            pipe_output: false,
         });
     }
 
@@ -288,8 +291,9 @@ fn the_synchronous_path_refuses_chains_with_process_hooks() {
         priority: Normal,
         failure: FailureMode::Open,
         matcher: Matcher::new(Some("write_to_file"), &[]).unwrap(),
-        imp: HookImpl::Command(vec!["npm".into(), "run".into(), "lint".into()]),
+        imp: HookImpl::Command(CommandSpec { argv: vec!["npm".into(), "run".into(), "lint".into()], shell: false, timeout: Duration::from_secs(30) }),
         registration: 0,
+        pipe_output: false,
     }];
     let chain = Chain::new(hooks);
     let err = chain.run_sync(pre_tool(json!({}))).unwrap_err();

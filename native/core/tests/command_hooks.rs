@@ -1,0 +1,227 @@
+//! Command hooks and builtins as real processes: the protocol, every failure mode, no orphans, no
+//! template injection, piped output. Each test writes a hooks.yaml and runs the engine's async entry.
+
+use chokepoint_core::{Decision, Engine, Evaluation, Event, EventKind};
+use serde_json::json;
+use std::fs;
+use std::path::Path;
+
+fn engine(hooks_yaml: &str) -> (tempfile::TempDir, Engine) {
+    let ws = tempfile::tempdir().unwrap();
+    fs::create_dir(ws.path().join(".orchestration")).unwrap();
+    fs::write(ws.path().join(".orchestration/hooks.yaml"), hooks_yaml).unwrap();
+    let engine = Engine::open(ws.path()).unwrap();
+    assert!(engine.info().diagnostics.is_empty(), "{:?}", engine.info().diagnostics);
+    (ws, engine)
+}
+
+/// A hooks.yaml with the given PreToolUse hooks (YAML list items, already indented by 4).
+fn pre_tool_use(items: &str) -> String {
+    format!("version: 1\nhooks:\n  PreToolUse:\n{items}")
+}
+
+fn write_event() -> Event {
+    let mut e = Event::tool(EventKind::PreToolUse, "write_to_file", json!({ "path": "src/a.js", "content": "x" }));
+    e.ids.session = Some("S-1".into());
+    e.paths = vec!["src/a.js".into()];
+    e
+}
+
+async fn run(yaml: &str) -> (tempfile::TempDir, Evaluation) {
+    let (ws, engine) = engine(yaml);
+    let e = engine.evaluate_async(write_event(), None).await;
+    (ws, e)
+}
+
+fn outcome(e: &Evaluation) -> Vec<String> {
+    e.outcomes.iter().map(|o| format!("{}:{}", o.hook, o.kind.as_str())).collect()
+}
+
+fn denial_reason(e: &Evaluation) -> String {
+    match &e.decision {
+        Decision::Deny(d) => d.reason.clone(),
+        other => panic!("expected a deny, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn plain_text_allows_and_is_the_output() {
+    let (_ws, e) = run(&pre_tool_use("    - name: hello\n      command: [echo, hello]\n      pipe_output: true\n")).await;
+    assert_eq!(e.decision, Decision::Allow);
+    assert_eq!(e.piped.iter().map(|p| p.text.as_str()).collect::<Vec<_>>(), ["hello"]);
+}
+
+#[tokio::test]
+async fn claude_code_json_answers_are_understood() {
+    let deny = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no writes on fridays"}}"#;
+    let (_ws, e) = run(&pre_tool_use(&format!("    - name: friday\n      command: [printf, '%s', '{deny}']\n"))).await;
+    assert_eq!(denial_reason(&e), "no writes on fridays");
+
+    let rewrite = r#"{"hookSpecificOutput":{"permissionDecision":"allow","updatedInput":{"path":"src/b.js"},"additionalContext":"moved"}}"#;
+    let (_ws, e) = run(&pre_tool_use(&format!("    - name: mover\n      command: [printf, '%s', '{rewrite}']\n"))).await;
+    assert_eq!(e.modified, Some(json!({ "path": "src/b.js" })));
+    assert_eq!(e.additional_context, ["moved"]);
+
+    let block = r#"{"decision":"block","reason":"blocked"}"#;
+    let (_ws, e) = run(&pre_tool_use(&format!("    - name: legacy\n      command: [printf, '%s', '{block}']\n"))).await;
+    assert_eq!(denial_reason(&e), "blocked");
+
+    let ours = r#"{"decision":"deny","reason":"outside scope","remediation":"ask for more scope","suggested_tool":"scope_expansion_request"}"#;
+    let (_ws, e) = run(&pre_tool_use(&format!("    - name: ours\n      command: [printf, '%s', '{ours}']\n"))).await;
+    let Decision::Deny(d) = e.decision else { panic!() };
+    assert_eq!((d.remediation.as_deref(), d.suggested_tool.as_deref()), (Some("ask for more scope"), Some("scope_expansion_request")));
+}
+
+#[tokio::test]
+async fn stdin_carries_the_event_in_claude_codes_shape() {
+    let (ws, e) = run(&pre_tool_use("    - name: dump\n      command: [sh, -c, 'cat > stdin.json']\n")).await;
+    assert_eq!(e.decision, Decision::Allow);
+    let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(ws.path().join("stdin.json")).unwrap()).unwrap();
+    assert_eq!(v["hook_event_name"], "PreToolUse");
+    assert_eq!(v["session_id"], "S-1");
+    assert_eq!(v["tool_name"], "write_to_file");
+    assert_eq!(v["tool_input"]["path"], "src/a.js");
+    assert_eq!(v["cwd"], ws.path().to_str().unwrap());
+    assert_eq!(v["chokepoint"]["paths"], json!(["src/a.js"]));
+}
+
+#[tokio::test]
+async fn exit_2_denies_with_stderr_as_the_reason_from_any_interpreter() {
+    let (_ws, e) = run(&pre_tool_use(
+        "    - name: py\n      command: [python3, -c, \"import sys; sys.stderr.write('blocked by policy'); sys.exit(2)\"]\n",
+    ))
+    .await;
+    assert_eq!(denial_reason(&e), "blocked by policy");
+}
+
+#[tokio::test]
+async fn a_hook_past_its_timeout_is_killed_with_its_whole_process_group() {
+    let yaml = pre_tool_use(
+        "    - name: slow-gate\n      priority: critical\n      timeout: 1\n      command: [sh, -c, 'sleep 60 & echo $! > grandchild.pid; wait']\n",
+    );
+    let started = std::time::Instant::now();
+    let (ws, e) = run(&yaml).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_eq!(outcome(&e), ["slow-gate:failed_closed"]);
+    assert!(denial_reason(&e).contains("timed out after 1000 ms"), "{}", denial_reason(&e));
+    let pid = fs::read_to_string(ws.path().join("grandchild.pid")).unwrap().trim().to_owned();
+    assert!(!alive(&pid), "the hook's background child {pid} outlived the timeout");
+}
+
+/// Alive and not a zombie (a killed orphan may wait to be reaped by a pid 1 that never reaps).
+fn alive(pid: &str) -> bool {
+    for _ in 0..50 {
+        match fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return false,
+            Ok(stat) if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) => return false,
+            Ok(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
+    true
+}
+
+#[tokio::test]
+async fn a_crash_fails_closed_for_a_gate_and_open_for_the_rest() {
+    let (_ws, e) = run(&pre_tool_use("    - name: crash\n      priority: critical\n      command: [sh, -c, 'kill -9 $$']\n")).await;
+    assert_eq!(outcome(&e), ["crash:failed_closed"]);
+    assert!(denial_reason(&e).contains("crashed: killed by signal 9"), "{}", denial_reason(&e));
+    let (_ws, e) = run(&pre_tool_use("    - name: crash\n      command: [sh, -c, 'kill -9 $$']\n    - name: next\n      command: ['true']\n")).await;
+    assert_eq!(outcome(&e), ["crash:failed_open", "next:allow"]);
+    assert_eq!(e.decision, Decision::Allow);
+}
+
+#[tokio::test]
+async fn garbage_that_looks_like_json_is_a_bad_answer() {
+    let (_ws, e) = run(&pre_tool_use("    - name: garbage\n      priority: critical\n      command: [echo, '{not json']\n")).await;
+    assert!(denial_reason(&e).contains("stdout looks like JSON but is not"), "{}", denial_reason(&e));
+}
+
+#[tokio::test]
+async fn a_hundred_mebibytes_of_output_is_capped_and_said_so() {
+    let (_ws, e) = run(&pre_tool_use("    - name: firehose\n      priority: critical\n      command: [sh, -c, 'head -c 104857600 /dev/zero | tr \"\\\\0\" a']\n")).await;
+    let reason = denial_reason(&e);
+    assert!(reason.contains("output exceeds 1048576 bytes on stdout; the rest was dropped"), "{reason}");
+}
+
+#[tokio::test]
+async fn a_missing_binary_is_a_failure_that_names_it() {
+    let (_ws, e) = run(&pre_tool_use("    - name: ghost\n      priority: critical\n      command: [/no/such/hook-binary]\n")).await;
+    assert!(denial_reason(&e).contains("cannot start `/no/such/hook-binary`"), "{}", denial_reason(&e));
+    let (_ws, e) = run(&pre_tool_use("    - name: ghost\n      command: [/no/such/hook-binary]\n")).await;
+    assert_eq!(outcome(&e), ["ghost:failed_open"]);
+}
+
+#[tokio::test]
+async fn template_values_are_data_never_code() {
+    let evil = "x\"; touch pwned; echo \"$(touch pwned2)`touch pwned3`";
+    for (name, command, shell) in [
+        ("argv", "[sh, -c, 'printf %s \"$1\" > out.txt', sh, '{{task_content}}']", false),
+        ("shell", "['printf %s {{task_content}} > out.txt']", true),
+    ] {
+        let yaml = format!("version: 1\nhooks:\n  TaskComplete:\n    - name: {name}\n      shell: {shell}\n      command: {command}\n");
+        let (ws, engine) = engine(&yaml);
+        let mut event = Event::new(EventKind::TaskComplete);
+        event.subject = json!({ "task_content": evil });
+        let e = engine.evaluate_async(event, None).await;
+        assert_eq!(e.decision, Decision::Allow, "{name}: {:?}", e.outcomes);
+        assert_eq!(fs::read_to_string(ws.path().join("out.txt")).unwrap(), evil, "{name}");
+        for f in ["pwned", "pwned2", "pwned3"] {
+            assert!(!ws.path().join(f).exists(), "{name}: the task text ran as code ({f})");
+        }
+    }
+}
+
+#[tokio::test]
+async fn piped_output_keeps_chain_order_and_includes_a_failing_hooks_output() {
+    let yaml = pre_tool_use(
+        "    - name: late\n      priority: low\n      command: [echo, three]\n      pipe_output: true\n\
+         \x20   - name: quiet\n      command: [echo, not piped]\n\
+         \x20   - name: failing-tests\n      priority: high\n      command: [sh, -c, 'echo 2 tests failed; exit 1']\n      pipe_output: true\n",
+    );
+    let (_ws, e) = run(&yaml).await;
+    assert_eq!(e.piped.iter().map(|p| (p.hook.as_str(), p.text.as_str())).collect::<Vec<_>>(), [("failing-tests", "2 tests failed"), ("late", "three")]);
+    assert_eq!(outcome(&e), ["failing-tests:failed_open", "quiet:allow", "late:allow"]);
+}
+
+fn sh(dir: &Path, script: &str) {
+    let out = std::process::Command::new("sh").arg("-c").arg(script).current_dir(dir).output().unwrap();
+    assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[tokio::test]
+async fn run_tests_detects_the_command_and_gives_a_remediation_on_failure() {
+    let yaml = "version: 1\nhooks:\n  BeforeSubmit:\n    - name: tests\n      builtin: run_tests\n    - name: pr\n      builtin: create_pr\n";
+    let (ws, engine) = engine(yaml);
+    fs::write(ws.path().join("package.json"), r#"{"scripts":{"test":"node -e \"console.log('1 failing: adds'); process.exit(1)\""}}"#).unwrap();
+    let e = engine.evaluate_async(Event::new(EventKind::BeforeSubmit), None).await;
+    assert_eq!(outcome(&e), ["tests:deny"], "fail-fast: create_pr must not run after a failure");
+    let Decision::Deny(d) = e.decision else { panic!() };
+    assert_eq!(d.reason, "`npm test --silent` failed");
+    let remediation = d.remediation.unwrap();
+    assert!(remediation.starts_with("The tests failed") && remediation.contains("1 failing: adds"), "{remediation}");
+
+    fs::write(ws.path().join("package.json"), r#"{"scripts":{"test":"node -e \"console.log('ok')\""}}"#).unwrap();
+    let e = engine.evaluate_async(Event::new(EventKind::BeforeSubmit), None).await;
+    assert_eq!(outcome(&e), ["tests:allow", "pr:allow"]);
+    assert_eq!(e.decision, Decision::Allow);
+    assert_eq!(e.additional_context, ["create_pr: no pull-request command configured (give one with `command`)"], "create_pr SKIPs");
+}
+
+#[tokio::test]
+async fn rebase_on_main_aborts_a_conflict_and_says_which_files() {
+    let yaml = "version: 1\nhooks:\n  BeforeSubmit:\n    - name: rebase\n      builtin: rebase_on_main\n";
+    let (ws, engine) = engine(yaml);
+    let git = "git -c user.email=t@t -c user.name=t";
+    sh(ws.path(), &format!(
+        "git init -q -b main . && echo base > f.txt && {git} add f.txt && {git} commit -qm base && \
+         git checkout -q -b work && echo mine > f.txt && {git} commit -qam mine && \
+         git checkout -q main && echo theirs > f.txt && {git} commit -qam theirs && git checkout -q work"
+    ));
+    let e = engine.evaluate_async(Event::new(EventKind::BeforeSubmit), None).await;
+    let Decision::Deny(d) = e.decision else { panic!("{:?}", e.outcomes) };
+    assert_eq!(d.reason, "rebase on main has conflicts");
+    assert!(d.remediation.unwrap().starts_with("Rebasing onto main conflicts in: f.txt. The rebase was aborted."));
+    assert_eq!(e.context.get("conflicts").map(String::as_str), Some("f.txt"));
+    assert!(!ws.path().join(".git/rebase-merge").exists() && !ws.path().join(".git/rebase-apply").exists(), "the rebase must be aborted");
+    assert_eq!(fs::read_to_string(ws.path().join("f.txt")).unwrap().trim(), "mine");
+}
