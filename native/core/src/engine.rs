@@ -170,6 +170,7 @@ struct Loaded {
 pub struct Engine {
     sidecar: Sidecar,
     natives: Vec<NativeRegistration>,
+    piped: crate::pipe::PipeBuffer,
     // Readers take a cheap `Arc` clone; a reload swaps the whole snapshot so no caller ever sees a
     // half-applied configuration.
     loaded: RwLock<Arc<Loaded>>,
@@ -191,7 +192,7 @@ impl Engine {
                 format!("workspace `{}` is not a directory", root.display()),
             ));
         }
-        let engine = Engine { sidecar: Sidecar::new(root), natives, loaded: RwLock::new(Arc::default()) };
+        let engine = Engine { sidecar: Sidecar::new(root), natives, piped: Default::default(), loaded: RwLock::new(Arc::default()) };
         engine.reload();
         Ok(engine)
     }
@@ -269,11 +270,25 @@ impl Engine {
     ///
     /// The configuration snapshot is taken once, at the start: a reload while hooks run affects the next
     /// event, never this one.
+    ///
+    /// Piped output is routed by [`crate::pipe::Delivery`]: queued for the session's next turn (see
+    /// [`Engine::drain_piped`]), or left in `Evaluation::piped` for an `Error` recovery prompt, or
+    /// dropped on `SessionEnd`. The evaluation always lists what was piped, for the trace.
     pub async fn evaluate_async(&self, event: Event, host: Option<Arc<dyn crate::chain::HostHooks>>) -> Evaluation {
         let loaded = self.snapshot();
         let mut ctx = RunContext::new(self.sidecar.workspace_root());
         ctx.host = host;
-        loaded.chains.resolve(event.kind, event.task_type.as_deref()).run(event, &ctx).await
+        let (kind, session) = (event.kind, event.ids.session.clone().unwrap_or_default());
+        let evaluation = loaded.chains.resolve(event.kind, event.task_type.as_deref()).run(event, &ctx).await;
+        if crate::pipe::Delivery::for_event(kind) == crate::pipe::Delivery::NextTurn && !evaluation.piped.is_empty() {
+            self.piped.push(&session, evaluation.piped.iter().cloned());
+        }
+        evaluation
+    }
+
+    /// The piped output waiting for this session's next turn, oldest first, and empties the queue.
+    pub fn drain_piped(&self, session: &str) -> Vec<crate::chain::Piped> {
+        self.piped.drain(session)
     }
 
     /// The names of the hooks that would run for this event, in order (for `explain` and tests).

@@ -16,6 +16,7 @@ mod diagnostic;
 mod engine;
 mod event;
 mod intents;
+pub mod pipe;
 pub mod schema;
 mod sidecar;
 pub mod template;

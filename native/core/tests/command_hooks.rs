@@ -225,3 +225,35 @@ async fn rebase_on_main_aborts_a_conflict_and_says_which_files() {
     assert!(!ws.path().join(".git/rebase-merge").exists() && !ws.path().join(".git/rebase-apply").exists(), "the rebase must be aborted");
     assert_eq!(fs::read_to_string(ws.path().join("f.txt")).unwrap().trim(), "mine");
 }
+
+#[tokio::test]
+async fn piped_output_waits_for_the_next_turn_in_order_per_session() {
+    let yaml = "version: 1\nhooks:\n  SessionStart:\n    - name: setup\n      command: [echo, deps ok]\n      pipe_output: true\n  TurnEnd:\n    - name: tests\n      command: [sh, -c, 'echo turn $CHOKEPOINT_ITERATION']\n      pipe_output: true\n  Error:\n    - name: diag\n      command: [echo, diff here]\n      pipe_output: true\n  SessionEnd:\n    - name: bye\n      command: [echo, bye]\n      pipe_output: true\n";
+    let (_ws, engine) = engine(yaml);
+    let ev = |kind, session: &str, turn: Option<u32>| {
+        let mut e = Event::new(kind);
+        e.ids.session = Some(session.into());
+        e.ids.turn = turn;
+        e
+    };
+    let texts = |v: Vec<chokepoint_core::Piped>| v.into_iter().map(|p| p.text).collect::<Vec<_>>();
+
+    engine.evaluate_async(ev(EventKind::SessionStart, "A", None), None).await;
+    engine.evaluate_async(ev(EventKind::SessionStart, "B", None), None).await;
+    // SessionStart output waits for the first turn.
+    assert_eq!(texts(engine.drain_piped("A")), ["deps ok"]);
+    engine.evaluate_async(ev(EventKind::TurnEnd, "A", Some(1)), None).await;
+    engine.evaluate_async(ev(EventKind::TurnEnd, "A", Some(2)), None).await;
+    assert_eq!(texts(engine.drain_piped("A")), ["turn 1", "turn 2"], "FIFO across turns");
+    assert!(engine.drain_piped("A").is_empty(), "drained once");
+    // Error output is for an immediate recovery prompt, not the queue.
+    let e = engine.evaluate_async(ev(EventKind::Error, "A", Some(3)), None).await;
+    assert_eq!(texts(e.piped), ["diff here"]);
+    assert!(engine.drain_piped("A").is_empty());
+    // SessionEnd output is never piped.
+    let e = engine.evaluate_async(ev(EventKind::SessionEnd, "A", None), None).await;
+    assert_eq!(texts(e.piped), ["bye"], "still listed for the trace");
+    assert!(engine.drain_piped("A").is_empty());
+    // Sessions do not see each other's output.
+    assert_eq!(texts(engine.drain_piped("B")), ["deps ok"]);
+}
