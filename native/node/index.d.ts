@@ -24,6 +24,18 @@ export declare class Engine {
    * applies to this event is a command, builtin or host hook.
    */
   evaluate(event: Event): Evaluation
+  /**
+   * Runs the event's chain with every kind of hook (commands, builtins, host hooks) and resolves
+   * with the decision. Hooks failing is data in the result, never a rejection.
+   */
+  evaluateAsync(event: Event): Promise<Evaluation>
+  /**
+   * Registers an async JavaScript function as a hook: `async (event) => answer`. It runs in
+   * the chain of every event it lists, at its priority, on the asynchronous path.
+   */
+  registerHostHook(spec: HostHookSpec, hook: (event: Event) => Promise<HookAnswer>): void
+  /** The piped hook output waiting for this session's next turn, oldest first; empties the queue. */
+  drainPiped(sessionId: string): Array<Piped>
 }
 
 export interface ConfigStatus {
@@ -63,6 +75,10 @@ export interface Evaluation {
   modified?: any
   additionalContext: Array<string>
   outcomes: Array<HookOutcome>
+  /** Output of `pipe_output` hooks from this run (on `Error`: for the recovery prompt). */
+  piped: Array<JsPiped>
+  /** Values hooks reported, e.g. `pr_url`. */
+  context: Record<string, string>
   /** True when requested from inside a running hook: the chain did not run again. */
   reentered: boolean
 }
@@ -81,6 +97,18 @@ export interface Event {
   taskId?: string
 }
 
+/** What a host hook answers. */
+export interface HookAnswer {
+  /** `allow`, `deny`, `ask` or `modify`. */
+  decision: string
+  reason?: string
+  remediation?: string
+  suggestedTool?: string
+  /** The rewritten subject, with `modify`. */
+  modified?: any
+  additionalContext?: string
+}
+
 export interface HookOutcome {
   hook: string
   /** `allow`, `deny`, `ask`, `modify`, `failed_open` or `failed_closed`. */
@@ -90,8 +118,27 @@ export interface HookOutcome {
   error?: string
 }
 
+/** Where and how a host hook runs. */
+export interface HostHookSpec {
+  /** Unique among host hooks; shown in outcomes and the trace. */
+  name: string
+  events: Array<string>
+  /** `critical`, `high`, `normal` (default) or `low`. */
+  priority?: string
+  /** `closed` or `open`; default by priority. */
+  failure?: string
+  /** Anchored regular expression over the tool name. */
+  tool?: string
+  paths?: Array<string>
+}
+
 /** Does nothing. The baseline of the binding benchmarks: the cost of crossing napi and no more. */
 export declare function noop(): void
+
+export interface Piped {
+  hook: string
+  text: string
+}
 
 /** The version of the native core. */
 export declare function version(): string

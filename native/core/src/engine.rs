@@ -59,16 +59,24 @@ pub struct EngineInfo {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// A native hook the embedder registers with the engine (the gatekeeper, the ledger). Native hooks are
-/// registered before any configured hook, so among equal priorities they run first.
+/// A hook the embedder registers with the engine rather than the configuration: a native hook (the
+/// gatekeeper, the ledger) or a host hook (a function of the extension, `HookImpl::Host(id)`).
+/// Registered hooks come before configured ones in registration order, so among equal priorities they
+/// run first, in the order they were registered.
 #[derive(Debug, Clone)]
-pub struct NativeRegistration {
+pub struct Registration {
     pub name: String,
     pub priority: Priority,
     pub failure: Option<FailureMode>,
     pub events: Vec<EventKind>,
     pub matcher: Matcher,
-    pub hook: Arc<dyn NativeHook>,
+    pub hook: HookImpl,
+}
+
+impl Registration {
+    pub fn native(name: impl Into<String>, priority: Priority, events: Vec<EventKind>, hook: Arc<dyn NativeHook>) -> Self {
+        Registration { name: name.into(), priority, failure: None, events, matcher: Matcher::default(), hook: HookImpl::Native(hook) }
+    }
 }
 
 /// Every event's chain, built once per configuration load.
@@ -84,7 +92,7 @@ struct Chains {
 }
 
 impl Chains {
-    fn build(config: &HooksConfig, natives: &[NativeRegistration]) -> Chains {
+    fn build(config: &HooksConfig, natives: &[Registration]) -> Chains {
         let native_hooks = |kind: EventKind| -> Vec<ChainHook> {
             natives
                 .iter()
@@ -95,7 +103,7 @@ impl Chains {
                     priority: n.priority,
                     failure: n.failure.unwrap_or(FailureMode::default_for(n.priority)),
                     matcher: n.matcher.clone(),
-                    imp: HookImpl::Native(n.hook.clone()),
+                    imp: n.hook.clone(),
                     registration: i,
                     pipe_output: false,
                 })
@@ -169,7 +177,7 @@ struct Loaded {
 #[derive(Debug)]
 pub struct Engine {
     sidecar: Sidecar,
-    natives: Vec<NativeRegistration>,
+    registrations: RwLock<Vec<Registration>>,
     piped: crate::pipe::PipeBuffer,
     // Readers take a cheap `Arc` clone; a reload swaps the whole snapshot so no caller ever sees a
     // half-applied configuration.
@@ -184,7 +192,7 @@ impl Engine {
     }
 
     /// Opens the engine with native hooks registered ahead of the configured ones.
-    pub fn open_with(workspace_root: impl AsRef<Path>, natives: Vec<NativeRegistration>) -> std::io::Result<Engine> {
+    pub fn open_with(workspace_root: impl AsRef<Path>, registrations: Vec<Registration>) -> std::io::Result<Engine> {
         let root = workspace_root.as_ref();
         if !std::fs::metadata(root)?.is_dir() {
             return Err(std::io::Error::new(
@@ -192,7 +200,12 @@ impl Engine {
                 format!("workspace `{}` is not a directory", root.display()),
             ));
         }
-        let engine = Engine { sidecar: Sidecar::new(root), natives, piped: Default::default(), loaded: RwLock::new(Arc::default()) };
+        let engine = Engine {
+            sidecar: Sidecar::new(root),
+            registrations: RwLock::new(registrations),
+            piped: Default::default(),
+            loaded: RwLock::new(Arc::default()),
+        };
         engine.reload();
         Ok(engine)
     }
@@ -203,6 +216,9 @@ impl Engine {
 
     /// Re-reads the configuration files. Returns the diagnostics of this load (empty when all good).
     pub fn reload(&self) -> Vec<Diagnostic> {
+        // Held to the end, and always taken before `loaded`: a concurrent `register` cannot slip in
+        // between building the chains and publishing them.
+        let registrations = self.registrations.read().unwrap_or_else(|p| p.into_inner());
         let previous = self.snapshot();
         let mut diagnostics = Vec::new();
         let (hooks, hooks_status) = load_file(
@@ -219,7 +235,7 @@ impl Engine {
             previous.intents_status,
             &mut diagnostics,
         );
-        let chains = Chains::build(&hooks, &self.natives);
+        let chains = Chains::build(&hooks, &registrations);
         let next = Loaded {
             chains,
             hooks,
@@ -230,6 +246,22 @@ impl Engine {
         };
         *self.loaded.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
         diagnostics
+    }
+
+    /// Adds a registered hook (see [`Registration`]) to every chain it applies to, from now on.
+    pub fn register(&self, registration: Registration) {
+        let mut registrations = self.registrations.write().unwrap_or_else(|p| p.into_inner());
+        registrations.push(registration);
+        let mut loaded = self.loaded.write().unwrap_or_else(|p| p.into_inner());
+        let current = loaded.clone();
+        *loaded = Arc::new(Loaded {
+            hooks: current.hooks.clone(),
+            hooks_status: current.hooks_status,
+            intents: current.intents.clone(),
+            intents_status: current.intents_status,
+            diagnostics: current.diagnostics.clone(),
+            chains: Chains::build(&current.hooks, &registrations),
+        });
     }
 
     fn snapshot(&self) -> Arc<Loaded> {

@@ -25,7 +25,7 @@ pub use chain::{Chain, ChainHook, Combiner, Evaluation, HookImpl, HostHooks, Mat
 pub use config::{DEFAULT_TIMEOUT_SECS, FailureMode, HookSpec, HooksConfig, Priority};
 pub use decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 pub use diagnostic::Diagnostic;
-pub use engine::{ConfigStatus, Engine, EngineInfo, FileStatus, NativeRegistration};
+pub use engine::{ConfigStatus, Engine, EngineInfo, FileStatus, Registration};
 pub use event::{Event, EventIds, EventKind};
 pub use intents::{Intent, IntentSet, IntentStatus};
 pub use sidecar::Sidecar;

@@ -87,7 +87,7 @@ fn opening_a_file_or_a_missing_folder_is_an_error() {
 
 mod chains {
     use super::*;
-    use chokepoint_core::{Answer, Decision, Denial, Event, HookAnswer, HookFailure, Matcher, NativeHook, NativeRegistration, Priority};
+    use chokepoint_core::{Answer, Decision, Denial, Event, HookAnswer, HookFailure, NativeHook, Priority, Registration};
     use std::sync::Arc;
 
     const TYPED: &str = "version: 1
@@ -140,14 +140,7 @@ task_types:
     #[test]
     fn native_hooks_run_first_among_equals_and_decide_synchronously() {
         let ws = workspace(Some(TYPED), None);
-        let gate = NativeRegistration {
-            name: "gatekeeper".into(),
-            priority: Priority::Critical,
-            failure: None,
-            events: vec![EventKind::PreToolUse],
-            matcher: Matcher::default(),
-            hook: Arc::new(Gate),
-        };
+        let gate = Registration::native("gatekeeper", Priority::Critical, vec![EventKind::PreToolUse], Arc::new(Gate));
         let engine = Engine::open_with(ws.path(), vec![gate]).unwrap();
         let write = |path: &str| Event { paths: vec![path.into()], ..Event::tool(EventKind::PreToolUse, "write_to_file", serde_json::json!({ "path": path })) };
         assert_eq!(engine.plan(&write("src/a.js")), ["gatekeeper", "project-gate"]);

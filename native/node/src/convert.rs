@@ -70,8 +70,102 @@ pub struct JsEvaluation {
     pub modified: Option<serde_json::Value>,
     pub additional_context: Vec<String>,
     pub outcomes: Vec<JsHookOutcome>,
+    /// Output of `pipe_output` hooks from this run (on `Error`: for the recovery prompt).
+    pub piped: Vec<JsPiped>,
+    /// Values hooks reported, e.g. `pr_url`.
+    pub context: std::collections::HashMap<String, String>,
     /// True when requested from inside a running hook: the chain did not run again.
     pub reentered: bool,
+}
+
+#[napi(object, js_name = "Piped")]
+pub struct JsPiped {
+    pub hook: String,
+    pub text: String,
+}
+
+/// What a host hook answers.
+#[napi(object, js_name = "HookAnswer")]
+pub struct JsHookAnswer {
+    /// `allow`, `deny`, `ask` or `modify`.
+    pub decision: String,
+    pub reason: Option<String>,
+    pub remediation: Option<String>,
+    pub suggested_tool: Option<String>,
+    /// The rewritten subject, with `modify`.
+    pub modified: Option<serde_json::Value>,
+    pub additional_context: Option<String>,
+}
+
+/// Where and how a host hook runs.
+#[napi(object, js_name = "HostHookSpec")]
+pub struct JsHostHookSpec {
+    /// Unique among host hooks; shown in outcomes and the trace.
+    pub name: String,
+    pub events: Vec<String>,
+    /// `critical`, `high`, `normal` (default) or `low`.
+    pub priority: Option<String>,
+    /// `closed` or `open`; default by priority.
+    pub failure: Option<String>,
+    /// Anchored regular expression over the tool name.
+    pub tool: Option<String>,
+    pub paths: Option<Vec<String>>,
+}
+
+impl JsHostHookSpec {
+    pub fn try_into_core(self) -> Result<core::Registration> {
+        let invalid = |m: String| Error::new(Status::InvalidArg, m);
+        let priority = match self.priority.as_deref().unwrap_or("normal") {
+            "critical" => core::Priority::Critical,
+            "high" => core::Priority::High,
+            "normal" => core::Priority::Normal,
+            "low" => core::Priority::Low,
+            other => return Err(invalid(format!("unknown priority `{other}`"))),
+        };
+        let failure = match self.failure.as_deref() {
+            None => None,
+            Some("closed") => Some(core::FailureMode::Closed),
+            Some("open") => Some(core::FailureMode::Open),
+            Some(other) => return Err(invalid(format!("unknown failure mode `{other}`"))),
+        };
+        let events = self.events.iter().map(|e| e.parse::<core::EventKind>()).collect::<std::result::Result<Vec<_>, _>>().map_err(invalid)?;
+        let matcher = core::Matcher::new(self.tool.as_deref(), &self.paths.unwrap_or_default()).map_err(invalid)?;
+        Ok(core::Registration { hook: core::HookImpl::Host(self.name.clone()), name: self.name, priority, failure, events, matcher })
+    }
+}
+
+impl JsHookAnswer {
+    pub fn try_into_core(self) -> std::result::Result<core::HookAnswer, core::HookFailure> {
+        let denial = || core::Denial {
+            reason: self.reason.clone().unwrap_or_else(|| "denied by hook".into()),
+            remediation: self.remediation.clone(),
+            suggested_tool: self.suggested_tool.clone(),
+        };
+        let answer = match self.decision.as_str() {
+            "allow" => core::Answer::Allow,
+            "deny" => core::Answer::Deny(denial()),
+            "ask" => core::Answer::Ask { reason: self.reason.clone().unwrap_or_else(|| "the hook asks for a decision".into()) },
+            "modify" => core::Answer::Modify(
+                self.modified.clone().ok_or_else(|| core::HookFailure::BadAnswer("`modify` without `modified`".into()))?,
+            ),
+            other => return Err(core::HookFailure::BadAnswer(format!("unknown decision `{other}`"))),
+        };
+        Ok(core::HookAnswer { answer, additional_context: self.additional_context })
+    }
+}
+
+impl From<&core::Event> for JsEvent {
+    fn from(e: &core::Event) -> Self {
+        JsEvent {
+            event: e.kind.as_str().to_owned(),
+            tool: e.tool.clone(),
+            input: Some(e.subject.clone()),
+            paths: Some(e.paths.clone()),
+            task_type: e.task_type.clone(),
+            session_id: e.ids.session.clone(),
+            task_id: e.ids.task.clone(),
+        }
+    }
 }
 
 impl JsEvent {
@@ -153,6 +247,8 @@ impl From<core::Evaluation> for JsEvaluation {
                     },
                 })
                 .collect(),
+            piped: e.piped.into_iter().map(|p| JsPiped { hook: p.hook, text: p.text }).collect(),
+            context: e.context.into_iter().collect(),
             reentered: e.reentered,
         }
     }

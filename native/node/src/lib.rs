@@ -8,9 +8,12 @@
 #![allow(unsafe_code)] // the napi macros expand to FFI glue; this crate writes no unsafe of its own
 
 mod convert;
+mod host;
 
 use chokepoint_core as core;
-use convert::{JsEngineInfo, JsEvaluation, JsEvent};
+use convert::{JsEngineInfo, JsEvaluation, JsEvent, JsHostHookSpec, JsPiped};
+use host::{HostFn, HostTable};
+use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
@@ -27,7 +30,8 @@ pub fn noop() {}
 /// The engine of one workspace.
 #[napi]
 pub struct Engine {
-    inner: core::Engine,
+    inner: Arc<core::Engine>,
+    host: Arc<HostTable>,
 }
 
 #[napi]
@@ -37,7 +41,7 @@ impl Engine {
     #[napi(factory, catch_unwind)]
     pub fn open(workspace_root: String) -> Result<Engine> {
         core::Engine::open(&workspace_root)
-            .map(|inner| Engine { inner })
+            .map(|inner| Engine { inner: Arc::new(inner), host: Arc::default() })
             .map_err(|e| Error::new(Status::InvalidArg, format!("cannot open workspace `{workspace_root}`: {e}")))
     }
 
@@ -58,5 +62,30 @@ impl Engine {
     pub fn evaluate(&self, event: JsEvent) -> Result<JsEvaluation> {
         let event = event.try_into_core()?;
         self.inner.evaluate(event).map(Into::into).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
+    }
+
+    /// Runs the event's chain with every kind of hook (commands, builtins, host hooks) and resolves
+    /// with the decision. Hooks failing is data in the result, never a rejection.
+    #[napi(catch_unwind)]
+    pub async fn evaluate_async(&self, event: JsEvent) -> Result<JsEvaluation> {
+        let event = event.try_into_core()?;
+        let (engine, host) = (self.inner.clone(), self.host.clone());
+        Ok(engine.evaluate_async(event, Some(host as Arc<dyn core::HostHooks>)).await.into())
+    }
+
+    /// Registers an async JavaScript function as a hook: `async (event) => answer`. It runs in
+    /// the chain of every event it lists, at its priority, on the asynchronous path.
+    #[napi(catch_unwind, ts_args_type = "spec: HostHookSpec, hook: (event: Event) => Promise<HookAnswer>")]
+    pub fn register_host_hook(&self, spec: JsHostHookSpec, hook: HostFn) -> Result<()> {
+        let registration = spec.try_into_core()?;
+        self.host.insert(registration.name.clone(), hook);
+        self.inner.register(registration);
+        Ok(())
+    }
+
+    /// The piped hook output waiting for this session's next turn, oldest first; empties the queue.
+    #[napi(catch_unwind)]
+    pub fn drain_piped(&self, session_id: String) -> Vec<JsPiped> {
+        self.inner.drain_piped(&session_id).into_iter().map(|p| JsPiped { hook: p.hook, text: p.text }).collect()
     }
 }

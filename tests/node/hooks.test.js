@@ -1,0 +1,82 @@
+// The hook chain through the binding: the Promise entry with command hooks, host hooks written in
+// JavaScript, rewrite-then-validate across kinds, and piped output waiting for the next turn.
+'use strict';
+const { test, after } = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const binding = require(path.resolve(__dirname, '../../native/node'));
+const made = [];
+after(() => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+
+function engineWith(hooksYaml) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-hooks-test-'));
+  made.push(dir);
+  fs.mkdirSync(path.join(dir, '.orchestration'));
+  fs.writeFileSync(path.join(dir, '.orchestration/hooks.yaml'), hooksYaml);
+  const engine = binding.Engine.open(dir);
+  assert.deepStrictEqual(engine.info().diagnostics, []);
+  return { dir, engine };
+}
+
+const write = (p, content = 'x') => ({ event: 'PreToolUse', tool: 'write_to_file', input: { path: p, content }, paths: [p], sessionId: 'S' });
+const ran = (r) => r.outcomes.map((o) => `${o.hook}:${o.outcome}`);
+
+test('evaluateAsync runs command hooks and resolves with the decision', async () => {
+  const { engine } = engineWith('version: 1\nhooks:\n  PreToolUse:\n    - name: no-env-files\n      priority: critical\n      paths: ["**/.env"]\n      command: [sh, -c, "echo secrets stay out >&2; exit 2"]\n');
+  const denied = await engine.evaluateAsync(write('config/.env'));
+  assert.strictEqual(denied.decision, 'deny');
+  assert.strictEqual(denied.reason, 'secrets stay out');
+  assert.deepStrictEqual(ran(denied), ['no-env-files:deny']);
+  const allowed = await engine.evaluateAsync(write('src/a.js'));
+  assert.deepStrictEqual([allowed.decision, allowed.outcomes.length], ['allow', 0]);
+});
+
+test('a host hook written in JavaScript gates, and runs before configured hooks of its priority', async () => {
+  const { engine } = engineWith('version: 1\nhooks:\n  PreToolUse:\n    - name: yaml-gate\n      priority: critical\n      command: ["true"]\n');
+  engine.registerHostHook({ name: 'js-gate', events: ['PreToolUse'], priority: 'critical', tool: 'write_to_file' }, async (event) =>
+    event.paths.includes('secret.txt') ? { decision: 'deny', reason: 'not that file', suggestedTool: 'scope_expansion_request' } : { decision: 'allow' },
+  );
+  const denied = await engine.evaluateAsync(write('secret.txt'));
+  assert.deepStrictEqual([denied.decision, denied.reason, denied.suggestedTool], ['deny', 'not that file', 'scope_expansion_request']);
+  assert.deepStrictEqual(ran(denied), ['js-gate:deny']);
+  const allowed = await engine.evaluateAsync(write('ok.txt'));
+  assert.deepStrictEqual(ran(allowed), ['js-gate:allow', 'yaml-gate:allow']);
+});
+
+test('a host hook that throws fails closed when it is a gate, and never crashes the host', async () => {
+  const { engine } = engineWith('version: 1\n');
+  engine.registerHostHook({ name: 'buggy', events: ['PreToolUse'], priority: 'critical' }, async () => {
+    throw new Error('gate bug');
+  });
+  const r = await engine.evaluateAsync(write('a.txt'));
+  assert.strictEqual(r.decision, 'deny');
+  assert.match(r.reason, /hook `buggy` failed: .*gate bug.*; it fails closed/);
+});
+
+test('a rewrite by a host hook is what the next command hook sees (rewrite, then validate)', async () => {
+  const { dir, engine } = engineWith('version: 1\nhooks:\n  PreToolUse:\n    - name: validator\n      command: [sh, -c, "cat > seen.json"]\n');
+  engine.registerHostHook({ name: 'normalise', events: ['PreToolUse'], priority: 'high' }, async (event) => ({
+    decision: 'modify',
+    modified: { ...event.input, path: event.input.path.replace(/^\.\//, '') },
+  }));
+  const r = await engine.evaluateAsync(write('./src/a.js'));
+  assert.deepStrictEqual(r.modified, { path: 'src/a.js', content: 'x' });
+  assert.deepStrictEqual(JSON.parse(fs.readFileSync(path.join(dir, 'seen.json'), 'utf8')).tool_input, { path: 'src/a.js', content: 'x' });
+});
+
+test('piped output of a turn waits in the session queue for the next turn', async () => {
+  const { engine } = engineWith('version: 1\nhooks:\n  TurnEnd:\n    - name: lint\n      command: [echo, 2 lint errors]\n      pipe_output: true\n');
+  const r = await engine.evaluateAsync({ event: 'TurnEnd', sessionId: 'S1' });
+  assert.deepStrictEqual(r.piped, [{ hook: 'lint', text: '2 lint errors' }]);
+  assert.deepStrictEqual(engine.drainPiped('S1'), [{ hook: 'lint', text: '2 lint errors' }]);
+  assert.deepStrictEqual(engine.drainPiped('S1'), []);
+});
+
+test('misuse throws: a host hook spec with an unknown priority or event', () => {
+  const { engine } = engineWith('version: 1\n');
+  assert.throws(() => engine.registerHostHook({ name: 'x', events: ['PreToolUse'], priority: 'urgent' }, async () => ({ decision: 'allow' })), /unknown priority `urgent`/);
+  assert.throws(() => engine.registerHostHook({ name: 'x', events: ['BeforeLunch'] }, async () => ({ decision: 'allow' })), /unknown event `BeforeLunch`/);
+});
