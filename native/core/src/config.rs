@@ -62,6 +62,17 @@ impl FailureMode {
     }
 }
 
+/// A declared deny: the reason the agent reads, and how it can recover.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DenyRule {
+    pub reason: String,
+    #[serde(default)]
+    pub remediation: Option<String>,
+    #[serde(default)]
+    pub suggested_tool: Option<String>,
+}
+
 /// The default timeout of a command hook, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 
@@ -74,6 +85,15 @@ pub struct HookSpec {
     /// A process to run: program and arguments, no shell unless `shell` says so.
     #[serde(default)]
     pub command: Option<Vec<String>>,
+    /// A declared rule, answered in-process without starting anything: deny what the matchers match.
+    #[serde(default)]
+    pub deny: Option<DenyRule>,
+    /// A declared rule: escalate what the matchers match, with this reason.
+    #[serde(default)]
+    pub ask: Option<String>,
+    /// A declared rule: add this text to the model's context when the matchers match.
+    #[serde(default)]
+    pub context: Option<String>,
     /// A hook built into the engine, by name (`run_tests`, `rebase_on_main`, `create_pr`).
     #[serde(default)]
     pub builtin: Option<String>,
@@ -153,8 +173,14 @@ impl HooksConfig {
                 let (line, column) = locate_value(text, "name", &hook.name);
                 problems.push(Diagnostic { file: file.to_path_buf(), line, column, code, message });
             };
+            let declared = [hook.deny.is_some(), hook.ask.is_some(), hook.context.is_some()].iter().filter(|d| **d).count();
+            if declared > 1 || (declared == 1 && (hook.command.is_some() || hook.builtin.is_some())) {
+                problem("hook-kind", format!("hook `{}` must have exactly one of `command`, `builtin`, `deny`, `ask` or `context`", hook.name));
+            }
             match (&hook.command, &hook.builtin) {
-                (None, None) => problem("hook-kind", format!("hook `{}` must have a `command` or a `builtin`", hook.name)),
+                (None, None) if declared == 0 => {
+                    problem("hook-kind", format!("hook `{}` must have one of `command`, `builtin`, `deny`, `ask` or `context`", hook.name))
+                }
                 (_, Some(b)) if !crate::builtin::BUILTINS.contains(&b.as_str()) => problem(
                     "hook-builtin",
                     format!("hook `{}`: unknown builtin `{b}`; the builtins are {}", hook.name, crate::builtin::BUILTINS.join(", ")),
@@ -246,7 +272,7 @@ mod tests {
     fn misspelt_field_is_an_error_not_a_default() {
         check_err(
             "version: 1\nhooks:\n  PreToolUse:\n    - name: gate\n      priorty: critical\n      builtin: run_tests\n",
-            "hooks.yaml:5:7: hooks.PreToolUse[0]: unknown field `priorty`, expected one of `name`, `priority`, `command`, `builtin`, `tool`, `paths`, `failure`, `timeout`, `shell`, `pipe_output` [yaml]",
+            "hooks.yaml:5:7: hooks.PreToolUse[0]: unknown field `priorty`, expected one of `name`, `priority`, `command`, `deny`, `ask`, `context`, `builtin`, `tool`, `paths`, `failure`, `timeout`, `shell`, `pipe_output` [yaml]",
         );
     }
 
@@ -263,7 +289,7 @@ mod tests {
             "version: 2\nhooks:\n  PreToolUse:\n    - name: both\n      builtin: rebase_on_main\n      command: [x]\n    - name: neither\n    - name: typo\n      builtin: run_test\n    - name: tpl\n      command: [echo, \"{{sesion}}\"]\n",
             "hooks.yaml:1:1: hooks.yaml version 2 is not supported; this engine reads version 1 [unsupported-version]\n\
              hooks.yaml:4:7: hook `both`: builtin `rebase_on_main` takes no `command` [hook-kind]\n\
-             hooks.yaml:7:7: hook `neither` must have a `command` or a `builtin` [hook-kind]\n\
+             hooks.yaml:7:7: hook `neither` must have one of `command`, `builtin`, `deny`, `ask` or `context` [hook-kind]\n\
              hooks.yaml:8:7: hook `typo`: unknown builtin `run_test`; the builtins are run_tests, rebase_on_main, create_pr [hook-builtin]\n\
              hooks.yaml:10:7: hook `tpl`: unknown template variable `{{sesion}}`; the variables are session, iteration, task_id, task_content, error, tool, path, intent_id [hook-template]",
         );

@@ -136,6 +136,31 @@ impl Chains {
     }
 }
 
+/// A `deny`, `ask` or `context` rule from hooks.yaml: a fixed answer for whatever its matchers match,
+/// given in-process. The fast path for guards that need no program (a process costs milliseconds).
+#[derive(Debug)]
+struct DeclaredRule(crate::decision::HookAnswer);
+
+impl DeclaredRule {
+    fn from_spec(spec: &HookSpec) -> Option<DeclaredRule> {
+        use crate::decision::{Answer, Denial, HookAnswer};
+        let answer = if let Some(d) = &spec.deny {
+            Answer::Deny(Denial { reason: d.reason.clone(), remediation: d.remediation.clone(), suggested_tool: d.suggested_tool.clone() }).into()
+        } else if let Some(reason) = &spec.ask {
+            Answer::Ask { reason: reason.clone() }.into()
+        } else {
+            HookAnswer { answer: Answer::Allow, additional_context: Some(spec.context.clone()?) }
+        };
+        Some(DeclaredRule(answer))
+    }
+}
+
+impl NativeHook for DeclaredRule {
+    fn call(&self, _event: &Event) -> Result<crate::decision::HookAnswer, crate::decision::HookFailure> {
+        Ok(self.0.clone())
+    }
+}
+
 fn configured_hook(spec: &HookSpec, registration: usize) -> Option<ChainHook> {
     // HooksConfig::parse has already refused invalid matchers, so this cannot fail for a loaded
     // configuration; a hook that could not be built is left out rather than guessed at.
@@ -151,7 +176,7 @@ fn configured_hook(spec: &HookSpec, registration: usize) -> Option<ChainHook> {
             command: command.clone(),
             timeout: Duration::from_secs(spec.timeout.unwrap_or(DEFAULT_BUILTIN_TIMEOUT_SECS)),
         }),
-        (None, None) => return None,
+        (None, None) => HookImpl::Native(Arc::new(DeclaredRule::from_spec(spec)?)),
     };
     Some(ChainHook {
         name: spec.name.clone(),

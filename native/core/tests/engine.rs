@@ -184,3 +184,44 @@ fn committed_schemas_match_the_rust_types() {
         );
     }
 }
+
+#[test]
+fn declared_rules_answer_in_process_on_the_synchronous_path() {
+    use chokepoint_core::{Decision, Event};
+    let yaml = "version: 1
+hooks:
+  PreToolUse:
+    - name: no-env-files
+      priority: critical
+      paths: ['**/.env', '.env']
+      deny:
+        reason: secrets stay out of agent edits
+        suggested_tool: scope_expansion_request
+    - name: big-deletes
+      tool: delete_file
+      ask: deleting needs a human
+    - name: style
+      priority: low
+      tool: write_to_file
+      context: use two-space indentation
+";
+    let ws = workspace(Some(yaml), None);
+    let engine = Engine::open(ws.path()).unwrap();
+    assert!(engine.info().diagnostics.is_empty(), "{:?}", engine.info().diagnostics);
+    let write = |path: &str| Event { paths: vec![path.into()], ..Event::tool(EventKind::PreToolUse, "write_to_file", serde_json::json!({})) };
+    let e = engine.evaluate(write("config/.env")).unwrap();
+    let Decision::Deny(d) = e.decision else { panic!("{:?}", e.decision) };
+    assert_eq!((d.reason.as_str(), d.suggested_tool.as_deref()), ("secrets stay out of agent edits", Some("scope_expansion_request")));
+    let e = engine.evaluate(write("src/a.js")).unwrap();
+    assert_eq!((e.decision, e.additional_context), (Decision::Allow, vec!["use two-space indentation".to_owned()]));
+    let e = engine.evaluate(Event::tool(EventKind::PreToolUse, "delete_file", serde_json::json!({}))).unwrap();
+    assert_eq!(e.decision, Decision::Ask { reasons: vec!["big-deletes: deleting needs a human".into()] });
+}
+
+#[test]
+fn a_hook_with_two_kinds_is_refused() {
+    let ws = workspace(Some("version: 1\nhooks:\n  PreToolUse:\n    - name: both\n      ask: why\n      context: hm\n"), None);
+    let d = &Engine::open(ws.path()).unwrap().info().diagnostics;
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].message, "hook `both` must have exactly one of `command`, `builtin`, `deny`, `ask` or `context`");
+}
