@@ -26,8 +26,11 @@ function criterionFigures() {
   const dir = path.join(ROOT, 'target/criterion');
   if (!fs.existsSync(dir)) return [];
   const out = [];
-  for (const name of fs.readdirSync(dir)) {
-    const file = path.join(dir, name, 'new/sample.json');
+  // Groups nest one level deeper (target/criterion/<group>/<name>); plain benches do not.
+  const dirs = fs.readdirSync(dir).flatMap((d) => (fs.existsSync(path.join(dir, d, 'new')) ? [d] : fs.readdirSync(path.join(dir, d)).map((n) => path.join(d, n))));
+  for (const rel of dirs) {
+    const name = path.basename(rel);
+    const file = path.join(dir, rel, 'new/sample.json');
     if (!fs.existsSync(file)) continue;
     const { iters, times } = JSON.parse(fs.readFileSync(file, 'utf8'));
     const baseline = BASELINES[name];
@@ -37,7 +40,7 @@ function criterionFigures() {
 }
 
 /** Which Rust figure is compared with which (the Node bench names its own baselines). */
-const BASELINES = {};
+const BASELINES = { 'engine.command_hook': 'spawn.true' };
 
 function format(ns) {
   if (ns < 1e3) return `${ns.toFixed(1)} ns`;

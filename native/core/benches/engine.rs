@@ -2,16 +2,57 @@
 //! from target/criterion and reports them in target/bench.json under the names given here.
 
 use chokepoint_core::{Engine, Event, EventKind};
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
+use std::path::Path;
+use std::time::Duration;
 
-fn evaluate(c: &mut Criterion) {
+fn workspace(hooks_yaml: &str) -> tempfile::TempDir {
     let ws = tempfile::tempdir().unwrap();
     std::fs::create_dir(ws.path().join(".orchestration")).unwrap();
-    let engine = Engine::open(ws.path()).unwrap();
-    let event = Event::tool(EventKind::PreToolUse, "read_file", serde_json::json!({ "path": "src/auth/login.js" }));
-    c.bench_function("engine.evaluate.rust", |b| b.iter(|| engine.evaluate(black_box(event.clone()))));
+    std::fs::write(ws.path().join(".orchestration/hooks.yaml"), hooks_yaml).unwrap();
+    ws
 }
 
-criterion_group!(benches, evaluate);
+/// A `write_to_file` of 1 KiB, as the chain8 benchmarks judge it.
+fn write_1kib() -> Event {
+    let content = "x".repeat(1024 - 40);
+    let mut e = Event::tool(EventKind::PreToolUse, "write_to_file", serde_json::json!({ "path": "src/app/main.ts", "content": content }));
+    e.paths = vec!["src/app/main.ts".into()];
+    e
+}
+
+fn evaluate(c: &mut Criterion) {
+    let ws = workspace("version: 1\n");
+    let engine = Engine::open(ws.path()).unwrap();
+    let event = Event::tool(EventKind::PreToolUse, "read_file", serde_json::json!({ "path": "src/auth/login.js" }));
+    c.bench_function("engine.evaluate.rust", |b| b.iter_batched(|| event.clone(), |e| engine.evaluate(black_box(e)), BatchSize::SmallInput));
+
+    let yaml = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/chain8.hooks.yaml")).unwrap();
+    let ws8 = workspace(&yaml);
+    let engine8 = Engine::open(ws8.path()).unwrap();
+    assert!(engine8.info().diagnostics.is_empty());
+    let event = write_1kib();
+    assert_eq!(engine8.evaluate(event.clone()).unwrap().additional_context.len(), 2, "the benchmark chain must do its work");
+    c.bench_function("engine.chain8.rust", |b| b.iter_batched(|| event.clone(), |e| engine8.evaluate(black_box(e)), BatchSize::SmallInput));
+}
+
+fn command_hook(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let ws = workspace("version: 1\nhooks:\n  PreToolUse:\n    - name: true\n      command: [/bin/true]\n");
+    let engine = Engine::open(ws.path()).unwrap();
+    let event = write_1kib();
+    let mut group = c.benchmark_group("spawn");
+    group.sample_size(40).measurement_time(Duration::from_secs(6));
+    // The baseline: the same process, spawned directly, in the same runtime.
+    group.bench_function("spawn.true", |b| {
+        b.iter(|| rt.block_on(async { tokio::process::Command::new("/bin/true").status().await.unwrap() }))
+    });
+    group.bench_function("engine.command_hook", |b| {
+        b.iter_batched(|| event.clone(), |e| rt.block_on(engine.evaluate_async(e, None)), BatchSize::SmallInput)
+    });
+    group.finish();
+}
+
+criterion_group!(benches, evaluate, command_hook);
 criterion_main!(benches);
