@@ -15,6 +15,7 @@ mod decision;
 mod diagnostic;
 mod engine;
 mod event;
+pub mod external_events;
 mod intents;
 pub mod pipe;
 pub mod schema;

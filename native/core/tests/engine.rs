@@ -225,3 +225,27 @@ fn a_hook_with_two_kinds_is_refused() {
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].message, "hook `both` must have exactly one of `command`, `builtin`, `deny`, `ask` or `context`");
 }
+
+#[test]
+fn the_event_mapping_document_is_generated_from_the_table() {
+    // Regenerate with UPDATE_DOCS=1 cargo test -p chokepoint-core --test engine
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/event-mapping.md");
+    let generated = chokepoint_core::external_events::render_markdown();
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        fs::write(&path, &generated).unwrap();
+    }
+    assert!(fs::read_to_string(&path).unwrap_or_default() == generated, "{} is out of date; run UPDATE_DOCS=1 cargo test -p chokepoint-core --test engine", path.display());
+}
+
+#[test]
+fn every_agent_maps_its_tool_and_session_events() {
+    use chokepoint_core::external_events::{Agent, lookup};
+    for agent in Agent::ALL {
+        let any = |kind: EventKind| chokepoint_core::external_events::EXTERNAL_EVENTS.iter().any(|e| e.agent == agent && e.maps_to == Some(kind));
+        assert!(any(EventKind::PreToolUse) && any(EventKind::SessionStart) && any(EventKind::BeforeSubmit), "{}", agent.as_str());
+    }
+    assert_eq!(lookup(Agent::Cursor, "beforeShellExecution").and_then(|e| e.tool), Some("execute_command"));
+    assert_eq!(lookup(Agent::GeminiCli, "BeforeModel").and_then(|e| e.maps_to), Some(EventKind::TurnPrepare));
+    assert!(lookup(Agent::ClaudeCode, "Notification").unwrap().maps_to.is_none());
+    assert!(lookup(Agent::ClaudeCode, "NoSuchEvent").is_none());
+}
