@@ -22,7 +22,7 @@ function engineWith(hooksYaml) {
 }
 
 const write = (p, content = 'x') => ({ event: 'PreToolUse', tool: 'write_to_file', input: { path: p, content }, paths: [p], sessionId: 'S' });
-const ran = (r) => r.outcomes.map((o) => `${o.hook}:${o.outcome}`);
+const ran = (r) => (r.outcomes ?? []).map((o) => `${o.hook}:${o.outcome}`);
 
 test('evaluateAsync runs command hooks and resolves with the decision', async () => {
   const { engine } = engineWith('version: 1\nhooks:\n  PreToolUse:\n    - name: no-env-files\n      priority: critical\n      paths: ["**/.env"]\n      command: [sh, -c, "echo secrets stay out >&2; exit 2"]\n');
@@ -30,8 +30,8 @@ test('evaluateAsync runs command hooks and resolves with the decision', async ()
   assert.strictEqual(denied.decision, 'deny');
   assert.strictEqual(denied.reason, 'secrets stay out');
   assert.deepStrictEqual(ran(denied), ['no-env-files:deny']);
-  const allowed = await engine.evaluateAsync(write('src/a.js'));
-  assert.deepStrictEqual([allowed.decision, allowed.outcomes.length], ['allow', 0]);
+  const allowed = await engine.evaluateAsync(write('src/a.js'), { outcomes: 'all' });
+  assert.deepStrictEqual([allowed.decision, ran(allowed)], ['allow', []]);
 });
 
 test('a host hook written in JavaScript gates, and runs before configured hooks of its priority', async () => {
@@ -42,8 +42,10 @@ test('a host hook written in JavaScript gates, and runs before configured hooks 
   const denied = await engine.evaluateAsync(write('secret.txt'));
   assert.deepStrictEqual([denied.decision, denied.reason, denied.suggestedTool], ['deny', 'not that file', 'scope_expansion_request']);
   assert.deepStrictEqual(ran(denied), ['js-gate:deny']);
-  const allowed = await engine.evaluateAsync(write('ok.txt'));
+  const allowed = await engine.evaluateAsync(write('ok.txt'), { outcomes: 'all' });
   assert.deepStrictEqual(ran(allowed), ['js-gate:allow', 'yaml-gate:allow']);
+  // By default only the deciding outcomes cross back: a plain allow has none.
+  assert.strictEqual((await engine.evaluateAsync(write('ok.txt'))).outcomes, undefined);
 });
 
 test('a host hook that throws fails closed when it is a gate, and never crashes the host', async () => {
@@ -73,6 +75,16 @@ test('piped output of a turn waits in the session queue for the next turn', asyn
   assert.deepStrictEqual(r.piped, [{ hook: 'lint', text: '2 lint errors' }]);
   assert.deepStrictEqual(engine.drainPiped('S1'), [{ hook: 'lint', text: '2 lint errors' }]);
   assert.deepStrictEqual(engine.drainPiped('S1'), []);
+});
+
+test('the synchronous entry reads the input only when a hook that applies needs it', () => {
+  const { engine } = engineWith('version: 1\nhooks:\n  PreToolUse:\n    - name: env\n      priority: critical\n      paths: ["**/.env"]\n      deny: { reason: "no secrets" }\n');
+  // A getter that throws: if the engine converted the input, the call would throw.
+  const event = { event: 'PreToolUse', tool: 'write_to_file', paths: ['a/.env'], get input() { return { get content() { throw new Error('input was read'); } }; } };
+  const r = engine.evaluate(event);
+  assert.deepStrictEqual([r.decision, r.reason, ran(r)], ['deny', 'no secrets', ['env:deny']]);
+  assert.ok(r.outcomes[0].durationNs > 0);
+  assert.throws(() => engine.evaluate(event, { outcomes: 'sometimes' }), /unknown outcomes option `sometimes`/);
 });
 
 test('misuse throws: a host hook spec with an unknown priority or event', () => {

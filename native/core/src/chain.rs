@@ -21,6 +21,12 @@ use std::time::Instant;
 /// A hook that runs in-process, in Rust: the gatekeeper, the ledger.
 pub trait NativeHook: Send + Sync + fmt::Debug {
     fn call(&self, event: &Event) -> Result<HookAnswer, HookFailure>;
+
+    /// Whether the hook reads the event's subject (tool input, result, ...). A binding may skip
+    /// converting a large subject when no hook that applies will read it.
+    fn needs_subject(&self) -> bool {
+        true
+    }
 }
 
 /// How a hook runs. Only `Native` hooks run on the synchronous path.
@@ -53,43 +59,96 @@ pub struct Matcher {
     pub tool: Option<Regex>,
     /// Matches when any of the event's paths matches.
     pub paths: Option<GlobSet>,
+    /// The sources, from which a chain builds one combined index of all its hooks' patterns.
+    tool_source: Option<String>,
+    path_sources: Vec<globset::Glob>,
 }
 
 impl Matcher {
     /// Builds a matcher; the tool pattern is anchored at both ends.
     pub fn new(tool: Option<&str>, paths: &[String]) -> Result<Matcher, String> {
-        let tool = tool
-            .map(|t| Regex::new(&format!("^(?:{t})$")).map_err(|e| format!("invalid tool pattern `{t}`: {e}")))
-            .transpose()?;
-        let paths = if paths.is_empty() {
+        let tool_source = tool.map(|t| format!("^(?:{t})$"));
+        let tool = match (&tool_source, tool) {
+            (Some(anchored), Some(t)) => Some(Regex::new(anchored).map_err(|e| format!("invalid tool pattern `{t}`: {e}"))?),
+            _ => None,
+        };
+        let path_sources = paths
+            .iter()
+            .map(|p| globset::Glob::new(p).map_err(|e| format!("invalid path glob `{p}`: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let paths = if path_sources.is_empty() {
             None
         } else {
             let mut set = globset::GlobSetBuilder::new();
-            for p in paths {
-                set.add(globset::Glob::new(p).map_err(|e| format!("invalid path glob `{p}`: {e}"))?);
+            for g in &path_sources {
+                set.add(g.clone());
             }
             Some(set.build().map_err(|e| e.to_string())?)
         };
-        Ok(Matcher { tool, paths })
+        Ok(Matcher { tool, paths, tool_source, path_sources })
     }
 
     pub fn matches(&self, event: &Event) -> bool {
+        let candidates = candidates(event);
+        self.matches_with(event, &candidates)
+    }
+
+    fn matches_with(&self, event: &Event, candidates: &[globset::Candidate<'_>]) -> bool {
         let tool_ok = match (&self.tool, &event.tool) {
             (None, _) => true,
             (Some(re), Some(tool)) => re.is_match(tool),
             (Some(_), None) => false,
         };
-        let paths_ok = match &self.paths {
-            None => true,
-            Some(set) => event.paths.iter().any(|p| set.is_match(p)),
-        };
-        tool_ok && paths_ok
+        tool_ok
+            && match &self.paths {
+                None => true,
+                Some(set) => candidates.iter().any(|c| set.is_match_candidate(c)),
+            }
+    }
+}
+
+fn candidates(event: &Event) -> Vec<globset::Candidate<'_>> {
+    event.paths.iter().map(globset::Candidate::new).collect()
+}
+
+/// Every hook's patterns of one chain in two combined sets, so that matching an event costs one
+/// regex-set run over the tool name and one glob-set run per path, however many hooks the chain has.
+#[derive(Debug, Clone, Default)]
+struct MatchIndex {
+    tools: Option<regex::RegexSet>,
+    /// For each pattern of `tools`, the hook (position in the chain) it belongs to.
+    tool_owner: Vec<usize>,
+    globs: Option<GlobSet>,
+    glob_owner: Vec<usize>,
+}
+
+impl MatchIndex {
+    fn build(hooks: &[ChainHook]) -> MatchIndex {
+        let mut index = MatchIndex::default();
+        let mut tools = Vec::new();
+        let mut globs = globset::GlobSetBuilder::new();
+        for (i, h) in hooks.iter().enumerate() {
+            if let Some(t) = &h.matcher.tool_source {
+                tools.push(t.clone());
+                index.tool_owner.push(i);
+            }
+            for g in &h.matcher.path_sources {
+                globs.add(g.clone());
+                index.glob_owner.push(i);
+            }
+        }
+        // Each pattern compiled on its own already (Matcher::new), so the combined sets compile too;
+        // if one ever did not, the hooks fall back to their own matchers (`None` here).
+        index.tools = (!tools.is_empty()).then(|| regex::RegexSet::new(&tools).ok()).flatten();
+        index.globs = (!index.glob_owner.is_empty()).then(|| globs.build().ok()).flatten();
+        index
     }
 }
 
 #[derive(Debug, Clone)]
 pub struct ChainHook {
-    pub name: String,
+    /// Shared, so that recording an outcome does not copy the name.
+    pub name: Arc<str>,
     pub priority: Priority,
     pub failure: FailureMode,
     pub matcher: Matcher,
@@ -167,6 +226,7 @@ impl fmt::Display for NeedsAsync {
 #[derive(Debug, Clone, Default)]
 pub struct Chain {
     hooks: Vec<ChainHook>,
+    index: MatchIndex,
 }
 
 thread_local! {
@@ -179,7 +239,8 @@ impl Chain {
     /// Sorts once, by (priority, registration order), into the chain's immutable order.
     pub fn new(mut hooks: Vec<ChainHook>) -> Chain {
         hooks.sort_by_key(|h| (h.priority, h.registration));
-        Chain { hooks }
+        let index = MatchIndex::build(&hooks);
+        Chain { hooks, index }
     }
 
     pub fn hooks(&self) -> &[ChainHook] {
@@ -191,23 +252,76 @@ impl Chain {
     }
 
     /// The hooks that apply to this event, in chain order.
-    pub fn matching<'a>(&'a self, event: &'a Event) -> impl Iterator<Item = &'a ChainHook> + 'a {
-        self.hooks.iter().filter(move |h| h.matcher.matches(event))
+    ///
+    /// Chosen once, before the first hook runs: matchers see the event's tool and paths, which a
+    /// rewrite (of the subject) cannot change, so choosing up front is the same as choosing as we go.
+    pub fn matching<'a>(&'a self, event: &Event) -> Vec<&'a ChainHook> {
+        let candidates = candidates(event);
+        let index = &self.index;
+        if (!index.tool_owner.is_empty() && index.tools.is_none()) || (!index.glob_owner.is_empty() && index.globs.is_none()) {
+            return self.hooks.iter().filter(|h| h.matcher.matches_with(event, &candidates)).collect();
+        }
+        let mut tool_hit = vec![false; self.hooks.len()];
+        if let (Some(tools), Some(tool)) = (&index.tools, &event.tool) {
+            for pattern in tools.matches(tool).iter() {
+                tool_hit[index.tool_owner[pattern]] = true;
+            }
+        }
+        let mut path_hit = vec![false; self.hooks.len()];
+        if let Some(globs) = &index.globs {
+            let mut found = Vec::new();
+            for c in &candidates {
+                globs.matches_candidate_into(c, &mut found);
+                for &g in &found {
+                    path_hit[index.glob_owner[g]] = true;
+                }
+            }
+        }
+        self.hooks
+            .iter()
+            .enumerate()
+            .filter(|(i, h)| (h.matcher.tool.is_none() || tool_hit[*i]) && (h.matcher.paths.is_none() || path_hit[*i]))
+            .map(|(_, h)| h)
+            .collect()
     }
 
     /// Whether every hook that applies to this event can run synchronously (native hooks only).
     pub fn check_sync(&self, event: &Event) -> Result<(), NeedsAsync> {
-        match self.matching(event).find(|h| !matches!(h.imp, HookImpl::Native(_))) {
-            Some(h) => Err(NeedsAsync { hook: h.name.clone(), kind: h.imp.kind() }),
-            None => Ok(()),
-        }
+        check_native(&self.matching(event))
     }
 
     /// Runs the chain in this thread. Fails only if a matching hook is not native.
     pub fn run_sync(&self, event: Event) -> Result<Evaluation, NeedsAsync> {
-        self.check_sync(&event)?;
+        let hooks = self.matching(&event);
+        check_native(&hooks)?;
+        Ok(run_native(hooks, event))
+    }
+
+    /// `run_sync` for a caller that has not loaded the event's subject yet: `subject` is called only
+    /// if a hook that applies reads it (a binding saves converting a large tool input that way).
+    pub fn run_sync_with<E>(&self, mut event: Event, subject: impl FnOnce() -> Result<serde_json::Value, E>) -> Result<Evaluation, SyncError<E>> {
+        let hooks = self.matching(&event);
+        check_native(&hooks).map_err(SyncError::NeedsAsync)?;
+        let needs_subject = hooks.iter().any(|h| matches!(&h.imp, HookImpl::Native(n) if n.needs_subject()));
+        if needs_subject {
+            event.subject = subject().map_err(SyncError::Subject)?;
+        }
+        Ok(run_native(hooks, event))
+    }
+}
+
+/// Why the synchronous path could not answer.
+#[derive(Debug)]
+pub enum SyncError<E> {
+    NeedsAsync(NeedsAsync),
+    /// The caller could not provide the subject.
+    Subject(E),
+}
+
+fn run_native(hooks: Vec<&ChainHook>, event: Event) -> Evaluation {
+    {
         if IN_CHAIN.with(Cell::get) {
-            return Ok(Combiner::new(event).reentered());
+            return Combiner::new(event).reentered();
         }
         IN_CHAIN.with(|c| c.set(true));
         // Reset the guard however this returns, including by a panic that escapes a hook's catch.
@@ -219,11 +333,8 @@ impl Chain {
         }
         let _reset = Reset;
         let mut combiner = Combiner::new(event);
-        for hook in &self.hooks {
-            if !hook.matcher.matches(&combiner.event) {
-                continue;
-            }
-            let HookImpl::Native(native) = &hook.imp else { unreachable!("checked by check_sync") };
+        for hook in hooks {
+            let HookImpl::Native(native) = &hook.imp else { unreachable!("checked by check_native") };
             let started = Instant::now();
             let result = catch_unwind(AssertUnwindSafe(|| native.call(&combiner.event)))
                 .unwrap_or_else(|panic| Err(HookFailure::Crashed(panic_message(panic))));
@@ -231,7 +342,7 @@ impl Chain {
                 break;
             }
         }
-        Ok(combiner.finish())
+        combiner.finish()
     }
 }
 
@@ -240,11 +351,9 @@ impl Chain {
     /// host hooks through the embedder. Hooks run one after another, in chain order, because each may
     /// see the previous one's rewrite and a deny must stop the ones after it.
     pub async fn run(&self, event: Event, ctx: &RunContext) -> Evaluation {
+        let hooks = self.matching(&event);
         let mut combiner = Combiner::new(event);
-        for hook in &self.hooks {
-            if !hook.matcher.matches(&combiner.event) {
-                continue;
-            }
+        for hook in hooks {
             let started = Instant::now();
             let (result, output) = match &hook.imp {
                 HookImpl::Native(native) => (
@@ -273,7 +382,7 @@ impl Chain {
             };
             if hook.pipe_output {
                 if let Some(text) = output.filter(|t| !t.is_empty()) {
-                    combiner.piped.push(Piped { hook: hook.name.clone(), text });
+                    combiner.piped.push(Piped { hook: hook.name.to_string(), text });
                 }
             }
             if combiner.apply(hook, result, started.elapsed().as_nanos() as u64).is_break() {
@@ -281,6 +390,13 @@ impl Chain {
             }
         }
         combiner.finish()
+    }
+}
+
+fn check_native(hooks: &[&ChainHook]) -> Result<(), NeedsAsync> {
+    match hooks.iter().find(|h| !matches!(h.imp, HookImpl::Native(_))) {
+        Some(h) => Err(NeedsAsync { hook: h.name.to_string(), kind: h.imp.kind() }),
+        None => Ok(()),
     }
 }
 

@@ -122,7 +122,7 @@ impl OutcomeKind {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookOutcome {
-    pub hook: String,
+    pub hook: std::sync::Arc<str>,
     pub kind: OutcomeKind,
     pub duration_ns: u64,
 }

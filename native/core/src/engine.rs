@@ -99,7 +99,7 @@ impl Chains {
                 .enumerate()
                 .filter(|(_, n)| n.events.contains(&kind))
                 .map(|(i, n)| ChainHook {
-                    name: n.name.clone(),
+                    name: n.name.as_str().into(),
                     priority: n.priority,
                     failure: n.failure.unwrap_or(FailureMode::default_for(n.priority)),
                     matcher: n.matcher.clone(),
@@ -159,6 +159,10 @@ impl NativeHook for DeclaredRule {
     fn call(&self, _event: &Event) -> Result<crate::decision::HookAnswer, crate::decision::HookFailure> {
         Ok(self.0.clone())
     }
+
+    fn needs_subject(&self) -> bool {
+        false
+    }
 }
 
 fn configured_hook(spec: &HookSpec, registration: usize) -> Option<ChainHook> {
@@ -179,7 +183,7 @@ fn configured_hook(spec: &HookSpec, registration: usize) -> Option<ChainHook> {
         (None, None) => HookImpl::Native(Arc::new(DeclaredRule::from_spec(spec)?)),
     };
     Some(ChainHook {
-        name: spec.name.clone(),
+        name: spec.name.as_str().into(),
         priority: spec.priority,
         failure: spec.failure_mode(),
         matcher,
@@ -348,10 +352,21 @@ impl Engine {
         self.piped.drain(session)
     }
 
+    /// `evaluate` for a caller that has not loaded the event's subject: `subject` is called only if a
+    /// hook that applies reads it (see `NativeHook::needs_subject`).
+    pub fn evaluate_with<E>(
+        &self,
+        event: Event,
+        subject: impl FnOnce() -> Result<serde_json::Value, E>,
+    ) -> Result<Evaluation, crate::chain::SyncError<E>> {
+        let loaded = self.snapshot();
+        loaded.chains.resolve(event.kind, event.task_type.as_deref()).run_sync_with(event, subject)
+    }
+
     /// The names of the hooks that would run for this event, in order (for `explain` and tests).
     pub fn plan(&self, event: &Event) -> Vec<String> {
         let loaded = self.snapshot();
-        loaded.chains.resolve(event.kind, event.task_type.as_deref()).matching(event).map(|h| h.name.clone()).collect()
+        loaded.chains.resolve(event.kind, event.task_type.as_deref()).matching(event).iter().map(|h| h.name.to_string()).collect()
     }
 }
 

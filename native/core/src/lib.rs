@@ -22,7 +22,7 @@ pub mod schema;
 mod sidecar;
 pub mod template;
 
-pub use chain::{Chain, ChainHook, Combiner, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext};
+pub use chain::{Chain, ChainHook, Combiner, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext, SyncError};
 pub use config::{DEFAULT_TIMEOUT_SECS, FailureMode, HookSpec, HooksConfig, Priority};
 pub use decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 pub use diagnostic::Diagnostic;

@@ -301,3 +301,31 @@ fn the_synchronous_path_refuses_chains_with_process_hooks() {
     // An event the command hook does not match still runs synchronously.
     assert!(chain.run_sync(Event::tool(EventKind::PreToolUse, "read_file", json!({}))).is_ok());
 }
+
+#[test]
+fn the_chains_combined_index_agrees_with_each_hooks_own_matcher() {
+    // Every combination of a few tool patterns and path globs, against every combination of a few
+    // tools and paths: the chain's one-pass index must pick exactly the hooks their matchers pick.
+    let tools = [None, Some("write_to_file|apply_diff"), Some("execute_command"), Some("read_.*")];
+    let globs: [&[&str]; 4] = [&[], &["src/**"], &["**/.env", "*.md"], &["docs/*.md"]];
+    let mut f = Fixture::new();
+    for (i, t) in tools.iter().enumerate() {
+        for (j, g) in globs.iter().enumerate() {
+            let matcher = Matcher::new(*t, &g.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+            let hook = Arc::new(Scripted { name: format!("h{i}{j}"), answer: Ok(Answer::Allow.into()), seen: f.seen.clone() });
+            f.native(&format!("h{i}{j}"), Normal, None, matcher, hook);
+        }
+    }
+    let hooks = f.hooks.clone();
+    let chain = Chain::new(f.hooks);
+    for tool in [None, Some("write_to_file"), Some("apply_diff"), Some("execute_command"), Some("read_file"), Some("rewrite_to_file")] {
+        for paths in [vec![], vec!["src/a.js"], vec!["README.md"], vec!["docs/x.md", "a/.env"], vec!["lib/b.rs"]] {
+            let mut event = Event::new(EventKind::PreToolUse);
+            event.tool = tool.map(Into::into);
+            event.paths = paths.iter().map(|p| p.to_string()).collect();
+            let by_index: Vec<&str> = chain.matching(&event).iter().map(|h| &*h.name).collect();
+            let by_matcher: Vec<&str> = hooks.iter().filter(|h| h.matcher.matches(&event)).map(|h| &*h.name).collect();
+            assert_eq!(by_index, by_matcher, "tool {tool:?}, paths {paths:?}");
+        }
+    }
+}

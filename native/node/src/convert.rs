@@ -68,14 +68,57 @@ pub struct JsEvaluation {
     pub suggested_tool: Option<String>,
     /// The rewritten subject, when a hook modified it and nothing denied.
     pub modified: Option<serde_json::Value>,
-    pub additional_context: Vec<String>,
-    pub outcomes: Vec<JsHookOutcome>,
-    /// Output of `pipe_output` hooks from this run (on `Error`: for the recovery prompt).
-    pub piped: Vec<JsPiped>,
-    /// Values hooks reported, e.g. `pr_url`.
-    pub context: std::collections::HashMap<String, String>,
-    /// True when requested from inside a running hook: the chain did not run again.
-    pub reentered: bool,
+    /// Context hooks add for the model, in chain order. Absent when empty.
+    pub additional_context: Option<Vec<String>>,
+    /// The hooks' outcomes, as `EvaluateOptions.outcomes` asks (by default the deciding ones: every
+    /// outcome but a plain allow). Absent when empty. The trace records all of them regardless.
+    pub outcomes: Option<Vec<JsHookOutcome>>,
+    /// Output of `pipe_output` hooks from this run (on `Error`: for the recovery prompt). Absent when empty.
+    pub piped: Option<Vec<JsPiped>>,
+    /// Values hooks reported, e.g. `pr_url`. Absent when empty.
+    pub context: Option<std::collections::HashMap<String, String>>,
+    /// Present (true) only when requested from inside a running hook: the chain did not run again.
+    pub reentered: Option<bool>,
+}
+
+#[napi(object, js_name = "EvaluateOptions")]
+pub struct JsEvaluateOptions {
+    /// `deciding` (default): outcomes other than a plain allow; `all`; or `none`.
+    pub outcomes: Option<String>,
+}
+
+/// Which outcomes cross back to JavaScript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    All,
+    Deciding,
+    None,
+}
+
+impl Detail {
+    pub fn from_options(options: Option<JsEvaluateOptions>) -> Result<Detail> {
+        match options.and_then(|o| o.outcomes).as_deref() {
+            None | Some("deciding") => Ok(Detail::Deciding),
+            Some("all") => Ok(Detail::All),
+            Some("none") => Ok(Detail::None),
+            Some(other) => Err(Error::new(Status::InvalidArg, format!("unknown outcomes option `{other}`; use all, deciding or none"))),
+        }
+    }
+}
+
+/// Reads an event object field by field; returns the tool input unconverted, for the caller to
+/// convert only when a hook needs it.
+pub fn read_event<'env>(event: &Object<'env>) -> Result<(core::Event, Option<Unknown<'env>>)> {
+    let name: String = event.get("event")?.ok_or_else(|| Error::new(Status::InvalidArg, "the event has no `event` name".to_owned()))?;
+    let kind = name.parse::<core::EventKind>().map_err(|e| Error::new(Status::InvalidArg, e))?;
+    let mut core_event = core::Event::new(kind);
+    core_event.tool = event.get("tool")?;
+    core_event.paths = event.get::<Vec<String>>("paths")?.unwrap_or_default();
+    core_event.task_type = event.get("taskType")?;
+    core_event.ids.session = event.get("sessionId")?;
+    core_event.ids.task = event.get("taskId")?;
+    let input: Option<Unknown<'env>> = event.get("input")?;
+    Ok((core_event, input))
 }
 
 #[napi(object, js_name = "Piped")]
@@ -182,6 +225,10 @@ impl JsEvent {
     }
 }
 
+fn non_empty<T>(v: Vec<T>) -> Option<Vec<T>> {
+    (!v.is_empty()).then_some(v)
+}
+
 fn path_string(p: &std::path::Path) -> String {
     p.to_string_lossy().into_owned()
 }
@@ -220,8 +267,8 @@ impl From<core::EngineInfo> for JsEngineInfo {
     }
 }
 
-impl From<core::Evaluation> for JsEvaluation {
-    fn from(e: core::Evaluation) -> Self {
+impl JsEvaluation {
+    pub fn from_core(e: core::Evaluation, detail: Detail) -> Self {
         let (reason, remediation, suggested_tool) = match &e.decision {
             core::Decision::Allow => (None, None, None),
             core::Decision::Deny(d) => (Some(d.reason.clone()), d.remediation.clone(), d.suggested_tool.clone()),
@@ -233,23 +280,29 @@ impl From<core::Evaluation> for JsEvaluation {
             remediation,
             suggested_tool,
             modified: e.modified,
-            additional_context: e.additional_context,
-            outcomes: e
-                .outcomes
-                .into_iter()
-                .map(|o| JsHookOutcome {
-                    hook: o.hook,
-                    outcome: o.kind.as_str().to_owned(),
-                    duration_ns: o.duration_ns as f64,
-                    error: match o.kind {
-                        core::OutcomeKind::FailedOpen(f) | core::OutcomeKind::FailedClosed(f) => Some(f.to_string()),
-                        _ => None,
-                    },
-                })
-                .collect(),
-            piped: e.piped.into_iter().map(|p| JsPiped { hook: p.hook, text: p.text }).collect(),
-            context: e.context.into_iter().collect(),
-            reentered: e.reentered,
+            additional_context: non_empty(e.additional_context),
+            outcomes: non_empty(
+                e.outcomes
+                    .into_iter()
+                    .filter(|o| match detail {
+                        Detail::All => true,
+                        Detail::Deciding => o.kind != core::OutcomeKind::Allowed,
+                        Detail::None => false,
+                    })
+                    .map(|o| JsHookOutcome {
+                        hook: o.hook.to_string(),
+                        outcome: o.kind.as_str().to_owned(),
+                        duration_ns: o.duration_ns as f64,
+                        error: match o.kind {
+                            core::OutcomeKind::FailedOpen(f) | core::OutcomeKind::FailedClosed(f) => Some(f.to_string()),
+                            _ => None,
+                        },
+                    })
+                    .collect(),
+            ),
+            piped: non_empty(e.piped.into_iter().map(|p| JsPiped { hook: p.hook, text: p.text }).collect()),
+            context: (!e.context.is_empty()).then(|| e.context.into_iter().collect()),
+            reentered: e.reentered.then_some(true),
         }
     }
 }
