@@ -7,9 +7,6 @@ import type { EngineState } from '../../protocol/messages';
 import type { Log } from './log';
 import type { EngineInfo, NativeEngine, NativeLoad } from './native';
 
-/** Coalesces bursts of file events (an editor's save writes several times) into one reload. */
-const RELOAD_DEBOUNCE_MS = 150;
-
 export class EngineHost implements vscode.Disposable {
   private engine: NativeEngine | undefined;
   private current: EngineState;
@@ -17,7 +14,6 @@ export class EngineHost implements vscode.Disposable {
   readonly onDidChange = this.changed.event;
   private readonly problems = vscode.languages.createDiagnosticCollection('chokepoint');
   private readonly disposables: vscode.Disposable[] = [this.changed, this.problems];
-  private debounce: NodeJS.Timeout | undefined;
 
   constructor(
     readonly native: NativeLoad,
@@ -46,30 +42,33 @@ export class EngineHost implements vscode.Disposable {
     } catch (e) {
       return { status: 'failed', error: (e as Error).message, lookedFor: root };
     }
-    const watcher = vscode.workspace.createFileSystemWatcher(
-      new vscode.RelativePattern(vscode.Uri.file(root), '.orchestration/*.{yaml,yml}'),
-    );
-    const schedule = () => this.scheduleReload();
-    watcher.onDidChange(schedule);
-    watcher.onDidCreate(schedule);
-    watcher.onDidDelete(schedule);
-    this.disposables.push(watcher);
+    // The engine watches its own configuration (debounced, last good kept); we only republish.
+    try {
+      const watch = this.engine.watch((problems) => {
+        this.log.info(`configuration changed on disk: ${problems === 0 ? 'no problems' : `${problems} problem(s), last good configuration kept`}`);
+        this.refresh();
+      });
+      this.disposables.push({ dispose: () => watch.close() });
+    } catch (e) {
+      this.log.warn(`configuration changes will not be picked up automatically: ${(e as Error).message}`);
+    }
     const info = this.engine.info();
     this.log.info(`engine ${info.version} opened on ${root} (${this.native.file})`);
     return toState(info);
-  }
-
-  private scheduleReload(): void {
-    clearTimeout(this.debounce);
-    this.debounce = setTimeout(() => this.reload(), RELOAD_DEBOUNCE_MS);
   }
 
   /** Re-reads the configuration now; returns the new state (unchanged when no engine is loaded). */
   reload(): EngineState {
     if (!this.engine) return this.current;
     const count = this.engine.reload();
-    this.current = toState(this.engine.info());
     this.log.info(`configuration reloaded: ${count === 0 ? 'no problems' : `${count} problem(s), last good configuration kept`}`);
+    return this.refresh();
+  }
+
+  /** Publishes what the engine runs now, after a reload done here or by the engine's own watcher. */
+  private refresh(): EngineState {
+    if (!this.engine) return this.current;
+    this.current = toState(this.engine.info());
     this.publish();
     return this.current;
   }
@@ -97,7 +96,6 @@ export class EngineHost implements vscode.Disposable {
   }
 
   dispose(): void {
-    clearTimeout(this.debounce);
     for (const d of this.disposables) d.dispose();
   }
 }

@@ -9,6 +9,12 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** A running configuration watch (see `Engine.watch`). */
+export declare class ConfigWatch {
+  /** Stops watching. Idempotent. */
+  close(): void
+}
+
 /** The engine of one workspace. */
 export declare class Engine {
   /**
@@ -38,6 +44,12 @@ export declare class Engine {
    * the chain of every event it lists, at its priority, on the asynchronous path.
    */
   registerHostHook(spec: HostHookSpec, hook: (event: Event) => Promise<HookAnswer>): void
+  /**
+   * Reloads the engine whenever hooks.yaml or active_intents.yaml changes (debounced), then calls
+   * `onReload` with the number of problems that reload found (0: the new configuration runs;
+   * more: the last good one keeps running). Keep the returned handle; `close()` stops watching.
+   */
+  watch(onReload: (problems: number) => void): ConfigWatch
   /** The piped hook output waiting for this session's next turn, oldest first; empties the queue. */
   drainPiped(sessionId: string): Array<Piped>
 }

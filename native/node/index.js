@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.ConfigWatch = nativeBinding.ConfigWatch
 module.exports.Engine = nativeBinding.Engine
 module.exports.noop = nativeBinding.noop
 module.exports.version = nativeBinding.version

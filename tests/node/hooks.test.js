@@ -92,3 +92,29 @@ test('misuse throws: a host hook spec with an unknown priority or event', () => 
   assert.throws(() => engine.registerHostHook({ name: 'x', events: ['PreToolUse'], priority: 'urgent' }, async () => ({ decision: 'allow' })), /unknown priority `urgent`/);
   assert.throws(() => engine.registerHostHook({ name: 'x', events: ['BeforeLunch'] }, async () => ({ decision: 'allow' })), /unknown event `BeforeLunch`/);
 });
+
+test('watch() reloads after an edit on disk and reports the problems of that reload', async () => {
+  const { dir, engine } = engineWith('version: 1\n');
+  const reloads = [];
+  let notify;
+  const watch = engine.watch((problems) => {
+    reloads.push(problems);
+    notify?.();
+  });
+  const next = () => new Promise((resolve, reject) => {
+    notify = resolve;
+    setTimeout(() => reject(new Error('no reload within 10 s')), 10000).unref();
+  });
+  try {
+    let reloaded = next();
+    fs.writeFileSync(path.join(dir, '.orchestration/hooks.yaml'), 'version: 1\nhooks:\n  TurnEnd:\n    - name: added\n      command: ["true"]\n');
+    await reloaded;
+    assert.deepStrictEqual([reloads.at(-1), engine.info().hookCount], [0, 1]);
+    reloaded = next();
+    fs.writeFileSync(path.join(dir, '.orchestration/hooks.yaml'), 'version: 1\nhooks: [\n');
+    await reloaded;
+    assert.deepStrictEqual([reloads.at(-1), engine.info().hookCount, engine.info().hooks.status], [1, 1, 'invalid']);
+  } finally {
+    watch.close();
+  }
+});

@@ -21,6 +21,7 @@ pub mod pipe;
 pub mod schema;
 mod sidecar;
 pub mod template;
+pub mod watch;
 
 pub use chain::{Chain, ChainHook, Combiner, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext, SyncError};
 pub use config::{DEFAULT_TIMEOUT_SECS, FailureMode, HookSpec, HooksConfig, Priority};

@@ -249,3 +249,27 @@ fn every_agent_maps_its_tool_and_session_events() {
     assert!(lookup(Agent::ClaudeCode, "Notification").unwrap().maps_to.is_none());
     assert!(lookup(Agent::ClaudeCode, "NoSuchEvent").is_none());
 }
+
+#[test]
+fn an_edit_is_picked_up_while_running_debounced_and_a_bad_one_keeps_the_last_good() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let ws = workspace(Some(HOOKS), Some(INTENTS));
+    let engine = std::sync::Arc::new(Engine::open(ws.path()).unwrap());
+    let (tx, rx) = mpsc::channel();
+    let _watch = engine.watch(Duration::from_millis(100), move |d| tx.send(d).unwrap()).unwrap();
+
+    // A burst of writes (as an editor's save) becomes one reload.
+    for n in 0..3 {
+        write(ws.path(), "hooks.yaml", &format!("version: 1\nhooks:\n  TurnEnd:\n    - name: h{n}\n      command: ['true']\n"));
+    }
+    let diagnostics = rx.recv_timeout(Duration::from_secs(10)).expect("a reload after the edit");
+    assert!(diagnostics.is_empty());
+    assert!(rx.recv_timeout(Duration::from_millis(400)).is_err(), "the burst was debounced into one reload");
+    assert_eq!(engine.plan(&chokepoint_core::Event::new(EventKind::TurnEnd)), ["h2"]);
+
+    write(ws.path(), "hooks.yaml", "version: 1\nhooks: [\n");
+    let diagnostics = rx.recv_timeout(Duration::from_secs(10)).expect("a reload after the bad edit");
+    assert_eq!(diagnostics.len(), 1);
+    assert_eq!(engine.plan(&chokepoint_core::Event::new(EventKind::TurnEnd)), ["h2"], "the last good configuration keeps running");
+}

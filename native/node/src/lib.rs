@@ -13,6 +13,7 @@ mod host;
 use chokepoint_core as core;
 use convert::{JsEngineInfo, JsEvaluateOptions, JsEvaluation, JsEvent, JsHostHookSpec, JsPiped};
 use host::{HostFn, HostTable};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -26,6 +27,21 @@ pub fn version() -> &'static str {
 /// Does nothing. The baseline of the binding benchmarks: the cost of crossing napi and no more.
 #[napi]
 pub fn noop() {}
+
+/// A running configuration watch (see `Engine.watch`).
+#[napi]
+pub struct ConfigWatch {
+    inner: Option<core::watch::ConfigWatcher>,
+}
+
+#[napi]
+impl ConfigWatch {
+    /// Stops watching. Idempotent.
+    #[napi]
+    pub fn close(&mut self) {
+        self.inner = None;
+    }
+}
 
 /// The engine of one workspace.
 #[napi]
@@ -92,6 +108,20 @@ impl Engine {
         self.host.insert(registration.name.clone(), hook);
         self.inner.register(registration);
         Ok(())
+    }
+
+    /// Reloads the engine whenever hooks.yaml or active_intents.yaml changes (debounced), then calls
+    /// `onReload` with the number of problems that reload found (0: the new configuration runs;
+    /// more: the last good one keeps running). Keep the returned handle; `close()` stops watching.
+    #[napi(catch_unwind, ts_args_type = "onReload: (problems: number) => void")]
+    pub fn watch(&self, on_reload: ThreadsafeFunction<u32, (), u32, Status, false>) -> Result<ConfigWatch> {
+        let watcher = self
+            .inner
+            .watch(core::watch::DEFAULT_DEBOUNCE, move |diagnostics| {
+                on_reload.call(diagnostics.len() as u32, ThreadsafeFunctionCallMode::NonBlocking);
+            })
+            .map_err(|e| Error::new(Status::GenericFailure, e))?;
+        Ok(ConfigWatch { inner: Some(watcher) })
     }
 
     /// The piped hook output waiting for this session's next turn, oldest first; empties the queue.
