@@ -1,6 +1,7 @@
 // Activation: loads the native engine once, then wires the engine host to the status bar, the
 // sidebar, the Problems panel and the commands. Nothing else in the extension loads the binding.
 import * as vscode from 'vscode';
+import { evaluate, type ChainDecision, type ChainEvent } from './chokepoint';
 import { EngineHost, describe } from './engineHost';
 import { Log } from './log';
 import { loadNative } from './native';
@@ -13,6 +14,8 @@ export interface ChokepointApi {
   readonly engineState: EngineState;
   readonly statusBarText: string;
   reload(): EngineState;
+  /** Judges one agent action through the chain (see chokepoint.ts). */
+  evaluate(event: ChainEvent): Promise<ChainDecision>;
 }
 
 export function activate(context: vscode.ExtensionContext): ChokepointApi {
@@ -48,6 +51,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
       return statusBar.text;
     },
     reload: () => engine.reload(),
+    evaluate: (event) => evaluate(engine, event),
   };
 }
 

@@ -119,3 +119,41 @@ describe('native loader', () => {
     if (!load.ok) assert.match(load.error, /cannot load the native engine from/);
   });
 });
+
+describe('the chokepoint', () => {
+  const hooksYaml = () => path.join(root(), '.orchestration', 'hooks.yaml');
+  let original = '';
+  before(() => (original = fs.readFileSync(hooksYaml(), 'utf8')));
+  after(async () => {
+    fs.writeFileSync(hooksYaml(), original);
+    (await api()).reload();
+  });
+
+  it('judges an agent action through the chain in the extension host: a declared rule and a command hook', async () => {
+    const chokepoint = await api();
+    fs.writeFileSync(
+      hooksYaml(),
+      [
+        'version: 1',
+        'hooks:',
+        '  PreToolUse:',
+        '    - name: no-env',
+        '      priority: critical',
+        '      paths: ["**/.env", ".env"]',
+        '      deny: { reason: "secrets stay out", suggested_tool: scope_expansion_request }',
+        '    - name: size-check',
+        '      tool: write_to_file',
+        '      command: [node, -e, "let s=\'\';process.stdin.on(\'data\',d=>s+=d).on(\'end\',()=>{const i=JSON.parse(s).tool_input;if(i.content.length>10){console.error(\'too big: \'+i.path);process.exit(2)}})"]',
+        '',
+      ].join('\n'),
+    );
+    chokepoint.reload();
+    const write = (p: string, content: string) => ({ event: 'PreToolUse', tool: 'write_to_file', input: { path: p, content }, paths: [p], sessionId: 'ext-test' });
+    const env = await chokepoint.evaluate(write('.env', 'x'));
+    assert.deepStrictEqual([env.decision, env.reason, env.suggestedTool], ['deny', 'secrets stay out', 'scope_expansion_request']);
+    const big = await chokepoint.evaluate(write('src/a.js', 'x'.repeat(50)));
+    assert.deepStrictEqual([big.decision, big.reason], ['deny', 'too big: src/a.js']);
+    const ok = await chokepoint.evaluate(write('src/a.js', 'small'));
+    assert.strictEqual(ok.decision, 'allow');
+  });
+});

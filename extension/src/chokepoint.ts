@@ -1,0 +1,18 @@
+// The chokepoint call site: the one place where the extension hands an agent's action to the engine's
+// chain and gets a decision back. The agent runtime and the adapters call this, never the binding.
+import type { EngineHost } from './engineHost';
+import type { NativeBinding } from './native';
+
+type Binding = NativeBinding;
+export type ChainEvent = Parameters<InstanceType<Binding['Engine']>['evaluateAsync']>[0];
+export type ChainDecision = Awaited<ReturnType<InstanceType<Binding['Engine']>['evaluateAsync']>>;
+
+/** Runs the event's chain with every kind of hook. An engine that did not load is a deny, never an allow. */
+export async function evaluate(host: EngineHost, event: ChainEvent): Promise<ChainDecision> {
+  const engine = host.nativeEngine;
+  if (!engine) {
+    const why = host.state.status === 'failed' ? host.state.error : 'no governed workspace is open';
+    return { decision: 'deny', reason: `Chokepoint's engine is not running (${why}); nothing is allowed until it is` };
+  }
+  return engine.evaluateAsync(event);
+}
