@@ -134,9 +134,8 @@ async fn read_capped(mut pipe: impl AsyncRead + Unpin, cap: usize) -> (Vec<u8>, 
         match pipe.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) if kept.len() + n <= cap => kept.extend_from_slice(&buf[..n]),
-            Ok(n) => {
+            Ok(_) => {
                 kept.extend_from_slice(&buf[..cap - kept.len()]);
-                let _ = n;
                 overflow = true;
                 // Stop reading: the writer gets EPIPE (and usually SIGPIPE) instead of filling memory.
                 break;
