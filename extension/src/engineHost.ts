@@ -42,6 +42,8 @@ export class EngineHost implements vscode.Disposable {
     } catch (e) {
       return { status: 'failed', error: (e as Error).message, lookedFor: root };
     }
+    const engine = this.engine;
+    this.disposables.push({ dispose: () => engine.close() });
     // The engine watches its own configuration (debounced, last good kept); we only republish.
     try {
       const watch = this.engine.watch((problems) => {

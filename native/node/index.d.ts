@@ -50,6 +50,11 @@ export declare class Engine {
    * more: the last good one keeps running). Keep the returned handle; `close()` stops watching.
    */
   watch(onReload: (problems: number) => void): ConfigWatch
+  /**
+   * Releases the JavaScript functions registered as host hooks, so that they no longer keep Node
+   * running. A host hook that is called afterwards fails (and its failure mode applies).
+   */
+  close(): void
   /** The piped hook output waiting for this session's next turn, oldest first; empties the queue. */
   drainPiped(sessionId: string): Array<Piped>
 }
@@ -121,6 +126,11 @@ export interface Event {
   taskType?: string
   sessionId?: string
   taskId?: string
+  /**
+   * Set on the events host hooks receive. Pass the event (or this value) back to the engine for work
+   * a hook derives from it, and that work does not re-enter the hooks.
+   */
+  hookDepth?: number
 }
 
 /** What a host hook answers. */

@@ -9,7 +9,12 @@ const path = require('path');
 
 const binding = require(path.resolve(__dirname, '../../native/node'));
 const made = [];
-after(() => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+const engines = [];
+after(() => {
+  // Registered host hooks keep Node running (by design: answers are awaited); release them.
+  engines.forEach((e) => e.close());
+  made.forEach((d) => fs.rmSync(d, { recursive: true, force: true }));
+});
 
 function engineWith(hooksYaml) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-hooks-test-'));
@@ -17,6 +22,7 @@ function engineWith(hooksYaml) {
   fs.mkdirSync(path.join(dir, '.orchestration'));
   fs.writeFileSync(path.join(dir, '.orchestration/hooks.yaml'), hooksYaml);
   const engine = binding.Engine.open(dir);
+  engines.push(engine);
   assert.deepStrictEqual(engine.info().diagnostics, []);
   return { dir, engine };
 }
@@ -117,4 +123,18 @@ test('watch() reloads after an edit on disk and reports the problems of that rel
   } finally {
     watch.close();
   }
+});
+
+test('a host hook that asks the engine about the event it was given does not re-enter the hooks', async () => {
+  const { engine } = engineWith('version: 1\n');
+  let calls = 0;
+  let inner;
+  engine.registerHostHook({ name: 'curious', events: ['PreToolUse'] }, async (event) => {
+    calls++;
+    inner = await engine.evaluateAsync(event); // without the guard this would recurse forever
+    return { decision: 'allow' };
+  });
+  const outer = await engine.evaluateAsync(write('a.txt'), { outcomes: 'all' });
+  assert.deepStrictEqual([calls, outer.decision, ran(outer)], [1, 'allow', ['curious:allow']]);
+  assert.strictEqual(inner.reentered, true);
 });

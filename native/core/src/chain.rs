@@ -292,6 +292,9 @@ impl Chain {
 
     /// Runs the chain in this thread. Fails only if a matching hook is not native.
     pub fn run_sync(&self, event: Event) -> Result<Evaluation, NeedsAsync> {
+        if event.depth > 0 {
+            return Ok(Combiner::new(event).reentered());
+        }
         let hooks = self.matching(&event);
         check_native(&hooks)?;
         Ok(run_native(hooks, event))
@@ -300,6 +303,9 @@ impl Chain {
     /// `run_sync` for a caller that has not loaded the event's subject yet: `subject` is called only
     /// if a hook that applies reads it (a binding saves converting a large tool input that way).
     pub fn run_sync_with<E>(&self, mut event: Event, subject: impl FnOnce() -> Result<serde_json::Value, E>) -> Result<Evaluation, SyncError<E>> {
+        if event.depth > 0 {
+            return Ok(Combiner::new(event).reentered());
+        }
         let hooks = self.matching(&event);
         check_native(&hooks).map_err(SyncError::NeedsAsync)?;
         let needs_subject = hooks.iter().any(|h| matches!(&h.imp, HookImpl::Native(n) if n.needs_subject()));
@@ -320,7 +326,7 @@ pub enum SyncError<E> {
 
 fn run_native(hooks: Vec<&ChainHook>, event: Event) -> Evaluation {
     {
-        if IN_CHAIN.with(Cell::get) {
+        if event.depth > 0 || IN_CHAIN.with(Cell::get) {
             return Combiner::new(event).reentered();
         }
         IN_CHAIN.with(|c| c.set(true));
@@ -351,6 +357,9 @@ impl Chain {
     /// host hooks through the embedder. Hooks run one after another, in chain order, because each may
     /// see the previous one's rewrite and a deny must stop the ones after it.
     pub async fn run(&self, event: Event, ctx: &RunContext) -> Evaluation {
+        if event.depth > 0 {
+            return Combiner::new(event).reentered();
+        }
         let hooks = self.matching(&event);
         let mut combiner = Combiner::new(event);
         for hook in hooks {

@@ -66,7 +66,8 @@ pub async fn run(spec: &CommandSpec, event: &Event, cwd: &Path, output_cap: usiz
     for (_, env, value) in &values {
         command.env(env, value);
     }
-    command.env("CHOKEPOINT_EVENT", event.kind.as_str()).env("CHOKEPOINT_HOOK_DEPTH", "1");
+    // Whatever the hook asks of Chokepoint while it runs is one level deeper and does not re-enter the hooks.
+    command.env("CHOKEPOINT_EVENT", event.kind.as_str()).env("CHOKEPOINT_HOOK_DEPTH", (event.depth + 1).to_string());
     command.current_dir(cwd).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     #[cfg(unix)]
     command.process_group(0);

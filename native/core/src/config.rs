@@ -32,6 +32,17 @@ pub struct TaskType {
     pub description: Option<String>,
     #[serde(default)]
     pub hooks: BTreeMap<EventKind, Vec<HookSpec>>,
+    /// The agents (by id) that may work on tasks of this type. Empty: every agent.
+    #[serde(default)]
+    pub agents: Vec<String>,
+}
+
+impl HooksConfig {
+    /// Whether `agent` may work on a task of `task_type`. Types the configuration does not declare,
+    /// and declared types without an `agents` list, are open to every agent.
+    pub fn may_work_on(&self, task_type: &str, agent: &str) -> bool {
+        self.task_types.get(task_type).is_none_or(|t| t.agents.is_empty() || t.agents.iter().any(|a| a == agent))
+    }
 }
 
 /// Where a hook runs in the chain: security gates first, post-processing last.

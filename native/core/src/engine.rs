@@ -352,6 +352,11 @@ impl Engine {
         self.piped.drain(session)
     }
 
+    /// Whether `agent` may work on tasks of `task_type` (hooks.yaml `task_types.<type>.agents`).
+    pub fn may_work_on(&self, task_type: &str, agent: &str) -> bool {
+        self.snapshot().hooks.may_work_on(task_type, agent)
+    }
+
     /// `evaluate` for a caller that has not loaded the event's subject: `subject` is called only if a
     /// hook that applies reads it (see `NativeHook::needs_subject`).
     pub fn evaluate_with<E>(

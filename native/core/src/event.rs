@@ -130,11 +130,15 @@ pub struct Event {
     pub paths: Vec<String>,
     /// What hooks judge and a `modify` rewrites: tool input, tool result, turn context, task list.
     pub subject: serde_json::Value,
+    /// How many hooks deep this event was raised: 0 for an agent's own action; 1 or more when a hook
+    /// (a command through `CHOKEPOINT_HOOK_DEPTH`, a host hook through the event it was given) asks
+    /// the engine to judge something while it runs. Such events do not run the hooks again.
+    pub depth: u32,
 }
 
 impl Event {
     pub fn new(kind: EventKind) -> Self {
-        Event { kind, ids: EventIds::default(), tool: None, task_type: None, paths: Vec::new(), subject: serde_json::Value::Null }
+        Event { kind, ids: EventIds::default(), tool: None, task_type: None, paths: Vec::new(), subject: serde_json::Value::Null, depth: 0 }
     }
 
     /// A tool event (`PreToolUse`, `PostToolUse`) for `tool` with `subject` as its input or result.

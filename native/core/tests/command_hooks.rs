@@ -257,3 +257,17 @@ async fn piped_output_waits_for_the_next_turn_in_order_per_session() {
     // Sessions do not see each other's output.
     assert_eq!(texts(engine.drain_piped("B")), ["deps ok"]);
 }
+
+#[tokio::test]
+async fn what_a_hook_raises_is_one_level_deeper_and_does_not_run_the_hooks_again() {
+    let yaml = pre_tool_use("    - name: depth\n      command: [sh, -c, 'echo depth=$CHOKEPOINT_HOOK_DEPTH']\n      pipe_output: true\n");
+    let (_ws, engine) = engine(&yaml);
+    let e = engine.evaluate_async(write_event(), None).await;
+    assert_eq!(e.piped.iter().map(|p| p.text.as_str()).collect::<Vec<_>>(), ["depth=1"], "the hook's process is told its depth");
+    // An event raised at that depth (by the CLI reading CHOKEPOINT_HOOK_DEPTH) runs no hooks.
+    let mut nested = write_event();
+    nested.depth = 1;
+    let e = engine.evaluate_async(nested.clone(), None).await;
+    assert!(e.reentered && e.outcomes.is_empty() && e.piped.is_empty());
+    assert!(engine.evaluate(nested).unwrap().reentered, "the synchronous path too");
+}

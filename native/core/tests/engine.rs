@@ -102,12 +102,15 @@ hooks:
       builtin: run_tests
 task_types:
   bugfix:
+    agents: [implementer-1, implementer-2]
     hooks:
       BeforeSubmit:
         - name: bugfix-tests
           builtin: run_tests
         - name: bugfix-pr
           builtin: create_pr
+  docs:
+    description: anyone may write docs
 ";
 
     fn event(kind: EventKind, task_type: Option<&str>) -> Event {
@@ -120,9 +123,20 @@ task_types:
         let engine = Engine::open(ws.path()).unwrap();
         assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, Some("bugfix"))), ["bugfix-tests", "bugfix-pr"]);
         assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, None)), ["project-tests"]);
-        assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, Some("docs"))), ["project-tests"], "an undeclared type uses the project's hooks");
+        assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, Some("docs"))), ["project-tests"], "a type without hooks uses the project's hooks");
+        assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, Some("feature"))), ["project-tests"], "an undeclared type uses the project's hooks");
         assert_eq!(engine.plan(&event(EventKind::PreToolUse, Some("bugfix"))).len(), 0, "no tool: the tool matcher does not match");
         assert!(engine.plan(&event(EventKind::TurnStart, Some("bugfix"))).is_empty(), "no hooks anywhere: the built-in default");
+    }
+
+    #[test]
+    fn a_task_type_says_which_agents_may_work_on_it() {
+        let ws = workspace(Some(TYPED), None);
+        let engine = Engine::open(ws.path()).unwrap();
+        assert!(engine.may_work_on("bugfix", "implementer-2"));
+        assert!(!engine.may_work_on("bugfix", "reviewer-1"));
+        assert!(engine.may_work_on("docs", "reviewer-1"), "a type without `agents` is open to all");
+        assert!(engine.may_work_on("feature", "anyone"), "an undeclared type is open to all");
     }
 
     #[derive(Debug)]

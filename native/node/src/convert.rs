@@ -46,6 +46,9 @@ pub struct JsEvent {
     pub task_type: Option<String>,
     pub session_id: Option<String>,
     pub task_id: Option<String>,
+    /// Set on the events host hooks receive. Pass the event (or this value) back to the engine for work
+    /// a hook derives from it, and that work does not re-enter the hooks.
+    pub hook_depth: Option<u32>,
 }
 
 #[napi(object, js_name = "HookOutcome")]
@@ -117,6 +120,7 @@ pub fn read_event<'env>(event: &Object<'env>) -> Result<(core::Event, Option<Unk
     core_event.task_type = event.get("taskType")?;
     core_event.ids.session = event.get("sessionId")?;
     core_event.ids.task = event.get("taskId")?;
+    core_event.depth = event.get("hookDepth")?.unwrap_or(0);
     let input: Option<Unknown<'env>> = event.get("input")?;
     Ok((core_event, input))
 }
@@ -207,6 +211,7 @@ impl From<&core::Event> for JsEvent {
             task_type: e.task_type.clone(),
             session_id: e.ids.session.clone(),
             task_id: e.ids.task.clone(),
+            hook_depth: Some(e.depth + 1),
         }
     }
 }
@@ -221,6 +226,7 @@ impl JsEvent {
             task_type: self.task_type,
             paths: self.paths.unwrap_or_default(),
             subject: self.input.unwrap_or(serde_json::Value::Null),
+            depth: self.hook_depth.unwrap_or(0),
         })
     }
 }

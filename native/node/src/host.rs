@@ -11,6 +11,8 @@ use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 
 /// `async (event) => answer`, called with the event as its one argument.
+/// Referenced (not weak): while a hook is registered, Node waits for its answers instead of exiting
+/// with an evaluation half done. `Engine.close()` releases them.
 pub type HostFn = ThreadsafeFunction<JsEvent, Promise<JsHookAnswer>, JsEvent, Status, false>;
 
 #[derive(Default)]
@@ -26,6 +28,11 @@ impl std::fmt::Debug for HostTable {
 }
 
 impl HostTable {
+    /// Releases every registered function (their calls then fail as unregistered hooks).
+    pub fn clear(&self) {
+        self.functions.write().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
     pub fn insert(&self, id: String, function: HostFn) {
         self.functions.write().unwrap_or_else(|p| p.into_inner()).insert(id, Arc::new(function));
     }

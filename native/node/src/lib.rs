@@ -124,6 +124,13 @@ impl Engine {
         Ok(ConfigWatch { inner: Some(watcher) })
     }
 
+    /// Releases the JavaScript functions registered as host hooks, so that they no longer keep Node
+    /// running. A host hook that is called afterwards fails (and its failure mode applies).
+    #[napi]
+    pub fn close(&self) {
+        self.host.clear();
+    }
+
     /// The piped hook output waiting for this session's next turn, oldest first; empties the queue.
     #[napi(catch_unwind)]
     pub fn drain_piped(&self, session_id: String) -> Vec<JsPiped> {
