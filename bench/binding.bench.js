@@ -31,18 +31,19 @@ try {
   fs.mkdirSync(path.join(ws, '.orchestration'));
   for (const f of ['hooks.yaml', 'active_intents.yaml']) fs.copyFileSync(path.join(ROOT, '.orchestration', f), path.join(ws, '.orchestration', f));
   const engine = binding.Engine.open(ws);
-  const event = { event: 'PreToolUse', tool: 'read_file', input: { path: 'src/auth/login.js' } };
+  const input = { path: 'src/auth/login.js' };
   // The chain8 figure: the same 8-hook chain and 1 KiB write as the Rust bench engine.chain8.rust.
   const ws8 = path.join(ws, 'chain8');
   fs.mkdirSync(path.join(ws8, '.orchestration'), { recursive: true });
   fs.copyFileSync(path.join(ROOT, 'bench/chain8.hooks.yaml'), path.join(ws8, '.orchestration/hooks.yaml'));
   const engine8 = binding.Engine.open(ws8);
-  const write = { event: 'PreToolUse', tool: 'write_to_file', input: { path: 'src/app/main.ts', content: 'x'.repeat(1024 - 40) }, paths: ['src/app/main.ts'] };
-  if (engine8.evaluate(write).additionalContext.length !== 2) throw new Error('the chain8 benchmark chain did not do its work');
+  const write = { path: 'src/app/main.ts', content: 'x'.repeat(1024 - 40) };
+  const paths = ['src/app/main.ts'];
+  if (engine8.evaluate('PreToolUse', 'write_to_file', paths, write).additionalContext.length !== 2) throw new Error('the chain8 benchmark chain did not do its work');
   const results = measure([
     { name: 'binding.empty_call', fn: () => binding.noop() },
-    { name: 'binding.engine_call', baseline: 'binding.empty_call', fn: () => engine.evaluate(event) },
-    { name: 'engine.chain8.binding', baseline: 'binding.empty_call', fn: () => engine8.evaluate(write) },
+    { name: 'binding.engine_call', baseline: 'binding.empty_call', fn: () => engine.evaluate('PreToolUse', 'read_file', null, input) },
+    { name: 'engine.chain8.binding', baseline: 'binding.empty_call', fn: () => engine8.evaluate('PreToolUse', 'write_to_file', paths, write) },
   ]);
   for (const r of results) console.log(JSON.stringify(r));
 } finally {

@@ -29,11 +29,12 @@ export declare class Engine {
    * Runs the event's chain synchronously. For chains of native hooks only: throws if a hook that
    * applies to this event is a command, builtin or host hook.
    *
-   * The hot path: fields are read one by one and the tool input is converted only if a hook that
-   * applies will read it (declared rules judge by tool and paths alone), because every napi call
-   * costs a few hundred nanoseconds and a 1 KiB input costs microseconds.
+   * The hot path, so its arguments are positional: every napi call costs a few hundred
+   * nanoseconds, and reading an object's fields by name costs three calls a field. The tool input is
+   * converted only if a hook that applies will read it (declared rules judge by tool and paths).
+   * `extension/src/chokepoint.ts` is the one caller; it takes an `Event` object.
    */
-  evaluate(event: Event, options?: EvaluateOptions): Evaluation
+  evaluate(event: string, tool?: string | null, paths?: string[] | null, input?: unknown, context?: EventContext | null, options?: EvaluateOptions | null): Evaluation
   /**
    * Runs the event's chain with every kind of hook (commands, builtins, host hooks) and resolves
    * with the decision. Hooks failing is data in the result, never a rejection.
@@ -130,6 +131,14 @@ export interface Event {
    * Set on the events host hooks receive. Pass the event (or this value) back to the engine for work
    * a hook derives from it, and that work does not re-enter the hooks.
    */
+  hookDepth?: number
+}
+
+/** The ids and context of an event on the synchronous path (all optional). */
+export interface EventContext {
+  sessionId?: string
+  taskId?: string
+  taskType?: string
   hookDepth?: number
 }
 

@@ -64,7 +64,7 @@ test('invalid YAML is data (file, line, column), not an exception, and the last 
 
 test('evaluate() answers an event synchronously with a decision as a plain object', () => {
   const engine = binding.Engine.open(sample());
-  const r = engine.evaluate({ event: 'PreToolUse', tool: 'read_file', input: { path: 'src/a.js' }, paths: ['src/a.js'] });
+  const r = engine.evaluate('PreToolUse', 'read_file', ['src/a.js'], { path: 'src/a.js' });
   // A plain allow crosses back as one field: every napi value costs, and nothing else happened.
   assert.deepStrictEqual({ ...r }, { decision: 'allow' });
 });
@@ -73,13 +73,13 @@ test('evaluate() refuses, loudly, a chain whose hooks must run as processes', ()
   // The sample's PostToolUse hook `diff-stat` is a command: the synchronous path must not skip it.
   const engine = binding.Engine.open(sample());
   assert.throws(
-    () => engine.evaluate({ event: 'PostToolUse', tool: 'write_to_file', input: {} }),
+    () => engine.evaluate('PostToolUse', 'write_to_file', null, {}),
     /hook `diff-stat` is a command hook and cannot run on the synchronous path/,
   );
 });
 
 test('misuse throws: an unknown event name, a workspace that does not exist', () => {
   const engine = binding.Engine.open(sample());
-  assert.throws(() => engine.evaluate({ event: 'PreToolUze' }), /unknown event `PreToolUze`/);
+  assert.throws(() => engine.evaluate('PreToolUze'), /unknown event `PreToolUze`/);
   assert.throws(() => binding.Engine.open(path.join(os.tmpdir(), 'no-such-chokepoint-workspace')), /cannot open workspace/);
 });

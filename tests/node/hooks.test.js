@@ -85,12 +85,14 @@ test('piped output of a turn waits in the session queue for the next turn', asyn
 
 test('the synchronous entry reads the input only when a hook that applies needs it', () => {
   const { engine } = engineWith('version: 1\nhooks:\n  PreToolUse:\n    - name: env\n      priority: critical\n      paths: ["**/.env"]\n      deny: { reason: "no secrets" }\n');
-  // A getter that throws: if the engine converted the input, the call would throw.
-  const event = { event: 'PreToolUse', tool: 'write_to_file', paths: ['a/.env'], get input() { return { get content() { throw new Error('input was read'); } }; } };
-  const r = engine.evaluate(event);
+  // An input whose getter throws: if the engine converted it, the call would throw.
+  const input = { get content() { throw new Error('input was read'); } };
+  const r = engine.evaluate('PreToolUse', 'write_to_file', ['a/.env'], input);
   assert.deepStrictEqual([r.decision, r.reason, ran(r)], ['deny', 'no secrets', ['env:deny']]);
   assert.ok(r.outcomes[0].durationNs > 0);
-  assert.throws(() => engine.evaluate(event, { outcomes: 'sometimes' }), /unknown outcomes option `sometimes`/);
+  assert.throws(() => engine.evaluate('PreToolUse', 'write_to_file', ['a/.env'], input, null, { outcomes: 'sometimes' }), /unknown outcomes option `sometimes`/);
+  // Context travels too: an event raised at hook depth 1 runs no hooks.
+  assert.strictEqual(engine.evaluate('PreToolUse', 'write_to_file', ['a/.env'], input, { hookDepth: 1 }).reentered, true);
 });
 
 test('misuse throws: a host hook spec with an unknown priority or event', () => {

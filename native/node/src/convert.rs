@@ -109,20 +109,28 @@ impl Detail {
     }
 }
 
-/// Reads an event object field by field; returns the tool input unconverted, for the caller to
-/// convert only when a hook needs it.
-pub fn read_event<'env>(event: &Object<'env>) -> Result<(core::Event, Option<Unknown<'env>>)> {
-    let name: String = event.get("event")?.ok_or_else(|| Error::new(Status::InvalidArg, "the event has no `event` name".to_owned()))?;
+/// The ids and context of an event on the synchronous path (all optional).
+#[napi(object, js_name = "EventContext")]
+pub struct JsEventContext {
+    pub session_id: Option<String>,
+    pub task_id: Option<String>,
+    pub task_type: Option<String>,
+    pub hook_depth: Option<u32>,
+}
+
+/// Builds a core event from the positional arguments of the synchronous entry.
+pub fn event_from_parts(name: &str, tool: Option<String>, paths: Option<Vec<String>>, context: Option<JsEventContext>) -> Result<core::Event> {
     let kind = name.parse::<core::EventKind>().map_err(|e| Error::new(Status::InvalidArg, e))?;
-    let mut core_event = core::Event::new(kind);
-    core_event.tool = event.get("tool")?;
-    core_event.paths = event.get::<Vec<String>>("paths")?.unwrap_or_default();
-    core_event.task_type = event.get("taskType")?;
-    core_event.ids.session = event.get("sessionId")?;
-    core_event.ids.task = event.get("taskId")?;
-    core_event.depth = event.get("hookDepth")?.unwrap_or(0);
-    let input: Option<Unknown<'env>> = event.get("input")?;
-    Ok((core_event, input))
+    let mut event = core::Event::new(kind);
+    event.tool = tool;
+    event.paths = paths.unwrap_or_default();
+    if let Some(c) = context {
+        event.ids.session = c.session_id;
+        event.ids.task = c.task_id;
+        event.task_type = c.task_type;
+        event.depth = c.hook_depth.unwrap_or(0);
+    }
+    Ok(event)
 }
 
 #[napi(object, js_name = "Piped")]

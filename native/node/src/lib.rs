@@ -11,7 +11,7 @@ mod convert;
 mod host;
 
 use chokepoint_core as core;
-use convert::{JsEngineInfo, JsEvaluateOptions, JsEvaluation, JsEvent, JsHostHookSpec, JsPiped};
+use convert::{JsEngineInfo, JsEvaluateOptions, JsEvaluation, JsEvent, JsEventContext, JsHostHookSpec, JsPiped};
 use host::{HostFn, HostTable};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use std::sync::Arc;
@@ -75,12 +75,27 @@ impl Engine {
     /// Runs the event's chain synchronously. For chains of native hooks only: throws if a hook that
     /// applies to this event is a command, builtin or host hook.
     ///
-    /// The hot path: fields are read one by one and the tool input is converted only if a hook that
-    /// applies will read it (declared rules judge by tool and paths alone), because every napi call
-    /// costs a few hundred nanoseconds and a 1 KiB input costs microseconds.
-    #[napi(catch_unwind, ts_args_type = "event: Event, options?: EvaluateOptions", ts_return_type = "Evaluation")]
-    pub fn evaluate(&self, env: &Env, event: Object, options: Option<JsEvaluateOptions>) -> Result<JsEvaluation> {
-        let (core_event, input) = convert::read_event(&event)?;
+    /// The hot path, so its arguments are positional: every napi call costs a few hundred
+    /// nanoseconds, and reading an object's fields by name costs three calls a field. The tool input is
+    /// converted only if a hook that applies will read it (declared rules judge by tool and paths).
+    /// `extension/src/chokepoint.ts` is the one caller; it takes an `Event` object.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "event: string, tool?: string | null, paths?: string[] | null, input?: unknown, context?: EventContext | null, options?: EvaluateOptions | null",
+        ts_return_type = "Evaluation"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    pub fn evaluate(
+        &self,
+        env: &Env,
+        event: String,
+        tool: Option<String>,
+        paths: Option<Vec<String>>,
+        input: Option<Unknown>,
+        context: Option<JsEventContext>,
+        options: Option<JsEvaluateOptions>,
+    ) -> Result<JsEvaluation> {
+        let core_event = convert::event_from_parts(&event, tool, paths, context)?;
         let detail = convert::Detail::from_options(options)?;
         let subject = || input.map(|i| env.from_js_value(i)).unwrap_or(Ok(serde_json::Value::Null));
         match self.inner.evaluate_with(core_event, subject) {
