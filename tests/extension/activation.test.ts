@@ -27,6 +27,20 @@ async function until<T>(what: string, probe: () => T | undefined, ms = 5000): Pr
   }
 }
 
+const hooksYaml = () => path.join(root(), '.orchestration', 'hooks.yaml');
+
+/** For a suite that edits hooks.yaml: puts the sample back, and the engine on it, when the suite
+ *  ends. Returns the sample's text as it was before the suite. */
+function restoreHooksYamlAfterwards(): () => string {
+  let original = '';
+  before(() => (original = fs.readFileSync(hooksYaml(), 'utf8')));
+  after(async () => {
+    fs.writeFileSync(hooksYaml(), original);
+    (await api()).reload();
+  });
+  return () => original;
+}
+
 describe('activation', () => {
   it('activates on a workspace with .orchestration/ without being asked', async () => {
     const ext = vscode.extensions.getExtension(EXTENSION_ID)!;
@@ -63,13 +77,7 @@ describe('activation', () => {
 });
 
 describe('configuration reload', () => {
-  const hooksYaml = () => path.join(root(), '.orchestration', 'hooks.yaml');
-  let original = '';
-  before(() => (original = fs.readFileSync(hooksYaml(), 'utf8')));
-  after(async () => {
-    fs.writeFileSync(hooksYaml(), original);
-    (await api()).reload();
-  });
+  const original = restoreHooksYamlAfterwards();
 
   it('keeps the last good configuration and reports file, line and column when the YAML breaks', async () => {
     const chokepoint = await api();
@@ -92,7 +100,7 @@ describe('configuration reload', () => {
 
   it('picks up an edit while running, without a command', async () => {
     const chokepoint = await api();
-    fs.writeFileSync(hooksYaml(), original.replace('hooks:\n', 'hooks:\n  TurnEnd:\n    - name: added-while-running\n      command: [/bin/true]\n'));
+    fs.writeFileSync(hooksYaml(), original().replace('hooks:\n', 'hooks:\n  TurnEnd:\n    - name: added-while-running\n      command: [/bin/true]\n'));
     await until('the watcher to reload', () => {
       const s = chokepoint.engineState;
       return s.status === 'ready' && s.hooks.hookCount === 4 ? s : undefined;
@@ -121,13 +129,7 @@ describe('native loader', () => {
 });
 
 describe('the chokepoint', () => {
-  const hooksYaml = () => path.join(root(), '.orchestration', 'hooks.yaml');
-  let original = '';
-  before(() => (original = fs.readFileSync(hooksYaml(), 'utf8')));
-  after(async () => {
-    fs.writeFileSync(hooksYaml(), original);
-    (await api()).reload();
-  });
+  restoreHooksYamlAfterwards();
 
   it('judges an agent action through the chain in the extension host: a declared rule and a command hook', async () => {
     const chokepoint = await api();
