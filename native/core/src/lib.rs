@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod builtin;
+pub mod canonical;
 mod chain;
 pub mod command;
 mod config;

@@ -1,0 +1,181 @@
+//! Making a path an agent names canonical before any scope is judged: relative to the workspace
+//! root, `.` and `..` resolved, symlinks of the deepest existing ancestor resolved (a path that does
+//! not exist yet is judged by where it would land), duplicate separators removed, case compared as
+//! the file system compares it. A path that lands outside the workspace is never inside any scope.
+//!
+//! Deliberately absent: no `~` expansion (a path starting with `~` is refused, not guessed at), no
+//! Unicode folding (a look-alike `ѕrc/` is a different directory from `src/`, as it is on disk).
+
+use std::path::{Component, Path, PathBuf};
+
+/// Why a path cannot be judged inside the workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathRefusal {
+    Empty,
+    Nul,
+    Tilde,
+    OutsideWorkspace { resolved: PathBuf },
+    NotUtf8,
+    /// An existing file with several names: writing it changes a path we did not judge.
+    Hardlinked { links: u64 },
+}
+
+impl std::fmt::Display for PathRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathRefusal::Empty => write!(f, "the path is empty"),
+            PathRefusal::Nul => write!(f, "the path contains a NUL byte"),
+            PathRefusal::Tilde => write!(f, "paths starting with `~` are not expanded; give a path inside the workspace"),
+            PathRefusal::OutsideWorkspace { resolved } => write!(f, "the path resolves to {}, outside the workspace", resolved.display()),
+            PathRefusal::NotUtf8 => write!(f, "the path resolves to a name that is not valid UTF-8"),
+            PathRefusal::Hardlinked { links } => {
+                write!(f, "the file has {links} hard links; writing it would also change a path outside what was judged")
+            }
+        }
+    }
+}
+
+/// A workspace root, resolved once, with how its file system compares names.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+    case_insensitive: bool,
+}
+
+impl Workspace {
+    pub fn new(root: &Path) -> std::io::Result<Workspace> {
+        let root = std::fs::canonicalize(root)?;
+        let case_insensitive = probe_case_insensitive(&root);
+        Ok(Workspace { root, case_insensitive })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The canonical workspace-relative path (`/`-separated, no `.` or `..`) that `raw` names, or why
+    /// it cannot be inside the workspace. An empty string is the workspace root itself.
+    pub fn canonicalize(&self, raw: &str) -> Result<String, PathRefusal> {
+        if raw.is_empty() {
+            return Err(PathRefusal::Empty);
+        }
+        if raw.contains('\0') {
+            return Err(PathRefusal::Nul);
+        }
+        if raw.starts_with('~') {
+            return Err(PathRefusal::Tilde);
+        }
+        let joined = if Path::new(raw).is_absolute() { PathBuf::from(raw) } else { self.root.join(raw) };
+        let resolved = resolve(&joined);
+        let rel = self.relative(&resolved).ok_or_else(|| PathRefusal::OutsideWorkspace { resolved: resolved.clone() })?;
+        if let Ok(meta) = std::fs::symlink_metadata(&resolved) {
+            if meta.is_file() && link_count(&meta) > 1 {
+                return Err(PathRefusal::Hardlinked { links: link_count(&meta) });
+            }
+        }
+        let mut out = String::new();
+        for c in rel.components() {
+            let Component::Normal(name) = c else { continue };
+            let name = name.to_str().ok_or(PathRefusal::NotUtf8)?;
+            if !out.is_empty() {
+                out.push('/');
+            }
+            out.push_str(name);
+        }
+        Ok(if self.case_insensitive { out.to_lowercase() } else { out })
+    }
+
+    fn relative(&self, resolved: &Path) -> Option<PathBuf> {
+        if self.case_insensitive {
+            let (r, p) = (self.root.to_string_lossy().to_lowercase(), resolved.to_string_lossy().to_lowercase());
+            let rest = p.strip_prefix(&r)?;
+            if !(rest.is_empty() || rest.starts_with(std::path::MAIN_SEPARATOR)) {
+                return None;
+            }
+            return Some(PathBuf::from(&resolved.to_string_lossy()[r.len()..].trim_start_matches(std::path::MAIN_SEPARATOR)));
+        }
+        resolved.strip_prefix(&self.root).ok().map(Path::to_path_buf)
+    }
+}
+
+/// Resolves a path component by component: existing components through the file system (symlinks
+/// followed, `..` taken from the real parent), the rest lexically, as a write would create them.
+fn resolve(path: &Path) -> PathBuf {
+    resolve_depth(path, 0)
+}
+
+/// Symlinks followed before giving up, as the kernel's ELOOP limit.
+const MAX_LINKS: u32 = 40;
+
+fn resolve_depth(path: &Path, depth: u32) -> PathBuf {
+    let mut current = PathBuf::new();
+    let mut exists = true;
+    for c in path.components() {
+        match c {
+            Component::Prefix(p) => current.push(p.as_os_str()),
+            Component::RootDir => current.push(Component::RootDir.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                current.pop();
+                // Back in existing territory (`new/../link`), later components resolve for real again.
+                exists = exists || current.exists();
+            }
+            Component::Normal(name) => {
+                current.push(name);
+                if exists {
+                    match std::fs::canonicalize(&current) {
+                        Ok(real) => current = real,
+                        Err(_) => {
+                            exists = false;
+                            // A dangling symlink: a write through it creates its target, so judge the
+                            // target, not the link.
+                            if depth < MAX_LINKS && std::fs::symlink_metadata(&current).is_ok_and(|m| m.file_type().is_symlink()) {
+                                if let Ok(target) = std::fs::read_link(&current) {
+                                    let parent = current.parent().map(Path::to_path_buf).unwrap_or_default();
+                                    current = resolve_depth(&parent.join(target), depth + 1);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    current
+}
+
+#[cfg(unix)]
+fn link_count(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.nlink()
+}
+
+#[cfg(not(unix))]
+fn link_count(_meta: &std::fs::Metadata) -> u64 {
+    1
+}
+
+/// Whether the file system under `root` compares names without case: the same directory is reachable
+/// under a case-swapped name.
+fn probe_case_insensitive(root: &Path) -> bool {
+    let s = root.to_string_lossy();
+    let swapped: String = s.chars().map(|c| if c.is_lowercase() { c.to_ascii_uppercase() } else { c.to_ascii_lowercase() }).collect();
+    if swapped == s {
+        return false;
+    }
+    match (std::fs::metadata(root), std::fs::metadata(&swapped)) {
+        (Ok(a), Ok(b)) => same_file(&a, &b),
+        _ => false,
+    }
+}
+
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+#[cfg(not(unix))]
+fn same_file(_a: &std::fs::Metadata, _b: &std::fs::Metadata) -> bool {
+    true
+}

@@ -1,0 +1,157 @@
+//! The canonicaliser against a table of adversarial paths, and a property: no generated path that
+//! really lands outside the workspace is ever judged inside it.
+
+use chokepoint_core::canonical::{PathRefusal, Workspace};
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+struct Fixture {
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    ws: Workspace,
+    outside: std::path::PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let r = root.path();
+    fs::create_dir_all(r.join("src/deep")).unwrap();
+    fs::write(r.join("src/a.js"), "a").unwrap();
+    fs::write(outside.path().join("secret"), "s").unwrap();
+    symlink(r.join("src"), r.join("link_in")).unwrap();
+    symlink(outside.path(), r.join("link_out")).unwrap();
+    symlink(outside.path().join("not-yet"), r.join("dangling_out")).unwrap();
+    symlink("src/new.js", r.join("dangling_in")).unwrap();
+    fs::hard_link(outside.path().join("secret"), r.join("src/hard")).unwrap();
+    let ws = Workspace::new(r).unwrap();
+    Fixture { outside: fs::canonicalize(outside.path()).unwrap(), _dirs: (root, outside), ws }
+}
+
+fn check(f: &Fixture, raw: &str, expected: Result<&str, &str>) {
+    let got = f.ws.canonicalize(raw);
+    match (&got, expected) {
+        (Ok(rel), Ok(want)) => assert_eq!(rel, want, "{raw:?}"),
+        (Err(refusal), Err(kind)) => assert_eq!(refusal_kind(refusal), kind, "{raw:?}: {refusal}"),
+        _ => panic!("{raw:?}: got {got:?}, expected {expected:?}"),
+    }
+}
+
+fn refusal_kind(r: &PathRefusal) -> &'static str {
+    match r {
+        PathRefusal::Empty => "empty",
+        PathRefusal::Nul => "nul",
+        PathRefusal::Tilde => "tilde",
+        PathRefusal::OutsideWorkspace { .. } => "outside",
+        PathRefusal::NotUtf8 => "utf8",
+        PathRefusal::Hardlinked { .. } => "hardlink",
+    }
+}
+
+#[test]
+fn adversarial_paths() {
+    let f = fixture();
+    let root = f.ws.root().to_str().unwrap().to_owned();
+    let table: Vec<(String, Result<&str, &str>)> = vec![
+        ("src/a.js".into(), Ok("src/a.js")),
+        ("./src//a.js".into(), Ok("src/a.js")),
+        ("src/./a.js".into(), Ok("src/a.js")),
+        ("src/deep/../a.js".into(), Ok("src/a.js")),
+        ("src/new/file.js".into(), Ok("src/new/file.js")),
+        (".".into(), Ok("")),
+        ("../outside".into(), Err("outside")),
+        ("src/../../x".into(), Err("outside")),
+        ("src/new/../../../x".into(), Err("outside")),
+        (format!("{root}/src/a.js"), Ok("src/a.js")),
+        (format!("{root}//src/../src/a.js"), Ok("src/a.js")),
+        ("/etc/passwd".into(), Err("outside")),
+        (format!("{}/secret", f.outside.display()), Err("outside")),
+        ("~/.bashrc".into(), Err("tilde")),
+        ("~root/x".into(), Err("tilde")),
+        ("".into(), Err("empty")),
+        ("src/a\0.js".into(), Err("nul")),
+        // Symlinks: into the scope, out of it, a symlinked parent of a new file, dangling ones.
+        ("link_in/a.js".into(), Ok("src/a.js")),
+        ("link_out/secret".into(), Err("outside")),
+        ("link_out/new.txt".into(), Err("outside")),
+        ("link_in/../link_out/x".into(), Err("outside")),
+        ("dangling_out".into(), Err("outside")),
+        ("dangling_in".into(), Ok("src/new.js")),
+        // A hard link to a file outside: writing it writes there too.
+        ("src/hard".into(), Err("hardlink")),
+        // Names that only look special stay names on this file system.
+        ("src/a.js.".into(), Ok("src/a.js.")),
+        ("src/...".into(), Ok("src/...")),
+        ("SRC/a.js".into(), Ok("SRC/a.js")),
+        ("ѕrc/a.js".into(), Ok("ѕrc/a.js")),
+    ];
+    for (raw, expected) in &table {
+        check(&f, raw, *expected);
+    }
+}
+
+/// A small deterministic generator (xorshift), so the property test needs no extra crate and every
+/// failure reproduces.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+}
+
+#[test]
+fn no_generated_path_that_lands_outside_is_judged_inside() {
+    let f = fixture();
+    let root = f.ws.root().to_path_buf();
+    let segments = ["src", "deep", "..", ".", "", "a.js", "link_in", "link_out", "dangling_out", "dangling_in", "new", "secret", "hard"];
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    for _ in 0..20_000 {
+        let n = 1 + rng.next() % 6;
+        let mut raw: Vec<&str> = (0..n).map(|_| rng.pick(&segments)).collect();
+        let absolute = rng.next() % 4 == 0;
+        let text = if absolute { format!("{}/{}", root.display(), raw.join("/")) } else { raw.join("/") };
+        raw.clear();
+        if let Ok(rel) = f.ws.canonicalize(&text) {
+            // Where would a write really land? Walk the real file system the way open(2) does.
+            let real = real_location(&root.join(&text));
+            assert!(real.starts_with(&root), "{text:?} judged inside as {rel:?} but lands at {}", real.display());
+            assert!(!rel.split('/').any(|c| c == ".." || c == "."), "{text:?} gave a non-canonical {rel:?}");
+            assert_eq!(real, root.join(&rel).components().collect::<std::path::PathBuf>(), "{text:?}");
+        }
+    }
+}
+
+/// Where the kernel would create or open a path: existing parts resolved, a dangling final link
+/// followed to its target.
+fn real_location(path: &Path) -> std::path::PathBuf {
+    let mut current = std::path::PathBuf::from("/");
+    let parts: Vec<_> = path.components().collect();
+    for (i, c) in parts.iter().enumerate() {
+        match c {
+            std::path::Component::RootDir | std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                current = fs::canonicalize(&current).unwrap_or(current.clone());
+                current.pop();
+            }
+            std::path::Component::Normal(n) => {
+                current.push(n);
+                if let Ok(real) = fs::canonicalize(&current) {
+                    current = real;
+                } else if let Ok(target) = fs::read_link(&current) {
+                    let parent = current.parent().unwrap().to_path_buf();
+                    current = real_location(&parent.join(target));
+                } else if i + 1 < parts.len() {
+                    // A missing directory in the middle: the rest is created lexically.
+                }
+            }
+            _ => {}
+        }
+    }
+    current
+}
