@@ -22,9 +22,9 @@ use std::time::Instant;
 pub trait NativeHook: Send + Sync + fmt::Debug {
     fn call(&self, event: &Event) -> Result<HookAnswer, HookFailure>;
 
-    /// Whether the hook reads the event's subject (tool input, result, ...). A binding may skip
+    /// Whether the hook reads this event's subject (tool input, result, ...). A binding may skip
     /// converting a large subject when no hook that applies will read it.
-    fn needs_subject(&self) -> bool {
+    fn needs_subject(&self, _event: &Event) -> bool {
         true
     }
 }
@@ -308,7 +308,7 @@ impl Chain {
         }
         let hooks = self.matching(&event);
         check_native(&hooks).map_err(SyncError::NeedsAsync)?;
-        let needs_subject = hooks.iter().any(|h| matches!(&h.imp, HookImpl::Native(n) if n.needs_subject()));
+        let needs_subject = hooks.iter().any(|h| matches!(&h.imp, HookImpl::Native(n) if n.needs_subject(&event)));
         if needs_subject {
             event.subject = subject().map_err(SyncError::Subject)?;
         }

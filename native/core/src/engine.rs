@@ -160,7 +160,7 @@ impl NativeHook for DeclaredRule {
         Ok(self.0.clone())
     }
 
-    fn needs_subject(&self) -> bool {
+    fn needs_subject(&self, _event: &Event) -> bool {
         false
     }
 }

@@ -16,6 +16,7 @@ mod decision;
 mod diagnostic;
 mod engine;
 mod event;
+pub mod gatekeeper;
 pub mod external_events;
 mod intents;
 pub mod pipe;
