@@ -75,7 +75,7 @@ export class EngineHost implements vscode.Disposable {
     return this.current;
   }
 
-  /** Evaluates one event through the chain. Undefined when the engine could not load. */
+  /** The loaded engine, for the chokepoint call site. Undefined when it could not load. */
   get nativeEngine(): NativeEngine | undefined {
     return this.engine;
   }

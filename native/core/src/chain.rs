@@ -243,14 +243,6 @@ impl Chain {
         Chain { hooks, index }
     }
 
-    pub fn hooks(&self) -> &[ChainHook] {
-        &self.hooks
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.hooks.is_empty()
-    }
-
     /// The hooks that apply to this event, in chain order.
     ///
     /// Chosen once, before the first hook runs: matchers see the event's tool and paths, which a
@@ -283,11 +275,6 @@ impl Chain {
             .filter(|(i, h)| (h.matcher.tool.is_none() || tool_hit[*i]) && (h.matcher.paths.is_none() || path_hit[*i]))
             .map(|(_, h)| h)
             .collect()
-    }
-
-    /// Whether every hook that applies to this event can run synchronously (native hooks only).
-    pub fn check_sync(&self, event: &Event) -> Result<(), NeedsAsync> {
-        check_native(&self.matching(event))
     }
 
     /// Runs the chain in this thread. Fails only if a matching hook is not native.
@@ -420,7 +407,7 @@ fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
 /// Folds hook answers into a decision. Shared by the synchronous and asynchronous drivers so that the
 /// rules exist once.
 #[derive(Debug)]
-pub struct Combiner {
+struct Combiner {
     event: Event,
     modified: bool,
     asks: Vec<String>,
@@ -432,7 +419,7 @@ pub struct Combiner {
 }
 
 impl Combiner {
-    pub fn new(event: Event) -> Self {
+    fn new(event: Event) -> Self {
         Combiner {
             event,
             modified: false,
@@ -445,17 +432,12 @@ impl Combiner {
         }
     }
 
-    /// The event as the next hook must see it (with every earlier rewrite applied).
-    pub fn event(&self) -> &Event {
-        &self.event
-    }
-
     fn reentered(self) -> Evaluation {
         Evaluation { reentered: true, ..self.finish() }
     }
 
     /// Applies one hook's result. `Break` means the chain is decided (a deny) and must stop.
-    pub fn apply(&mut self, hook: &ChainHook, result: Result<HookAnswer, HookFailure>, duration_ns: u64) -> std::ops::ControlFlow<()> {
+    fn apply(&mut self, hook: &ChainHook, result: Result<HookAnswer, HookFailure>, duration_ns: u64) -> std::ops::ControlFlow<()> {
         use std::ops::ControlFlow::{Break, Continue};
         let result = result.and_then(|a| match (&a.answer, self.event.kind.rewrites()) {
             (Answer::Modify(_), None) => {
@@ -503,7 +485,7 @@ impl Combiner {
         flow
     }
 
-    pub fn finish(self) -> Evaluation {
+    fn finish(self) -> Evaluation {
         let decision = match (self.denial, self.asks.is_empty()) {
             (Some(denial), _) => Decision::Deny(denial),
             (None, false) => Decision::Ask { reasons: self.asks },

@@ -84,7 +84,7 @@ impl Registration {
 /// Resolution for an event of a task with a type: the task type's hooks for that event if it declares
 /// any, else the project's hooks for that event, else the built-in defaults (none today). Native hooks
 /// are part of every chain.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct Chains {
     project: HashMap<EventKind, Chain>,
     by_task_type: HashMap<String, HashMap<EventKind, Chain>>,
@@ -193,7 +193,7 @@ fn configured_hook(spec: &HookSpec, registration: usize) -> Option<ChainHook> {
     })
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct Loaded {
     hooks: HooksConfig,
     hooks_status: Option<FileStatus>,
@@ -282,15 +282,8 @@ impl Engine {
         let mut registrations = self.registrations.write().unwrap_or_else(|p| p.into_inner());
         registrations.push(registration);
         let mut loaded = self.loaded.write().unwrap_or_else(|p| p.into_inner());
-        let current = loaded.clone();
-        *loaded = Arc::new(Loaded {
-            hooks: current.hooks.clone(),
-            hooks_status: current.hooks_status,
-            intents: current.intents.clone(),
-            intents_status: current.intents_status,
-            diagnostics: current.diagnostics.clone(),
-            chains: Chains::build(&current.hooks, &registrations),
-        });
+        let chains = Chains::build(&loaded.hooks, &registrations);
+        *loaded = Arc::new(Loaded { chains, ..(**loaded).clone() });
     }
 
     fn snapshot(&self) -> Arc<Loaded> {
