@@ -152,20 +152,7 @@ impl HooksConfig {
     pub fn parse(file: &Path, text: &str) -> Result<HooksConfig, Vec<Diagnostic>> {
         let config: HooksConfig =
             serde_norway::from_str(text).map_err(|e| vec![Diagnostic::from_yaml(file.to_path_buf(), &e)])?;
-        let mut problems = Vec::new();
-        if config.version != HOOKS_SCHEMA_VERSION {
-            let (line, column) = locate_key(text, "version");
-            problems.push(Diagnostic {
-                file: file.to_path_buf(),
-                line,
-                column,
-                code: "unsupported-version",
-                message: format!(
-                    "hooks.yaml version {} is not supported; this engine reads version {HOOKS_SCHEMA_VERSION}",
-                    config.version
-                ),
-            });
-        }
+        let mut problems: Vec<Diagnostic> = check_version(file, text, "hooks.yaml", config.version, HOOKS_SCHEMA_VERSION).into_iter().collect();
         let all_hooks = config
             .hooks
             .values()
@@ -219,6 +206,20 @@ impl HooksConfig {
         }
         if problems.is_empty() { Ok(config) } else { Err(problems) }
     }
+}
+
+/// The diagnostic for a file that declares a schema version this engine does not read, if it does.
+pub(crate) fn check_version(file: &Path, text: &str, what: &str, found: u32, expected: u32) -> Option<Diagnostic> {
+    (found != expected).then(|| {
+        let (line, column) = locate_key(text, "version");
+        Diagnostic {
+            file: file.to_path_buf(),
+            line,
+            column,
+            code: "unsupported-version",
+            message: format!("{what} version {found} is not supported; this engine reads version {expected}"),
+        }
+    })
 }
 
 /// The 1-based line and column of the first `key:` in a YAML text, for semantic errors that serde

@@ -51,20 +51,8 @@ impl IntentSet {
     pub fn parse(file: &Path, text: &str) -> Result<IntentSet, Vec<Diagnostic>> {
         let set: IntentSet =
             serde_norway::from_str(text).map_err(|e| vec![Diagnostic::from_yaml(file.to_path_buf(), &e)])?;
-        let mut problems = Vec::new();
-        if set.version != INTENTS_SCHEMA_VERSION {
-            let (line, column) = crate::config::locate_key(text, "version");
-            problems.push(Diagnostic {
-                file: file.to_path_buf(),
-                line,
-                column,
-                code: "unsupported-version",
-                message: format!(
-                    "active_intents.yaml version {} is not supported; this engine reads version {INTENTS_SCHEMA_VERSION}",
-                    set.version
-                ),
-            });
-        }
+        let mut problems: Vec<Diagnostic> =
+            crate::config::check_version(file, text, "active_intents.yaml", set.version, INTENTS_SCHEMA_VERSION).into_iter().collect();
         let mut seen = HashSet::new();
         for intent in &set.active_intents {
             if !seen.insert(intent.id.as_str()) {
