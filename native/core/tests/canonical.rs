@@ -4,7 +4,9 @@
 use chokepoint_core::canonical::{PathRefusal, Workspace};
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::path::Path;
+
+mod common;
+use common::{Rng, real_location};
 
 struct Fixture {
     _dirs: (tempfile::TempDir, tempfile::TempDir),
@@ -90,21 +92,6 @@ fn adversarial_paths() {
     }
 }
 
-/// A small deterministic generator (xorshift), so the property test needs no extra crate and every
-/// failure reproduces.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[(self.next() % items.len() as u64) as usize]
-    }
-}
-
 #[test]
 fn no_generated_path_that_lands_outside_is_judged_inside() {
     let f = fixture();
@@ -125,33 +112,4 @@ fn no_generated_path_that_lands_outside_is_judged_inside() {
             assert_eq!(real, root.join(&rel).components().collect::<std::path::PathBuf>(), "{text:?}");
         }
     }
-}
-
-/// Where the kernel would create or open a path: existing parts resolved, a dangling final link
-/// followed to its target.
-fn real_location(path: &Path) -> std::path::PathBuf {
-    let mut current = std::path::PathBuf::from("/");
-    let parts: Vec<_> = path.components().collect();
-    for (i, c) in parts.iter().enumerate() {
-        match c {
-            std::path::Component::RootDir | std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                current = fs::canonicalize(&current).unwrap_or(current.clone());
-                current.pop();
-            }
-            std::path::Component::Normal(n) => {
-                current.push(n);
-                if let Ok(real) = fs::canonicalize(&current) {
-                    current = real;
-                } else if let Ok(target) = fs::read_link(&current) {
-                    let parent = current.parent().unwrap().to_path_buf();
-                    current = real_location(&parent.join(target));
-                } else if i + 1 < parts.len() {
-                    // A missing directory in the middle: the rest is created lexically.
-                }
-            }
-            _ => {}
-        }
-    }
-    current
 }

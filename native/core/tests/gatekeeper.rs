@@ -9,6 +9,8 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
+mod common;
+
 const INTENTS: &str = "version: 1
 active_intents:
   - id: INT-001
@@ -144,13 +146,8 @@ fn no_generated_path_outside_the_scope_is_ever_allowed() {
     let root = fs::canonicalize(ws.path()).unwrap();
     let scope = root.join("src/auth");
     let segments = ["src", "auth", "billing", "..", ".", "", "out", "x.js", ".orchestration", "SRC", "Auth"];
-    let mut state = 0x2545f4914f6cdd1du64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rng = common::Rng(0x2545f4914f6cdd1d);
+    let mut next = || rng.next();
     let mut allowed = 0;
     for _ in 0..10_000 {
         let n = 1 + next() % 6;
@@ -159,23 +156,8 @@ fn no_generated_path_outside_the_scope_is_ever_allowed() {
         let raw = if next() % 2 == 0 { format!("src/auth/{}", path.join("/")) } else { path.join("/") };
         if engine.evaluate(write("S", &raw)).unwrap().decision == Decision::Allow {
             allowed += 1;
-            // Lexically and through the real file system, the write lands inside the scope.
-            let mut real = root.clone();
-            for c in Path::new(&raw).components() {
-                match c {
-                    std::path::Component::ParentDir => {
-                        real = fs::canonicalize(&real).unwrap_or(real.clone());
-                        real.pop();
-                    }
-                    std::path::Component::Normal(n) => {
-                        real.push(n);
-                        if let Ok(r) = fs::canonicalize(&real) {
-                            real = r;
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            // Through the real file system, the write lands inside the scope.
+            let real = common::real_location(&root.join(&raw));
             assert!(real.starts_with(&scope) && real != scope, "{raw:?} was allowed but lands at {}", real.display());
         }
     }
