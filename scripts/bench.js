@@ -39,6 +39,15 @@ function criterionFigures() {
   return out;
 }
 
+/** Per-operation samples that a `harness = false` bench wrote itself (target/bench-samples/*.json,
+ *  each `{ name, baseline?, samples: [ns, ...] }`): figures criterion cannot time, such as one
+ *  operation while other processes contend for the same lock. */
+function rawSampleFigures() {
+  const dir = path.join(ROOT, 'target/bench-samples');
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')));
+}
+
 /** Which Rust figure is compared with which (the Node bench names its own baselines). */
 const BASELINES = { 'engine.command_hook': 'spawn.true' };
 
@@ -52,11 +61,12 @@ async function main() {
   await buildNative();
   log('bench', 'criterion benches (Rust core)');
   fs.rmSync(path.join(ROOT, 'target/criterion'), { recursive: true, force: true });
+  fs.rmSync(path.join(ROOT, 'target/bench-samples'), { recursive: true, force: true });
   await run('cargo', ['bench', '--workspace', '--bench', '*', '--', '--noplot']);
   log('bench', 'binding benches (Node)');
   const r = await capture(process.execPath, [path.join(ROOT, 'bench/binding.bench.js')]);
   if (r.code !== 0) throw new Error(`the binding bench failed:\n${r.stderr}`);
-  const raw = [...criterionFigures(), ...r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l))];
+  const raw = [...criterionFigures(), ...rawSampleFigures(), ...r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l))];
   const figures = raw.map(summarize);
   const byName = new Map(figures.map((f) => [f.name, f]));
   for (const f of figures) {

@@ -10,6 +10,7 @@
 pub mod builtin;
 pub mod canonical;
 mod chain;
+pub mod containment;
 pub mod command;
 mod config;
 mod decision;
@@ -19,9 +20,12 @@ mod event;
 pub mod gatekeeper;
 pub mod external_events;
 mod intents;
+pub mod leases;
 pub mod pipe;
+pub mod sandbox;
 pub mod schema;
 mod sidecar;
+pub mod snapshot;
 pub mod template;
 pub mod watch;
 
