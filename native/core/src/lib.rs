@@ -10,6 +10,7 @@
 pub mod builtin;
 pub mod canonical;
 mod chain;
+pub mod clock;
 pub mod containment;
 pub mod command;
 mod config;

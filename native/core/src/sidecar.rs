@@ -33,6 +33,16 @@ impl Sidecar {
         self.dir().join("active_intents.yaml")
     }
 
+    /// The SQLite database of runtime state shared by every process on this workspace (intent leases).
+    pub fn state_db(&self) -> PathBuf {
+        self.dir().join("state.db")
+    }
+
+    /// Where shell containment keeps the content it can restore (content-addressed).
+    pub fn snapshot_store(&self) -> PathBuf {
+        self.dir().join("snapshots")
+    }
+
     /// Whether the workspace is governed at all: it has a sidecar folder.
     pub fn exists(&self) -> bool {
         self.dir().is_dir()
