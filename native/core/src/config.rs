@@ -23,6 +23,77 @@ pub struct HooksConfig {
     /// Task types whose hooks override the project's for tasks of that type.
     #[serde(default)]
     pub task_types: BTreeMap<String, TaskType>,
+    /// How the intent gatekeeper recognises writes, holds locks and contains shell commands.
+    #[serde(default)]
+    pub gatekeeper: GatekeeperConfig,
+}
+
+/// The gatekeeper's settings (hooks.yaml `gatekeeper:`). Every field has a safe default, so the
+/// section is optional.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GatekeeperConfig {
+    /// More write tools: tool name → the input fields that hold the paths it writes. Added to the
+    /// built-in table (our agent's `write_to_file`, `apply_diff`; Claude Code's `Write`, `Edit`,
+    /// `MultiEdit`, `NotebookEdit`); an entry with a built-in name replaces its fields.
+    #[serde(default)]
+    pub write_tools: BTreeMap<String, Vec<String>>,
+    /// Tools whose `command` runs inside shell containment (Landlock where the kernel has it, and
+    /// snapshot-and-revert everywhere).
+    #[serde(default = "default_shell_tools")]
+    pub shell_tools: Vec<String>,
+    /// Directories outside the workspace that contained shell commands may write (temp dirs).
+    /// `$TMPDIR` is added when set.
+    #[serde(default = "default_writable")]
+    pub writable: Vec<String>,
+    /// `auto`: confine shell commands with Landlock when the kernel supports it; `off`: rely on
+    /// snapshot-and-revert alone.
+    #[serde(default)]
+    pub landlock: LandlockSetting,
+    /// Files larger than this (MiB) are hashed but not copied aside, so a change to one cannot be
+    /// reverted; the report says so.
+    #[serde(default = "default_max_held_mib")]
+    pub max_held_mib: u64,
+    /// How long an intent lock lasts without activity, in seconds. Active sessions renew it.
+    #[serde(default = "default_lease_seconds")]
+    pub lease_seconds: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LandlockSetting {
+    #[default]
+    Auto,
+    Off,
+}
+
+fn default_shell_tools() -> Vec<String> {
+    vec!["execute_command".to_owned()]
+}
+
+fn default_writable() -> Vec<String> {
+    vec!["/tmp".to_owned()]
+}
+
+fn default_max_held_mib() -> u64 {
+    64
+}
+
+fn default_lease_seconds() -> u64 {
+    300
+}
+
+impl Default for GatekeeperConfig {
+    fn default() -> Self {
+        GatekeeperConfig {
+            write_tools: BTreeMap::new(),
+            shell_tools: default_shell_tools(),
+            writable: default_writable(),
+            landlock: LandlockSetting::default(),
+            max_held_mib: default_max_held_mib(),
+            lease_seconds: default_lease_seconds(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -204,6 +275,24 @@ impl HooksConfig {
                 }
             }
         }
+        let gate = &config.gatekeeper;
+        let mut gate_problem = |key: &str, message: String| {
+            let (line, column) = locate_key(text, key);
+            problems.push(Diagnostic { file: file.to_path_buf(), line, column, code: "gatekeeper", message });
+        };
+        for (tool, fields) in &gate.write_tools {
+            if fields.is_empty() {
+                gate_problem(tool, format!("write tool `{tool}` names no input field that holds its paths"));
+            }
+        }
+        for dir in &gate.writable {
+            if !Path::new(dir).is_absolute() {
+                gate_problem("writable", format!("writable directory `{dir}` must be an absolute path"));
+            }
+        }
+        if gate.lease_seconds == 0 {
+            gate_problem("lease_seconds", "`lease_seconds` must be at least 1".to_owned());
+        }
         if problems.is_empty() { Ok(config) } else { Err(problems) }
     }
 }
@@ -293,6 +382,19 @@ mod tests {
         let got = HooksConfig::parse(Path::new("h.yaml"), "version: 1\nhooks:\n  PreToolUze: []\n").unwrap_err();
         assert_eq!((got[0].line, got[0].column), (3, 3));
         assert!(got[0].message.contains("unknown variant `PreToolUze`"), "{}", got[0].message);
+    }
+
+    #[test]
+    fn gatekeeper_section_is_optional_and_checked() {
+        let c = HooksConfig::parse(Path::new("h.yaml"), "version: 1\n").unwrap();
+        assert_eq!(c.gatekeeper, GatekeeperConfig::default());
+        assert_eq!(c.gatekeeper.shell_tools, ["execute_command"]);
+        check_err(
+            "version: 1\ngatekeeper:\n  write_tools:\n    save_note: []\n  writable: [tmp]\n  lease_seconds: 0\n",
+            "hooks.yaml:4:5: write tool `save_note` names no input field that holds its paths [gatekeeper]\n\
+             hooks.yaml:5:3: writable directory `tmp` must be an absolute path [gatekeeper]\n\
+             hooks.yaml:6:3: `lease_seconds` must be at least 1 [gatekeeper]",
+        );
     }
 
     #[test]

@@ -206,6 +206,7 @@ struct Loaded {
 #[derive(Debug)]
 pub struct Engine {
     sidecar: Sidecar,
+    gatekeeper: Arc<crate::gatekeeper::Gatekeeper>,
     registrations: RwLock<Vec<Registration>>,
     piped: crate::pipe::PipeBuffer,
     // Readers take a cheap `Arc` clone; a reload swaps the whole snapshot so no caller ever sees a
@@ -220,7 +221,8 @@ impl Engine {
         Engine::open_with(workspace_root, Vec::new())
     }
 
-    /// Opens the engine with native hooks registered ahead of the configured ones.
+    /// Opens the engine with native hooks registered ahead of the configured ones (after the
+    /// gatekeeper, which every engine registers first).
     pub fn open_with(workspace_root: impl AsRef<Path>, registrations: Vec<Registration>) -> std::io::Result<Engine> {
         let root = workspace_root.as_ref();
         if !std::fs::metadata(root)?.is_dir() {
@@ -229,9 +231,19 @@ impl Engine {
                 format!("workspace `{}` is not a directory", root.display()),
             ));
         }
+        let sidecar = Sidecar::new(root);
+        let gatekeeper = Arc::new(crate::gatekeeper::Gatekeeper::new(crate::canonical::Workspace::new(root)?, sidecar.clone()));
+        let mut all = vec![Registration::native(
+            crate::gatekeeper::HOOK_NAME,
+            Priority::Critical,
+            vec![EventKind::PreToolUse, EventKind::TaskComplete, EventKind::SessionEnd],
+            gatekeeper.clone(),
+        )];
+        all.extend(registrations);
         let engine = Engine {
-            sidecar: Sidecar::new(root),
-            registrations: RwLock::new(registrations),
+            sidecar,
+            gatekeeper,
+            registrations: RwLock::new(all),
             piped: Default::default(),
             loaded: RwLock::new(Arc::default()),
         };
@@ -241,6 +253,12 @@ impl Engine {
 
     pub fn sidecar(&self) -> &Sidecar {
         &self.sidecar
+    }
+
+    /// The intent gatekeeper every chain of this engine runs first (selections, expansions, the
+    /// shell scope of a session).
+    pub fn gatekeeper(&self) -> &crate::gatekeeper::Gatekeeper {
+        &self.gatekeeper
     }
 
     /// Re-reads the configuration files. Returns the diagnostics of this load (empty when all good).
@@ -264,6 +282,7 @@ impl Engine {
             previous.intents_status,
             &mut diagnostics,
         );
+        self.gatekeeper.configure(intents.clone(), intents_status != FileStatus::Missing, hooks.gatekeeper.clone());
         let chains = Chains::build(&hooks, &registrations);
         let next = Loaded {
             chains,

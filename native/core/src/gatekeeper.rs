@@ -5,21 +5,33 @@
 //! 1. every path a write names is made canonical (canonical.rs); one that lands outside the workspace,
 //!    or cannot be judged, is refused;
 //! 2. the governance files (`.orchestration/`, the agents' own hook settings) are never writable;
-//! 3. a session that has not selected an intent cannot write (the handshake);
-//! 4. a write outside the selected intent's `owned_scope` is refused with `scope_expansion_request`
-//!    suggested.
+//! 3. a session that has not selected an intent cannot write (the handshake, which takes the intent's
+//!    lease in the workspace's state database: one holder at a time across processes);
+//! 4. a write outside the selected intent's `owned_scope`, and outside what was approved for this
+//!    session through `scope_expansion_request`, is refused with that tool suggested.
 //!
-//! Not here yet (the gatekeeper issue continues): the cross-process intent locks (SQLite leases),
-//! scope expansions, writes through the shell, and the engine registering this hook by itself.
+//! Where a session's selection lives: in the lease table, shared by every process on the workspace.
+//! This hook keeps a copy per session for at most [`RECHECK`], so the hot path is a map look-up and
+//! a glob match, and a release or takeover seen by another process is honoured within that time.
+//! Intent gating applies when the workspace has an `active_intents.yaml`; governance files are
+//! protected whether it has one or not.
 
-use crate::canonical::Workspace;
+use crate::canonical::{PathRefusal, Workspace};
 use crate::chain::NativeHook;
+use crate::config::GatekeeperConfig;
 use crate::decision::{Answer, Denial, HookAnswer, HookFailure};
 use crate::event::{Event, EventKind};
 use crate::intents::{Intent, IntentSet, IntentStatus};
+use crate::leases::{AcquireError, Holder, Leases};
+use crate::scope_expansion::{Expansion, Expansions};
+use crate::sidecar::Sidecar;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+/// The gatekeeper's name in chains, outcomes and the trace.
+pub const HOOK_NAME: &str = "gatekeeper";
 
 /// The tool that performs the handshake.
 pub const SELECT_INTENT_TOOL: &str = "select_active_intent";
@@ -27,6 +39,7 @@ pub const SELECT_INTENT_TOOL: &str = "select_active_intent";
 pub const SCOPE_EXPANSION_TOOL: &str = "scope_expansion_request";
 
 /// Which tools write, and which input fields hold their paths: our agent's tools and Claude Code's.
+/// `gatekeeper.write_tools` in hooks.yaml adds to it.
 pub const DEFAULT_WRITE_TOOLS: &[(&str, &[&str])] = &[
     ("write_to_file", &["path"]),
     ("apply_diff", &["path"]),
@@ -49,75 +62,229 @@ pub const GOVERNANCE_FILES: &[&str] = &[
     ".codex/hooks.json",
 ];
 
-/// Where the gatekeeper reads the current intents (the engine's last good `active_intents.yaml`).
-pub trait IntentSource: Send + Sync + std::fmt::Debug {
-    fn intents(&self) -> Arc<IntentSet>;
+/// How long a session's selection is trusted without asking the lease table again.
+pub const RECHECK: Duration = Duration::from_secs(1);
+
+/// What the gatekeeper judges with: the intents and settings of the last good configuration, with
+/// every intent's scope compiled once per load rather than once per write.
+#[derive(Debug)]
+struct GateConfig {
+    /// False when the workspace has no active_intents.yaml: intent gating is off.
+    gating: bool,
+    intents: IntentSet,
+    scopes: HashMap<String, (usize, GlobSet)>,
+    write_tools: HashMap<String, Vec<String>>,
+    settings: GatekeeperConfig,
+}
+
+impl GateConfig {
+    fn new(intents: IntentSet, gating: bool, settings: GatekeeperConfig) -> GateConfig {
+        let mut write_tools: HashMap<String, Vec<String>> =
+            DEFAULT_WRITE_TOOLS.iter().map(|(t, f)| ((*t).to_owned(), f.iter().map(|s| (*s).to_owned()).collect())).collect();
+        write_tools.extend(settings.write_tools.clone());
+        let scopes = intents.active_intents.iter().enumerate().map(|(i, intent)| (intent.id.clone(), (i, glob_set(&intent.owned_scope)))).collect();
+        GateConfig { gating, intents, scopes, write_tools, settings }
+    }
+
+    fn intent(&self, id: &str) -> Option<(&Intent, &GlobSet)> {
+        self.scopes.get(id).map(|(i, set)| (&self.intents.active_intents[*i], set))
+    }
+
+    fn lease_ttl(&self) -> Duration {
+        Duration::from_secs(self.settings.lease_seconds)
+    }
+}
+
+/// A session's selected intent as last read from the lease table, with its approved expansions.
+#[derive(Debug, Clone)]
+struct Selection {
+    intent: String,
+    expansions: Vec<String>,
+    expansion_set: GlobSet,
+    expires_at_ms: u64,
+    checked: Instant,
+}
+
+/// A path a write names, and what the canonicaliser made of it (for `chokepoint explain`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JudgedPath {
+    pub raw: String,
+    pub canonical: Result<String, PathRefusal>,
+}
+
+/// What a contained shell command may change: the session's intent, its scope and approved
+/// expansions. The shell containment asks [`ShellScope::allows`] for every changed path.
+#[derive(Debug, Clone)]
+pub struct ShellScope {
+    pub intent: Option<String>,
+    /// The intent's owned scope followed by the session's approved expansions.
+    pub globs: Vec<String>,
+    set: GlobSet,
+    governance: GlobSet,
+}
+
+impl ShellScope {
+    /// Whether a shell command may leave `rel` (workspace-relative, `/`-separated) changed.
+    pub fn allows(&self, rel: &str) -> bool {
+        !self.governance.is_match(rel) && self.set.is_match(rel)
+    }
 }
 
 #[derive(Debug)]
 pub struct Gatekeeper {
     workspace: Workspace,
-    intents: Arc<dyn IntentSource>,
-    write_tools: HashMap<String, Vec<String>>,
+    sidecar: Sidecar,
     governance: GlobSet,
-    /// The intent each session selected.
-    selected: RwLock<HashMap<String, String>>,
+    config: RwLock<Arc<GateConfig>>,
+    // Opened on first use: judging a read-only workspace, or one nobody selects intents in, creates
+    // no database.
+    leases: OnceLock<Result<Leases, String>>,
+    expansions: OnceLock<Result<Expansions, String>>,
+    selections: RwLock<HashMap<String, Selection>>,
 }
 
 impl Gatekeeper {
-    pub fn new(workspace: Workspace, intents: Arc<dyn IntentSource>) -> Gatekeeper {
-        let mut governance = GlobSetBuilder::new();
-        for g in GOVERNANCE_FILES {
-            governance.add(Glob::new(g).expect("the governance globs are valid"));
-        }
+    /// A gatekeeper for `workspace`, with intent gating off until [`Gatekeeper::configure`] gives it
+    /// intents.
+    pub fn new(workspace: Workspace, sidecar: Sidecar) -> Gatekeeper {
         Gatekeeper {
             workspace,
-            intents,
-            write_tools: DEFAULT_WRITE_TOOLS.iter().map(|(t, f)| ((*t).to_owned(), f.iter().map(|s| (*s).to_owned()).collect())).collect(),
-            governance: governance.build().expect("the governance globs build"),
-            selected: RwLock::default(),
+            sidecar,
+            governance: governance_set(),
+            config: RwLock::new(Arc::new(GateConfig::new(IntentSet::default(), false, GatekeeperConfig::default()))),
+            leases: OnceLock::new(),
+            expansions: OnceLock::new(),
+            selections: RwLock::default(),
         }
     }
 
-    /// Adds or replaces a write tool and the input fields that hold its paths.
-    pub fn add_write_tool(&mut self, tool: &str, fields: &[&str]) {
-        self.write_tools.insert(tool.to_owned(), fields.iter().map(|s| (*s).to_owned()).collect());
+    /// Takes the intents and settings of a (re)load. `gating` is false when the workspace has no
+    /// active_intents.yaml at all.
+    pub fn configure(&self, intents: IntentSet, gating: bool, settings: GatekeeperConfig) {
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(GateConfig::new(intents, gating, settings));
     }
 
-    /// The intent a session selected, if any.
+    fn config(&self) -> Arc<GateConfig> {
+        self.config.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    fn leases(&self) -> Result<&Leases, String> {
+        self.leases
+            .get_or_init(|| Leases::open(&self.sidecar.state_db()).map_err(|e| format!("cannot open the intent lock database: {e}")))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn expansion_store(&self) -> Result<&Expansions, String> {
+        self.expansions.get_or_init(|| Expansions::open(&self.sidecar.state_db())).as_ref().map_err(Clone::clone)
+    }
+
+    fn forget(&self, session: &str) {
+        self.selections.write().unwrap_or_else(|p| p.into_inner()).remove(session);
+    }
+
+    /// The intent a session holds, from the cache when it is fresh, else from the lease table (and
+    /// then renewed when half its time is gone: holders renew while they are active).
+    fn selection(&self, session: &str, config: &GateConfig) -> Result<Option<Selection>, String> {
+        if let Some(s) = self.selections.read().unwrap_or_else(|p| p.into_inner()).get(session) {
+            if s.checked.elapsed() < RECHECK && s.expires_at_ms > crate::clock::now_ms() {
+                return Ok(Some(s.clone()));
+            }
+        }
+        let leases = self.leases()?;
+        let Some(mut lease) = leases.held_by(session).map_err(|e| e.to_string())? else {
+            self.forget(session);
+            return Ok(None);
+        };
+        let ttl = config.lease_ttl();
+        if lease.expires_at_ms.saturating_sub(crate::clock::now_ms()) < (ttl.as_millis() as u64) / 2 {
+            lease = leases.renew(&lease.intent, session, ttl).map_err(|e| e.to_string())?;
+        }
+        let expansions = self.expansion_store()?.globs(session, &lease.intent)?;
+        let selection = Selection {
+            expansion_set: glob_set(&expansions),
+            expansions,
+            intent: lease.intent,
+            expires_at_ms: lease.expires_at_ms,
+            checked: Instant::now(),
+        };
+        self.selections.write().unwrap_or_else(|p| p.into_inner()).insert(session.to_owned(), selection.clone());
+        Ok(Some(selection))
+    }
+
+    /// The intent a session selected, if any (as every process on the workspace sees it).
     pub fn selected(&self, session: &str) -> Option<String> {
-        self.selected.read().unwrap_or_else(|p| p.into_inner()).get(session).cloned()
+        self.selection(session, &self.config()).ok().flatten().map(|s| s.intent)
     }
 
-    fn select(&self, event: &Event) -> Answer {
+    /// Releases whatever intent the session holds (the end of a task or session, or a human's
+    /// `chokepoint intent release`). Returns how many leases were released.
+    pub fn release(&self, session: &str) -> Result<usize, String> {
+        self.forget(session);
+        self.leases()?.release_session(session).map_err(|e| e.to_string())
+    }
+
+    fn select(&self, event: &Event, config: &GateConfig) -> HookAnswer {
         let Some(session) = &event.ids.session else {
-            return deny("select_active_intent needs a session id", None);
+            return deny("select_active_intent needs a session id", None).into();
         };
         let id = event.subject.get("intent_id").and_then(|v| v.as_str()).unwrap_or_default();
-        let intents = self.intents.intents();
-        let Some(intent) = intents.active_intents.iter().find(|i| i.id == id) else {
+        if !config.gating {
+            return deny("this workspace declares no intents (.orchestration/active_intents.yaml is missing)", None).into();
+        }
+        let Some((intent, _)) = config.intent(id) else {
             return deny(
-                &format!("there is no intent `{id}`; {}", available(&intents)),
+                &format!("there is no intent `{id}`; {}", available(&config.intents)),
                 Some("Call select_active_intent with one of the listed intent ids."),
-            );
+            )
+            .into();
         };
         if matches!(intent.status, IntentStatus::Blocked | IntentStatus::Completed) {
-            return deny(&format!("intent `{id}` is {:?} and takes no work; {}", intent.status, available(&intents)), None);
+            return deny(&format!("intent `{id}` is {} and takes no work; {}", status_name(intent.status), available(&config.intents)), None).into();
         }
-        self.selected.write().unwrap_or_else(|p| p.into_inner()).insert(session.clone(), id.to_owned());
-        Answer::Allow
+        let leases = match self.leases() {
+            Ok(l) => l,
+            Err(e) => return deny(&e, None).into(),
+        };
+        let holder = Holder { session: session.clone(), agent: event.ids.agent.clone() };
+        match leases.acquire(id, &holder, config.lease_ttl()) {
+            Ok(_) => {
+                self.forget(session);
+                HookAnswer { answer: Answer::Allow, additional_context: Some(intent_context(intent)) }
+            }
+            // Another live session holds it: say who and since when, and how to go on. Never wait.
+            Err(held @ AcquireError::Held(_)) => Answer::Deny(Denial {
+                reason: held.to_string(),
+                remediation: Some(format!("Select another intent ({}) or wait for this one to be released.", available(&config.intents))),
+                suggested_tool: Some(SELECT_INTENT_TOOL.to_owned()),
+            })
+            .into(),
+            Err(e) => deny(&format!("cannot take the lock on intent `{id}`: {e}"), None).into(),
+        }
     }
 
     /// The paths a write names: the event's own, else the tool's path fields of its input.
-    fn write_paths(&self, event: &Event, fields: &[String]) -> Vec<String> {
+    fn write_paths(event: &Event, fields: &[String]) -> Vec<String> {
         if !event.paths.is_empty() {
             return event.paths.clone();
         }
         fields.iter().filter_map(|f| event.subject.get(f).and_then(|v| v.as_str()).map(str::to_owned)).collect()
     }
 
-    fn judge_write(&self, event: &Event, fields: &[String]) -> Answer {
-        let paths = self.write_paths(event, fields);
+    /// What the canonicaliser makes of every path this event writes (empty for a tool that does not
+    /// write). For `chokepoint explain`.
+    pub fn judged_paths(&self, event: &Event) -> Vec<JudgedPath> {
+        let config = self.config();
+        let Some(fields) = event.tool.as_deref().and_then(|t| config.write_tools.get(t)) else { return Vec::new() };
+        Self::write_paths(event, fields).into_iter().map(|raw| JudgedPath { canonical: self.workspace.canonicalize(&raw), raw }).collect()
+    }
+
+    fn judge_write(&self, event: &Event, fields: &[String], config: &GateConfig) -> Answer {
+        let paths = Self::write_paths(event, fields);
         if paths.is_empty() {
             return deny(&format!("`{}` names no path to write", event.tool.as_deref().unwrap_or_default()), None);
         }
@@ -131,28 +298,112 @@ impl Gatekeeper {
                 Err(refusal) => return deny(&format!("cannot write `{raw}`: {refusal}"), None),
             }
         }
-        let intents = self.intents.intents();
-        let selected = event.ids.session.as_deref().and_then(|s| self.selected(s));
-        let Some(intent) = selected.and_then(|id| intents.active_intents.iter().find(|i| i.id == id).cloned()) else {
-            return deny(
-                &format!("no intent is selected for this session: call `{SELECT_INTENT_TOOL}` first; {}", available(&intents)),
+        if !config.gating {
+            return Answer::Allow;
+        }
+        let no_selection = || {
+            deny(
+                &format!("no intent is selected for this session: call `{SELECT_INTENT_TOOL}` first; {}", available(&config.intents)),
                 Some("Call select_active_intent(intent_id) with the intent this change serves, then retry the write."),
+            )
+        };
+        let Some(session) = event.ids.session.as_deref() else { return no_selection() };
+        let selection = match self.selection(session, config) {
+            Ok(Some(s)) => s,
+            Ok(None) => return no_selection(),
+            Err(e) => return deny(&format!("cannot tell which intent this session holds: {e}"), None),
+        };
+        let Some((intent, scope)) = config.intent(&selection.intent) else {
+            return deny(
+                &format!("intent `{}` is no longer declared in active_intents.yaml; {}", selection.intent, available(&config.intents)),
+                Some("Call select_active_intent with one of the listed intent ids."),
             );
         };
-        let scope = scope_set(&intent);
         for rel in &canonical {
-            if !scope.is_match(rel) {
+            if !scope.is_match(rel) && !selection.expansion_set.is_match(rel) {
+                let mut owned = intent.owned_scope.clone();
+                owned.extend(selection.expansions.iter().cloned());
                 return Answer::Deny(Denial {
-                    reason: format!("`{rel}` is outside the scope of intent `{}` ({})", intent.id, intent.owned_scope.join(", ")),
+                    reason: format!("`{rel}` is outside the scope of intent `{}` ({})", intent.id, owned.join(", ")),
                     remediation: Some(format!(
                         "Write only inside {}, or ask for more with {SCOPE_EXPANSION_TOOL}(intent_id, paths, justification).",
-                        intent.owned_scope.join(", ")
+                        owned.join(", ")
                     )),
                     suggested_tool: Some(SCOPE_EXPANSION_TOOL.to_owned()),
                 });
             }
         }
         Answer::Allow
+    }
+
+    /// `scope_expansion_request(intent_id, paths, justification)`: checked here, then escalated. The
+    /// answer is an `ask`, decided by whoever answers asks; an approval comes back through
+    /// [`Gatekeeper::approve_expansion`].
+    fn request_expansion(&self, event: &Event, config: &GateConfig) -> Answer {
+        let id = event.subject.get("intent_id").and_then(|v| v.as_str()).unwrap_or_default();
+        let justification = event.subject.get("justification").and_then(|v| v.as_str()).unwrap_or_default().trim();
+        let paths: Vec<String> = match event.subject.get("paths") {
+            Some(serde_json::Value::Array(items)) => items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+            Some(serde_json::Value::String(one)) => vec![one.clone()],
+            _ => Vec::new(),
+        };
+        let selected = event.ids.session.as_deref().and_then(|s| self.selection(s, config).ok().flatten());
+        if selected.as_ref().is_none_or(|s| s.intent != id) {
+            return deny(
+                &format!("a scope expansion is asked for the intent this session holds; it holds {}", selected.map_or("none".to_owned(), |s| format!("`{}`", s.intent))),
+                Some("Call select_active_intent first, then ask to expand that intent's scope."),
+            );
+        }
+        if justification.is_empty() {
+            return deny("a scope expansion needs a justification", Some("Say why the change needs these paths."));
+        }
+        let globs = match crate::scope_expansion::check_globs(&paths) {
+            Ok(g) => g,
+            Err(e) => return deny(&e, None),
+        };
+        if let Some(g) = globs.iter().find(|g| touches_governance(g)) {
+            return deny(&format!("`{g}` covers governance files; no scope can include them"), None);
+        }
+        Answer::Ask { reason: format!("scope expansion for intent `{id}`: {} (justification: {justification})", globs.join(", ")) }
+    }
+
+    /// Records an approved expansion for the session's intent; from now on the session may write
+    /// there. With `save`, the globs are also written into active_intents.yaml for good.
+    pub fn approve_expansion(&self, expansion: &Expansion, save: bool) -> Result<(), String> {
+        let globs = crate::scope_expansion::check_globs(&expansion.paths)?;
+        if let Some(g) = globs.iter().find(|g| touches_governance(g)) {
+            return Err(format!("`{g}` covers governance files; no scope can include them"));
+        }
+        self.expansion_store()?.approve(&Expansion { paths: globs.clone(), ..expansion.clone() })?;
+        self.forget(&expansion.session);
+        if save {
+            crate::scope_expansion::write_back(&self.sidecar.active_intents_yaml(), &expansion.intent, &globs)?;
+        }
+        Ok(())
+    }
+
+    /// What a contained shell command of this session may change. A session without an intent may
+    /// run commands, but may change nothing in the workspace.
+    pub fn shell_scope(&self, session: &str) -> Result<ShellScope, String> {
+        let config = self.config();
+        let selection = if config.gating { self.selection(session, &config)? } else { None };
+        let mut globs = Vec::new();
+        if let Some(s) = &selection {
+            if let Some((intent, _)) = config.intent(&s.intent) {
+                globs.extend(intent.owned_scope.iter().cloned());
+            }
+            globs.extend(s.expansions.iter().cloned());
+        }
+        if !config.gating {
+            // No intents declared: the shell may change anything but the governance files.
+            globs.push("**".to_owned());
+        }
+        Ok(ShellScope { intent: selection.map(|s| s.intent), set: glob_set(&globs), globs, governance: self.governance.clone() })
+    }
+
+    /// The gatekeeper's settings from the last good hooks.yaml (shell tools, writable dirs, Landlock).
+    pub fn settings(&self) -> GatekeeperConfig {
+        self.config().settings.clone()
     }
 }
 
@@ -179,14 +430,41 @@ fn available(intents: &IntentSet) -> String {
     if open.is_empty() { "no intent is open for work".to_owned() } else { format!("available intents: {}", open.join(", ")) }
 }
 
-fn scope_set(intent: &Intent) -> GlobSet {
+/// Compiles scope globs as owned scopes are compiled (`*` stops at `/`). A glob that does not compile
+/// matches nothing (active_intents.yaml reports it), so a typo narrows a scope, never widens it.
+fn glob_set(globs: &[String]) -> GlobSet {
     let mut b = GlobSetBuilder::new();
-    for g in &intent.owned_scope {
+    for g in globs {
         if let Ok(glob) = globset::GlobBuilder::new(g).literal_separator(true).build() {
             b.add(glob);
         }
     }
     b.build().unwrap_or_else(|_| GlobSet::empty())
+}
+
+fn governance_set() -> GlobSet {
+    let mut governance = GlobSetBuilder::new();
+    for g in GOVERNANCE_FILES {
+        governance.add(Glob::new(g).expect("the governance globs are valid"));
+    }
+    governance.build().expect("the governance globs build")
+}
+
+/// Whether a requested glob could cover a governance file: its literal prefix is one, or lies above
+/// one (`.orch*`, `**`, `.claude/*`).
+fn touches_governance(glob: &str) -> bool {
+    let set = glob_set(&[glob.to_owned()]);
+    let probes = [".orchestration/hooks.yaml", ".orchestration/active_intents.yaml", ".claude/settings.json", ".cursor/hooks.json", ".gemini/settings.json", ".github/hooks/x.json", ".codex/hooks.json"];
+    probes.iter().any(|p| set.is_match(p))
+}
+
+fn status_name(status: IntentStatus) -> &'static str {
+    match status {
+        IntentStatus::Planned => "PLANNED",
+        IntentStatus::InProgress => "IN_PROGRESS",
+        IntentStatus::Blocked => "BLOCKED",
+        IntentStatus::Completed => "COMPLETED",
+    }
 }
 
 fn deny(reason: &str, remediation: Option<&str>) -> Answer {
@@ -195,28 +473,34 @@ fn deny(reason: &str, remediation: Option<&str>) -> Answer {
 
 impl NativeHook for Gatekeeper {
     fn call(&self, event: &Event) -> Result<HookAnswer, HookFailure> {
-        if event.kind != EventKind::PreToolUse {
-            return Ok(Answer::Allow.into());
+        match event.kind {
+            EventKind::PreToolUse => {}
+            EventKind::TaskComplete | EventKind::SessionEnd => {
+                // The intent is free for the next agent as soon as this one is done with it.
+                if let Some(session) = &event.ids.session {
+                    self.release(session).map_err(HookFailure::Error)?;
+                }
+                return Ok(Answer::Allow.into());
+            }
+            _ => return Ok(Answer::Allow.into()),
         }
         let Some(tool) = event.tool.as_deref() else { return Ok(Answer::Allow.into()) };
-        if tool == SELECT_INTENT_TOOL {
-            let answer = self.select(event);
-            let context = matches!(answer, Answer::Allow)
-                .then(|| {
-                    let id = event.subject.get("intent_id").and_then(|v| v.as_str()).unwrap_or_default();
-                    self.intents.intents().active_intents.iter().find(|i| i.id == id).map(intent_context)
-                })
-                .flatten();
-            return Ok(HookAnswer { answer, additional_context: context });
-        }
-        match self.write_tools.get(tool) {
-            Some(fields) => Ok(self.judge_write(event, fields).into()),
-            None => Ok(Answer::Allow.into()),
+        let config = self.config();
+        match tool {
+            SELECT_INTENT_TOOL => Ok(self.select(event, &config)),
+            SCOPE_EXPANSION_TOOL => Ok(self.request_expansion(event, &config).into()),
+            _ => match config.write_tools.get(tool) {
+                Some(fields) => Ok(self.judge_write(event, fields, &config).into()),
+                None => Ok(Answer::Allow.into()),
+            },
         }
     }
 
     fn needs_subject(&self, event: &Event) -> bool {
-        // The input is read for the handshake, and for writes whose paths did not come separately.
-        event.tool.as_deref().is_some_and(|t| t == SELECT_INTENT_TOOL || (event.paths.is_empty() && self.write_tools.contains_key(t)))
+        // The input is read for the handshake and expansion requests, and for writes whose paths did
+        // not come separately.
+        event.tool.as_deref().is_some_and(|t| {
+            t == SELECT_INTENT_TOOL || t == SCOPE_EXPANSION_TOOL || (event.paths.is_empty() && self.config().write_tools.contains_key(t))
+        })
     }
 }

@@ -25,13 +25,14 @@ pub mod leases;
 pub mod pipe;
 pub mod sandbox;
 pub mod schema;
+pub mod scope_expansion;
 mod sidecar;
 pub mod snapshot;
 pub mod template;
 pub mod watch;
 
 pub use chain::{Chain, ChainHook, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext, SyncError};
-pub use config::{DEFAULT_TIMEOUT_SECS, FailureMode, HookSpec, HooksConfig, Priority};
+pub use config::{DEFAULT_TIMEOUT_SECS, FailureMode, GatekeeperConfig, HookSpec, HooksConfig, LandlockSetting, Priority};
 pub use decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 pub use diagnostic::Diagnostic;
 pub use engine::{ConfigStatus, Engine, EngineInfo, FileStatus, Registration};

@@ -125,7 +125,7 @@ task_types:
         assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, None)), ["project-tests"]);
         assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, Some("docs"))), ["project-tests"], "a type without hooks uses the project's hooks");
         assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, Some("feature"))), ["project-tests"], "an undeclared type uses the project's hooks");
-        assert_eq!(engine.plan(&event(EventKind::PreToolUse, Some("bugfix"))).len(), 0, "no tool: the tool matcher does not match");
+        assert_eq!(engine.plan(&event(EventKind::PreToolUse, Some("bugfix"))), ["gatekeeper"], "no tool: only the gatekeeper, the project's tool matcher does not match");
         assert!(engine.plan(&event(EventKind::TurnStart, Some("bugfix"))).is_empty(), "no hooks anywhere: the built-in default");
     }
 
@@ -154,16 +154,17 @@ task_types:
     #[test]
     fn native_hooks_run_first_among_equals_and_decide_synchronously() {
         let ws = workspace(Some(TYPED), None);
-        let gate = Registration::native("gatekeeper", Priority::Critical, vec![EventKind::PreToolUse], Arc::new(Gate));
+        let gate = Registration::native("governance", Priority::Critical, vec![EventKind::PreToolUse], Arc::new(Gate));
         let engine = Engine::open_with(ws.path(), vec![gate]).unwrap();
         let write = |path: &str| Event { paths: vec![path.into()], ..Event::tool(EventKind::PreToolUse, "write_to_file", serde_json::json!({ "path": path })) };
-        assert_eq!(engine.plan(&write("src/a.js")), ["gatekeeper", "project-gate"]);
+        // The engine's own gatekeeper first, then the registered hook, then the configured one.
+        assert_eq!(engine.plan(&write("src/a.js")), ["gatekeeper", "governance", "project-gate"]);
         // The configured critical gate is a builtin: the synchronous path says so instead of skipping it.
         assert!(engine.evaluate(write("src/a.js")).is_err());
         let read = Event { paths: vec![".orchestration/hooks.yaml".into()], ..Event::tool(EventKind::PreToolUse, "read_file", serde_json::json!({})) };
         let e = engine.evaluate(read).unwrap();
         assert_eq!(e.decision, Decision::Deny(Denial::new("governance files are not writable")));
-        assert_eq!(e.outcomes.len(), 1);
+        assert_eq!(e.outcomes.iter().map(|o| &*o.hook).collect::<Vec<_>>(), ["gatekeeper", "governance"]);
     }
 
     #[test]

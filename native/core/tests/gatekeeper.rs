@@ -1,13 +1,10 @@
 //! The intent gatekeeper as the engine runs it: the handshake, owned scopes, governance files,
 //! canonical paths, and a property that no write outside the scope is ever allowed.
 
-use chokepoint_core::canonical::Workspace;
-use chokepoint_core::gatekeeper::{Gatekeeper, IntentSource};
-use chokepoint_core::{Decision, Engine, Event, EventKind, IntentSet, Priority, Registration};
+use chokepoint_core::scope_expansion::Expansion;
+use chokepoint_core::{Decision, Engine, Event, EventKind};
 use serde_json::json;
 use std::fs;
-use std::path::Path;
-use std::sync::Arc;
 
 mod common;
 
@@ -29,23 +26,16 @@ active_intents:
     owned_scope: ['**']
 ";
 
-#[derive(Debug)]
-struct Fixed(Arc<IntentSet>);
-impl IntentSource for Fixed {
-    fn intents(&self) -> Arc<IntentSet> {
-        self.0.clone()
-    }
-}
-
 fn setup() -> (tempfile::TempDir, tempfile::TempDir, Engine) {
     let ws = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     fs::create_dir_all(ws.path().join("src/auth")).unwrap();
     fs::create_dir_all(ws.path().join(".orchestration")).unwrap();
+    fs::write(ws.path().join(".orchestration/active_intents.yaml"), INTENTS).unwrap();
     std::os::unix::fs::symlink(outside.path(), ws.path().join("src/auth/out")).unwrap();
-    let set = IntentSet::parse(Path::new("active_intents.yaml"), INTENTS).unwrap();
-    let gate = Gatekeeper::new(Workspace::new(ws.path()).unwrap(), Arc::new(Fixed(Arc::new(set))));
-    let engine = Engine::open_with(ws.path(), vec![Registration::native("gatekeeper", Priority::Critical, vec![EventKind::PreToolUse], Arc::new(gate))]).unwrap();
+    // The engine registers the gatekeeper itself, with the intents of its active_intents.yaml.
+    let engine = Engine::open(ws.path()).unwrap();
+    assert!(engine.info().diagnostics.is_empty());
     (ws, outside, engine)
 }
 
@@ -111,7 +101,7 @@ fn unknown_or_closed_intents_cannot_be_selected() {
     let e = engine.evaluate(call("S", "select_active_intent", json!({ "intent_id": "INT-404" }))).unwrap();
     assert_eq!(reason(&e.decision), "there is no intent `INT-404`; available intents: INT-001 (Harden login), INT-003 (Everything)");
     let e = engine.evaluate(call("S", "select_active_intent", json!({ "intent_id": "INT-002" }))).unwrap();
-    assert!(reason(&e.decision).starts_with("intent `INT-002` is Blocked and takes no work"));
+    assert!(reason(&e.decision).starts_with("intent `INT-002` is BLOCKED and takes no work"));
 }
 
 #[test]
@@ -162,4 +152,117 @@ fn no_generated_path_outside_the_scope_is_ever_allowed() {
         }
     }
     assert!(allowed > 100, "the generator must also produce allowed writes ({allowed})");
+}
+
+fn select(engine: &Engine, session: &str, intent: &str) -> Decision {
+    engine.evaluate(call(session, "select_active_intent", json!({ "intent_id": intent }))).unwrap().decision
+}
+
+#[test]
+fn an_intent_has_one_holder_across_engines_and_is_free_again_when_the_task_ends() {
+    let (ws, _o, engine) = setup();
+    // A second engine on the same workspace stands for another process: the lease table is shared.
+    let other = Engine::open(ws.path()).unwrap();
+    assert_eq!(select(&engine, "A", "INT-001"), Decision::Allow);
+    let refused = select(&other, "B", "INT-001");
+    let Decision::Deny(d) = &refused else { panic!("{refused:?}") };
+    assert!(d.reason.contains("INT-001") && d.reason.contains("`A`"), "names the holder: {}", d.reason);
+    assert!(d.remediation.as_deref().unwrap().contains("INT-003"), "points at another intent: {:?}", d.remediation);
+    // B may take another intent meanwhile, and the holder's writes still pass.
+    assert_eq!(select(&other, "B", "INT-003"), Decision::Allow);
+    assert_eq!(engine.evaluate(write("A", "src/auth/a.js")).unwrap().decision, Decision::Allow);
+    // The holder's task ends: the lease goes, and so does A's right to write.
+    let mut done = Event::new(EventKind::TaskComplete);
+    done.ids.session = Some("A".into());
+    engine.evaluate(done).unwrap();
+    assert!(reason(&engine.evaluate(write("A", "src/auth/a.js")).unwrap().decision).contains("no intent is selected"));
+    assert_eq!(select(&other, "C", "INT-001"), Decision::Allow);
+}
+
+#[test]
+fn a_release_seen_from_another_process_is_honoured_within_the_recheck_time() {
+    let (ws, _o, engine) = setup();
+    assert_eq!(select(&engine, "A", "INT-001"), Decision::Allow);
+    assert_eq!(engine.evaluate(write("A", "src/auth/a.js")).unwrap().decision, Decision::Allow);
+    let other = Engine::open(ws.path()).unwrap();
+    assert_eq!(other.gatekeeper().release("A").unwrap(), 1);
+    std::thread::sleep(chokepoint_core::gatekeeper::RECHECK + std::time::Duration::from_millis(50));
+    assert!(matches!(engine.evaluate(write("A", "src/auth/a.js")).unwrap().decision, Decision::Deny(_)));
+}
+
+#[test]
+fn a_scope_expansion_is_asked_then_applies_to_the_session_once_approved() {
+    let (ws, _o, engine) = setup();
+    select(&engine, "S", "INT-001");
+    let request = |paths: serde_json::Value, why: &str| {
+        engine.evaluate(call("S", "scope_expansion_request", json!({ "intent_id": "INT-001", "paths": paths, "justification": why }))).unwrap().decision
+    };
+    let Decision::Ask { reasons } = request(json!(["lib/auth/**"]), "the helper moved") else { panic!() };
+    assert_eq!(reasons, ["gatekeeper: scope expansion for intent `INT-001`: lib/auth/** (justification: the helper moved)"]);
+    // Refused outright: no justification, governance files, outside the workspace, another intent.
+    assert!(reason(&request(json!(["lib/**"]), " ")).contains("needs a justification"));
+    assert!(reason(&request(json!([".orchestration/*"]), "x")).contains("governance"));
+    assert!(reason(&request(json!(["**"]), "x")).contains("governance"));
+    assert!(reason(&request(json!(["../elsewhere/**"]), "x")).contains("not a path inside the workspace"));
+    let other = engine.evaluate(call("S", "scope_expansion_request", json!({ "intent_id": "INT-003", "paths": ["x"], "justification": "y" }))).unwrap();
+    assert!(reason(&other.decision).contains("holds `INT-001`"));
+
+    assert!(matches!(engine.evaluate(write("S", "lib/auth/token.js")).unwrap().decision, Decision::Deny(_)));
+    let approval = Expansion {
+        session: "S".into(),
+        intent: "INT-001".into(),
+        paths: vec!["lib/auth/**".into()],
+        justification: "the helper moved".into(),
+        approved_by: "human".into(),
+        approved_at_ms: 1,
+    };
+    engine.gatekeeper().approve_expansion(&approval, false).unwrap();
+    assert_eq!(engine.evaluate(write("S", "lib/auth/token.js")).unwrap().decision, Decision::Allow);
+    // Another process sees the approval; another session does not get it.
+    let other = Engine::open(ws.path()).unwrap();
+    assert_eq!(other.evaluate(write("S", "lib/auth/token.js")).unwrap().decision, Decision::Allow);
+    assert_eq!(other.gatekeeper().shell_scope("S").unwrap().globs, ["src/auth/**", "lib/auth/**"]);
+    assert!(other.gatekeeper().shell_scope("S").unwrap().allows("lib/auth/x"));
+    assert!(!other.gatekeeper().shell_scope("T").unwrap().allows("lib/auth/x"));
+    // Saved for good: the YAML now lists it, and the next load gives it to every session.
+    engine.gatekeeper().approve_expansion(&approval, true).unwrap();
+    let text = fs::read_to_string(ws.path().join(".orchestration/active_intents.yaml")).unwrap();
+    assert!(text.contains("owned_scope: [\"src/auth/**\", \"lib/auth/**\"]"), "{text}");
+    engine.reload();
+    select(&engine, "T", "INT-003");
+    engine.evaluate(Event { ids: chokepoint_core::EventIds { session: Some("S".into()), ..Default::default() }, ..Event::new(EventKind::SessionEnd) }).unwrap();
+    select(&engine, "U", "INT-001");
+    assert_eq!(engine.evaluate(write("U", "lib/auth/token.js")).unwrap().decision, Decision::Allow);
+}
+
+#[test]
+fn write_tools_come_from_configuration_too() {
+    let (ws, _o, engine) = setup();
+    fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\ngatekeeper:\n  write_tools:\n    save_note: [target, also]\n").unwrap();
+    engine.reload();
+    select(&engine, "S", "INT-001");
+    assert_eq!(engine.evaluate(call("S", "save_note", json!({ "target": "src/auth/n.md" }))).unwrap().decision, Decision::Allow);
+    assert!(matches!(engine.evaluate(call("S", "save_note", json!({ "target": "src/auth/n.md", "also": "notes.md" }))).unwrap().decision, Decision::Deny(_)));
+    // The built-in table is still there.
+    assert!(matches!(engine.evaluate(call("S", "Write", json!({ "file_path": "x.md" }))).unwrap().decision, Decision::Deny(_)));
+}
+
+#[test]
+fn without_intents_the_gate_still_guards_the_governance_files() {
+    let ws = tempfile::tempdir().unwrap();
+    let engine = Engine::open(ws.path()).unwrap();
+    assert_eq!(engine.evaluate(write("S", "anything.js")).unwrap().decision, Decision::Allow);
+    assert!(reason(&engine.evaluate(write("S", ".orchestration/hooks.yaml")).unwrap().decision).contains("governance"));
+    assert!(reason(&engine.evaluate(write("S", "../x")).unwrap().decision).contains("outside the workspace"));
+    assert!(!ws.path().join(".orchestration/state.db").exists(), "judging writes creates no database");
+}
+
+#[test]
+fn an_invalid_intents_file_that_was_never_good_denies_every_write() {
+    let (ws, _o, _) = setup();
+    fs::write(ws.path().join(".orchestration/active_intents.yaml"), "version: 1\nactive_intents: [oops\n").unwrap();
+    let engine = Engine::open(ws.path()).unwrap();
+    assert!(!engine.info().diagnostics.is_empty());
+    assert!(reason(&engine.evaluate(write("S", "src/auth/a.js")).unwrap().decision).contains("no intent is selected"));
+    assert!(matches!(select(&engine, "S", "INT-001"), Decision::Deny(_)));
 }
