@@ -1,14 +1,18 @@
-//! The `chokepoint` command. This file owns argv, output formats and exit codes; every answer comes
-//! from `chokepoint-core`.
+//! The `chokepoint` command. This crate owns argv, output formats and exit codes; every answer comes
+//! from `chokepoint-core`. `main.rs` holds the command line; each group of commands has its module.
 //!
-//! Exit codes are part of the interface and stay stable: 0 success, 2 usage or configuration error,
-//! 1 any other failure. (Later commands add 1 = deny, 3 = ask for decisions.)
+//! Exit codes are part of the interface and stay stable: 0 success (or allow), 1 deny or other
+//! failure, 2 usage or configuration error, 3 ask.
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)] // a CLI prints; this is the one crate that may
 
-use chokepoint_core::{Diagnostic, Engine, EngineInfo};
+mod explain;
+mod info;
+mod intent;
+
+use chokepoint_core::Engine;
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
@@ -31,6 +35,15 @@ enum Command {
     /// Work with the workspace configuration (`.orchestration/`).
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Select, release and inspect the intents sessions work on (the handshake, from a terminal).
+    #[command(subcommand)]
+    Intent(intent::IntentCommand),
+    /// Judge one tool call against the workspace's current configuration, through the same chain as
+    /// an agent's call, and print the decision, every hook's outcome and the canonical paths judged.
+    /// Hooks run as they would for the agent (a command hook runs; `select_active_intent` takes the
+    /// lock); the tool itself does not. Exit code: 0 allow, 1 deny, 3 ask, 2 usage or configuration
+    /// error.
+    Explain(explain::ExplainArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -42,36 +55,22 @@ enum ConfigCommand {
     },
 }
 
-const EXIT_CONFIG: u8 = 2;
+pub const EXIT_DENY: u8 = 1;
+pub const EXIT_CONFIG: u8 = 2;
+pub const EXIT_ASK: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Info { workspace, json } => with_engine(&workspace, |engine| {
-            let info = engine.info();
-            if json {
-                println!("{}", info_json(&info));
-            } else {
-                print!("{}", info_text(&info));
-            }
-            ExitCode::SUCCESS
-        }),
-        Command::Config(ConfigCommand::Check { workspace }) => with_engine(&workspace, |engine| {
-            let info = engine.info();
-            if info.diagnostics.is_empty() {
-                println!("configuration ok: {} hooks, {} intents", info.hook_count, info.intent_ids.len());
-                ExitCode::SUCCESS
-            } else {
-                for d in &info.diagnostics {
-                    eprintln!("error: {d}");
-                }
-                ExitCode::from(EXIT_CONFIG)
-            }
-        }),
+        Command::Info { workspace, json } => with_engine(&workspace, |engine| info::info(engine, json)),
+        Command::Config(ConfigCommand::Check { workspace }) => with_engine(&workspace, info::check),
+        Command::Intent(command) => intent::run(command),
+        Command::Explain(args) => explain::run(args),
     }
 }
 
-fn with_engine(workspace: &std::path::Path, run: impl FnOnce(&Engine) -> ExitCode) -> ExitCode {
+/// Opens the workspace's engine, or says why not (exit 2).
+pub fn with_engine(workspace: &Path, run: impl FnOnce(&Engine) -> ExitCode) -> ExitCode {
     match Engine::open(workspace) {
         Ok(engine) => run(&engine),
         Err(e) => {
@@ -81,40 +80,29 @@ fn with_engine(workspace: &std::path::Path, run: impl FnOnce(&Engine) -> ExitCod
     }
 }
 
-fn info_text(info: &EngineInfo) -> String {
-    let list = |items: &[String]| if items.is_empty() { "none".to_owned() } else { items.join(", ") };
-    let events: Vec<String> = info.events.iter().map(ToString::to_string).collect();
-    let mut out = format!("chokepoint {}\n", info.version);
-    out += &format!("workspace   {}\n", info.workspace_root.display());
-    out += &format!(
-        "hooks       {} ({} hooks; events: {}; task types: {})\n",
-        info.hooks.status.as_str(),
-        info.hook_count,
-        list(&events),
-        list(&info.task_types)
-    );
-    out += &format!("intents     {} ({})\n", info.intents.status.as_str(), list(&info.intent_ids));
-    for d in &info.diagnostics {
-        out += &format!("error: {d}\n");
-    }
-    out
+/// Like [`with_engine`], for commands that judge: a configuration that does not load is a
+/// configuration error (exit 2) rather than a judgement by the built-in defaults.
+pub fn with_valid_engine(workspace: &Path, run: impl FnOnce(&Engine) -> ExitCode) -> ExitCode {
+    with_engine(workspace, |engine| {
+        let info = engine.info();
+        if info.diagnostics.is_empty() {
+            return run(engine);
+        }
+        for d in &info.diagnostics {
+            eprintln!("error: {d}");
+        }
+        eprintln!("error: the configuration does not load; fix it first (`chokepoint config check`)");
+        ExitCode::from(EXIT_CONFIG)
+    })
 }
 
-fn info_json(info: &EngineInfo) -> serde_json::Value {
-    let diagnostic = |d: &Diagnostic| {
-        serde_json::json!({
-            "file": d.file, "line": d.line, "column": d.column, "code": d.code, "message": d.message,
-        })
-    };
-    serde_json::json!({
-        "version": info.version,
-        "workspaceRoot": info.workspace_root,
-        "hooks": { "path": info.hooks.path, "status": info.hooks.status.as_str() },
-        "intents": { "path": info.intents.path, "status": info.intents.status.as_str() },
-        "hookCount": info.hook_count,
-        "events": info.events.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
-        "taskTypes": info.task_types,
-        "intentIds": info.intent_ids,
-        "diagnostics": info.diagnostics.iter().map(diagnostic).collect::<Vec<_>>(),
-    })
+/// The hook depth this process runs at: set by the engine for the commands it starts as hooks, so
+/// that what a hook asks is judged without running the hooks again.
+pub fn hook_depth() -> u32 {
+    std::env::var("CHOKEPOINT_HOOK_DEPTH").ok().and_then(|d| d.parse().ok()).unwrap_or(0)
+}
+
+/// A current-thread runtime for the commands that run the asynchronous chain (command hooks).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime starts").block_on(future)
 }

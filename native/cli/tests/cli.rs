@@ -63,3 +63,80 @@ fn a_missing_workspace_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: cannot open workspace `/no/such/workspace/here`"));
 }
+
+fn run_in(ws: &tempfile::TempDir, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_chokepoint")).args(args).current_dir(ws.path()).output().unwrap();
+    (out.status.code().unwrap(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn explain_exits_with_the_decision_and_shows_the_canonical_paths() {
+    let ws = sample_workspace();
+    let write = r#"{"path":"src/auth/../billing/x.js","content":"1"}"#;
+    let (code, out, _) = run_in(&ws, &["explain", "--session", "s1", "--tool", "write_to_file", "--input", write]);
+    assert_eq!(code, 1, "deny before the handshake: {out}");
+    assert!(out.contains("call `select_active_intent` first"), "{out}");
+    assert!(out.contains("src/auth/../billing/x.js  ->  src/billing/x.js"), "{out}");
+    assert!(out.contains("gatekeeper  deny"), "{out}");
+
+    let (code, out, err) = run_in(&ws, &["intent", "select", "--session", "s1", "--agent", "claude-code", "INT-001"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("<intent_context>\nid: INT-001"), "{out}");
+
+    // Another process, same session: the lease is shared through the workspace's state database.
+    let (code, out, _) = run_in(&ws, &["explain", "--session", "s1", "--tool", "write_to_file", "--input", write, "--json"]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["decision"], "deny");
+    assert_eq!(v["intent"], "INT-001");
+    assert_eq!(v["paths"], serde_json::json!([{ "raw": "src/auth/../billing/x.js", "canonical": "src/billing/x.js" }]));
+    assert_eq!(v["suggestedTool"], "scope_expansion_request");
+    assert_eq!(v["hooks"][0]["name"], "gatekeeper");
+
+    let (code, _, _) = run_in(&ws, &["explain", "--session", "s1", "--tool", "Edit", "--input", r#"{"file_path":"src/auth/login.js"}"#]);
+    assert_eq!(code, 0, "allow inside the scope");
+    let ask = r#"{"intent_id":"INT-001","paths":["src/billing/**"],"justification":"shared helper"}"#;
+    let (code, out, _) = run_in(&ws, &["explain", "--session", "s1", "--tool", "scope_expansion_request", "--input", ask]);
+    assert_eq!(code, 3, "an expansion request is an ask: {out}");
+    let (code, _, err) = run_in(&ws, &["explain", "--tool", "x", "--input", "[1]"]);
+    assert_eq!(code, 2, "usage error: {err}");
+}
+
+#[test]
+fn a_second_session_is_told_who_holds_the_intent_and_a_release_frees_it() {
+    let ws = sample_workspace();
+    assert_eq!(run_in(&ws, &["intent", "select", "--session", "a", "--agent", "claude-code", "INT-002"]).0, 0);
+    let (code, _, err) = run_in(&ws, &["intent", "select", "--session", "b", "INT-002"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("intent `INT-002` is locked by session `a`"), "{err}");
+    let (_, out, _) = run_in(&ws, &["intent", "list"]);
+    assert!(out.contains("INT-002  held by session `a` (agent `claude-code`)"), "{out}");
+    assert_eq!(run_in(&ws, &["intent", "release", "--session", "a"]).0, 0);
+    assert_eq!(run_in(&ws, &["intent", "select", "--session", "b", "INT-002"]).0, 0);
+}
+
+#[test]
+fn an_approved_expansion_opens_the_path_and_can_be_saved() {
+    let ws = sample_workspace();
+    assert_eq!(run_in(&ws, &["intent", "select", "--session", "s", "INT-002"]).0, 0);
+    let write = r#"{"path":"src/shared/money.js"}"#;
+    assert_eq!(run_in(&ws, &["explain", "--session", "s", "--tool", "write_to_file", "--input", write]).0, 1);
+    let (code, _, err) = run_in(&ws, &["intent", "approve", "--session", "s", "--intent", "INT-002", "--path", "src/shared/**", "--save"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(run_in(&ws, &["explain", "--session", "s", "--tool", "write_to_file", "--input", write]).0, 0);
+    let yaml = fs::read_to_string(ws.path().join(".orchestration/active_intents.yaml")).unwrap();
+    assert!(yaml.contains("      - src/billing/**\n      - \"src/shared/**\"\n"), "{yaml}");
+    assert_eq!(run_in(&ws, &["config", "check"]).0, 0, "the saved file is valid");
+    let (code, _, err) = run_in(&ws, &["intent", "approve", "--session", "s", "--intent", "INT-002", "--path", ".orchestration/**"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("governance"), "{err}");
+}
+
+#[test]
+fn explain_refuses_to_judge_with_a_broken_configuration() {
+    let ws = sample_workspace();
+    fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\nhooks: [\n").unwrap();
+    let (code, _, err) = run_in(&ws, &["explain", "--session", "s", "--tool", "write_to_file", "--input", "{}"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("hooks.yaml:"), "names the file and line: {err}");
+}

@@ -259,7 +259,15 @@ impl Gatekeeper {
             // Another live session holds it: say who and since when, and how to go on. Never wait.
             Err(held @ AcquireError::Held(_)) => Answer::Deny(Denial {
                 reason: held.to_string(),
-                remediation: Some(format!("Select another intent ({}) or wait for this one to be released.", available(&config.intents))),
+                remediation: Some({
+                    // Point at what is free now, not at what is held (this one included).
+                    let held: Vec<String> = leases.list().unwrap_or_default().into_iter().map(|l| l.intent).collect();
+                    let free = IntentSet {
+                        active_intents: config.intents.active_intents.iter().filter(|i| !held.contains(&i.id)).cloned().collect(),
+                        ..config.intents.clone()
+                    };
+                    format!("Select another intent ({}) or wait for this one to be released.", available(&free))
+                }),
                 suggested_tool: Some(SELECT_INTENT_TOOL.to_owned()),
             })
             .into(),
@@ -399,6 +407,14 @@ impl Gatekeeper {
             globs.push("**".to_owned());
         }
         Ok(ShellScope { intent: selection.map(|s| s.intent), set: glob_set(&globs), globs, governance: self.governance.clone() })
+    }
+
+    /// Who holds which intent now, across every process on the workspace.
+    pub fn holders(&self) -> Result<Vec<crate::leases::Lease>, String> {
+        if !self.sidecar.state_db().exists() {
+            return Ok(Vec::new());
+        }
+        self.leases()?.list().map_err(|e| e.to_string())
     }
 
     /// The gatekeeper's settings from the last good hooks.yaml (shell tools, writable dirs, Landlock).

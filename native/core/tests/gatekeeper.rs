@@ -266,3 +266,11 @@ fn an_invalid_intents_file_that_was_never_good_denies_every_write() {
     assert!(reason(&engine.evaluate(write("S", "src/auth/a.js")).unwrap().decision).contains("no intent is selected"));
     assert!(matches!(select(&engine, "S", "INT-001"), Decision::Deny(_)));
 }
+
+#[test]
+fn a_locked_intent_points_the_second_agent_at_free_ones_only() {
+    let (_ws, _o, engine) = setup();
+    assert_eq!(select(&engine, "A", "INT-001"), Decision::Allow);
+    let Decision::Deny(d) = select(&engine, "B", "INT-001") else { panic!() };
+    assert_eq!(d.remediation.as_deref(), Some("Select another intent (available intents: INT-003 (Everything)) or wait for this one to be released."));
+}
