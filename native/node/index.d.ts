@@ -56,6 +56,18 @@ export declare class Engine {
    * running. A host hook that is called afterwards fails (and its failure mode applies).
    */
   close(): void
+  /** The intent a session holds, as every process on the workspace sees it; null if none. */
+  selectedIntent(sessionId: string): string | null
+  /** Who holds which intent now, across every process on the workspace. */
+  intentHolders(): Array<IntentHolder>
+  /** Releases the intent a session holds; returns how many leases were released (0 or 1). */
+  releaseIntent(sessionId: string): number
+  /**
+   * Records an approved scope expansion (and, with `save`, writes it into active_intents.yaml).
+   * Throws with the reason when the paths cannot be granted (governance files, outside the
+   * workspace, an invalid glob).
+   */
+  approveScopeExpansion(expansion: ScopeExpansion): void
   /** The piped hook output waiting for this session's next turn, oldest first; empties the queue. */
   drainPiped(sessionId: string): Array<Piped>
 }
@@ -177,12 +189,34 @@ export interface HostHookSpec {
   paths?: Array<string>
 }
 
+/** Who holds an intent (a lease in the workspace's state database). */
+export interface IntentHolder {
+  intentId: string
+  sessionId: string
+  agentId?: string
+  /** Unix milliseconds. */
+  since: number
+  expires: number
+}
+
 /** Does nothing. The baseline of the binding benchmarks: the cost of crossing napi and no more. */
 export declare function noop(): void
 
 export interface Piped {
   hook: string
   text: string
+}
+
+/** An approved `scope_expansion_request`. */
+export interface ScopeExpansion {
+  sessionId: string
+  intentId: string
+  paths: Array<string>
+  justification: string
+  /** Who approved it: `human`, a policy's name, a reviewer. */
+  approvedBy: string
+  /** Also add the paths to the intent's owned_scope in active_intents.yaml. */
+  save?: boolean
 }
 
 /** The version of the native core. */

@@ -151,11 +151,22 @@ describe('the chokepoint', () => {
     );
     chokepoint.reload();
     const write = (p: string, content: string) => ({ event: 'PreToolUse', tool: 'write_to_file', input: { path: p, content }, paths: [p], sessionId: 'ext-test' });
-    const env = await chokepoint.evaluate(write('.env', 'x'));
+    // The gatekeeper comes first: no write before the session selects an intent.
+    const early = await chokepoint.evaluate(write('src/auth/a.js', 'small'));
+    assert.strictEqual(early.decision, 'deny');
+    assert.match(early.reason ?? '', /call `select_active_intent` first/);
+    const handshake = await chokepoint.evaluate({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-001' }, sessionId: 'ext-test' });
+    assert.strictEqual(handshake.decision, 'allow');
+    const env = await chokepoint.evaluate(write('src/auth/.env', 'x'));
     assert.deepStrictEqual([env.decision, env.reason, env.suggestedTool], ['deny', 'secrets stay out', 'scope_expansion_request']);
-    const big = await chokepoint.evaluate(write('src/a.js', 'x'.repeat(50)));
-    assert.deepStrictEqual([big.decision, big.reason], ['deny', 'too big: src/a.js']);
-    const ok = await chokepoint.evaluate(write('src/a.js', 'small'));
+    const big = await chokepoint.evaluate(write('src/auth/a.js', 'x'.repeat(50)));
+    assert.deepStrictEqual([big.decision, big.reason], ['deny', 'too big: src/auth/a.js']);
+    const ok = await chokepoint.evaluate(write('src/auth/a.js', 'small'));
     assert.strictEqual(ok.decision, 'allow');
+    const outside = await chokepoint.evaluate(write('src/billing/a.js', 'small'));
+    assert.deepStrictEqual([outside.decision, outside.suggestedTool], ['deny', 'scope_expansion_request']);
+    // The end of the task frees the intent.
+    await chokepoint.evaluate({ event: 'TaskComplete', sessionId: 'ext-test' });
+    assert.strictEqual((await chokepoint.evaluate(write('src/auth/a.js', 'small'))).decision, 'deny');
   });
 });

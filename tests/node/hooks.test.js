@@ -37,7 +37,9 @@ test('evaluateAsync runs command hooks and resolves with the decision', async ()
   assert.strictEqual(denied.reason, 'secrets stay out');
   assert.deepStrictEqual(ran(denied), ['no-env-files:deny']);
   const allowed = await engine.evaluateAsync(write('src/a.js'), { outcomes: 'all' });
-  assert.deepStrictEqual([allowed.decision, ran(allowed)], ['allow', []]);
+  // The engine's own gatekeeper runs first in every PreToolUse chain (no intents here: it only guards
+  // the governance files), then the configured hook, whose path matcher does not match.
+  assert.deepStrictEqual([allowed.decision, ran(allowed)], ['allow', ['gatekeeper:allow']]);
 });
 
 test('a host hook written in JavaScript gates, and runs before configured hooks of its priority', async () => {
@@ -49,7 +51,7 @@ test('a host hook written in JavaScript gates, and runs before configured hooks 
   assert.deepStrictEqual([denied.decision, denied.reason, denied.suggestedTool], ['deny', 'not that file', 'scope_expansion_request']);
   assert.deepStrictEqual(ran(denied), ['js-gate:deny']);
   const allowed = await engine.evaluateAsync(write('ok.txt'), { outcomes: 'all' });
-  assert.deepStrictEqual(ran(allowed), ['js-gate:allow', 'yaml-gate:allow']);
+  assert.deepStrictEqual(ran(allowed), ['gatekeeper:allow', 'js-gate:allow', 'yaml-gate:allow']);
   // By default only the deciding outcomes cross back: a plain allow has none.
   assert.strictEqual((await engine.evaluateAsync(write('ok.txt'))).outcomes, undefined);
 });
@@ -137,6 +139,6 @@ test('a host hook that asks the engine about the event it was given does not re-
     return { decision: 'allow' };
   });
   const outer = await engine.evaluateAsync(write('a.txt'), { outcomes: 'all' });
-  assert.deepStrictEqual([calls, outer.decision, ran(outer)], [1, 'allow', ['curious:allow']]);
+  assert.deepStrictEqual([calls, outer.decision, ran(outer)], [1, 'allow', ['gatekeeper:allow', 'curious:allow']]);
   assert.strictEqual(inner.reentered, true);
 });

@@ -288,3 +288,22 @@ fn an_edit_is_picked_up_while_running_debounced_and_a_bad_one_keeps_the_last_goo
     assert_eq!(diagnostics.len(), 1);
     assert_eq!(engine.plan(&chokepoint_core::Event::new(EventKind::TurnEnd)), ["h2"], "the last good configuration keeps running");
 }
+
+/// The README's YAML examples are configurations this engine accepts, so the documentation cannot
+/// drift from the types.
+#[test]
+fn the_readme_examples_are_valid_configuration() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let blocks: Vec<&str> = readme.split("```yaml\n").skip(1).map(|b| b.split("```").next().unwrap()).collect();
+    assert!(blocks.len() >= 3, "the README shows hooks.yaml, active_intents.yaml and the gatekeeper section");
+    for block in blocks {
+        let result = if block.contains("schema/active_intents") {
+            chokepoint_core::IntentSet::parse(Path::new("README.md"), block).map(|_| ())
+        } else if block.starts_with("gatekeeper:") {
+            chokepoint_core::HooksConfig::parse(Path::new("README.md"), &format!("version: 1\n{block}")).map(|_| ())
+        } else {
+            chokepoint_core::HooksConfig::parse(Path::new("README.md"), block).map(|_| ())
+        };
+        assert!(result.is_ok(), "README example does not load: {result:?}\n{block}");
+    }
+}

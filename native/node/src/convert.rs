@@ -139,6 +139,50 @@ pub struct JsPiped {
     pub text: String,
 }
 
+/// Who holds an intent (a lease in the workspace's state database).
+#[napi(object, js_name = "IntentHolder")]
+pub struct JsIntentHolder {
+    pub intent_id: String,
+    pub session_id: String,
+    pub agent_id: Option<String>,
+    /// Unix milliseconds.
+    pub since: f64,
+    pub expires: f64,
+}
+
+impl From<core::leases::Lease> for JsIntentHolder {
+    fn from(l: core::leases::Lease) -> Self {
+        JsIntentHolder { intent_id: l.intent, session_id: l.session, agent_id: l.agent, since: l.acquired_at_ms as f64, expires: l.expires_at_ms as f64 }
+    }
+}
+
+/// An approved `scope_expansion_request`.
+#[napi(object, js_name = "ScopeExpansion")]
+pub struct JsScopeExpansion {
+    pub session_id: String,
+    pub intent_id: String,
+    pub paths: Vec<String>,
+    pub justification: String,
+    /// Who approved it: `human`, a policy's name, a reviewer.
+    pub approved_by: String,
+    /// Also add the paths to the intent's owned_scope in active_intents.yaml.
+    pub save: Option<bool>,
+}
+
+impl JsScopeExpansion {
+    pub fn into_core(self) -> (core::scope_expansion::Expansion, bool) {
+        let expansion = core::scope_expansion::Expansion {
+            session: self.session_id,
+            intent: self.intent_id,
+            paths: self.paths,
+            justification: self.justification,
+            approved_by: self.approved_by,
+            approved_at_ms: core::clock::now_ms(),
+        };
+        (expansion, self.save.unwrap_or(false))
+    }
+}
+
 /// What a host hook answers.
 #[napi(object, js_name = "HookAnswer")]
 pub struct JsHookAnswer {

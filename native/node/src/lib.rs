@@ -11,7 +11,7 @@ mod convert;
 mod host;
 
 use chokepoint_core as core;
-use convert::{JsEngineInfo, JsEvaluateOptions, JsEvaluation, JsEvent, JsEventContext, JsHostHookSpec, JsPiped};
+use convert::{JsEngineInfo, JsEvaluateOptions, JsEvaluation, JsEvent, JsEventContext, JsHostHookSpec, JsIntentHolder, JsPiped, JsScopeExpansion};
 use host::{HostFn, HostTable};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use std::sync::Arc;
@@ -144,6 +144,34 @@ impl Engine {
     #[napi]
     pub fn close(&self) {
         self.host.clear();
+    }
+
+    /// The intent a session holds, as every process on the workspace sees it; null if none.
+    #[napi(catch_unwind)]
+    pub fn selected_intent(&self, session_id: String) -> Option<String> {
+        self.inner.gatekeeper().selected(&session_id)
+    }
+
+    /// Who holds which intent now, across every process on the workspace.
+    #[napi(catch_unwind)]
+    pub fn intent_holders(&self) -> Result<Vec<JsIntentHolder>> {
+        let holders = self.inner.gatekeeper().holders().map_err(|e| Error::new(Status::GenericFailure, e))?;
+        Ok(holders.into_iter().map(Into::into).collect())
+    }
+
+    /// Releases the intent a session holds; returns how many leases were released (0 or 1).
+    #[napi(catch_unwind)]
+    pub fn release_intent(&self, session_id: String) -> Result<u32> {
+        self.inner.gatekeeper().release(&session_id).map(|n| n as u32).map_err(|e| Error::new(Status::GenericFailure, e))
+    }
+
+    /// Records an approved scope expansion (and, with `save`, writes it into active_intents.yaml).
+    /// Throws with the reason when the paths cannot be granted (governance files, outside the
+    /// workspace, an invalid glob).
+    #[napi(catch_unwind)]
+    pub fn approve_scope_expansion(&self, expansion: JsScopeExpansion) -> Result<()> {
+        let (expansion, save) = expansion.into_core();
+        self.inner.gatekeeper().approve_expansion(&expansion, save).map_err(|e| Error::new(Status::InvalidArg, e))
     }
 
     /// The piped hook output waiting for this session's next turn, oldest first; empties the queue.

@@ -1,0 +1,74 @@
+// The intent gatekeeper through the binding, as the extension drives it: the handshake on the
+// synchronous entry, the lock shared with another process (the `chokepoint` CLI), the session's
+// release, and an approved scope expansion.
+'use strict';
+const { test, after } = require('node:test');
+const assert = require('node:assert');
+const { execFileSync } = require('child_process');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const ROOT = path.resolve(__dirname, '../..');
+const binding = require(path.join(ROOT, 'native/node'));
+const CLI = path.join(ROOT, 'target/release/chokepoint');
+const made = [];
+after(() => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+
+function sampleWorkspace() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-gate-test-'));
+  made.push(dir);
+  fs.cpSync(path.join(ROOT, 'tests/fixtures/sample-workspace'), dir, { recursive: true });
+  fs.mkdirSync(path.join(dir, '.orchestration'));
+  for (const f of ['hooks.yaml', 'active_intents.yaml']) fs.copyFileSync(path.join(ROOT, '.orchestration', f), path.join(dir, '.orchestration', f));
+  return dir;
+}
+
+const ctx = (sessionId) => ({ sessionId });
+const select = (engine, sessionId, intent) => engine.evaluate('PreToolUse', 'select_active_intent', null, { intent_id: intent }, ctx(sessionId));
+const write = (engine, sessionId, p) => engine.evaluate('PreToolUse', 'write_to_file', [p], { path: p, content: 'x' }, ctx(sessionId));
+
+test('a write before the handshake is refused; after it, the scope decides', () => {
+  const engine = binding.Engine.open(sampleWorkspace());
+  const before = write(engine, 'S', 'src/auth/login.js');
+  assert.strictEqual(before.decision, 'deny');
+  assert.match(before.reason, /call `select_active_intent` first; available intents: INT-001/);
+  const handshake = select(engine, 'S', 'INT-001');
+  assert.strictEqual(handshake.decision, 'allow');
+  assert.match(handshake.additionalContext[0], /^<intent_context>\nid: INT-001\n/);
+  assert.strictEqual(engine.selectedIntent('S'), 'INT-001');
+  assert.strictEqual(write(engine, 'S', 'src/auth/login.js').decision, 'allow');
+  const outside = write(engine, 'S', 'src/billing/invoice.js');
+  assert.deepStrictEqual([outside.decision, outside.suggestedTool], ['deny', 'scope_expansion_request']);
+  assert.match(write(engine, 'S', '.orchestration/hooks.yaml').reason, /governance file/);
+});
+
+test('the lock is shared with another process, and released when the session says so', () => {
+  const dir = sampleWorkspace();
+  const engine = binding.Engine.open(dir);
+  assert.strictEqual(select(engine, 'ext-session', 'INT-002').decision, 'allow');
+  // The CLI is another process on the same workspace.
+  let err;
+  try {
+    execFileSync(CLI, ['intent', 'select', '--workspace', dir, '--session', 'cli-session', 'INT-002'], { stdio: 'pipe' });
+  } catch (e) {
+    err = e;
+  }
+  assert.strictEqual(err?.status, 1);
+  assert.match(err.stderr.toString(), /intent `INT-002` is locked by session `ext-session`/);
+  assert.deepStrictEqual(engine.intentHolders().map((h) => [h.intentId, h.sessionId]), [['INT-002', 'ext-session']]);
+  assert.strictEqual(engine.releaseIntent('ext-session'), 1);
+  execFileSync(CLI, ['intent', 'select', '--workspace', dir, '--session', 'cli-session', 'INT-002'], { stdio: 'pipe' });
+  assert.strictEqual(select(engine, 'ext-session', 'INT-002').decision, 'deny');
+});
+
+test('an approved scope expansion opens the paths for that session; a bad one throws with the reason', () => {
+  const engine = binding.Engine.open(sampleWorkspace());
+  select(engine, 'S', 'INT-001');
+  const ask = engine.evaluate('PreToolUse', 'scope_expansion_request', null, { intent_id: 'INT-001', paths: ['lib/auth/**'], justification: 'shared helper' }, ctx('S'));
+  assert.strictEqual(ask.decision, 'ask');
+  assert.strictEqual(write(engine, 'S', 'lib/auth/token.js').decision, 'deny');
+  engine.approveScopeExpansion({ sessionId: 'S', intentId: 'INT-001', paths: ['lib/auth/**'], justification: 'shared helper', approvedBy: 'human' });
+  assert.strictEqual(write(engine, 'S', 'lib/auth/token.js').decision, 'allow');
+  assert.throws(() => engine.approveScopeExpansion({ sessionId: 'S', intentId: 'INT-001', paths: ['.orchestration/**'], justification: 'x', approvedBy: 'human' }), /governance/);
+});
