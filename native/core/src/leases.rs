@@ -1,1 +1,621 @@
-//! (being written)
+//! Intent leases: which session may write under which intent, agreed across processes.
+//!
+//! Several processes act on one workspace at once (agents' hooks, CLI invocations, the VS Code
+//! extension), and exactly one session may hold an intent at a time. The lock therefore lives in a
+//! file every process can open, `.orchestration/state.db`, and not in any process's memory.
+//!
+//! - **Why SQLite.** It gives atomic, crash-safe, cross-process transactions on a plain file, on every
+//!   platform, without a daemon to start, find and keep alive. Advisory file locks alone would need
+//!   their own format, their own crash recovery and their own portability work.
+//! - **Why `BEGIN IMMEDIATE`.** A deferred transaction reads first and takes the write lock only at its
+//!   first write, so two processes could both read "free" and then both try to write. `IMMEDIATE`
+//!   takes the write lock before the read: the read-decide-write of one process is never interleaved
+//!   with another's. Every write of this module goes through [`Leases::write`], which uses it.
+//! - **Why compare-and-swap on a version.** Each intent's row carries a version that grows by one
+//!   each time a new session takes the intent and is never reused (the row outlives a release for
+//!   that reason). A take or renewal writes `WHERE intent = ? AND version = ?` with the version it
+//!   read, so a write decided on a stale view changes nothing and is reported as "held", never
+//!   applied. Under `IMMEDIATE` this cannot happen through SQLite; the check keeps the module
+//!   correct if the locking is ever weakened, and the version is the fencing token of one tenure.
+//! - **Why leases expire.** A session's process can die without releasing (a killed agent, a closed
+//!   editor, a power cut). A lock that outlived its holder would block the intent forever; a lease
+//!   that is not renewed frees itself after its time to live, and another session can take it over.
+//!
+//! `SQLITE_BUSY` never reaches an agent: a busy timeout lets SQLite wait for the write lock, and a
+//! bounded retry loop with jittered backoff covers the cases where SQLite returns busy at once. Only
+//! after [`BUSY_GIVE_UP`] does an operation fail, with [`LeaseError::Busy`].
+
+use std::fmt;
+use std::hash::{BuildHasher, RandomState};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior, params};
+
+use crate::clock;
+
+/// The schema version this build writes, kept in `PRAGMA user_version`. A database with a newer one
+/// is refused rather than misread.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// How long SQLite itself waits for another connection's write lock before answering busy. Writes
+/// here take well under a millisecond, so a wait this long means a stuck or very slow writer.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long an operation keeps retrying a busy database before it fails with [`LeaseError::Busy`].
+pub const BUSY_GIVE_UP: Duration = Duration::from_secs(10);
+
+/// Who asks for a lease: the session that will write, and the agent running it (for messages).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub session: String,
+    pub agent: Option<String>,
+}
+
+impl Holder {
+    pub fn new(session: impl Into<String>, agent: Option<&str>) -> Holder {
+        Holder { session: session.into(), agent: agent.map(str::to_owned) }
+    }
+}
+
+/// A live lease: `session` holds `intent` until `expires_at_ms` unless it renews or releases it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub intent: String,
+    pub session: String,
+    pub agent: Option<String>,
+    /// The tenure's fencing token: grows by one each time a new session takes the intent.
+    pub version: u64,
+    pub acquired_at_ms: u64,
+    pub renewed_at_ms: u64,
+    pub expires_at_ms: u64,
+}
+
+/// A failure of the lock database itself: I/O, a busy database, a newer schema, or misuse.
+#[derive(Debug)]
+pub enum LeaseError {
+    /// No transaction got through within [`BUSY_GIVE_UP`].
+    Busy { db: PathBuf, waited: Duration },
+    /// The database was written by a newer Chokepoint.
+    NewerSchema { db: PathBuf, found: i64, supported: i64 },
+    /// The caller passed something no lease can be made of (an empty id, a zero time to live).
+    Invalid(&'static str),
+    Sqlite { db: PathBuf, op: &'static str, source: rusqlite::Error },
+}
+
+impl fmt::Display for LeaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LeaseError::Busy { db, waited } => write!(
+                f,
+                "the lock database {} is busy: no transaction got through in {} s; another process may be \
+                 stuck inside a write to it (try again, or end that process)",
+                db.display(),
+                waited.as_secs()
+            ),
+            LeaseError::NewerSchema { db, found, supported } => write!(
+                f,
+                "the lock database {} has schema version {found}, newer than the {supported} this chokepoint \
+                 understands; upgrade chokepoint, or delete the file while no agent is running",
+                db.display()
+            ),
+            LeaseError::Invalid(what) => f.write_str(what),
+            LeaseError::Sqlite { db, op, source } => {
+                write!(f, "the lock database {}: {op} failed: {source}", db.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for LeaseError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LeaseError::Sqlite { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Why a session did not get (or keep) a lease. The `Display` of each is what the agent reads as its
+/// tool error, so it names who holds the intent and what to do next.
+#[derive(Debug)]
+pub enum AcquireError {
+    /// Another session holds the intent and its lease is live: the other holder's lease.
+    Held(Lease),
+    /// Renewal too late: the session's lease expired and `by` took the intent over from it.
+    Lost { session: String, by: Box<Lease> },
+    /// Renewal of an intent the session does not hold (released, or never taken).
+    NotHeld { intent: String, session: String },
+    Store(LeaseError),
+}
+
+impl From<LeaseError> for AcquireError {
+    fn from(error: LeaseError) -> Self {
+        AcquireError::Store(error)
+    }
+}
+
+/// "session `s-1` (agent `claude-code`)", or without the agent when it is unknown.
+fn who(lease: &Lease) -> String {
+    match &lease.agent {
+        Some(agent) => format!("session `{}` (agent `{agent}`)", lease.session),
+        None => format!("session `{}`", lease.session),
+    }
+}
+
+impl fmt::Display for AcquireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AcquireError::Held(lease) => write!(
+                f,
+                "intent `{}` is locked by {} since {}; select another intent or wait until it is released \
+                 (the lease expires at {} unless renewed)",
+                lease.intent,
+                who(lease),
+                clock::format_utc(lease.acquired_at_ms),
+                clock::format_utc(lease.expires_at_ms)
+            ),
+            AcquireError::Lost { session, by } => write!(
+                f,
+                "session `{session}` lost its lock on intent `{}`: the lease expired and {} took the intent \
+                 over at {}; stop writing under `{}`, and select another intent or wait until it is released \
+                 (that lease expires at {} unless renewed)",
+                by.intent,
+                who(by),
+                clock::format_utc(by.acquired_at_ms),
+                by.intent,
+                clock::format_utc(by.expires_at_ms)
+            ),
+            AcquireError::NotHeld { intent, session } => write!(
+                f,
+                "session `{session}` does not hold intent `{intent}` (it was released, or never selected); \
+                 select the intent again before writing under it"
+            ),
+            AcquireError::Store(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for AcquireError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AcquireError::Store(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// The lease table of one workspace. One connection, shared by the threads of this process; other
+/// processes open their own.
+pub struct Leases {
+    db: PathBuf,
+    conn: Mutex<Connection>,
+    clock: Box<dyn Fn() -> u64 + Send + Sync>,
+}
+
+impl fmt::Debug for Leases {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Leases").field("db", &self.db).finish_non_exhaustive()
+    }
+}
+
+/// One step of a write transaction: done (commit), or the compare-and-swap found the row changed and
+/// nobody holds it now, so the whole transaction is tried again on a fresh read.
+enum Step<T> {
+    Done(T),
+    Retry,
+}
+
+/// A row of the `leases` table; `holder` is `None` once released.
+struct Row {
+    holder: Option<String>,
+    agent: Option<String>,
+    version: u64,
+    acquired_at: u64,
+    renewed_at: u64,
+    expires_at: u64,
+    taken_from: Option<String>,
+}
+
+impl Row {
+    const COLUMNS: &'static str = "holder, agent, version, acquired_at, renewed_at, expires_at, taken_from";
+
+    /// The row's [`Row::COLUMNS`], starting at column `first` of the result.
+    fn read(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Row> {
+        Ok(Row {
+            holder: row.get(first)?,
+            agent: row.get(first + 1)?,
+            version: uint(row.get(first + 2)?),
+            acquired_at: uint(row.get(first + 3)?),
+            renewed_at: uint(row.get(first + 4)?),
+            expires_at: uint(row.get(first + 5)?),
+            taken_from: row.get(first + 6)?,
+        })
+    }
+
+    fn lease(self, intent: &str) -> Option<Lease> {
+        Some(Lease {
+            intent: intent.to_owned(),
+            session: self.holder?,
+            agent: self.agent,
+            version: self.version,
+            acquired_at_ms: self.acquired_at,
+            renewed_at_ms: self.renewed_at,
+            expires_at_ms: self.expires_at,
+        })
+    }
+
+    fn is_live(&self, now: u64) -> bool {
+        self.holder.is_some() && self.expires_at > now
+    }
+}
+
+const SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS leases (
+        intent      TEXT PRIMARY KEY NOT NULL,
+        holder      TEXT,              -- the session; NULL once released (the row keeps the version)
+        agent       TEXT,
+        version     INTEGER NOT NULL,  -- grows by one per new holder, never reused
+        acquired_at INTEGER NOT NULL,  -- unix milliseconds
+        renewed_at  INTEGER NOT NULL,
+        expires_at  INTEGER NOT NULL,
+        taken_from  TEXT               -- whose expired lease this tenure took over, to tell them so
+    ) STRICT;
+    CREATE INDEX IF NOT EXISTS leases_by_holder ON leases (holder) WHERE holder IS NOT NULL;
+";
+
+impl Leases {
+    /// Opens (creating it if missing) the lock database at `db`, whose parent folder must exist.
+    pub fn open(db: &Path) -> Result<Leases, LeaseError> {
+        Leases::open_with_clock(db, clock::now_ms)
+    }
+
+    /// [`Leases::open`] with another source of "now" in unix milliseconds (tests move time by hand).
+    /// Every process on one database must agree on the clock, so outside tests use [`Leases::open`].
+    pub fn open_with_clock(db: &Path, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Result<Leases, LeaseError> {
+        let sqlite = |op| move |source| LeaseError::Sqlite { db: db.to_owned(), op, source };
+        let conn = Connection::open(db).map_err(sqlite("open"))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite("set the busy timeout"))?;
+        let leases = Leases { db: db.to_owned(), conn: Mutex::new(conn), clock: Box::new(clock) };
+        // Several processes may open a new database at once: switching it to WAL and creating the
+        // schema can meet a busy database like any write, so both go through the same retries.
+        leases.retrying("set up", |conn| {
+            // WAL lets readers (the sidebar's list, the gate's checks) proceed while a write is under
+            // way, and makes a commit one append instead of a rollback journal's several writes. The
+            // mode is stored in the file; if the file system cannot share memory for WAL, SQLite keeps
+            // the rollback journal, which is slower but just as correct, so the answer is not checked.
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            // NORMAL in WAL mode syncs at checkpoints, not at every commit: a power cut can lose the
+            // last few lease changes but never corrupts the file. Leases are runtime state whose holders
+            // die in the same power cut, so per-commit fsyncs would buy nothing and cost every acquire.
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+            if found > SCHEMA_VERSION {
+                return Ok(Step::Done(Err(found)));
+            }
+            if found < SCHEMA_VERSION {
+                tx.execute_batch(SCHEMA)?;
+                tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+            }
+            tx.commit()?;
+            Ok(Step::Done(Ok(())))
+        })?
+        .map_err(|found| LeaseError::NewerSchema { db: db.to_owned(), found, supported: SCHEMA_VERSION })?;
+        Ok(leases)
+    }
+
+    /// The database file this opened.
+    pub fn path(&self) -> &Path {
+        &self.db
+    }
+
+    /// Takes `intent` for `holder` for `ttl`: free, released or expired (another session's lease is
+    /// taken over, with a new version) → taken; already held by this session → renewed; held by
+    /// another live session → [`AcquireError::Held`]. A session holds at most one intent: taking
+    /// one releases the session's previous lease in the same transaction.
+    pub fn acquire(&self, intent: &str, holder: &Holder, ttl: Duration) -> Result<Lease, AcquireError> {
+        check_id(intent, "the intent id is empty")?;
+        check_id(&holder.session, "the session id is empty")?;
+        let ttl = ttl_ms(ttl)?;
+        let session = holder.session.as_str();
+        self.write("acquire a lease", |tx, now| {
+            let tenure = |version, acquired_at| Lease {
+                intent: intent.to_owned(),
+                session: session.to_owned(),
+                agent: holder.agent.clone(),
+                version,
+                acquired_at_ms: acquired_at,
+                renewed_at_ms: now,
+                expires_at_ms: expiry(now, ttl),
+            };
+            let (lease, taken) = match read_row(tx, intent)? {
+                // Ours, live or expired without anyone taking it since: the same tenure goes on.
+                Some(row) if row.holder.as_deref() == Some(session) => {
+                    let lease = tenure(row.version, row.acquired_at);
+                    let taken = cas(tx, row.version, &lease, row.taken_from.as_deref())?;
+                    (lease, taken)
+                }
+                Some(row) if row.is_live(now) => return Ok(held(row, intent)),
+                // Released, or another session's expired lease: a new tenure.
+                Some(row) => {
+                    let lease = tenure(row.version + 1, now);
+                    let taken = cas(tx, row.version, &lease, row.holder.as_deref())?;
+                    (lease, taken)
+                }
+                None => {
+                    let lease = tenure(1, now);
+                    let taken = insert(tx, &lease)?;
+                    (lease, taken)
+                }
+            };
+            if !taken {
+                // Someone else won between our read and our write: report them, as they now hold it.
+                return Ok(match read_row(tx, intent)? {
+                    Some(row) => held(row, intent),
+                    None => Step::Retry,
+                });
+            }
+            tx.prepare_cached(
+                "UPDATE leases SET holder = NULL, agent = NULL, taken_from = NULL, expires_at = MIN(expires_at, ?3)
+                 WHERE holder = ?1 AND intent <> ?2",
+            )?
+            .execute(params![session, intent, int(now)])?;
+            Ok(Step::Done(Ok(lease)))
+        })?
+    }
+
+    /// Extends the session's lease on `intent` to `ttl` from now. A lease that expired is renewed if
+    /// nobody took it over; if someone did, [`AcquireError::Lost`] names them. A session that does not
+    /// hold the intent gets [`AcquireError::Held`] if another live session does, else
+    /// [`AcquireError::NotHeld`].
+    pub fn renew(&self, intent: &str, session: &str, ttl: Duration) -> Result<Lease, AcquireError> {
+        check_id(intent, "the intent id is empty")?;
+        check_id(session, "the session id is empty")?;
+        let ttl = ttl_ms(ttl)?;
+        self.write("renew a lease", |tx, now| {
+            let not_held = || AcquireError::NotHeld { intent: intent.to_owned(), session: session.to_owned() };
+            let row = match read_row(tx, intent)? {
+                Some(row) if row.holder.as_deref() == Some(session) => row,
+                Some(row) => {
+                    let lost = row.taken_from.as_deref() == Some(session);
+                    let live = row.is_live(now);
+                    return Ok(Step::Done(Err(match row.lease(intent) {
+                        Some(by) if lost => AcquireError::Lost { session: session.to_owned(), by: Box::new(by) },
+                        Some(other) if live => AcquireError::Held(other),
+                        _ => not_held(),
+                    })));
+                }
+                None => return Ok(Step::Done(Err(not_held()))),
+            };
+            let lease = Lease {
+                intent: intent.to_owned(),
+                session: session.to_owned(),
+                agent: row.agent,
+                version: row.version,
+                acquired_at_ms: row.acquired_at,
+                renewed_at_ms: now,
+                expires_at_ms: expiry(now, ttl),
+            };
+            Ok(match cas(tx, row.version, &lease, row.taken_from.as_deref())? {
+                true => Step::Done(Ok(lease)),
+                false => Step::Retry,
+            })
+        })?
+    }
+
+    /// Releases `intent` if `session` holds it (an expired lease nobody took over counts as held).
+    /// Returns whether it did; releasing what one does not hold is not an error.
+    pub fn release(&self, intent: &str, session: &str) -> Result<bool, LeaseError> {
+        let released = self.write("release a lease", |tx, now| {
+            let sql = "UPDATE leases SET holder = NULL, agent = NULL, taken_from = NULL, expires_at = MIN(expires_at, ?3)
+                       WHERE intent = ?1 AND holder = ?2";
+            Ok(Step::Done(tx.prepare_cached(sql)?.execute(params![intent, session, int(now)])?))
+        })?;
+        Ok(released > 0)
+    }
+
+    /// Releases every lease of `session` (its task completed, or the session ended). Returns how many.
+    pub fn release_session(&self, session: &str) -> Result<usize, LeaseError> {
+        self.write("release a session's leases", |tx, now| {
+            let sql = "UPDATE leases SET holder = NULL, agent = NULL, taken_from = NULL, expires_at = MIN(expires_at, ?2)
+                       WHERE holder = ?1";
+            Ok(Step::Done(tx.prepare_cached(sql)?.execute(params![session, int(now)])?))
+        })
+    }
+
+    /// The live lease of `session`, if it holds one.
+    pub fn held_by(&self, session: &str) -> Result<Option<Lease>, LeaseError> {
+        let sql = format!(
+            "SELECT intent, {} FROM leases WHERE holder = ?1 AND expires_at > ?2
+             ORDER BY renewed_at DESC LIMIT 1",
+            Row::COLUMNS
+        );
+        self.read("read a session's lease", |conn, now| {
+            conn.prepare_cached(&sql)?.query_row(params![session, int(now)], read_intent_row).optional()
+        })
+        .map(|found| found.and_then(|(intent, row)| row.lease(&intent)))
+    }
+
+    /// The live lease on `intent`; `None` if it is free, released or expired.
+    pub fn get(&self, intent: &str) -> Result<Option<Lease>, LeaseError> {
+        self.read("read a lease", |conn, now| {
+            Ok(read_row(conn, intent)?.filter(|row| row.is_live(now)).and_then(|row| row.lease(intent)))
+        })
+    }
+
+    /// Every live lease, by intent.
+    pub fn list(&self) -> Result<Vec<Lease>, LeaseError> {
+        let sql = format!(
+            "SELECT intent, {} FROM leases WHERE holder IS NOT NULL AND expires_at > ?1 ORDER BY intent",
+            Row::COLUMNS
+        );
+        self.read("list leases", |conn, now| {
+            let mut statement = conn.prepare_cached(&sql)?;
+            let rows = statement.query_map(params![int(now)], read_intent_row)?;
+            rows.map(|row| row.map(|(intent, row)| row.lease(&intent))).filter_map(Result::transpose).collect()
+        })
+    }
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction, with "now" read once the write lock is held
+    /// (a time read before waiting for the lock could already be stale), and commits it. Busy answers
+    /// and lost compare-and-swaps are retried until [`BUSY_GIVE_UP`].
+    fn write<T>(
+        &self,
+        op: &'static str,
+        mut body: impl FnMut(&Transaction<'_>, u64) -> rusqlite::Result<Step<T>>,
+    ) -> Result<T, LeaseError> {
+        self.retrying(op, |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let step = body(&tx, self.now())?;
+            tx.commit()?;
+            Ok(step)
+        })
+    }
+
+    /// Runs one read. A single statement is its own consistent snapshot, and in WAL mode it does not
+    /// wait for writers, so no transaction is needed; busy (rare, e.g. during WAL recovery) is retried.
+    fn read<T>(
+        &self,
+        op: &'static str,
+        mut body: impl FnMut(&Connection, u64) -> rusqlite::Result<T>,
+    ) -> Result<T, LeaseError> {
+        self.retrying(op, |conn| body(conn, self.now()).map(Step::Done))
+    }
+
+    fn now(&self) -> u64 {
+        (self.clock)().min(MAX_MS)
+    }
+
+    /// Calls `attempt` until it neither answers busy nor asks to be retried, sleeping a jittered,
+    /// growing backoff between tries (so processes that collided do not collide again in step), for
+    /// at most [`BUSY_GIVE_UP`].
+    fn retrying<T>(
+        &self,
+        op: &'static str,
+        mut attempt: impl FnMut(&mut Connection) -> rusqlite::Result<Step<T>>,
+    ) -> Result<T, LeaseError> {
+        let started = Instant::now();
+        let jitter = RandomState::new();
+        let mut tries = 0u32;
+        loop {
+            let outcome = {
+                // A panic in another thread mid-transaction rolled that transaction back when it
+                // unwound, so the connection behind a poisoned lock is still usable.
+                let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+                attempt(&mut conn)
+            };
+            match outcome {
+                Ok(Step::Done(value)) => return Ok(value),
+                Ok(Step::Retry) => {}
+                Err(error) if is_busy(&error) => {}
+                Err(source) => return Err(LeaseError::Sqlite { db: self.db.clone(), op, source }),
+            }
+            let waited = started.elapsed();
+            if waited >= BUSY_GIVE_UP {
+                return Err(LeaseError::Busy { db: self.db.clone(), waited });
+            }
+            // 0.1 ms doubling to a 25 ms ceiling, each sleep drawn uniformly from its upper half.
+            let ceiling = 100u64 << tries.min(8);
+            let micros = ceiling / 2 + jitter.hash_one(tries) % (ceiling / 2 + 1);
+            std::thread::sleep(Duration::from_micros(micros).min(BUSY_GIVE_UP.saturating_sub(waited)));
+            tries += 1;
+        }
+    }
+}
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(error.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+}
+
+fn check_id(id: &str, empty: &'static str) -> Result<(), LeaseError> {
+    if id.is_empty() { Err(LeaseError::Invalid(empty)) } else { Ok(()) }
+}
+
+/// The largest time SQLite's signed 64-bit INTEGER stores: "never expires" in practice.
+const MAX_MS: u64 = i64::MAX as u64;
+
+/// The time to live in whole milliseconds; a lease shorter than one would be expired when written.
+fn ttl_ms(ttl: Duration) -> Result<u64, LeaseError> {
+    match ttl.as_millis() {
+        0 => Err(LeaseError::Invalid("the lease time to live is under a millisecond")),
+        ms => Ok(u64::try_from(ms).unwrap_or(MAX_MS).min(MAX_MS)),
+    }
+}
+
+/// A time or version as SQLite stores it. Every value written is at most [`MAX_MS`], so this is exact;
+/// rusqlite leaves `u64` out of its conversions precisely because the top half would not fit.
+fn int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// A stored time or version back; the table never holds a negative one, and 0 would read as expired.
+fn uint(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+/// When a lease taken at `now` for `ttl` milliseconds expires, within what the table can store.
+fn expiry(now: u64, ttl: u64) -> u64 {
+    now.saturating_add(ttl).min(MAX_MS)
+}
+
+/// The answer to a session that found `row` held by another: [`AcquireError::Held`], or a fresh try
+/// if the row has no holder after all (only reachable if the write lock did not hold).
+fn held(row: Row, intent: &str) -> Step<Result<Lease, AcquireError>> {
+    match row.lease(intent) {
+        Some(lease) => Step::Done(Err(AcquireError::Held(lease))),
+        None => Step::Retry,
+    }
+}
+
+fn read_row(conn: &Connection, intent: &str) -> rusqlite::Result<Option<Row>> {
+    let sql = format!("SELECT {} FROM leases WHERE intent = ?1", Row::COLUMNS);
+    conn.prepare_cached(&sql)?.query_row(params![intent], |row| Row::read(row, 0)).optional()
+}
+
+/// A `SELECT intent, <Row::COLUMNS>` result.
+fn read_intent_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Row)> {
+    Ok((row.get(0)?, Row::read(row, 1)?))
+}
+
+/// Writes `lease` over its intent's row if the row still has version `expected`: the compare-and-swap.
+/// `false` if it did not (someone else won), and nothing was written.
+fn cas(tx: &Transaction<'_>, expected: u64, lease: &Lease, taken_from: Option<&str>) -> rusqlite::Result<bool> {
+    let changed = tx
+        .prepare_cached(
+            "UPDATE leases SET holder = ?3, agent = ?4, version = ?5, acquired_at = ?6, renewed_at = ?7,
+             expires_at = ?8, taken_from = ?9 WHERE intent = ?1 AND version = ?2",
+        )?
+        .execute(params![
+            lease.intent,
+            int(expected),
+            lease.session,
+            lease.agent,
+            int(lease.version),
+            int(lease.acquired_at_ms),
+            int(lease.renewed_at_ms),
+            int(lease.expires_at_ms),
+            taken_from
+        ])?;
+    Ok(changed == 1)
+}
+
+/// Writes the first lease of an intent; `false` if a row appeared since it was read as missing.
+fn insert(tx: &Transaction<'_>, lease: &Lease) -> rusqlite::Result<bool> {
+    let changed = tx
+        .prepare_cached(
+            "INSERT INTO leases (intent, holder, agent, version, acquired_at, renewed_at, expires_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (intent) DO NOTHING",
+        )?
+        .execute(params![
+            lease.intent,
+            lease.session,
+            lease.agent,
+            int(lease.version),
+            int(lease.acquired_at_ms),
+            int(lease.renewed_at_ms),
+            int(lease.expires_at_ms)
+        ])?;
+    Ok(changed == 1)
+}
