@@ -650,3 +650,36 @@ fn insert(tx: &Transaction<'_>, lease: &Lease) -> rusqlite::Result<bool> {
         ])?;
     Ok(changed == 1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The compare-and-swap itself, which `BEGIN IMMEDIATE` keeps out of reach of the public API: a
+    /// write decided on a version that has moved on changes nothing, and the caller is shown the
+    /// holder that won.
+    #[test]
+    fn a_write_decided_on_a_stale_version_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let leases = Leases::open(&dir.path().join("state.db")).unwrap();
+        let ttl = Duration::from_secs(60);
+        let first = leases.acquire("INT-001", &Holder::new("s-1", None), ttl).unwrap();
+        assert!(leases.release("INT-001", "s-1").unwrap());
+        // s-1 read the intent free at version 1 and means to take it as version 2; s-2 got there first.
+        let winner = leases.acquire("INT-001", &Holder::new("s-2", None), ttl).unwrap();
+        assert_eq!(winner.version, 2);
+
+        let mut conn = leases.conn.lock().unwrap();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+        let stale = Lease { version: 2, ..first };
+        assert!(!cas(&tx, 1, &stale, None).unwrap(), "version 1 is gone");
+        assert!(!insert(&tx, &stale).unwrap(), "the row exists");
+        match held(read_row(&tx, "INT-001").unwrap().unwrap(), "INT-001") {
+            Step::Done(Err(AcquireError::Held(lease))) => assert_eq!(lease, winner),
+            _ => panic!("the loser of a compare-and-swap is told who holds the intent"),
+        }
+        tx.commit().unwrap();
+        drop(conn);
+        assert_eq!(leases.get("INT-001").unwrap(), Some(winner));
+    }
+}
