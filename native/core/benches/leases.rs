@@ -1,2 +1,128 @@
-//! (being written)
-fn main() {}
+//! What one intent lease costs: an acquire and its release, timed as a pair.
+//!
+//! - `gate.lock.1proc`: this process alone on the database.
+//! - `gate.lock.4proc`: this process and three children (this binary again, told by
+//!   `CHOKEPOINT_BENCH_LEASES_DB` to act as one) taking and releasing leases on the same database at
+//!   the same time, each on its own intent, so every pair succeeds and what is measured is the cost of
+//!   sharing SQLite's write lock between processes. Each process times its own pairs; the children
+//!   send theirs back as one JSON array on stdout.
+//!
+//! Criterion cannot time several processes at once, so this writes per-pair nanoseconds itself to
+//! `target/bench-samples/<name>.json` (`{ name, baseline?, samples }`), which `scripts/bench.js`
+//! reads. Command-line arguments (cargo passes `--bench`) are ignored.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use chokepoint_core::leases::{Holder, Leases};
+
+const CHILD_ENV: &str = "CHOKEPOINT_BENCH_LEASES_DB";
+const INDEX_ENV: &str = "CHOKEPOINT_BENCH_LEASES_INDEX";
+const WARMUP: usize = 200;
+const PAIRS_ALONE: usize = 3000;
+const PAIRS_EACH: usize = 1500;
+const CHILDREN: usize = 3;
+const TTL: Duration = Duration::from_secs(60);
+
+fn main() {
+    if let Ok(db) = std::env::var(CHILD_ENV) {
+        child(Path::new(&db));
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary folder");
+
+    let alone = dir.path().join("alone.db");
+    let leases = Leases::open(&alone).expect("open the lock database");
+    pairs(&leases, 0, WARMUP);
+    let one = pairs(&leases, 0, PAIRS_ALONE);
+    drop(leases);
+
+    let shared = dir.path().join("shared.db");
+    let leases = Leases::open(&shared).expect("open the lock database");
+    let mut children: Vec<_> = (1..=CHILDREN)
+        .map(|i| {
+            Command::new(std::env::current_exe().expect("the bench's own path"))
+                .env(CHILD_ENV, &shared)
+                .env(INDEX_ENV, i.to_string())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("spawn a child bench process")
+        })
+        .collect();
+    let mut outputs: Vec<_> = children.iter_mut().map(|c| BufReader::new(c.stdout.take().unwrap())).collect();
+    pairs(&leases, 0, WARMUP);
+    // Everyone warms up and says so before anyone starts timing, so the timed loops overlap.
+    for output in &mut outputs {
+        assert_eq!(line(output), "ready", "a child bench process did not start");
+    }
+    for child in &mut children {
+        child.stdin.take().unwrap().write_all(b"go\n").expect("start a child bench process");
+    }
+    let mut four = pairs(&leases, 0, PAIRS_EACH);
+    for (child, output) in children.iter_mut().zip(&mut outputs) {
+        let samples: Vec<u64> = serde_json::from_str(&line(output)).expect("a child's samples as JSON");
+        assert_eq!(samples.len(), PAIRS_EACH);
+        four.extend(samples);
+        assert!(child.wait().expect("wait for a child bench process").success());
+    }
+
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-samples");
+    std::fs::create_dir_all(&out).expect("create target/bench-samples");
+    write(&out, "gate.lock.1proc", None, &one);
+    write(&out, "gate.lock.4proc", Some("gate.lock.1proc"), &four);
+    eprintln!("leases: gate.lock.1proc {}, gate.lock.4proc {}", summary(&one), summary(&four));
+}
+
+/// A child: opens the shared database, warms up, says "ready", waits for "go", runs its pairs and
+/// writes their timings as one JSON line.
+fn child(db: &Path) {
+    let index: usize = std::env::var(INDEX_ENV).expect("the child's index").parse().expect("a number");
+    let leases = Leases::open(db).expect("open the lock database");
+    pairs(&leases, index, WARMUP);
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(b"ready\n").and_then(|()| stdout.flush()).expect("write to the parent");
+    assert_eq!(line(&mut BufReader::new(std::io::stdin().lock())), "go");
+    let samples = pairs(&leases, index, PAIRS_EACH);
+    let json = serde_json::to_string(&samples).expect("samples as JSON");
+    stdout.write_all(format!("{json}\n").as_bytes()).and_then(|()| stdout.flush()).expect("write to the parent");
+}
+
+/// `count` acquire-and-release pairs by session `s-<index>` on intent `INT-<index>`, in nanoseconds.
+fn pairs(leases: &Leases, index: usize, count: usize) -> Vec<u64> {
+    let (intent, session) = (format!("INT-{index}"), format!("s-{index}"));
+    let holder = Holder::new(session.as_str(), Some("bench"));
+    (0..count)
+        .map(|_| {
+            let started = Instant::now();
+            leases.acquire(&intent, &holder, TTL).expect("an uncontended intent is free");
+            assert!(leases.release(&intent, &session).expect("release"));
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        })
+        .collect()
+}
+
+fn line(reader: &mut impl BufRead) -> String {
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("read a line");
+    line.trim_end().to_owned()
+}
+
+fn write(dir: &Path, name: &str, baseline: Option<&str>, samples: &[u64]) {
+    let mut figure = serde_json::json!({ "name": name, "samples": samples });
+    if let Some(baseline) = baseline {
+        figure["baseline"] = baseline.into();
+    }
+    let text = serde_json::to_string(&figure).expect("a figure as JSON");
+    std::fs::write(dir.join(format!("{name}.json")), text).expect("write a figure");
+}
+
+/// "median 41.2 µs, p99 80.3 µs", with the percentiles `scripts/bench.js` computes.
+fn summary(samples: &[u64]) -> String {
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    let at = |p: usize| sorted[(sorted.len() * p).div_ceil(100).saturating_sub(1)] as f64 / 1000.0;
+    format!("median {:.1} µs, p99 {:.1} µs", at(50), at(99))
+}
