@@ -68,11 +68,10 @@ impl Workspace {
         let joined = if Path::new(raw).is_absolute() { PathBuf::from(raw) } else { self.root.join(raw) };
         let (resolved, meta) = resolve(&joined);
         let rel = self.relative(&resolved).ok_or_else(|| PathRefusal::OutsideWorkspace { resolved: resolved.clone() })?;
-        if let Some(meta) = meta {
-            if meta.is_file() && link_count(&meta) > 1 {
+        if let Some(meta) = meta
+            && meta.is_file() && link_count(&meta) > 1 {
                 return Err(PathRefusal::Hardlinked { links: link_count(&meta) });
             }
-        }
         let mut out = String::new();
         for c in rel.components() {
             let Component::Normal(name) = c else { continue };
@@ -196,12 +195,11 @@ fn resolve_depth(path: &Path, depth: u32) -> PathBuf {
                             exists = false;
                             // A dangling symlink: a write through it creates its target, so judge the
                             // target, not the link.
-                            if depth < MAX_LINKS && std::fs::symlink_metadata(&current).is_ok_and(|m| m.file_type().is_symlink()) {
-                                if let Ok(target) = std::fs::read_link(&current) {
+                            if depth < MAX_LINKS && std::fs::symlink_metadata(&current).is_ok_and(|m| m.file_type().is_symlink())
+                                && let Ok(target) = std::fs::read_link(&current) {
                                     let parent = current.parent().map(Path::to_path_buf).unwrap_or_default();
                                     current = resolve_depth(&parent.join(target), depth + 1);
                                 }
-                            }
                         }
                     }
                 }

@@ -376,11 +376,10 @@ impl Chain {
                     },
                 },
             };
-            if hook.pipe_output {
-                if let Some(text) = output.filter(|t| !t.is_empty()) {
+            if hook.pipe_output
+                && let Some(text) = output.filter(|t| !t.is_empty()) {
                     combiner.piped.push(Piped { hook: hook.name.to_string(), text });
                 }
-            }
             if combiner.apply(hook, result, started.elapsed().as_nanos() as u64).is_break() {
                 break;
             }

@@ -190,11 +190,10 @@ impl Gatekeeper {
     /// The intent a session holds, from the cache when it is fresh, else from the lease table (and
     /// then renewed when half its time is gone: holders renew while they are active).
     fn selection(&self, session: &str, config: &GateConfig) -> Result<Option<Selection>, String> {
-        if let Some(s) = self.selections.read().unwrap_or_else(|p| p.into_inner()).get(session) {
-            if s.checked.elapsed() < RECHECK && s.expires_at_ms > crate::clock::now_ms() {
+        if let Some(s) = self.selections.read().unwrap_or_else(|p| p.into_inner()).get(session)
+            && s.checked.elapsed() < RECHECK && s.expires_at_ms > crate::clock::now_ms() {
                 return Ok(Some(s.clone()));
             }
-        }
         let leases = self.leases()?;
         let Some(mut lease) = leases.held_by(session).map_err(|e| e.to_string())? else {
             self.forget(session);
