@@ -61,7 +61,8 @@ pub struct ContainPlan {
     /// The intent's `owned_scope`: the directories Landlock grants, and the agent's message.
     pub scope_globs: Vec<String>,
     /// Extra directories the command may write (temp dirs). One that contains the workspace is not
-    /// granted: it would grant the whole workspace.
+    /// granted: it would grant the whole workspace. One inside the workspace is granted, but what
+    /// changes there is still judged (exclude it too if its changes must stay, e.g. build output).
     pub writable: Vec<PathBuf>,
     /// Relative paths other processes write during a command (see `Snapshotter::new`); never
     /// snapshotted, never reverted.
@@ -327,12 +328,17 @@ impl Containment {
         drop(child.stdin.take());
         let capture = Capture::start(&mut child, plan.output_cap);
         let pid = child.id();
-        let (status, timed_out) = wait(child, timeout)?;
+        let waited = wait(child, timeout);
         // Whatever it left running goes with it: nothing writes after the second snapshot.
         kill_group(pid);
         let output = capture.map(Capture::finish);
-
-        let after = snapshotter.take(Some(&before))?;
+        let (status, timed_out, after) = match waited.and_then(|(status, timed_out)| Ok((status, timed_out, snapshotter.take(Some(&before))?))) {
+            Ok(done) => done,
+            Err(e) => {
+                remove_if_empty(&created);
+                return Err(e);
+            }
+        };
         let verdict = judge(plan, &before, &after, snapshot::changes(&before, &after));
         let outcomes = snapshotter.revert(&before, &after, &verdict.revert);
         let (mut reverted, mut not_reverted) = (Vec::new(), Vec::new());

@@ -46,6 +46,9 @@ struct Queue {
     wake: Condvar,
 }
 
+/// How far the file system's coarse clock may lag the system clock (a few ticks at the lowest HZ).
+const TICK_MARGIN_NS: i64 = 100_000_000;
+
 /// Files at most this large are read whole into memory to be hashed and held; larger ones stream.
 const READ_WHOLE: u64 = 1024 * 1024;
 
@@ -120,6 +123,9 @@ impl Entry {
 pub struct Snapshot {
     root: PathBuf,
     entries: Vec<(String, Entry)>,
+    /// Entries whose mtime or ctime is at or after this (ns since the epoch) may have been written
+    /// again within the same clock tick after they were read: their hash is never reused.
+    racy_from_ns: i64,
 }
 
 impl Snapshot {
@@ -296,6 +302,7 @@ impl Snapshotter {
     /// written; what cannot be read inside is recorded as not held.
     pub fn take(&self, previous: Option<&Snapshot>) -> io::Result<Snapshot> {
         let previous = previous.filter(|p| p.root == self.root);
+        let racy_from_ns = self.clock_now();
         let listing = fs::read_dir(&self.root)?;
         // Listing and stat-ing dominate (one system call per entry), so directories are shared out
         // to a few threads; each collects its own entries, sorted together at the end.
@@ -311,7 +318,7 @@ impl Snapshotter {
         let mut entries: Vec<(String, Entry)> = parts.into_iter().flatten().collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         self.settle_hashes(&mut entries, previous, threads)?;
-        Ok(Snapshot { root: self.root.clone(), entries })
+        Ok(Snapshot { root: self.root.clone(), entries, racy_from_ns })
     }
 
     /// Gives every file still without a hash (and without a reason it has none) the hash of the
@@ -326,7 +333,11 @@ impl Snapshotter {
                 continue;
             }
             while old.next_if(|(p, _)| p.as_str() < rel.as_str()).is_some() {}
-            let known = old.peek().filter(|(p, e)| p == rel && e.kind == EntryKind::File && e.stamp() == entry.stamp()).map(|(_, e)| e);
+            let racy_from = previous.map_or(i64::MIN, |p| p.racy_from_ns);
+            let known = old
+                .peek()
+                .filter(|(p, e)| p == rel && e.kind == EntryKind::File && e.stamp() == entry.stamp() && e.mtime_ns.max(e.ctime_ns) < racy_from)
+                .map(|(_, e)| e);
             match known {
                 // A held file stays held: the store only ever grows.
                 Some(p) if p.hash.is_some() && (p.not_held.is_none() || self.max_held_bytes < entry.len) => {
@@ -458,6 +469,24 @@ impl Snapshotter {
             out.push((rel, entry));
         }
         Ok(())
+    }
+
+    /// The file system's idea of now, minus a margin: what a file written from now on may carry as
+    /// its mtime or ctime. File times are coarse (a clock tick; seconds on some file systems), so a
+    /// write right after a file was read can leave its (len, mtime, ctime, inode) unchanged: like
+    /// git's racily clean index entries, entries stamped at or after this are hashed again next time.
+    /// Measured on a marker file in the store (the file system's own clock and granularity), and
+    /// never later than the system clock minus [`TICK_MARGIN_NS`].
+    fn clock_now(&self) -> i64 {
+        let system = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+            .saturating_sub(TICK_MARGIN_NS);
+        let marker = self.store.join(".clock");
+        match fs::write(&marker, b"t").and_then(|()| fs::metadata(&marker)) {
+            Ok(meta) => system.min(stat(&meta).mtime_ns),
+            Err(_) => system,
+        }
     }
 
     /// Hashes a file and, unless it is too large, makes sure the store holds its content.
@@ -864,6 +893,49 @@ mod tests {
         let out = s.revert(&a, &b, &changes(&a, &b));
         assert_eq!(out[0].outcome, Err("its held copy in the store was altered".to_owned()));
         assert_eq!(fs::read_to_string(ws.path().join("README.md")).unwrap(), "changed");
+    }
+
+    #[test]
+    fn nothing_is_restored_through_a_directory_that_became_a_symlink() {
+        let (ws, s) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        let a = s.take(None).unwrap();
+        fs::remove_dir_all(ws.path().join("src/auth")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.path().join("src/auth")).unwrap();
+        let b = s.take(Some(&a)).unwrap();
+        // Only the file is reverted (say the judge allowed the directory's change): its parent is a link now.
+        let file = Change { path: "src/auth/a.ts".into(), kind: ChangeKind::Deleted };
+        let out = s.revert(&a, &b, std::slice::from_ref(&file));
+        assert!(out[0].outcome.as_ref().unwrap_err().contains("`src/auth` is now a symbolic link"), "{out:?}");
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn only_files_written_within_a_tick_of_the_last_snapshot_are_read_again() {
+        let (ws, s) = setup();
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        fs::write(ws.path().join("fresh.txt"), "fresh").unwrap();
+        let a = s.take(None).unwrap();
+        // An emptied store shows which files the next snapshot read (and held again).
+        fs::remove_dir_all(s.store()).unwrap();
+        fs::create_dir_all(s.store()).unwrap();
+        let b = s.take(Some(&a)).unwrap();
+        assert!(!s.object(&b.get("README.md").unwrap().hash.unwrap()).exists(), "an unchanged, settled file costs only a stat");
+        assert!(s.object(&b.get("fresh.txt").unwrap().hash.unwrap()).exists(), "a file written just before the snapshot is read again");
+    }
+
+    #[test]
+    fn a_same_size_write_right_after_a_snapshot_is_seen() {
+        // File times are coarse (a clock tick): a write in the same tick as the snapshot's stat
+        // leaves (len, mtime, ctime, inode) as they were. Such entries are hashed again.
+        let (ws, s) = setup();
+        let file = ws.path().join("README.md");
+        for round in 0..50 {
+            let a = s.take(None).unwrap();
+            fs::write(&file, format!("r{round:05}")).unwrap();
+            let b = s.take(Some(&a)).unwrap();
+            assert_eq!(changes(&a, &b), [Change { path: "README.md".into(), kind: ChangeKind::Modified }], "round {round}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Shell containment with real processes on real files: Landlock prevents writes outside the scope,
 //! the snapshot undoes the ones it did not prevent, and the report names everything.
+#![cfg(unix)]
 
 use chokepoint_core::containment::{ContainPlan, ContainReport, Containment, LandlockMode, run};
 use chokepoint_core::sandbox::{self, Confinement};
@@ -219,6 +220,19 @@ fn a_symlink_retargeted_outside_the_scope_points_back() {
     let report = contained(root, LandlockMode::Off, "ln -sfn /etc/shadow lib/current");
     assert_eq!(fs::read_link(root.join("lib/current")).unwrap(), Path::new("util.py"));
     assert_eq!(report.reverted, [change("lib/current", ChangeKind::Modified)]);
+}
+
+#[test]
+fn a_directory_swapped_for_a_symlink_out_of_the_workspace_comes_back_without_writing_through_it() {
+    let ws = workspace();
+    let root = ws.path();
+    let outside = tempfile::tempdir().unwrap();
+    let script = format!("rm -r lib && ln -s {} lib", outside.path().display());
+    let report = contained(root, LandlockMode::Off, &script);
+    assert!(fs::symlink_metadata(root.join("lib")).unwrap().is_dir());
+    assert_eq!(fs::read_to_string(root.join("lib/util.py")).unwrap(), "def util(): pass\n");
+    assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0, "nothing was restored through the link");
+    assert_eq!(report.reverted, [change("lib", ChangeKind::TypeChanged), change("lib/util.py", ChangeKind::Deleted)]);
 }
 
 #[test]
