@@ -195,19 +195,21 @@ impl ContainReport {
     pub fn tool_error(&self) -> Option<String> {
         let scope = if self.scope.is_empty() { "no paths".to_owned() } else { self.scope.join(", ") };
         let intent = self.intent_id.as_deref().map(|i| format!("intent `{i}`")).unwrap_or_else(|| "the selected intent".to_owned());
-        let advice = format!(
-            "Stay inside {scope}, or ask for more with {SCOPE_EXPANSION_TOOL}(intent_id, paths, justification) naming these paths, then retry."
-        );
+        let advice = |which: &str| {
+            format!("Stay inside {scope}, or ask for more with {SCOPE_EXPANSION_TOOL}(intent_id, paths, justification) naming {which}, then retry.")
+        };
         if self.reverted.is_empty() && self.not_reverted.is_empty() {
             return self.blocked().then(|| {
                 format!(
                     "the command failed while confined to writing inside the scope of {intent} ({scope}); the `Permission denied` in its output \
-                     may be a write outside the scope, which was blocked. {advice}"
+                     may be a write outside the scope, which was blocked. {}",
+                    advice("the paths the command must write")
                 )
             });
         }
         let moved: BTreeMap<&str, &str> = self.moved_out.iter().map(|m| (m.from.as_str(), m.to.as_str())).collect();
-        let count = self.reverted.len() + self.not_reverted.len();
+        // A file moved back into the scope is listed, but it is not a path outside the scope.
+        let count = self.reverted.iter().filter(|c| !moved.contains_key(c.path.as_str())).count() + self.not_reverted.len();
         let mut text = format!("the command changed {count} path{} outside the scope of {intent} ({scope})", if count == 1 { "" } else { "s" });
         if !self.reverted.is_empty() {
             text.push_str("; undone:");
@@ -229,7 +231,7 @@ impl ContainReport {
             }
         }
         text.push('\n');
-        text.push_str(&advice);
+        text.push_str(&advice("these paths"));
         Some(text)
     }
 

@@ -31,8 +31,17 @@ pub type Hash = [u8; 32];
 /// Threads listing directories in parallel, at most.
 const MAX_THREADS: usize = 4;
 
-/// A directory to list: its path, its relative name, its open listing.
-type Job = (PathBuf, String, fs::ReadDir);
+/// A directory to list: its path, its relative name, and (for the root only) its open listing.
+/// Directories are opened when their turn comes, not when found: a directory with thousands of
+/// subdirectories must not hold thousands of descriptors open.
+type Job = (PathBuf, String, Option<fs::ReadDir>);
+
+/// What one walker found: entries, and directories it could not list (with why).
+#[derive(Default)]
+struct Walked {
+    entries: Vec<(String, Entry)>,
+    unlisted: Vec<(String, String)>,
+}
 
 struct QueueState {
     jobs: Vec<Job>,
@@ -307,16 +316,27 @@ impl Snapshotter {
         // Listing and stat-ing dominate (one system call per entry), so directories are shared out
         // to a few threads; each collects its own entries, sorted together at the end.
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS);
-        let queue = Queue { state: Mutex::new(QueueState { jobs: vec![(self.root.clone(), String::new(), listing)], busy: 0, failed: None }), wake: Condvar::new() };
-        let parts: Vec<Vec<(String, Entry)>> = std::thread::scope(|scope| {
+        let queue = Queue { state: Mutex::new(QueueState { jobs: vec![(self.root.clone(), String::new(), Some(listing))], busy: 0, failed: None }), wake: Condvar::new() };
+        let parts: Vec<Walked> = std::thread::scope(|scope| {
             let workers: Vec<_> = (0..threads).map(|_| scope.spawn(|| self.work(&queue))).collect();
             workers.into_iter().map(|w| w.join().unwrap_or_default()).collect()
         });
         if let Some(e) = queue.state.into_inner().unwrap_or_else(|p| p.into_inner()).failed {
             return Err(e);
         }
-        let mut entries: Vec<(String, Entry)> = parts.into_iter().flatten().collect();
+        let mut entries: Vec<(String, Entry)> = Vec::with_capacity(parts.iter().map(|p| p.entries.len()).sum());
+        let mut unlisted = Vec::new();
+        for part in parts {
+            entries.extend(part.entries);
+            unlisted.extend(part.unlisted);
+        }
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (rel, error) in unlisted {
+            // What is inside is not seen, so not protected: say so.
+            if let Ok(i) = entries.binary_search_by(|(p, _)| p.as_str().cmp(&rel)) {
+                entries[i].1.not_held = Some(NotHeldReason::Unreadable { error });
+            }
+        }
         self.settle_hashes(&mut entries, previous, threads)?;
         Ok(Snapshot { root: self.root.clone(), entries, racy_from_ns })
     }
@@ -371,8 +391,8 @@ impl Snapshotter {
     }
 
     /// One walker: takes directories off the queue until none is left and none is being listed.
-    fn work(&self, queue: &Queue) -> Vec<(String, Entry)> {
-        let mut out = Vec::new();
+    fn work(&self, queue: &Queue) -> Walked {
+        let mut walked = Walked::default();
         let mut buf = Vec::new();
         let mut found = Vec::new();
         loop {
@@ -381,7 +401,7 @@ impl Snapshotter {
                 loop {
                     if state.failed.is_some() {
                         queue.wake.notify_all();
-                        return out;
+                        return walked;
                     }
                     if let Some(job) = state.jobs.pop() {
                         state.busy += 1;
@@ -389,12 +409,18 @@ impl Snapshotter {
                     }
                     if state.busy == 0 {
                         queue.wake.notify_all();
-                        return out;
+                        return walked;
                     }
                     state = queue.wake.wait(state).unwrap_or_else(|p| p.into_inner());
                 }
             };
-            let result = self.list(listing, &dir, &prefix, &mut out, &mut found, &mut buf);
+            let result = match listing.map_or_else(|| fs::read_dir(&dir), Ok) {
+                Ok(listing) => self.list(listing, &dir, &prefix, &mut walked.entries, &mut found, &mut buf),
+                Err(e) => {
+                    walked.unlisted.push((prefix, e.to_string()));
+                    Ok(())
+                }
+            };
             let mut state = queue.state.lock().unwrap_or_else(|p| p.into_inner());
             state.busy -= 1;
             match result {
@@ -438,12 +464,7 @@ impl Snapshotter {
             let mut entry = stat(&meta);
             let ft = meta.file_type();
             if ft.is_dir() {
-                let path = dir.join(item.file_name());
-                match fs::read_dir(&path) {
-                    Ok(listing) => found.push((path, rel.clone(), listing)),
-                    // What is inside is not seen, so not protected: say so.
-                    Err(e) => entry.not_held = Some(NotHeldReason::Unreadable { error: e.to_string() }),
-                }
+                found.push((dir.join(item.file_name()), rel.clone(), None));
             } else if ft.is_symlink() {
                 match fs::read_link(item.path()) {
                     Ok(target) => entry.kind = EntryKind::Symlink { target },
@@ -494,16 +515,23 @@ impl Snapshotter {
         let unreadable = |e: io::Error| NotHeldReason::Unreadable { error: e.to_string() };
         if entry.len <= READ_WHOLE && entry.len <= self.max_held_bytes {
             buf.clear();
-            if let Err(e) = fs::File::open(path).and_then(|mut f| f.read_to_end(buf)) {
-                entry.not_held = Some(unreadable(e));
-                return Ok(());
+            let bound = entry.len.max(READ_WHOLE.min(self.max_held_bytes));
+            match fs::File::open(path).and_then(|f| f.take(bound + 1).read_to_end(buf)) {
+                Err(e) => {
+                    entry.not_held = Some(unreadable(e));
+                    return Ok(());
+                }
+                // It grew past the bound since it was stat-ed: the streaming path below copes.
+                Ok(n) if n as u64 > bound => {}
+                Ok(_) => {
+                    let hash: Hash = Sha256::digest(&buf[..]).into();
+                    entry.hash = Some(hash);
+                    if !self.object(&hash).exists() {
+                        self.put_bytes(&hash, buf)?;
+                    }
+                    return Ok(());
+                }
             }
-            let hash: Hash = Sha256::digest(&buf[..]).into();
-            entry.hash = Some(hash);
-            if !self.object(&hash).exists() {
-                self.put_bytes(&hash, buf)?;
-            }
-            return Ok(());
         }
         let hash = match hash_file(path, buf) {
             Ok(h) => h,
