@@ -2,10 +2,12 @@
 //! from `chokepoint-core`. `main.rs` holds the command line; each group of commands has its module.
 //!
 //! Exit codes are part of the interface and stay stable: 0 success (or allow), 1 deny or other
-//! failure, 2 usage or configuration error, 3 ask.
+//! failure, 2 usage or configuration error, 3 ask; `exec` passes on its command's code (4: something
+//! outside the scope was undone).
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)] // a CLI prints; this is the one crate that may
 
+mod exec;
 mod explain;
 mod info;
 mod intent;
@@ -44,6 +46,10 @@ enum Command {
     /// lock); the tool itself does not. Exit code: 0 allow, 1 deny, 3 ask, 2 usage or configuration
     /// error.
     Explain(explain::ExplainArgs),
+    /// Run a command as the agent's `execute_command` does: confined to the session's intent scope
+    /// (Landlock where the kernel has it) and snapshotted, with changes outside the scope undone and
+    /// reported. Exit code: the command's, 4 if something was undone, 124 on timeout.
+    Exec(exec::ExecArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -66,6 +72,7 @@ fn main() -> ExitCode {
         Command::Config(ConfigCommand::Check { workspace }) => with_engine(&workspace, info::check),
         Command::Intent(command) => intent::run(command),
         Command::Explain(args) => explain::run(args),
+        Command::Exec(args) => exec::run(args),
     }
 }
 

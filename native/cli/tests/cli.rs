@@ -140,3 +140,49 @@ fn explain_refuses_to_judge_with_a_broken_configuration() {
     assert_eq!(code, 2);
     assert!(err.contains("hooks.yaml:"), "names the file and line: {err}");
 }
+
+#[test]
+fn exec_contains_a_command_to_the_sessions_scope() {
+    let ws = sample_workspace();
+    fs::create_dir_all(ws.path().join("src/auth")).unwrap();
+    fs::write(ws.path().join("README.md"), "original\n").unwrap();
+    assert_eq!(run_in(&ws, &["intent", "select", "--session", "s", "INT-001"]).0, 0);
+    let report = ws.path().join("report.json");
+    let script = "echo new > src/auth/x.js; echo changed > README.md; exit 0";
+    let (code, _, err) = run_in(&ws, &["exec", "--session", "s", "--report", report.to_str().unwrap(), "--", "sh", "-c", script]);
+    let r: serde_json::Value = serde_json::from_str(&fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(fs::read_to_string(ws.path().join("src/auth/x.js")).unwrap(), "new\n", "inside the scope: kept");
+    assert_eq!(fs::read_to_string(ws.path().join("README.md")).unwrap(), "original\n", "outside: blocked or undone");
+    if r["confinement"] == "enforced" {
+        // Landlock refused the write itself; nothing was left to undo.
+        assert!(err.contains("Permission denied"), "{err}");
+        assert_eq!(code, 0, "the command's own exit code");
+    } else {
+        assert_eq!(code, 4);
+    }
+    assert_eq!(r["allowed"], serde_json::json!([{ "path": "src/auth/x.js", "kind": "created" }]));
+}
+
+#[test]
+fn exec_without_landlock_undoes_what_the_command_changed_outside_and_says_so() {
+    let ws = sample_workspace();
+    let hooks = fs::read_to_string(ws.path().join(".orchestration/hooks.yaml")).unwrap();
+    fs::write(ws.path().join(".orchestration/hooks.yaml"), format!("{hooks}gatekeeper:\n  landlock: off\n")).unwrap();
+    fs::write(ws.path().join("README.md"), "original\n").unwrap();
+    assert_eq!(run_in(&ws, &["intent", "select", "--session", "s", "INT-002"]).0, 0);
+    let script = "mkdir -p src/billing && echo 1 > src/billing/a.js && echo changed > README.md && echo x > .orchestration/hooks.yaml && touch stray.txt";
+    let (code, _, err) = run_in(&ws, &["exec", "--session", "s", "--", "sh", "-c", script]);
+    assert_eq!(code, 4, "something was undone: {err}");
+    assert_eq!(fs::read_to_string(ws.path().join("README.md")).unwrap(), "original\n");
+    assert!(fs::read_to_string(ws.path().join(".orchestration/hooks.yaml")).unwrap().contains("landlock: off"), "governance file restored");
+    assert!(!ws.path().join("stray.txt").exists());
+    assert_eq!(fs::read_to_string(ws.path().join("src/billing/a.js")).unwrap(), "1\n");
+    for path in ["README.md", ".orchestration/hooks.yaml", "stray.txt"] {
+        assert!(err.contains(&format!("`{path}`")), "the report names {path}: {err}");
+    }
+    assert!(err.contains("scope_expansion_request"), "{err}");
+    assert!(err.contains("Landlock is turned off"), "says what could not be applied: {err}");
+    // The command's own failure passes through when it stayed inside.
+    assert_eq!(run_in(&ws, &["exec", "--session", "s", "--", "sh", "-c", "exit 7"]).0, 7);
+    assert_eq!(run_in(&ws, &["exec", "--session", "s", "--timeout", "1", "--", "sleep", "30"]).0, 124);
+}

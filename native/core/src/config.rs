@@ -76,7 +76,7 @@ fn default_writable() -> Vec<String> {
 }
 
 fn default_max_held_mib() -> u64 {
-    64
+    crate::containment::DEFAULT_MAX_HELD_BYTES / (1024 * 1024)
 }
 
 fn default_lease_seconds() -> u64 {

@@ -207,6 +207,9 @@ struct Loaded {
 pub struct Engine {
     sidecar: Sidecar,
     gatekeeper: Arc<crate::gatekeeper::Gatekeeper>,
+    // One contained command at a time per engine: two at once would each see the other's changes as
+    // their own. Keeps the last snapshot, so the next command mostly costs `stat`s.
+    containment: std::sync::Mutex<crate::containment::Containment>,
     registrations: RwLock<Vec<Registration>>,
     piped: crate::pipe::PipeBuffer,
     // Readers take a cheap `Arc` clone; a reload swaps the whole snapshot so no caller ever sees a
@@ -243,6 +246,7 @@ impl Engine {
         let engine = Engine {
             sidecar,
             gatekeeper,
+            containment: Default::default(),
             registrations: RwLock::new(all),
             piped: Default::default(),
             loaded: RwLock::new(Arc::default()),
@@ -357,6 +361,21 @@ impl Engine {
             self.piped.push(&session, evaluation.piped.iter().cloned());
         }
         evaluation
+    }
+
+    /// Runs a shell command of this session contained to its intent's scope (Landlock where the
+    /// kernel has it, snapshot-and-revert everywhere; see containment.rs). The caller sets up the
+    /// command (program, arguments, directory, stdio). `Err` when the command cannot be contained
+    /// or started at all; a command that ran is always a report, whatever it did.
+    pub fn run_contained(
+        &self,
+        session: &str,
+        command: std::process::Command,
+        timeout: Option<Duration>,
+    ) -> Result<crate::containment::ContainReport, String> {
+        let plan = self.gatekeeper.contain_plan(session)?;
+        let mut containment = self.containment.lock().unwrap_or_else(|p| p.into_inner());
+        containment.run(&plan, command, timeout).map_err(|e| format!("cannot run the command contained: {e}"))
     }
 
     /// The piped output waiting for this session's next turn, oldest first, and empties the queue.

@@ -174,7 +174,10 @@ impl Gatekeeper {
 
     fn leases(&self) -> Result<&Leases, String> {
         self.leases
-            .get_or_init(|| Leases::open(&self.sidecar.state_db()).map_err(|e| format!("cannot open the intent lock database: {e}")))
+            .get_or_init(|| {
+                self.sidecar.ignore_runtime_files();
+                Leases::open(&self.sidecar.state_db()).map_err(|e| format!("cannot open the intent lock database: {e}"))
+            })
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -406,6 +409,36 @@ impl Gatekeeper {
             globs.push("**".to_owned());
         }
         Ok(ShellScope { intent: selection.map(|s| s.intent), set: glob_set(&globs), globs, governance: self.governance.clone() })
+    }
+
+    /// How to contain a shell command of this session: its shell scope as the judge and the Landlock
+    /// grant, the configured writable directories (and `$TMPDIR`), the engine's own runtime files left
+    /// alone, the sidecar's snapshot store.
+    pub fn contain_plan(&self, session: &str) -> Result<crate::containment::ContainPlan, String> {
+        use crate::containment::{ContainPlan, DEFAULT_OUTPUT_CAP, LandlockMode, default_excluded};
+        let scope = self.shell_scope(session)?;
+        let settings = self.settings();
+        let mut writable: Vec<std::path::PathBuf> = settings.writable.iter().map(std::path::PathBuf::from).collect();
+        if let Some(tmp) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty()) {
+            writable.push(tmp.into());
+        }
+        self.sidecar.ignore_runtime_files();
+        let judged = scope.clone();
+        Ok(ContainPlan {
+            root: self.workspace.root().to_path_buf(),
+            judge: Box::new(move |path| judged.allows(path)),
+            intent_id: scope.intent,
+            scope_globs: scope.globs,
+            writable,
+            excluded: default_excluded(),
+            store: self.sidecar.snapshot_store(),
+            landlock: match settings.landlock {
+                crate::config::LandlockSetting::Auto => LandlockMode::Auto,
+                crate::config::LandlockSetting::Off => LandlockMode::Off,
+            },
+            max_held_bytes: settings.max_held_mib.saturating_mul(1024 * 1024),
+            output_cap: DEFAULT_OUTPUT_CAP,
+        })
     }
 
     /// Who holds which intent now, across every process on the workspace.

@@ -43,6 +43,17 @@ impl Sidecar {
         self.dir().join("snapshots")
     }
 
+    /// Keeps the engine's runtime files (the state database, the snapshot store) out of version
+    /// control: writes `.orchestration/.gitignore` naming them, once, if the folder has none. The
+    /// configuration beside them is meant to be committed. Best effort: a read-only sidecar is not an
+    /// error here.
+    pub fn ignore_runtime_files(&self) {
+        let file = self.dir().join(".gitignore");
+        if self.exists() && !file.exists() {
+            let _ = std::fs::write(file, "# Written by Chokepoint: runtime state, not configuration.\nstate.db\nstate.db-*\nsnapshots/\n");
+        }
+    }
+
     /// Whether the workspace is governed at all: it has a sidecar folder.
     pub fn exists(&self) -> bool {
         self.dir().is_dir()
