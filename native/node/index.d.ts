@@ -68,6 +68,13 @@ export declare class Engine {
    * workspace, an invalid glob).
    */
   approveScopeExpansion(expansion: ScopeExpansion): void
+  /**
+   * Runs a shell command of a session contained to its intent's scope: Landlock where the kernel
+   * has it, snapshot-and-revert everywhere. Resolves with what the command printed and what
+   * containment did; rejects only when the command could not be started contained at all. Runs
+   * on the libuv thread pool, never on the extension host's thread.
+   */
+  runContained(command: ContainedCommand): Promise<ContainedResult>
   /** The piped hook output waiting for this session's next turn, oldest first; empties the queue. */
   drainPiped(sessionId: string): Array<Piped>
 }
@@ -76,6 +83,45 @@ export interface ConfigStatus {
   path: string
   /** `loaded`, `missing` or `invalid`. */
   status: string
+}
+
+/** A path a contained command changed. */
+export interface ContainedChange {
+  path: string
+  /** `created`, `modified`, `deleted` or `type_changed`. */
+  kind: string
+  /** Why it could not be undone (only in `notReverted`). */
+  reason?: string
+}
+
+/** A shell command to run contained (`Engine.runContained`). */
+export interface ContainedCommand {
+  sessionId: string
+  /** Program and arguments (no shell unless the program is one: `["sh", "-c", script]`). */
+  argv: Array<string>
+  /** Working directory; the workspace root when absent. */
+  cwd?: string
+  /** Milliseconds before the command's whole process group is killed. */
+  timeoutMs?: number
+}
+
+/** What a contained command did, and what containment did about it. */
+export interface ContainedResult {
+  /** Null when it timed out or a signal ended it. */
+  exitCode?: number
+  timedOut: boolean
+  stdout: string
+  stderr: string
+  /** `enforced`, `partial` or `unavailable` (Landlock). */
+  confinement: string
+  allowed: Array<ContainedChange>
+  reverted: Array<ContainedChange>
+  notReverted: Array<ContainedChange>
+  /** The tool error for the agent when something outside the scope was undone or blocked. */
+  toolError?: string
+  /** What could not be applied (no Landlock, files not held, ...), for the tool result and the trace. */
+  notes: Array<string>
+  durationMs: number
 }
 
 export interface Diagnostic {

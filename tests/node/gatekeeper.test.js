@@ -72,3 +72,37 @@ test('an approved scope expansion opens the paths for that session; a bad one th
   assert.strictEqual(write(engine, 'S', 'lib/auth/token.js').decision, 'allow');
   assert.throws(() => engine.approveScopeExpansion({ sessionId: 'S', intentId: 'INT-001', paths: ['.orchestration/**'], justification: 'x', approvedBy: 'human' }), /governance/);
 });
+
+test('runContained confines a shell command to the scope and says what it did', async () => {
+  const dir = sampleWorkspace();
+  fs.writeFileSync(path.join(dir, 'README.md'), 'original\n');
+  const engine = binding.Engine.open(dir);
+  select(engine, 'S', 'INT-001');
+  const r = await engine.runContained({ sessionId: 'S', argv: ['sh', '-c', 'echo in > src/auth/new.js; echo out > README.md; echo done'] });
+  assert.strictEqual(fs.readFileSync(path.join(dir, 'README.md'), 'utf8'), 'original\n');
+  assert.strictEqual(fs.readFileSync(path.join(dir, 'src/auth/new.js'), 'utf8'), 'in\n');
+  assert.strictEqual(r.stdout, 'done\n');
+  assert.deepStrictEqual(r.allowed, [{ path: 'src/auth/new.js', kind: 'created' }]);
+  if (r.confinement === 'enforced') {
+    // Landlock refused the write; the agent is told it may have been outside the scope.
+    assert.match(r.stderr, /Permission denied/);
+  } else {
+    assert.deepStrictEqual(r.reverted.map((c) => c.path), ['README.md']);
+  }
+  await assert.rejects(engine.runContained({ sessionId: 'S', argv: ['/no/such/program'] }), /cannot run the command contained/);
+});
+
+test('with Landlock off, a change outside the scope is undone and reported as the tool error', async () => {
+  const dir = sampleWorkspace();
+  fs.appendFileSync(path.join(dir, '.orchestration/hooks.yaml'), 'gatekeeper:\n  landlock: off\n');
+  fs.writeFileSync(path.join(dir, 'README.md'), 'original\n');
+  const engine = binding.Engine.open(dir);
+  select(engine, 'S', 'INT-001');
+  const r = await engine.runContained({ sessionId: 'S', argv: ['sh', '-c', "sed -i s/original/edited/ README.md && python3 -c \"open('stray.py','w').write('1')\""] });
+  assert.strictEqual(r.confinement, 'unavailable');
+  assert.strictEqual(fs.readFileSync(path.join(dir, 'README.md'), 'utf8'), 'original\n');
+  assert.ok(!fs.existsSync(path.join(dir, 'stray.py')));
+  assert.deepStrictEqual(r.reverted.map((c) => `${c.path}:${c.kind}`).sort(), ['README.md:modified', 'stray.py:created']);
+  assert.match(r.toolError, /outside the scope of intent `INT-001`[\s\S]*scope_expansion_request/);
+  assert.ok(r.notes.some((n) => /Landlock is turned off/.test(n)), r.notes.join('\n'));
+});

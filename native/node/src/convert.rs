@@ -183,6 +183,75 @@ impl JsScopeExpansion {
     }
 }
 
+/// A shell command to run contained (`Engine.runContained`).
+#[napi(object, js_name = "ContainedCommand")]
+pub struct JsContainedCommand {
+    pub session_id: String,
+    /// Program and arguments (no shell unless the program is one: `["sh", "-c", script]`).
+    pub argv: Vec<String>,
+    /// Working directory; the workspace root when absent.
+    pub cwd: Option<String>,
+    /// Milliseconds before the command's whole process group is killed.
+    pub timeout_ms: Option<u32>,
+}
+
+/// A path a contained command changed.
+#[napi(object, js_name = "ContainedChange")]
+pub struct JsContainedChange {
+    pub path: String,
+    /// `created`, `modified`, `deleted` or `type_changed`.
+    pub kind: String,
+    /// Why it could not be undone (only in `notReverted`).
+    pub reason: Option<String>,
+}
+
+/// What a contained command did, and what containment did about it.
+#[napi(object, js_name = "ContainedResult")]
+pub struct JsContainedResult {
+    /// Null when it timed out or a signal ended it.
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub stdout: String,
+    pub stderr: String,
+    /// `enforced`, `partial` or `unavailable` (Landlock).
+    pub confinement: String,
+    pub allowed: Vec<JsContainedChange>,
+    pub reverted: Vec<JsContainedChange>,
+    pub not_reverted: Vec<JsContainedChange>,
+    /// The tool error for the agent when something outside the scope was undone or blocked.
+    pub tool_error: Option<String>,
+    /// What could not be applied (no Landlock, files not held, ...), for the tool result and the trace.
+    pub notes: Vec<String>,
+    pub duration_ms: f64,
+}
+
+impl From<core::containment::ContainReport> for JsContainedResult {
+    fn from(r: core::containment::ContainReport) -> Self {
+        let change = |c: &core::snapshot::Change, reason: Option<String>| JsContainedChange { path: c.path.clone(), kind: c.kind.as_str().to_owned(), reason };
+        let (stdout, stderr) = r.output.as_ref().map_or((String::new(), String::new()), |o| {
+            (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+        });
+        JsContainedResult {
+            exit_code: r.exit_code(),
+            timed_out: r.timed_out,
+            stdout,
+            stderr,
+            confinement: match r.confinement {
+                core::sandbox::Confinement::Enforced { .. } => "enforced",
+                core::sandbox::Confinement::Partial { .. } => "partial",
+                core::sandbox::Confinement::Unavailable { .. } => "unavailable",
+            }
+            .to_owned(),
+            allowed: r.allowed.iter().map(|c| change(c, None)).collect(),
+            reverted: r.reverted.iter().map(|c| change(c, None)).collect(),
+            not_reverted: r.not_reverted.iter().map(|n| change(&n.change, Some(n.reason.clone()))).collect(),
+            tool_error: r.tool_error(),
+            notes: r.notes(),
+            duration_ms: r.duration.as_secs_f64() * 1e3,
+        }
+    }
+}
+
 /// What a host hook answers.
 #[napi(object, js_name = "HookAnswer")]
 pub struct JsHookAnswer {

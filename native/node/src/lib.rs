@@ -11,7 +11,7 @@ mod convert;
 mod host;
 
 use chokepoint_core as core;
-use convert::{JsEngineInfo, JsEvaluateOptions, JsEvaluation, JsEvent, JsEventContext, JsHostHookSpec, JsIntentHolder, JsPiped, JsScopeExpansion};
+use convert::{JsEngineInfo, JsEvaluateOptions, JsEvaluation, JsEvent, JsEventContext, JsHostHookSpec, JsContainedCommand, JsContainedResult, JsIntentHolder, JsPiped, JsScopeExpansion};
 use host::{HostFn, HostTable};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use std::sync::Arc;
@@ -174,9 +174,46 @@ impl Engine {
         self.inner.gatekeeper().approve_expansion(&expansion, save).map_err(|e| Error::new(Status::InvalidArg, e))
     }
 
+    /// Runs a shell command of a session contained to its intent's scope: Landlock where the kernel
+    /// has it, snapshot-and-revert everywhere. Resolves with what the command printed and what
+    /// containment did; rejects only when the command could not be started contained at all. Runs
+    /// on the libuv thread pool, never on the extension host's thread.
+    #[napi(catch_unwind, ts_return_type = "Promise<ContainedResult>")]
+    pub fn run_contained(&self, command: JsContainedCommand) -> Result<AsyncTask<Contained>> {
+        if command.argv.is_empty() {
+            return Err(Error::new(Status::InvalidArg, "runContained needs a program in `argv`".to_owned()));
+        }
+        Ok(AsyncTask::new(Contained { engine: self.inner.clone(), command: Some(command) }))
+    }
+
     /// The piped hook output waiting for this session's next turn, oldest first; empties the queue.
     #[napi(catch_unwind)]
     pub fn drain_piped(&self, session_id: String) -> Vec<JsPiped> {
         self.inner.drain_piped(&session_id).into_iter().map(|p| JsPiped { hook: p.hook, text: p.text }).collect()
+    }
+}
+
+/// The work of `Engine.runContained`, off the JavaScript thread.
+pub struct Contained {
+    engine: Arc<core::Engine>,
+    command: Option<JsContainedCommand>,
+}
+
+impl Task for Contained {
+    type Output = core::containment::ContainReport;
+    type JsValue = JsContainedResult;
+
+    fn compute(&mut self) -> Result<Self::Output> {
+        let spec = self.command.take().ok_or_else(|| Error::new(Status::GenericFailure, "runContained ran twice".to_owned()))?;
+        let mut command = std::process::Command::new(&spec.argv[0]);
+        command.args(&spec.argv[1..]);
+        command.current_dir(spec.cwd.map_or_else(|| self.engine.sidecar().workspace_root().to_path_buf(), std::path::PathBuf::from));
+        command.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let timeout = spec.timeout_ms.map(|ms| std::time::Duration::from_millis(ms.into()));
+        self.engine.run_contained(&spec.session_id, command, timeout).map_err(|e| Error::new(Status::GenericFailure, e))
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> Result<Self::JsValue> {
+        Ok(output.into())
     }
 }
