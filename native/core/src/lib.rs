@@ -22,6 +22,7 @@ pub mod gatekeeper;
 pub mod external_events;
 mod intents;
 pub mod leases;
+pub mod ledger;
 pub mod pipe;
 pub mod sandbox;
 pub mod schema;

@@ -38,6 +38,16 @@ impl Sidecar {
         self.dir().join("state.db")
     }
 
+    /// The trace ledger: one JSON record a line, hash-chained.
+    pub fn trace_ledger(&self) -> PathBuf {
+        self.dir().join("agent_trace.jsonl")
+    }
+
+    /// The SQLite index of the ledger (rebuildable from it) and the chain head.
+    pub fn trace_index(&self) -> PathBuf {
+        self.dir().join("trace.db")
+    }
+
     /// Where shell containment keeps the content it can restore (content-addressed).
     pub fn snapshot_store(&self) -> PathBuf {
         self.dir().join("snapshots")
@@ -50,7 +60,7 @@ impl Sidecar {
     pub fn ignore_runtime_files(&self) {
         let file = self.dir().join(".gitignore");
         if self.exists() && !file.exists() {
-            let _ = std::fs::write(file, "# Written by Chokepoint: runtime state, not configuration.\nstate.db\nstate.db-*\nsnapshots/\n");
+            let _ = std::fs::write(file, "# Written by Chokepoint: runtime state, not configuration.\nstate.db\nstate.db-*\ntrace.db\ntrace.db-*\nsnapshots/\n");
         }
     }
 

@@ -1,0 +1,23 @@
+//! The trace ledger: `.orchestration/agent_trace.jsonl`, an append-only, hash-chained, crash-safe
+//! record of every action, linked to intents and to content hashes of what changed; and its SQLite
+//! index, rebuildable from the ledger at any time (the ledger is the source of truth).
+//!
+//! - `record.rs`: one line, its hash chain and digests;
+//! - `writer.rs`: durable appends (fdatasync, group commit, one writer across processes), recovery of a
+//!   torn last line after a crash;
+//! - `verify.rs`: the whole-file check that names the first bad record;
+//! - `head.rs`: the chain head and record count kept in SQLite, so truncation is detected;
+//! - `ranges.rs`: which line ranges a write changed, with their content hashes;
+//! - `index.rs`: the SQLite index and its queries; `blame.rs`: who last wrote a line, by content;
+//! - `export.rs`: Agent Trace v0.1.
+
+pub mod blame;
+pub mod export;
+pub mod head;
+pub mod index;
+pub mod ranges;
+pub mod record;
+pub mod verify;
+pub mod writer;
+
+pub use record::{FileChange, GENESIS, LineRange, RECORD_VERSION, Record, RecordKind, RecordedDecision, RecordedHook};

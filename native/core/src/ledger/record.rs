@@ -1,0 +1,252 @@
+//! One line of `.orchestration/agent_trace.jsonl`: the record of one action or lifecycle event.
+//!
+//! The line is the unit of integrity: `prev` is the SHA-256 of the previous line's bytes (without its
+//! newline), so editing, inserting, deleting or reordering any line breaks the chain at the next one.
+//! The first record's `prev` is [`GENESIS`]. Fields are written in a fixed order (struct order) and
+//! absent optional fields are omitted, so a record serialises to the same bytes every time.
+//!
+//! Spatial independence: a write records, for each changed range, its line numbers *and* the SHA-256
+//! of the range's content, so the range can be found again after lines above it moved.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The schema version of a record. A reader refuses versions it does not know.
+pub const RECORD_VERSION: u32 = 1;
+
+/// The `prev` of the first record.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// What a record is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordKind {
+    /// A tool call that reached the chokepoint, allowed or not.
+    ToolCall,
+    /// A lifecycle event (session, plan, task, turn, compaction, submit).
+    Lifecycle,
+    /// A Pending (an ask) and how it was answered.
+    Approval,
+    /// A shell command run contained, with what containment did.
+    Containment,
+    /// An event of someone else's (a CI run, a human commit), through `chokepoint trace record`.
+    External,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// [`RECORD_VERSION`].
+    pub v: u32,
+    /// 1 for the first record, then +1 per line: a gap or a repeat is tampering.
+    pub seq: u64,
+    /// RFC 3339 UTC with milliseconds (`clock::format_utc`).
+    pub time: String,
+    /// SHA-256 (hex) of the previous line's bytes; [`GENESIS`] for the first record.
+    pub prev: String,
+    pub kind: RecordKind,
+    /// The canonical event name (`PreToolUse`, `SessionStart`, ...) when the record is about one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
+    /// The intent the session held when it acted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// SHA-256 (hex) of the tool input as canonical JSON ([`digest_json`]): what was asked, without
+    /// keeping file contents in the ledger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_sha256: Option<String>,
+    /// The chain's decision and every hook's outcome, when the record is about a judged event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<RecordedDecision>,
+    /// For writes: each file written and the ranges that changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileChange>,
+    /// The model that produced the action, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Anything else the producer attaches (an external event's payload, a containment report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedDecision {
+    /// `allow`, `deny` or `ask`.
+    pub decision: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Every hook that ran, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<RecordedHook>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedHook {
+    pub name: String,
+    /// `allow`, `deny`, `ask`, `modify`, `failed_open`, `failed_closed`.
+    pub outcome: String,
+    pub duration_ns: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileChange {
+    /// Workspace-relative, `/`-separated (canonical).
+    pub path: String,
+    /// SHA-256 (hex) of the whole file after the write; absent when the file was deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranges: Vec<LineRange>,
+}
+
+/// Lines `start..=end` (1-based) of the file after the write, and the SHA-256 of their content
+/// (the lines joined with `\n`, without a final newline).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LineRange {
+    pub start: u32,
+    pub end: u32,
+    pub sha256: String,
+}
+
+impl Record {
+    /// A record of `kind` with every optional field empty; `seq`, `time` and `prev` are set by the
+    /// writer when it appends.
+    pub fn new(kind: RecordKind) -> Record {
+        Record {
+            v: RECORD_VERSION,
+            seq: 0,
+            time: String::new(),
+            prev: String::new(),
+            kind,
+            event: None,
+            session: None,
+            agent: None,
+            task: None,
+            plan: None,
+            turn: None,
+            intent: None,
+            tool: None,
+            input_sha256: None,
+            decision: None,
+            files: Vec::new(),
+            model: None,
+            data: None,
+        }
+    }
+
+    /// The line this record is written as (no newline). Deterministic: struct field order, no
+    /// whitespace.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("a record always serialises")
+    }
+
+    /// Reads one line; `Err` says what is wrong with it (for `verify` and recovery).
+    pub fn from_line(line: &str) -> Result<Record, String> {
+        let record: Record = serde_json::from_str(line).map_err(|e| format!("not a record: {e}"))?;
+        if record.v != RECORD_VERSION {
+            return Err(format!("record version {} is not supported; this engine reads version {RECORD_VERSION}", record.v));
+        }
+        Ok(record)
+    }
+}
+
+/// SHA-256 of bytes, as lower-case hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// The hash a line is chained by: SHA-256 of its bytes without the newline.
+pub fn line_hash(line: &str) -> String {
+    sha256_hex(line.as_bytes())
+}
+
+/// SHA-256 of a JSON value in canonical form (object keys sorted, no whitespace), so the same input
+/// digests the same whoever serialised it.
+pub fn digest_json(value: &serde_json::Value) -> String {
+    fn canonical(v: &serde_json::Value, out: &mut String) {
+        match v {
+            serde_json::Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::to_string(k).expect("a string serialises"));
+                    out.push(':');
+                    canonical(&map[*k], out);
+                }
+                out.push('}');
+            }
+            serde_json::Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    canonical(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut text = String::new();
+    canonical(value, &mut text);
+    sha256_hex(text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_serialises_to_the_same_line_and_back() {
+        let mut r = Record::new(RecordKind::ToolCall);
+        r.seq = 1;
+        r.time = "2026-11-22T05:00:00.000Z".into();
+        r.prev = GENESIS.into();
+        r.tool = Some("write_to_file".into());
+        r.files = vec![FileChange { path: "src/a.js".into(), sha256: None, ranges: vec![LineRange { start: 1, end: 2, sha256: sha256_hex(b"a\nb") }] }];
+        let line = r.to_line();
+        assert!(line.starts_with(r#"{"v":1,"seq":1,"time":"2026-11-22T05:00:00.000Z","prev":"0000"#), "{line}");
+        assert!(!line.contains("session"), "absent fields are omitted: {line}");
+        assert_eq!(Record::from_line(&line).unwrap(), r);
+        assert_eq!(Record::from_line(&line).unwrap().to_line(), line);
+        assert!(Record::from_line(&line.replace("\"v\":1", "\"v\":9")).unwrap_err().contains("version 9"));
+    }
+
+    #[test]
+    fn json_digests_do_not_depend_on_key_order() {
+        let a = serde_json::json!({ "path": "a", "content": "x", "n": [1, { "b": 1, "a": 2 }] });
+        let b = serde_json::json!({ "n": [1, { "a": 2, "b": 1 }], "content": "x", "path": "a" });
+        assert_eq!(digest_json(&a), digest_json(&b));
+        assert_ne!(digest_json(&a), digest_json(&serde_json::json!({ "path": "b" })));
+        assert_eq!(sha256_hex(b""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    }
+}
