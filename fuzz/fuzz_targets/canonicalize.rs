@@ -53,9 +53,11 @@ fn fixture() -> &'static Fixture {
         symlink("src/new.js", r.join("dangling_in")).unwrap();
         fs::hard_link(o.join("secret"), r.join("src/hard")).unwrap();
         // And a few more shapes: a relative link that climbs out, a dangling one that does, a link to
-        // a link, a dangling link to a dangling link, and a dangling link to a name that is not UTF-8.
+        // a link, a dangling link to a dangling link, a dangling link to a name that is not UTF-8, and
+        // a link to the hard-linked file (the link is one file, what it leads to has two names).
         // (No link cycles: the shared model follows dangling links without a depth limit.)
         symlink("..", r.join("up")).unwrap();
+        symlink("src/hard", r.join("to_hard")).unwrap();
         symlink("../outside/later", r.join("dangling_up")).unwrap();
         symlink("link_in", r.join("chain")).unwrap();
         symlink("dangling_out", r.join("dangling_chain")).unwrap();
