@@ -12,6 +12,7 @@ const fs = require('fs');
 const path = require('path');
 const { ROOT, log, capture } = require('./lib');
 const { build } = require('./build');
+const { fuzz } = require('./fuzz');
 const vscode = require('./vscode');
 
 const LAYERS = ['cargo', 'node', 'extension', 'ui'];
@@ -36,7 +37,8 @@ async function cargoLayer() {
   }
   // A build failure runs no tests at all: count it, or a broken crate would look green.
   if (r.code !== 0 && failed === 0) failed = 1;
-  return { passed, failed };
+  const fuzzed = await fuzz(15); // the path canonicaliser under libFuzzer, briefly (scripts/fuzz.js)
+  return { passed: passed + fuzzed.passed, failed: failed + fuzzed.failed };
 }
 
 /** node --test over a folder, spec to the terminal and TAP to a file we count from. */
