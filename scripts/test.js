@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm test`: every layer of the suite, in order, then one summary line `N passed, N failed`.
 //
-//   cargo      cargo test --workspace (core and CLI)
+//   cargo      cargo test --workspace (core and CLI), then the canonicaliser's fuzz target for 15 s
 //   node       node --test tests/node (the built addon from Node)
 //   extension  mocha inside the real VS Code extension host (code-server), tests/extension
 //   ui         the sidebar driven in Debian's Chromium with playwright-core, against the packed .vsix

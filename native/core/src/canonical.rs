@@ -40,13 +40,21 @@ impl std::fmt::Display for PathRefusal {
 pub struct Workspace {
     root: PathBuf,
     case_insensitive: bool,
+    /// The root opened once, for the one-call resolution beneath it (linux.rs).
+    #[cfg(target_os = "linux")]
+    root_fd: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
 impl Workspace {
     pub fn new(root: &Path) -> std::io::Result<Workspace> {
         let root = std::fs::canonicalize(root)?;
         let case_insensitive = probe_case_insensitive(&root);
-        Ok(Workspace { root, case_insensitive })
+        Ok(Workspace {
+            #[cfg(target_os = "linux")]
+            root_fd: linux::open_root(&root),
+            root,
+            case_insensitive,
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -66,7 +74,14 @@ impl Workspace {
             return Err(PathRefusal::Tilde);
         }
         let joined = if Path::new(raw).is_absolute() { PathBuf::from(raw) } else { self.root.join(raw) };
-        let (resolved, meta) = resolve(&joined);
+        #[cfg(target_os = "linux")]
+        let beneath = self.root_fd.as_deref().and_then(|fd| linux::resolve_beneath(fd, &self.root, &joined));
+        #[cfg(not(target_os = "linux"))]
+        let beneath = None;
+        let (resolved, meta) = match beneath {
+            Some(found) => found,
+            None => resolve(&joined),
+        };
         let rel = self.relative(&resolved).ok_or_else(|| PathRefusal::OutsideWorkspace { resolved: resolved.clone() })?;
         if let Some(meta) = meta
             && meta.is_file() && link_count(&meta) > 1 {
@@ -154,6 +169,43 @@ mod linux {
                 }
                 Err(_) => return None,
             }
+        }
+    }
+
+    pub(super) fn open_root(root: &Path) -> Option<std::sync::Arc<std::os::fd::OwnedFd>> {
+        OpenOptions::new().read(true).custom_flags(nix::libc::O_PATH | nix::libc::O_DIRECTORY).open(root).ok().map(|f| std::sync::Arc::new(f.into()))
+    }
+
+    /// The fastest path, and the common one: a path without `..` that meets no symlink and stays
+    /// beneath the root is resolved by one `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, and is
+    /// then its own canonical form. The kernel stops at the first missing component with `ENOENT`
+    /// before meeting anything after it, so a missing tail proves the same about the existing part.
+    /// Anything else (a symlink: `ELOOP`, an escape: `EXDEV`, a file used as a directory, an old
+    /// kernel) is `None`, and the general resolution decides.
+    pub(super) fn resolve_beneath(root_fd: &std::os::fd::OwnedFd, root: &Path, path: &Path) -> Option<(PathBuf, Option<Metadata>)> {
+        use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+        let rel = path.strip_prefix(root).ok()?;
+        let mut lexical = PathBuf::new();
+        for c in rel.components() {
+            match c {
+                Component::Normal(name) => lexical.push(name),
+                Component::CurDir => {}
+                _ => return None,
+            }
+        }
+        if lexical.as_os_str().is_empty() {
+            return None;
+        }
+        let how = OpenHow::new()
+            .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+            .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+        match openat2(root_fd, &lexical, how) {
+            Ok(fd) => {
+                let meta = File::from(fd).metadata().ok()?;
+                Some((root.join(lexical), Some(meta)))
+            }
+            Err(nix::errno::Errno::ENOENT) => Some((root.join(lexical), None)),
+            Err(_) => None,
         }
     }
 
