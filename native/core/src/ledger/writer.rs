@@ -36,8 +36,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
+
 use super::head::{Head, HeadStore};
-use super::record::{GENESIS, RECORD_VERSION, Record, line_hash, sha256_hex};
+use super::record::{GENESIS, RECORD_VERSION, Record};
 use crate::{Sidecar, clock};
 
 /// At most this many records go into one write and one sync, so that a flood of enqueues still sees
@@ -453,26 +455,14 @@ fn run(shared: &Shared, mut writer: Writer) {
             batch.drain(..).map(|pending| (pending.record, pending.reply)).unzip();
         let mut notices = Vec::new();
         let outcome = writer.commit(records, &mut notices, shared);
-        let failure = match outcome {
-            Ok(appended) => {
-                for (reply, appended) in replies.into_iter().zip(appended) {
-                    let _ = reply.send(Ok(appended));
-                }
-                None
-            }
-            Err(error) => {
-                for reply in replies {
-                    let _ = reply.send(Err(error.clone()));
-                }
-                Some(error)
-            }
-        };
+        // The queue first: what a producer can ask once its ticket resolves (notices, `flush`) is
+        // already there when it does.
         let mut queue = shared.lock();
-        if let Some(error) = failure
+        if let Err(error) = &outcome
             && queue.unreported.is_none()
         {
             let first = queue.settled + 1;
-            queue.unreported = Some((first, error));
+            queue.unreported = Some((first, error.clone()));
         }
         queue.settled += count;
         queue.notices.append(&mut notices);
@@ -480,6 +470,18 @@ fn run(shared: &Shared, mut writer: Writer) {
         drop(queue);
         if wake {
             shared.settled.notify_all();
+        }
+        match outcome {
+            Ok(appended) => {
+                for (reply, appended) in replies.into_iter().zip(appended) {
+                    let _ = reply.send(Ok(appended));
+                }
+            }
+            Err(error) => {
+                for reply in replies {
+                    let _ = reply.send(Err(error.clone()));
+                }
+            }
         }
     }
 }
@@ -529,7 +531,7 @@ impl Writer {
             record.time.clone_from(&time);
             record.prev = hash;
             let line = record.to_line();
-            hash = line_hash(&line);
+            hash = hash_line(line.as_bytes());
             let offset = start + self.buf.len() as u64;
             self.buf.extend_from_slice(line.as_bytes());
             self.buf.push(b'\n');
@@ -600,7 +602,7 @@ impl Writer {
         // not vouch for: the rest of a batch that was never synced whole.
         let last = loop {
             let Some(last) = line_before(&self.file, end).map_err(read("read the end of"))? else { break None };
-            let hash = sha256_hex(&last.bytes);
+            let hash = hash_line(&last.bytes);
             let before = match last.start {
                 0 => None,
                 start => line_before(&self.file, start).map_err(read("read the end of"))?,
@@ -677,6 +679,19 @@ impl Writer {
     }
 }
 
+/// `record::line_hash` of a line's bytes, hex-encoded without a formatter call per byte (this runs
+/// once per record appended).
+fn hash_line(line: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(line);
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}
+
 fn open_ledger(path: &Path) -> Result<File, LedgerError> {
     // Append mode: every write lands at the end even if the writer's idea of the end were stale.
     OpenOptions::new().read(true).append(true).create(true).open(path).map_err(io_error(path, "open"))
@@ -698,7 +713,7 @@ fn judge(last: &Line, before: Option<&Line>) -> Result<Record, String> {
         Some(before) => {
             // A predecessor that is not a record (tampering, for `verify`) still chains by its bytes.
             let seq = std::str::from_utf8(&before.bytes).ok().and_then(|text| Record::from_line(text).ok()).map(|r| r.seq + 1);
-            (sha256_hex(&before.bytes), seq)
+            (hash_line(&before.bytes), seq)
         }
     };
     if record.prev != expected_prev {
@@ -823,6 +838,13 @@ mod tests {
         let sidecar = Sidecar::new(dir.path());
         std::fs::create_dir(sidecar.dir()).unwrap();
         (dir, sidecar)
+    }
+
+    #[test]
+    fn lines_hash_as_the_record_module_hashes_them() {
+        for line in ["", "{\"v\":1}", "é"] {
+            assert_eq!(hash_line(line.as_bytes()), super::super::record::line_hash(line));
+        }
     }
 
     #[test]
