@@ -9,7 +9,8 @@
 //! - [`ProblemKind::Edited`]: a line that is not a record; a record whose `seq` is wrong although it
 //!   chains (its `seq` was changed); a record whose `prev` does not match its predecessor while its
 //!   successor chains to it (its `prev` was changed) or does not (the predecessor's bytes changed).
-//! - [`ProblemKind::Deleted`]: a `seq` gap, after which the chain continues from the record found.
+//! - [`ProblemKind::Deleted`]: a `seq` gap, after which the chain continues from the record found (or
+//!   a gap over which the chain was forged anew: only the numbering shows it).
 //! - [`ProblemKind::Inserted`]: a record that does not belong where it is, with the record that does
 //!   belong right after it (or a repeated `seq` where the chain skips over the line before).
 //! - [`ProblemKind::Reordered`]: a record from later in the chain found early, out of `seq` order.
@@ -292,6 +293,25 @@ impl<'h> Check<'h> {
         let next2 = self.at(p + 2);
         let here = |kind, detail: String| problem(kind, p, cur.offset, detail);
         if seq != p && chains {
+            // The chain holds but the numbering does not. If the records after this one go on from its
+            // seq (or none follow), the numbering jumped where the chain was forged over it: records
+            // removed (a gap) or added (a repeat). If they go on from p, this record's seq was edited.
+            let renumbered = match next {
+                Some(next) => next.seq == Some(seq + 1) && next.prev == Some(cur.hash),
+                None => seq > p,
+            };
+            if renumbered && seq > p {
+                return here(
+                    ProblemKind::Deleted,
+                    format!("seq {seq} follows seq {}, yet the chain holds: records were removed and the chain forged over the gap", p - 1),
+                );
+            }
+            if renumbered {
+                return here(
+                    ProblemKind::Inserted,
+                    format!("seq {seq} follows seq {}, yet the chain holds: records were added and the chain forged over them", p - 1),
+                );
+            }
             return here(ProblemKind::Edited, format!("seq {seq} where {p} belongs, in a record that chains: its seq was changed"));
         }
         if seq == p {
