@@ -12,6 +12,10 @@
 //! - `ledger.verify`: nanoseconds per record of verifying a ledger of [`VERIFY_RECORDS`] records, one
 //!   core, the file in the page cache.
 //!
+//! The two append figures are measured interleaved (a group-commit round, then a slice of the
+//! one-at-a-time appends, and so on), because a shared disk's sync latency drifts by an order of
+//! magnitude over seconds and the ratio must compare like with like.
+//!
 //! Files live in a temporary folder under `target/` (the repository's disk, so the syncs are real, not
 //! tmpfs). Samples go to `target/bench-samples/<name>.json` (`{ name, baseline?, samples }`), which
 //! `scripts/bench.js` reads. Command-line arguments (cargo passes `--bench`) are ignored.
@@ -48,8 +52,7 @@ fn main() {
         sidecar
     };
 
-    let each = fsync_each(&workspace("each"));
-    let (group, batch) = group_commit(&workspace("group"));
+    let (each, group, batch) = appends(&workspace("each"), &workspace("group"));
     let blocking = blocking(&workspace("blocking"));
     let verified = verify_bench(&workspace("verify"));
 
@@ -109,27 +112,17 @@ fn nanos(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn fsync_each(sidecar: &Sidecar) -> Vec<u64> {
-    let ledger = open(sidecar);
+/// `ledger.append.fsync_each` and `ledger.append.group_commit`, interleaved: [`ROUNDS`] rounds of 8
+/// producers × [`PER_PRODUCER`] durable appends with [`WINDOW`] in flight each, each round followed
+/// by its share of the [`EACH_SAMPLES`] one-at-a-time appends on another ledger. Returns the
+/// one-at-a-time nanoseconds per append, the per-round nanoseconds per record, and the mean records
+/// per sync of the group commit.
+fn appends(each: &Sidecar, group: &Sidecar) -> (Vec<u64>, Vec<u64>, f64) {
+    let single = open(each);
     for i in 0..EACH_WARMUP {
-        ledger.append(record(i)).expect("append");
+        single.append(record(i)).expect("append");
     }
-    // Records are made before the clock starts: what is timed is the ledger, not the bench's records.
-    let records: Vec<Record> = (0..EACH_SAMPLES).map(record).collect();
-    records
-        .into_iter()
-        .map(|record| {
-            let started = Instant::now();
-            ledger.append(record).expect("append");
-            nanos(started)
-        })
-        .collect()
-}
-
-/// Rounds of 8 producers × [`PER_PRODUCER`] durable appends with [`WINDOW`] in flight each; returns
-/// per-round nanoseconds per record and the mean records per sync.
-fn group_commit(sidecar: &Sidecar) -> (Vec<u64>, f64) {
-    let ledger = Arc::new(open(sidecar));
+    let ledger = Arc::new(open(group));
     let start = Arc::new(Barrier::new(PRODUCERS + 1));
     let done = Arc::new(Barrier::new(PRODUCERS + 1));
     let producers: Vec<_> = (0..PRODUCERS)
@@ -138,6 +131,7 @@ fn group_commit(sidecar: &Sidecar) -> (Vec<u64>, f64) {
             std::thread::spawn(move || {
                 // Round 0 warms up.
                 for _ in 0..=ROUNDS {
+                    // Records are made before the clock starts: what is timed is the ledger.
                     let records: Vec<Record> = (0..PER_PRODUCER).map(|i| record(p * PER_PRODUCER + i)).collect();
                     start.wait();
                     let mut in_flight: VecDeque<Ticket> = VecDeque::with_capacity(WINDOW);
@@ -155,7 +149,8 @@ fn group_commit(sidecar: &Sidecar) -> (Vec<u64>, f64) {
             })
         })
         .collect();
-    let mut samples = Vec::with_capacity(ROUNDS);
+    let mut one_at_a_time = Vec::with_capacity(EACH_SAMPLES);
+    let mut grouped = Vec::with_capacity(ROUNDS);
     let mut counted = ledger.stats();
     for round in 0..=ROUNDS {
         if round == 1 {
@@ -164,8 +159,15 @@ fn group_commit(sidecar: &Sidecar) -> (Vec<u64>, f64) {
         let started = Instant::now();
         start.wait();
         done.wait();
-        if round > 0 {
-            samples.push(nanos(started) / (PRODUCERS * PER_PRODUCER) as u64);
+        if round == 0 {
+            continue;
+        }
+        grouped.push(nanos(started) / (PRODUCERS * PER_PRODUCER) as u64);
+        let records: Vec<Record> = (0..EACH_SAMPLES / ROUNDS).map(|i| record(round * 1000 + i)).collect();
+        for record in records {
+            let started = Instant::now();
+            single.append(record).expect("append");
+            one_at_a_time.push(nanos(started));
         }
     }
     for producer in producers {
@@ -173,7 +175,7 @@ fn group_commit(sidecar: &Sidecar) -> (Vec<u64>, f64) {
     }
     let stats = ledger.stats();
     let batch = (stats.records - counted.records) as f64 / (stats.batches - counted.batches) as f64;
-    (samples, batch)
+    (one_at_a_time, grouped, batch)
 }
 
 /// For comparison only: 8 producers each blocking on one append at a time; nanoseconds per record
