@@ -138,7 +138,7 @@ fn an_append_is_acknowledged_only_after_its_sync_and_head() {
     let ledger = Arc::new(ledger);
     let threads: Vec<_> = (0..4)
         .map(|t| {
-            let ledger = Arc::clone(&ledger);
+            let (ledger, db) = (Arc::clone(&ledger), sidecar.state_db());
             std::thread::spawn(move || {
                 let mut rng = Rng(t + 7);
                 let mut seen = Vec::new();
@@ -147,6 +147,11 @@ fn an_append_is_acknowledged_only_after_its_sync_and_head() {
                     // The writer counts a record durable right after the sync that covers it.
                     let durable = ledger.stats().durable_seq;
                     assert!(durable >= appended.seq, "seq {} acknowledged while only {durable} was synced", appended.seq);
+                    // And after the head that counts it was written (the head follows the data).
+                    if appended.seq % 5 == 0 {
+                        let head = head::read(&db).unwrap().unwrap();
+                        assert!(head.count >= appended.seq, "seq {} acknowledged before its head ({})", appended.seq, head.count);
+                    }
                     seen.push(appended.seq);
                 }
                 seen
@@ -667,8 +672,15 @@ fn acknowledged_appends_survive_sigkill_and_torn_tails_are_recovered() {
         let tag = format!("crash-{rounds}");
         let mut child = spawn_child("crash", &sidecar, &[(TAG_ENV, tag.clone())]);
         let acked = acks(child.stdout.take().unwrap());
-        // Kill it at a random moment, mostly once it is appending.
+        // Kill it at a random moment, mostly once it is appending; every other round, the moment the
+        // file is seen growing, which is often in the middle of a write (a write of many pages grows
+        // the file page by page, and SIGKILL stops it between two).
         std::thread::sleep(Duration::from_millis(30 + rng.next() % 120));
+        if rounds % 2 == 1 {
+            let grown = |from: u64| std::fs::metadata(&path).map_or(from, |m| m.len()) != from;
+            let (from, until) = (std::fs::metadata(&path).map_or(0, |m| m.len()), Instant::now() + Duration::from_millis(200));
+            while !grown(from) && Instant::now() < until {}
+        }
         child.kill().unwrap();
         child.wait().unwrap();
         let acked = acked.join().unwrap();

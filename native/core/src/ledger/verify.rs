@@ -7,12 +7,13 @@
 //! begins; what the lines around it look like says which kind:
 //!
 //! - [`ProblemKind::Edited`]: a line that is not a record; a record whose `seq` is wrong although it
-//!   chains (its `seq` was changed); a record whose `prev` does not match its predecessor while its
+//!   chains, while the next one is numbered from the right place (its `seq` was changed); a record whose `prev` does not match its predecessor while its
 //!   successor chains to it (its `prev` was changed) or does not (the predecessor's bytes changed).
 //! - [`ProblemKind::Deleted`]: a `seq` gap, after which the chain continues from the record found (or
 //!   a gap over which the chain was forged anew: only the numbering shows it).
 //! - [`ProblemKind::Inserted`]: a record that does not belong where it is, with the record that does
-//!   belong right after it (or a repeated `seq` where the chain skips over the line before).
+//!   belong right after it, or a repeated `seq` where the chain skips over the line before (or a
+//!   repeat over which the chain was forged anew).
 //! - [`ProblemKind::Reordered`]: a record from later in the chain found early, out of `seq` order.
 //! - [`ProblemKind::Truncated`]: fewer records than the head counts, or record `head.count` not
 //!   hashing to the head's hash (the end was cut off and written anew, or its last record edited).
@@ -110,6 +111,9 @@ impl Verification {
 /// Reads the ledger at `path` (a missing file is an empty ledger) and checks its chain, and, given the
 /// head from the state database (`head::read`), that nothing was cut off its end. `Err` only when the
 /// file cannot be read.
+///
+/// Verification takes no lock, so as not to stall appends for the length of a read: on a ledger that
+/// is being appended to, a batch being written as the end is read may show as a torn tail.
 pub fn verify(path: &Path, head: Option<&Head>) -> Result<Verification, LedgerError> {
     let io_error = |op| move |source| LedgerError::Io { path: path.to_owned(), op, source: Arc::new(source) };
     let file = match File::open(path) {

@@ -22,9 +22,11 @@
 //!   end of the file: bytes after the last newline, and complete last lines that do not parse or do
 //!   not chain to the line before them, are copied to a recovery file next to the ledger (synced,
 //!   never overwritten), the ledger is truncated back to the last good line and synced, and the
-//!   [`Recovery`] is reported, from [`Ledger::open`] or as a [`Notice`]. A line the head vouches for is
-//!   never moved: it was acknowledged, so its being bad is tampering, for `verify` to name. Nothing
-//!   acknowledged can be in a torn tail, because acknowledgement waits for the sync of whole lines.
+//!   [`Recovery`] is reported, from [`Ledger::open`] or as a [`Notice`]. Nothing acknowledged can be
+//!   in a torn tail, because acknowledgement waits for the sync of whole lines; so a line the head
+//!   covers (its hash, or a seq it counts) is never moved: its being bad is tampering, for `verify`
+//!   to name. A ledger that does not match its head is refused before anything is moved, and left
+//!   as it was found.
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
