@@ -535,8 +535,9 @@ impl Leases {
 /// time: a write here holds the lock for tens of microseconds, so a waiter sleeping that long misses
 /// many free moments and, with four processes taking leases in a loop, was measured waiting up to
 /// half a second while the others kept winning. Short sleeps (50 µs doubling to 1.6 ms), jittered so
-/// waiters do not wake in step, keep the wait close to the actual contention.
-fn busy_wait() -> impl FnMut(i32) -> bool + Send + 'static {
+/// waiters do not wake in step, keep the wait close to the actual contention. The ledger's head, in the
+/// same database, waits the same way.
+pub(crate) fn busy_wait() -> impl FnMut(i32) -> bool + Send + 'static {
     let jitter = RandomState::new();
     let mut draws = 0u64;
     let mut waiting_since = Instant::now();
@@ -556,7 +557,7 @@ fn busy_wait() -> impl FnMut(i32) -> bool + Send + 'static {
     }
 }
 
-fn is_busy(error: &rusqlite::Error) -> bool {
+pub(crate) fn is_busy(error: &rusqlite::Error) -> bool {
     matches!(error.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
 }
 

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::writer::LedgerError;
 
@@ -44,9 +44,6 @@ const SCHEMA: &str = "
     ) STRICT;
 ";
 
-/// How long a statement waits for another connection's write lock (a lease being taken) before busy.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(3);
-
 /// How long an operation retries a busy database before it fails with [`LedgerError::Busy`].
 const BUSY_GIVE_UP: Duration = Duration::from_secs(10);
 
@@ -63,7 +60,7 @@ impl HeadStore {
     pub fn open(db: &Path) -> Result<HeadStore, LedgerError> {
         let conn = Connection::open(db).map_err(sqlite(db, "open"))?;
         let mut store = HeadStore { db: db.to_owned(), conn };
-        store.conn.busy_handler(Some(busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
+        store.conn.busy_handler(Some(crate::leases::busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
         store.retrying("set up the ledger head", |conn| {
             // WAL as the lease module sets it: the mode is stored in the file, so whichever module
             // opens the database first sets it for both; a file system without shared memory keeps
@@ -117,7 +114,7 @@ impl HeadStore {
         loop {
             match attempt(&self.conn) {
                 Ok(value) => return Ok(value),
-                Err(error) if is_busy(&error) => {}
+                Err(error) if crate::leases::is_busy(&error) => {}
                 Err(source) => return Err(LedgerError::Sqlite { db: self.db.clone(), op, source: Arc::new(source) }),
             }
             let waited = started.elapsed();
@@ -140,7 +137,7 @@ pub fn read(db: &Path) -> Result<Option<Head>, LedgerError> {
     }
     let conn = Connection::open(db).map_err(sqlite(db, "open"))?;
     let mut store = HeadStore { db: db.to_owned(), conn };
-    store.conn.busy_handler(Some(busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
+    store.conn.busy_handler(Some(crate::leases::busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
     let exists = store.retrying("read the ledger head", |conn| {
         conn.prepare_cached("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'ledger_head_v1'")?
             .exists([])
@@ -153,34 +150,6 @@ pub fn read(db: &Path) -> Result<Option<Head>, LedgerError> {
 
 fn sqlite<'a>(db: &'a Path, op: &'static str) -> impl FnOnce(rusqlite::Error) -> LedgerError + 'a {
     move |source| LedgerError::Sqlite { db: db.to_owned(), op, source: Arc::new(source) }
-}
-
-/// SQLite's busy callback: short jittered sleeps (50 µs doubling to 1.6 ms) for up to
-/// [`BUSY_TIMEOUT`], as the lease module does and for the same reason: writes to this database hold
-/// its lock for tens of microseconds, so SQLite's own 1-100 ms schedule would mostly sleep through
-/// free moments.
-fn busy_wait() -> impl FnMut(i32) -> bool + Send + 'static {
-    let jitter = RandomState::new();
-    let mut draws = 0u64;
-    let mut waiting_since = Instant::now();
-    move |count| {
-        if count == 0 {
-            waiting_since = Instant::now();
-        }
-        let waited = waiting_since.elapsed();
-        if waited >= BUSY_TIMEOUT {
-            return false;
-        }
-        let ceiling = 50u64 << count.clamp(0, 5);
-        draws += 1;
-        let micros = ceiling / 2 + jitter.hash_one(draws) % (ceiling / 2 + 1);
-        std::thread::sleep(Duration::from_micros(micros).min(BUSY_TIMEOUT - waited));
-        true
-    }
-}
-
-fn is_busy(error: &rusqlite::Error) -> bool {
-    matches!(error.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
 }
 
 /// A count or time as SQLite's signed INTEGER; nothing written here comes near `i64::MAX`.
