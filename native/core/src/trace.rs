@@ -1,0 +1,157 @@
+//! What the engine writes into the trace ledger: a record for every event it judges (every tool call
+//! that reached the chokepoint, allowed or not, and every lifecycle event), the files a write changed
+//! with the content hashes of the changed ranges, and the shell commands it contained.
+//!
+//! The ledger is opened on the first record, and only in a governed workspace (one with a sidecar
+//! folder): judging never creates `.orchestration/`. Before-images for the ranges of a write are read
+//! when the gatekeeper allows the write (`PreToolUse`) and used when it is reported done
+//! (`PostToolUse`), in this process; a write reported without one records the file's hash without
+//! ranges rather than attributing the whole file to it.
+
+use crate::chain::Evaluation;
+use crate::decision::{Decision, OutcomeKind};
+use crate::event::{Event, EventKind};
+use crate::ledger::writer::{Appended, Ledger, Recovery, Ticket};
+use crate::ledger::{FileChange, Record, RecordKind, RecordedDecision, RecordedHook};
+use crate::sidecar::Sidecar;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+/// Files larger than this are hashed but their ranges are not computed (a before-image is not kept).
+const MAX_IMAGE_BYTES: u64 = 8 * 1024 * 1024;
+
+#[derive(Debug)]
+pub struct Tracer {
+    sidecar: Sidecar,
+    ledger: OnceLock<Result<Ledger, String>>,
+    /// Content before an allowed write, by (session, canonical path): `None` when the file did not
+    /// exist.
+    before: Mutex<HashMap<(String, String), Option<String>>>,
+    recovery: Mutex<Option<Recovery>>,
+}
+
+impl Tracer {
+    pub fn new(sidecar: Sidecar) -> Tracer {
+        Tracer { sidecar, ledger: OnceLock::new(), before: Mutex::default(), recovery: Mutex::default() }
+    }
+
+    /// The ledger, opened on first use; `Err` when the workspace is not governed or the ledger cannot
+    /// be opened (the reason, for the output channel).
+    pub fn ledger(&self) -> Result<&Ledger, String> {
+        self.ledger
+            .get_or_init(|| {
+                if !self.sidecar.exists() {
+                    return Err("the workspace has no .orchestration folder; nothing is recorded".to_owned());
+                }
+                self.sidecar.ignore_runtime_files();
+                let (ledger, recovery) = Ledger::open(&self.sidecar).map_err(|e| format!("cannot open the trace ledger: {e}"))?;
+                *self.recovery.lock().unwrap_or_else(|p| p.into_inner()) = recovery;
+                Ok(ledger)
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The torn end a crash left, moved aside when the ledger was opened (reported once).
+    pub fn take_recovery(&self) -> Option<Recovery> {
+        self.recovery.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Keeps the current content of files an allowed write is about to change.
+    pub fn before_write(&self, session: &str, paths: &[String]) {
+        let mut before = self.before.lock().unwrap_or_else(|p| p.into_inner());
+        for path in paths {
+            before.insert((session.to_owned(), path.clone()), self.read(path));
+        }
+    }
+
+    fn read(&self, rel: &str) -> Option<String> {
+        let file = self.sidecar.workspace_root().join(rel);
+        let meta = std::fs::metadata(&file).ok()?;
+        if meta.len() > MAX_IMAGE_BYTES {
+            return None;
+        }
+        std::fs::read_to_string(file).ok()
+    }
+
+    /// What a completed write changed in each file: ranges against the before-image when there is
+    /// one, the file's hash alone otherwise.
+    pub fn after_write(&self, session: &str, paths: &[String]) -> Vec<FileChange> {
+        let mut before = self.before.lock().unwrap_or_else(|p| p.into_inner());
+        paths
+            .iter()
+            .map(|path| {
+                let after = self.read(path);
+                match before.remove(&(session.to_owned(), path.clone())) {
+                    Some(image) => crate::ledger::ranges::file_change(path, image.as_deref(), after.as_deref()),
+                    None => FileChange {
+                        path: path.clone(),
+                        sha256: after.as_deref().map(|a| crate::ledger::record::sha256_hex(a.as_bytes())),
+                        ranges: Vec::new(),
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// Queues the record of a judged event. `None` when nothing is recorded (not governed, or the
+    /// ledger cannot be opened).
+    pub fn record_evaluation(&self, event: &Event, intent: Option<String>, evaluation: &Evaluation, files: Vec<FileChange>) -> Option<Ticket> {
+        let ledger = self.ledger().ok()?;
+        Some(ledger.enqueue(evaluation_record(event, intent, evaluation, files)))
+    }
+
+    /// Appends a record of the caller's own and waits until it is durable.
+    pub fn append(&self, record: Record) -> Result<Appended, String> {
+        self.ledger()?.append(record).map_err(|e| e.to_string())
+    }
+
+    /// Waits until everything queued so far is durable.
+    pub fn flush(&self) -> Result<(), String> {
+        match self.ledger.get() {
+            Some(Ok(ledger)) => ledger.flush().map_err(|e| e.to_string()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The record of one judged event.
+pub fn evaluation_record(event: &Event, intent: Option<String>, evaluation: &Evaluation, files: Vec<FileChange>) -> Record {
+    let kind = if matches!(event.kind, EventKind::PreToolUse | EventKind::PostToolUse) { RecordKind::ToolCall } else { RecordKind::Lifecycle };
+    let mut record = Record::new(kind);
+    record.event = Some(event.kind.as_str().to_owned());
+    record.session = event.ids.session.clone();
+    record.agent = event.ids.agent.clone();
+    record.task = event.ids.task.clone();
+    record.plan = event.ids.plan.clone();
+    record.turn = event.ids.turn.map(|t| t.to_string());
+    record.intent = intent.or_else(|| event.ids.intent.clone());
+    record.tool = event.tool.clone();
+    if !event.subject.is_null() {
+        record.input_sha256 = Some(crate::ledger::record::digest_json(&event.subject));
+    }
+    let reason = match &evaluation.decision {
+        Decision::Allow => None,
+        Decision::Deny(d) => Some(d.reason.clone()),
+        Decision::Ask { reasons } => Some(reasons.join("; ")),
+    };
+    record.decision = Some(RecordedDecision {
+        decision: evaluation.decision.as_str().to_owned(),
+        reason,
+        hooks: evaluation
+            .outcomes
+            .iter()
+            .map(|o| RecordedHook {
+                name: o.hook.to_string(),
+                outcome: o.kind.as_str().to_owned(),
+                duration_ns: o.duration_ns,
+                failure: match &o.kind {
+                    OutcomeKind::FailedOpen(f) | OutcomeKind::FailedClosed(f) => Some(f.to_string()),
+                    _ => None,
+                },
+            })
+            .collect(),
+    });
+    record.files = files;
+    record
+}
