@@ -186,3 +186,42 @@ fn exec_without_landlock_undoes_what_the_command_changed_outside_and_says_so() {
     assert_eq!(run_in(&ws, &["exec", "--session", "s", "--", "sh", "-c", "exit 7"]).0, 7);
     assert_eq!(run_in(&ws, &["exec", "--session", "s", "--timeout", "1", "--", "sleep", "30"]).0, 124);
 }
+
+#[test]
+fn trace_record_from_many_processes_makes_one_chain_and_verify_names_what_was_tampered() {
+    let ws = sample_workspace();
+    let dir = ws.path().to_str().unwrap().to_owned();
+    let children: Vec<_> = (0..6)
+        .map(|p| {
+            let dir = dir.clone();
+            std::thread::spawn(move || {
+                (0..8)
+                    .map(|i| {
+                        let event = format!(r#"{{"event":"ci-run","job":{p},"step":{i}}}"#);
+                        let out = Command::new(env!("CARGO_BIN_EXE_chokepoint")).args(["trace", "record", "--workspace", &dir, "--event", &event]).output().unwrap();
+                        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                        String::from_utf8_lossy(&out.stdout).trim().parse::<u64>().unwrap()
+                    })
+                    .collect::<Vec<u64>>()
+            })
+        })
+        .collect();
+    let mut seqs: Vec<u64> = children.into_iter().flat_map(|c| c.join().unwrap()).collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=48).collect::<Vec<u64>>(), "every acknowledged record has its own place");
+    let (code, out, _) = run_in(&ws, &["trace", "verify"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("ledger intact: 48 records"), "{out}");
+
+    let ledger = ws.path().join(".orchestration/agent_trace.jsonl");
+    let text = fs::read_to_string(&ledger).unwrap();
+    fs::write(&ledger, text.replacen("\"step\":3", "\"step\":9", 1)).unwrap();
+    let (code, _, err) = run_in(&ws, &["trace", "verify"]);
+    assert_eq!(code, 10, "edited: {err}");
+    assert!(err.contains("edited at line"), "{err}");
+    let without_last: String = text.lines().take(47).map(|l| format!("{l}\n")).collect();
+    fs::write(&ledger, without_last).unwrap();
+    let (code, _, err) = run_in(&ws, &["trace", "verify", "--json"]);
+    assert_eq!(code, 14, "truncated: {err}");
+    assert_eq!(run_in(&ws, &["trace", "record", "--event", "[1]"]).0, 2);
+}
