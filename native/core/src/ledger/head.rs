@@ -1,1 +1,205 @@
-//! (being written)
+//! The chain head: how many records the ledger holds and the hash of the last one, kept in SQLite
+//! (`ledger_head_v1` in `.orchestration/state.db`) beside the ledger itself.
+//!
+//! - **Why a head at all.** The hash chain catches an edited, inserted, deleted or reordered line, but
+//!   not lines cut off the end (what is left still chains) nor a tail cut off and written anew. A
+//!   record count and hash kept elsewhere catch both: a ledger with fewer records than the head, or
+//!   whose record number `count` does not hash to the head's hash, was truncated or rewritten.
+//! - **Why it may lag but never lead.** The writer updates the head only after the ledger's bytes are
+//!   synced, in the same critical section (under the ledger's lock). A crash between the two leaves a
+//!   head that counts fewer records than the ledger holds, which is harmless: the next append catches
+//!   it up. A head that counted more would be indistinguishable from a truncation.
+//! - **Why `synchronous = NORMAL`.** A power cut can lose the latest head updates (a lagging head,
+//!   allowed above) but never corrupts the database; a per-commit fsync would double the cost of every
+//!   batch of appends for nothing the ledger's own fsync does not already give.
+//! - **Why its own table and no `user_version`.** The lease module owns `PRAGMA user_version` of this
+//!   database for its schema; the head's schema is versioned by its table name instead.
+
+use std::hash::{BuildHasher, RandomState};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+
+use super::writer::LedgerError;
+
+/// The head of the chain as last written: `count` records, the last of which hashes to `hash`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    /// The number of records (the `seq` of the last one).
+    pub count: u64,
+    /// `record::line_hash` of record number `count`; [`super::GENESIS`] when `count` is 0.
+    pub hash: String,
+    /// When the head was written, unix milliseconds.
+    pub updated_at_ms: u64,
+}
+
+const SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS ledger_head_v1 (
+        id         INTEGER PRIMARY KEY CHECK (id = 1),  -- one ledger per workspace, one row
+        count      INTEGER NOT NULL,                    -- records in the ledger (the last seq)
+        hash       TEXT NOT NULL,                       -- SHA-256 (hex) of the last record's line
+        updated_at INTEGER NOT NULL                     -- unix milliseconds
+    ) STRICT;
+";
+
+/// How long a statement waits for another connection's write lock (a lease being taken) before busy.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long an operation retries a busy database before it fails with [`LedgerError::Busy`].
+const BUSY_GIVE_UP: Duration = Duration::from_secs(10);
+
+/// A connection to the head's table. Not shared between threads: the ledger's writer thread owns one.
+#[derive(Debug)]
+pub struct HeadStore {
+    db: PathBuf,
+    conn: Connection,
+}
+
+impl HeadStore {
+    /// Opens the state database at `db` (creating it and the head's table if missing); its folder must
+    /// exist.
+    pub fn open(db: &Path) -> Result<HeadStore, LedgerError> {
+        let conn = Connection::open(db).map_err(sqlite(db, "open"))?;
+        let mut store = HeadStore { db: db.to_owned(), conn };
+        store.conn.busy_handler(Some(busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
+        store.retrying("set up the ledger head", |conn| {
+            // WAL as the lease module sets it: the mode is stored in the file, so whichever module
+            // opens the database first sets it for both; a file system without shared memory keeps
+            // the rollback journal, which is slower but as correct, so the answer is not checked.
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            conn.execute_batch(SCHEMA)
+        })?;
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.db
+    }
+
+    /// The head, or `None` if no append has written one yet.
+    pub fn read(&mut self) -> Result<Option<Head>, LedgerError> {
+        self.retrying("read the ledger head", |conn| {
+            conn.prepare_cached("SELECT count, hash, updated_at FROM ledger_head_v1 WHERE id = 1")?
+                .query_row([], |row| {
+                    Ok(Head { count: uint(row.get(0)?), hash: row.get(1)?, updated_at_ms: uint(row.get(2)?) })
+                })
+                .optional()
+        })
+    }
+
+    /// Sets the head to `count` records ending in `hash`. One statement, so it is its own transaction.
+    pub fn write(&mut self, count: u64, hash: &str, now_ms: u64) -> Result<(), LedgerError> {
+        self.retrying("write the ledger head", |conn| {
+            conn.prepare_cached(
+                "INSERT INTO ledger_head_v1 (id, count, hash, updated_at) VALUES (1, ?1, ?2, ?3)
+                 ON CONFLICT (id) DO UPDATE SET count = excluded.count, hash = excluded.hash,
+                 updated_at = excluded.updated_at",
+            )?
+            .execute(params![int(count), hash, int(now_ms)])
+            .map(drop)
+        })
+    }
+
+    /// Calls `attempt` until it does not answer busy, with jittered, growing sleeps between tries, for
+    /// at most [`BUSY_GIVE_UP`].
+    fn retrying<T>(
+        &mut self,
+        op: &'static str,
+        mut attempt: impl FnMut(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, LedgerError> {
+        let started = Instant::now();
+        let jitter = RandomState::new();
+        let mut tries = 0u32;
+        loop {
+            match attempt(&self.conn) {
+                Ok(value) => return Ok(value),
+                Err(error) if is_busy(&error) => {}
+                Err(source) => return Err(LedgerError::Sqlite { db: self.db.clone(), op, source: Arc::new(source) }),
+            }
+            let waited = started.elapsed();
+            if waited >= BUSY_GIVE_UP {
+                return Err(LedgerError::Busy { db: self.db.clone(), waited });
+            }
+            let ceiling = 100u64 << tries.min(8);
+            let micros = ceiling / 2 + jitter.hash_one(tries) % (ceiling / 2 + 1);
+            std::thread::sleep(Duration::from_micros(micros).min(BUSY_GIVE_UP.saturating_sub(waited)));
+            tries += 1;
+        }
+    }
+}
+
+/// The head stored in the state database at `db`, for a one-off check (`verify`); `None` when the
+/// database or the head's row does not exist yet.
+pub fn read(db: &Path) -> Result<Option<Head>, LedgerError> {
+    if !db.exists() {
+        return Ok(None);
+    }
+    HeadStore::open(db)?.read()
+}
+
+fn sqlite<'a>(db: &'a Path, op: &'static str) -> impl FnOnce(rusqlite::Error) -> LedgerError + 'a {
+    move |source| LedgerError::Sqlite { db: db.to_owned(), op, source: Arc::new(source) }
+}
+
+/// SQLite's busy callback: short jittered sleeps (50 µs doubling to 1.6 ms) for up to
+/// [`BUSY_TIMEOUT`], as the lease module does and for the same reason: writes to this database hold
+/// its lock for tens of microseconds, so SQLite's own 1-100 ms schedule would mostly sleep through
+/// free moments.
+fn busy_wait() -> impl FnMut(i32) -> bool + Send + 'static {
+    let jitter = RandomState::new();
+    let mut draws = 0u64;
+    let mut waiting_since = Instant::now();
+    move |count| {
+        if count == 0 {
+            waiting_since = Instant::now();
+        }
+        let waited = waiting_since.elapsed();
+        if waited >= BUSY_TIMEOUT {
+            return false;
+        }
+        let ceiling = 50u64 << count.clamp(0, 5);
+        draws += 1;
+        let micros = ceiling / 2 + jitter.hash_one(draws) % (ceiling / 2 + 1);
+        std::thread::sleep(Duration::from_micros(micros).min(BUSY_TIMEOUT - waited));
+        true
+    }
+}
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(error.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+}
+
+/// A count or time as SQLite's signed INTEGER; nothing written here comes near `i64::MAX`.
+fn int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn uint(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_round_trips_and_leaves_user_version_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("state.db");
+        assert_eq!(read(&db).unwrap(), None);
+        let mut store = HeadStore::open(&db).unwrap();
+        assert_eq!(store.read().unwrap(), None);
+        store.write(3, "abc", 17).unwrap();
+        store.write(4, "def", 18).unwrap();
+        assert_eq!(read(&db).unwrap(), Some(Head { count: 4, hash: "def".into(), updated_at_ms: 18 }));
+        let version: i64 = store.conn.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
+        assert_eq!(version, 0, "user_version belongs to the lease module");
+        // The lease module opens the same database afterwards and finds its schema to create.
+        crate::leases::Leases::open(&db).unwrap();
+        assert_eq!(store.read().unwrap().unwrap().count, 4);
+    }
+}

@@ -1,1 +1,826 @@
-//! (being written)
+//! The SQLite index of the trace ledger, `.orchestration/trace.db`: which records are about which
+//! intent, session, file and time, so `log`, `show` and `blame` need not read the whole ledger.
+//!
+//! - **The ledger is the source of truth; the index is derived.** It stores where each record's line
+//!   starts in the ledger and its hash, and reads the record back from the ledger, checking the hash,
+//!   rather than keeping a second copy that could disagree. Deleting `trace.db` loses nothing: the
+//!   next [`Index::catch_up`] rebuilds it. For the same reason a database of an older schema is not
+//!   migrated but dropped and rebuilt.
+//! - **Catching up is cheap and anyone may do it.** The index remembers the offset of the last line it
+//!   read; [`Index::catch_up`] checks that this line still hashes as indexed (so a rewritten or
+//!   recovered ledger is noticed, and the index is rebuilt) and indexes only what follows. Whichever
+//!   process gets there first does the work, inside one `BEGIN IMMEDIATE` transaction, so two
+//!   processes never index the same lines twice and a reader sees all of a catch-up or none of it.
+//! - **Only whole lines are indexed.** The writer appends a line and its newline together; a reader
+//!   that meets a last line without its newline is looking at an append in progress (or a torn line
+//!   that the writer's recovery will cut off) and leaves it for the next catch-up.
+//! - **A line that is not a record is skipped and counted, never fatal.** Naming tampering is
+//!   `verify`'s job; the index indexes what it can and says how much it could not.
+//! - **Busy.** Index writes are bulk and rare (a catch-up, a rebuild), not on an agent's hot path, so a
+//!   plain busy timeout is enough; the lease database's short jittered sleeps exist for many tiny
+//!   competing writes, which this database does not see.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use globset::{GlobBuilder, GlobMatcher};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+
+use super::record::{Record, RecordKind};
+use crate::Sidecar;
+
+/// The schema this build writes, in `PRAGMA user_version`. An older index is rebuilt; a newer one is
+/// refused (an older engine must not half-understand it).
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// How long a statement waits for another process's catch-up or rebuild before failing. A rebuild of
+/// a large ledger holds the write lock for seconds.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+const TABLES: &str = "
+    CREATE TABLE IF NOT EXISTS records (
+        seq         INTEGER PRIMARY KEY,
+        line_hash   TEXT NOT NULL,     -- SHA-256 (hex) of the ledger line, checked when read back
+        line_offset INTEGER NOT NULL,  -- byte offset of the line in the ledger
+        time        TEXT NOT NULL,     -- as recorded (RFC 3339)
+        time_ms     INTEGER,           -- the same in unix milliseconds; NULL if it does not parse
+        kind        TEXT NOT NULL,
+        event       TEXT,
+        session     TEXT,
+        agent       TEXT,
+        task        TEXT,
+        intent      TEXT,
+        tool        TEXT,
+        decision    TEXT,              -- allow, deny, ask
+        model       TEXT
+    ) STRICT;
+    -- One row per file a record touched, with or without ranges (a deletion has none), so a query by
+    -- file finds every record that changed it.
+    CREATE TABLE IF NOT EXISTS files (
+        seq         INTEGER NOT NULL,
+        path        TEXT NOT NULL,
+        sha256      TEXT               -- the whole file after the write; NULL when deleted
+    ) STRICT;
+    -- How far catch-up has read the ledger: the last whole line it read (indexed or skipped) and its
+    -- hash. Kept apart from the records because `add` may index records out of reading order (a
+    -- writer indexing its own appends) and the reading must not skip what lies before them.
+    CREATE TABLE IF NOT EXISTS progress (
+        id          INTEGER PRIMARY KEY CHECK (id = 1),
+        line_offset INTEGER NOT NULL,
+        line_hash   TEXT NOT NULL
+    ) STRICT;
+    CREATE TABLE IF NOT EXISTS ranges (
+        seq         INTEGER NOT NULL,
+        path        TEXT NOT NULL,
+        start_line  INTEGER NOT NULL,
+        end_line    INTEGER NOT NULL,
+        sha256      TEXT NOT NULL,     -- range content hash (`ranges::range_hash`)
+        file_sha256 TEXT               -- the whole file after the write
+    ) STRICT;
+";
+
+/// Created after the tables are filled when rebuilding: building an index once over sorted input is
+/// several times faster than maintaining it row by row.
+const INDEXES: &str = "
+    CREATE INDEX IF NOT EXISTS records_intent ON records (intent, seq);
+    CREATE INDEX IF NOT EXISTS records_session ON records (session, seq);
+    CREATE INDEX IF NOT EXISTS records_time ON records (time_ms);
+    CREATE INDEX IF NOT EXISTS files_path ON files (path, seq);
+    CREATE INDEX IF NOT EXISTS files_seq ON files (seq);
+    CREATE INDEX IF NOT EXISTS ranges_path ON ranges (path, seq);
+";
+
+/// Only these tables are dropped on a rebuild: nothing else in the file is the index's to delete.
+const DROP: &str = "
+    DROP TABLE IF EXISTS progress;
+    DROP TABLE IF EXISTS ranges;
+    DROP TABLE IF EXISTS files;
+    DROP TABLE IF EXISTS records;
+";
+
+/// The index of one workspace's ledger. One connection, shared by the threads of this process.
+#[derive(Debug)]
+pub struct Index {
+    db: PathBuf,
+    ledger: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+/// Which records a [`Index::query`] returns. Every field set must match; `Filter::default()` is every
+/// record, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub intent: Option<String>,
+    /// A workspace-relative path, exact, or a glob if it has any of `*?[{` (`*` stays within one
+    /// folder, `**` crosses folders): the records that wrote a matching file.
+    pub file: Option<String>,
+    pub session: Option<String>,
+    /// Records at or after this time: RFC 3339 (`2026-11-22T05:00:00Z`, with an offset, or a date
+    /// alone for its midnight UTC), or unix milliseconds.
+    pub since: Option<String>,
+    pub kind: Option<RecordKind>,
+    pub limit: Option<usize>,
+    /// Newest first (by `seq`), as a log is read; otherwise oldest first.
+    pub newest_first: bool,
+}
+
+/// A record as found through the index: where its line is and what it hashes to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedRecord {
+    pub seq: u64,
+    pub line_hash: String,
+    /// Byte offset of the line in the ledger.
+    pub offset: u64,
+    pub record: Record,
+}
+
+/// What a [`Index::catch_up`] or [`reindex`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexReport {
+    /// Records newly indexed.
+    pub records: u64,
+    pub files: u64,
+    pub ranges: u64,
+    /// Bytes of the ledger read.
+    pub bytes: u64,
+    /// Lines that are not records (or repeat an indexed `seq` with other content), left out.
+    pub skipped: u64,
+    /// Why the first of them was left out, with its byte offset.
+    pub first_skipped: Option<String>,
+    /// The ledger ends in a line without its newline (an append in progress, or a torn write the
+    /// writer's recovery will cut off): not indexed yet.
+    pub unterminated_tail: bool,
+    /// The index was dropped and rebuilt: the ledger no longer has the line the index last read
+    /// (rewritten, recovered or deleted), or this was a [`reindex`].
+    pub rebuilt: bool,
+}
+
+impl IndexReport {
+    fn skip(&mut self, offset: u64, why: String) {
+        self.skipped += 1;
+        self.first_skipped.get_or_insert_with(|| format!("the line at byte {offset}: {why}"));
+    }
+}
+
+/// A recorded range of a file and who wrote it: what `blame` matches against the file as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedRange {
+    pub seq: u64,
+    pub time: String,
+    pub kind: String,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub intent: Option<String>,
+    pub tool: Option<String>,
+    pub model: Option<String>,
+    /// Where the write put the range (1-based, inclusive), in the file as it was then.
+    pub start: u32,
+    pub end: u32,
+    pub sha256: String,
+}
+
+/// Whether adding one record inserted it.
+enum Added {
+    New { files: u64, ranges: u64 },
+    Present,
+    /// The `seq` is indexed with another line hash: the stored hash.
+    Conflict(String),
+}
+
+impl Index {
+    /// Opens (creating it if missing) the index of `sidecar`'s ledger. The sidecar folder must exist.
+    /// Does not read the ledger: call [`Index::catch_up`] for that.
+    pub fn open(sidecar: &Sidecar) -> Result<Index, String> {
+        let db = sidecar.trace_index();
+        let failed = |op: &str| {
+            let db = db.display().to_string();
+            let op = op.to_owned();
+            move |e: rusqlite::Error| format!("the trace index {db}: {op} failed: {e}")
+        };
+        let mut conn = Connection::open(&db).map_err(failed("open"))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(failed("set the busy timeout"))?;
+        // WAL: queries (a sidebar, `log` in a terminal) never wait for a catch-up, and see all of it
+        // or none of it. NORMAL: a power cut may lose the last catch-up, which the next one redoes.
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(failed("switch to WAL"))?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(failed("set synchronous"))?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(failed("begin"))?;
+        let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(failed("read the schema version"))?;
+        if found > SCHEMA_VERSION {
+            return Err(format!(
+                "the trace index {} has schema version {found}, newer than the {SCHEMA_VERSION} this chokepoint \
+                 understands; upgrade chokepoint, or delete the file (it is rebuilt from the ledger)",
+                db.display()
+            ));
+        }
+        if found < SCHEMA_VERSION {
+            // Derived data: an older layout is dropped, and the next catch-up refills it.
+            tx.execute_batch(DROP).map_err(failed("drop an old schema"))?;
+            tx.execute_batch(TABLES).map_err(failed("create the schema"))?;
+            tx.execute_batch(INDEXES).map_err(failed("create the indexes"))?;
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(failed("write the schema version"))?;
+        }
+        tx.commit().map_err(failed("commit the schema"))?;
+        Ok(Index { db, ledger: sidecar.trace_ledger(), conn: Mutex::new(conn) })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.db
+    }
+
+    /// The ledger this indexes.
+    pub fn ledger(&self) -> &Path {
+        &self.ledger
+    }
+
+    /// Indexes one record whose line (hashing to `line_hash`) starts at byte `offset` of the ledger.
+    /// Returns whether it was new: adding a record already indexed with the same hash changes nothing;
+    /// with another hash it is an error (the ledger was rewritten; [`reindex`]).
+    pub fn add(&self, record: &Record, line_hash: &str, offset: u64) -> Result<bool, String> {
+        self.add_many([(record, line_hash, offset)]).map(|added| added == 1)
+    }
+
+    /// [`Index::add`] for many records in one transaction; returns how many were new.
+    pub fn add_many<'a>(&self, entries: impl IntoIterator<Item = (&'a Record, &'a str, u64)>) -> Result<u64, String> {
+        self.write("add records", |tx| {
+            let mut added = 0;
+            for (record, hash, offset) in entries {
+                match insert(tx, record, hash, offset).map_err(|e| self.failed("add a record", e))? {
+                    Added::New { .. } => added += 1,
+                    Added::Present => {}
+                    Added::Conflict(stored) => {
+                        return Err(format!(
+                            "record {} is already indexed with line hash {stored}, not {hash}: the ledger was \
+                             rewritten since it was indexed; rebuild the index",
+                            record.seq
+                        ));
+                    }
+                }
+            }
+            Ok(added)
+        })
+    }
+
+    /// Brings the index up to date with the ledger: indexes the lines after the last one it read. If
+    /// that line is no longer there as it was (the ledger was rewritten, recovered or deleted), drops
+    /// the index and rebuilds it from the whole ledger. A missing ledger is an empty one.
+    pub fn catch_up(&self) -> Result<IndexReport, String> {
+        self.write("catch up with the ledger", |tx| {
+            let progress: Option<(i64, String)> = tx
+                .query_row("SELECT line_offset, line_hash FROM progress WHERE id = 1", [], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
+                .map_err(|e| self.failed("read how far the index has read", e))?;
+            let Some(mut reader) = LedgerReader::open(&self.ledger)? else {
+                let empty = progress.is_none()
+                    && tx
+                        .query_row("SELECT NOT EXISTS (SELECT 1 FROM records)", [], |row| row.get::<_, bool>(0))
+                        .map_err(|e| self.failed("count records", e))?;
+                return if empty { Ok(IndexReport::default()) } else { self.rebuild(tx, None) };
+            };
+            let Some((offset, hash)) = progress else {
+                return self.fill(tx, &mut reader, IndexReport::default());
+            };
+            reader.seek(uint(offset)).map_err(|e| self.read_failed(e))?;
+            let still_there = match reader.next_line().map_err(|e| self.read_failed(e))? {
+                Line::Whole { bytes } => line_hash_bytes(bytes) == hash,
+                Line::Unterminated | Line::End => false,
+            };
+            if !still_there {
+                return self.rebuild(tx, Some(reader));
+            }
+            self.fill(tx, &mut reader, IndexReport::default())
+        })
+    }
+
+    /// The records that match `filter`, read back from the ledger. Reads only what is indexed: call
+    /// [`Index::catch_up`] first to see the latest records.
+    pub fn query(&self, filter: &Filter) -> Result<Vec<IndexedRecord>, String> {
+        let since = filter.since.as_deref().map(parse_time).transpose()?;
+        let glob = match filter.file.as_deref() {
+            Some(pattern) if is_glob(pattern) => Some(compile_glob(pattern)?),
+            _ => None,
+        };
+        let conn = self.lock();
+        let mut sql = String::from("SELECT seq, line_hash, line_offset FROM records WHERE 1 = 1");
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        let mut arg = |sql: &mut String, clause: &str, value: rusqlite::types::Value| {
+            args.push(value);
+            sql.push_str(&clause.replace('?', &format!("?{}", args.len())));
+        };
+        if let Some(intent) = &filter.intent {
+            arg(&mut sql, " AND intent = ?", intent.clone().into());
+        }
+        if let Some(session) = &filter.session {
+            arg(&mut sql, " AND session = ?", session.clone().into());
+        }
+        if let Some(kind) = filter.kind {
+            arg(&mut sql, " AND kind = ?", kind_name(kind).into());
+        }
+        if let Some(since) = since {
+            arg(&mut sql, " AND time_ms >= ?", int(since).into());
+        }
+        match (&filter.file, &glob) {
+            (Some(_), Some(glob)) => {
+                // Distinct paths are far fewer than rows: match them here with globset's semantics
+                // (SQLite's GLOB lets `*` cross folders), then select through a connection-local table.
+                fill_glob_paths(&conn, glob).map_err(|e| self.failed("match paths", e))?;
+                sql.push_str(" AND seq IN (SELECT f.seq FROM files f JOIN temp.glob_paths g ON g.path = f.path)");
+            }
+            (Some(path), None) => arg(&mut sql, " AND seq IN (SELECT seq FROM files WHERE path = ?)", path.clone().into()),
+            _ => {}
+        }
+        sql.push_str(if filter.newest_first { " ORDER BY seq DESC" } else { " ORDER BY seq ASC" });
+        if let Some(limit) = filter.limit {
+            arg(&mut sql, " LIMIT ?", int(u64::try_from(limit).unwrap_or(u64::MAX)).into());
+        }
+        let found = (|| {
+            let mut statement = conn.prepare(&sql)?;
+            let rows = statement.query_map(rusqlite::params_from_iter(args), |row| {
+                Ok((uint(row.get(0)?), row.get::<_, String>(1)?, uint(row.get(2)?)))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })()
+        .map_err(|e| self.failed("query records", e))?;
+        drop(conn);
+        self.read_back(found)
+    }
+
+    /// The record `seq`, if indexed, read back from the ledger (`show`).
+    pub fn get(&self, seq: u64) -> Result<Option<IndexedRecord>, String> {
+        let found = self
+            .lock()
+            .query_row("SELECT line_hash, line_offset FROM records WHERE seq = ?1", params![int(seq)], |row| {
+                Ok((seq, row.get::<_, String>(0)?, uint(row.get(1)?)))
+            })
+            .optional()
+            .map_err(|e| self.failed("read a record", e))?;
+        Ok(self.read_back(found.into_iter().collect())?.pop())
+    }
+
+    /// The highest `seq` indexed.
+    pub fn last_seq(&self) -> Result<Option<u64>, String> {
+        self.lock()
+            .query_row("SELECT MAX(seq) FROM records", [], |row| row.get::<_, Option<i64>>(0))
+            .map(|seq| seq.map(uint))
+            .map_err(|e| self.failed("read the last seq", e))
+    }
+
+    /// Every recorded range of `path`, newest record first, leaving out records whose write was
+    /// denied (it changed nothing): what `blame` looks for in the file.
+    pub fn ranges_of(&self, path: &str) -> Result<Vec<RecordedRange>, String> {
+        let conn = self.lock();
+        let sql = "SELECT r.seq, r.time, r.kind, r.session, r.agent, r.intent, r.tool, r.model,
+                          g.start_line, g.end_line, g.sha256
+                   FROM ranges g JOIN records r ON r.seq = g.seq
+                   WHERE g.path = ?1 AND (r.decision IS NULL OR r.decision <> 'deny')
+                   ORDER BY g.seq DESC, g.start_line ASC";
+        (|| {
+            let mut statement = conn.prepare_cached(sql)?;
+            let rows = statement.query_map(params![path], |row| {
+                Ok(RecordedRange {
+                    seq: uint(row.get(0)?),
+                    time: row.get(1)?,
+                    kind: row.get(2)?,
+                    session: row.get(3)?,
+                    agent: row.get(4)?,
+                    intent: row.get(5)?,
+                    tool: row.get(6)?,
+                    model: row.get(7)?,
+                    start: line(row.get(8)?),
+                    end: line(row.get(9)?),
+                    sha256: row.get(10)?,
+                })
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })()
+        .map_err(|e| self.failed("read a file's ranges", e))
+    }
+
+    /// Drops the index's tables and indexes the whole ledger again, in the transaction `tx`. `reader`
+    /// is the ledger if the caller already opened it.
+    fn rebuild(&self, tx: &Transaction<'_>, reader: Option<LedgerReader>) -> Result<IndexReport, String> {
+        (|| {
+            tx.execute_batch(DROP)?;
+            tx.execute_batch(TABLES)
+        })()
+        .map_err(|e| self.failed("drop the index", e))?;
+        let report = IndexReport { rebuilt: true, ..IndexReport::default() };
+        let report = match reader {
+            Some(mut reader) => {
+                reader.seek(0).map_err(|e| self.read_failed(e))?;
+                self.fill(tx, &mut reader, report)?
+            }
+            None => match LedgerReader::open(&self.ledger)? {
+                Some(mut reader) => self.fill(tx, &mut reader, report)?,
+                None => report,
+            },
+        };
+        tx.execute_batch(INDEXES).map_err(|e| self.failed("create the indexes", e))?;
+        Ok(report)
+    }
+
+    /// Indexes every whole line from where `reader` is to the end of the ledger.
+    fn fill(&self, tx: &Transaction<'_>, reader: &mut LedgerReader, mut report: IndexReport) -> Result<IndexReport, String> {
+        let start = reader.offset;
+        // The last whole line read, indexed or skipped: where the next catch-up resumes.
+        let mut last: Option<(u64, String)> = None;
+        loop {
+            let offset = reader.offset;
+            let bytes = match reader.next_line().map_err(|e| self.read_failed(e))? {
+                Line::Whole { bytes } => bytes,
+                Line::Unterminated => {
+                    report.unterminated_tail = true;
+                    break;
+                }
+                Line::End => break,
+            };
+            let hash = line_hash_bytes(bytes);
+            last = Some((offset, hash.clone()));
+            let Ok(text) = std::str::from_utf8(bytes) else {
+                report.skip(offset, "not UTF-8".into());
+                continue;
+            };
+            let record = match Record::from_line(text) {
+                Ok(record) => record,
+                Err(why) => {
+                    report.skip(offset, why);
+                    continue;
+                }
+            };
+            match insert(tx, &record, &hash, offset).map_err(|e| self.failed("index a record", e))? {
+                Added::New { files, ranges } => {
+                    report.records += 1;
+                    report.files += files;
+                    report.ranges += ranges;
+                }
+                Added::Present => {}
+                Added::Conflict(_) => report.skip(offset, format!("record {} repeats an earlier seq", record.seq)),
+            }
+        }
+        report.bytes += reader.offset - start;
+        if let Some((offset, hash)) = last {
+            tx.prepare_cached(
+                "INSERT INTO progress (id, line_offset, line_hash) VALUES (1, ?1, ?2)
+                 ON CONFLICT (id) DO UPDATE SET line_offset = excluded.line_offset, line_hash = excluded.line_hash",
+            )
+            .and_then(|mut statement| statement.execute(params![int(offset), hash]))
+            .map_err(|e| self.failed("record how far the index has read", e))?;
+        }
+        Ok(report)
+    }
+
+    /// Reads the records at `found` (seq, line hash, offset) back from the ledger, checking that each
+    /// line still hashes as indexed.
+    fn read_back(&self, found: Vec<(u64, String, u64)>) -> Result<Vec<IndexedRecord>, String> {
+        if found.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut reader = LedgerReader::for_lookups(&self.ledger)?.ok_or_else(|| {
+            format!("the ledger {} is gone but the index lists records; rebuild the index", self.ledger.display())
+        })?;
+        let mut out = Vec::with_capacity(found.len());
+        for (seq, hash, offset) in found {
+            reader.seek(offset).map_err(|e| self.read_failed(e))?;
+            let stale = || {
+                format!(
+                    "the ledger {} no longer holds record {seq} where the index found it (byte {offset}): the ledger \
+                     was rewritten or recovered since; rebuild the index, and run verify if nobody should have",
+                    self.ledger.display()
+                )
+            };
+            let Line::Whole { bytes } = reader.next_line().map_err(|e| self.read_failed(e))? else {
+                return Err(stale());
+            };
+            if line_hash_bytes(bytes) != hash {
+                return Err(stale());
+            }
+            let text = std::str::from_utf8(bytes).map_err(|_| stale())?;
+            let record = Record::from_line(text).map_err(|_| stale())?;
+            out.push(IndexedRecord { seq, line_hash: hash, offset, record });
+        }
+        Ok(out)
+    }
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction (the write lock taken before anything is read,
+    /// so two processes never decide on the same stale view), committing if it succeeds.
+    fn write<T>(&self, op: &str, body: impl FnOnce(&Transaction<'_>) -> Result<T, String>) -> Result<T, String> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.failed(op, e))?;
+        let value = body(&tx)?;
+        tx.commit().map_err(|e| self.failed(op, e))?;
+        Ok(value)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic mid-transaction rolled the transaction back as it unwound: the connection is usable.
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn failed(&self, op: &str, error: rusqlite::Error) -> String {
+        format!("the trace index {}: {op} failed: {error}", self.db.display())
+    }
+
+    fn read_failed(&self, error: io::Error) -> String {
+        format!("reading the ledger {} failed: {error}", self.ledger.display())
+    }
+}
+
+/// Drops the index of `sidecar` and rebuilds it from the whole ledger, in one transaction: readers
+/// see the old index until the new one is complete. Streams the ledger; the index is what it builds.
+pub fn reindex(sidecar: &Sidecar) -> Result<IndexReport, String> {
+    let index = Index::open(sidecar)?;
+    index.write("rebuild the index", |tx| index.rebuild(tx, None))
+}
+
+fn insert(tx: &Transaction<'_>, record: &Record, hash: &str, offset: u64) -> rusqlite::Result<Added> {
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO records (seq, line_hash, line_offset, time, time_ms, kind, event, session, agent, task,
+                                  intent, tool, decision, model)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+             ON CONFLICT (seq) DO NOTHING",
+        )?
+        .execute(params![
+            int(record.seq),
+            hash,
+            int(offset),
+            record.time,
+            parse_time(&record.time).ok().map(int),
+            kind_name(record.kind),
+            record.event,
+            record.session,
+            record.agent,
+            record.task,
+            record.intent,
+            record.tool,
+            record.decision.as_ref().map(|d| d.decision.as_str()),
+            record.model,
+        ])?;
+    if inserted == 0 {
+        let stored: String =
+            tx.prepare_cached("SELECT line_hash FROM records WHERE seq = ?1")?.query_row(params![int(record.seq)], |row| row.get(0))?;
+        return Ok(if stored == hash { Added::Present } else { Added::Conflict(stored) });
+    }
+    let mut files = 0;
+    let mut ranges = 0;
+    let mut file_row = tx.prepare_cached("INSERT INTO files (seq, path, sha256) VALUES (?1, ?2, ?3)")?;
+    let mut range_row = tx.prepare_cached(
+        "INSERT INTO ranges (seq, path, start_line, end_line, sha256, file_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for file in &record.files {
+        file_row.execute(params![int(record.seq), file.path, file.sha256])?;
+        files += 1;
+        for range in &file.ranges {
+            range_row.execute(params![int(record.seq), file.path, range.start, range.end, range.sha256, file.sha256])?;
+            ranges += 1;
+        }
+    }
+    Ok(Added::New { files, ranges })
+}
+
+fn fill_glob_paths(conn: &Connection, glob: &GlobMatcher) -> rusqlite::Result<()> {
+    conn.execute_batch("CREATE TEMP TABLE IF NOT EXISTS glob_paths (path TEXT PRIMARY KEY); DELETE FROM temp.glob_paths;")?;
+    let mut paths = conn.prepare("SELECT DISTINCT path FROM files")?;
+    let mut add = conn.prepare_cached("INSERT INTO temp.glob_paths (path) VALUES (?1)")?;
+    let mut rows = paths.query([])?;
+    while let Some(row) = rows.next()? {
+        let path: String = row.get(0)?;
+        if glob.is_match(&path) {
+            add.execute(params![path])?;
+        }
+    }
+    Ok(())
+}
+
+fn is_glob(pattern: &str) -> bool {
+    pattern.contains(['*', '?', '[', '{'])
+}
+
+fn compile_glob(pattern: &str) -> Result<GlobMatcher, String> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map(|glob| glob.compile_matcher())
+        .map_err(|e| format!("the file pattern `{pattern}` is not a glob: {e}"))
+}
+
+/// The kind as the record spells it (`tool_call`, ...), through serde so a new kind needs no edit here.
+fn kind_name(kind: RecordKind) -> String {
+    match serde_json::to_value(kind) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => format!("{kind:?}"),
+    }
+}
+
+fn line_hash_bytes(bytes: &[u8]) -> String {
+    super::record::sha256_hex(bytes)
+}
+
+/// A seq, offset or time as SQLite stores it (signed 64-bit); none of ours comes near the top half.
+fn int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn uint(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn line(value: i64) -> u32 {
+    u32::try_from(value).unwrap_or(0)
+}
+
+/// One line of the ledger as the reader found it.
+enum Line<'a> {
+    /// A line with its newline (`bytes` without it).
+    Whole { bytes: &'a [u8] },
+    /// The ledger ends in a line without a newline.
+    Unterminated,
+    End,
+}
+
+/// Reads the ledger line by line from any offset, keeping track of where each line starts.
+struct LedgerReader {
+    inner: BufReader<File>,
+    offset: u64,
+    buf: Vec<u8>,
+}
+
+impl LedgerReader {
+    /// `None` if there is no ledger yet. A large buffer for streaming the ledger.
+    fn open(path: &Path) -> Result<Option<LedgerReader>, String> {
+        LedgerReader::with_capacity(path, 1 << 20)
+    }
+
+    /// A small buffer for reading records here and there: every jump outside it refills it.
+    fn for_lookups(path: &Path) -> Result<Option<LedgerReader>, String> {
+        LedgerReader::with_capacity(path, 16 << 10)
+    }
+
+    fn with_capacity(path: &Path, capacity: usize) -> Result<Option<LedgerReader>, String> {
+        match File::open(path) {
+            Ok(file) => Ok(Some(LedgerReader { inner: BufReader::with_capacity(capacity, file), offset: 0, buf: Vec::new() })),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("opening the ledger {} failed: {e}", path.display())),
+        }
+    }
+
+    /// Moves to `offset`, keeping the buffer when the offset is inside it: reading back records in
+    /// `seq` order mostly moves a few hundred bytes, and a plain seek would throw the buffer away.
+    fn seek(&mut self, offset: u64) -> io::Result<()> {
+        match i64::try_from(offset).ok().zip(i64::try_from(self.offset).ok()) {
+            Some((to, from)) => self.inner.seek_relative(to - from)?,
+            None => {
+                self.inner.seek(SeekFrom::Start(offset))?;
+            }
+        }
+        self.offset = offset;
+        Ok(())
+    }
+
+    fn next_line(&mut self) -> io::Result<Line<'_>> {
+        self.buf.clear();
+        let read = self.inner.read_until(b'\n', &mut self.buf)?;
+        self.offset += read as u64;
+        Ok(match self.buf.split_last() {
+            None => Line::End,
+            Some((b'\n', bytes)) => Line::Whole { bytes },
+            Some(_) => Line::Unterminated,
+        })
+    }
+}
+
+/// A time as `since` accepts it, in unix milliseconds: digits alone are milliseconds; otherwise RFC
+/// 3339 (`2026-11-22T05:00:00Z`, fractional seconds and a `±hh:mm` offset allowed, `t`, `z` and a
+/// space accepted as RFC 3339 allows) or a date alone, meaning its midnight UTC. Times before 1970 are
+/// 0 (everything is after them).
+pub fn parse_time(text: &str) -> Result<u64, String> {
+    let bad = || format!("`{text}` is not a time: use RFC 3339 (2026-11-22T05:00:00Z) or unix milliseconds");
+    let text = text.trim();
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().map_err(|_| bad());
+    }
+    let b = text.as_bytes();
+    let num = |from: usize, len: usize| -> Result<i64, String> {
+        let digits = b.get(from..from + len).ok_or_else(bad)?;
+        if !digits.iter().all(u8::is_ascii_digit) {
+            return Err(bad());
+        }
+        Ok(digits.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
+    };
+    let sep = |at: usize, allowed: &[u8]| if b.get(at).is_some_and(|c| allowed.contains(c)) { Ok(()) } else { Err(bad()) };
+    let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    sep(4, b"-")?;
+    sep(7, b"-")?;
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return Err(bad());
+    }
+    let days = days_from_civil(year, month, day);
+    if b.len() == 10 {
+        return Ok(u64::try_from(days * 86_400_000).unwrap_or(0));
+    }
+    sep(10, b"Tt ")?;
+    sep(13, b":")?;
+    sep(16, b":")?;
+    let (hour, minute, second) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    // 60 is a leap second, which unix time folds into the next one.
+    if hour > 23 || minute > 59 || second > 60 {
+        return Err(bad());
+    }
+    let mut at = 19;
+    let mut millis = 0;
+    if b.get(at) == Some(&b'.') {
+        let digits = b[at + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return Err(bad());
+        }
+        // Milliseconds: the first three digits, padded; finer ones are dropped (truncated, as a
+        // `since` at a sub-millisecond instant includes the millisecond it falls in).
+        for i in 0..3 {
+            millis = millis * 10 + if i < digits { i64::from(b[at + 1 + i] - b'0') } else { 0 };
+        }
+        at += 1 + digits;
+    }
+    let offset_minutes = match b.get(at..) {
+        Some(b"Z" | b"z") => 0,
+        Some([sign @ (b'+' | b'-'), ..]) if b.len() == at + 6 => {
+            sep(at + 3, b":")?;
+            let (h, m) = (num(at + 1, 2)?, num(at + 4, 2)?);
+            if h > 23 || m > 59 {
+                return Err(bad());
+            }
+            if *sign == b'+' { h * 60 + m } else { -(h * 60 + m) }
+        }
+        _ => return Err(bad()),
+    };
+    let ms = days * 86_400_000 + ((hour * 60 + minute - offset_minutes) * 60 + second) * 1000 + millis;
+    Ok(u64::try_from(ms).unwrap_or(0))
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days from 1970-01-01 to the given civil date (Howard Hinnant's algorithm, the inverse of the one in
+/// `clock.rs`); negative before 1970.
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = if month > 2 { month - 3 } else { month + 9 };
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::format_utc;
+
+    #[test]
+    fn times_parse_as_rfc_3339_or_milliseconds() {
+        assert_eq!(parse_time("1795321805123"), Ok(1_795_321_805_123));
+        assert_eq!(parse_time("2026-11-22T04:30:05.123Z"), Ok(1_795_321_805_123));
+        assert_eq!(parse_time("2026-11-22t04:30:05.123456z"), Ok(1_795_321_805_123));
+        assert_eq!(parse_time("2026-11-22 04:30:05Z"), Ok(1_795_321_805_000));
+        assert_eq!(parse_time("2026-11-22T06:30:05.1+02:00"), Ok(1_795_321_805_100));
+        assert_eq!(parse_time("2026-11-21T23:30:05-05:00"), Ok(1_795_321_805_000));
+        assert_eq!(parse_time("2026-11-22"), parse_time("2026-11-22T00:00:00Z"));
+        assert_eq!(parse_time("1970-01-01T00:00:00Z"), Ok(0));
+        assert_eq!(parse_time("1969-12-31T00:00:00Z"), Ok(0));
+        for bad in ["", "yesterday", "2026-13-01", "2026-02-30", "2026-11-22T25:00:00Z", "2026-11-22T04:30:05", "2026-11-22T04:30:05.Z", "2026-11-22T04:30:05+0200", "-5"] {
+            let error = parse_time(bad).unwrap_err();
+            assert!(error.contains("is not a time"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn parsing_inverts_the_clock_formatting() {
+        for ms in [0, 1, 951_782_400_000, 1_709_210_096_000, 1_795_321_805_123, 4_102_444_799_999, 253_402_300_799_000] {
+            assert_eq!(parse_time(&format_utc(ms)), Ok(ms), "{}", format_utc(ms));
+        }
+        // Every day for a few centuries.
+        for day in (0..150_000u64).step_by(7) {
+            let ms = day * 86_400_000 + 12_345;
+            assert_eq!(parse_time(&format_utc(ms)), Ok(ms));
+        }
+    }
+
+    #[test]
+    fn globs_keep_to_their_folder_unless_asked() {
+        let glob = compile_glob("src/*.rs").unwrap();
+        assert!(glob.is_match("src/a.rs"));
+        assert!(!glob.is_match("src/deep/a.rs"));
+        assert!(compile_glob("src/**/*.rs").unwrap().is_match("src/deep/a.rs"));
+        assert!(is_glob("src/*.rs") && is_glob("a?.rs") && is_glob("{a,b}.rs") && !is_glob("src/a.rs"));
+        assert!(compile_glob("src/[").unwrap_err().contains("not a glob"));
+    }
+}

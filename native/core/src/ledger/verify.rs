@@ -1,1 +1,414 @@
-//! (being written)
+//! The whole-ledger check: reads `agent_trace.jsonl` once, front to back, and names the first bad
+//! record and what is wrong with it.
+//!
+//! An intact ledger's line `n` is a record with `seq` `n` whose `prev` is the SHA-256 of line `n - 1`
+//! ([`super::GENESIS`] for line 1), and, given the head from the state database, record number `head.count`
+//! exists and hashes to `head.hash`. The first line that breaks this is where tampering (or damage)
+//! begins; what the lines around it look like says which kind:
+//!
+//! - [`ProblemKind::Edited`]: a line that is not a record; a record whose `seq` is wrong although it
+//!   chains (its `seq` was changed); a record whose `prev` does not match its predecessor while its
+//!   successor chains to it (its `prev` was changed) or does not (the predecessor's bytes changed).
+//! - [`ProblemKind::Deleted`]: a `seq` gap, after which the chain continues from the record found.
+//! - [`ProblemKind::Inserted`]: a record that does not belong where it is, with the record that does
+//!   belong right after it (or a repeated `seq` where the chain skips over the line before).
+//! - [`ProblemKind::Reordered`]: a record from later in the chain found early, out of `seq` order.
+//! - [`ProblemKind::Truncated`]: fewer records than the head counts, or record `head.count` not
+//!   hashing to the head's hash (the end was cut off and written anew, or its last record edited).
+//! - [`ProblemKind::TornTail`]: bytes after the last newline (a write cut short; the writer moves them
+//!   aside when it next opens the ledger).
+//!
+//! Every line is hashed once; a line is parsed once, and after the first problem is found only hashed
+//! (to report the count and the head hash), so a damaged ledger costs no more than an intact one.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::Path;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use super::head::Head;
+use super::record::Record;
+use super::writer::LedgerError;
+
+/// What is wrong with the first bad record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProblemKind {
+    Edited,
+    Deleted,
+    Inserted,
+    Reordered,
+    Truncated,
+    TornTail,
+}
+
+impl fmt::Display for ProblemKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ProblemKind::Edited => "edited",
+            ProblemKind::Deleted => "deleted",
+            ProblemKind::Inserted => "inserted",
+            ProblemKind::Reordered => "reordered",
+            ProblemKind::Truncated => "truncated",
+            ProblemKind::TornTail => "torn tail",
+        })
+    }
+}
+
+/// The first bad record of a ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub kind: ProblemKind,
+    /// The 1-based line of the first bad record, which in an intact ledger is also its `seq`. For
+    /// `Deleted`, the line where the missing record belongs (the first after the gap); for `Truncated`,
+    /// the first missing record's line, or the head's record when it hashes differently (the end was
+    /// rewritten from that record or before it); for `TornTail`, the line after the last complete one.
+    pub line: u64,
+    /// The byte offset where that line starts (or would start).
+    pub offset: u64,
+    /// What was found, lower-case.
+    pub detail: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at line {} (offset {}): {}", self.kind, self.line, self.offset, self.detail)
+    }
+}
+
+/// The outcome of [`verify`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verification {
+    /// Complete lines in the file (records, if it is intact).
+    pub records: u64,
+    /// SHA-256 (hex) of the last complete line: the head to compare with; [`super::GENESIS`] when empty.
+    pub head_hash: String,
+    /// The file's length.
+    pub bytes: u64,
+    /// Bytes after the last newline.
+    pub torn_tail_bytes: u64,
+    /// The first bad record; `None` when the ledger is intact.
+    pub problem: Option<Problem>,
+}
+
+impl Verification {
+    pub fn is_intact(&self) -> bool {
+        self.problem.is_none()
+    }
+}
+
+/// Reads the ledger at `path` (a missing file is an empty ledger) and checks its chain, and, given the
+/// head from the state database (`head::read`), that nothing was cut off its end. `Err` only when the
+/// file cannot be read.
+pub fn verify(path: &Path, head: Option<&Head>) -> Result<Verification, LedgerError> {
+    let io_error = |op| move |source| LedgerError::Io { path: path.to_owned(), op, source: Arc::new(source) };
+    let file = match File::open(path) {
+        Ok(file) => Some(file),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => None,
+        Err(source) => return Err(io_error("open")(source)),
+    };
+    let mut check = Check::new(head);
+    if let Some(file) = file {
+        // A large buffer: the file is read in few system calls, and lines are sliced out of it.
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut line = Vec::with_capacity(4096);
+        loop {
+            line.clear();
+            let read = reader.read_until(b'\n', &mut line).map_err(io_error("read"))?;
+            if read == 0 {
+                break;
+            }
+            if line.last() != Some(&b'\n') {
+                check.torn = read as u64;
+                break;
+            }
+            check.line(&line[..line.len() - 1]);
+        }
+    }
+    Ok(check.finish())
+}
+
+/// What is known of one line.
+struct Info {
+    line: u64,
+    offset: u64,
+    hash: [u8; 32],
+    /// `None` when the line is not a record, or after the first problem (no longer parsed).
+    seq: Option<u64>,
+    /// `None` when not a record or its `prev` is not a SHA-256 in lower-case hex.
+    prev: Option<[u8; 32]>,
+}
+
+/// The streaming state of one verification.
+struct Check<'h> {
+    head: Option<&'h Head>,
+    /// Complete lines so far, and where the next one starts.
+    lines: u64,
+    offset: u64,
+    torn: u64,
+    /// The last few lines, for the look-behind and look-ahead that tell the kinds of problem apart.
+    window: VecDeque<Info>,
+    /// The line where the chain first broke, waiting for two more lines to be classified.
+    pending: Option<u64>,
+    problem: Option<Problem>,
+    /// The hash and offset of line `head.count`, once read.
+    head_record: Option<([u8; 32], u64)>,
+    last_hash: [u8; 32],
+}
+
+const WINDOW: usize = 5;
+
+impl<'h> Check<'h> {
+    fn new(head: Option<&'h Head>) -> Check<'h> {
+        Check {
+            head,
+            lines: 0,
+            offset: 0,
+            torn: 0,
+            window: VecDeque::with_capacity(WINDOW + 1),
+            pending: None,
+            problem: None,
+            head_record: None,
+            last_hash: [0; 32],
+        }
+    }
+
+    fn line(&mut self, bytes: &[u8]) {
+        self.lines += 1;
+        let n = self.lines;
+        let hash: [u8; 32] = Sha256::digest(bytes).into();
+        let mut info = Info { line: n, offset: self.offset, hash, seq: None, prev: None };
+        self.offset += bytes.len() as u64 + 1;
+        if self.head.is_some_and(|head| head.count == n) {
+            self.head_record = Some((hash, info.offset));
+        }
+        let before = self.last_hash;
+        self.last_hash = hash;
+        if self.problem.is_some() {
+            return;
+        }
+        let parsed = parse(bytes);
+        if let Ok(record) = &parsed {
+            info.seq = Some(record.seq);
+            info.prev = decode_hash(&record.prev);
+        }
+        if self.window.len() == WINDOW {
+            self.window.pop_front();
+        }
+        let offset = info.offset;
+        let intact = info.seq == Some(n) && info.prev == Some(before);
+        self.window.push_back(info);
+        match self.pending {
+            Some(p) if n == p + 2 => self.problem = Some(self.classify(p)),
+            Some(_) => {}
+            None => match parsed {
+                Err(why) => self.problem = Some(problem(ProblemKind::Edited, n, offset, why)),
+                Ok(_) if intact => {}
+                Ok(_) => self.pending = Some(n),
+            },
+        }
+    }
+
+    fn finish(mut self) -> Verification {
+        if let Some(p) = self.pending.take() {
+            self.problem = Some(self.classify(p));
+        }
+        let (records, end) = (self.lines, self.offset);
+        if self.problem.is_none()
+            && let Some(head) = self.head
+            && head.count > 0
+        {
+            if records < head.count {
+                self.problem = Some(problem(
+                    ProblemKind::Truncated,
+                    records + 1,
+                    end,
+                    format!("the ledger has {records} records but its head says {} were written", head.count),
+                ));
+            } else if let Some((hash, offset)) = self.head_record
+                && hex(&hash) != head.hash
+            {
+                self.problem = Some(problem(
+                    ProblemKind::Truncated,
+                    head.count,
+                    offset,
+                    format!(
+                        "record {} hashes to {}, not to {} as the head says: the end of the ledger was cut off and \
+                         written anew (from this record or before it), or this record was edited",
+                        head.count,
+                        hex(&hash),
+                        head.hash
+                    ),
+                ));
+            }
+        }
+        if self.problem.is_none() && self.torn > 0 {
+            self.problem = Some(problem(
+                ProblemKind::TornTail,
+                records + 1,
+                end,
+                format!("{} bytes after the last newline: a write cut short", self.torn),
+            ));
+        }
+        Verification {
+            records,
+            head_hash: hex(&self.last_hash),
+            bytes: end + self.torn,
+            torn_tail_bytes: self.torn,
+            problem: self.problem,
+        }
+    }
+
+    fn at(&self, line: u64) -> Option<&Info> {
+        self.window.iter().find(|info| info.line == line)
+    }
+
+    /// The hash line `line` must carry as `prev` in its successor: [`super::GENESIS`] before line 1.
+    fn hash_of(&self, line: u64) -> Option<[u8; 32]> {
+        match line {
+            0 => Some([0; 32]),
+            _ => self.at(line).map(|info| info.hash),
+        }
+    }
+
+    /// Names the problem that begins around line `p`, the first record that does not continue the
+    /// chain (a record, in the right version, but with the wrong `seq` or `prev`); every line before
+    /// it was intact, so line `p - 1` has `seq` `p - 1`. Looks at up to two lines on each side.
+    fn classify(&self, p: u64) -> Problem {
+        let cur = self.at(p).expect("the pending line is in the window");
+        let seq = cur.seq.expect("the pending line is a record");
+        let (h1, h2) = (self.hash_of(p - 1), p.checked_sub(2).and_then(|l| self.hash_of(l)));
+        let chains = cur.prev.is_some() && cur.prev == h1;
+        let next = self.at(p + 1);
+        let next2 = self.at(p + 2);
+        let here = |kind, detail: String| problem(kind, p, cur.offset, detail);
+        if seq != p && chains {
+            return here(ProblemKind::Edited, format!("seq {seq} where {p} belongs, in a record that chains: its seq was changed"));
+        }
+        if seq == p {
+            // The chain breaks between p - 1 and p: either p's `prev` changed (then p's successor does not
+            // chain to p either) or p - 1's bytes changed (then it does). Line 1 has no predecessor.
+            let successor_chains = match next {
+                Some(next) => next.prev == Some(cur.hash),
+                // At the end, the head tells: if it vouches for line p, line p is as written.
+                None => !self.head.is_some_and(|head| head.count == p && head.hash != hex(&cur.hash)),
+            };
+            if p > 1 && successor_chains {
+                let before = self.at(p - 1).expect("the line before is in the window");
+                return problem(
+                    ProblemKind::Edited,
+                    p - 1,
+                    before.offset,
+                    "the next record's prev does not match this line's hash: this line was changed".into(),
+                );
+            }
+            return here(ProblemKind::Edited, "its prev does not match the hash of the line before: its prev was changed".into());
+        }
+        let belongs_next = next.is_some_and(|next| next.seq == Some(p) && next.prev.is_some() && next.prev == h1);
+        if seq > p {
+            let continues = next.is_none_or(|next| next.seq == Some(seq + 1) && next.prev == Some(cur.hash));
+            if continues {
+                return here(
+                    ProblemKind::Deleted,
+                    match seq - p {
+                        1 => format!("record {p} is missing: seq {seq} follows seq {}", p - 1),
+                        _ => format!("records {p} to {} are missing: seq {seq} follows seq {}", seq - 1, p - 1),
+                    },
+                );
+            }
+            if belongs_next {
+                // Record p follows this one. A swap of neighbours leaves p + 2 chaining to this line; an
+                // inserted line leaves it chaining to p's record.
+                let swapped = match next2 {
+                    Some(next2) => next2.seq == Some(seq + 1) && next2.prev == Some(cur.hash),
+                    None => seq == p + 1,
+                };
+                if !swapped {
+                    return here(ProblemKind::Inserted, format!("a record with seq {seq} stands before record {p}, which chains past it"));
+                }
+            }
+            return here(ProblemKind::Reordered, format!("seq {seq} comes where {p} belongs: records are out of order"));
+        }
+        // A seq seen already.
+        if seq + 1 == p && cur.prev.is_some() && cur.prev == h2 {
+            // Two lines claim seq p - 1 and both follow line p - 2: one of them was inserted. A copy of
+            // its neighbour is the second; otherwise the one the next record chains to is genuine.
+            let before = self.at(p - 1).expect("the line before is in the window");
+            let second = before.hash == cur.hash || next.is_some_and(|next| next.prev.is_some() && next.prev == h1);
+            let (line, offset) = if second { (p, cur.offset) } else { (p - 1, before.offset) };
+            return problem(ProblemKind::Inserted, line, offset, format!("a second record with seq {seq}, chaining to the same record as the first"));
+        }
+        if next.is_none() || belongs_next {
+            return here(ProblemKind::Inserted, format!("a record with seq {seq} stands where record {p} belongs"));
+        }
+        here(ProblemKind::Reordered, format!("seq {seq} comes after seq {}: records are out of order", p - 1))
+    }
+}
+
+fn problem(kind: ProblemKind, line: u64, offset: u64, detail: String) -> Problem {
+    Problem { kind, line, offset, detail }
+}
+
+/// The record a line holds, or why it is not one.
+fn parse(bytes: &[u8]) -> Result<Record, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not a record: the line is not utf-8".to_owned())?;
+    Record::from_line(text)
+}
+
+/// A SHA-256 in lower-case hex (as `record::sha256_hex` writes it) as bytes; `None` otherwise.
+fn decode_hash(text: &str) -> Option<[u8; 32]> {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let bytes = text.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, pair) in bytes.chunks_exact(2).enumerate() {
+        out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(out)
+}
+
+fn hex(hash: &[u8; 32]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(64);
+    for b in hash {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::record::{GENESIS, sha256_hex};
+
+    #[test]
+    fn hashes_decode_and_encode_as_record_writes_them() {
+        let text = sha256_hex(b"line");
+        let bytes = decode_hash(&text).unwrap();
+        assert_eq!(hex(&bytes), text);
+        assert_eq!(decode_hash(GENESIS), Some([0; 32]));
+        assert_eq!(decode_hash(&text.to_uppercase()), None);
+        assert_eq!(decode_hash(&text[1..]), None);
+    }
+
+    #[test]
+    fn a_missing_ledger_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let verification = verify(&dir.path().join("none.jsonl"), None).unwrap();
+        assert_eq!((verification.records, verification.head_hash.as_str()), (0, GENESIS));
+        assert!(verification.is_intact());
+        let head = Head { count: 2, hash: GENESIS.into(), updated_at_ms: 0 };
+        let verification = verify(&dir.path().join("none.jsonl"), Some(&head)).unwrap();
+        assert_eq!(verification.problem.unwrap().kind, ProblemKind::Truncated);
+    }
+}

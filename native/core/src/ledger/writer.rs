@@ -1,1 +1,843 @@
-//! (being written)
+//! The durable writer of `.orchestration/agent_trace.jsonl`.
+//!
+//! - **Acknowledged means synced.** An append returns (or its [`Ticket`] resolves) only after
+//!   `fdatasync` of the bytes that hold it, so a record a producer was told about survives a crash of
+//!   the process and of the machine.
+//! - **Group commit.** An fdatasync costs milliseconds on an ordinary disk, far more than everything
+//!   else an append does, so one writer thread per [`Ledger`] takes every record queued since its last
+//!   sync, writes them in one `write` and covers them with one sync. Producers (agents' hooks, the
+//!   CLI, the engine's threads) block on their ticket, or enqueue without blocking and await
+//!   durability later ([`Ledger::flush`]). A dedicated thread rather than a leader chosen among the
+//!   producers, so that records enqueued by a producer that never waits are still written promptly.
+//! - **One writer across processes.** Every batch is written under an exclusive `flock` of a lock file
+//!   next to the ledger (not of the ledger itself, which recovery truncates and which anyone may
+//!   replace). Under the lock the writer checks whether the file changed since its own last write
+//!   (another process appended, or replaced or truncated it) and if so reads the tail again to
+//!   continue the chain (`seq`, `prev`) from what is really there.
+//! - **The head follows the data.** In the same critical section, after the sync, the writer sets the
+//!   chain head in the state database (`head.rs`): the head may lag the ledger after a crash, never
+//!   lead it, so a ledger shorter than its head was truncated.
+//! - **Recovery of a torn tail.** A crash can cut a write short (SIGKILL stops a multi-page write
+//!   between pages; a power cut can leave blocks unwritten). Whoever takes the lock next checks the
+//!   end of the file: bytes after the last newline, and complete last lines that do not parse or do
+//!   not chain to the line before them, are copied to a recovery file next to the ledger (synced,
+//!   never overwritten), the ledger is truncated back to the last good line and synced, and the
+//!   [`Recovery`] is reported, from [`Ledger::open`] or as a [`Notice`]. A line the head vouches for is
+//!   never moved: it was acknowledged, so its being bad is tampering, for `verify` to name. Nothing
+//!   acknowledged can be in a torn tail, because acknowledgement waits for the sync of whole lines.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::head::{Head, HeadStore};
+use super::record::{GENESIS, RECORD_VERSION, Record, line_hash, sha256_hex};
+use crate::{Sidecar, clock};
+
+/// At most this many records go into one write and one sync, so that a flood of enqueues still sees
+/// its first records acknowledged after one bounded write.
+const MAX_BATCH: usize = 4096;
+
+/// How much of the file a backward search for a line's start reads at a time.
+const TAIL_CHUNK: usize = 64 * 1024;
+
+/// A record as it was written: its place in the chain and where its line starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Appended {
+    pub seq: u64,
+    /// `record::line_hash` of its line: the next record's `prev`.
+    pub hash: String,
+    /// The byte offset of its line in the ledger.
+    pub offset: u64,
+    /// The record with `v`, `seq`, `time` and `prev` as the writer set them.
+    pub record: Record,
+}
+
+/// The end of the ledger that was moved aside because a crash had left it torn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    pub ledger: PathBuf,
+    /// Where the ledger was cut: it now ends here, after its last good line.
+    pub from_offset: u64,
+    pub moved_bytes: u64,
+    /// The recovery file holding exactly the bytes that were cut off.
+    pub to: PathBuf,
+    /// What was wrong with them, lower-case.
+    pub reason: String,
+}
+
+impl fmt::Display for Recovery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the end of the ledger {} was torn ({}): {} bytes from offset {} were moved to {}",
+            self.ledger.display(),
+            self.reason,
+            self.moved_bytes,
+            self.from_offset,
+            self.to.display()
+        )
+    }
+}
+
+/// Something the writer did or could not do that no single append is answerable for.
+#[derive(Debug, Clone)]
+pub enum Notice {
+    /// Before a batch, the writer found the end of the ledger torn (another process crashed while
+    /// appending) and moved it aside.
+    Recovered(Recovery),
+    /// A batch was written and synced (its appends succeeded) but the head could not be updated; it
+    /// lags until the next batch updates it.
+    HeadNotWritten(LedgerError),
+}
+
+/// Counters of one [`Ledger`]'s writer since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Batches written and synced.
+    pub batches: u64,
+    /// Records written and synced.
+    pub records: u64,
+    /// The `seq` of the last record this writer synced (0 before the first); a record is acknowledged
+    /// only once this has reached its `seq`.
+    pub durable_seq: u64,
+}
+
+/// A failure of the ledger's files or of the head's database, naming the file and what failed.
+#[derive(Debug, Clone)]
+pub enum LedgerError {
+    Io { path: PathBuf, op: &'static str, source: Arc<io::Error> },
+    Sqlite { db: PathBuf, op: &'static str, source: Arc<rusqlite::Error> },
+    /// The state database stayed busy (another process inside a long write to it).
+    Busy { db: PathBuf, waited: Duration },
+    /// The ledger ends before, or differently from, what its head says was written: records were
+    /// removed or rewritten. The writer does not append to it, because updating the head would erase
+    /// the evidence.
+    HeadMismatch { ledger: PathBuf, head: Head, found_count: u64, found_hash: String },
+    /// The last line of the ledger cannot be continued from although the head vouches for it.
+    Corrupt { ledger: PathBuf, detail: String },
+    /// A sync failed and the file could not be put back to its last synced length: nothing more is
+    /// written until the ledger is opened again (which recovers its end).
+    Poisoned { ledger: PathBuf, cause: Box<LedgerError> },
+    /// The writer has stopped: the ledger was closed, or its thread ended.
+    Closed { ledger: PathBuf },
+}
+
+impl fmt::Display for LedgerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LedgerError::Io { path, op, source } => write!(f, "the trace ledger: {op} {} failed: {source}", path.display()),
+            LedgerError::Sqlite { db, op, source } => {
+                write!(f, "the trace ledger's head in {}: {op} failed: {source}", db.display())
+            }
+            LedgerError::Busy { db, waited } => write!(
+                f,
+                "the state database {} is busy: no write got through in {} s; another process may be stuck \
+                 inside a write to it",
+                db.display(),
+                waited.as_secs()
+            ),
+            LedgerError::HeadMismatch { ledger, head, found_count, found_hash } => {
+                if *found_count < head.count {
+                    write!(
+                        f,
+                        "the trace ledger {} ends at record {found_count} but its head says {} records were \
+                         written: records were removed from its end; nothing more is appended until it is \
+                         restored (run a verification to see what is missing)",
+                        ledger.display(),
+                        head.count
+                    )
+                } else {
+                    write!(
+                        f,
+                        "the trace ledger {}: record {} hashes to {found_hash}, not to {} as its head says: \
+                         its end was rewritten; nothing more is appended until it is restored",
+                        ledger.display(),
+                        head.count,
+                        head.hash
+                    )
+                }
+            }
+            LedgerError::Corrupt { ledger, detail } => {
+                write!(f, "the trace ledger {} cannot be continued: {detail}", ledger.display())
+            }
+            LedgerError::Poisoned { ledger, cause } => write!(
+                f,
+                "the trace ledger {} is in an unknown state after a failed sync ({cause}); open it again to \
+                 recover its end",
+                ledger.display()
+            ),
+            LedgerError::Closed { ledger } => write!(f, "the trace ledger {} is closed", ledger.display()),
+        }
+    }
+}
+
+impl std::error::Error for LedgerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LedgerError::Io { source, .. } => Some(&**source),
+            LedgerError::Sqlite { source, .. } => Some(&**source),
+            LedgerError::Poisoned { cause, .. } => Some(&**cause),
+            _ => None,
+        }
+    }
+}
+
+fn io_error<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> LedgerError + 'a {
+    move |source| LedgerError::Io { path: path.to_owned(), op, source: Arc::new(source) }
+}
+
+type Reply = Result<Appended, LedgerError>;
+
+/// The promise of one enqueued record: [`Ticket::wait`] returns once it is durable (or failed).
+/// Dropping a ticket does not cancel the append; [`Ledger::flush`] reports failures nobody waited for.
+#[derive(Debug)]
+#[must_use = "a ticket is how an enqueued record's durability is awaited; drop it only if `flush` will be called"]
+pub struct Ticket {
+    reply: Receiver<Reply>,
+    ledger: Arc<Path>,
+}
+
+impl Ticket {
+    /// Blocks until the record is synced (or its batch failed).
+    pub fn wait(self) -> Result<Appended, LedgerError> {
+        self.reply.recv().unwrap_or_else(|_| Err(LedgerError::Closed { ledger: self.ledger.to_path_buf() }))
+    }
+
+    /// The outcome if it is already known, else the ticket back.
+    pub fn try_wait(self) -> Result<Result<Appended, LedgerError>, Ticket> {
+        match self.reply.try_recv() {
+            Ok(reply) => Ok(reply),
+            Err(mpsc::TryRecvError::Empty) => Err(self),
+            Err(mpsc::TryRecvError::Disconnected) => Ok(Err(LedgerError::Closed { ledger: self.ledger.to_path_buf() })),
+        }
+    }
+}
+
+struct Pending {
+    record: Record,
+    reply: SyncSender<Reply>,
+}
+
+/// What producers and the writer thread share, under one mutex.
+struct Queue {
+    pending: Vec<Pending>,
+    /// Tickets handed out, and tickets settled (written or failed); batches settle in queue order.
+    enqueued: u64,
+    settled: u64,
+    /// The first failed batch no `flush` has reported yet: its first ticket number and the error.
+    unreported: Option<(u64, LedgerError)>,
+    notices: Vec<Notice>,
+    writer_waiting: bool,
+    flush_waiters: usize,
+    closing: bool,
+    stopped: bool,
+}
+
+struct Shared {
+    ledger: Arc<Path>,
+    queue: Mutex<Queue>,
+    /// The writer thread waits here for records; `flush` waits on `settled`.
+    wake_writer: Condvar,
+    settled: Condvar,
+    batches: AtomicU64,
+    records: AtomicU64,
+    durable_seq: AtomicU64,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // Nothing panics while holding this lock with the queue half-changed.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The trace ledger of one workspace, open for appending. One per process is enough (it is
+/// `Send + Sync`; share it); several are safe (they serialise on the lock file as processes do).
+pub struct Ledger {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ledger").field("path", &self.shared.ledger).finish_non_exhaustive()
+    }
+}
+
+impl Ledger {
+    /// Opens (creating it if missing) the ledger of `sidecar`, whose folder must exist. Under the lock,
+    /// recovers a torn end (returned, `None` if the end was intact) and checks the ledger against its
+    /// head: a ledger shorter than its head, or whose head record differs, is refused
+    /// ([`LedgerError::HeadMismatch`]).
+    pub fn open(sidecar: &Sidecar) -> Result<(Ledger, Option<Recovery>), LedgerError> {
+        let ledger_path = sidecar.trace_ledger();
+        let lock_path = ledger_path.with_extension("lock");
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(io_error(&lock_path, "open the lock file"))?;
+        let head = HeadStore::open(&sidecar.state_db())?;
+        let file = open_ledger(&ledger_path)?;
+        let mut writer = Writer {
+            identity: identity(&file),
+            ledger: ledger_path,
+            lock_path,
+            lock,
+            file,
+            end: 0,
+            last_seq: 0,
+            last_hash: GENESIS.to_owned(),
+            head,
+            poisoned: None,
+            buf: Vec::new(),
+        };
+        let recovery = {
+            let _locked = writer.lock()?;
+            writer.load_tail()?
+        };
+        let shared = Arc::new(Shared {
+            ledger: Arc::from(writer.ledger.as_path()),
+            queue: Mutex::new(Queue {
+                pending: Vec::new(),
+                enqueued: 0,
+                settled: 0,
+                unreported: None,
+                notices: Vec::new(),
+                writer_waiting: false,
+                flush_waiters: 0,
+                closing: false,
+                stopped: false,
+            }),
+            wake_writer: Condvar::new(),
+            settled: Condvar::new(),
+            batches: AtomicU64::new(0),
+            records: AtomicU64::new(0),
+            durable_seq: AtomicU64::new(0),
+        });
+        let thread = std::thread::Builder::new()
+            .name("chokepoint-ledger".into())
+            .spawn({
+                let shared = Arc::clone(&shared);
+                move || run(&shared, writer)
+            })
+            .map_err(io_error(sidecar.trace_ledger().as_path(), "start the writer thread of"))?;
+        Ok((Ledger { shared, thread: Some(thread) }, recovery))
+    }
+
+    /// The ledger file.
+    pub fn path(&self) -> &Path {
+        &self.shared.ledger
+    }
+
+    /// Appends `record` and blocks until it is durable. The writer sets `v`, `seq`, `time` and `prev`.
+    pub fn append(&self, record: Record) -> Result<Appended, LedgerError> {
+        self.enqueue(record).wait()
+    }
+
+    /// Queues `record` without waiting; the ticket resolves once it is durable. For the engine's
+    /// synchronous path: enqueue now, and `flush` (or wait on the ticket) where durability matters.
+    pub fn enqueue(&self, record: Record) -> Ticket {
+        let (reply, receiver) = mpsc::sync_channel(1);
+        let ticket = Ticket { reply: receiver, ledger: Arc::clone(&self.shared.ledger) };
+        let mut queue = self.shared.lock();
+        if queue.stopped || queue.closing {
+            let _ = reply.send(Err(LedgerError::Closed { ledger: self.path().to_owned() }));
+            return ticket;
+        }
+        queue.pending.push(Pending { record, reply });
+        queue.enqueued += 1;
+        // A wake-up is a system call; skip it while the writer is busy, since it takes the whole queue
+        // when it comes back.
+        let wake = queue.writer_waiting;
+        drop(queue);
+        if wake {
+            self.shared.wake_writer.notify_one();
+        }
+        ticket
+    }
+
+    /// Blocks until every record enqueued before this call is durable or failed. Returns the first
+    /// failure among them that no earlier `flush` returned (each failure is returned once, also when
+    /// its tickets were dropped unread).
+    pub fn flush(&self) -> Result<(), LedgerError> {
+        let mut queue = self.shared.lock();
+        let target = queue.enqueued;
+        queue.flush_waiters += 1;
+        while queue.settled < target && !queue.stopped {
+            queue = self.shared.settled.wait(queue).unwrap_or_else(PoisonError::into_inner);
+        }
+        queue.flush_waiters -= 1;
+        if queue.unreported.as_ref().is_some_and(|(first, _)| *first <= target) {
+            return Err(queue.unreported.take().expect("checked").1);
+        }
+        if queue.settled < target {
+            return Err(LedgerError::Closed { ledger: self.path().to_owned() });
+        }
+        Ok(())
+    }
+
+    /// What happened since the last call that no append was answerable for (recoveries of another
+    /// process's torn writes, a head that could not be written), oldest first.
+    pub fn notices(&self) -> Vec<Notice> {
+        std::mem::take(&mut self.shared.lock().notices)
+    }
+
+    pub fn stats(&self) -> Stats {
+        Stats {
+            batches: self.shared.batches.load(Ordering::Acquire),
+            records: self.shared.records.load(Ordering::Acquire),
+            durable_seq: self.shared.durable_seq.load(Ordering::Acquire),
+        }
+    }
+}
+
+impl Drop for Ledger {
+    /// Writes what is still queued, then stops the writer thread.
+    fn drop(&mut self) {
+        self.shared.lock().closing = true;
+        self.shared.wake_writer.notify_one();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The writer thread: takes the queue, commits it as one batch, answers every ticket, until closed.
+fn run(shared: &Shared, mut writer: Writer) {
+    /// Marks the writer stopped and fails whatever is still queued, also if a bug makes the thread
+    /// unwind: producers then get `Closed` instead of waiting forever.
+    struct Stop<'a>(&'a Shared);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let mut queue = self.0.lock();
+            queue.stopped = true;
+            let ledger = self.0.ledger.to_path_buf();
+            for pending in queue.pending.drain(..) {
+                let _ = pending.reply.send(Err(LedgerError::Closed { ledger: ledger.clone() }));
+            }
+            drop(queue);
+            self.0.settled.notify_all();
+        }
+    }
+    let _stop = Stop(shared);
+    let mut batch: Vec<Pending> = Vec::new();
+    loop {
+        {
+            let mut queue = shared.lock();
+            while queue.pending.is_empty() && !queue.closing {
+                queue.writer_waiting = true;
+                queue = shared.wake_writer.wait(queue).unwrap_or_else(PoisonError::into_inner);
+                queue.writer_waiting = false;
+            }
+            if queue.pending.is_empty() {
+                return;
+            }
+            if queue.pending.len() <= MAX_BATCH {
+                std::mem::swap(&mut batch, &mut queue.pending);
+            } else {
+                batch.extend(queue.pending.drain(..MAX_BATCH));
+            }
+        }
+        let count = batch.len() as u64;
+        let (records, replies): (Vec<Record>, Vec<SyncSender<Reply>>) =
+            batch.drain(..).map(|pending| (pending.record, pending.reply)).unzip();
+        let mut notices = Vec::new();
+        let outcome = writer.commit(records, &mut notices, shared);
+        let failure = match outcome {
+            Ok(appended) => {
+                for (reply, appended) in replies.into_iter().zip(appended) {
+                    let _ = reply.send(Ok(appended));
+                }
+                None
+            }
+            Err(error) => {
+                for reply in replies {
+                    let _ = reply.send(Err(error.clone()));
+                }
+                Some(error)
+            }
+        };
+        let mut queue = shared.lock();
+        if let Some(error) = failure
+            && queue.unreported.is_none()
+        {
+            let first = queue.settled + 1;
+            queue.unreported = Some((first, error));
+        }
+        queue.settled += count;
+        queue.notices.append(&mut notices);
+        let wake = queue.flush_waiters > 0;
+        drop(queue);
+        if wake {
+            shared.settled.notify_all();
+        }
+    }
+}
+
+/// The writer thread's own state: the files, and where the chain ends as this writer last saw it.
+struct Writer {
+    ledger: PathBuf,
+    lock_path: PathBuf,
+    lock: File,
+    file: File,
+    /// Device and inode of the open ledger, to notice that the path now names another file.
+    identity: Option<(u64, u64)>,
+    /// The ledger's length after this writer's last write (or last read of its tail).
+    end: u64,
+    last_seq: u64,
+    last_hash: String,
+    head: HeadStore,
+    poisoned: Option<LedgerError>,
+    buf: Vec<u8>,
+}
+
+impl Writer {
+    fn lock(&self) -> Result<LockGuard, LedgerError> {
+        lock_exclusive(&self.lock, &self.lock_path)
+    }
+
+    /// Writes `records` as one batch under the lock, syncs it, then updates the head.
+    fn commit(&mut self, records: Vec<Record>, notices: &mut Vec<Notice>, shared: &Shared) -> Result<Vec<Appended>, LedgerError> {
+        if let Some(cause) = &self.poisoned {
+            return Err(LedgerError::Poisoned { ledger: self.ledger.clone(), cause: Box::new(cause.clone()) });
+        }
+        let _locked = self.lock()?;
+        self.catch_up(notices)?;
+        let start = self.end;
+        // One time for the batch: its records are made durable at the same moment.
+        let now = clock::now_ms();
+        let time = clock::format_utc(now);
+        let mut seq = self.last_seq;
+        let mut hash = self.last_hash.clone();
+        self.buf.clear();
+        let mut appended = Vec::with_capacity(records.len());
+        for mut record in records {
+            seq += 1;
+            // The writer owns the chain's fields; a record of another version would be unreadable.
+            record.v = RECORD_VERSION;
+            record.seq = seq;
+            record.time.clone_from(&time);
+            record.prev = hash;
+            let line = record.to_line();
+            hash = line_hash(&line);
+            let offset = start + self.buf.len() as u64;
+            self.buf.extend_from_slice(line.as_bytes());
+            self.buf.push(b'\n');
+            appended.push(Appended { seq, hash: hash.clone(), offset, record });
+        }
+        if let Err(source) = (&self.file).write_all(&self.buf) {
+            return Err(self.roll_back(start, "write", source));
+        }
+        if let Err(source) = self.file.sync_data() {
+            return Err(self.roll_back(start, "sync", source));
+        }
+        shared.durable_seq.store(seq, Ordering::Release);
+        shared.batches.fetch_add(1, Ordering::Release);
+        shared.records.fetch_add(appended.len() as u64, Ordering::Release);
+        self.end = start + self.buf.len() as u64;
+        self.last_seq = seq;
+        self.last_hash = hash;
+        if let Err(error) = self.head.write(seq, &self.last_hash, now) {
+            notices.push(Notice::HeadNotWritten(error));
+        }
+        Ok(appended)
+    }
+
+    /// After a failed write or sync: cuts the file back to where the batch began and syncs that, so no
+    /// part of an unacknowledged batch stays to be chained onto. If even that fails, the file's state
+    /// is unknown and the writer refuses further batches.
+    fn roll_back(&mut self, start: u64, op: &'static str, source: io::Error) -> LedgerError {
+        let failed = io_error(&self.ledger, op)(source);
+        if self.file.set_len(start).and_then(|()| self.file.sync_all()).is_err() {
+            self.poisoned = Some(failed.clone());
+        }
+        failed
+    }
+
+    /// Under the lock: if the ledger is not as this writer left it (another process appended, or the
+    /// file was replaced, removed or cut), reads its tail again, recovering a torn end.
+    fn catch_up(&mut self, notices: &mut Vec<Notice>) -> Result<(), LedgerError> {
+        let same_file = match std::fs::metadata(&self.ledger) {
+            Ok(meta) => identity_of(&meta) == self.identity,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => false,
+            Err(source) => return Err(io_error(&self.ledger, "inspect")(source)),
+        };
+        if !same_file {
+            self.file = open_ledger(&self.ledger)?;
+            self.identity = identity(&self.file);
+        } else if self.file.metadata().map_err(io_error(&self.ledger, "inspect"))?.len() == self.end {
+            return Ok(());
+        }
+        if let Some(recovery) = self.load_tail()? {
+            notices.push(Notice::Recovered(recovery));
+        }
+        Ok(())
+    }
+
+    /// Under the lock: finds where the chain ends, moving a torn end aside, and checks it against the
+    /// head. Sets `end`, `last_seq` and `last_hash`.
+    fn load_tail(&mut self) -> Result<Option<Recovery>, LedgerError> {
+        let head = self.head.read()?;
+        let len = self.file.metadata().map_err(io_error(&self.ledger, "inspect"))?.len();
+        let read = |what| io_error(&self.ledger, what);
+        let mut reasons = Vec::new();
+        // Bytes after the last newline: a write cut short.
+        let mut end = line_start(&self.file, len).map_err(read("read the end of"))?;
+        if end < len {
+            reasons.push(format!("{} bytes after the last newline", len - end));
+        }
+        // Complete lines at the end that are not records continuing the chain and that the head does
+        // not vouch for: the rest of a batch that was never synced whole.
+        let last = loop {
+            let Some(last) = line_before(&self.file, end).map_err(read("read the end of"))? else { break None };
+            let hash = sha256_hex(&last.bytes);
+            let before = match last.start {
+                0 => None,
+                start => line_before(&self.file, start).map_err(read("read the end of"))?,
+            };
+            match judge(&last, before.as_ref()) {
+                Ok(record) => break Some((Some(record), hash)),
+                // Acknowledged, so not torn: continue from it if it can be read at all.
+                Err(_) if head.as_ref().is_some_and(|head| head.hash == hash) => {
+                    let record = std::str::from_utf8(&last.bytes).ok().and_then(|text| Record::from_line(text).ok());
+                    break Some((record, hash));
+                }
+                Err(why) => {
+                    reasons.push(format!("line at offset {}: {why}", last.start));
+                    end = last.start;
+                }
+            }
+        };
+        let recovery = if end < len {
+            reasons.reverse();
+            Some(self.move_aside(end, len, reasons.join("; "))?)
+        } else {
+            None
+        };
+        let (seq, hash) = match last {
+            None => (0, GENESIS.to_owned()),
+            Some((Some(record), hash)) => (record.seq, hash),
+            Some((None, _)) => {
+                return Err(LedgerError::Corrupt {
+                    ledger: self.ledger.clone(),
+                    detail: format!("its last line (offset {end}), which its head vouches for, is not a record"),
+                });
+            }
+        };
+        if let Some(head) = head
+            && (seq < head.count || (seq == head.count && hash != head.hash))
+        {
+            return Err(LedgerError::HeadMismatch { ledger: self.ledger.clone(), head, found_count: seq, found_hash: hash });
+        }
+        self.end = end;
+        self.last_seq = seq;
+        self.last_hash = hash;
+        Ok(recovery)
+    }
+
+    /// Copies bytes `from..to` of the ledger into a new recovery file, syncs it and its folder, then
+    /// cuts the ledger at `from` and syncs it. In that order, so a crash in between leaves the bytes in
+    /// both places rather than in neither.
+    fn move_aside(&mut self, from: u64, to: u64, reason: String) -> Result<Recovery, LedgerError> {
+        let mut bytes = vec![0; usize::try_from(to - from).expect("a torn end fits in memory")];
+        read_at(&self.file, from, &mut bytes).map_err(io_error(&self.ledger, "read the torn end of"))?;
+        let dir = self.ledger.parent().unwrap_or(Path::new("."));
+        let stem = self.ledger.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+        let stamp = clock::now_ms();
+        let mut attempt = 0u32;
+        let (path, mut out) = loop {
+            let name = match attempt {
+                0 => format!("{stem}.recovered-{stamp}.jsonl"),
+                n => format!("{stem}.recovered-{stamp}-{n}.jsonl"),
+            };
+            let path = dir.join(name);
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(file) => break (path, file),
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => attempt += 1,
+                Err(source) => return Err(io_error(&path, "create the recovery file")(source)),
+            }
+        };
+        out.write_all(&bytes).and_then(|()| out.sync_all()).map_err(io_error(&path, "write the recovery file"))?;
+        sync_dir(dir).map_err(io_error(dir, "sync the folder"))?;
+        self.file
+            .set_len(from)
+            .and_then(|()| self.file.sync_all())
+            .map_err(io_error(&self.ledger, "cut the torn end off"))?;
+        Ok(Recovery { ledger: self.ledger.clone(), from_offset: from, moved_bytes: to - from, to: path, reason })
+    }
+}
+
+fn open_ledger(path: &Path) -> Result<File, LedgerError> {
+    // Append mode: every write lands at the end even if the writer's idea of the end were stale.
+    OpenOptions::new().read(true).append(true).create(true).open(path).map_err(io_error(path, "open"))
+}
+
+/// A complete line of the file: where it starts, and its bytes without the newline.
+struct Line {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+/// Whether `last` is a record continuing the chain from `before` (or from the start of the file).
+/// The record if it is; `Err(why)` if not.
+fn judge(last: &Line, before: Option<&Line>) -> Result<Record, String> {
+    let text = std::str::from_utf8(&last.bytes).map_err(|_| "not utf-8".to_owned())?;
+    let record = Record::from_line(text)?;
+    let (expected_prev, expected_seq) = match before {
+        None => (GENESIS.to_owned(), Some(1)),
+        Some(before) => {
+            // A predecessor that is not a record (tampering, for `verify`) still chains by its bytes.
+            let seq = std::str::from_utf8(&before.bytes).ok().and_then(|text| Record::from_line(text).ok()).map(|r| r.seq + 1);
+            (sha256_hex(&before.bytes), seq)
+        }
+    };
+    if record.prev != expected_prev {
+        return Err("does not chain to the line before it".into());
+    }
+    if expected_seq.is_some_and(|seq| seq != record.seq) {
+        return Err(format!("has seq {} after seq {}", record.seq, expected_seq.unwrap_or(1) - 1));
+    }
+    Ok(record)
+}
+
+/// The position just after the last newline before `end` (0 if there is none): the start of the line
+/// that ends at `end`.
+fn line_start(file: &File, end: u64) -> io::Result<u64> {
+    let mut chunk = vec![0u8; TAIL_CHUNK];
+    let mut to = end;
+    while to > 0 {
+        let from = to.saturating_sub(TAIL_CHUNK as u64);
+        let part = &mut chunk[..usize::try_from(to - from).expect("a chunk")];
+        read_at(file, from, part)?;
+        if let Some(at) = part.iter().rposition(|&b| b == b'\n') {
+            return Ok(from + at as u64 + 1);
+        }
+        to = from;
+    }
+    Ok(0)
+}
+
+/// The complete line whose newline is the byte before `end` (`end` is 0 or follows a newline).
+fn line_before(file: &File, end: u64) -> io::Result<Option<Line>> {
+    if end == 0 {
+        return Ok(None);
+    }
+    let start = line_start(file, end - 1)?;
+    let mut bytes = vec![0; usize::try_from(end - 1 - start).expect("a line fits in memory")];
+    read_at(file, start, &mut bytes)?;
+    Ok(Some(Line { start, bytes }))
+}
+
+fn read_at(file: &File, at: u64, buf: &mut [u8]) -> io::Result<()> {
+    // Reads move the descriptor's offset, which append-mode writes ignore.
+    let mut file = file;
+    file.seek(SeekFrom::Start(at))?;
+    file.read_exact(buf)
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    // The new recovery file's name is durable only once its folder is synced.
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(unix)]
+fn identity(file: &File) -> Option<(u64, u64)> {
+    file.metadata().ok().as_ref().and_then(identity_of)
+}
+
+#[cfg(unix)]
+fn identity_of(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_file: &File) -> Option<(u64, u64)> {
+    None
+}
+
+#[cfg(not(unix))]
+fn identity_of(_meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
+}
+
+#[cfg(unix)]
+type LockGuard = nix::fcntl::Flock<std::os::fd::OwnedFd>;
+
+/// Takes the exclusive lock on `lock` (released when the guard drops). The lock is taken on a
+/// duplicate descriptor, which shares the open file description and so the lock, so that the guard
+/// can own (and on drop unlock and close) it while the writer keeps the file.
+#[cfg(unix)]
+fn lock_exclusive(lock: &File, path: &Path) -> Result<LockGuard, LedgerError> {
+    use nix::errno::Errno;
+    use nix::fcntl::{Flock, FlockArg};
+    let mut fd = std::os::fd::OwnedFd::from(lock.try_clone().map_err(io_error(path, "duplicate"))?);
+    loop {
+        match Flock::lock(fd, FlockArg::LockExclusive) {
+            Ok(guard) => return Ok(guard),
+            Err((again, Errno::EINTR)) => fd = again,
+            Err((_, errno)) => return Err(io_error(path, "lock")(io::Error::from(errno))),
+        }
+    }
+}
+
+#[cfg(not(unix))]
+struct LockGuard(File);
+
+#[cfg(not(unix))]
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+#[cfg(not(unix))]
+fn lock_exclusive(lock: &File, path: &Path) -> Result<LockGuard, LedgerError> {
+    let file = lock.try_clone().map_err(io_error(path, "duplicate"))?;
+    file.lock().map_err(io_error(path, "lock"))?;
+    Ok(LockGuard(file))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sidecar() -> (tempfile::TempDir, Sidecar) {
+        let dir = tempfile::tempdir().unwrap();
+        let sidecar = Sidecar::new(dir.path());
+        std::fs::create_dir(sidecar.dir()).unwrap();
+        (dir, sidecar)
+    }
+
+    #[test]
+    fn appends_chain_from_genesis_and_set_the_head() {
+        let (_dir, sidecar) = sidecar();
+        let (ledger, recovery) = Ledger::open(&sidecar).unwrap();
+        assert!(recovery.is_none());
+        let first = ledger.append(Record::new(super::super::RecordKind::Lifecycle)).unwrap();
+        let second = ledger.append(Record::new(super::super::RecordKind::ToolCall)).unwrap();
+        assert_eq!((first.seq, first.offset, first.record.prev.as_str()), (1, 0, GENESIS));
+        assert_eq!((second.seq, second.record.prev.as_str()), (2, first.hash.as_str()));
+        let text = std::fs::read_to_string(sidecar.trace_ledger()).unwrap();
+        assert_eq!(text, format!("{}\n{}\n", first.record.to_line(), second.record.to_line()));
+        assert_eq!(second.offset as usize, text.find('\n').unwrap() + 1);
+        let head = super::super::head::read(&sidecar.state_db()).unwrap().unwrap();
+        assert_eq!((head.count, head.hash), (2, second.hash));
+    }
+}
