@@ -1,5 +1,6 @@
 //! `chokepoint trace`: check the ledger's integrity, append an event of a script's own through the same
-//! durable writer, and (with the index) show, blame and export.
+//! durable writer, and through the index (brought up to date first; rebuildable with `reindex`) show,
+//! blame and export.
 //!
 //! `verify` exit codes say what is wrong: 0 intact, 10 edited, 11 deleted, 12 inserted, 13 reordered,
 //! 14 truncated, 15 a torn tail; 1 when the ledger cannot be read; 2 usage.
@@ -7,6 +8,7 @@
 use crate::EXIT_CONFIG;
 use chokepoint_core::Sidecar;
 use chokepoint_core::ledger::verify::ProblemKind;
+use chokepoint_core::ledger::index::{Filter, Index};
 use chokepoint_core::ledger::{Record, RecordKind};
 use clap::Subcommand;
 use std::path::PathBuf;
@@ -32,13 +34,157 @@ pub enum TraceCommand {
         #[arg(long)]
         event: String,
     },
+    /// List records, newest first, through the index (brought up to date first).
+    Show {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        #[arg(long)]
+        intent: Option<String>,
+        /// A workspace-relative path, or a glob (`src/**/*.ts`).
+        #[arg(long)]
+        file: Option<String>,
+        #[arg(long)]
+        session: Option<String>,
+        /// RFC 3339 time, a date, or unix milliseconds.
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// One JSON record a line, as the ledger holds them.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Which intent, session and model last wrote each line of FILE (or FILE:LINE), found by content
+    /// hash even after the lines moved.
+    Blame {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// `path` or `path:line`, relative to the workspace.
+        target: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export the writes as Agent Trace v0.1 JSON.
+    Export {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        #[arg(long, value_parser = ["agent-trace"], default_value = "agent-trace")]
+        format: String,
+    },
+    /// Drop and rebuild the index from the ledger (the ledger is the source of truth).
+    Reindex {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+    },
 }
 
 pub fn run(command: TraceCommand) -> ExitCode {
     match command {
         TraceCommand::Verify { workspace, json } => verify(&workspace, json),
         TraceCommand::Record { workspace, event } => record(&workspace, &event),
+        TraceCommand::Show { workspace, intent, file, session, since, limit, json } => {
+            let filter = Filter { intent, file, session, since, kind: None, limit: Some(limit), newest_first: true };
+            show(&workspace, &filter, json)
+        }
+        TraceCommand::Blame { workspace, target, json } => blame(&workspace, &target, json),
+        TraceCommand::Export { workspace, .. } => with_index(&workspace, |index| {
+            let records = index.query(&Filter::default())?;
+            let trace = chokepoint_core::ledger::export::agent_trace(records.into_iter().map(|r| r.record));
+            println!("{}", serde_json::to_string_pretty(&trace).map_err(|e| e.to_string())?);
+            Ok(ExitCode::SUCCESS)
+        }),
+        TraceCommand::Reindex { workspace } => {
+            let sidecar = Sidecar::new(&workspace);
+            if !sidecar.exists() {
+                return usage(&format!("{} has no .orchestration folder", workspace.display()));
+            }
+            match chokepoint_core::ledger::index::reindex(&sidecar) {
+                Ok(report) => {
+                    println!("reindexed {} records ({} files, {} ranges)", report.records, report.files, report.ranges);
+                    if let Some(skipped) = &report.first_skipped {
+                        eprintln!("warning: {} lines are not records and were left out; first: {skipped}", report.skipped);
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => failure(&e),
+            }
+        }
     }
+}
+
+/// Opens the index, brings it up to date with the ledger, and runs `body`.
+fn with_index(workspace: &std::path::Path, body: impl FnOnce(&Index) -> Result<ExitCode, String>) -> ExitCode {
+    let sidecar = Sidecar::new(workspace);
+    if !sidecar.exists() {
+        return usage(&format!("{} has no .orchestration folder", workspace.display()));
+    }
+    let result = Index::open(&sidecar).and_then(|index| {
+        index.catch_up()?;
+        body(&index)
+    });
+    result.unwrap_or_else(|e| failure(&e))
+}
+
+fn show(workspace: &std::path::Path, filter: &Filter, json: bool) -> ExitCode {
+    with_index(workspace, |index| {
+        for found in index.query(filter)? {
+            let r = &found.record;
+            if json {
+                println!("{}", r.to_line());
+                continue;
+            }
+            let decision = r.decision.as_ref().map_or(String::new(), |d| format!(" {}", d.decision));
+            let what = r.tool.as_deref().or(r.event.as_deref()).unwrap_or("-");
+            let who = [r.session.as_deref().map(|s| format!("session {s}")), r.intent.as_deref().map(|i| format!("intent {i}"))]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(", ");
+            println!("{:>6}  {}  {what}{decision}  {who}", r.seq, r.time);
+            for f in &r.files {
+                let ranges: Vec<String> = f.ranges.iter().map(|x| format!("{}-{}", x.start, x.end)).collect();
+                println!("        {} {}", f.path, ranges.join(","));
+            }
+            if let Some(reason) = r.decision.as_ref().and_then(|d| d.reason.as_deref()) {
+                println!("        reason: {reason}");
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn blame(workspace: &std::path::Path, target: &str, json: bool) -> ExitCode {
+    let (path, line) = match target.rsplit_once(':') {
+        Some((p, l)) if l.chars().all(|c| c.is_ascii_digit()) && !l.is_empty() => match l.parse::<u32>() {
+            Ok(n) => (p, Some(n)),
+            Err(_) => return usage(&format!("`{l}` is not a line number")),
+        },
+        _ => (target, None),
+    };
+    let sidecar = Sidecar::new(workspace);
+    with_index(workspace, |index| {
+        let lines = chokepoint_core::ledger::blame::blame(index, &sidecar, path, line)?;
+        for l in &lines {
+            if json {
+                let origin = l.origin.as_ref().map(|o| {
+                    serde_json::json!({ "seq": o.seq, "time": o.time, "intent": o.intent, "session": o.session, "agent": o.agent, "model": o.model, "tool": o.tool })
+                });
+                println!("{}", serde_json::json!({ "line": l.line, "text": l.text, "origin": origin }));
+            } else {
+                let who = l.origin.as_ref().map_or("(no record)".to_owned(), |o| {
+                    format!(
+                        "#{} {} {} {}",
+                        o.seq,
+                        o.intent.as_deref().unwrap_or("-"),
+                        o.session.as_deref().unwrap_or("-"),
+                        o.model.as_deref().or(o.agent.as_deref()).unwrap_or("-")
+                    )
+                });
+                println!("{:>5}  {who:<40}  {}", l.line, l.text);
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
 }
 
 fn verify(workspace: &std::path::Path, json: bool) -> ExitCode {
