@@ -440,8 +440,20 @@ impl Engine {
         timeout: Option<Duration>,
     ) -> Result<crate::containment::ContainReport, String> {
         let plan = self.gatekeeper.contain_plan(session)?;
-        let mut containment = self.containment.lock().unwrap_or_else(|p| p.into_inner());
-        containment.run(&plan, command, timeout).map_err(|e| format!("cannot run the command contained: {e}"))
+        let argv: Vec<String> =
+            std::iter::once(command.get_program()).chain(command.get_args()).map(|a| a.to_string_lossy().into_owned()).collect();
+        let report = {
+            let mut containment = self.containment.lock().unwrap_or_else(|p| p.into_inner());
+            containment.run(&plan, command, timeout).map_err(|e| format!("cannot run the command contained: {e}"))?
+        };
+        if self.sidecar.exists() {
+            // Recorded and durable before the caller hears of it: never silent, also in the trace.
+            let record = crate::trace::containment_record(session, &argv, &report);
+            if let Err(e) = self.tracer.append(record) {
+                return Err(format!("the command ran, but its containment could not be recorded in the trace ledger: {e}"));
+            }
+        }
+        Ok(report)
     }
 
     /// The piped output waiting for this session's next turn, oldest first, and empties the queue.

@@ -155,3 +155,35 @@ pub fn evaluation_record(event: &Event, intent: Option<String>, evaluation: &Eva
     record.files = files;
     record
 }
+
+/// The record of a contained shell command: what it changed inside the scope (files, with their
+/// hashes now), and in `data` what containment did (undone, not undone, notes).
+pub fn containment_record(session: &str, argv: &[String], report: &crate::containment::ContainReport) -> Record {
+    let mut record = Record::new(RecordKind::Containment);
+    record.session = Some(session.to_owned());
+    record.intent = report.intent_id.clone();
+    record.tool = Some("execute_command".to_owned());
+    record.input_sha256 = Some(crate::ledger::record::digest_json(&serde_json::json!(argv)));
+    record.files = report
+        .allowed
+        .iter()
+        .filter(|c| c.kind != crate::snapshot::ChangeKind::Deleted)
+        .map(|c| FileChange { path: c.path.clone(), sha256: None, ranges: Vec::new() })
+        .collect();
+    let changes = |list: &[crate::snapshot::Change]| list.iter().map(|c| serde_json::json!({ "path": c.path, "kind": c.kind.as_str() })).collect::<Vec<_>>();
+    record.data = Some(serde_json::json!({
+        "argv": argv,
+        "exit_code": report.exit_code(),
+        "timed_out": report.timed_out,
+        "confinement": match &report.confinement {
+            crate::sandbox::Confinement::Enforced { abi } => format!("landlock abi {abi}"),
+            crate::sandbox::Confinement::Partial { abi, .. } => format!("landlock abi {abi}, partial"),
+            crate::sandbox::Confinement::Unavailable { reason } => format!("none: {reason}"),
+        },
+        "changed": changes(&report.allowed),
+        "reverted": changes(&report.reverted),
+        "not_reverted": report.not_reverted.iter().map(|n| serde_json::json!({ "path": n.change.path, "kind": n.change.kind.as_str(), "reason": n.reason })).collect::<Vec<_>>(),
+        "notes": report.notes(),
+    }));
+    record
+}
