@@ -7,10 +7,16 @@
 //! when the gatekeeper allows the write (`PreToolUse`) and used when it is reported done
 //! (`PostToolUse`), in this process; a write reported without one records the file's hash without
 //! ranges rather than attributing the whole file to it.
+//!
+//! Reading the trace back (the extension's sidebar and provenance command) goes through the ledger's
+//! index, opened once per tracer and brought up to date with the ledger before every read, so a
+//! reader sees every record that is durable, whichever process wrote it.
 
 use crate::chain::Evaluation;
 use crate::decision::{Decision, OutcomeKind};
 use crate::event::{Event, EventKind};
+use crate::ledger::blame::BlameLine;
+use crate::ledger::index::{Filter, Index};
 use crate::ledger::writer::{Appended, Ledger, Recovery, Ticket};
 use crate::ledger::{FileChange, Record, RecordKind, RecordedDecision, RecordedHook};
 use crate::sidecar::Sidecar;
@@ -28,11 +34,16 @@ pub struct Tracer {
     /// exist.
     before: Mutex<HashMap<(String, String), Option<String>>>,
     recovery: Mutex<Option<Recovery>>,
+    /// The index, opened on the first read. A failure to open is not kept: the next read tries again
+    /// (the sidecar folder may appear later).
+    index: OnceLock<Index>,
 }
+
+const NOT_GOVERNED: &str = "the workspace has no .orchestration folder; nothing is recorded";
 
 impl Tracer {
     pub fn new(sidecar: Sidecar) -> Tracer {
-        Tracer { sidecar, ledger: OnceLock::new(), before: Mutex::default(), recovery: Mutex::default() }
+        Tracer { sidecar, ledger: OnceLock::new(), before: Mutex::default(), recovery: Mutex::default(), index: OnceLock::new() }
     }
 
     /// The ledger, opened on first use; `Err` when the workspace is not governed or the ledger cannot
@@ -41,7 +52,7 @@ impl Tracer {
         self.ledger
             .get_or_init(|| {
                 if !self.sidecar.exists() {
-                    return Err("the workspace has no .orchestration folder; nothing is recorded".to_owned());
+                    return Err(NOT_GOVERNED.to_owned());
                 }
                 self.sidecar.ignore_runtime_files();
                 let (ledger, recovery) = Ledger::open(&self.sidecar).map_err(|e| format!("cannot open the trace ledger: {e}"))?;
@@ -104,6 +115,44 @@ impl Tracer {
     /// Appends a record of the caller's own and waits until it is durable.
     pub fn append(&self, record: Record) -> Result<Appended, String> {
         self.ledger()?.append(record).map_err(|e| e.to_string())
+    }
+
+    /// The ledger's index, opened once and brought up to date with the ledger on every call, so what
+    /// is read through it includes every durable record (of this process or another). `Err` when the
+    /// workspace is not governed or the index cannot be opened or caught up.
+    pub fn index(&self) -> Result<&Index, String> {
+        if !self.sidecar.exists() {
+            return Err(NOT_GOVERNED.to_owned());
+        }
+        let index = match self.index.get() {
+            Some(index) => index,
+            None => {
+                self.sidecar.ignore_runtime_files();
+                let opened = Index::open(&self.sidecar)?;
+                // Two first readers at once both open it; one is kept, the other dropped.
+                let _ = self.index.set(opened);
+                self.index.get().expect("the index was just set")
+            }
+        };
+        index.catch_up()?;
+        Ok(index)
+    }
+
+    /// The records that match `filter`, from the ledger as it is now. An ungoverned workspace has
+    /// none.
+    pub fn query(&self, filter: &Filter) -> Result<Vec<Record>, String> {
+        if !self.sidecar.exists() {
+            return Ok(Vec::new());
+        }
+        Ok(self.index()?.query(filter)?.into_iter().map(|found| found.record).collect())
+    }
+
+    /// Who last wrote each line of `path` (workspace-relative, `/`-separated), or only `line`
+    /// (1-based), found by content in the file as it is on disk now (`ledger::blame`). `Err` for a
+    /// path outside the workspace, a file that cannot be read, a line past its end, or an ungoverned
+    /// workspace.
+    pub fn blame(&self, path: &str, line: Option<u32>) -> Result<Vec<BlameLine>, String> {
+        crate::ledger::blame::blame(self.index()?, &self.sidecar, path, line)
     }
 
     /// Waits until everything queued so far is durable.

@@ -146,3 +146,35 @@ fn a_contained_command_is_recorded_with_what_containment_undid() {
     assert_eq!(data["reverted"], json!([{ "path": "README.md", "kind": "modified" }]));
     assert_eq!(data["argv"], json!(["sh", "-c", "echo 1 > src/auth/a.js; echo no > README.md"]));
 }
+
+#[test]
+fn the_tracer_reads_back_through_its_index_every_durable_record_and_blames_by_content() {
+    let (ws, engine) = governed();
+    let by_intent = |intent: &str| chokepoint_core::ledger::index::Filter { intent: Some(intent.into()), newest_first: true, ..Default::default() };
+    assert!(engine.tracer().query(&by_intent("INT-001")).unwrap().is_empty(), "an empty ledger has no records");
+    let write = |content: &str| event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": "src/auth/login.js", "content": content }));
+    engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
+    engine.evaluate(write("one\ntwo\n")).unwrap();
+    fs::write(ws.path().join("src/auth/login.js"), "one\ntwo\n").unwrap();
+    let mut done = write("one\ntwo\n");
+    done.kind = EventKind::PostToolUse;
+    engine.evaluate(done).unwrap();
+    engine.tracer().flush().unwrap();
+    // The index was opened by the first read; the records since are caught up, newest first.
+    let seqs: Vec<u64> = engine.tracer().query(&by_intent("INT-001")).unwrap().iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, [3, 2, 1]);
+    assert!(engine.tracer().query(&by_intent("INT-002")).unwrap().is_empty());
+    // Two lines typed above the write: blame still finds it, where it moved.
+    fs::write(ws.path().join("src/auth/login.js"), "// a\n// b\none\ntwo\n").unwrap();
+    let line = engine.tracer().blame("src/auth/login.js", Some(4)).unwrap().remove(0);
+    let origin = line.origin.expect("the write explains line 4");
+    assert_eq!((line.text.as_str(), origin.seq, origin.intent.as_deref(), origin.found), ("two", 3, Some("INT-001"), (3, 4)));
+    assert_eq!(engine.tracer().blame("src/auth/login.js", Some(1)).unwrap()[0].origin, None, "typed by hand");
+    assert!(engine.tracer().blame("src/auth/login.js", Some(9)).unwrap_err().contains("there is no line 9"));
+    assert!(engine.tracer().blame("../outside.js", Some(1)).unwrap_err().contains("not a workspace-relative path"));
+
+    let bare = tempfile::tempdir().unwrap();
+    let ungoverned = Engine::open(bare.path()).unwrap();
+    assert!(ungoverned.tracer().query(&chokepoint_core::ledger::index::Filter::default()).unwrap().is_empty());
+    assert!(ungoverned.tracer().blame("a.js", Some(1)).unwrap_err().contains("no .orchestration folder"));
+}
