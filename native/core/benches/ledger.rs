@@ -1,2 +1,250 @@
-//! (being written)
-fn main() {}
+//! What a durable ledger append and a whole-ledger verification cost.
+//!
+//! - `ledger.append.fsync_each`: one producer appending one record at a time, each acknowledged after
+//!   its own fdatasync (nothing to group with): the baseline, nanoseconds per append.
+//! - `ledger.append.group_commit`: 8 producer threads appending durably at once through the same
+//!   writer, each keeping up to [`WINDOW`] appends in flight (enqueue, then wait for the oldest ticket
+//!   before enqueueing more, as the engine's hot path does: it enqueues, and awaits durability
+//!   later). Every record counted was acknowledged as synced. A sample is one round's wall time
+//!   divided by the records the round appended, so its ratio to the baseline is the throughput gain.
+//!   (Producers that each block on one append at a time can group at most 8 records per sync; that
+//!   figure is printed on stderr for comparison.)
+//! - `ledger.verify`: nanoseconds per record of verifying a ledger of [`VERIFY_RECORDS`] records, one
+//!   core, the file in the page cache.
+//!
+//! The two append figures are measured interleaved (a group-commit round, then a slice of the
+//! one-at-a-time appends, and so on), because a shared disk's sync latency drifts by an order of
+//! magnitude over seconds and the ratio must compare like with like.
+//!
+//! Files live in a temporary folder under `target/` (the repository's disk, so the syncs are real, not
+//! tmpfs). Samples go to `target/bench-samples/<name>.json` (`{ name, baseline?, samples }`), which
+//! `scripts/bench.js` reads. Command-line arguments (cargo passes `--bench`) are ignored.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+use chokepoint_core::Sidecar;
+use chokepoint_core::ledger::head;
+use chokepoint_core::ledger::record::sha256_hex;
+use chokepoint_core::ledger::verify::verify;
+use chokepoint_core::ledger::writer::{Ledger, Ticket};
+use chokepoint_core::ledger::{FileChange, LineRange, Record, RecordKind, RecordedDecision, RecordedHook};
+
+const EACH_WARMUP: usize = 20;
+const EACH_SAMPLES: usize = 300;
+const PRODUCERS: usize = 8;
+const WINDOW: usize = 32;
+const PER_PRODUCER: usize = 256;
+const ROUNDS: usize = 20;
+const BLOCKING_EACH: usize = 40;
+const VERIFY_RECORDS: usize = 200_000;
+const VERIFY_RUNS: usize = 10;
+
+fn main() {
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    std::fs::create_dir_all(&target).expect("create target/");
+    let dir = tempfile::tempdir_in(&target).expect("a temporary folder under target/");
+    let workspace = |name: &str| {
+        let sidecar = Sidecar::new(dir.path().join(name));
+        std::fs::create_dir_all(sidecar.dir()).expect("create the sidecar folder");
+        sidecar
+    };
+
+    let (each, group, batch) = appends(&workspace("each"), &workspace("group"));
+    let blocking = blocking(&workspace("blocking"));
+    let verified = verify_bench(&workspace("verify"));
+
+    let out = target.join("bench-samples");
+    std::fs::create_dir_all(&out).expect("create target/bench-samples");
+    write(&out, "ledger.append.fsync_each", None, &each);
+    write(&out, "ledger.append.group_commit", Some("ledger.append.fsync_each"), &group);
+    write(&out, "ledger.verify", None, &verified);
+    let ratio = median(&each) / median(&group);
+    eprintln!("ledger: ledger.append.fsync_each {}", summary(&each));
+    eprintln!(
+        "ledger: ledger.append.group_commit {} ({ratio:.0}x the records per second, {batch:.0} records per sync)",
+        summary(&group)
+    );
+    eprintln!(
+        "ledger: 8 producers blocking on one append each: {} per record ({:.1}x)",
+        summary(&blocking),
+        median(&each) / median(&blocking)
+    );
+    eprintln!(
+        "ledger: ledger.verify {} per record ({:.0} records per second)",
+        summary(&verified),
+        1e9 / median(&verified)
+    );
+}
+
+/// A tool call as the engine records one: a decision with two hooks, a file with one changed range.
+fn record(i: usize) -> Record {
+    let mut record = Record::new(RecordKind::ToolCall);
+    record.event = Some("PreToolUse".into());
+    record.session = Some(format!("s-{}", i % 8));
+    record.agent = Some("claude-code".into());
+    record.intent = Some(format!("INT-{:03}", i % 12));
+    record.tool = Some("write_to_file".into());
+    record.input_sha256 = Some(sha256_hex(&i.to_le_bytes()));
+    record.decision = Some(RecordedDecision {
+        decision: "allow".into(),
+        reason: None,
+        hooks: vec![
+            RecordedHook { name: "gatekeeper".into(), outcome: "allow".into(), duration_ns: 1800, failure: None },
+            RecordedHook { name: "lint".into(), outcome: "allow".into(), duration_ns: 41_000, failure: None },
+        ],
+    });
+    record.files = vec![FileChange {
+        path: format!("src/module_{}.rs", i % 40),
+        sha256: Some(sha256_hex(&(i * 7).to_le_bytes())),
+        ranges: vec![LineRange { start: 10, end: 24, sha256: sha256_hex(&(i * 13).to_le_bytes()) }],
+    }];
+    record
+}
+
+fn open(sidecar: &Sidecar) -> Ledger {
+    Ledger::open(sidecar).expect("open the ledger").0
+}
+
+fn nanos(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// `ledger.append.fsync_each` and `ledger.append.group_commit`, interleaved: [`ROUNDS`] rounds of 8
+/// producers × [`PER_PRODUCER`] durable appends with [`WINDOW`] in flight each, each round followed
+/// by its share of the [`EACH_SAMPLES`] one-at-a-time appends on another ledger. Returns the
+/// one-at-a-time nanoseconds per append, the per-round nanoseconds per record, and the mean records
+/// per sync of the group commit.
+fn appends(each: &Sidecar, group: &Sidecar) -> (Vec<u64>, Vec<u64>, f64) {
+    let single = open(each);
+    for i in 0..EACH_WARMUP {
+        single.append(record(i)).expect("append");
+    }
+    let ledger = Arc::new(open(group));
+    let start = Arc::new(Barrier::new(PRODUCERS + 1));
+    let done = Arc::new(Barrier::new(PRODUCERS + 1));
+    let producers: Vec<_> = (0..PRODUCERS)
+        .map(|p| {
+            let (ledger, start, done) = (Arc::clone(&ledger), Arc::clone(&start), Arc::clone(&done));
+            std::thread::spawn(move || {
+                // Round 0 warms up.
+                for _ in 0..=ROUNDS {
+                    // Records are made before the clock starts: what is timed is the ledger.
+                    let records: Vec<Record> = (0..PER_PRODUCER).map(|i| record(p * PER_PRODUCER + i)).collect();
+                    start.wait();
+                    let mut in_flight: VecDeque<Ticket> = VecDeque::with_capacity(WINDOW);
+                    for record in records {
+                        if in_flight.len() == WINDOW {
+                            in_flight.pop_front().expect("full").wait().expect("a durable append");
+                        }
+                        in_flight.push_back(ledger.enqueue(record));
+                    }
+                    for ticket in in_flight {
+                        ticket.wait().expect("a durable append");
+                    }
+                    done.wait();
+                }
+            })
+        })
+        .collect();
+    let mut one_at_a_time = Vec::with_capacity(EACH_SAMPLES);
+    let mut grouped = Vec::with_capacity(ROUNDS);
+    let mut counted = ledger.stats();
+    for round in 0..=ROUNDS {
+        if round == 1 {
+            counted = ledger.stats();
+        }
+        let started = Instant::now();
+        start.wait();
+        done.wait();
+        if round == 0 {
+            continue;
+        }
+        grouped.push(nanos(started) / (PRODUCERS * PER_PRODUCER) as u64);
+        let records: Vec<Record> = (0..EACH_SAMPLES / ROUNDS).map(|i| record(round * 1000 + i)).collect();
+        for record in records {
+            let started = Instant::now();
+            single.append(record).expect("append");
+            one_at_a_time.push(nanos(started));
+        }
+    }
+    for producer in producers {
+        producer.join().expect("a producer thread");
+    }
+    let stats = ledger.stats();
+    let batch = (stats.records - counted.records) as f64 / (stats.batches - counted.batches) as f64;
+    (one_at_a_time, grouped, batch)
+}
+
+/// For comparison only: 8 producers each blocking on one append at a time; nanoseconds per record
+/// over rounds of 8 appends (one per producer).
+fn blocking(sidecar: &Sidecar) -> Vec<u64> {
+    let ledger = Arc::new(open(sidecar));
+    let batches: Vec<Vec<Record>> =
+        (0..PRODUCERS).map(|p| (0..BLOCKING_EACH).map(|i| record(p * BLOCKING_EACH + i)).collect()).collect();
+    let started = Instant::now();
+    let producers: Vec<_> = batches
+        .into_iter()
+        .map(|records| {
+            let ledger = Arc::clone(&ledger);
+            std::thread::spawn(move || {
+                for record in records {
+                    ledger.append(record).expect("append");
+                }
+            })
+        })
+        .collect();
+    for producer in producers {
+        producer.join().expect("a producer thread");
+    }
+    vec![nanos(started) / (PRODUCERS * BLOCKING_EACH) as u64]
+}
+
+fn verify_bench(sidecar: &Sidecar) -> Vec<u64> {
+    {
+        let ledger = open(sidecar);
+        for i in 0..VERIFY_RECORDS {
+            drop(ledger.enqueue(record(i)));
+        }
+        ledger.flush().expect("write the ledger to verify");
+    }
+    let path = sidecar.trace_ledger();
+    let head = head::read(&sidecar.state_db()).expect("read the head");
+    (0..VERIFY_RUNS)
+        .map(|_| {
+            let started = Instant::now();
+            let verification = verify(&path, head.as_ref()).expect("verify");
+            let elapsed = nanos(started);
+            assert!(verification.is_intact(), "{:?}", verification.problem);
+            assert_eq!(verification.records, VERIFY_RECORDS as u64);
+            elapsed / VERIFY_RECORDS as u64
+        })
+        .collect()
+}
+
+fn write(dir: &Path, name: &str, baseline: Option<&str>, samples: &[u64]) {
+    let mut figure = serde_json::json!({ "name": name, "samples": samples });
+    if let Some(baseline) = baseline {
+        figure["baseline"] = baseline.into();
+    }
+    let text = serde_json::to_string(&figure).expect("a figure as JSON");
+    std::fs::write(dir.join(format!("{name}.json")), text).expect("write a figure");
+}
+
+/// The percentile `p` as `scripts/bench.js` computes it.
+fn percentile(samples: &[u64], p: usize) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    sorted[(sorted.len() * p).div_ceil(100).saturating_sub(1)] as f64
+}
+
+fn median(samples: &[u64]) -> f64 {
+    percentile(samples, 50)
+}
+
+/// "median 41.2 µs, p99 80.3 µs".
+fn summary(samples: &[u64]) -> String {
+    format!("median {:.1} µs, p99 {:.1} µs", percentile(samples, 50) / 1000.0, percentile(samples, 99) / 1000.0)
+}

@@ -73,15 +73,21 @@ impl Workspace {
         if raw.starts_with('~') {
             return Err(PathRefusal::Tilde);
         }
-        let joined = if Path::new(raw).is_absolute() { PathBuf::from(raw) } else { self.root.join(raw) };
         #[cfg(target_os = "linux")]
-        let beneath = self.root_fd.as_deref().and_then(|fd| linux::resolve_beneath(fd, &self.root, &joined));
-        #[cfg(not(target_os = "linux"))]
-        let beneath = None;
-        let (resolved, meta) = match beneath {
-            Some(found) => found,
-            None => resolve(&joined),
-        };
+        if let Some(fd) = self.root_fd.as_deref() {
+            let rel = if Path::new(raw).is_absolute() { Path::new(raw).strip_prefix(&self.root).ok() } else { Some(Path::new(raw)) };
+            if let Some((rel, meta)) = rel.and_then(|rel| linux::resolve_beneath(fd, rel)) {
+                if let Some(meta) = meta
+                    && meta.is_file()
+                    && link_count(&meta) > 1
+                {
+                    return Err(PathRefusal::Hardlinked { links: link_count(&meta) });
+                }
+                return Ok(if self.case_insensitive { rel.to_lowercase() } else { rel });
+            }
+        }
+        let joined = if Path::new(raw).is_absolute() { PathBuf::from(raw) } else { self.root.join(raw) };
+        let (resolved, meta) = resolve(&joined);
         let rel = self.relative(&resolved).ok_or_else(|| PathRefusal::OutsideWorkspace { resolved: resolved.clone() })?;
         if let Some(meta) = meta
             && meta.is_file() && link_count(&meta) > 1 {
@@ -182,29 +188,34 @@ mod linux {
     /// before meeting anything after it, so a missing tail proves the same about the existing part.
     /// Anything else (a symlink: `ELOOP`, an escape: `EXDEV`, a file used as a directory, an old
     /// kernel) is `None`, and the general resolution decides.
-    pub(super) fn resolve_beneath(root_fd: &std::os::fd::OwnedFd, root: &Path, path: &Path) -> Option<(PathBuf, Option<Metadata>)> {
+    pub(super) fn resolve_beneath(root_fd: &std::os::fd::OwnedFd, rel: &Path) -> Option<(String, Option<Metadata>)> {
         use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
-        let rel = path.strip_prefix(root).ok()?;
-        let mut lexical = PathBuf::new();
+        // The canonical form, built as the components are checked: plain names only.
+        let mut lexical = String::new();
         for c in rel.components() {
             match c {
-                Component::Normal(name) => lexical.push(name),
+                Component::Normal(name) => {
+                    if !lexical.is_empty() {
+                        lexical.push('/');
+                    }
+                    lexical.push_str(name.to_str()?);
+                }
                 Component::CurDir => {}
                 _ => return None,
             }
         }
-        if lexical.as_os_str().is_empty() {
+        if lexical.is_empty() {
             return None;
         }
         let how = OpenHow::new()
             .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
             .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
-        match openat2(root_fd, &lexical, how) {
+        match openat2(root_fd, lexical.as_str(), how) {
             Ok(fd) => {
                 let meta = File::from(fd).metadata().ok()?;
-                Some((root.join(lexical), Some(meta)))
+                Some((lexical, Some(meta)))
             }
-            Err(nix::errno::Errno::ENOENT) => Some((root.join(lexical), None)),
+            Err(nix::errno::Errno::ENOENT) => Some((lexical, None)),
             Err(_) => None,
         }
     }

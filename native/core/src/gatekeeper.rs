@@ -140,7 +140,8 @@ pub struct Gatekeeper {
     // no database.
     leases: OnceLock<Result<Leases, String>>,
     expansions: OnceLock<Result<Expansions, String>>,
-    selections: RwLock<HashMap<String, Selection>>,
+    // Shared, not cloned, on the hot path: a selection holds a compiled glob set.
+    selections: RwLock<HashMap<String, Arc<Selection>>>,
 }
 
 impl Gatekeeper {
@@ -192,10 +193,10 @@ impl Gatekeeper {
 
     /// The intent a session holds, from the cache when it is fresh, else from the lease table (and
     /// then renewed when half its time is gone: holders renew while they are active).
-    fn selection(&self, session: &str, config: &GateConfig) -> Result<Option<Selection>, String> {
+    fn selection(&self, session: &str, config: &GateConfig) -> Result<Option<Arc<Selection>>, String> {
         if let Some(s) = self.selections.read().unwrap_or_else(|p| p.into_inner()).get(session)
             && s.checked.elapsed() < RECHECK && s.expires_at_ms > crate::clock::now_ms() {
-                return Ok(Some(s.clone()));
+                return Ok(Some(Arc::clone(s)));
             }
         let leases = self.leases()?;
         let Some(mut lease) = leases.held_by(session).map_err(|e| e.to_string())? else {
@@ -207,20 +208,20 @@ impl Gatekeeper {
             lease = leases.renew(&lease.intent, session, ttl).map_err(|e| e.to_string())?;
         }
         let expansions = self.expansion_store()?.globs(session, &lease.intent)?;
-        let selection = Selection {
+        let selection = Arc::new(Selection {
             expansion_set: glob_set(&expansions),
             expansions,
             intent: lease.intent,
             expires_at_ms: lease.expires_at_ms,
             checked: Instant::now(),
-        };
-        self.selections.write().unwrap_or_else(|p| p.into_inner()).insert(session.to_owned(), selection.clone());
+        });
+        self.selections.write().unwrap_or_else(|p| p.into_inner()).insert(session.to_owned(), Arc::clone(&selection));
         Ok(Some(selection))
     }
 
     /// The intent a session selected, if any (as every process on the workspace sees it).
     pub fn selected(&self, session: &str) -> Option<String> {
-        self.selection(session, &self.config()).ok().flatten().map(|s| s.intent)
+        self.selection(session, &self.config()).ok().flatten().map(|s| s.intent.clone())
     }
 
     /// Releases whatever intent the session holds (the end of a task or session, or a human's
@@ -416,7 +417,7 @@ impl Gatekeeper {
             // No intents declared: the shell may change anything but the governance files.
             globs.push("**".to_owned());
         }
-        Ok(ShellScope { intent: selection.map(|s| s.intent), set: glob_set(&globs), globs, governance: self.governance.clone() })
+        Ok(ShellScope { intent: selection.map(|s| s.intent.clone()), set: glob_set(&globs), globs, governance: self.governance.clone() })
     }
 
     /// How to contain a shell command of this session: its shell scope as the judge and the Landlock

@@ -43,7 +43,8 @@ impl Sidecar {
         self.dir().join("agent_trace.jsonl")
     }
 
-    /// The SQLite index of the ledger (rebuildable from it) and the chain head.
+    /// The SQLite index of the ledger, rebuildable from it at any time. (The chain head is kept in
+    /// the state database, which a rebuild of the index never touches.)
     pub fn trace_index(&self) -> PathBuf {
         self.dir().join("trace.db")
     }
@@ -60,7 +61,7 @@ impl Sidecar {
     pub fn ignore_runtime_files(&self) {
         let file = self.dir().join(".gitignore");
         if self.exists() && !file.exists() {
-            let _ = std::fs::write(file, "# Written by Chokepoint: runtime state, not configuration.\nstate.db\nstate.db-*\ntrace.db\ntrace.db-*\nsnapshots/\n");
+            let _ = std::fs::write(file, "# Written by Chokepoint: runtime state, not configuration.\nstate.db\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\n");
         }
     }
 

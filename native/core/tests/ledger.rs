@@ -138,7 +138,7 @@ fn an_append_is_acknowledged_only_after_its_sync_and_head() {
     let ledger = Arc::new(ledger);
     let threads: Vec<_> = (0..4)
         .map(|t| {
-            let ledger = Arc::clone(&ledger);
+            let (ledger, db) = (Arc::clone(&ledger), sidecar.state_db());
             std::thread::spawn(move || {
                 let mut rng = Rng(t + 7);
                 let mut seen = Vec::new();
@@ -147,6 +147,11 @@ fn an_append_is_acknowledged_only_after_its_sync_and_head() {
                     // The writer counts a record durable right after the sync that covers it.
                     let durable = ledger.stats().durable_seq;
                     assert!(durable >= appended.seq, "seq {} acknowledged while only {durable} was synced", appended.seq);
+                    // And after the head that counts it was written (the head follows the data).
+                    if appended.seq % 5 == 0 {
+                        let head = head::read(&db).unwrap().unwrap();
+                        assert!(head.count >= appended.seq, "seq {} acknowledged before its head ({})", appended.seq, head.count);
+                    }
                     seen.push(appended.seq);
                 }
                 seen
@@ -302,6 +307,49 @@ fn a_ledger_shorter_than_its_head_is_refused() {
 }
 
 #[test]
+fn a_last_line_rewritten_to_the_same_length_is_noticed_before_the_next_batch() {
+    let (_dir, sidecar) = workspace();
+    let path = sidecar.trace_ledger();
+    let (ledger, _) = Ledger::open(&sidecar).unwrap();
+    let mut rng = Rng(14);
+    for _ in 0..3 {
+        ledger.append(sample(&mut rng, "a", false)).unwrap();
+    }
+    // Same file, same length, different last line: the writer must not chain onto its stale hash.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let edited = text.replacen("\"agent\":\"a\"", "\"agent\":\"b\"", 3);
+    assert_eq!(edited.len(), text.len());
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().write_all(edited.as_bytes()).unwrap();
+    let error = ledger.append(sample(&mut rng, "a", false)).unwrap_err();
+    assert!(matches!(error, LedgerError::HeadMismatch { found_count: 3, .. }), "{error:?}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), edited, "nothing was appended, nothing moved");
+    assert!(ledger.notices().is_empty());
+}
+
+#[test]
+fn reading_the_head_creates_nothing() {
+    let (_dir, sidecar) = workspace();
+    assert_eq!(head::read(&sidecar.state_db()).unwrap(), None);
+    assert!(!sidecar.state_db().exists());
+    chokepoint_core::leases::Leases::open(&sidecar.state_db()).unwrap();
+    assert_eq!(head::read(&sidecar.state_db()).unwrap(), None);
+    let tables = rusqlite_tables(&sidecar.state_db());
+    assert_eq!(tables, ["leases"]);
+    // The lease module's schema and the head's live side by side.
+    drop(Ledger::open(&sidecar).unwrap());
+    assert!(rusqlite_tables(&sidecar.state_db()).contains(&"ledger_head_v1".to_owned()));
+    let leases = chokepoint_core::leases::Leases::open(&sidecar.state_db()).unwrap();
+    assert!(leases.list().unwrap().is_empty());
+}
+
+/// The tables of a SQLite database.
+fn rusqlite_tables(db: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut statement = conn.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").unwrap();
+    statement.query_map([], |row| row.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
 fn a_missing_sidecar_folder_is_an_error_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let error = Ledger::open(&Sidecar::new(dir.path())).unwrap_err();
@@ -359,6 +407,7 @@ fn expect(kind: ProblemKind, line: u64) -> Expected {
 enum Tamper {
     EditByte,
     DeleteLine,
+    DeleteAndRechain,
     InsertCopy,
     InsertForged,
     Swap,
@@ -392,6 +441,8 @@ fn tamper(rng: &mut Rng, lines: &[String], tamper: Tamper) -> Option<(Vec<u8>, E
             let original = Record::from_line(&lines[k as usize - 1]).unwrap();
             let with_head = match parsed {
                 Ok(r) if k == n && r.seq == original.seq && r.prev == original.prev => expect(ProblemKind::Truncated, n),
+                // The last record numbered past its place, chaining: read as a record missing before it.
+                Ok(r) if k == n && r.seq > original.seq && r.prev == original.prev => expect(ProblemKind::Deleted, n),
                 _ => expect(ProblemKind::Edited, k),
             };
             let without = (k < n).then(|| expect(ProblemKind::Edited, k));
@@ -400,6 +451,23 @@ fn tamper(rng: &mut Rng, lines: &[String], tamper: Tamper) -> Option<(Vec<u8>, E
         Tamper::DeleteLine => {
             let k = 1 + pick(rng, n);
             out.remove(k as usize - 1);
+            if k < n {
+                Some((joined(&out), expect(ProblemKind::Deleted, k), Some(expect(ProblemKind::Deleted, k))))
+            } else {
+                Some((joined(&out), expect(ProblemKind::Truncated, n), None))
+            }
+        }
+        Tamper::DeleteAndRechain => {
+            // A record removed and every later one chained anew: only the seq gap shows it.
+            let k = 1 + pick(rng, n);
+            out.remove(k as usize - 1);
+            let mut prev = if k == 1 { GENESIS.to_owned() } else { line_hash(&lines[k as usize - 2]) };
+            for line in out.iter_mut().skip(k as usize - 1) {
+                let mut record = Record::from_line(std::str::from_utf8(line).unwrap()).unwrap();
+                record.prev = prev;
+                *line = record.to_line().into_bytes();
+                prev = sha256_hex(line);
+            }
             if k < n {
                 Some((joined(&out), expect(ProblemKind::Deleted, k), Some(expect(ProblemKind::Deleted, k))))
             } else {
@@ -483,6 +551,7 @@ fn verify_names_the_first_bad_record_of_every_kind_of_tampering() {
     let kinds = [
         Tamper::EditByte,
         Tamper::DeleteLine,
+        Tamper::DeleteAndRechain,
         Tamper::InsertCopy,
         Tamper::InsertForged,
         Tamper::Swap,
@@ -490,7 +559,7 @@ fn verify_names_the_first_bad_record_of_every_kind_of_tampering() {
         Tamper::TruncateAndRewrite,
     ];
     let mut checked: BTreeMap<String, usize> = BTreeMap::new();
-    for ledger in 0..200 {
+    for ledger in 0..160 {
         let n = match ledger % 10 {
             0 => 1 + (rng.next() % 3) as usize,
             9 => 60 + (rng.next() % 60) as usize,
@@ -521,7 +590,7 @@ fn verify_names_the_first_bad_record_of_every_kind_of_tampering() {
             }
         }
     }
-    assert!(checked.values().all(|&count| count >= 350), "{checked:?}");
+    assert!(checked.values().all(|&count| count >= 280), "{checked:?}");
 }
 
 #[test]
@@ -603,8 +672,15 @@ fn acknowledged_appends_survive_sigkill_and_torn_tails_are_recovered() {
         let tag = format!("crash-{rounds}");
         let mut child = spawn_child("crash", &sidecar, &[(TAG_ENV, tag.clone())]);
         let acked = acks(child.stdout.take().unwrap());
-        // Kill it at a random moment, mostly once it is appending.
+        // Kill it at a random moment, mostly once it is appending; every other round, the moment the
+        // file is seen growing, which is often in the middle of a write (a write of many pages grows
+        // the file page by page, and SIGKILL stops it between two).
         std::thread::sleep(Duration::from_millis(30 + rng.next() % 120));
+        if rounds % 2 == 1 {
+            let grown = |from: u64| std::fs::metadata(&path).map_or(from, |m| m.len()) != from;
+            let (from, until) = (std::fs::metadata(&path).map_or(0, |m| m.len()), Instant::now() + Duration::from_millis(200));
+            while !grown(from) && Instant::now() < until {}
+        }
         child.kill().unwrap();
         child.wait().unwrap();
         let acked = acked.join().unwrap();

@@ -16,6 +16,7 @@ use chokepoint_core::ledger::export::{agent_trace, check_trace_record};
 use chokepoint_core::ledger::index::{Filter, Index, IndexedRecord, reindex};
 use chokepoint_core::ledger::ranges::file_change;
 use chokepoint_core::ledger::record::line_hash;
+use chokepoint_core::ledger::writer::Ledger;
 use chokepoint_core::ledger::{GENESIS, Record, RecordKind, RecordedDecision};
 
 /// 2026-11-22T00:00:00Z: the first record's time; each record is a second after the previous one.
@@ -498,6 +499,30 @@ fn the_agent_trace_export_has_the_specs_fields() {
     let again = agent_trace(index.query(&filter()).unwrap().into_iter().map(|r| r.record));
     assert_eq!(again, traces);
     assert_ne!(traces[0].id, traces[1].id);
+}
+
+#[test]
+fn the_index_reads_what_the_writer_writes() {
+    let ws = Workspace::new();
+    let (ledger, recovery) = Ledger::open(&ws.sidecar).unwrap();
+    assert!(recovery.is_none());
+    let index = Index::open(&ws.sidecar).unwrap();
+    let mut appended = Vec::new();
+    for i in 0..20 {
+        let mut record = tool_call(&format!("s-{}", i % 2), "INT-W");
+        record.files = vec![file_change("w.rs", None, Some(&format!("{i}\n")))];
+        appended.push(ledger.append(record).unwrap());
+    }
+    // The writer's own answer indexes a record directly...
+    let first = &appended[0];
+    assert!(index.add(&first.record, &first.hash, first.offset).unwrap());
+    // ...and a catch-up finds the rest, with the writer's offsets and hashes.
+    assert_eq!(index.catch_up().unwrap().records, 19);
+    let found = index.query(&filter()).unwrap();
+    for (found, written) in found.iter().zip(&appended) {
+        assert_eq!((found.seq, &found.line_hash, found.offset, &found.record), (written.seq, &written.hash, written.offset, &written.record));
+    }
+    assert_eq!(index.query(&Filter { session: Some("s-1".into()), ..filter() }).unwrap().len(), 10);
 }
 
 /// Figures for the report (run with `--release --ignored --nocapture`): a rebuild of 100k records, a

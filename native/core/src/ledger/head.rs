@@ -133,12 +133,22 @@ impl HeadStore {
 }
 
 /// The head stored in the state database at `db`, for a one-off check (`verify`); `None` when the
-/// database or the head's row does not exist yet.
+/// database, its table or its row does not exist yet. Reads only: creates nothing.
 pub fn read(db: &Path) -> Result<Option<Head>, LedgerError> {
     if !db.exists() {
         return Ok(None);
     }
-    HeadStore::open(db)?.read()
+    let conn = Connection::open(db).map_err(sqlite(db, "open"))?;
+    let mut store = HeadStore { db: db.to_owned(), conn };
+    store.conn.busy_handler(Some(busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
+    let exists = store.retrying("read the ledger head", |conn| {
+        conn.prepare_cached("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'ledger_head_v1'")?
+            .exists([])
+    })?;
+    if !exists {
+        return Ok(None);
+    }
+    store.read()
 }
 
 fn sqlite<'a>(db: &'a Path, op: &'static str) -> impl FnOnce(rusqlite::Error) -> LedgerError + 'a {

@@ -89,7 +89,6 @@ const INDEXES: &str = "
     CREATE INDEX IF NOT EXISTS records_session ON records (session, seq);
     CREATE INDEX IF NOT EXISTS records_time ON records (time_ms);
     CREATE INDEX IF NOT EXISTS files_path ON files (path, seq);
-    CREATE INDEX IF NOT EXISTS files_seq ON files (seq);
     CREATE INDEX IF NOT EXISTS ranges_path ON ranges (path, seq);
 ";
 
@@ -206,6 +205,10 @@ impl Index {
         // or none of it. NORMAL: a power cut may lose the last catch-up, which the next one redoes.
         conn.pragma_update(None, "journal_mode", "WAL").map_err(failed("switch to WAL"))?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(failed("set synchronous"))?;
+        // Up to 64 MiB of page cache (allocated only as used): a rebuild fills three tables and then
+        // sorts five indexes, and with SQLite's default 2 MiB their pages keep evicting each other (a
+        // 100k-record rebuild measured 2.5 s with the default, 1.9 s with this).
+        conn.pragma_update(None, "cache_size", -65536).map_err(failed("set the cache size"))?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(failed("begin"))?;
         let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(failed("read the schema version"))?;
         if found > SCHEMA_VERSION {
@@ -268,6 +271,9 @@ impl Index {
     /// that line is no longer there as it was (the ledger was rewritten, recovered or deleted), drops
     /// the index and rebuilds it from the whole ledger. A missing ledger is an empty one.
     pub fn catch_up(&self) -> Result<IndexReport, String> {
+        if self.up_to_date() {
+            return Ok(IndexReport::default());
+        }
         self.write("catch up with the ledger", |tx| {
             let progress: Option<(i64, String)> = tx
                 .query_row("SELECT line_offset, line_hash FROM progress WHERE id = 1", [], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -293,6 +299,26 @@ impl Index {
             }
             self.fill(tx, &mut reader, IndexReport::default())
         })
+    }
+
+    /// Whether the index has read the ledger to its end and the last line is still as it read it:
+    /// then a catch-up has nothing to do and need not take the write lock (a sidebar refreshing every
+    /// second, or every `log`, would otherwise queue behind each other). `false` when unsure.
+    fn up_to_date(&self) -> bool {
+        let progress: Option<(i64, String)> = self
+            .lock()
+            .query_row("SELECT line_offset, line_hash FROM progress WHERE id = 1", [], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()
+            .ok()
+            .flatten();
+        let (Some((offset, hash)), Ok(Some(mut reader))) = (progress, LedgerReader::for_lookups(&self.ledger)) else {
+            return false;
+        };
+        if reader.seek(uint(offset)).is_err() {
+            return false;
+        }
+        let same = matches!(reader.next_line(), Ok(Line::Whole { bytes }) if line_hash_bytes(bytes) == hash);
+        same && matches!(reader.next_line(), Ok(Line::End))
     }
 
     /// The records that match `filter`, read back from the ledger. Reads only what is indexed: call

@@ -7,11 +7,13 @@
 //! begins; what the lines around it look like says which kind:
 //!
 //! - [`ProblemKind::Edited`]: a line that is not a record; a record whose `seq` is wrong although it
-//!   chains (its `seq` was changed); a record whose `prev` does not match its predecessor while its
+//!   chains, while the next one is numbered from the right place (its `seq` was changed); a record whose `prev` does not match its predecessor while its
 //!   successor chains to it (its `prev` was changed) or does not (the predecessor's bytes changed).
-//! - [`ProblemKind::Deleted`]: a `seq` gap, after which the chain continues from the record found.
+//! - [`ProblemKind::Deleted`]: a `seq` gap, after which the chain continues from the record found (or
+//!   a gap over which the chain was forged anew: only the numbering shows it).
 //! - [`ProblemKind::Inserted`]: a record that does not belong where it is, with the record that does
-//!   belong right after it (or a repeated `seq` where the chain skips over the line before).
+//!   belong right after it, or a repeated `seq` where the chain skips over the line before (or a
+//!   repeat over which the chain was forged anew).
 //! - [`ProblemKind::Reordered`]: a record from later in the chain found early, out of `seq` order.
 //! - [`ProblemKind::Truncated`]: fewer records than the head counts, or record `head.count` not
 //!   hashing to the head's hash (the end was cut off and written anew, or its last record edited).
@@ -20,6 +22,10 @@
 //!
 //! Every line is hashed once; a line is parsed once, and after the first problem is found only hashed
 //! (to report the count and the head hash), so a damaged ledger costs no more than an intact one.
+//! Parsing is most of the cost, and building a [`Record`] is mostly allocating its strings, so a line
+//! is first read into a borrowed mirror of the record (`RecordView`) that checks every field's
+//! presence and type as `Record` does but keeps only `seq` and `prev`; a line the mirror refuses is
+//! judged by `Record::from_line` itself, so the mirror can only speed up lines `Record` accepts.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -28,10 +34,12 @@ use std::io::{self, BufRead, BufReader};
 use std::path::Path;
 use std::sync::Arc;
 
+use serde::Deserialize;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use sha2::{Digest, Sha256};
 
 use super::head::Head;
-use super::record::Record;
+use super::record::{RECORD_VERSION, Record, RecordKind};
 use super::writer::LedgerError;
 
 /// What is wrong with the first bad record.
@@ -103,6 +111,9 @@ impl Verification {
 /// Reads the ledger at `path` (a missing file is an empty ledger) and checks its chain, and, given the
 /// head from the state database (`head::read`), that nothing was cut off its end. `Err` only when the
 /// file cannot be read.
+///
+/// Verification takes no lock, so as not to stall appends for the length of a read: on a ledger that
+/// is being appended to, a batch being written as the end is read may show as a torn tail.
 pub fn verify(path: &Path, head: Option<&Head>) -> Result<Verification, LedgerError> {
     let io_error = |op| move |source| LedgerError::Io { path: path.to_owned(), op, source: Arc::new(source) };
     let file = match File::open(path) {
@@ -191,9 +202,9 @@ impl<'h> Check<'h> {
             return;
         }
         let parsed = parse(bytes);
-        if let Ok(record) = &parsed {
-            info.seq = Some(record.seq);
-            info.prev = decode_hash(&record.prev);
+        if let Ok((seq, prev)) = parsed {
+            info.seq = Some(seq);
+            info.prev = prev;
         }
         if self.window.len() == WINDOW {
             self.window.pop_front();
@@ -286,6 +297,25 @@ impl<'h> Check<'h> {
         let next2 = self.at(p + 2);
         let here = |kind, detail: String| problem(kind, p, cur.offset, detail);
         if seq != p && chains {
+            // The chain holds but the numbering does not. If the records after this one go on from its
+            // seq (or none follow), the numbering jumped where the chain was forged over it: records
+            // removed (a gap) or added (a repeat). If they go on from p, this record's seq was edited.
+            let renumbered = match next {
+                Some(next) => next.seq == Some(seq + 1) && next.prev == Some(cur.hash),
+                None => seq > p,
+            };
+            if renumbered && seq > p {
+                return here(
+                    ProblemKind::Deleted,
+                    format!("seq {seq} follows seq {}, yet the chain holds: records were removed and the chain forged over the gap", p - 1),
+                );
+            }
+            if renumbered {
+                return here(
+                    ProblemKind::Inserted,
+                    format!("seq {seq} follows seq {}, yet the chain holds: records were added and the chain forged over them", p - 1),
+                );
+            }
             return here(ProblemKind::Edited, format!("seq {seq} where {p} belongs, in a record that chains: its seq was changed"));
         }
         if seq == p {
@@ -352,10 +382,152 @@ fn problem(kind: ProblemKind, line: u64, offset: u64, detail: String) -> Problem
     Problem { kind, line, offset, detail }
 }
 
-/// The record a line holds, or why it is not one.
-fn parse(bytes: &[u8]) -> Result<Record, String> {
+/// The `seq` and `prev` of the record a line holds, or why it is not one.
+fn parse(bytes: &[u8]) -> Result<(u64, Option<[u8; 32]>), String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not a record: the line is not utf-8".to_owned())?;
-    Record::from_line(text)
+    if let Ok(view) = serde_json::from_str::<RecordView>(text)
+        && view.v == RECORD_VERSION
+    {
+        return Ok((view.seq, view.prev.0));
+    }
+    // The verdict, and its message, are `Record`'s.
+    Record::from_line(text).map(|record| (record.seq, decode_hash(&record.prev)))
+}
+
+// A mirror of `Record` and the types inside it, field for field, with the same serde attributes that
+// decide what is accepted (`deny_unknown_fields`, which fields may be missing) and each field's type
+// replaced by one that checks the same JSON without keeping it. `record_view_mirrors_record` builds
+// every type of `record.rs` with an exhaustive struct literal, so a field added there fails to compile
+// until it is added here; `the_mirror_accepts_what_record_accepts` compares the two on edited lines.
+// Fields other than `v`, `seq` and `prev` are read only by the deserializer.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct RecordView {
+    v: u32,
+    seq: u64,
+    time: AnyStr,
+    prev: Hash,
+    kind: RecordKind,
+    event: Option<AnyStr>,
+    session: Option<AnyStr>,
+    agent: Option<AnyStr>,
+    task: Option<AnyStr>,
+    plan: Option<AnyStr>,
+    turn: Option<AnyStr>,
+    intent: Option<AnyStr>,
+    tool: Option<AnyStr>,
+    input_sha256: Option<AnyStr>,
+    decision: Option<DecisionView>,
+    #[serde(default)]
+    files: Many<FileView>,
+    model: Option<AnyStr>,
+    // Rare, and `Value` is the exact check (numbers in range, no lone surrogates in strings).
+    data: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DecisionView {
+    decision: AnyStr,
+    reason: Option<AnyStr>,
+    #[serde(default)]
+    hooks: Many<HookView>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct HookView {
+    name: AnyStr,
+    outcome: AnyStr,
+    duration_ns: u64,
+    failure: Option<AnyStr>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct FileView {
+    path: AnyStr,
+    sha256: Option<AnyStr>,
+    #[serde(default)]
+    ranges: Many<RangeView>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct RangeView {
+    start: u32,
+    end: u32,
+    sha256: AnyStr,
+}
+
+/// A JSON string, checked as a `String` would be (escapes decoded), not kept.
+struct AnyStr;
+
+impl<'de> Deserialize<'de> for AnyStr {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Any;
+        impl Visitor<'_> for Any {
+            type Value = AnyStr;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<AnyStr, E> {
+                Ok(AnyStr)
+            }
+        }
+        deserializer.deserialize_str(Any)
+    }
+}
+
+/// A JSON string, kept only as the SHA-256 it spells in lower-case hex (`None` if it spells none).
+struct Hash(Option<[u8; 32]>);
+
+impl<'de> Deserialize<'de> for Hash {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Hex;
+        impl Visitor<'_> for Hex {
+            type Value = Hash;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Hash, E> {
+                Ok(Hash(decode_hash(text)))
+            }
+        }
+        deserializer.deserialize_str(Hex)
+    }
+}
+
+/// A JSON array of `T`, each checked as `Vec<T>` would check it, none kept.
+struct Many<T>(std::marker::PhantomData<T>);
+
+impl<T> Default for Many<T> {
+    fn default() -> Self {
+        Many(std::marker::PhantomData)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Many<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Each<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Each<T> {
+            type Value = Many<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a sequence")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Many<T>, A::Error> {
+                while seq.next_element::<T>()?.is_some() {}
+                Ok(Many::default())
+            }
+        }
+        deserializer.deserialize_seq(Each(std::marker::PhantomData))
+    }
 }
 
 /// A SHA-256 in lower-case hex (as `record::sha256_hex` writes it) as bytes; `None` otherwise.
@@ -389,7 +561,106 @@ fn hex(hash: &[u8; 32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::record::{GENESIS, sha256_hex};
+    use crate::ledger::record::{FileChange, GENESIS, LineRange, RecordedDecision, RecordedHook, sha256_hex};
+
+    /// Every type of `record.rs` with every field set, by exhaustive struct literals: a field added
+    /// there breaks this until `RecordView` (and this) mirror it.
+    fn full_record() -> Record {
+        Record {
+            v: RECORD_VERSION,
+            seq: 42,
+            time: "2026-11-22T05:00:00.000Z".into(),
+            prev: sha256_hex(b"before"),
+            kind: RecordKind::ToolCall,
+            event: Some("PreToolUse".into()),
+            session: Some("s-1".into()),
+            agent: Some("claude-code".into()),
+            task: Some("t-1".into()),
+            plan: Some("p-1".into()),
+            turn: Some("3".into()),
+            intent: Some("INT-001".into()),
+            tool: Some("write_to_file".into()),
+            input_sha256: Some(sha256_hex(b"input")),
+            decision: Some(RecordedDecision {
+                decision: "deny".into(),
+                reason: Some("outside \"scope\" \u{e9}\n".into()),
+                hooks: vec![RecordedHook { name: "gatekeeper".into(), outcome: "deny".into(), duration_ns: 7, failure: Some("x".into()) }],
+            }),
+            files: vec![FileChange {
+                path: "src/a.rs".into(),
+                sha256: Some(sha256_hex(b"a")),
+                ranges: vec![LineRange { start: 1, end: 2, sha256: sha256_hex(b"a\nb") }],
+            }],
+            model: Some("m".into()),
+            data: Some(serde_json::json!({ "n": [1, 2.5, -3, null, true], "s": "\u{1F600}" })),
+        }
+    }
+
+    #[test]
+    fn record_view_mirrors_record() {
+        let record = full_record();
+        let line = record.to_line();
+        assert_eq!(parse(line.as_bytes()), Ok((42, decode_hash(&record.prev))));
+        let view: RecordView = serde_json::from_str(&line).expect("the mirror reads every field");
+        assert_eq!(view.seq, 42);
+        // And the minimal record, every optional field absent.
+        let mut minimal = Record::new(RecordKind::Lifecycle);
+        minimal.prev = GENESIS.into();
+        serde_json::from_str::<RecordView>(&minimal.to_line()).expect("the mirror reads a minimal record");
+    }
+
+    #[test]
+    fn the_mirror_accepts_what_record_accepts() {
+        let mut lines = vec![full_record().to_line()];
+        // Lines that differ from a record in ways a one-byte edit does not reach.
+        for line in [
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external"}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","files":null}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","files":[]}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","data":null,"event":null}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","data":1e999}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","data":"\ud800"}"#,
+            r#"{"v":1,"seq":1,"time":"\ud800","prev":"p","kind":"external"}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"\u0030","kind":"external"}"#,
+            r#"{"v":1,"seq":1,"seq":1,"time":"t","prev":"p","kind":"external"}"#,
+            r#"{"v":1,"seq":-1,"time":"t","prev":"p","kind":"external"}"#,
+            r#"{"v":1,"seq":1.0,"time":"t","prev":"p","kind":"external"}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","files":[{"path":"a","ranges":[{"start":1,"end":4294967296,"sha256":"x"}]}]}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","decision":{"decision":"allow","hooks":[{"name":"a","outcome":"b","duration_ns":1,"extra":1}]}}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","decision":{"decision":"allow","hooks":null}}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external"} "#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external"}x"#,
+            r#"{"v":2,"seq":1,"time":"t","prev":"p","kind":"external"}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"Tool_call"}"#,
+        ] {
+            lines.push(line.to_owned());
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let full = full_record().to_line();
+        let alphabet = b" \"0123456789abcdefxyz{}[],:-.\\enul";
+        for _ in 0..20_000 {
+            let mut bytes = full.clone().into_bytes();
+            let at = (next() % bytes.len() as u64) as usize;
+            bytes[at] = alphabet[(next() % alphabet.len() as u64) as usize];
+            if let Ok(text) = String::from_utf8(bytes) {
+                lines.push(text);
+            }
+        }
+        let mut accepted = 0;
+        for line in &lines {
+            let view = serde_json::from_str::<RecordView>(line).ok().filter(|v| v.v == RECORD_VERSION).map(|v| (v.seq, v.prev.0));
+            let record = Record::from_line(line).ok().map(|r| (r.seq, decode_hash(&r.prev)));
+            assert_eq!(view, record, "{line}");
+            accepted += usize::from(record.is_some());
+        }
+        assert!(accepted > 1000 && accepted < lines.len() - 1000, "both verdicts are exercised: {accepted}");
+    }
 
     #[test]
     fn hashes_decode_and_encode_as_record_writes_them() {

@@ -22,9 +22,11 @@
 //!   end of the file: bytes after the last newline, and complete last lines that do not parse or do
 //!   not chain to the line before them, are copied to a recovery file next to the ledger (synced,
 //!   never overwritten), the ledger is truncated back to the last good line and synced, and the
-//!   [`Recovery`] is reported, from [`Ledger::open`] or as a [`Notice`]. A line the head vouches for is
-//!   never moved: it was acknowledged, so its being bad is tampering, for `verify` to name. Nothing
-//!   acknowledged can be in a torn tail, because acknowledgement waits for the sync of whole lines.
+//!   [`Recovery`] is reported, from [`Ledger::open`] or as a [`Notice`]. Nothing acknowledged can be
+//!   in a torn tail, because acknowledgement waits for the sync of whole lines; so a line the head
+//!   covers (its hash, or a seq it counts) is never moved: its being bad is tampering, for `verify`
+//!   to name. A ledger that does not match its head is refused before anything is moved, and left
+//!   as it was found.
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -36,8 +38,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
+
 use super::head::{Head, HeadStore};
-use super::record::{GENESIS, RECORD_VERSION, Record, line_hash, sha256_hex};
+use super::record::{GENESIS, RECORD_VERSION, Record};
 use crate::{Sidecar, clock};
 
 /// At most this many records go into one write and one sync, so that a flood of enqueues still sees
@@ -295,6 +299,7 @@ impl Ledger {
             lock,
             file,
             end: 0,
+            last_start: 0,
             last_seq: 0,
             last_hash: GENESIS.to_owned(),
             head,
@@ -453,26 +458,14 @@ fn run(shared: &Shared, mut writer: Writer) {
             batch.drain(..).map(|pending| (pending.record, pending.reply)).unzip();
         let mut notices = Vec::new();
         let outcome = writer.commit(records, &mut notices, shared);
-        let failure = match outcome {
-            Ok(appended) => {
-                for (reply, appended) in replies.into_iter().zip(appended) {
-                    let _ = reply.send(Ok(appended));
-                }
-                None
-            }
-            Err(error) => {
-                for reply in replies {
-                    let _ = reply.send(Err(error.clone()));
-                }
-                Some(error)
-            }
-        };
+        // The queue first: what a producer can ask once its ticket resolves (notices, `flush`) is
+        // already there when it does.
         let mut queue = shared.lock();
-        if let Some(error) = failure
+        if let Err(error) = &outcome
             && queue.unreported.is_none()
         {
             let first = queue.settled + 1;
-            queue.unreported = Some((first, error));
+            queue.unreported = Some((first, error.clone()));
         }
         queue.settled += count;
         queue.notices.append(&mut notices);
@@ -480,6 +473,18 @@ fn run(shared: &Shared, mut writer: Writer) {
         drop(queue);
         if wake {
             shared.settled.notify_all();
+        }
+        match outcome {
+            Ok(appended) => {
+                for (reply, appended) in replies.into_iter().zip(appended) {
+                    let _ = reply.send(Ok(appended));
+                }
+            }
+            Err(error) => {
+                for reply in replies {
+                    let _ = reply.send(Err(error.clone()));
+                }
+            }
         }
     }
 }
@@ -492,8 +497,10 @@ struct Writer {
     file: File,
     /// Device and inode of the open ledger, to notice that the path now names another file.
     identity: Option<(u64, u64)>,
-    /// The ledger's length after this writer's last write (or last read of its tail).
+    /// The ledger's length after this writer's last write (or last read of its tail), and where its
+    /// last line starts.
     end: u64,
+    last_start: u64,
     last_seq: u64,
     last_hash: String,
     head: HeadStore,
@@ -529,7 +536,7 @@ impl Writer {
             record.time.clone_from(&time);
             record.prev = hash;
             let line = record.to_line();
-            hash = line_hash(&line);
+            hash = hash_line(line.as_bytes());
             let offset = start + self.buf.len() as u64;
             self.buf.extend_from_slice(line.as_bytes());
             self.buf.push(b'\n');
@@ -545,6 +552,7 @@ impl Writer {
         shared.batches.fetch_add(1, Ordering::Release);
         shared.records.fetch_add(appended.len() as u64, Ordering::Release);
         self.end = start + self.buf.len() as u64;
+        self.last_start = appended.last().map_or(self.last_start, |a| a.offset);
         self.last_seq = seq;
         self.last_hash = hash;
         if let Err(error) = self.head.write(seq, &self.last_hash, now) {
@@ -565,7 +573,10 @@ impl Writer {
     }
 
     /// Under the lock: if the ledger is not as this writer left it (another process appended, or the
-    /// file was replaced, removed or cut), reads its tail again, recovering a torn end.
+    /// file was replaced, removed, cut or rewritten), reads its tail again, recovering a torn end.
+    /// Unchanged means the same file, the same length, and the last line still the one this writer
+    /// last wrote or read (a few hundred bytes read and hashed per batch, against a sync's
+    /// milliseconds).
     fn catch_up(&mut self, notices: &mut Vec<Notice>) -> Result<(), LedgerError> {
         let same_file = match std::fs::metadata(&self.ledger) {
             Ok(meta) => identity_of(&meta) == self.identity,
@@ -575,7 +586,7 @@ impl Writer {
         if !same_file {
             self.file = open_ledger(&self.ledger)?;
             self.identity = identity(&self.file);
-        } else if self.file.metadata().map_err(io_error(&self.ledger, "inspect"))?.len() == self.end {
+        } else if self.file.metadata().map_err(io_error(&self.ledger, "inspect"))?.len() == self.end && self.last_line_unchanged()? {
             return Ok(());
         }
         if let Some(recovery) = self.load_tail()? {
@@ -584,8 +595,17 @@ impl Writer {
         Ok(())
     }
 
+    fn last_line_unchanged(&self) -> Result<bool, LedgerError> {
+        if self.end == 0 {
+            return Ok(true);
+        }
+        let mut line = vec![0; usize::try_from(self.end - self.last_start).expect("a line fits in memory")];
+        read_at(&self.file, self.last_start, &mut line).map_err(io_error(&self.ledger, "read the end of"))?;
+        Ok(line.pop() == Some(b'\n') && hash_line(&line) == self.last_hash)
+    }
+
     /// Under the lock: finds where the chain ends, moving a torn end aside, and checks it against the
-    /// head. Sets `end`, `last_seq` and `last_hash`.
+    /// head. Sets `end`, `last_start`, `last_seq` and `last_hash`.
     fn load_tail(&mut self) -> Result<Option<Recovery>, LedgerError> {
         let head = self.head.read()?;
         let len = self.file.metadata().map_err(io_error(&self.ledger, "inspect"))?.len();
@@ -597,49 +617,58 @@ impl Writer {
             reasons.push(format!("{} bytes after the last newline", len - end));
         }
         // Complete lines at the end that are not records continuing the chain and that the head does
-        // not vouch for: the rest of a batch that was never synced whole.
+        // not cover: the rest of a batch that was never synced whole. A line the head covers (its
+        // hash, or a seq it counts) was acknowledged, so its being bad is tampering, not a crash:
+        // it stays, for `verify` to name.
         let last = loop {
             let Some(last) = line_before(&self.file, end).map_err(read("read the end of"))? else { break None };
-            let hash = sha256_hex(&last.bytes);
-            let before = match last.start {
-                0 => None,
-                start => line_before(&self.file, start).map_err(read("read the end of"))?,
-            };
-            match judge(&last, before.as_ref()) {
-                Ok(record) => break Some((Some(record), hash)),
-                // Acknowledged, so not torn: continue from it if it can be read at all.
-                Err(_) if head.as_ref().is_some_and(|head| head.hash == hash) => {
-                    let record = std::str::from_utf8(&last.bytes).ok().and_then(|text| Record::from_line(text).ok());
-                    break Some((record, hash));
+            let hash = hash_line(&last.bytes);
+            let record = std::str::from_utf8(&last.bytes).map_err(|_| "not utf-8".to_owned()).and_then(Record::from_line);
+            let verdict = match &record {
+                Ok(record) => {
+                    let before = match last.start {
+                        0 => None,
+                        start => line_before(&self.file, start).map_err(read("read the end of"))?,
+                    };
+                    chains(record, before.as_ref())
                 }
-                Err(why) => {
+                Err(why) => Err(why.clone()),
+            };
+            let covered = || {
+                head.as_ref().is_some_and(|head| head.hash == hash || record.as_ref().is_ok_and(|r| r.seq <= head.count))
+            };
+            match verdict {
+                Err(why) if !covered() => {
                     reasons.push(format!("line at offset {}: {why}", last.start));
                     end = last.start;
                 }
+                _ => break Some((record.ok(), hash, last.start)),
             }
         };
+        let (seq, hash, last_start) = match last {
+            None => (0, GENESIS.to_owned(), 0),
+            Some((Some(record), hash, start)) => (record.seq, hash, start),
+            Some((None, _, start)) => {
+                return Err(LedgerError::Corrupt {
+                    ledger: self.ledger.clone(),
+                    detail: format!("its last line (offset {start}), which its head vouches for, is not a record"),
+                });
+            }
+        };
+        // Checked before anything is moved: a ledger the writer refuses to continue is left as found.
+        if let Some(head) = head
+            && (seq < head.count || (seq == head.count && hash != head.hash))
+        {
+            return Err(LedgerError::HeadMismatch { ledger: self.ledger.clone(), head, found_count: seq, found_hash: hash });
+        }
         let recovery = if end < len {
             reasons.reverse();
             Some(self.move_aside(end, len, reasons.join("; "))?)
         } else {
             None
         };
-        let (seq, hash) = match last {
-            None => (0, GENESIS.to_owned()),
-            Some((Some(record), hash)) => (record.seq, hash),
-            Some((None, _)) => {
-                return Err(LedgerError::Corrupt {
-                    ledger: self.ledger.clone(),
-                    detail: format!("its last line (offset {end}), which its head vouches for, is not a record"),
-                });
-            }
-        };
-        if let Some(head) = head
-            && (seq < head.count || (seq == head.count && hash != head.hash))
-        {
-            return Err(LedgerError::HeadMismatch { ledger: self.ledger.clone(), head, found_count: seq, found_hash: hash });
-        }
         self.end = end;
+        self.last_start = last_start;
         self.last_seq = seq;
         self.last_hash = hash;
         Ok(recovery)
@@ -677,6 +706,19 @@ impl Writer {
     }
 }
 
+/// `record::line_hash` of a line's bytes, hex-encoded without a formatter call per byte (this runs
+/// once per record appended).
+fn hash_line(line: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(line);
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}
+
 fn open_ledger(path: &Path) -> Result<File, LedgerError> {
     // Append mode: every write lands at the end even if the writer's idea of the end were stale.
     OpenOptions::new().read(true).append(true).create(true).open(path).map_err(io_error(path, "open"))
@@ -688,26 +730,24 @@ struct Line {
     bytes: Vec<u8>,
 }
 
-/// Whether `last` is a record continuing the chain from `before` (or from the start of the file).
-/// The record if it is; `Err(why)` if not.
-fn judge(last: &Line, before: Option<&Line>) -> Result<Record, String> {
-    let text = std::str::from_utf8(&last.bytes).map_err(|_| "not utf-8".to_owned())?;
-    let record = Record::from_line(text)?;
+/// Whether `record`, read from the last line, continues the chain from the line `before` it (or from
+/// the start of the file); `Err(why)` if not.
+fn chains(record: &Record, before: Option<&Line>) -> Result<(), String> {
     let (expected_prev, expected_seq) = match before {
         None => (GENESIS.to_owned(), Some(1)),
         Some(before) => {
             // A predecessor that is not a record (tampering, for `verify`) still chains by its bytes.
             let seq = std::str::from_utf8(&before.bytes).ok().and_then(|text| Record::from_line(text).ok()).map(|r| r.seq + 1);
-            (sha256_hex(&before.bytes), seq)
+            (hash_line(&before.bytes), seq)
         }
     };
     if record.prev != expected_prev {
         return Err("does not chain to the line before it".into());
     }
-    if expected_seq.is_some_and(|seq| seq != record.seq) {
-        return Err(format!("has seq {} after seq {}", record.seq, expected_seq.unwrap_or(1) - 1));
+    match expected_seq {
+        Some(seq) if seq != record.seq => Err(format!("has seq {} after seq {}", record.seq, seq - 1)),
+        _ => Ok(()),
     }
-    Ok(record)
 }
 
 /// The position just after the last newline before `end` (0 if there is none): the start of the line
@@ -823,6 +863,13 @@ mod tests {
         let sidecar = Sidecar::new(dir.path());
         std::fs::create_dir(sidecar.dir()).unwrap();
         (dir, sidecar)
+    }
+
+    #[test]
+    fn lines_hash_as_the_record_module_hashes_them() {
+        for line in ["", "{\"v\":1}", "é"] {
+            assert_eq!(hash_line(line.as_bytes()), super::super::record::line_hash(line));
+        }
     }
 
     #[test]
