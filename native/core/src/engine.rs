@@ -372,12 +372,13 @@ impl Engine {
                 Ok(result) => result.map(|_| ()).map_err(|e| e.to_string()),
                 Err(e) => Err(format!("the ledger writer failed: {e}")),
             };
-            if let Err(e) = durable {
-                if kind == EventKind::PreToolUse && !matches!(evaluation.decision, crate::decision::Decision::Deny(_)) {
-                    evaluation.decision = crate::decision::Decision::Deny(crate::decision::Denial::new(format!(
-                        "the action could not be recorded in the trace ledger: {e}"
-                    )));
-                }
+            if let Err(e) = durable
+                && kind == EventKind::PreToolUse
+                && !matches!(evaluation.decision, crate::decision::Decision::Deny(_))
+            {
+                evaluation.decision = crate::decision::Decision::Deny(crate::decision::Denial::new(format!(
+                    "the action could not be recorded in the trace ledger: {e}"
+                )));
             }
         }
         evaluation
