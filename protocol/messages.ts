@@ -7,7 +7,7 @@
 import { z } from 'zod';
 
 /** Bumped when a message changes shape; the ready handshake carries it so a stale page is detected. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 const Diagnostic = z.object({
   file: z.string(),
@@ -45,6 +45,26 @@ export type RequestMethod = z.infer<typeof RequestMethod>;
 export const ReloadResult = z.object({ diagnostics: z.number().int().min(0), reloadedAt: z.string() });
 export type ReloadResult = z.infer<typeof ReloadResult>;
 
+/** An intent id as the page may name it: only to filter what it is shown. */
+const IntentId = z.string().min(1).max(200);
+
+/** One record of the trace ledger as the sidebar lists it (the binding's `TraceEntry`). */
+export const TraceEntry = z.object({
+  seq: z.number().int().min(1),
+  time: z.string(),
+  kind: z.string(),
+  event: z.string().nullish(),
+  tool: z.string().nullish(),
+  session: z.string().nullish(),
+  agent: z.string().nullish(),
+  model: z.string().nullish(),
+  intent: z.string().nullish(),
+  decision: z.string().nullish(),
+  reason: z.string().nullish(),
+  files: z.array(z.object({ path: z.string(), ranges: z.array(z.object({ start: z.number().int(), end: z.number().int() })) })),
+});
+export type TraceEntry = z.infer<typeof TraceEntry>;
+
 export const WebviewMessage = z.discriminatedUnion('type', [
   /** Sent once the page's script runs; the host pushes state only after this. */
   z.object({ type: z.literal('ready'), protocol: z.number().int() }),
@@ -57,6 +77,8 @@ export const WebviewMessage = z.discriminatedUnion('type', [
     line: z.number().int().min(0),
     column: z.number().int().min(0),
   }),
+  /** Show only the trace records of this intent (null: every record). The host answers with `trace`. */
+  z.object({ type: z.literal('setTraceFilter'), intent: IntentId.nullable() }),
 ]);
 export type WebviewMessage = z.infer<typeof WebviewMessage>;
 
@@ -67,6 +89,16 @@ export const HostMessage = z.discriminatedUnion('type', [
     id: z.number().int(),
     outcome: z.discriminatedUnion('ok', [
       z.object({ ok: z.literal(true), result: ReloadResult }),
+      z.object({ ok: z.literal(false), error: z.string() }),
+    ]),
+  }),
+  /** The trace's recent records, newest first, under the filter the host applies (sent after
+   *  `ready`, when the ledger changes, and when the filter changes, from the page or a command). */
+  z.object({
+    type: z.literal('trace'),
+    intent: IntentId.nullable(),
+    outcome: z.discriminatedUnion('ok', [
+      z.object({ ok: z.literal(true), entries: z.array(TraceEntry) }),
       z.object({ ok: z.literal(false), error: z.string() }),
     ]),
   }),

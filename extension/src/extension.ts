@@ -1,5 +1,7 @@
 // Activation: loads the native engine once, then wires the engine host to the status bar, the
 // sidebar, the Problems panel and the commands. Nothing else in the extension loads the binding.
+import * as fs from 'fs';
+import * as path from 'path';
 import * as vscode from 'vscode';
 import { evaluate, type ChainDecision, type ChainEvent } from './chokepoint';
 import { EngineHost, describe } from './engineHost';
@@ -7,6 +9,7 @@ import { Log } from './log';
 import { loadNative } from './native';
 import { SidebarProvider } from './sidebar';
 import { StatusBar } from './statusBar';
+import { Trace, showProvenance, type ProvenanceReport } from './trace';
 import type { EngineState } from '../../protocol/messages';
 
 /** What `activate` returns: the extension's public API (used by its own integration tests). */
@@ -16,6 +19,8 @@ export interface ChokepointApi {
   reload(): EngineState;
   /** Judges one agent action through the chain (see chokepoint.ts). */
   evaluate(event: ChainEvent): Promise<ChainDecision>;
+  /** Which recorded write explains line `line` (1-based) of `uri` (see trace.ts); shows nothing. */
+  provenance(uri: vscode.Uri, line: number): ProvenanceReport;
 }
 
 export function activate(context: vscode.ExtensionContext): ChokepointApi {
@@ -32,16 +37,28 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   const engine = new EngineHost(native, log);
   const statusBar = new StatusBar();
   statusBar.update(engine.state);
-  const sidebar = new SidebarProvider(context.extensionUri, engine, log);
+  const trace = new Trace(engine, log);
+  const sidebar = new SidebarProvider(context.extensionUri, engine, trace, log);
+  // Menus that only make sense in a governed workspace (the editor's "Show Provenance of Line").
+  const setGoverned = (state: EngineState) =>
+    void vscode.commands.executeCommand('setContext', 'chokepoint.governed', state.status === 'ready' && governed(state.workspaceRoot));
+  setGoverned(engine.state);
   context.subscriptions.push(
     engine,
+    trace,
     statusBar,
     sidebar,
-    engine.onDidChange((state) => statusBar.update(state)),
+    engine.onDidChange((state) => {
+      statusBar.update(state);
+      setGoverned(state);
+    }),
     vscode.window.registerWebviewViewProvider(SidebarProvider.viewId, sidebar),
     vscode.commands.registerCommand('chokepoint.showEngineInfo', () => showEngineInfo(engine, log)),
     vscode.commands.registerCommand('chokepoint.reloadConfiguration', () => engine.reload()),
     vscode.commands.registerCommand('chokepoint.showLog', () => log.channel.show()),
+    vscode.commands.registerCommand('chokepoint.showProvenance', (uri?: unknown, line?: unknown) =>
+      showProvenance(trace, (intent) => sidebar.showTrace(intent), uri instanceof vscode.Uri ? uri : undefined, typeof line === 'number' ? line : undefined),
+    ),
   );
   return {
     get engineState() {
@@ -52,7 +69,12 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     },
     reload: () => engine.reload(),
     evaluate: (event) => evaluate(engine, event),
+    provenance: (uri, line) => trace.provenance(uri, line),
   };
+}
+
+function governed(root: string): boolean {
+  return fs.existsSync(path.join(root, '.orchestration'));
 }
 
 /** Writes the full state to the log and shows a one-line summary; returns the state for scripts. */

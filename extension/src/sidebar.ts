@@ -1,23 +1,45 @@
 // The sidebar webview view: serves the page with a strict CSP, validates every message it receives,
-// and pushes engine state only after the page says it is ready.
+// and pushes engine state and the trace's recent records only after the page says it is ready. The
+// trace filter lives here, not in the page, so a command ("Show in Trace") can set it too and it
+// survives the view being hidden.
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import { HostMessage, PROTOCOL_VERSION, WebviewMessage, parseMessage, type EngineState } from '../../protocol/messages';
 import type { EngineHost } from './engineHost';
 import type { Log } from './log';
+import type { Trace } from './trace';
 
 export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   static readonly viewId = 'chokepoint.sidebar';
   private view: vscode.WebviewView | undefined;
   private ready = false;
+  /** The intent whose records the Trace section lists; null: every record. */
+  private traceIntent: string | null = null;
   private readonly subscriptions: vscode.Disposable[] = [];
 
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly engine: EngineHost,
+    private readonly trace: Trace,
     private readonly log: Log,
   ) {
-    this.subscriptions.push(engine.onDidChange((state) => this.pushState(state)));
+    this.subscriptions.push(
+      engine.onDidChange((state) => {
+        this.pushState(state);
+        this.pushTrace();
+      }),
+      trace.onDidChange(() => this.pushTrace()),
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('chokepoint.trace.limit')) this.pushTrace();
+      }),
+    );
+  }
+
+  /** Filters the Trace section by `intent` and shows the view ("Show in Trace"). */
+  showTrace(intent: string | null): void {
+    this.traceIntent = intent;
+    this.pushTrace();
+    void vscode.commands.executeCommand(`${SidebarProvider.viewId}.focus`);
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
@@ -79,6 +101,7 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
         }
         this.ready = true;
         this.pushState(this.engine.state);
+        this.pushTrace();
         return;
       case 'request': {
         // One method today; the switch keeps the catalogue exhaustive as methods are added.
@@ -107,7 +130,18 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
         void vscode.window.showTextDocument(vscode.Uri.file(file), { selection: new vscode.Range(at, at) });
         return;
       }
+      case 'setTraceFilter':
+        this.traceIntent = msg.intent;
+        this.pushTrace();
+        return;
     }
+  }
+
+  private pushTrace(): void {
+    if (!this.ready || this.engine.state.status !== 'ready') return;
+    const limit = vscode.workspace.getConfiguration('chokepoint').get<number>('trace.limit', 50);
+    const outcome = this.trace.recent(this.traceIntent ?? undefined, Math.max(1, Math.floor(limit)));
+    this.post({ type: 'trace', intent: this.traceIntent, outcome });
   }
 
   private pushState(state: EngineState): void {

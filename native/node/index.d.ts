@@ -75,8 +75,50 @@ export declare class Engine {
    * on the libuv thread pool, never on the extension host's thread.
    */
   runContained(command: ContainedCommand): Promise<ContainedResult>
+  /**
+   * The trace ledger's records that match `filter`, newest first, read through its index (brought
+   * up to date with the ledger first, so every durable record is there, whichever process wrote
+   * it). An ungoverned workspace has none. Throws when the index cannot be read or `since` is not a
+   * time.
+   */
+  traceRecent(filter?: TraceFilter | undefined | null): Array<TraceEntry>
+  /**
+   * Which recorded write last put line `line` (1-based) of `path` (workspace-relative,
+   * `/`-separated) as it is on disk now, found by content even after lines moved. Throws for a
+   * path outside the workspace, a file that cannot be read, a line past its end, or an ungoverned
+   * workspace.
+   */
+  traceBlame(path: string, line: number): BlameResult
+  /**
+   * Waits until every record queued so far (by the synchronous `evaluate`) is durable in the
+   * ledger. Throws when the ledger cannot be written.
+   */
+  flushTrace(): void
   /** The piped hook output waiting for this session's next turn, oldest first; empties the queue. */
   drainPiped(sessionId: string): Array<Piped>
+}
+
+/** The record whose write holds a line now. */
+export interface BlameOrigin {
+  seq: number
+  time: string
+  intent?: string
+  session?: string
+  agent?: string
+  model?: string
+  tool?: string
+}
+
+/** One line of a file as it is on disk now, and the recorded write that explains it. */
+export interface BlameResult {
+  /** 1-based. */
+  line: number
+  text: string
+  /**
+   * Absent when no recorded write explains the line (typed by hand, or written outside the
+   * chokepoint, or edited since).
+   */
+  origin?: BlameOrigin
 }
 
 export interface ConfigStatus {
@@ -184,6 +226,8 @@ export interface Event {
   paths?: Array<string>
   taskType?: string
   sessionId?: string
+  /** The agent acting (`claude-code`, ...), recorded in the trace with the session. */
+  agentId?: string
   taskId?: string
   /**
    * Set on the events host hooks receive. Pass the event (or this value) back to the engine for work
@@ -263,6 +307,50 @@ export interface ScopeExpansion {
   approvedBy: string
   /** Also add the paths to the intent's owned_scope in active_intents.yaml. */
   save?: boolean
+}
+
+/** One record of the trace ledger, as the sidebar lists it. */
+export interface TraceEntry {
+  seq: number
+  /** RFC 3339 UTC with milliseconds. */
+  time: string
+  /** `tool_call`, `lifecycle`, `approval`, `containment` or `external`. */
+  kind: string
+  event?: string
+  tool?: string
+  session?: string
+  agent?: string
+  model?: string
+  intent?: string
+  /** `allow`, `deny` or `ask`, when the record is about a judged event. */
+  decision?: string
+  reason?: string
+  files: Array<TraceFile>
+}
+
+export interface TraceFile {
+  /** Workspace-relative, `/`-separated. */
+  path: string
+  /** Empty when the write's ranges are unknown or it deleted lines only. */
+  ranges: Array<TraceRange>
+}
+
+/** Which trace records `Engine.traceRecent` returns; every field set must match. */
+export interface TraceFilter {
+  intent?: string
+  /** A workspace-relative path, or a glob (`src/**\/*.ts`): the records that wrote a matching file. */
+  file?: string
+  session?: string
+  /** Records at or after this time: RFC 3339, a date, or unix milliseconds as a string. */
+  since?: string
+  /** At most this many, the newest; all when absent. */
+  limit?: number
+}
+
+/** Lines `start..=end` (1-based) a write put in a file. */
+export interface TraceRange {
+  start: number
+  end: number
 }
 
 /** The version of the native core. */

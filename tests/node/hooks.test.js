@@ -85,16 +85,20 @@ test('piped output of a turn waits in the session queue for the next turn', asyn
   assert.deepStrictEqual(engine.drainPiped('S1'), []);
 });
 
-test('the synchronous entry reads the input only when a hook that applies needs it', () => {
+test('the synchronous entry reads the input once, for the digest the trace records, and not for a hook\'s own question', () => {
   const { engine } = engineWith('version: 1\nhooks:\n  PreToolUse:\n    - name: env\n      priority: critical\n      paths: ["**/.env"]\n      deny: { reason: "no secrets" }\n');
-  // An input whose getter throws: if the engine converted it, the call would throw.
-  const input = { get content() { throw new Error('input was read'); } };
+  let reads = 0;
+  const input = { get content() { reads++; return 'x'; } };
   const r = engine.evaluate('PreToolUse', 'write_to_file', ['a/.env'], input);
   assert.deepStrictEqual([r.decision, r.reason, ran(r)], ['deny', 'no secrets', ['env:deny']]);
   assert.ok(r.outcomes[0].durationNs > 0);
+  assert.strictEqual(reads, 1, 'a governed workspace records every call with the digest of its input');
   assert.throws(() => engine.evaluate('PreToolUse', 'write_to_file', ['a/.env'], input, null, { outcomes: 'sometimes' }), /unknown outcomes option `sometimes`/);
-  // Context travels too: an event raised at hook depth 1 runs no hooks.
+  // Context travels too: an event raised at hook depth 1 runs no hooks, is not recorded, and its
+  // input is never converted.
+  reads = 0;
   assert.strictEqual(engine.evaluate('PreToolUse', 'write_to_file', ['a/.env'], input, { hookDepth: 1 }).reentered, true);
+  assert.strictEqual(reads, 0);
 });
 
 test('misuse throws: a host hook spec with an unknown priority or event', () => {

@@ -19,6 +19,8 @@ test('the host accepts the webview commands of the catalogue', () => {
     { type: 'request', id: 1, method: 'reloadConfiguration' },
     { type: 'command', command: 'showEngineInfo' },
     { type: 'openConfig', file: 'hooks', line: 5, column: 1 },
+    { type: 'setTraceFilter', intent: 'INT-001' },
+    { type: 'setTraceFilter', intent: null },
   ]) assert.ok(accepts(WebviewMessage, msg), JSON.stringify(msg));
 });
 
@@ -33,6 +35,9 @@ test('the host refuses anything else from the webview, with a reason', () => {
     // The page may only open the two governance files, never a path of its choosing.
     { type: 'openConfig', file: '/etc/passwd', line: 1, column: 1 },
     { type: 'openConfig', file: 'hooks', line: 1.5, column: 1 },
+    { type: 'setTraceFilter' },
+    { type: 'setTraceFilter', intent: '' },
+    { type: 'setTraceFilter', intent: 7 },
   ]) {
     const r = parseMessage(WebviewMessage, msg);
     assert.strictEqual(r.ok, false, JSON.stringify(msg));
@@ -54,4 +59,18 @@ test('the webview accepts engine state and responses, and refuses malformed ones
   assert.ok(!accepts(HostMessage, { type: 'state', state: { ...ready, hooks: { ...ready.hooks, status: 'fine' } } }));
   assert.ok(!accepts(HostMessage, { type: 'response', id: 3, outcome: { ok: true } }));
   assert.ok(!accepts(HostMessage, { type: 'html', html: '<img onerror=alert(1)>' }));
+});
+
+test('the webview accepts trace notifications and refuses malformed ones', () => {
+  const entry = {
+    seq: 3, time: '2026-11-22T05:00:00.000Z', kind: 'tool_call', event: 'PostToolUse', tool: 'write_to_file', session: 'S',
+    intent: 'INT-001', decision: 'allow', files: [{ path: 'src/a.js', ranges: [{ start: 1, end: 3 }] }],
+  };
+  assert.ok(accepts(HostMessage, { type: 'trace', intent: null, outcome: { ok: true, entries: [entry] } }));
+  assert.ok(accepts(HostMessage, { type: 'trace', intent: 'INT-001', outcome: { ok: true, entries: [] } }));
+  assert.ok(accepts(HostMessage, { type: 'trace', intent: null, outcome: { ok: false, error: 'the index is locked' } }));
+  assert.ok(!accepts(HostMessage, { type: 'trace', outcome: { ok: true, entries: [] } }), 'the filter it applies is always said');
+  assert.ok(!accepts(HostMessage, { type: 'trace', intent: null, outcome: { ok: true, entries: [{ ...entry, seq: 0 }] } }));
+  assert.ok(!accepts(HostMessage, { type: 'trace', intent: null, outcome: { ok: true, entries: [{ ...entry, files: [{ path: 'a' }] }] } }));
+  assert.ok(!accepts(HostMessage, { type: 'trace', intent: null, outcome: { ok: true } }));
 });

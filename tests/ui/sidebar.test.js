@@ -70,6 +70,46 @@ test('Reload configuration round-trips through the extension to the engine and b
   await sidebar().getByText('loaded · 4 hooks').waitFor({ timeout: 10000 });
 });
 
+test('the Trace section lists the records of evaluations and the intent filter narrows them', async () => {
+  await openSidebar();
+  const trace = sidebar().getByTestId('trace');
+  const entries = trace.getByTestId('trace-entry');
+  await trace.getByText('No records yet', { exact: true }).waitFor({ timeout: 10000 });
+  // Another process judges actions on the workspace, as an agent's hooks would: the extension sees
+  // the ledger change and lists the records.
+  const binding = require(path.join(ROOT, 'native/node'));
+  const engine = binding.Engine.open(workspace);
+  const select = (sessionId, intent) => engine.evaluateAsync({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: intent }, sessionId });
+  await select('ui-a', 'INT-001');
+  const outside = { event: 'PreToolUse', tool: 'write_to_file', input: { path: 'src/billing/x.js', content: 'x' }, paths: ['src/billing/x.js'], sessionId: 'ui-a' };
+  assert.strictEqual((await engine.evaluateAsync(outside)).decision, 'deny');
+  await select('ui-b', 'INT-002');
+  await entries.nth(2).waitFor({ timeout: 15000 });
+  assert.strictEqual(await entries.count(), 3);
+  const texts = await entries.allTextContents();
+  assert.match(texts[0], /^#3.*select_active_intent\s*allow.*intent INT-002 · session ui-b/);
+  assert.match(texts[1], /^#2.*write_to_file\s*deny.*outside.*intent INT-001 · session ui-a/);
+  await trace.getByText('3 records, newest first', { exact: true }).waitFor();
+
+  // Filter by intent: only INT-001's records remain.
+  const filter = trace.getByTestId('trace-filter');
+  assert.deepStrictEqual(await filter.locator('option').allTextContents(), ['All intents', 'INT-001', 'INT-002', 'INT-003']);
+  await filter.selectOption('INT-001');
+  await trace.getByText('2 records, newest first (INT-001)', { exact: true }).waitFor({ timeout: 10000 });
+  const narrowed = await entries.allTextContents();
+  assert.strictEqual(narrowed.length, 2);
+  assert.ok(narrowed.every((t) => t.includes('intent INT-001')), narrowed.join('\n'));
+  await filter.selectOption('INT-003');
+  await trace.getByText('No records yet for INT-003', { exact: true }).waitFor({ timeout: 10000 });
+
+  // Keyboard: from the filter, Tab reaches the first record.
+  await filter.selectOption('');
+  await trace.getByText('3 records, newest first', { exact: true }).waitFor({ timeout: 10000 });
+  await filter.focus();
+  await page.keyboard.press('Tab');
+  assert.strictEqual(await sidebar().locator(':focus').getAttribute('data-seq'), '3');
+});
+
 test('a broken hooks.yaml is shown with file, line and column while the last good hooks keep running', async () => {
   const hooks = path.join(workspace, '.orchestration/hooks.yaml');
   fs.writeFileSync(hooks, 'version: 1\nhooks:\n  PreToolUse:\n    - name: "unclosed\n');

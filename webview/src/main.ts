@@ -1,10 +1,13 @@
 // The sidebar page. It talks to the extension only through the typed catalogue in
 // protocol/messages.ts, validates every message it receives, and renders with textContent only (no
 // HTML from data ever reaches the DOM).
+//
+// Two regions: the engine (re-rendered whenever its state arrives) and the Trace section (its filter
+// and list updated in place, so a ledger refresh never steals the keyboard focus).
 import './main.css';
 import '@vscode-elements/elements/dist/vscode-button/index.js';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
-import { HostMessage, PROTOCOL_VERSION, parseMessage, type EngineState, type ReloadResult, type WebviewMessage } from '../../protocol/messages';
+import { HostMessage, PROTOCOL_VERSION, parseMessage, type EngineState, type ReloadResult, type TraceEntry, type WebviewMessage } from '../../protocol/messages';
 
 interface VsCodeApi {
   postMessage(message: WebviewMessage): void;
@@ -21,6 +24,9 @@ interface PersistedState {
 
 const vscode = acquireVsCodeApi();
 const app = document.getElementById('app')!;
+const engineRegion = el('div', { class: 'engine' });
+const traceRegion = traceSection();
+app.replaceChildren(engineRegion, traceRegion.section);
 let persisted: PersistedState = readPersisted(vscode.getState());
 let state: EngineState | undefined;
 let nextRequestId = 1;
@@ -57,14 +63,15 @@ function fileTone(status: 'loaded' | 'missing' | 'invalid'): 'ok' | 'warn' | 'er
 }
 
 function render(): void {
-  app.replaceChildren();
+  engineRegion.replaceChildren();
+  traceRegion.section.hidden = state?.status !== 'ready';
   if (!state) {
-    app.append(el('p', { class: 'muted', text: 'Waiting for the engine…' }));
+    engineRegion.append(el('p', { class: 'muted', text: 'Waiting for the engine…' }));
     return;
   }
   switch (state.status) {
     case 'failed':
-      app.append(
+      engineRegion.append(
         el('h2', { class: 'error', text: 'Engine not loaded' }),
         el('p', { text: 'Nothing is governed until the native engine loads.' }),
         el('p', { class: 'mono', text: state.error }),
@@ -72,14 +79,14 @@ function render(): void {
       );
       return;
     case 'noWorkspace':
-      app.append(el('p', { text: 'Open a folder to govern it. Chokepoint reads .orchestration/ at its root.' }));
+      engineRegion.append(el('p', { text: 'Open a folder to govern it. Chokepoint reads .orchestration/ at its root.' }));
       return;
     case 'ready': {
       const s = state;
       const badge = document.createElement('vscode-badge');
       badge.textContent = `v${s.version}`;
       badge.setAttribute('data-testid', 'engine-version');
-      app.append(
+      engineRegion.append(
         el('h2', {}, el('span', { text: 'Engine ' }), badge),
         row('Workspace', s.workspaceRoot),
         row('hooks.yaml', `${s.hooks.status} · ${s.hooks.hookCount} hooks`, fileTone(s.hooks.status)),
@@ -99,14 +106,15 @@ function render(): void {
           });
           list.append(el('li', {}, link, el('span', { text: ` ${d.message}` })));
         }
-        app.append(el('h3', { class: 'error', text: 'Configuration problems (last good configuration kept)' }), list);
+        engineRegion.append(el('h3', { class: 'error', text: 'Configuration problems (last good configuration kept)' }), list);
       }
       const actions = el('div', { class: 'actions' },
         button('Reload configuration', reloadConfiguration),
         button('Engine info', () => vscode.postMessage({ type: 'command', command: 'showEngineInfo' }), true),
       );
-      app.append(actions);
-      if (persisted.lastReload) app.append(el('p', { class: 'muted', text: persisted.lastReload }));
+      engineRegion.append(actions);
+      if (persisted.lastReload) engineRegion.append(el('p', { class: 'muted', text: persisted.lastReload }));
+      traceRegion.setIntents(s.intents.ids);
       return;
     }
   }
@@ -134,6 +142,8 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
   if (msg.type === 'state') {
     state = msg.state;
     render();
+  } else if (msg.type === 'trace') {
+    traceRegion.show(msg.intent, msg.outcome);
   } else {
     const resolve = pending.get(msg.id);
     pending.delete(msg.id);
@@ -145,6 +155,102 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
     }
   }
 });
+
+/** The Trace section: a filter by intent and the newest records of the ledger, newest first. */
+function traceSection() {
+  const heading = el('h3', { text: 'Trace' });
+  heading.id = 'trace-heading';
+  // A native <select>: complete for the keyboard and screen readers, and its value is reliable
+  // before custom elements upgrade; the theme's dropdown colours make it look like VS Code's own.
+  const filter = el('select', { class: 'dropdown', title: 'Show the records of one intent' });
+  filter.id = 'trace-intent';
+  filter.setAttribute('data-testid', 'trace-filter');
+  const label = el('label', { class: 'label', text: 'Intent' });
+  label.htmlFor = filter.id;
+  const status = el('p', { class: 'muted' });
+  status.setAttribute('role', 'status');
+  const list = el('ol', { class: 'trace' });
+  list.setAttribute('aria-labelledby', heading.id);
+  const section = el('section', { class: 'trace-section' }, heading, el('div', { class: 'row filter' }, label, filter), status, list);
+  section.setAttribute('data-testid', 'trace');
+  // Updates are frequent; announcing each would drown the reader. The status line says what changed.
+  section.setAttribute('aria-live', 'off');
+  section.hidden = true;
+  let intents: string[] = [];
+  let selected: string | null = null;
+
+  filter.addEventListener('change', () => {
+    selected = filter.value === '' ? null : filter.value;
+    vscode.postMessage({ type: 'setTraceFilter', intent: selected });
+  });
+
+  function fillFilter(): void {
+    const options = [null, ...intents];
+    // The filter may name an intent that is no longer configured (records outlive intents).
+    if (selected !== null && !intents.includes(selected)) options.push(selected);
+    const option = (id: string | null) => {
+      const o = el('option', { text: id ?? 'All intents' });
+      o.value = id ?? '';
+      return o;
+    };
+    filter.replaceChildren(...options.map(option));
+    filter.value = selected ?? '';
+  }
+
+  function entry(e: TraceEntry): HTMLElement {
+    const what = e.tool ?? e.event ?? e.kind;
+    const when = new Date(e.time);
+    const time = el('time', { class: 'muted', text: Number.isNaN(when.getTime()) ? e.time : when.toLocaleTimeString(), title: e.time });
+    time.dateTime = e.time;
+    const head = el('div', { class: 'entry-head' }, el('span', { class: 'seq muted', text: `#${e.seq}` }), time, el('span', { class: 'what', text: what }));
+    if (e.decision) head.append(el('span', { class: `decision ${e.decision}`, text: e.decision }));
+    const item = el('li', { class: 'entry' }, head);
+    if (e.decision !== 'allow' && e.reason) item.append(el('div', { class: 'reason', text: e.reason }));
+    const who = [e.intent ? `intent ${e.intent}` : undefined, e.session ? `session ${e.session}` : undefined, e.agent ? `agent ${e.agent}` : undefined]
+      .filter((x): x is string => x !== undefined);
+    if (who.length) item.append(el('div', { class: 'who muted', text: who.join(' · ') }));
+    for (const f of e.files) {
+      const ranges = f.ranges.map((r) => (r.start === r.end ? `${r.start}` : `${r.start}–${r.end}`)).join(', ');
+      item.append(el('div', { class: 'file mono', text: ranges ? `${f.path}:${ranges}` : f.path }));
+    }
+    // Reachable with Tab; its whole text is its name for a screen reader.
+    item.tabIndex = 0;
+    item.dataset.seq = String(e.seq);
+    item.setAttribute('data-testid', 'trace-entry');
+    return item;
+  }
+
+  return {
+    section,
+    setIntents(ids: string[]): void {
+      if (ids.length === intents.length && ids.every((id, i) => id === intents[i])) return;
+      intents = [...ids];
+      fillFilter();
+    },
+    show(intent: string | null, outcome: { ok: true; entries: TraceEntry[] } | { ok: false; error: string }): void {
+      if (intent !== selected) {
+        selected = intent;
+        fillFilter();
+      }
+      // Keep the focus on the record it was on, if that record is still listed.
+      const focused = list.contains(document.activeElement) ? (document.activeElement as HTMLElement).dataset.seq : undefined;
+      list.replaceChildren();
+      status.classList.toggle('error', !outcome.ok);
+      if (!outcome.ok) {
+        status.textContent = `Cannot read the trace: ${outcome.error}`;
+        return;
+      }
+      if (outcome.entries.length === 0) {
+        status.textContent = intent ? `No records yet for ${intent}` : 'No records yet';
+        return;
+      }
+      const n = outcome.entries.length;
+      status.textContent = `${n} record${n === 1 ? '' : 's'}, newest first${intent ? ` (${intent})` : ''}`;
+      list.append(...outcome.entries.map(entry));
+      if (focused) list.querySelector<HTMLElement>(`[data-seq="${CSS.escape(focused)}"]`)?.focus();
+    },
+  };
+}
 
 render();
 vscode.postMessage({ type: 'ready', protocol: PROTOCOL_VERSION });

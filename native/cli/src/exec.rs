@@ -51,11 +51,10 @@ pub fn run(args: ExecArgs) -> ExitCode {
         for note in report.notes() {
             eprintln!("chokepoint: note: {note}");
         }
-        if let Some(path) = &args.report {
-            if let Err(e) = std::fs::write(path, json(&report).to_string()) {
+        if let Some(path) = &args.report
+            && let Err(e) = std::fs::write(path, json(&report).to_string()) {
                 eprintln!("chokepoint: cannot write the report to {}: {e}", path.display());
             }
-        }
         exit_code(&report)
     })
 }

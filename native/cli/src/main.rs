@@ -11,6 +11,7 @@ mod exec;
 mod explain;
 mod info;
 mod intent;
+mod trace;
 
 use chokepoint_core::Engine;
 use clap::{Parser, Subcommand};
@@ -50,6 +51,9 @@ enum Command {
     /// (Landlock where the kernel has it) and snapshotted, with changes outside the scope undone and
     /// reported. Exit code: the command's, 4 if something was undone, 124 on timeout.
     Exec(exec::ExecArgs),
+    /// The trace ledger (`.orchestration/agent_trace.jsonl`): verify it, record into it.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -73,6 +77,7 @@ fn main() -> ExitCode {
         Command::Intent(command) => intent::run(command),
         Command::Explain(args) => explain::run(args),
         Command::Exec(args) => exec::run(args),
+        Command::Trace(command) => trace::run(command),
     }
 }
 

@@ -186,3 +186,89 @@ fn exec_without_landlock_undoes_what_the_command_changed_outside_and_says_so() {
     assert_eq!(run_in(&ws, &["exec", "--session", "s", "--", "sh", "-c", "exit 7"]).0, 7);
     assert_eq!(run_in(&ws, &["exec", "--session", "s", "--timeout", "1", "--", "sleep", "30"]).0, 124);
 }
+
+#[test]
+fn trace_record_from_many_processes_makes_one_chain_and_verify_names_what_was_tampered() {
+    let ws = sample_workspace();
+    let dir = ws.path().to_str().unwrap().to_owned();
+    let children: Vec<_> = (0..6)
+        .map(|p| {
+            let dir = dir.clone();
+            std::thread::spawn(move || {
+                (0..8)
+                    .map(|i| {
+                        let event = format!(r#"{{"event":"ci-run","job":{p},"step":{i}}}"#);
+                        let out = Command::new(env!("CARGO_BIN_EXE_chokepoint")).args(["trace", "record", "--workspace", &dir, "--event", &event]).output().unwrap();
+                        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                        String::from_utf8_lossy(&out.stdout).trim().parse::<u64>().unwrap()
+                    })
+                    .collect::<Vec<u64>>()
+            })
+        })
+        .collect();
+    let mut seqs: Vec<u64> = children.into_iter().flat_map(|c| c.join().unwrap()).collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=48).collect::<Vec<u64>>(), "every acknowledged record has its own place");
+    let (code, out, _) = run_in(&ws, &["trace", "verify"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("ledger intact: 48 records"), "{out}");
+
+    let ledger = ws.path().join(".orchestration/agent_trace.jsonl");
+    let text = fs::read_to_string(&ledger).unwrap();
+    fs::write(&ledger, text.replacen("\"step\":3", "\"step\":9", 1)).unwrap();
+    let (code, _, err) = run_in(&ws, &["trace", "verify"]);
+    assert_eq!(code, 10, "edited: {err}");
+    assert!(err.contains("edited at line"), "{err}");
+    let without_last: String = text.lines().take(47).map(|l| format!("{l}\n")).collect();
+    fs::write(&ledger, without_last).unwrap();
+    let (code, _, err) = run_in(&ws, &["trace", "verify", "--json"]);
+    assert_eq!(code, 14, "truncated: {err}");
+    assert_eq!(run_in(&ws, &["trace", "record", "--event", "[1]"]).0, 2);
+}
+
+fn sha(text: &str) -> String {
+    chokepoint_core::ledger::record::sha256_hex(text.as_bytes())
+}
+
+#[test]
+fn show_blame_and_export_go_through_the_index() {
+    let ws = sample_workspace();
+    fs::write(ws.path().join("notes.txt"), "one\ntwo\nthree\n").unwrap();
+    let event = serde_json::json!({
+        "event": "human-edit", "session": "s1", "intent": "INT-003", "model": "by-hand",
+        "files": [{ "path": "notes.txt", "ranges": [{ "start": 2, "end": 3, "sha256": sha("two\nthree") }] }],
+    });
+    assert_eq!(run_in(&ws, &["trace", "record", "--event", &event.to_string()]).0, 0);
+    assert_eq!(run_in(&ws, &["trace", "record", "--event", r#"{"event":"ci-run","session":"s2"}"#]).0, 0);
+
+    let (code, out, err) = run_in(&ws, &["trace", "show", "--intent", "INT-003"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("human-edit") && !out.contains("ci-run"), "{out}");
+    assert!(out.contains("notes.txt 2-3"), "{out}");
+
+    // Lines are added above the recorded range: blame still finds it by content.
+    fs::write(ws.path().join("notes.txt"), "zero\nhalf\none\ntwo\nthree\n").unwrap();
+    let (code, out, err) = run_in(&ws, &["trace", "blame", "notes.txt:4", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let line: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(line["text"], "two");
+    assert_eq!(line["origin"]["intent"], "INT-003");
+    assert_eq!(line["origin"]["model"], "by-hand");
+    let (_, out, _) = run_in(&ws, &["trace", "blame", "notes.txt"]);
+    assert!(out.lines().next().unwrap().contains("(no record)"), "{out}");
+
+    let (code, out, _) = run_in(&ws, &["trace", "export", "--format", "agent-trace"]);
+    assert_eq!(code, 0);
+    let trace: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let first = &trace[0];
+    assert_eq!(first["version"], "0.1");
+    assert!(first["id"].is_string() && first["timestamp"].is_string());
+    assert_eq!(first["files"][0]["path"], "notes.txt");
+    assert_eq!(first["files"][0]["conversations"][0]["ranges"][0]["start_line"], 2);
+
+    // The index is derived: rebuilt from the ledger, it answers the same.
+    fs::remove_file(ws.path().join(".orchestration/trace.db")).unwrap();
+    assert_eq!(run_in(&ws, &["trace", "reindex"]).0, 0);
+    let (_, again, _) = run_in(&ws, &["trace", "show", "--json"]);
+    assert_eq!(again.lines().count(), 2);
+}

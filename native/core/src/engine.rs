@@ -210,6 +210,7 @@ pub struct Engine {
     // One contained command at a time per engine: two at once would each see the other's changes as
     // their own. Keeps the last snapshot, so the next command mostly costs `stat`s.
     containment: std::sync::Mutex<crate::containment::Containment>,
+    tracer: crate::trace::Tracer,
     registrations: RwLock<Vec<Registration>>,
     piped: crate::pipe::PipeBuffer,
     // Readers take a cheap `Arc` clone; a reload swaps the whole snapshot so no caller ever sees a
@@ -247,6 +248,7 @@ impl Engine {
             sidecar,
             gatekeeper,
             containment: Default::default(),
+            tracer: crate::trace::Tracer::new(Sidecar::new(root)),
             registrations: RwLock::new(all),
             piped: Default::default(),
             loaded: RwLock::new(Arc::default()),
@@ -339,8 +341,10 @@ impl Engine {
     /// Fails only when a hook that applies to this event cannot run synchronously (a command, builtin
     /// or host hook); the caller then uses the asynchronous entry.
     pub fn evaluate(&self, event: Event) -> Result<Evaluation, NeedsAsync> {
-        let loaded = self.snapshot();
-        loaded.chains.resolve(event.kind, event.task_type.as_deref()).run_sync(event)
+        self.evaluate_with(event, || Ok::<_, std::convert::Infallible>(serde_json::Value::Null)).map_err(|e| match e {
+            crate::chain::SyncError::NeedsAsync(n) => n,
+            crate::chain::SyncError::Subject(never) => match never {},
+        })
     }
 
     /// Runs the event's chain with every kind of hook (commands, builtins, host hooks).
@@ -356,11 +360,74 @@ impl Engine {
         let mut ctx = RunContext::new(self.sidecar.workspace_root());
         ctx.host = host;
         let (kind, session) = (event.kind, event.ids.session.clone().unwrap_or_default());
-        let evaluation = loaded.chains.resolve(event.kind, event.task_type.as_deref()).run(event, &ctx).await;
+        let trace = self.trace_start(&event);
+        let mut evaluation = loaded.chains.resolve(event.kind, event.task_type.as_deref()).run(event, &ctx).await;
         if crate::pipe::Delivery::for_event(kind) == crate::pipe::Delivery::NextTurn && !evaluation.piped.is_empty() {
             self.piped.push(&session, evaluation.piped.iter().cloned());
         }
+        if let Some(ticket) = self.trace_finish(trace, &evaluation) {
+            // The asynchronous entry answers once the record is durable. An action that cannot be
+            // recorded is not allowed to happen unrecorded.
+            let durable = match tokio::task::spawn_blocking(move || ticket.wait()).await {
+                Ok(result) => result.map(|_| ()).map_err(|e| e.to_string()),
+                Err(e) => Err(format!("the ledger writer failed: {e}")),
+            };
+            if let Err(e) = durable
+                && kind == EventKind::PreToolUse
+                && !matches!(evaluation.decision, crate::decision::Decision::Deny(_))
+            {
+                evaluation.decision = crate::decision::Decision::Deny(crate::decision::Denial::new(format!(
+                    "the action could not be recorded in the trace ledger: {e}"
+                )));
+            }
+        }
         evaluation
+    }
+
+    /// What the record of an event needs from before its chain runs: the event's identity and
+    /// input, the session's intent, and for an allowed write its before-image (taken after).
+    fn trace_start(&self, event: &Event) -> Option<TraceStart> {
+        if event.depth > 0 || !self.sidecar.exists() {
+            // A hook's own question is not an agent's action; an ungoverned workspace keeps no ledger.
+            return None;
+        }
+        let mut skeleton = event.clone_without_subject();
+        if !event.subject.is_null() {
+            skeleton.subject = serde_json::Value::String(crate::ledger::record::digest_json(&event.subject));
+        }
+        Some(TraceStart {
+            intent: event.ids.session.as_deref().and_then(|s| self.gatekeeper.selected(s)),
+            writes: self.gatekeeper.write_targets(event),
+            event: skeleton,
+        })
+    }
+
+    fn trace_finish(&self, start: Option<TraceStart>, evaluation: &Evaluation) -> Option<crate::ledger::writer::Ticket> {
+        let start = start?;
+        if evaluation.reentered {
+            return None;
+        }
+        let event = &start.event;
+        let session = event.ids.session.as_deref().unwrap_or_default();
+        let files = match event.kind {
+            EventKind::PreToolUse if !start.writes.is_empty() && matches!(evaluation.decision, crate::decision::Decision::Allow) => {
+                self.tracer.before_write(session, &start.writes);
+                Vec::new()
+            }
+            EventKind::PostToolUse if !start.writes.is_empty() => self.tracer.after_write(session, &start.writes),
+            _ => Vec::new(),
+        };
+        // The intent after the chain (a handshake just selected one), else the one held before it (the
+        // end of a task just released it).
+        let intent = event.ids.session.as_deref().and_then(|s| self.gatekeeper.selected(s)).or(start.intent);
+        let mut record = crate::trace::evaluation_record(event, intent, evaluation, files);
+        record.input_sha256 = event.subject.as_str().map(str::to_owned);
+        self.tracer.ledger().ok().map(|ledger| ledger.enqueue(record))
+    }
+
+    /// The trace of this workspace: its ledger, the before-images of writes in flight.
+    pub fn tracer(&self) -> &crate::trace::Tracer {
+        &self.tracer
     }
 
     /// Runs a shell command of this session contained to its intent's scope (Landlock where the
@@ -374,8 +441,20 @@ impl Engine {
         timeout: Option<Duration>,
     ) -> Result<crate::containment::ContainReport, String> {
         let plan = self.gatekeeper.contain_plan(session)?;
-        let mut containment = self.containment.lock().unwrap_or_else(|p| p.into_inner());
-        containment.run(&plan, command, timeout).map_err(|e| format!("cannot run the command contained: {e}"))
+        let argv: Vec<String> =
+            std::iter::once(command.get_program()).chain(command.get_args()).map(|a| a.to_string_lossy().into_owned()).collect();
+        let report = {
+            let mut containment = self.containment.lock().unwrap_or_else(|p| p.into_inner());
+            containment.run(&plan, command, timeout).map_err(|e| format!("cannot run the command contained: {e}"))?
+        };
+        if self.sidecar.exists() {
+            // Recorded and durable before the caller hears of it: never silent, also in the trace.
+            let record = crate::trace::containment_record(session, &argv, &report);
+            if let Err(e) = self.tracer.append(record) {
+                return Err(format!("the command ran, but its containment could not be recorded in the trace ledger: {e}"));
+            }
+        }
+        Ok(report)
     }
 
     /// The piped output waiting for this session's next turn, oldest first, and empties the queue.
@@ -390,13 +469,27 @@ impl Engine {
 
     /// `evaluate` for a caller that has not loaded the event's subject: `subject` is called only if a
     /// hook that applies reads it (see `NativeHook::needs_subject`).
+    ///
+    /// In a governed workspace the event is recorded in the trace: its input is then read (for its
+    /// digest) whether a hook needs it or not, and the record is queued, not awaited; a caller that
+    /// acts on the decision and needs the record durable first calls `tracer().flush()`.
     pub fn evaluate_with<E>(
         &self,
-        event: Event,
+        mut event: Event,
         subject: impl FnOnce() -> Result<serde_json::Value, E>,
     ) -> Result<Evaluation, crate::chain::SyncError<E>> {
         let loaded = self.snapshot();
-        loaded.chains.resolve(event.kind, event.task_type.as_deref()).run_sync_with(event, subject)
+        let chain = loaded.chains.resolve(event.kind, event.task_type.as_deref());
+        if event.depth > 0 || !self.sidecar.exists() {
+            return chain.run_sync_with(event, subject);
+        }
+        if event.subject.is_null() {
+            event.subject = subject().map_err(crate::chain::SyncError::Subject)?;
+        }
+        let trace = self.trace_start(&event);
+        let evaluation = chain.run_sync(event).map_err(crate::chain::SyncError::NeedsAsync)?;
+        drop(self.trace_finish(trace, &evaluation));
+        Ok(evaluation)
     }
 
     /// The names of the hooks that would run for this event, in order (for `explain` and tests).
@@ -404,6 +497,15 @@ impl Engine {
         let loaded = self.snapshot();
         loaded.chains.resolve(event.kind, event.task_type.as_deref()).matching(event).iter().map(|h| h.name.to_string()).collect()
     }
+}
+
+/// The part of an event's record taken before its chain runs (the chain consumes the event).
+struct TraceStart {
+    /// The event without its input; `subject` holds the input's digest as a string, or null.
+    event: Event,
+    intent: Option<String>,
+    /// Canonical paths, when the event is a write tool's.
+    writes: Vec<String>,
 }
 
 /// Loads one YAML file, keeping the previous good value when the new text is invalid.

@@ -294,6 +294,14 @@ impl Gatekeeper {
         Self::write_paths(event, fields).into_iter().map(|raw| JudgedPath { canonical: self.workspace.canonicalize(&raw), raw }).collect()
     }
 
+    /// The canonical paths a write tool's event names (empty for other tools, and for paths that
+    /// cannot be judged): what the trace records the write's ranges for.
+    pub fn write_targets(&self, event: &Event) -> Vec<String> {
+        let config = self.config();
+        let Some(fields) = event.tool.as_deref().and_then(|t| config.write_tools.get(t)) else { return Vec::new() };
+        Self::write_paths(event, fields).iter().filter_map(|raw| self.workspace.canonicalize(raw).ok()).collect()
+    }
+
     fn judge_write(&self, event: &Event, fields: &[String], config: &GateConfig) -> Answer {
         let paths = Self::write_paths(event, fields);
         if paths.is_empty() {

@@ -30,6 +30,7 @@ pub mod scope_expansion;
 mod sidecar;
 pub mod snapshot;
 pub mod template;
+pub mod trace;
 pub mod watch;
 
 pub use chain::{Chain, ChainHook, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext, SyncError};

@@ -1,6 +1,6 @@
 //! JSON Schemas of the configuration files, generated from the Rust types that read them, so that
 //! editors validate and complete `hooks.yaml` and `active_intents.yaml` exactly as the engine reads
-//! them. The committed copies under `.orchestration/schema/` are checked against these by a test.
+//! them, and so that readers of the trace ledger know the shape of its records. The committed copies under `.orchestration/schema/` are checked against these by a test.
 
 use crate::config::HooksConfig;
 use crate::intents::IntentSet;
@@ -11,6 +11,11 @@ pub fn hooks_schema() -> String {
 
 pub fn intents_schema() -> String {
     pretty(schemars::schema_for!(IntentSet))
+}
+
+/// One line of `agent_trace.jsonl` (the record's `v` says which version of this schema it follows).
+pub fn trace_record_schema() -> String {
+    pretty(schemars::schema_for!(crate::ledger::Record))
 }
 
 fn pretty(schema: schemars::Schema) -> String {

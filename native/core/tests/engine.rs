@@ -185,6 +185,7 @@ fn committed_schemas_match_the_rust_types() {
     for (file, generated) in [
         ("hooks.schema.json", chokepoint_core::schema::hooks_schema()),
         ("active_intents.schema.json", chokepoint_core::schema::intents_schema()),
+        ("agent_trace.schema.json", chokepoint_core::schema::trace_record_schema()),
     ] {
         let path = dir.join(file);
         if std::env::var_os("UPDATE_SCHEMAS").is_some() {

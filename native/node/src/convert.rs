@@ -45,6 +45,8 @@ pub struct JsEvent {
     pub paths: Option<Vec<String>>,
     pub task_type: Option<String>,
     pub session_id: Option<String>,
+    /// The agent acting (`claude-code`, ...), recorded in the trace with the session.
+    pub agent_id: Option<String>,
     pub task_id: Option<String>,
     /// Set on the events host hooks receive. Pass the event (or this value) back to the engine for work
     /// a hook derives from it, and that work does not re-enter the hooks.
@@ -331,6 +333,7 @@ impl From<&core::Event> for JsEvent {
             paths: Some(e.paths.clone()),
             task_type: e.task_type.clone(),
             session_id: e.ids.session.clone(),
+            agent_id: e.ids.agent.clone(),
             task_id: e.ids.task.clone(),
             hook_depth: Some(e.depth + 1),
         }
@@ -342,7 +345,7 @@ impl JsEvent {
         let kind = self.event.parse::<core::EventKind>().map_err(|e| Error::new(Status::InvalidArg, e))?;
         Ok(core::Event {
             kind,
-            ids: core::EventIds { session: self.session_id, task: self.task_id, ..Default::default() },
+            ids: core::EventIds { session: self.session_id, agent: self.agent_id, task: self.task_id, ..Default::default() },
             tool: self.tool,
             task_type: self.task_type,
             paths: self.paths.unwrap_or_default(),
@@ -431,5 +434,144 @@ impl JsEvaluation {
             context: (!e.context.is_empty()).then(|| e.context.into_iter().collect()),
             reentered: e.reentered.then_some(true),
         }
+    }
+}
+
+/// Which trace records `Engine.traceRecent` returns; every field set must match.
+#[napi(object, js_name = "TraceFilter")]
+pub struct JsTraceFilter {
+    pub intent: Option<String>,
+    /// A workspace-relative path, or a glob (`src/**/*.ts`): the records that wrote a matching file.
+    pub file: Option<String>,
+    pub session: Option<String>,
+    /// Records at or after this time: RFC 3339, a date, or unix milliseconds as a string.
+    pub since: Option<String>,
+    /// At most this many, the newest; all when absent.
+    pub limit: Option<u32>,
+}
+
+impl JsTraceFilter {
+    /// The core filter, newest first (as a log is read).
+    pub fn into_core(filter: Option<JsTraceFilter>) -> core::ledger::index::Filter {
+        let f = filter.unwrap_or(JsTraceFilter { intent: None, file: None, session: None, since: None, limit: None });
+        core::ledger::index::Filter {
+            intent: f.intent,
+            file: f.file,
+            session: f.session,
+            since: f.since,
+            kind: None,
+            limit: f.limit.map(|l| l as usize),
+            newest_first: true,
+        }
+    }
+}
+
+/// Lines `start..=end` (1-based) a write put in a file.
+#[napi(object, js_name = "TraceRange")]
+pub struct JsTraceRange {
+    pub start: u32,
+    pub end: u32,
+}
+
+#[napi(object, js_name = "TraceFile")]
+pub struct JsTraceFile {
+    /// Workspace-relative, `/`-separated.
+    pub path: String,
+    /// Empty when the write's ranges are unknown or it deleted lines only.
+    pub ranges: Vec<JsTraceRange>,
+}
+
+/// One record of the trace ledger, as the sidebar lists it.
+#[napi(object, js_name = "TraceEntry")]
+pub struct JsTraceEntry {
+    pub seq: f64,
+    /// RFC 3339 UTC with milliseconds.
+    pub time: String,
+    /// `tool_call`, `lifecycle`, `approval`, `containment` or `external`.
+    pub kind: String,
+    pub event: Option<String>,
+    pub tool: Option<String>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub model: Option<String>,
+    pub intent: Option<String>,
+    /// `allow`, `deny` or `ask`, when the record is about a judged event.
+    pub decision: Option<String>,
+    pub reason: Option<String>,
+    pub files: Vec<JsTraceFile>,
+}
+
+impl From<core::ledger::Record> for JsTraceEntry {
+    fn from(r: core::ledger::Record) -> Self {
+        let kind = serde_json::to_value(r.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let (decision, reason) = r.decision.map_or((None, None), |d| (Some(d.decision), d.reason));
+        JsTraceEntry {
+            seq: r.seq as f64,
+            time: r.time,
+            kind,
+            event: r.event,
+            tool: r.tool,
+            session: r.session,
+            agent: r.agent,
+            model: r.model,
+            intent: r.intent,
+            decision,
+            reason,
+            files: r
+                .files
+                .into_iter()
+                .map(|f| JsTraceFile { path: f.path, ranges: f.ranges.into_iter().map(|x| JsTraceRange { start: x.start, end: x.end }).collect() })
+                .collect(),
+        }
+    }
+}
+
+/// The record whose write holds a line now.
+#[napi(object, js_name = "BlameOrigin")]
+pub struct JsBlameOrigin {
+    pub seq: f64,
+    pub time: String,
+    pub intent: Option<String>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub model: Option<String>,
+    pub tool: Option<String>,
+}
+
+/// One line of a file as it is on disk now, and the recorded write that explains it.
+#[napi(object, js_name = "BlameResult")]
+pub struct JsBlameResult {
+    /// 1-based.
+    pub line: u32,
+    pub text: String,
+    /// Absent when no recorded write explains the line (typed by hand, or written outside the
+    /// chokepoint, or edited since).
+    pub origin: Option<JsBlameOrigin>,
+}
+
+impl From<core::ledger::blame::BlameLine> for JsBlameResult {
+    fn from(l: core::ledger::blame::BlameLine) -> Self {
+        JsBlameResult {
+            line: l.line,
+            text: l.text,
+            origin: l.origin.map(|o| JsBlameOrigin {
+                seq: o.seq as f64,
+                time: o.time,
+                intent: o.intent,
+                session: o.session,
+                agent: o.agent,
+                model: o.model,
+                tool: o.tool,
+            }),
+        }
+    }
+}
+
+/// A 1-based line number from JavaScript, where a number can be negative, fractional or huge.
+pub fn line_number(line: f64) -> Result<u32> {
+    if line.fract() == 0.0 && line >= 1.0 && line <= f64::from(u32::MAX) {
+        Ok(line as u32)
+    } else {
+        Err(Error::new(Status::InvalidArg, format!("`{line}` is not a line number (they start at 1)")))
     }
 }

@@ -11,7 +11,7 @@ mod convert;
 mod host;
 
 use chokepoint_core as core;
-use convert::{JsEngineInfo, JsEvaluateOptions, JsEvaluation, JsEvent, JsEventContext, JsHostHookSpec, JsContainedCommand, JsContainedResult, JsIntentHolder, JsPiped, JsScopeExpansion};
+use convert::{JsBlameResult, JsContainedCommand, JsContainedResult, JsEngineInfo, JsEvaluateOptions, JsEvaluation, JsEvent, JsEventContext, JsHostHookSpec, JsIntentHolder, JsPiped, JsScopeExpansion, JsTraceEntry, JsTraceFilter};
 use host::{HostFn, HostTable};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use std::sync::Arc;
@@ -184,6 +184,34 @@ impl Engine {
             return Err(Error::new(Status::InvalidArg, "runContained needs a program in `argv`".to_owned()));
         }
         Ok(AsyncTask::new(Contained { engine: self.inner.clone(), command: Some(command) }))
+    }
+
+    /// The trace ledger's records that match `filter`, newest first, read through its index (brought
+    /// up to date with the ledger first, so every durable record is there, whichever process wrote
+    /// it). An ungoverned workspace has none. Throws when the index cannot be read or `since` is not a
+    /// time.
+    #[napi(catch_unwind)]
+    pub fn trace_recent(&self, filter: Option<JsTraceFilter>) -> Result<Vec<JsTraceEntry>> {
+        let records = self.inner.tracer().query(&JsTraceFilter::into_core(filter)).map_err(|e| Error::new(Status::GenericFailure, e))?;
+        Ok(records.into_iter().map(Into::into).collect())
+    }
+
+    /// Which recorded write last put line `line` (1-based) of `path` (workspace-relative,
+    /// `/`-separated) as it is on disk now, found by content even after lines moved. Throws for a
+    /// path outside the workspace, a file that cannot be read, a line past its end, or an ungoverned
+    /// workspace.
+    #[napi(catch_unwind)]
+    pub fn trace_blame(&self, path: String, line: f64) -> Result<JsBlameResult> {
+        let line = convert::line_number(line)?;
+        let mut lines = self.inner.tracer().blame(&path, Some(line)).map_err(|e| Error::new(Status::InvalidArg, e))?;
+        lines.pop().map(Into::into).ok_or_else(|| Error::new(Status::GenericFailure, format!("blame of {path}:{line} returned no line")))
+    }
+
+    /// Waits until every record queued so far (by the synchronous `evaluate`) is durable in the
+    /// ledger. Throws when the ledger cannot be written.
+    #[napi(catch_unwind)]
+    pub fn flush_trace(&self) -> Result<()> {
+        self.inner.tracer().flush().map_err(|e| Error::new(Status::GenericFailure, e))
     }
 
     /// The piped hook output waiting for this session's next turn, oldest first; empties the queue.

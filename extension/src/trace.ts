@@ -1,0 +1,168 @@
+// The trace ledger as the extension reads it: the recent records the sidebar lists, the provenance of
+// a line for the command, and a debounced watch of `.orchestration/agent_trace.jsonl` that says when
+// either may have changed. The records are written by the engine (this process's and every other
+// process's on the workspace); this module only reads them back through the binding.
+import * as path from 'path';
+import * as vscode from 'vscode';
+import type { TraceEntry } from '../../protocol/messages';
+import type { EngineHost } from './engineHost';
+import type { Log } from './log';
+import type { NativeBinding } from './native';
+
+export type BlameResult = ReturnType<InstanceType<NativeBinding['Engine']>['traceBlame']>;
+
+/** The ledger, relative to the workspace root (sidecar.rs names it in the core). */
+export const LEDGER = '.orchestration/agent_trace.jsonl';
+
+/** Several records land at once (a write and its PostToolUse); one refresh covers them. */
+const DEBOUNCE_MS = 250;
+
+export type TraceOutcome = { ok: true; entries: TraceEntry[] } | { ok: false; error: string };
+
+/** What `chokepoint.showProvenance` found for one line, and the sentence it showed. */
+export interface ProvenanceReport {
+  /** Workspace-relative, `/`-separated; absent when the document is not a file of the workspace. */
+  readonly path?: string;
+  /** 1-based. */
+  readonly line: number;
+  readonly text?: string;
+  readonly origin?: BlameResult['origin'];
+  /** Why there is no answer (not a file of the governed workspace, no engine, a line past the end). */
+  readonly error?: string;
+  readonly message: string;
+}
+
+export class Trace implements vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<void>();
+  /** Fires (debounced) when the ledger file is created or appended to, by any process. */
+  readonly onDidChange = this.changed.event;
+  private watcher: vscode.FileSystemWatcher | undefined;
+  private watchedRoot: string | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly disposables: vscode.Disposable[] = [this.changed];
+
+  constructor(
+    private readonly engine: EngineHost,
+    private readonly log: Log,
+  ) {
+    this.watch();
+    this.disposables.push(engine.onDidChange(() => this.watch()));
+  }
+
+  /** The workspace root the engine governs, when it runs on one. */
+  get root(): string | undefined {
+    const state = this.engine.state;
+    return state.status === 'ready' ? state.workspaceRoot : undefined;
+  }
+
+  private watch(): void {
+    const root = this.root;
+    if (root === this.watchedRoot) return;
+    this.watcher?.dispose();
+    this.watcher = undefined;
+    this.watchedRoot = root;
+    if (!root) return;
+    const watcher = vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(vscode.Uri.file(root), LEDGER));
+    const fire = () => {
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.changed.fire();
+      }, DEBOUNCE_MS);
+    };
+    watcher.onDidCreate(fire);
+    watcher.onDidChange(fire);
+    watcher.onDidDelete(fire);
+    this.watcher = watcher;
+  }
+
+  /** The newest `limit` records, of `intent` only when given. */
+  recent(intent: string | undefined, limit: number): TraceOutcome {
+    const engine = this.engine.nativeEngine;
+    if (!engine) return { ok: false, error: 'the engine is not running' };
+    try {
+      return { ok: true, entries: engine.traceRecent({ intent, limit }) };
+    } catch (e) {
+      const error = (e as Error).message;
+      this.log.warn(`reading the trace failed: ${error}`);
+      return { ok: false, error };
+    }
+  }
+
+  /** Which recorded write explains line `line` (1-based) of `uri` as it is on disk. */
+  provenance(uri: vscode.Uri, line: number): ProvenanceReport {
+    const root = this.root;
+    const engine = this.engine.nativeEngine;
+    const fail = (error: string, at?: string): ProvenanceReport => ({ path: at, line, error, message: `Chokepoint cannot explain this line: ${error}` });
+    if (!root || !engine) return fail('no governed workspace is open');
+    const rel = uri.scheme === 'file' ? relativeTo(root, uri.fsPath) : undefined;
+    if (!rel) return fail(`${uri.scheme === 'file' ? uri.fsPath : uri.toString()} is not a file of the governed workspace ${root}`);
+    let blame: BlameResult;
+    try {
+      blame = engine.traceBlame(rel, line);
+    } catch (e) {
+      return fail((e as Error).message, rel);
+    }
+    const where = `Line ${line} of ${rel}`;
+    const o = blame.origin;
+    if (!o) {
+      return {
+        path: rel,
+        line,
+        text: blame.text,
+        message: `${where}: no record explains it (typed by hand, written outside the chokepoint, or edited since its write).`,
+      };
+    }
+    const who = [
+      o.intent ? `intent ${o.intent}` : 'no intent',
+      o.session && `session ${o.session}`,
+      o.agent && `agent ${o.agent}`,
+      o.model && `model ${o.model}`,
+      o.tool && `tool ${o.tool}`,
+    ].filter(Boolean);
+    return { path: rel, line, text: blame.text, origin: o, message: `${where} was last written under ${who.join(', ')} (record #${o.seq}, ${o.time}).` };
+  }
+
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.watcher?.dispose();
+    for (const d of this.disposables) d.dispose();
+  }
+}
+
+/**
+ * `chokepoint.showProvenance`: the provenance of the cursor's line in the active editor (or of `line`
+ * of `uri`, for scripts and tests), shown as a notification; "Show in Trace" filters the sidebar by
+ * the intent. Returns what it found without waiting for the notification to be dismissed.
+ */
+export function showProvenance(trace: Trace, showInTrace: (intent: string) => void, uri?: vscode.Uri, line?: number): ProvenanceReport | undefined {
+  const editor = vscode.window.activeTextEditor;
+  const target = uri ?? editor?.document.uri;
+  if (!target) {
+    void vscode.window.showWarningMessage('Chokepoint: open a file of the governed workspace to see who wrote a line.');
+    return undefined;
+  }
+  // From the editor's context menu the command receives the document's URI: the line is the cursor's.
+  const sameDocument = editor && editor.document.uri.toString() === target.toString();
+  const at = line ?? (sameDocument ? editor.selection.active.line + 1 : 1);
+  const report = trace.provenance(target, at);
+  if (report.error) {
+    void vscode.window.showWarningMessage(report.message);
+    return report;
+  }
+  const dirty = vscode.workspace.textDocuments.find((d) => d.uri.toString() === target.toString())?.isDirty;
+  const message = dirty ? `${report.message} (This is the file as saved: the editor has unsaved changes.)` : report.message;
+  const intent = report.origin?.intent;
+  const actions = intent ? ['Show in Trace'] : [];
+  void vscode.window.showInformationMessage(message, ...actions).then((pick) => {
+    if (pick && intent) showInTrace(intent);
+  });
+  return { ...report, message };
+}
+
+/** `file` relative to `root`, `/`-separated, or undefined when it is not inside it. */
+export function relativeTo(root: string, file: string): string | undefined {
+  const rel = path.relative(root, file);
+  if (!rel || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) return undefined;
+  return rel.split(path.sep).join('/');
+}

@@ -1,0 +1,290 @@
+//! `chokepoint trace`: check the ledger's integrity, append an event of a script's own through the same
+//! durable writer, and through the index (brought up to date first; rebuildable with `reindex`) show,
+//! blame and export.
+//!
+//! `verify` exit codes say what is wrong: 0 intact, 10 edited, 11 deleted, 12 inserted, 13 reordered,
+//! 14 truncated, 15 a torn tail; 1 when the ledger cannot be read; 2 usage.
+
+use crate::EXIT_CONFIG;
+use chokepoint_core::Sidecar;
+use chokepoint_core::ledger::verify::ProblemKind;
+use chokepoint_core::ledger::index::{Filter, Index};
+use chokepoint_core::ledger::{Record, RecordKind};
+use clap::Subcommand;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Check the whole ledger: the hash chain, the sequence, and the head kept in the state database.
+    /// Names the first bad record; the exit code says what is wrong with it.
+    Verify {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Append an event of your own (a CI run, a human commit) through the same durable writer the
+    /// agents use; prints its sequence number once it is on disk.
+    Record {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// A JSON object: `event` (its name) and any of `session`, `agent`, `task`, `intent`, `tool`,
+        /// `model`, `files`; every other field is kept under `data`.
+        #[arg(long)]
+        event: String,
+    },
+    /// List records, newest first, through the index (brought up to date first).
+    Show {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        #[arg(long)]
+        intent: Option<String>,
+        /// A workspace-relative path, or a glob (`src/**/*.ts`).
+        #[arg(long)]
+        file: Option<String>,
+        #[arg(long)]
+        session: Option<String>,
+        /// RFC 3339 time, a date, or unix milliseconds.
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// One JSON record a line, as the ledger holds them.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Which intent, session and model last wrote each line of FILE (or FILE:LINE), found by content
+    /// hash even after the lines moved.
+    Blame {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// `path` or `path:line`, relative to the workspace.
+        target: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export the writes as Agent Trace v0.1 JSON.
+    Export {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        #[arg(long, value_parser = ["agent-trace"], default_value = "agent-trace")]
+        format: String,
+    },
+    /// Drop and rebuild the index from the ledger (the ledger is the source of truth).
+    Reindex {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+    },
+}
+
+pub fn run(command: TraceCommand) -> ExitCode {
+    match command {
+        TraceCommand::Verify { workspace, json } => verify(&workspace, json),
+        TraceCommand::Record { workspace, event } => record(&workspace, &event),
+        TraceCommand::Show { workspace, intent, file, session, since, limit, json } => {
+            let filter = Filter { intent, file, session, since, kind: None, limit: Some(limit), newest_first: true };
+            show(&workspace, &filter, json)
+        }
+        TraceCommand::Blame { workspace, target, json } => blame(&workspace, &target, json),
+        TraceCommand::Export { workspace, .. } => with_index(&workspace, |index| {
+            let records = index.query(&Filter::default())?;
+            let trace = chokepoint_core::ledger::export::agent_trace(records.into_iter().map(|r| r.record));
+            println!("{}", serde_json::to_string_pretty(&trace).map_err(|e| e.to_string())?);
+            Ok(ExitCode::SUCCESS)
+        }),
+        TraceCommand::Reindex { workspace } => {
+            let sidecar = Sidecar::new(&workspace);
+            if !sidecar.exists() {
+                return usage(&format!("{} has no .orchestration folder", workspace.display()));
+            }
+            match chokepoint_core::ledger::index::reindex(&sidecar) {
+                Ok(report) => {
+                    println!("reindexed {} records ({} files, {} ranges)", report.records, report.files, report.ranges);
+                    if let Some(skipped) = &report.first_skipped {
+                        eprintln!("warning: {} lines are not records and were left out; first: {skipped}", report.skipped);
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => failure(&e),
+            }
+        }
+    }
+}
+
+/// Opens the index, brings it up to date with the ledger, and runs `body`.
+fn with_index(workspace: &std::path::Path, body: impl FnOnce(&Index) -> Result<ExitCode, String>) -> ExitCode {
+    let sidecar = Sidecar::new(workspace);
+    if !sidecar.exists() {
+        return usage(&format!("{} has no .orchestration folder", workspace.display()));
+    }
+    let result = Index::open(&sidecar).and_then(|index| {
+        index.catch_up()?;
+        body(&index)
+    });
+    result.unwrap_or_else(|e| failure(&e))
+}
+
+fn show(workspace: &std::path::Path, filter: &Filter, json: bool) -> ExitCode {
+    with_index(workspace, |index| {
+        for found in index.query(filter)? {
+            let r = &found.record;
+            if json {
+                println!("{}", r.to_line());
+                continue;
+            }
+            let decision = r.decision.as_ref().map_or(String::new(), |d| format!(" {}", d.decision));
+            let what = r.tool.as_deref().or(r.event.as_deref()).unwrap_or("-");
+            let who = [r.session.as_deref().map(|s| format!("session {s}")), r.intent.as_deref().map(|i| format!("intent {i}"))]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(", ");
+            println!("{:>6}  {}  {what}{decision}  {who}", r.seq, r.time);
+            for f in &r.files {
+                let ranges: Vec<String> = f.ranges.iter().map(|x| format!("{}-{}", x.start, x.end)).collect();
+                println!("        {} {}", f.path, ranges.join(","));
+            }
+            if let Some(reason) = r.decision.as_ref().and_then(|d| d.reason.as_deref()) {
+                println!("        reason: {reason}");
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn blame(workspace: &std::path::Path, target: &str, json: bool) -> ExitCode {
+    let (path, line) = match target.rsplit_once(':') {
+        Some((p, l)) if l.chars().all(|c| c.is_ascii_digit()) && !l.is_empty() => match l.parse::<u32>() {
+            Ok(n) => (p, Some(n)),
+            Err(_) => return usage(&format!("`{l}` is not a line number")),
+        },
+        _ => (target, None),
+    };
+    let sidecar = Sidecar::new(workspace);
+    with_index(workspace, |index| {
+        let lines = chokepoint_core::ledger::blame::blame(index, &sidecar, path, line)?;
+        for l in &lines {
+            if json {
+                let origin = l.origin.as_ref().map(|o| {
+                    serde_json::json!({ "seq": o.seq, "time": o.time, "intent": o.intent, "session": o.session, "agent": o.agent, "model": o.model, "tool": o.tool })
+                });
+                println!("{}", serde_json::json!({ "line": l.line, "text": l.text, "origin": origin }));
+            } else {
+                let who = l.origin.as_ref().map_or("(no record)".to_owned(), |o| {
+                    format!(
+                        "#{} {} {} {}",
+                        o.seq,
+                        o.intent.as_deref().unwrap_or("-"),
+                        o.session.as_deref().unwrap_or("-"),
+                        o.model.as_deref().or(o.agent.as_deref()).unwrap_or("-")
+                    )
+                });
+                println!("{:>5}  {who:<40}  {}", l.line, l.text);
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn verify(workspace: &std::path::Path, json: bool) -> ExitCode {
+    let sidecar = Sidecar::new(workspace);
+    let head = match chokepoint_core::ledger::head::read(&sidecar.state_db()) {
+        Ok(h) => h,
+        Err(e) => return failure(&e.to_string()),
+    };
+    let v = match chokepoint_core::ledger::verify::verify(&sidecar.trace_ledger(), head.as_ref()) {
+        Ok(v) => v,
+        Err(e) => return failure(&e.to_string()),
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "intact": v.is_intact(),
+                "records": v.records,
+                "headHash": v.head_hash,
+                "headInDatabase": head.as_ref().map(|h| serde_json::json!({ "count": h.count, "hash": h.hash })),
+                "problem": v.problem.as_ref().map(|p| serde_json::json!({ "kind": p.kind.to_string(), "line": p.line, "offset": p.offset, "detail": p.detail })),
+            })
+        );
+    }
+    match &v.problem {
+        None => {
+            if !json {
+                println!("ledger intact: {} records, head {}", v.records, v.head_hash);
+            }
+            ExitCode::SUCCESS
+        }
+        Some(p) => {
+            if !json {
+                eprintln!("ledger damaged: {p}");
+            }
+            ExitCode::from(match p.kind {
+                ProblemKind::Edited => 10,
+                ProblemKind::Deleted => 11,
+                ProblemKind::Inserted => 12,
+                ProblemKind::Reordered => 13,
+                ProblemKind::Truncated => 14,
+                ProblemKind::TornTail => 15,
+            })
+        }
+    }
+}
+
+fn record(workspace: &std::path::Path, event: &str) -> ExitCode {
+    let mut fields = match serde_json::from_str::<serde_json::Value>(event) {
+        Ok(serde_json::Value::Object(map)) => map,
+        Ok(_) => return usage("--event must be a JSON object"),
+        Err(e) => return usage(&format!("--event is not valid JSON: {e}")),
+    };
+    let Some(name) = fields.remove("event").and_then(|v| v.as_str().map(str::to_owned)).filter(|n| !n.is_empty()) else {
+        return usage("--event needs an `event` field naming it");
+    };
+    let mut record = Record::new(RecordKind::External);
+    record.event = Some(name);
+    let mut take = |key: &str| fields.remove(key).and_then(|v| v.as_str().map(str::to_owned));
+    record.session = take("session");
+    record.agent = take("agent");
+    record.task = take("task");
+    record.intent = take("intent");
+    record.tool = take("tool");
+    record.model = take("model");
+    if let Some(files) = fields.remove("files") {
+        match serde_json::from_value(files) {
+            Ok(files) => record.files = files,
+            Err(e) => return usage(&format!("`files` is not a list of {{path, sha256?, ranges?}}: {e}")),
+        }
+    }
+    if !fields.is_empty() {
+        record.data = Some(serde_json::Value::Object(fields));
+    }
+    let sidecar = Sidecar::new(workspace);
+    if !sidecar.exists() {
+        return usage(&format!("{} has no .orchestration folder", workspace.display()));
+    }
+    let (ledger, recovery) = match chokepoint_core::ledger::writer::Ledger::open(&sidecar) {
+        Ok(l) => l,
+        Err(e) => return failure(&e.to_string()),
+    };
+    if let Some(r) = recovery {
+        eprintln!("warning: {r}");
+    }
+    match ledger.append(record) {
+        Ok(appended) => {
+            println!("{}", appended.seq);
+            ExitCode::SUCCESS
+        }
+        Err(e) => failure(&e.to_string()),
+    }
+}
+
+fn usage(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(EXIT_CONFIG)
+}
+
+fn failure(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::FAILURE
+}

@@ -1,0 +1,238 @@
+//! What the engine writes into the trace ledger: a record for every event it judges (every tool call
+//! that reached the chokepoint, allowed or not, and every lifecycle event), the files a write changed
+//! with the content hashes of the changed ranges, and the shell commands it contained.
+//!
+//! The ledger is opened on the first record, and only in a governed workspace (one with a sidecar
+//! folder): judging never creates `.orchestration/`. Before-images for the ranges of a write are read
+//! when the gatekeeper allows the write (`PreToolUse`) and used when it is reported done
+//! (`PostToolUse`), in this process; a write reported without one records the file's hash without
+//! ranges rather than attributing the whole file to it.
+//!
+//! Reading the trace back (the extension's sidebar and provenance command) goes through the ledger's
+//! index, opened once per tracer and brought up to date with the ledger before every read, so a
+//! reader sees every record that is durable, whichever process wrote it.
+
+use crate::chain::Evaluation;
+use crate::decision::{Decision, OutcomeKind};
+use crate::event::{Event, EventKind};
+use crate::ledger::blame::BlameLine;
+use crate::ledger::index::{Filter, Index};
+use crate::ledger::writer::{Appended, Ledger, Recovery, Ticket};
+use crate::ledger::{FileChange, Record, RecordKind, RecordedDecision, RecordedHook};
+use crate::sidecar::Sidecar;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+/// Files larger than this are hashed but their ranges are not computed (a before-image is not kept).
+const MAX_IMAGE_BYTES: u64 = 8 * 1024 * 1024;
+
+#[derive(Debug)]
+pub struct Tracer {
+    sidecar: Sidecar,
+    ledger: OnceLock<Result<Ledger, String>>,
+    /// Content before an allowed write, by (session, canonical path): `None` when the file did not
+    /// exist.
+    before: Mutex<HashMap<(String, String), Option<String>>>,
+    recovery: Mutex<Option<Recovery>>,
+    /// The index, opened on the first read. A failure to open is not kept: the next read tries again
+    /// (the sidecar folder may appear later).
+    index: OnceLock<Index>,
+}
+
+const NOT_GOVERNED: &str = "the workspace has no .orchestration folder; nothing is recorded";
+
+impl Tracer {
+    pub fn new(sidecar: Sidecar) -> Tracer {
+        Tracer { sidecar, ledger: OnceLock::new(), before: Mutex::default(), recovery: Mutex::default(), index: OnceLock::new() }
+    }
+
+    /// The ledger, opened on first use; `Err` when the workspace is not governed or the ledger cannot
+    /// be opened (the reason, for the output channel).
+    pub fn ledger(&self) -> Result<&Ledger, String> {
+        self.ledger
+            .get_or_init(|| {
+                if !self.sidecar.exists() {
+                    return Err(NOT_GOVERNED.to_owned());
+                }
+                self.sidecar.ignore_runtime_files();
+                let (ledger, recovery) = Ledger::open(&self.sidecar).map_err(|e| format!("cannot open the trace ledger: {e}"))?;
+                *self.recovery.lock().unwrap_or_else(|p| p.into_inner()) = recovery;
+                Ok(ledger)
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The torn end a crash left, moved aside when the ledger was opened (reported once).
+    pub fn take_recovery(&self) -> Option<Recovery> {
+        self.recovery.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Keeps the current content of files an allowed write is about to change.
+    pub fn before_write(&self, session: &str, paths: &[String]) {
+        let mut before = self.before.lock().unwrap_or_else(|p| p.into_inner());
+        for path in paths {
+            before.insert((session.to_owned(), path.clone()), self.read(path));
+        }
+    }
+
+    fn read(&self, rel: &str) -> Option<String> {
+        let file = self.sidecar.workspace_root().join(rel);
+        let meta = std::fs::metadata(&file).ok()?;
+        if meta.len() > MAX_IMAGE_BYTES {
+            return None;
+        }
+        std::fs::read_to_string(file).ok()
+    }
+
+    /// What a completed write changed in each file: ranges against the before-image when there is
+    /// one, the file's hash alone otherwise.
+    pub fn after_write(&self, session: &str, paths: &[String]) -> Vec<FileChange> {
+        let mut before = self.before.lock().unwrap_or_else(|p| p.into_inner());
+        paths
+            .iter()
+            .map(|path| {
+                let after = self.read(path);
+                match before.remove(&(session.to_owned(), path.clone())) {
+                    Some(image) => crate::ledger::ranges::file_change(path, image.as_deref(), after.as_deref()),
+                    None => FileChange {
+                        path: path.clone(),
+                        sha256: after.as_deref().map(|a| crate::ledger::record::sha256_hex(a.as_bytes())),
+                        ranges: Vec::new(),
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// Queues the record of a judged event. `None` when nothing is recorded (not governed, or the
+    /// ledger cannot be opened).
+    pub fn record_evaluation(&self, event: &Event, intent: Option<String>, evaluation: &Evaluation, files: Vec<FileChange>) -> Option<Ticket> {
+        let ledger = self.ledger().ok()?;
+        Some(ledger.enqueue(evaluation_record(event, intent, evaluation, files)))
+    }
+
+    /// Appends a record of the caller's own and waits until it is durable.
+    pub fn append(&self, record: Record) -> Result<Appended, String> {
+        self.ledger()?.append(record).map_err(|e| e.to_string())
+    }
+
+    /// The ledger's index, opened once and brought up to date with the ledger on every call, so what
+    /// is read through it includes every durable record (of this process or another). `Err` when the
+    /// workspace is not governed or the index cannot be opened or caught up.
+    pub fn index(&self) -> Result<&Index, String> {
+        if !self.sidecar.exists() {
+            return Err(NOT_GOVERNED.to_owned());
+        }
+        let index = match self.index.get() {
+            Some(index) => index,
+            None => {
+                self.sidecar.ignore_runtime_files();
+                let opened = Index::open(&self.sidecar)?;
+                // Two first readers at once both open it; one is kept, the other dropped.
+                let _ = self.index.set(opened);
+                self.index.get().expect("the index was just set")
+            }
+        };
+        index.catch_up()?;
+        Ok(index)
+    }
+
+    /// The records that match `filter`, from the ledger as it is now. An ungoverned workspace has
+    /// none.
+    pub fn query(&self, filter: &Filter) -> Result<Vec<Record>, String> {
+        if !self.sidecar.exists() {
+            return Ok(Vec::new());
+        }
+        Ok(self.index()?.query(filter)?.into_iter().map(|found| found.record).collect())
+    }
+
+    /// Who last wrote each line of `path` (workspace-relative, `/`-separated), or only `line`
+    /// (1-based), found by content in the file as it is on disk now (`ledger::blame`). `Err` for a
+    /// path outside the workspace, a file that cannot be read, a line past its end, or an ungoverned
+    /// workspace.
+    pub fn blame(&self, path: &str, line: Option<u32>) -> Result<Vec<BlameLine>, String> {
+        crate::ledger::blame::blame(self.index()?, &self.sidecar, path, line)
+    }
+
+    /// Waits until everything queued so far is durable.
+    pub fn flush(&self) -> Result<(), String> {
+        match self.ledger.get() {
+            Some(Ok(ledger)) => ledger.flush().map_err(|e| e.to_string()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The record of one judged event.
+pub fn evaluation_record(event: &Event, intent: Option<String>, evaluation: &Evaluation, files: Vec<FileChange>) -> Record {
+    let kind = if matches!(event.kind, EventKind::PreToolUse | EventKind::PostToolUse) { RecordKind::ToolCall } else { RecordKind::Lifecycle };
+    let mut record = Record::new(kind);
+    record.event = Some(event.kind.as_str().to_owned());
+    record.session = event.ids.session.clone();
+    record.agent = event.ids.agent.clone();
+    record.task = event.ids.task.clone();
+    record.plan = event.ids.plan.clone();
+    record.turn = event.ids.turn.map(|t| t.to_string());
+    record.intent = intent.or_else(|| event.ids.intent.clone());
+    record.tool = event.tool.clone();
+    if !event.subject.is_null() {
+        record.input_sha256 = Some(crate::ledger::record::digest_json(&event.subject));
+    }
+    let reason = match &evaluation.decision {
+        Decision::Allow => None,
+        Decision::Deny(d) => Some(d.reason.clone()),
+        Decision::Ask { reasons } => Some(reasons.join("; ")),
+    };
+    record.decision = Some(RecordedDecision {
+        decision: evaluation.decision.as_str().to_owned(),
+        reason,
+        hooks: evaluation
+            .outcomes
+            .iter()
+            .map(|o| RecordedHook {
+                name: o.hook.to_string(),
+                outcome: o.kind.as_str().to_owned(),
+                duration_ns: o.duration_ns,
+                failure: match &o.kind {
+                    OutcomeKind::FailedOpen(f) | OutcomeKind::FailedClosed(f) => Some(f.to_string()),
+                    _ => None,
+                },
+            })
+            .collect(),
+    });
+    record.files = files;
+    record
+}
+
+/// The record of a contained shell command: what it changed inside the scope (files, with their
+/// hashes now), and in `data` what containment did (undone, not undone, notes).
+pub fn containment_record(session: &str, argv: &[String], report: &crate::containment::ContainReport) -> Record {
+    let mut record = Record::new(RecordKind::Containment);
+    record.session = Some(session.to_owned());
+    record.intent = report.intent_id.clone();
+    record.tool = Some("execute_command".to_owned());
+    record.input_sha256 = Some(crate::ledger::record::digest_json(&serde_json::json!(argv)));
+    record.files = report
+        .allowed
+        .iter()
+        .filter(|c| c.kind != crate::snapshot::ChangeKind::Deleted)
+        .map(|c| FileChange { path: c.path.clone(), sha256: None, ranges: Vec::new() })
+        .collect();
+    let changes = |list: &[crate::snapshot::Change]| list.iter().map(|c| serde_json::json!({ "path": c.path, "kind": c.kind.as_str() })).collect::<Vec<_>>();
+    record.data = Some(serde_json::json!({
+        "argv": argv,
+        "exit_code": report.exit_code(),
+        "timed_out": report.timed_out,
+        "confinement": match &report.confinement {
+            crate::sandbox::Confinement::Enforced { abi } => format!("landlock abi {abi}"),
+            crate::sandbox::Confinement::Partial { abi, .. } => format!("landlock abi {abi}, partial"),
+            crate::sandbox::Confinement::Unavailable { reason } => format!("none: {reason}"),
+        },
+        "changed": changes(&report.allowed),
+        "reverted": changes(&report.reverted),
+        "not_reverted": report.not_reverted.iter().map(|n| serde_json::json!({ "path": n.change.path, "kind": n.change.kind.as_str(), "reason": n.reason })).collect::<Vec<_>>(),
+        "notes": report.notes(),
+    }));
+    record
+}

@@ -1,0 +1,180 @@
+//! What the engine records in the trace ledger as it judges: every event, allowed or not, linked to
+//! the session's intent, with the ranges a write changed and their content hashes.
+
+use chokepoint_core::ledger::{GENESIS, Record, RecordKind};
+use chokepoint_core::{Decision, Engine, Event, EventKind};
+use serde_json::json;
+use std::fs;
+
+const INTENTS: &str = "version: 1\nactive_intents:\n  - id: INT-001\n    name: Login\n    status: IN_PROGRESS\n    owned_scope: [src/auth/**]\n";
+
+fn governed() -> (tempfile::TempDir, Engine) {
+    let ws = tempfile::tempdir().unwrap();
+    fs::create_dir_all(ws.path().join(".orchestration")).unwrap();
+    fs::create_dir_all(ws.path().join("src/auth")).unwrap();
+    fs::write(ws.path().join(".orchestration/active_intents.yaml"), INTENTS).unwrap();
+    let engine = Engine::open(ws.path()).unwrap();
+    (ws, engine)
+}
+
+fn event(kind: EventKind, tool: Option<&str>, input: serde_json::Value) -> Event {
+    let mut e = match tool {
+        Some(t) => Event::tool(kind, t, input),
+        None => Event::new(kind),
+    };
+    e.ids.session = Some("S".into());
+    e.ids.agent = Some("claude-code".into());
+    e
+}
+
+fn ledger(ws: &tempfile::TempDir) -> Vec<Record> {
+    let text = fs::read_to_string(ws.path().join(".orchestration/agent_trace.jsonl")).unwrap_or_default();
+    text.lines().map(|l| Record::from_line(l).unwrap()).collect()
+}
+
+#[test]
+fn every_judged_event_is_recorded_with_its_intent_decision_and_the_ranges_it_wrote() {
+    let (ws, engine) = governed();
+    fs::write(ws.path().join("src/auth/login.js"), "a\nb\nc\n").unwrap();
+    let write = |content: &str| event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": "src/auth/login.js", "content": content }));
+    engine.evaluate(event(EventKind::SessionStart, None, serde_json::Value::Null)).unwrap();
+    assert!(matches!(engine.evaluate(write("x")).unwrap().decision, Decision::Deny(_)), "before the handshake");
+    engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
+    assert_eq!(engine.evaluate(write("a\nB\nc\nd\n")).unwrap().decision, Decision::Allow);
+    // The tool runs, then reports.
+    fs::write(ws.path().join("src/auth/login.js"), "a\nB\nc\nd\n").unwrap();
+    let mut done = write("a\nB\nc\nd\n");
+    done.kind = EventKind::PostToolUse;
+    engine.evaluate(done).unwrap();
+    engine.evaluate(event(EventKind::TaskComplete, None, serde_json::Value::Null)).unwrap();
+    engine.tracer().flush().unwrap();
+
+    let records = ledger(&ws);
+    let summary: Vec<String> = records
+        .iter()
+        .map(|r| format!("{} {:?} {} {}", r.seq, r.kind, r.event.as_deref().unwrap_or("-"), r.decision.as_ref().map_or("-", |d| d.decision.as_str())))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            "1 Lifecycle SessionStart allow",
+            "2 ToolCall PreToolUse deny",
+            "3 ToolCall PreToolUse allow",
+            "4 ToolCall PreToolUse allow",
+            "5 ToolCall PostToolUse allow",
+            "6 Lifecycle TaskComplete allow"
+        ]
+    );
+    assert_eq!(records[0].prev, GENESIS);
+    let lines: Vec<String> = fs::read_to_string(ws.path().join(".orchestration/agent_trace.jsonl")).unwrap().lines().map(str::to_owned).collect();
+    for i in 1..lines.len() {
+        assert_eq!(records[i].prev, chokepoint_core::ledger::record::line_hash(&lines[i - 1]), "record {} chains to its predecessor", i + 1);
+    }
+    assert!(records[1].decision.as_ref().unwrap().reason.as_deref().unwrap().contains("select_active_intent"));
+    assert_eq!(records[1].decision.as_ref().unwrap().hooks[0].name, "gatekeeper");
+    assert_eq!(records[1].intent, None);
+    assert_eq!(records[2].intent.as_deref(), Some("INT-001"), "the handshake's record names the intent it selected");
+    assert_eq!(records[5].intent.as_deref(), Some("INT-001"), "the end of the task names the intent it released");
+    assert_eq!(records[3].agent.as_deref(), Some("claude-code"));
+    assert_eq!(records[3].input_sha256.as_deref(), Some(chokepoint_core::ledger::record::digest_json(&json!({ "path": "src/auth/login.js", "content": "a\nB\nc\nd\n" })).as_str()));
+    // The write's ranges: line 2 replaced and line 4 added, each with the hash of its content.
+    let files = &records[4].files;
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0].path, "src/auth/login.js");
+    let ranges: Vec<(u32, u32, String)> = files[0].ranges.iter().map(|r| (r.start, r.end, r.sha256.clone())).collect();
+    let h = |s: &str| chokepoint_core::ledger::record::sha256_hex(s.as_bytes());
+    assert_eq!(ranges, [(2, 2, h("B")), (4, 4, h("d"))]);
+    assert_eq!(files[0].sha256.as_deref(), Some(h("a\nB\nc\nd\n").as_str()));
+}
+
+#[tokio::test]
+async fn the_asynchronous_entry_answers_once_the_record_is_durable() {
+    let (ws, engine) = governed();
+    let e = engine.evaluate_async(event(EventKind::PreToolUse, Some("read_file"), json!({ "path": "x" })), None).await;
+    assert_eq!(e.decision, Decision::Allow);
+    // No flush: the record is already in the file.
+    assert_eq!(ledger(&ws).len(), 1);
+}
+
+#[test]
+fn an_ungoverned_workspace_keeps_no_ledger_and_a_hooks_own_question_is_not_recorded() {
+    let ws = tempfile::tempdir().unwrap();
+    let engine = Engine::open(ws.path()).unwrap();
+    engine.evaluate(event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": "a" }))).unwrap();
+    assert!(!ws.path().join(".orchestration").exists(), "judging creates nothing");
+
+    let (ws, engine) = governed();
+    let mut inner = event(EventKind::PreToolUse, Some("read_file"), json!({}));
+    inner.depth = 1;
+    engine.evaluate(inner).unwrap();
+    engine.tracer().flush().unwrap();
+    assert!(ledger(&ws).is_empty());
+}
+
+#[test]
+fn records_of_several_engines_on_one_workspace_form_one_chain() {
+    let (ws, engine) = governed();
+    let other = Engine::open(ws.path()).unwrap();
+    for i in 0..20 {
+        let e = event(EventKind::TurnStart, None, serde_json::Value::Null);
+        if i % 2 == 0 { engine.evaluate(e).unwrap() } else { other.evaluate(e).unwrap() };
+        engine.tracer().flush().unwrap();
+        other.tracer().flush().unwrap();
+    }
+    let records = ledger(&ws);
+    assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), (1..=20).collect::<Vec<u64>>());
+    assert!(records.iter().all(|r| r.kind == RecordKind::Lifecycle));
+}
+
+#[test]
+fn a_contained_command_is_recorded_with_what_containment_undid() {
+    let (ws, engine) = governed();
+    fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\ngatekeeper:\n  landlock: off\n").unwrap();
+    engine.reload();
+    fs::write(ws.path().join("README.md"), "keep\n").unwrap();
+    engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
+    let mut command = std::process::Command::new("sh");
+    command.args(["-c", "echo 1 > src/auth/a.js; echo no > README.md"]).current_dir(ws.path());
+    let report = engine.run_contained("S", command, None).unwrap();
+    assert_eq!(report.reverted.len(), 1);
+    let records = ledger(&ws);
+    let last = records.last().unwrap();
+    assert_eq!(last.kind, RecordKind::Containment);
+    assert_eq!(last.intent.as_deref(), Some("INT-001"));
+    assert_eq!(last.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["src/auth/a.js"]);
+    let data = last.data.as_ref().unwrap();
+    assert_eq!(data["reverted"], json!([{ "path": "README.md", "kind": "modified" }]));
+    assert_eq!(data["argv"], json!(["sh", "-c", "echo 1 > src/auth/a.js; echo no > README.md"]));
+}
+
+#[test]
+fn the_tracer_reads_back_through_its_index_every_durable_record_and_blames_by_content() {
+    let (ws, engine) = governed();
+    let by_intent = |intent: &str| chokepoint_core::ledger::index::Filter { intent: Some(intent.into()), newest_first: true, ..Default::default() };
+    assert!(engine.tracer().query(&by_intent("INT-001")).unwrap().is_empty(), "an empty ledger has no records");
+    let write = |content: &str| event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": "src/auth/login.js", "content": content }));
+    engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
+    engine.evaluate(write("one\ntwo\n")).unwrap();
+    fs::write(ws.path().join("src/auth/login.js"), "one\ntwo\n").unwrap();
+    let mut done = write("one\ntwo\n");
+    done.kind = EventKind::PostToolUse;
+    engine.evaluate(done).unwrap();
+    engine.tracer().flush().unwrap();
+    // The index was opened by the first read; the records since are caught up, newest first.
+    let seqs: Vec<u64> = engine.tracer().query(&by_intent("INT-001")).unwrap().iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, [3, 2, 1]);
+    assert!(engine.tracer().query(&by_intent("INT-002")).unwrap().is_empty());
+    // Two lines typed above the write: blame still finds it, where it moved.
+    fs::write(ws.path().join("src/auth/login.js"), "// a\n// b\none\ntwo\n").unwrap();
+    let line = engine.tracer().blame("src/auth/login.js", Some(4)).unwrap().remove(0);
+    let origin = line.origin.expect("the write explains line 4");
+    assert_eq!((line.text.as_str(), origin.seq, origin.intent.as_deref(), origin.found), ("two", 3, Some("INT-001"), (3, 4)));
+    assert_eq!(engine.tracer().blame("src/auth/login.js", Some(1)).unwrap()[0].origin, None, "typed by hand");
+    assert!(engine.tracer().blame("src/auth/login.js", Some(9)).unwrap_err().contains("there is no line 9"));
+    assert!(engine.tracer().blame("../outside.js", Some(1)).unwrap_err().contains("not a workspace-relative path"));
+
+    let bare = tempfile::tempdir().unwrap();
+    let ungoverned = Engine::open(bare.path()).unwrap();
+    assert!(ungoverned.tracer().query(&chokepoint_core::ledger::index::Filter::default()).unwrap().is_empty());
+    assert!(ungoverned.tracer().blame("a.js", Some(1)).unwrap_err().contains("no .orchestration folder"));
+}

@@ -1,0 +1,112 @@
+// The trace ledger read back through the binding, as the sidebar and the provenance command do:
+// recent records under a filter, and blame of a line found by content after lines moved above it.
+'use strict';
+const { test, after } = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const ROOT = path.resolve(__dirname, '../..');
+const binding = require(path.join(ROOT, 'native/node'));
+const made = [];
+after(() => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+
+function sampleWorkspace() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-trace-test-'));
+  made.push(dir);
+  fs.cpSync(path.join(ROOT, 'tests/fixtures/sample-workspace'), dir, { recursive: true });
+  fs.mkdirSync(path.join(dir, '.orchestration'));
+  for (const f of ['hooks.yaml', 'active_intents.yaml']) fs.copyFileSync(path.join(ROOT, '.orchestration', f), path.join(dir, '.orchestration', f));
+  return dir;
+}
+
+const FILE = 'src/auth/session.js';
+const WRITTEN = 'export function open() {\n  return 1;\n}\n';
+
+/** A workspace where session S selected INT-001 and wrote FILE (allowed, done, reported), and session
+ *  B selected INT-002 and was denied a write outside its scope, through the asynchronous entry (the
+ *  sample's PostToolUse runs a command hook). Returns the engine and the folder. */
+async function judged() {
+  const dir = sampleWorkspace();
+  const engine = binding.Engine.open(dir);
+  const select = (sessionId, intent) => engine.evaluateAsync({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: intent }, sessionId });
+  const write = (event, sessionId, p) => engine.evaluateAsync({ event, tool: 'write_to_file', input: { path: p, content: WRITTEN }, paths: [p], sessionId, agentId: 'claude-code' });
+  await select('S', 'INT-001');
+  assert.strictEqual((await write('PreToolUse', 'S', FILE)).decision, 'allow');
+  fs.writeFileSync(path.join(dir, FILE), WRITTEN); // the tool runs
+  await write('PostToolUse', 'S', FILE);
+  await select('B', 'INT-002');
+  assert.strictEqual((await write('PreToolUse', 'B', 'src/auth/x.js')).decision, 'deny');
+  return { dir, engine };
+}
+
+const brief = (entries) => entries.map((e) => `${e.seq} ${e.event} ${e.tool ?? '-'} ${e.decision} ${e.intent ?? '-'} ${e.session}`);
+
+test('traceRecent lists every judged event newest first, with its decision, intent, session and ranges', async () => {
+  const { engine } = await judged();
+  const all = engine.traceRecent();
+  assert.deepStrictEqual(brief(all), [
+    '5 PreToolUse write_to_file deny INT-002 B',
+    '4 PreToolUse select_active_intent allow INT-002 B',
+    '3 PostToolUse write_to_file allow INT-001 S',
+    '2 PreToolUse write_to_file allow INT-001 S',
+    '1 PreToolUse select_active_intent allow INT-001 S',
+  ]);
+  assert.match(all[0].reason, /`src\/auth\/x\.js` is outside the scope of intent `INT-002`/);
+  assert.strictEqual(all[0].kind, 'tool_call');
+  assert.match(all[0].time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  // The write's record holds the lines it put there.
+  assert.deepStrictEqual(all[2].files, [{ path: FILE, ranges: [{ start: 1, end: 3 }] }]);
+  assert.deepStrictEqual(all[3].files, [], 'the PreToolUse records no ranges; its PostToolUse does');
+});
+
+test('traceRecent filters by intent, session, file, time and limit', async () => {
+  const { engine } = await judged();
+  const seqs = (filter) => engine.traceRecent(filter).map((e) => e.seq);
+  assert.deepStrictEqual(seqs({ intent: 'INT-001' }), [3, 2, 1]);
+  assert.deepStrictEqual(seqs({ intent: 'INT-002' }), [5, 4]);
+  assert.deepStrictEqual(seqs({ intent: 'INT-003' }), []);
+  assert.deepStrictEqual(seqs({ session: 'B' }), [5, 4]);
+  assert.deepStrictEqual(seqs({ file: FILE }), [3]);
+  assert.deepStrictEqual(seqs({ file: 'src/**/*.js' }), [3]);
+  assert.deepStrictEqual(seqs({ intent: 'INT-001', limit: 2 }), [3, 2]);
+  assert.deepStrictEqual(seqs({ since: '2000-01-01' }), [5, 4, 3, 2, 1]);
+  assert.deepStrictEqual(seqs({ since: '2999-01-01' }), []);
+  assert.throws(() => engine.traceRecent({ since: 'yesterday' }), /is not a time/);
+});
+
+test('traceRecent sees records appended after its first read, by this engine or another one on the workspace', async () => {
+  const { dir, engine } = await judged();
+  assert.strictEqual(engine.traceRecent().length, 5);
+  const other = binding.Engine.open(dir); // another engine on the workspace: its own writer and index
+  other.evaluate('TurnStart', null, null, null, { sessionId: 'C' });
+  other.flushTrace();
+  assert.deepStrictEqual(brief(engine.traceRecent({ limit: 1 })), ['6 TurnStart - allow - C']);
+  assert.deepStrictEqual(binding.Engine.open(fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-ungoverned-'))).traceRecent(), [], 'an ungoverned workspace has no records');
+});
+
+test('traceBlame finds the write of a line after lines were inserted above it; typed lines have no origin', async () => {
+  const { dir, engine } = await judged();
+  const at = (line) => engine.traceBlame(FILE, line);
+  assert.deepStrictEqual(at(2), { line: 2, text: '  return 1;', origin: at(2).origin });
+  assert.strictEqual(at(2).origin.seq, 3);
+  fs.writeFileSync(path.join(dir, FILE), `// typed by hand\n// and another\n${WRITTEN}`);
+  const moved = at(4);
+  assert.strictEqual(moved.text, '  return 1;');
+  const { seq, intent, session, agent, tool, time } = moved.origin;
+  assert.deepStrictEqual({ seq, intent, session, agent, tool }, { seq: 3, intent: 'INT-001', session: 'S', agent: 'claude-code', tool: 'write_to_file' });
+  assert.strictEqual(time, engine.traceRecent({ limit: 3 })[2].time);
+  assert.strictEqual(at(1).origin, undefined, 'a line typed by hand has no record');
+  assert.strictEqual(at(1).text, '// typed by hand');
+});
+
+test('traceBlame throws a clear error for a bad path or line', async () => {
+  const { engine } = await judged();
+  assert.throws(() => engine.traceBlame(FILE, 9), /src\/auth\/session\.js has 3 lines; there is no line 9/);
+  assert.throws(() => engine.traceBlame(FILE, 0), /`0` is not a line number/);
+  assert.throws(() => engine.traceBlame(FILE, 1.5), /`1.5` is not a line number/);
+  assert.throws(() => engine.traceBlame('../outside.js', 1), /is not a workspace-relative path/);
+  assert.throws(() => engine.traceBlame('/etc/passwd', 1), /is not a workspace-relative path/);
+  assert.throws(() => engine.traceBlame('src/auth/missing.js', 1), /reading .*missing\.js failed/);
+});
