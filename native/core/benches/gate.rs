@@ -5,10 +5,11 @@
 //! Each operation is timed on its own and written to `target/bench-samples/` (see scripts/bench.js),
 //! so the p99 is the p99 of single decisions, not of batch means.
 
+mod samples;
+
 use chokepoint_core::{Decision, Engine, Event, EventKind};
 use std::fs;
 use std::hint::black_box;
-use std::path::Path;
 use std::time::Instant;
 
 const SAMPLES: usize = 20_000;
@@ -82,10 +83,7 @@ fn decide(name: &str, intents: usize, baseline: Option<&str>) {
 }
 
 fn write_samples(name: &str, baseline: Option<&str>, samples: &[u64]) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-samples");
-    fs::create_dir_all(&dir).unwrap();
-    let figure = serde_json::json!({ "name": name, "baseline": baseline, "samples": samples });
-    fs::write(dir.join(format!("{name}.json")), figure.to_string()).unwrap();
+    samples::write(name, baseline, samples);
     let mut sorted = samples.to_vec();
     sorted.sort_unstable();
     eprintln!("{name}: median {} ns, p99 {} ns", sorted[sorted.len() / 2], sorted[sorted.len() * 99 / 100]);

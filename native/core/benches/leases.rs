@@ -11,6 +11,8 @@
 //! `target/bench-samples/<name>.json` (`{ name, baseline?, samples }`), which `scripts/bench.js`
 //! reads. Command-line arguments (cargo passes `--bench`) are ignored.
 
+mod samples;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -69,10 +71,8 @@ fn main() {
         assert!(child.wait().expect("wait for a child bench process").success());
     }
 
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-samples");
-    std::fs::create_dir_all(&out).expect("create target/bench-samples");
-    write(&out, "gate.lock.1proc", None, &one);
-    write(&out, "gate.lock.4proc", Some("gate.lock.1proc"), &four);
+    samples::write("gate.lock.1proc", None, &one);
+    samples::write("gate.lock.4proc", Some("gate.lock.1proc"), &four);
     eprintln!("leases: gate.lock.1proc {}, gate.lock.4proc {}", summary(&one), summary(&four));
 }
 
@@ -108,15 +108,6 @@ fn line(reader: &mut impl BufRead) -> String {
     let mut line = String::new();
     reader.read_line(&mut line).expect("read a line");
     line.trim_end().to_owned()
-}
-
-fn write(dir: &Path, name: &str, baseline: Option<&str>, samples: &[u64]) {
-    let mut figure = serde_json::json!({ "name": name, "samples": samples });
-    if let Some(baseline) = baseline {
-        figure["baseline"] = baseline.into();
-    }
-    let text = serde_json::to_string(&figure).expect("a figure as JSON");
-    std::fs::write(dir.join(format!("{name}.json")), text).expect("write a figure");
 }
 
 /// "median 41.2 µs, p99 80.3 µs", with the percentiles `scripts/bench.js` computes.

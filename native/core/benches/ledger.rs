@@ -20,6 +20,8 @@
 //! tmpfs). Samples go to `target/bench-samples/<name>.json` (`{ name, baseline?, samples }`), which
 //! `scripts/bench.js` reads. Command-line arguments (cargo passes `--bench`) are ignored.
 
+mod samples;
+
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
@@ -56,11 +58,9 @@ fn main() {
     let blocking = blocking(&workspace("blocking"));
     let verified = verify_bench(&workspace("verify"));
 
-    let out = target.join("bench-samples");
-    std::fs::create_dir_all(&out).expect("create target/bench-samples");
-    write(&out, "ledger.append.fsync_each", None, &each);
-    write(&out, "ledger.append.group_commit", Some("ledger.append.fsync_each"), &group);
-    write(&out, "ledger.verify", None, &verified);
+    samples::write("ledger.append.fsync_each", None, &each);
+    samples::write("ledger.append.group_commit", Some("ledger.append.fsync_each"), &group);
+    samples::write("ledger.verify", None, &verified);
     let ratio = median(&each) / median(&group);
     eprintln!("ledger: ledger.append.fsync_each {}", summary(&each));
     eprintln!(
@@ -222,15 +222,6 @@ fn verify_bench(sidecar: &Sidecar) -> Vec<u64> {
             elapsed / VERIFY_RECORDS as u64
         })
         .collect()
-}
-
-fn write(dir: &Path, name: &str, baseline: Option<&str>, samples: &[u64]) {
-    let mut figure = serde_json::json!({ "name": name, "samples": samples });
-    if let Some(baseline) = baseline {
-        figure["baseline"] = baseline.into();
-    }
-    let text = serde_json::to_string(&figure).expect("a figure as JSON");
-    std::fs::write(dir.join(format!("{name}.json")), text).expect("write a figure");
 }
 
 /// The percentile `p` as `scripts/bench.js` computes it.
