@@ -17,7 +17,7 @@ use crate::decision::{Decision, OutcomeKind};
 use crate::event::{Event, EventKind};
 use crate::ledger::blame::BlameLine;
 use crate::ledger::index::{Filter, Index};
-use crate::ledger::writer::{Appended, Ledger, Recovery, Ticket};
+use crate::ledger::writer::{Appended, Ledger, Recovery};
 use crate::ledger::{FileChange, Record, RecordKind, RecordedDecision, RecordedHook};
 use crate::sidecar::Sidecar;
 use std::collections::HashMap;
@@ -103,13 +103,6 @@ impl Tracer {
                 }
             })
             .collect()
-    }
-
-    /// Queues the record of a judged event. `None` when nothing is recorded (not governed, or the
-    /// ledger cannot be opened).
-    pub fn record_evaluation(&self, event: &Event, intent: Option<String>, evaluation: &Evaluation, files: Vec<FileChange>) -> Option<Ticket> {
-        let ledger = self.ledger().ok()?;
-        Some(ledger.enqueue(evaluation_record(event, intent, evaluation, files)))
     }
 
     /// Appends a record of the caller's own and waits until it is durable.
