@@ -23,6 +23,7 @@ const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 /** Debian packages the real-VS-Code layers need, and how to tell whether each is present. */
 const SYSTEM_PACKAGES = [
   { pkg: 'chromium', why: 'the browser that loads the VS Code workbench', present: () => fs.existsSync(CHROMIUM) },
+  { pkg: 'strace', why: 'watches the ledger sync before an acknowledgement (a cargo test)', present: () => fs.existsSync('/usr/bin/strace') },
   { pkg: 'libkrb5-dev', why: "headers for code-server's kerberos module", present: () => fs.existsSync('/usr/include/krb5.h') || fs.existsSync('/usr/include/krb5/krb5.h') },
 ];
 

@@ -272,3 +272,36 @@ fn show_blame_and_export_go_through_the_index() {
     let (_, again, _) = run_in(&ws, &["trace", "show", "--json"]);
     assert_eq!(again.lines().count(), 2);
 }
+
+/// An acknowledgement (the printed sequence number) comes only after the `fdatasync` that covers the
+/// record's write. Watched with strace, because a killed process cannot tell a synced record from one
+/// still in the page cache (`scripts/test.js` installs strace).
+#[test]
+fn trace_record_prints_its_seq_only_after_the_ledger_is_synced() {
+    let ws = sample_workspace();
+    let log = ws.path().join("strace.log");
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=openat,write,fdatasync", "-o"])
+        .arg(&log)
+        .arg(env!("CARGO_BIN_EXE_chokepoint"))
+        .args(["trace", "record", "--workspace"])
+        .arg(ws.path())
+        .args(["--event", r#"{"event":"ci-run"}"#])
+        .output()
+        .expect("strace runs (scripts/test.js installs it when it is missing)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let calls = fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = calls.lines().collect();
+    let fd = lines
+        .iter()
+        .find(|l| l.contains("openat(") && l.contains("agent_trace.jsonl\""))
+        .and_then(|l| l.rsplit("= ").next())
+        .unwrap_or_else(|| panic!("the ledger is opened:\n{calls}"))
+        .trim()
+        .to_owned();
+    let at = |what: &str| lines.iter().position(|l| l.contains(what)).unwrap_or_else(|| panic!("no `{what}` in:\n{calls}"));
+    let write = at(&format!("write({fd}, \"{{\\\"v\\\":1,"));
+    let sync = at(&format!("fdatasync({fd})"));
+    let printed = at("write(1, \"1\\n\"");
+    assert!(write < sync && sync < printed, "the record is written ({write}), synced ({sync}), then acknowledged ({printed}):\n{calls}");
+}

@@ -156,8 +156,9 @@ fn appends(each: &Sidecar, group: &Sidecar) -> (Vec<u64>, Vec<u64>, f64) {
         if round == 1 {
             counted = ledger.stats();
         }
-        let started = Instant::now();
+        // The clock starts once every producer has made its records and stands at the barrier.
         start.wait();
+        let started = Instant::now();
         done.wait();
         if round == 0 {
             continue;

@@ -88,13 +88,14 @@ impl HeadStore {
         })
     }
 
-    /// Sets the head to `count` records ending in `hash`. One statement, so it is its own transaction.
+    /// Raises the head to `count` records ending in `hash`; a head that already counts as many or more
+    /// stays (another process's syncer got there first). One statement, so it is its own transaction.
     pub fn write(&mut self, count: u64, hash: &str, now_ms: u64) -> Result<(), LedgerError> {
         self.retrying("write the ledger head", |conn| {
             conn.prepare_cached(
                 "INSERT INTO ledger_head_v1 (id, count, hash, updated_at) VALUES (1, ?1, ?2, ?3)
                  ON CONFLICT (id) DO UPDATE SET count = excluded.count, hash = excluded.hash,
-                 updated_at = excluded.updated_at",
+                 updated_at = excluded.updated_at WHERE excluded.count > ledger_head_v1.count",
             )?
             .execute(params![int(count), hash, int(now_ms)])
             .map(drop)

@@ -159,6 +159,21 @@ impl Record {
         serde_json::to_string(self).expect("a record always serialises")
     }
 
+    /// The line without its chain fields: what follows `{"v":1,"seq":…,"time":"…","prev":"…",`.
+    /// Clears the chain fields (the writer sets them). Producers serialise this on their own thread, so
+    /// that the writer, which alone can fill in the chain and must do so one record after another,
+    /// only splices and hashes ([`chained_line`]).
+    pub(crate) fn take_body(&mut self) -> String {
+        self.v = RECORD_VERSION;
+        self.seq = 0;
+        self.time.clear();
+        self.prev.clear();
+        let mut line = self.to_line();
+        assert!(line.starts_with(BLANK_PREFIX), "the chain fields lead a record's line: {line}");
+        line.drain(..BLANK_PREFIX.len());
+        line
+    }
+
     /// Reads one line; `Err` says what is wrong with it (for `verify` and recovery).
     pub fn from_line(line: &str) -> Result<Record, String> {
         let record: Record = serde_json::from_str(line).map_err(|e| format!("not a record: {e}"))?;
@@ -167,6 +182,19 @@ impl Record {
         }
         Ok(record)
     }
+}
+
+/// How a record with blank chain fields begins; [`Record::take_body`] cuts it off.
+const BLANK_PREFIX: &str = r#"{"v":1,"seq":0,"time":"","prev":"","#;
+
+/// Appends to `out` the line of the record whose body is `body` and whose chain fields are `seq`,
+/// `time` and `prev`: the same bytes as [`Record::to_line`] of that record (pinned by a test). `time`
+/// and `prev` are the writer's own (a UTC time and a hex digest) and need no escaping.
+pub(crate) fn chained_line(out: &mut Vec<u8>, seq: u64, time: &str, prev: &str, body: &str) {
+    use std::io::Write;
+    debug_assert!(!time.contains(['"', '\\']) && !prev.contains(['"', '\\']));
+    write!(out, r#"{{"v":{RECORD_VERSION},"seq":{seq},"time":"{time}","prev":"{prev}","#).expect("writing to a Vec");
+    out.extend_from_slice(body.as_bytes());
 }
 
 /// SHA-256 of bytes, as lower-case hex.
@@ -242,6 +270,20 @@ mod tests {
         assert_eq!(Record::from_line(&line).unwrap(), r);
         assert_eq!(Record::from_line(&line).unwrap().to_line(), line);
         assert!(Record::from_line(&line.replace("\"v\":1", "\"v\":9")).unwrap_err().contains("version 9"));
+    }
+
+    #[test]
+    fn a_body_spliced_with_its_chain_fields_is_the_records_line() {
+        let mut r = Record::new(RecordKind::ToolCall);
+        r.tool = Some("write_\"quoted\"_tool".into());
+        r.data = Some(serde_json::json!({ "seq": 7, "v": "x" }));
+        let body = r.clone().take_body();
+        r.seq = 41;
+        r.time = "2026-11-22T05:00:00.000Z".into();
+        r.prev = sha256_hex(b"previous");
+        let mut line = Vec::new();
+        chained_line(&mut line, r.seq, &r.time, &r.prev, &body);
+        assert_eq!(String::from_utf8(line).unwrap(), r.to_line());
     }
 
     #[test]

@@ -3,20 +3,27 @@
 //! - **Acknowledged means synced.** An append returns (or its [`Ticket`] resolves) only after
 //!   `fdatasync` of the bytes that hold it, so a record a producer was told about survives a crash of
 //!   the process and of the machine.
-//! - **Group commit.** An fdatasync costs milliseconds on an ordinary disk, far more than everything
-//!   else an append does, so one writer thread per [`Ledger`] takes every record queued since its last
-//!   sync, writes them in one `write` and covers them with one sync. Producers (agents' hooks, the
-//!   CLI, the engine's threads) block on their ticket, or enqueue without blocking and await
-//!   durability later ([`Ledger::flush`]). A dedicated thread rather than a leader chosen among the
-//!   producers, so that records enqueued by a producer that never waits are still written promptly.
+//! - **Group commit, pipelined.** An fdatasync costs from a hundred microseconds to milliseconds,
+//!   far more than everything else an append does, so one writer thread per [`Ledger`] takes every
+//!   record queued since its last write and writes them in one `write`, and a syncer thread covers
+//!   every batch written since its last sync with one sync, then acknowledges them. The two overlap:
+//!   while a sync runs, the writer chains, hashes and writes the next batch, so the serial path of a
+//!   record is its share of one sync. Producers (agents' hooks, the CLI, the engine's threads)
+//!   serialise their record themselves, then block on their ticket or enqueue without blocking and
+//!   await durability later ([`Ledger::flush`]). Dedicated threads rather than a leader chosen among
+//!   the producers, so that records enqueued by a producer that never waits are still written
+//!   promptly.
 //! - **One writer across processes.** Every batch is written under an exclusive `flock` of a lock file
 //!   next to the ledger (not of the ledger itself, which recovery truncates and which anyone may
 //!   replace). Under the lock the writer checks whether the file changed since its own last write
 //!   (another process appended, or replaced or truncated it) and if so reads the tail again to
-//!   continue the chain (`seq`, `prev`) from what is really there.
-//! - **The head follows the data.** In the same critical section, after the sync, the writer sets the
-//!   chain head in the state database (`head.rs`): the head may lag the ledger after a crash, never
-//!   lead it, so a ledger shorter than its head was truncated.
+//!   continue the chain (`seq`, `prev`) from what is really there. The lock covers the write, not the
+//!   sync: an fdatasync flushes every dirty page of the file, whoever wrote it, so another process's
+//!   sync can only make this one's records durable sooner.
+//! - **The head follows the data.** After each sync the syncer raises the chain head in the state
+//!   database (`head.rs`) to the last record that sync covered; the head only ever grows, and may lag
+//!   the ledger (after a crash, or behind another process's newer head), never lead it, so a ledger
+//!   shorter than its head was truncated.
 //! - **Recovery of a torn tail.** A crash can cut a write short (SIGKILL stops a multi-page write
 //!   between pages; a power cut can leave blocks unwritten). Whoever takes the lock next checks the
 //!   end of the file: bytes after the last newline, and complete last lines that do not parse or do
@@ -41,7 +48,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::head::{Head, HeadStore};
-use super::record::{GENESIS, RECORD_VERSION, Record};
+use super::record::{GENESIS, Record, RecordKind, chained_line};
 use crate::{Sidecar, clock};
 
 /// At most this many records go into one write and one sync, so that a flood of enqueues still sees
@@ -126,8 +133,10 @@ pub enum LedgerError {
     HeadMismatch { ledger: PathBuf, head: Head, found_count: u64, found_hash: String },
     /// The last line of the ledger cannot be continued from although the head vouches for it.
     Corrupt { ledger: PathBuf, detail: String },
-    /// A sync failed and the file could not be put back to its last synced length: nothing more is
-    /// written until the ledger is opened again (which recovers its end).
+    /// A write failed and the file could not be put back to its length before it, or a sync failed
+    /// (after which Linux cannot say what reached the disk): nothing more is written until the ledger
+    /// is opened again (which recovers its end). Records written but never acknowledged may remain in
+    /// the file, whole and chained.
     Poisoned { ledger: PathBuf, cause: Box<LedgerError> },
     /// The writer has stopped: the ledger was closed, or its thread ended.
     Closed { ledger: PathBuf },
@@ -226,10 +235,12 @@ impl Ticket {
 
 struct Pending {
     record: Record,
+    /// The record's line without its chain fields, serialised by the producer ([`Record::take_body`]).
+    body: String,
     reply: SyncSender<Reply>,
 }
 
-/// What producers and the writer thread share, under one mutex.
+/// What producers, the writer thread and the syncer thread share, under one mutex.
 struct Queue {
     pending: Vec<Pending>,
     /// Tickets handed out, and tickets settled (written or failed); batches settle in queue order.
@@ -253,6 +264,8 @@ struct Shared {
     batches: AtomicU64,
     records: AtomicU64,
     durable_seq: AtomicU64,
+    /// Set by the syncer when a sync fails; the writer then refuses further batches.
+    sync_failed: Mutex<Option<LedgerError>>,
 }
 
 impl Shared {
@@ -297,7 +310,7 @@ impl Ledger {
             ledger: ledger_path,
             lock_path,
             lock,
-            file,
+            file: Arc::new(file),
             end: 0,
             last_start: 0,
             last_seq: 0,
@@ -328,12 +341,16 @@ impl Ledger {
             batches: AtomicU64::new(0),
             records: AtomicU64::new(0),
             durable_seq: AtomicU64::new(0),
+            sync_failed: Mutex::new(None),
         });
+        // Its own connection: the head is read under the lock by the writer and written after each
+        // sync by the syncer.
+        let syncer = Syncer { head: HeadStore::open(&sidecar.state_db())?, ledger: writer.ledger.clone() };
         let thread = std::thread::Builder::new()
             .name("chokepoint-ledger".into())
             .spawn({
                 let shared = Arc::clone(&shared);
-                move || run(&shared, writer)
+                move || run(&shared, writer, syncer)
             })
             .map_err(io_error(sidecar.trace_ledger().as_path(), "start the writer thread of"))?;
         Ok((Ledger { shared, thread: Some(thread) }, recovery))
@@ -351,7 +368,9 @@ impl Ledger {
 
     /// Queues `record` without waiting; the ticket resolves once it is durable. For the engine's
     /// synchronous path: enqueue now, and `flush` (or wait on the ticket) where durability matters.
-    pub fn enqueue(&self, record: Record) -> Ticket {
+    pub fn enqueue(&self, mut record: Record) -> Ticket {
+        // On the producer's thread, before the queue's lock: the writer only splices and hashes.
+        let body = record.take_body();
         let (reply, receiver) = mpsc::sync_channel(1);
         let ticket = Ticket { reply: receiver, ledger: Arc::clone(&self.shared.ledger) };
         let mut queue = self.shared.lock();
@@ -359,7 +378,7 @@ impl Ledger {
             let _ = reply.send(Err(LedgerError::Closed { ledger: self.path().to_owned() }));
             return ticket;
         }
-        queue.pending.push(Pending { record, reply });
+        queue.pending.push(Pending { record, body, reply });
         queue.enqueued += 1;
         // A wake-up is a system call; skip it while the writer is busy, since it takes the whole queue
         // when it comes back.
@@ -417,8 +436,9 @@ impl Drop for Ledger {
     }
 }
 
-/// The writer thread: takes the queue, commits it as one batch, answers every ticket, until closed.
-fn run(shared: &Shared, mut writer: Writer) {
+/// The writer thread: takes the queue, writes it as one batch and hands it to the syncer thread, until
+/// closed; then waits for the syncer to settle what it was handed.
+fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
     /// Marks the writer stopped and fails whatever is still queued, also if a bug makes the thread
     /// unwind: producers then get `Closed` instead of waiting forever.
     struct Stop<'a>(&'a Shared);
@@ -435,6 +455,13 @@ fn run(shared: &Shared, mut writer: Writer) {
         }
     }
     let _stop = Stop(shared);
+    let (to_syncer, written) = mpsc::channel::<Stage>();
+    let syncing = std::thread::Builder::new().name("chokepoint-ledger-sync".into()).spawn({
+        let shared = Arc::clone(shared);
+        move || syncer.run(&shared, &written)
+    });
+    // Without a syncer nothing could be acknowledged: `Stop` fails what is queued.
+    let Ok(syncing) = syncing else { return };
     let mut batch: Vec<Pending> = Vec::new();
     loop {
         {
@@ -445,7 +472,7 @@ fn run(shared: &Shared, mut writer: Writer) {
                 queue.writer_waiting = false;
             }
             if queue.pending.is_empty() {
-                return;
+                break;
             }
             if queue.pending.len() <= MAX_BATCH {
                 std::mem::swap(&mut batch, &mut queue.pending);
@@ -453,36 +480,108 @@ fn run(shared: &Shared, mut writer: Writer) {
                 batch.extend(queue.pending.drain(..MAX_BATCH));
             }
         }
-        let count = batch.len() as u64;
-        let (records, replies): (Vec<Record>, Vec<SyncSender<Reply>>) =
-            batch.drain(..).map(|pending| (pending.record, pending.reply)).unzip();
         let mut notices = Vec::new();
-        let outcome = writer.commit(records, &mut notices, shared);
-        // The queue first: what a producer can ask once its ticket resolves (notices, `flush`) is
-        // already there when it does.
-        let mut queue = shared.lock();
-        if let Err(error) = &outcome
-            && queue.unreported.is_none()
-        {
-            let first = queue.settled + 1;
-            queue.unreported = Some((first, error.clone()));
+        let outcome = writer.write(&mut batch, &mut notices, shared);
+        let replies = batch.drain(..).map(|pending| pending.reply).collect();
+        if to_syncer.send(Stage { replies, notices, outcome }).is_err() {
+            break;
         }
-        queue.settled += count;
-        queue.notices.append(&mut notices);
-        let wake = queue.flush_waiters > 0;
-        drop(queue);
-        if wake {
-            shared.settled.notify_all();
-        }
-        match outcome {
-            Ok(appended) => {
-                for (reply, appended) in replies.into_iter().zip(appended) {
-                    let _ = reply.send(Ok(appended));
+    }
+    drop(to_syncer);
+    let _ = syncing.join();
+}
+
+/// A batch on its way from the writer to the syncer: written (or failed), not yet acknowledged.
+struct Stage {
+    replies: Vec<SyncSender<Reply>>,
+    notices: Vec<Notice>,
+    outcome: Result<Written, LedgerError>,
+}
+
+/// A batch in the file, not yet synced.
+struct Written {
+    appended: Vec<Appended>,
+    /// The file it was written to (the writer reopens the path when the file was replaced).
+    file: Arc<File>,
+    now_ms: u64,
+}
+
+/// The syncer thread's own state.
+struct Syncer {
+    head: HeadStore,
+    ledger: PathBuf,
+}
+
+impl Syncer {
+    /// Takes every batch written since the last sync, covers them with one sync, raises the head, then
+    /// settles them in order: the queue's counters first (what a producer can ask once its ticket
+    /// resolves, notices and `flush`, is already there when it does), then the tickets.
+    fn run(mut self, shared: &Shared, written: &Receiver<Stage>) {
+        let mut failed: Option<LedgerError> = None;
+        while let Ok(first) = written.recv() {
+            let mut stages: Vec<Stage> = std::iter::once(first).chain(written.try_iter()).collect();
+            let mut last: Option<(u64, String, u64)> = None;
+            let mut synced: Vec<Arc<File>> = Vec::new();
+            for stage in &stages {
+                let Ok(batch) = &stage.outcome else { continue };
+                if failed.is_none() && !synced.iter().any(|file| Arc::ptr_eq(file, &batch.file)) {
+                    if let Err(source) = batch.file.sync_data() {
+                        let error = io_error(&self.ledger, "sync")(source);
+                        *shared.sync_failed.lock().unwrap_or_else(PoisonError::into_inner) = Some(error.clone());
+                        failed = Some(error);
+                    }
+                    synced.push(Arc::clone(&batch.file));
+                }
+                if let Some(appended) = batch.appended.last() {
+                    last = Some((appended.seq, appended.hash.clone(), batch.now_ms));
                 }
             }
-            Err(error) => {
-                for reply in replies {
-                    let _ = reply.send(Err(error.clone()));
+            if let Some(error) = &failed {
+                // Everything written and not yet acknowledged fails with the sync, also what a later
+                // sync might have covered: Linux reports a lost write once, so no later sync vouches
+                // for it.
+                for stage in &mut stages {
+                    if stage.outcome.is_ok() {
+                        stage.outcome = Err(error.clone());
+                    }
+                }
+            } else if let Some((seq, hash, now)) = last {
+                let records: usize = stages.iter().filter_map(|s| s.outcome.as_ref().ok()).map(|b| b.appended.len()).sum();
+                shared.durable_seq.store(seq, Ordering::Release);
+                shared.batches.fetch_add(1, Ordering::Release);
+                shared.records.fetch_add(records as u64, Ordering::Release);
+                if let Err(error) = self.head.write(seq, &hash, now) {
+                    stages.last_mut().expect("at least one").notices.push(Notice::HeadNotWritten(error));
+                }
+            }
+            let mut queue = shared.lock();
+            for stage in &mut stages {
+                if let Err(error) = &stage.outcome
+                    && queue.unreported.is_none()
+                {
+                    let first = queue.settled + 1;
+                    queue.unreported = Some((first, error.clone()));
+                }
+                queue.settled += stage.replies.len() as u64;
+                queue.notices.append(&mut stage.notices);
+            }
+            let wake = queue.flush_waiters > 0;
+            drop(queue);
+            if wake {
+                shared.settled.notify_all();
+            }
+            for stage in stages {
+                match stage.outcome {
+                    Ok(batch) => {
+                        for (reply, appended) in stage.replies.into_iter().zip(batch.appended) {
+                            let _ = reply.send(Ok(appended));
+                        }
+                    }
+                    Err(error) => {
+                        for reply in stage.replies {
+                            let _ = reply.send(Err(error.clone()));
+                        }
+                    }
                 }
             }
         }
@@ -494,7 +593,7 @@ struct Writer {
     ledger: PathBuf,
     lock_path: PathBuf,
     lock: File,
-    file: File,
+    file: Arc<File>,
     /// Device and inode of the open ledger, to notice that the path now names another file.
     identity: Option<(u64, u64)>,
     /// The ledger's length after this writer's last write (or last read of its tail), and where its
@@ -513,8 +612,11 @@ impl Writer {
         lock_exclusive(&self.lock, &self.lock_path)
     }
 
-    /// Writes `records` as one batch under the lock, syncs it, then updates the head.
-    fn commit(&mut self, records: Vec<Record>, notices: &mut Vec<Notice>, shared: &Shared) -> Result<Vec<Appended>, LedgerError> {
+    /// Writes `batch` as one batch under the lock, for the syncer to sync and acknowledge.
+    fn write(&mut self, batch: &mut [Pending], notices: &mut Vec<Notice>, shared: &Shared) -> Result<Written, LedgerError> {
+        if self.poisoned.is_none() {
+            self.poisoned = shared.sync_failed.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        }
         if let Some(cause) = &self.poisoned {
             return Err(LedgerError::Poisoned { ledger: self.ledger.clone(), cause: Box::new(cause.clone()) });
         }
@@ -527,43 +629,33 @@ impl Writer {
         let mut seq = self.last_seq;
         let mut hash = self.last_hash.clone();
         self.buf.clear();
-        let mut appended = Vec::with_capacity(records.len());
-        for mut record in records {
+        let mut appended = Vec::with_capacity(batch.len());
+        for pending in batch.iter_mut() {
             seq += 1;
-            // The writer owns the chain's fields; a record of another version would be unreadable.
-            record.v = RECORD_VERSION;
+            let line_start = self.buf.len();
+            // The writer owns the chain's fields (`take_body` left them out, and the version in).
+            chained_line(&mut self.buf, seq, &time, &hash, &pending.body);
+            let line_hash = hash_line(&self.buf[line_start..]);
+            self.buf.push(b'\n');
+            let mut record = std::mem::replace(&mut pending.record, Record::new(RecordKind::External));
             record.seq = seq;
             record.time.clone_from(&time);
-            record.prev = hash;
-            let line = record.to_line();
-            hash = hash_line(line.as_bytes());
-            let offset = start + self.buf.len() as u64;
-            self.buf.extend_from_slice(line.as_bytes());
-            self.buf.push(b'\n');
-            appended.push(Appended { seq, hash: hash.clone(), offset, record });
+            record.prev = std::mem::replace(&mut hash, line_hash);
+            appended.push(Appended { seq, hash: hash.clone(), offset: start + line_start as u64, record });
         }
-        if let Err(source) = (&self.file).write_all(&self.buf) {
+        if let Err(source) = (&*self.file).write_all(&self.buf) {
             return Err(self.roll_back(start, "write", source));
         }
-        if let Err(source) = self.file.sync_data() {
-            return Err(self.roll_back(start, "sync", source));
-        }
-        shared.durable_seq.store(seq, Ordering::Release);
-        shared.batches.fetch_add(1, Ordering::Release);
-        shared.records.fetch_add(appended.len() as u64, Ordering::Release);
         self.end = start + self.buf.len() as u64;
         self.last_start = appended.last().map_or(self.last_start, |a| a.offset);
         self.last_seq = seq;
         self.last_hash = hash;
-        if let Err(error) = self.head.write(seq, &self.last_hash, now) {
-            notices.push(Notice::HeadNotWritten(error));
-        }
-        Ok(appended)
+        Ok(Written { appended, file: Arc::clone(&self.file), now_ms: now })
     }
 
-    /// After a failed write or sync: cuts the file back to where the batch began and syncs that, so no
-    /// part of an unacknowledged batch stays to be chained onto. If even that fails, the file's state
-    /// is unknown and the writer refuses further batches.
+    /// After a failed write: cuts the file back to where the batch began and syncs that, so no part of
+    /// an unacknowledged batch stays to be chained onto. If even that fails, the file's state is
+    /// unknown and the writer refuses further batches.
     fn roll_back(&mut self, start: u64, op: &'static str, source: io::Error) -> LedgerError {
         let failed = io_error(&self.ledger, op)(source);
         if self.file.set_len(start).and_then(|()| self.file.sync_all()).is_err() {
@@ -584,7 +676,7 @@ impl Writer {
             Err(source) => return Err(io_error(&self.ledger, "inspect")(source)),
         };
         if !same_file {
-            self.file = open_ledger(&self.ledger)?;
+            self.file = Arc::new(open_ledger(&self.ledger)?);
             self.identity = identity(&self.file);
         } else if self.file.metadata().map_err(io_error(&self.ledger, "inspect"))?.len() == self.end && self.last_line_unchanged()? {
             return Ok(());
