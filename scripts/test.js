@@ -43,11 +43,12 @@ async function cargoLayer() {
   return { passed: passed + fuzzed.passed, failed: failed + fuzzed.failed };
 }
 
-/** node --test over a folder, spec to the terminal and TAP to a file we count from. */
-async function nodeTestLayer(dir, env = {}) {
-  const tap = path.join(ROOT, 'target', `${path.basename(dir)}-tests.tap`);
+/** node --test over folders, spec to the terminal and TAP to a file we count from. */
+async function nodeTestLayer(dirs, env = {}) {
+  dirs = [].concat(dirs);
+  const tap = path.join(ROOT, 'target', `${path.basename(dirs[0])}-tests.tap`);
   fs.mkdirSync(path.dirname(tap), { recursive: true });
-  const files = fs.readdirSync(path.join(ROOT, dir)).filter((f) => f.endsWith('.test.js')).map((f) => path.join(dir, f));
+  const files = dirs.flatMap((dir) => fs.readdirSync(path.join(ROOT, dir)).filter((f) => f.endsWith('.test.js')).map((f) => path.join(dir, f)));
   const r = await capture(
     process.execPath,
     ['--test', '--test-concurrency=1', '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files],
@@ -56,6 +57,21 @@ async function nodeTestLayer(dir, env = {}) {
   const counts = tapCounts(fs.existsSync(tap) ? fs.readFileSync(tap, 'utf8') : '');
   if (r.code !== 0 && counts.failed === 0) counts.failed = 1;
   return counts;
+}
+
+/** The TypeScript unit tests (tests/unit/*.test.ts: extension modules that do not import `vscode`),
+ *  bundled for `node --test`; they run in the node layer. Returns the folder of the bundles. */
+async function bundleUnitTests() {
+  const esbuild = require('esbuild');
+  const dir = path.join(ROOT, 'tests/unit');
+  const outdir = path.join(ROOT, 'out/tests/unit');
+  fs.rmSync(outdir, { recursive: true, force: true });
+  fs.mkdirSync(outdir, { recursive: true });
+  const entryPoints = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.test.ts')).map((f) => path.join(dir, f)) : [];
+  if (entryPoints.length) {
+    await esbuild.build({ entryPoints, outdir, bundle: true, platform: 'node', format: 'cjs', target: 'node20', sourcemap: 'inline', logLevel: 'warning' });
+  }
+  return path.relative(ROOT, outdir);
 }
 
 async function bundleExtensionTests() {
@@ -126,7 +142,7 @@ async function main() {
     try {
       counts =
         layer === 'cargo' ? await cargoLayer()
-        : layer === 'node' ? await nodeTestLayer('tests/node')
+        : layer === 'node' ? await nodeTestLayer(['tests/node', await bundleUnitTests()])
         : layer === 'extension' ? await extensionLayer()
         : await nodeTestLayer('tests/ui');
     } catch (e) {

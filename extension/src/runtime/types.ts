@@ -1,0 +1,107 @@
+// The vocabulary of the agent runtime, shared by the tool loop (loop.ts), the model providers
+// (providers/), the tools (tools.ts) and the sidebar's task panel. Imports nothing (no `vscode`): the
+// modules that only need these types can be unit-tested in plain Node.
+
+/** One message of the conversation, in the Chat Completions shape (the providers translate it). */
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; name: string; content: string };
+
+/** A tool call the model made; `arguments` is the raw JSON text the model produced (validated later). */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** A tool as the model is offered it: its parameters are a JSON Schema (generated, see tools.ts). */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** One inference request: the whole prompt, re-assembled every turn (stateless prompt). */
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools: ToolDefinition[];
+  /** Aborts the request (the sidebar's Stop, a task's cancellation). */
+  signal?: AbortSignal;
+}
+
+/** What a provider streams back. Ends with exactly one `done` (or the iterator throws a ModelError). */
+export type ChatChunk =
+  | { type: 'text'; text: string }
+  /** A complete tool call (providers assemble streamed fragments before yielding it). */
+  | { type: 'toolCall'; call: ToolCall }
+  | { type: 'done'; finishReason: string; usage?: { promptTokens: number; completionTokens: number } };
+
+/** A model endpoint. */
+export interface ModelProvider {
+  /** Stable id of the provider kind: `openai`, `vscode-lm`, `scripted`. */
+  readonly kind: string;
+  /** The model id recorded in the trace (`gpt-4o`, `scripted-demo`, ...). */
+  readonly model: string;
+  /** The model's context window in tokens, for compaction. */
+  readonly contextTokens: number;
+  chat(request: ChatRequest): AsyncIterable<ChatChunk>;
+}
+
+/** A model failure with a message fit for the transcript: which endpoint, what went wrong. */
+export class ModelError extends Error {
+  constructor(
+    message: string,
+    /** `http` (a non-2xx answer), `protocol` (a malformed response), `network` (refused, dropped), `aborted`. */
+    readonly kind: 'http' | 'protocol' | 'network' | 'aborted',
+  ) {
+    super(message);
+    this.name = 'ModelError';
+  }
+}
+
+/** A model the sidebar can offer. */
+export interface ModelChoice {
+  /** `provider:model`, e.g. `scripted:demo`, `openai:gpt-4o`, `vscode-lm:copilot/gpt-4o`. */
+  id: string;
+  label: string;
+  detail?: string;
+}
+
+/** The terminal status of a task (`TaskComplete`'s status). */
+export type TaskStatus = 'completed' | 'rejected' | 'error' | 'cancelled' | 'max_turns';
+
+/** A hook's outcome as the transcript shows it. */
+export interface HookOutcomeView {
+  hook: string;
+  outcome: string;
+  durationMs: number;
+  reason?: string;
+}
+
+/** What the runtime reports while it works; the task panel renders these, tests assert them. */
+export type RuntimeEvent =
+  | { type: 'taskStarted'; taskId: string; sessionId: string; prompt: string; model: string }
+  /** A lifecycle event passed the chain (TurnStart, PreCompact, ...), with the hooks that decided. */
+  | { type: 'lifecycle'; taskId: string; event: string; decision: string; hooks: HookOutcomeView[] }
+  | { type: 'turnStarted'; taskId: string; turn: number }
+  | { type: 'text'; taskId: string; turn: number; text: string }
+  | {
+      type: 'toolCall';
+      taskId: string;
+      turn: number;
+      callId: string;
+      tool: string;
+      /** The arguments as the model sent them (JSON text, possibly invalid). */
+      arguments: string;
+      decision: 'allow' | 'deny' | 'ask' | 'invalid';
+      reason?: string;
+      hooks: HookOutcomeView[];
+    }
+  | { type: 'toolResult'; taskId: string; turn: number; callId: string; tool: string; ok: boolean; content: string }
+  | { type: 'piped'; taskId: string; hook: string; text: string }
+  | { type: 'compacted'; taskId: string; beforeTokens: number; afterTokens: number; dropped: number; summarized: number }
+  | { type: 'error'; taskId: string; message: string }
+  | { type: 'taskEnded'; taskId: string; status: TaskStatus; summary?: string };
