@@ -242,6 +242,7 @@ pub fn stdin_json(event: &Event, cwd: &Path) -> Value {
         "chokepoint": {
             "event": event.kind.as_str(),
             "agent_id": event.ids.agent,
+            "model": event.ids.model,
             "task_id": event.ids.task,
             "plan_id": event.ids.plan,
             "turn": event.ids.turn,

@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
@@ -73,6 +74,10 @@ pub struct ContainPlan {
     pub max_held_bytes: u64,
     /// Per captured stream.
     pub output_cap: usize,
+    /// Set (from any thread) to stop the command: its whole group is killed as on a timeout, and the
+    /// snapshot comparison and revert still run, so a cancelled command leaves nothing outside its
+    /// scope either.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl std::fmt::Debug for ContainPlan {
@@ -106,6 +111,7 @@ impl ContainPlan {
             landlock: LandlockMode::Auto,
             max_held_bytes: DEFAULT_MAX_HELD_BYTES,
             output_cap: DEFAULT_OUTPUT_CAP,
+            cancel: None,
         }
     }
 }
@@ -165,6 +171,8 @@ pub struct ContainReport {
     /// `None` when it timed out (the group was killed).
     pub status: Option<ExitStatus>,
     pub timed_out: bool,
+    /// The plan's cancel flag stopped it (the group was killed).
+    pub cancelled: bool,
     /// When the caller piped stdout or stderr.
     pub output: Option<Captured>,
     pub confinement: Confinement,
@@ -330,11 +338,11 @@ impl Containment {
         drop(child.stdin.take());
         let capture = Capture::start(&mut child, plan.output_cap);
         let pid = child.id();
-        let waited = wait(child, timeout);
+        let waited = wait(child, timeout, plan.cancel.as_deref());
         // Whatever it left running goes with it: nothing writes after the second snapshot.
         kill_group(pid);
         let output = capture.map(Capture::finish);
-        let (status, timed_out, after) = match waited.and_then(|(status, timed_out)| Ok((status, timed_out, snapshotter.take(Some(&before))?))) {
+        let (status, stopped, after) = match waited.and_then(|(status, stopped)| Ok((status, stopped, snapshotter.take(Some(&before))?))) {
             Ok(done) => done,
             Err(e) => {
                 remove_if_empty(&created);
@@ -358,7 +366,8 @@ impl Containment {
         self.last = Some(after);
         Ok(ContainReport {
             status,
-            timed_out,
+            timed_out: stopped == Some(Stopped::TimedOut),
+            cancelled: stopped == Some(Stopped::Cancelled),
             output,
             confinement,
             allowed: verdict.allowed,
@@ -562,42 +571,72 @@ fn spawn_reader(
     });
 }
 
-/// Waits for the command, killing its whole group when the timeout passes. Returns the status
-/// (`None` after a timeout) and whether it timed out.
+/// Why a command did not end by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    TimedOut,
+    Cancelled,
+}
+
+/// How often a wait looks at the cancel flag: a Stop button answered within a frame or two.
+const CANCEL_POLL: Duration = Duration::from_millis(25);
+
+/// Waits for the command, killing its whole group when the timeout passes or `cancel` is set.
+/// Returns the status (`None` when it was stopped) and why it was stopped.
 #[cfg(unix)]
-fn wait(mut child: Child, timeout: Option<Duration>) -> io::Result<(Option<ExitStatus>, bool)> {
-    let Some(timeout) = timeout else { return Ok((Some(child.wait()?), false)) };
+fn wait(mut child: Child, timeout: Option<Duration>, cancel: Option<&AtomicBool>) -> io::Result<(Option<ExitStatus>, Option<Stopped>)> {
+    if timeout.is_none() && cancel.is_none() {
+        return Ok((Some(child.wait()?), None));
+    }
+    let deadline = timeout.map(|t| Instant::now() + t);
     let pid = child.id();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait());
     });
-    match rx.recv_timeout(timeout) {
-        Ok(status) => Ok((Some(status?), false)),
-        Err(_) => {
-            kill_group(pid);
-            // The leader is reaped by the waiting thread; this returns once it is.
-            let _ = rx.recv();
-            Ok((None, true))
+    let stopped = loop {
+        let now = Instant::now();
+        let until_deadline = deadline.map_or(CANCEL_POLL, |d| d.saturating_duration_since(now));
+        let slice = if cancel.is_some() { until_deadline.min(CANCEL_POLL) } else { until_deadline };
+        match rx.recv_timeout(slice) {
+            Ok(status) => return Ok((Some(status?), None)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(io::Error::other("the thread waiting for the command ended")),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-    }
+        if cancel.is_some_and(|c| c.load(Ordering::Acquire)) {
+            break Stopped::Cancelled;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break Stopped::TimedOut;
+        }
+    };
+    kill_group(pid);
+    // The leader is reaped by the waiting thread; this returns once it is.
+    let _ = rx.recv();
+    Ok((None, Some(stopped)))
 }
 
 #[cfg(not(unix))]
-fn wait(mut child: Child, timeout: Option<Duration>) -> io::Result<(Option<ExitStatus>, bool)> {
-    let Some(timeout) = timeout else { return Ok((Some(child.wait()?), false)) };
-    let deadline = Instant::now() + timeout;
+fn wait(mut child: Child, timeout: Option<Duration>, cancel: Option<&AtomicBool>) -> io::Result<(Option<ExitStatus>, Option<Stopped>)> {
+    let deadline = timeout.map(|t| Instant::now() + t);
     let mut pause = Duration::from_millis(1);
     loop {
         if let Some(status) = child.try_wait()? {
-            return Ok((Some(status), false));
+            return Ok((Some(status), None));
         }
-        if Instant::now() >= deadline {
+        let stopped = if cancel.is_some_and(|c| c.load(Ordering::Acquire)) {
+            Some(Stopped::Cancelled)
+        } else if deadline.is_some_and(|d| Instant::now() >= d) {
+            Some(Stopped::TimedOut)
+        } else {
+            None
+        };
+        if let Some(stopped) = stopped {
             let _ = child.kill();
             let _ = child.wait();
-            return Ok((None, true));
+            return Ok((None, Some(stopped)));
         }
-        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+        std::thread::sleep(deadline.map_or(pause, |d| pause.min(d.saturating_duration_since(Instant::now()))));
         pause = (pause * 2).min(Duration::from_millis(20));
     }
 }

@@ -210,6 +210,8 @@ pub struct Engine {
     // One contained command at a time per engine: two at once would each see the other's changes as
     // their own. Keeps the last snapshot, so the next command mostly costs `stat`s.
     containment: std::sync::Mutex<crate::containment::Containment>,
+    /// The cancel flag of each session's contained command while it runs (queued or running).
+    running: std::sync::Mutex<HashMap<String, Arc<std::sync::atomic::AtomicBool>>>,
     tracer: crate::trace::Tracer,
     registrations: RwLock<Vec<Registration>>,
     piped: crate::pipe::PipeBuffer,
@@ -248,6 +250,7 @@ impl Engine {
             sidecar,
             gatekeeper,
             containment: Default::default(),
+            running: Default::default(),
             tracer: crate::trace::Tracer::new(Sidecar::new(root)),
             registrations: RwLock::new(all),
             piped: Default::default(),
@@ -440,13 +443,19 @@ impl Engine {
         command: std::process::Command,
         timeout: Option<Duration>,
     ) -> Result<crate::containment::ContainReport, String> {
-        let plan = self.gatekeeper.contain_plan(session)?;
+        let mut plan = self.gatekeeper.contain_plan(session)?;
         let argv: Vec<String> =
             std::iter::once(command.get_program()).chain(command.get_args()).map(|a| a.to_string_lossy().into_owned()).collect();
+        let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        plan.cancel = Some(Arc::clone(&cancel));
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).insert(session.to_owned(), cancel);
         let report = {
             let mut containment = self.containment.lock().unwrap_or_else(|p| p.into_inner());
-            containment.run(&plan, command, timeout).map_err(|e| format!("cannot run the command contained: {e}"))?
+            // Cancelled while it waited its turn: it still runs, and is killed at once.
+            containment.run(&plan, command, timeout).map_err(|e| format!("cannot run the command contained: {e}"))
         };
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
+        let report = report?;
         if self.sidecar.exists() {
             // Recorded and durable before the caller hears of it: never silent, also in the trace.
             let record = crate::trace::containment_record(session, &argv, &report);
@@ -455,6 +464,18 @@ impl Engine {
             }
         }
         Ok(report)
+    }
+
+    /// Stops the contained command `session` is running (its whole process group is killed; what it
+    /// changed outside the scope is still undone and reported). Returns whether one was running.
+    pub fn cancel_contained(&self, session: &str) -> bool {
+        match self.running.lock().unwrap_or_else(|p| p.into_inner()).get(session) {
+            Some(flag) => {
+                flag.store(true, std::sync::atomic::Ordering::Release);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The piped output waiting for this session's next turn, oldest first, and empties the queue.

@@ -115,6 +115,9 @@ pub struct EventIds {
     pub turn: Option<u32>,
     /// The intent the session declared with `select_active_intent`.
     pub intent: Option<String>,
+    /// The model that produced the action (`gpt-4o`, ...), when the caller knows it; recorded in the
+    /// trace.
+    pub model: Option<String>,
 }
 
 /// One event as it reaches the chain.

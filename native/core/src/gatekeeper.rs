@@ -447,6 +447,7 @@ impl Gatekeeper {
             },
             max_held_bytes: settings.max_held_mib.saturating_mul(1024 * 1024),
             output_cap: DEFAULT_OUTPUT_CAP,
+            cancel: None,
         })
     }
 

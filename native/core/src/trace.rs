@@ -164,6 +164,7 @@ pub fn evaluation_record(event: &Event, intent: Option<String>, evaluation: &Eva
     record.event = Some(event.kind.as_str().to_owned());
     record.session = event.ids.session.clone();
     record.agent = event.ids.agent.clone();
+    record.model = event.ids.model.clone();
     record.task = event.ids.task.clone();
     record.plan = event.ids.plan.clone();
     record.turn = event.ids.turn.map(|t| t.to_string());
@@ -217,6 +218,7 @@ pub fn containment_record(session: &str, argv: &[String], report: &crate::contai
         "argv": argv,
         "exit_code": report.exit_code(),
         "timed_out": report.timed_out,
+        "cancelled": report.cancelled,
         "confinement": match &report.confinement {
             crate::sandbox::Confinement::Enforced { abi } => format!("landlock abi {abi}"),
             crate::sandbox::Confinement::Partial { abi, .. } => format!("landlock abi {abi}, partial"),

@@ -348,3 +348,25 @@ fn a_command_that_cannot_start_is_an_error() {
     // The scope directory created for it (with Landlock) was not left behind.
     assert!(!ws.path().join("docs").exists());
 }
+
+#[test]
+fn a_cancelled_command_is_killed_with_its_group_and_what_it_did_outside_is_undone() {
+    let ws = workspace();
+    let root = ws.path();
+    let mut plan = plan(root, LandlockMode::Off);
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    plan.cancel = Some(std::sync::Arc::clone(&cancel));
+    let flag = std::sync::Arc::clone(&cancel);
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        flag.store(true, std::sync::atomic::Ordering::Release);
+    });
+    let started = std::time::Instant::now();
+    // A child of the shell keeps the group alive: the whole group must go, not just the leader.
+    let report = run(&plan, sh(root, "echo leaked > outside.txt; sleep 30 & wait"), Some(Duration::from_secs(60))).unwrap();
+    stopper.join().unwrap();
+    assert!(report.cancelled && !report.timed_out, "{report:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "stopped at once, not after the sleep: {:?}", started.elapsed());
+    assert!(!root.join("outside.txt").exists(), "what it wrote outside its scope is undone after a cancel too");
+    assert_eq!(report.reverted.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(), ["outside.txt"]);
+}

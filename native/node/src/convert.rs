@@ -48,6 +48,11 @@ pub struct JsEvent {
     /// The agent acting (`claude-code`, ...), recorded in the trace with the session.
     pub agent_id: Option<String>,
     pub task_id: Option<String>,
+    pub plan_id: Option<String>,
+    /// The turn within the task (0-based).
+    pub turn: Option<u32>,
+    /// The model that produced the action, recorded in the trace.
+    pub model: Option<String>,
     /// Set on the events host hooks receive. Pass the event (or this value) back to the engine for work
     /// a hook derives from it, and that work does not re-enter the hooks.
     pub hook_depth: Option<u32>,
@@ -213,6 +218,8 @@ pub struct JsContainedResult {
     /// Null when it timed out or a signal ended it.
     pub exit_code: Option<i32>,
     pub timed_out: bool,
+    /// Stopped by `Engine.cancelContained` (the group was killed).
+    pub cancelled: bool,
     pub stdout: String,
     pub stderr: String,
     /// `enforced`, `partial` or `unavailable` (Landlock).
@@ -236,6 +243,7 @@ impl From<core::containment::ContainReport> for JsContainedResult {
         JsContainedResult {
             exit_code: r.exit_code(),
             timed_out: r.timed_out,
+            cancelled: r.cancelled,
             stdout,
             stderr,
             confinement: match r.confinement {
@@ -335,6 +343,9 @@ impl From<&core::Event> for JsEvent {
             session_id: e.ids.session.clone(),
             agent_id: e.ids.agent.clone(),
             task_id: e.ids.task.clone(),
+            plan_id: e.ids.plan.clone(),
+            turn: e.ids.turn,
+            model: e.ids.model.clone(),
             hook_depth: Some(e.depth + 1),
         }
     }
@@ -345,7 +356,15 @@ impl JsEvent {
         let kind = self.event.parse::<core::EventKind>().map_err(|e| Error::new(Status::InvalidArg, e))?;
         Ok(core::Event {
             kind,
-            ids: core::EventIds { session: self.session_id, agent: self.agent_id, task: self.task_id, ..Default::default() },
+            ids: core::EventIds {
+                session: self.session_id,
+                agent: self.agent_id,
+                task: self.task_id,
+                plan: self.plan_id,
+                turn: self.turn,
+                model: self.model,
+                intent: None,
+            },
             tool: self.tool,
             task_type: self.task_type,
             paths: self.paths.unwrap_or_default(),

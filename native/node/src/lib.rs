@@ -186,6 +186,14 @@ impl Engine {
         Ok(AsyncTask::new(Contained { engine: self.inner.clone(), command: Some(command) }))
     }
 
+    /// Stops the contained command a session is running: its whole process group is killed, what it
+    /// changed outside the scope is still undone, and its `runContained` resolves with `cancelled`.
+    /// Returns whether one was running (or waiting for its turn).
+    #[napi(catch_unwind)]
+    pub fn cancel_contained(&self, session_id: String) -> bool {
+        self.inner.cancel_contained(&session_id)
+    }
+
     /// The trace ledger's records that match `filter`, newest first, read through its index (brought
     /// up to date with the ledger first, so every durable record is there, whichever process wrote
     /// it). An ungoverned workspace has none. Throws when the index cannot be read or `since` is not a
