@@ -76,6 +76,12 @@ export declare class Engine {
    */
   runContained(command: ContainedCommand): Promise<ContainedResult>
   /**
+   * Stops the contained command a session is running: its whole process group is killed, what it
+   * changed outside the scope is still undone, and its `runContained` resolves with `cancelled`.
+   * Returns whether one was running (or waiting for its turn).
+   */
+  cancelContained(sessionId: string): boolean
+  /**
    * The trace ledger's records that match `filter`, newest first, read through its index (brought
    * up to date with the ledger first, so every durable record is there, whichever process wrote
    * it). An ungoverned workspace has none. Throws when the index cannot be read or `since` is not a
@@ -152,6 +158,8 @@ export interface ContainedResult {
   /** Null when it timed out or a signal ended it. */
   exitCode?: number
   timedOut: boolean
+  /** Stopped by `Engine.cancelContained` (the group was killed). */
+  cancelled: boolean
   stdout: string
   stderr: string
   /** `enforced`, `partial` or `unavailable` (Landlock). */
@@ -229,6 +237,11 @@ export interface Event {
   /** The agent acting (`claude-code`, ...), recorded in the trace with the session. */
   agentId?: string
   taskId?: string
+  planId?: string
+  /** The turn within the task (0-based). */
+  turn?: number
+  /** The model that produced the action, recorded in the trace. */
+  model?: string
   /**
    * Set on the events host hooks receive. Pass the event (or this value) back to the engine for work
    * a hook derives from it, and that work does not re-enter the hooks.

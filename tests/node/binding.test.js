@@ -70,11 +70,11 @@ test('evaluate() answers an event synchronously with a decision as a plain objec
 });
 
 test('evaluate() refuses, loudly, a chain whose hooks must run as processes', () => {
-  // The sample's PostToolUse hook `diff-stat` is a command: the synchronous path must not skip it.
+  // The sample's PostToolUse hook `lint` is a command: the synchronous path must not skip it.
   const engine = binding.Engine.open(sample());
   assert.throws(
     () => engine.evaluate('PostToolUse', 'write_to_file', null, {}),
-    /hook `diff-stat` is a command hook and cannot run on the synchronous path/,
+    /hook `lint` is a command hook and cannot run on the synchronous path/,
   );
 });
 

@@ -70,8 +70,8 @@ export interface ModelChoice {
   detail?: string;
 }
 
-/** The terminal status of a task (`TaskComplete`'s status). */
-export type TaskStatus = 'completed' | 'rejected' | 'error' | 'cancelled' | 'max_turns';
+/** The terminal status of a task (`TaskComplete`'s status, as design note 001 names them). */
+export type TaskStatus = 'success' | 'rejected' | 'error' | 'cancelled' | 'max_turns';
 
 /** A hook's outcome as the transcript shows it. */
 export interface HookOutcomeView {

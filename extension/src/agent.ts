@@ -1,0 +1,181 @@
+// The agent runtime inside VS Code: picks the model (the scripted demo model, an OpenAI-compatible
+// endpoint from the settings with its key in SecretStorage, or a chat model of VS Code's Language
+// Model API), runs tasks through the runtime at the chokepoint, answers asks, and reports every
+// runtime event to its listeners (the sidebar's task panel, the output channel, the tests).
+import * as vscode from 'vscode';
+import type { EngineHost } from './engineHost';
+import type { Log } from './log';
+import { DEMO_PROMPT, DEMO_SCRIPT } from './runtime/demo';
+import { AgentRuntime, type AskAnswer, type AskRequest, type RuntimeEngine } from './runtime/loop';
+import type { Compactor } from './runtime/prompt';
+import { OpenAiProvider } from './runtime/providers/openai';
+import { ScriptedProvider } from './runtime/providers/scripted';
+import { VsCodeLmProvider, listVsCodeModels } from './runtime/providers/vscodeLm';
+import type { ModelChoice, ModelProvider, RuntimeEvent } from './runtime/types';
+
+export const SCRIPTED_DEMO = 'scripted:demo';
+const SECRET_KEY = 'chokepoint.openai.apiKey';
+
+/** Answers an ask. The default asks the human in a modal dialog; `setApprover` replaces it (a policy). */
+export type Approver = (request: AskRequest) => Promise<AskAnswer>;
+
+export class AgentHost implements vscode.Disposable {
+  private runtime: AgentRuntime | undefined;
+  private provider: ModelProvider | undefined;
+  private approver: Approver = askHuman;
+  private readonly emitter = new vscode.EventEmitter<RuntimeEvent>();
+  /** Every runtime event, in order (the task panel renders them, tests assert them). */
+  readonly onEvent = this.emitter.event;
+  private readonly disposables: vscode.Disposable[] = [this.emitter];
+
+  constructor(
+    private readonly engine: EngineHost,
+    private readonly secrets: vscode.SecretStorage,
+    private readonly log: Log,
+    private readonly compactor?: Compactor,
+  ) {}
+
+  get busy(): boolean {
+    return this.runtime?.busy ?? false;
+  }
+
+  setApprover(approver: Approver | undefined): void {
+    this.approver = approver ?? askHuman;
+  }
+
+  /** The models the picker offers: the demo, the configured endpoint, and VS Code's chat models. */
+  async models(): Promise<ModelChoice[]> {
+    const choices: ModelChoice[] = [{ id: SCRIPTED_DEMO, label: 'Scripted demo model', detail: 'replays the demo script over a loopback HTTP server' }];
+    const config = vscode.workspace.getConfiguration('chokepoint.openai');
+    const model = config.get<string>('model', '');
+    if (model) choices.push({ id: `openai:${model}`, label: model, detail: config.get<string>('baseUrl', '') });
+    try {
+      choices.push(...(await listVsCodeModels()));
+    } catch (e) {
+      this.log.debug(`VS Code's language models are not available: ${(e as Error).message}`);
+    }
+    return choices;
+  }
+
+  /** Runs `prompt` as a task with the model `modelId`; resolves when the task (and what it queued) ends. */
+  async start(prompt: string, modelId: string): Promise<void> {
+    if (this.busy) throw new Error('a task is already running; stop it first');
+    const engine = this.engine.nativeEngine;
+    if (!engine) throw new Error(`the engine is not running (${this.engine.state.status}); no task may run ungoverned`);
+    const root = this.engine.state.status === 'ready' ? this.engine.state.workspaceRoot : undefined;
+    if (!root) throw new Error('no governed workspace is open');
+    await this.closeProvider();
+    this.provider = await this.makeProvider(modelId);
+    const settings = vscode.workspace.getConfiguration('chokepoint.agent');
+    const runtime = new AgentRuntime({
+      root,
+      engine: engine as unknown as RuntimeEngine,
+      provider: this.provider,
+      compactor: this.compactor,
+      limits: {
+        maxTurns: settings.get<number>('maxTurns', 25),
+        toolTimeoutMs: settings.get<number>('toolTimeoutSeconds', 120) * 1000,
+        maxSubmitRetries: settings.get<number>('maxSubmitRetries', 2),
+      },
+      ask: (request) => this.approver(request),
+    });
+    this.runtime = runtime;
+    runtime.onEvent((e) => {
+      this.logEvent(e);
+      this.emitter.fire(e);
+    });
+    try {
+      await runtime.run({ prompt });
+      await runtime.end();
+    } finally {
+      // Every record of the task is durable before anyone is told it ended.
+      try {
+        engine.flushTrace();
+      } catch (e) {
+        this.log.error(`the trace of the task could not be made durable: ${(e as Error).message}`);
+      }
+      await this.closeProvider();
+    }
+  }
+
+  runDemo(): Promise<void> {
+    return this.start(DEMO_PROMPT, SCRIPTED_DEMO);
+  }
+
+  /** Stops the running task: inference aborted, a running command's process group killed. */
+  stop(): void {
+    this.runtime?.cancel();
+  }
+
+  async setApiKey(): Promise<void> {
+    const key = await vscode.window.showInputBox({ prompt: 'API key of the OpenAI-compatible endpoint (kept in VS Code\u2019s secret storage)', password: true, ignoreFocusOut: true });
+    if (key === undefined) return;
+    if (key === '') await this.secrets.delete(SECRET_KEY);
+    else await this.secrets.store(SECRET_KEY, key);
+    void vscode.window.showInformationMessage(key === '' ? 'Chokepoint: API key removed' : 'Chokepoint: API key stored');
+  }
+
+  private async makeProvider(modelId: string): Promise<ModelProvider> {
+    const colon = modelId.indexOf(':');
+    const kind = colon < 0 ? modelId : modelId.slice(0, colon);
+    const model = colon < 0 ? '' : modelId.slice(colon + 1);
+    switch (kind) {
+      case 'scripted':
+        return ScriptedProvider.start(DEMO_SCRIPT);
+      case 'openai': {
+        const config = vscode.workspace.getConfiguration('chokepoint.openai');
+        return new OpenAiProvider({
+          baseUrl: config.get<string>('baseUrl', 'http://127.0.0.1:11434/v1'),
+          model: model || config.get<string>('model', ''),
+          apiKey: await this.secrets.get(SECRET_KEY),
+          contextTokens: config.get<number>('contextTokens', 128_000),
+        });
+      }
+      case 'vscode-lm':
+        return VsCodeLmProvider.select(model);
+      default:
+        throw new Error(`unknown model \`${modelId}\`; pick one in the Chokepoint sidebar`);
+    }
+  }
+
+  private async closeProvider(): Promise<void> {
+    const p = this.provider as { close?: () => Promise<void> } | undefined;
+    this.provider = undefined;
+    await p?.close?.();
+  }
+
+  private logEvent(e: RuntimeEvent): void {
+    switch (e.type) {
+      case 'taskStarted':
+        return this.log.info(`task ${e.taskId} started with ${e.model}: ${e.prompt}`);
+      case 'toolCall':
+        return this.log.info(`task ${e.taskId} turn ${e.turn}: ${e.tool} → ${e.decision}${e.reason ? ` (${e.reason})` : ''}`);
+      case 'error':
+        return this.log.error(`task ${e.taskId}: ${e.message}`);
+      case 'taskEnded':
+        return this.log.info(`task ${e.taskId} ended: ${e.status}${e.summary ? ` — ${e.summary}` : ''}`);
+      case 'compacted':
+        return this.log.info(`task ${e.taskId}: context compacted from ${e.beforeTokens} to ${e.afterTokens} tokens`);
+      default:
+        return this.log.debug(`runtime: ${JSON.stringify(e).slice(0, 300)}`);
+    }
+  }
+
+  dispose(): void {
+    this.runtime?.cancel();
+    void this.closeProvider();
+    for (const d of this.disposables) d.dispose();
+  }
+}
+
+/** The default approver: a modal dialog (issue 7 replaces this with Pendings in the sidebar). */
+async function askHuman(request: AskRequest): Promise<AskAnswer> {
+  const what =
+    request.kind === 'scope_expansion'
+      ? `The agent asks to write ${(request.input.paths as string[]).join(', ')} for ${String(request.input.intent_id)}: ${String(request.input.justification)}`
+      : `The agent's ${request.tool} call needs approval: ${request.reason}`;
+  const choices = request.kind === 'scope_expansion' ? ['Approve', 'Approve and Save', 'Reject'] : ['Approve', 'Reject'];
+  const pick = await vscode.window.showWarningMessage(what, { modal: true }, ...choices);
+  if (pick === 'Approve' || pick === 'Approve and Save') return { approved: true, save: pick === 'Approve and Save', approvedBy: 'human' };
+  return { approved: false, reason: pick === 'Reject' ? 'rejected by the user' : 'the user dismissed the request', approvedBy: 'human' };
+}

@@ -1,0 +1,456 @@
+// The agent runtime: the tool loop whose every step passes the chokepoint.
+//
+// Session → plan → task → turn (design note 001): a task fires TaskStart, then turns until the model
+// completes, fails or runs out of turns; each turn fires TurnStart, TurnPrepare (the last mutable
+// point before inference), inference, then for each tool call PreToolUse → execute (unless denied) →
+// PostToolUse → the result goes back to the model, then TurnEnd. TaskComplete fires once per task with
+// its terminal status, PlanComplete when a plan's tasks are all terminal, AllTasksComplete when the
+// queue empties (a hook may enqueue more), SessionEnd at the end.
+//
+// Invariants:
+// - Nothing the model asks for runs before the engine allowed it; an engine that cannot answer is a
+//   deny (chokepoint.ts / RuntimeEngine), never an allow.
+// - The prompt is re-assembled from the conversation every turn (prompt.ts); nothing is carried in
+//   a provider's state.
+// - A refusal is a structured tool result the model can act on, never an exception of the loop.
+// Imports no `vscode`: the extension wires it (runtime/index.ts) and unit tests drive it in Node.
+import { randomUUID } from 'crypto';
+import type { ContainedResult, Evaluation, Event as ChainEvent, HookOutcome } from '../../../native/node/index';
+import { FileTools, ToolError } from './fileTools';
+import { assemblePrompt, type Compactor } from './prompt';
+import { toolDefinitions, validateToolCall, type ToolName } from './tools';
+import type { ChatMessage, HookOutcomeView, ModelProvider, RuntimeEvent, TaskStatus, ToolCall } from './types';
+import { ModelError } from './types';
+
+/** What the runtime needs of the engine: the binding's Engine has all of it. */
+export interface RuntimeEngine {
+  evaluateAsync(event: ChainEvent, options?: { outcomes?: string } | null): Promise<Evaluation>;
+  runContained(command: { sessionId: string; argv: string[]; cwd?: string; timeoutMs?: number }): Promise<ContainedResult>;
+  cancelContained(sessionId: string): boolean;
+  drainPiped(sessionId: string): Array<{ hook: string; text: string }>;
+  selectedIntent(sessionId: string): string | null;
+  approveScopeExpansion(expansion: { sessionId: string; intentId: string; paths: string[]; justification: string; approvedBy: string; save?: boolean }): void;
+  flushTrace(): void;
+}
+
+/** An `ask` the runtime needs answered before it goes on (issue 7 routes these through Pendings). */
+export interface AskRequest {
+  kind: 'tool_call' | 'scope_expansion' | 'plan';
+  sessionId: string;
+  taskId: string;
+  tool: string;
+  input: Record<string, unknown>;
+  reason: string;
+}
+export interface AskAnswer {
+  approved: boolean;
+  reason?: string;
+  /** For scope expansions: also write the paths into active_intents.yaml. */
+  save?: boolean;
+  approvedBy?: string;
+}
+
+export interface RuntimeLimits {
+  /** Turns per task before it ends as `max_turns`. */
+  maxTurns: number;
+  /** Per tool call (commands: their process group is killed). */
+  toolTimeoutMs: number;
+  /** Fix-and-retry rounds after a failed BeforeSubmit before the task ends as `rejected`. */
+  maxSubmitRetries: number;
+  /** Recovery turns after a model or tool failure before the task ends as `error`. */
+  maxRecoveryTurns: number;
+}
+
+export const DEFAULT_LIMITS: RuntimeLimits = { maxTurns: 25, toolTimeoutMs: 120_000, maxSubmitRetries: 2, maxRecoveryTurns: 1 };
+
+export interface RuntimeOptions {
+  root: string;
+  engine: RuntimeEngine;
+  provider: ModelProvider;
+  /** Recorded with every event (`chokepoint` for this runtime). */
+  agentId?: string;
+  limits?: Partial<RuntimeLimits>;
+  ask: (request: AskRequest) => Promise<AskAnswer>;
+  compactor?: Compactor;
+  /** Skips the engine entirely (benchmark baseline only: `runtime.tool_call.bypass`). */
+  bypassEngine?: boolean;
+}
+
+export interface TaskSpec {
+  prompt: string;
+  title?: string;
+  planId?: string;
+  taskType?: string;
+}
+
+interface Task extends TaskSpec {
+  id: string;
+}
+
+interface Plan {
+  id: string;
+  title?: string;
+  open: Set<string>;
+}
+
+/** The result of one tool call as the model will see it. */
+interface ToolOutcome {
+  content: string;
+  ok: boolean;
+  /** attempt_completion accepted: the task is done. */
+  completed?: boolean;
+  /** BeforeSubmit refused the completion. */
+  submitRejected?: boolean;
+}
+
+const hookView = (o: HookOutcome): HookOutcomeView => ({ hook: o.hook, outcome: o.outcome, durationMs: o.durationNs / 1e6, reason: o.error });
+
+export class AgentRuntime {
+  readonly sessionId = randomUUID();
+  private readonly agentId: string;
+  private readonly limits: RuntimeLimits;
+  private readonly files: FileTools;
+  private readonly listeners = new Set<(e: RuntimeEvent) => void>();
+  private readonly queue: Task[] = [];
+  private readonly plans = new Map<string, Plan>();
+  private sessionStarted = false;
+  private sessionEnded = false;
+  private running: Promise<void> | undefined;
+  private abort: AbortController | undefined;
+  /** The `<intent_context>` of the intent this session selected, kept in every prompt. */
+  private intentContext: string | undefined;
+
+  constructor(private readonly options: RuntimeOptions) {
+    this.agentId = options.agentId ?? 'chokepoint';
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.files = new FileTools(options.root);
+  }
+
+  onEvent(listener: (e: RuntimeEvent) => void): { dispose(): void } {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  private emit(e: RuntimeEvent): void {
+    for (const l of this.listeners) l(e);
+  }
+
+  get busy(): boolean {
+    return this.running !== undefined;
+  }
+
+  /** Queues a task and runs the queue if it is idle; resolves when the queue is empty again. */
+  run(spec: TaskSpec): Promise<void> {
+    this.queue.push({ ...spec, id: randomUUID() });
+    this.running ??= this.drain().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  /** Stops the running task at once: inference is aborted, a running command's process group killed. */
+  cancel(): void {
+    this.abort?.abort();
+    if (!this.options.bypassEngine) this.options.engine.cancelContained(this.sessionId);
+  }
+
+  /** Ends the session (SessionEnd); the runtime takes no more tasks. */
+  async end(): Promise<void> {
+    this.cancel();
+    await this.running?.catch(() => {});
+    if (this.sessionStarted && !this.sessionEnded) {
+      this.sessionEnded = true;
+      await this.lifecycle('SessionEnd', undefined, { agent: this.agentId });
+    }
+  }
+
+  private async drain(): Promise<void> {
+    if (!this.sessionStarted) {
+      this.sessionStarted = true;
+      await this.lifecycle('SessionStart', undefined, { agent: this.agentId, model: this.options.provider.model });
+    }
+    for (;;) {
+      const task = this.queue.shift();
+      if (task) {
+        await this.runTask(task);
+        continue;
+      }
+      // The queue is empty: a hook may enqueue more work by rewriting the subject's `tasks`.
+      const evaluation = await this.lifecycle('AllTasksComplete', undefined, { tasks: [] });
+      const more = (evaluation?.modified as { tasks?: TaskSpec[] } | undefined)?.tasks;
+      if (!Array.isArray(more) || more.length === 0) return;
+      for (const t of more) if (t && typeof t.prompt === 'string') this.queue.push({ prompt: t.prompt, title: t.title, id: randomUUID() });
+    }
+  }
+
+  // ---- the chokepoint -------------------------------------------------------------------------
+
+  private event(name: string, task: Task | undefined, extra: Partial<ChainEvent> = {}): ChainEvent {
+    return {
+      event: name,
+      sessionId: this.sessionId,
+      agentId: this.agentId,
+      model: this.options.provider.model,
+      taskId: task?.id,
+      planId: task?.planId,
+      taskType: task?.taskType,
+      ...extra,
+    };
+  }
+
+  private async judge(event: ChainEvent): Promise<Evaluation> {
+    if (this.options.bypassEngine) return { decision: 'allow' };
+    try {
+      return await this.options.engine.evaluateAsync(event, { outcomes: 'all' });
+    } catch (e) {
+      // A broken gate denies, never allows.
+      return { decision: 'deny', reason: `the engine could not judge ${event.event}: ${(e as Error).message}` };
+    }
+  }
+
+  private async lifecycle(name: string, task: Task | undefined, subject: unknown, turn?: number): Promise<Evaluation | undefined> {
+    const evaluation = await this.judge(this.event(name, task, { input: subject, turn }));
+    if (task) {
+      this.emit({ type: 'lifecycle', taskId: task.id, event: name, decision: evaluation.decision, hooks: (evaluation.outcomes ?? []).map(hookView) });
+    }
+    return evaluation;
+  }
+
+  // ---- a task ---------------------------------------------------------------------------------
+
+  private async runTask(task: Task): Promise<void> {
+    this.abort = new AbortController();
+    this.emit({ type: 'taskStarted', taskId: task.id, sessionId: this.sessionId, prompt: task.prompt, model: this.options.provider.model });
+    let status: TaskStatus;
+    let summary: string | undefined;
+    try {
+      ({ status, summary } = await this.turns(task));
+    } catch (e) {
+      status = this.abort.signal.aborted ? 'cancelled' : 'error';
+      summary = (e as Error).message;
+      if (status === 'error') this.emit({ type: 'error', taskId: task.id, message: summary });
+    }
+    await this.lifecycle('TaskComplete', task, { status, summary });
+    this.emit({ type: 'taskEnded', taskId: task.id, status, summary });
+    if (task.planId) {
+      const plan = this.plans.get(task.planId);
+      plan?.open.delete(task.id);
+      if (plan && plan.open.size === 0) {
+        this.plans.delete(plan.id);
+        await this.lifecycle('PlanComplete', task, { plan_id: plan.id, title: plan.title });
+      }
+    }
+    this.abort = undefined;
+  }
+
+  private async turns(task: Task): Promise<{ status: TaskStatus; summary?: string }> {
+    const start = await this.lifecycle('TaskStart', task, { prompt: task.prompt, title: task.title });
+    if (start && start.decision !== 'allow') return { status: 'rejected', summary: start.reason ?? 'TaskStart was refused' };
+    const conversation: ChatMessage[] = [{ role: 'user', content: task.prompt }];
+    let submitRetries = 0;
+    let recoveries = 0;
+    for (let turn = 0; turn < this.limits.maxTurns; turn++) {
+      const signal = this.abort!.signal;
+      if (signal.aborted) return { status: 'cancelled' };
+      this.emit({ type: 'turnStarted', taskId: task.id, turn });
+      const started = await this.lifecycle('TurnStart', task, { turn }, turn);
+      if (started && started.decision !== 'allow') return { status: 'rejected', summary: started.reason ?? 'TurnStart was refused' };
+      // Output that command hooks piped for this session goes in front of the next turn.
+      for (const p of this.options.bypassEngine ? [] : this.options.engine.drainPiped(this.sessionId)) {
+        this.emit({ type: 'piped', taskId: task.id, hook: p.hook, text: p.text });
+        conversation.push({ role: 'user', content: `<hook_output hook="${p.hook}">\n${p.text}\n</hook_output>` });
+      }
+      const prompt = await assemblePrompt({
+        conversation,
+        intentContext: this.intentContext,
+        provider: this.options.provider,
+        compactor: this.options.compactor,
+        onCompact: async (proposal) => {
+          const verdict = await this.lifecycle('PreCompact', task, proposal, turn);
+          return verdict?.decision === 'allow';
+        },
+        onCompacted: (c) => this.emit({ type: 'compacted', taskId: task.id, ...c }),
+      });
+      // The last mutable point before inference: a hook may rewrite the system prompt or the model.
+      const prepared = await this.lifecycle('TurnPrepare', task, { turn, system_prompt: prompt.system, model: this.options.provider.model, message_count: prompt.messages.length }, turn);
+      if (prepared && prepared.decision === 'deny') return { status: 'rejected', summary: prepared.reason ?? 'TurnPrepare was refused' };
+      const rewritten = prepared?.modified as { system_prompt?: unknown } | undefined;
+      const system = typeof rewritten?.system_prompt === 'string' ? rewritten.system_prompt : prompt.system;
+
+      let text = '';
+      const calls: ToolCall[] = [];
+      try {
+        for await (const chunk of this.options.provider.chat({ model: this.options.provider.model, messages: [{ role: 'system', content: system }, ...prompt.messages], tools: toolDefinitions(), signal })) {
+          if (chunk.type === 'text') {
+            text += chunk.text;
+            this.emit({ type: 'text', taskId: task.id, turn, text: chunk.text });
+          } else if (chunk.type === 'toolCall') calls.push(chunk.call);
+        }
+      } catch (e) {
+        if (signal.aborted || (e instanceof ModelError && e.kind === 'aborted')) return { status: 'cancelled' };
+        const message = e instanceof Error ? e.message : String(e);
+        const verdict = await this.lifecycle('Error', task, { stage: 'inference', message }, turn);
+        this.emit({ type: 'error', taskId: task.id, message });
+        if (recoveries++ < this.limits.maxRecoveryTurns && (verdict?.piped?.length ?? 0) > 0) {
+          // A hook answered the failure with guidance: one recovery turn with it.
+          conversation.push({ role: 'user', content: verdict!.piped!.map((p) => p.text).join('\n') });
+          continue;
+        }
+        return { status: 'error', summary: message };
+      }
+      conversation.push({ role: 'assistant', content: text, toolCalls: calls.length ? calls : undefined });
+      if (calls.length === 0) {
+        conversation.push({ role: 'user', content: 'No tool was called. Continue with a tool, or call attempt_completion when the task is done.' });
+      }
+      let done: { status: TaskStatus; summary?: string } | undefined;
+      for (const call of calls) {
+        if (signal.aborted) return { status: 'cancelled' };
+        const outcome = done ? { ok: false, content: 'not run: the task already ended in this turn' } : await this.toolCall(task, turn, call);
+        conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: outcome.content });
+        if (outcome.completed) done = { status: 'success', summary: outcome.content };
+        if (outcome.submitRejected && ++submitRetries > this.limits.maxSubmitRetries) {
+          done = { status: 'rejected', summary: `the completion was refused ${submitRetries} times: ${outcome.content}` };
+        }
+      }
+      await this.lifecycle('TurnEnd', task, { turn, tool_calls: calls.length }, turn);
+      if (signal.aborted) return { status: 'cancelled' };
+      if (done) return done;
+    }
+    return { status: 'max_turns', summary: `no completion within ${this.limits.maxTurns} turns` };
+  }
+
+  // ---- a tool call ----------------------------------------------------------------------------
+
+  private async toolCall(task: Task, turn: number, call: ToolCall): Promise<ToolOutcome> {
+    const base = { taskId: task.id, turn, callId: call.id, tool: call.name, arguments: call.arguments };
+    const valid = validateToolCall(call.name, call.arguments);
+    if (!valid.ok) {
+      this.emit({ ...base, type: 'toolCall', decision: 'invalid', reason: valid.error, hooks: [] });
+      return this.result(task, turn, call, { ok: false, content: toolError(valid.error, 'Fix the arguments and call the tool again.') });
+    }
+    const paths = writePaths(valid.name, valid.args);
+    const pre = await this.judge(this.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
+    const decision = pre.decision as 'allow' | 'deny' | 'ask';
+    this.emit({ ...base, type: 'toolCall', decision, reason: pre.reason, hooks: (pre.outcomes ?? []).map(hookView) });
+    const input = (pre.modified as Record<string, unknown> | undefined) ?? valid.args;
+    if (pre.decision === 'deny') {
+      return this.result(task, turn, call, { ok: false, content: toolError(pre.reason ?? 'denied', pre.remediation, pre.suggestedTool) });
+    }
+    let extra: string[] = pre.additionalContext ?? [];
+    if (pre.decision === 'ask') {
+      const answer = await this.options.ask({ kind: valid.name === 'scope_expansion_request' ? 'scope_expansion' : 'tool_call', sessionId: this.sessionId, taskId: task.id, tool: call.name, input, reason: pre.reason ?? '' });
+      if (!answer.approved) {
+        return this.result(task, turn, call, { ok: false, content: toolError(`rejected by ${answer.approvedBy ?? 'the reviewer'}${answer.reason ? `: ${answer.reason}` : ''}`, 'Take the rejection into account and choose another way.') });
+      }
+      if (valid.name === 'scope_expansion_request') {
+        const a = input as { intent_id: string; paths: string[]; justification: string };
+        try {
+          this.options.engine.approveScopeExpansion({ sessionId: this.sessionId, intentId: a.intent_id, paths: a.paths, justification: a.justification, approvedBy: answer.approvedBy ?? 'human', save: answer.save });
+        } catch (e) {
+          return this.result(task, turn, call, { ok: false, content: toolError(`the expansion could not be granted: ${(e as Error).message}`) });
+        }
+        return this.result(task, turn, call, { ok: true, content: `approved by ${answer.approvedBy ?? 'human'}: ${a.paths.join(', ')} added to the scope of ${a.intent_id}${answer.save ? ' and saved to active_intents.yaml' : ''}` });
+      }
+      extra = [...extra, `approved by ${answer.approvedBy ?? 'human'}`];
+    }
+    let outcome: ToolOutcome;
+    try {
+      outcome = await this.execute(task, turn, valid.name, input, pre);
+    } catch (e) {
+      if (!(e instanceof ToolError)) {
+        await this.lifecycle('Error', task, { stage: 'tool', tool: call.name, message: (e as Error).message }, turn);
+      }
+      outcome = { ok: false, content: toolError((e as Error).message) };
+    }
+    // PostToolUse may rewrite what the model is told (e.g. append linter errors).
+    const post = await this.judge(this.event('PostToolUse', task, { tool: call.name, input: { ...input, result: { output: outcome.content, is_error: !outcome.ok } }, paths, turn }));
+    const rewritten = post.modified as { result?: { output?: unknown; is_error?: unknown } } | undefined;
+    if (typeof rewritten?.result?.output === 'string') outcome = { ...outcome, content: rewritten.result.output, ok: rewritten.result.is_error !== true };
+    const context = [...extra, ...(post.additionalContext ?? [])];
+    if (context.length) outcome = { ...outcome, content: `${outcome.content}\n\n${context.join('\n')}` };
+    return this.result(task, turn, call, outcome);
+  }
+
+  private result(task: Task, turn: number, call: ToolCall, outcome: ToolOutcome): ToolOutcome {
+    this.emit({ type: 'toolResult', taskId: task.id, turn, callId: call.id, tool: call.name, ok: outcome.ok, content: outcome.content });
+    return outcome;
+  }
+
+  private async execute(task: Task, turn: number, name: ToolName, input: Record<string, unknown>, pre: Evaluation): Promise<ToolOutcome> {
+    const ok = (content: string): ToolOutcome => ({ ok: true, content });
+    switch (name) {
+      case 'read_file':
+        return ok(this.files.readFile(input as never));
+      case 'list_files':
+        return ok(this.files.listFiles(input as never));
+      case 'search_files':
+        return ok(this.files.searchFiles(input as never));
+      case 'write_to_file':
+        return ok(this.files.writeFile(input as never));
+      case 'apply_diff':
+        return ok(this.files.applyDiff(input as never));
+      case 'execute_command':
+        return this.command(input as { command: string; cwd?: string; timeout_seconds?: number });
+      case 'select_active_intent': {
+        // The gatekeeper took the lease and answered with the intent's context.
+        const context = (pre.additionalContext ?? []).find((c) => c.includes('<intent_context>'));
+        if (context) this.intentContext = context;
+        return ok(context ?? `intent ${String(input.intent_id)} selected`);
+      }
+      case 'scope_expansion_request':
+        // Allowed without an ask (a policy let it through): nothing to grant here.
+        return ok(`scope expansion for ${String(input.intent_id)} allowed`);
+      case 'submit_plan':
+        return this.submitPlan(task, turn, input as { title?: string; tasks: { title?: string; prompt: string }[] });
+      case 'attempt_completion':
+        return this.complete(task, turn, input as { result: string });
+    }
+  }
+
+  private async command(input: { command: string; cwd?: string; timeout_seconds?: number }): Promise<ToolOutcome> {
+    if (this.options.bypassEngine) throw new ToolError('commands need the engine (containment)');
+    const timeoutMs = Math.min((input.timeout_seconds ?? Infinity) * 1000, this.limits.toolTimeoutMs);
+    const cwd = input.cwd ? this.files.resolve(input.cwd) : undefined;
+    const r = await this.options.engine.runContained({ sessionId: this.sessionId, argv: ['sh', '-c', input.command], cwd, timeoutMs });
+    const parts = [
+      r.cancelled ? 'cancelled: the command was stopped' : r.timedOut ? `timed out after ${Math.round(timeoutMs / 1000)} s: the command was stopped` : `exit code ${r.exitCode}`,
+      r.stdout && `stdout:\n${r.stdout}`,
+      r.stderr && `stderr:\n${r.stderr}`,
+      r.toolError,
+      r.notes.length ? `notes: ${r.notes.join('; ')}` : '',
+    ].filter(Boolean);
+    return { ok: r.exitCode === 0 && !r.toolError, content: parts.join('\n') };
+  }
+
+  private async submitPlan(task: Task, turn: number, input: { title?: string; tasks: { title?: string; prompt: string }[] }): Promise<ToolOutcome> {
+    const verdict = await this.lifecycle('PlanSubmit', task, input, turn);
+    if (!verdict || verdict.decision === 'deny') return { ok: false, content: toolError(verdict?.reason ?? 'the plan was refused', verdict?.remediation) };
+    let plan = (verdict.modified as typeof input | undefined) ?? input;
+    if (verdict.decision === 'ask') {
+      const answer = await this.options.ask({ kind: 'plan', sessionId: this.sessionId, taskId: task.id, tool: 'submit_plan', input: plan, reason: verdict.reason ?? '' });
+      if (!answer.approved) return { ok: false, content: toolError(`the plan was rejected${answer.reason ? `: ${answer.reason}` : ''}`) };
+    }
+    if (!Array.isArray(plan.tasks)) plan = input;
+    const id = randomUUID();
+    const queued = plan.tasks.map((t) => ({ prompt: t.prompt, title: t.title, planId: id, taskType: task.taskType, id: randomUUID() }));
+    this.plans.set(id, { id, title: plan.title, open: new Set(queued.map((t) => t.id)) });
+    this.queue.push(...queued);
+    return { ok: true, content: `plan accepted: ${queued.length} task${queued.length === 1 ? '' : 's'} queued after this one` };
+  }
+
+  private async complete(task: Task, turn: number, input: { result: string }): Promise<ToolOutcome> {
+    const verdict = await this.lifecycle('BeforeSubmit', task, input, turn);
+    if (verdict && verdict.decision !== 'allow') {
+      return { ok: false, submitRejected: true, content: toolError(`the completion was not accepted: ${verdict.reason ?? verdict.decision}`, verdict.remediation ?? 'Fix what failed, then call attempt_completion again.') };
+    }
+    await this.lifecycle('AfterSubmit', task, input, turn);
+    return { ok: true, completed: true, content: input.result };
+  }
+}
+
+/** The structured error a refused or failed tool call returns to the model. */
+export function toolError(reason: string, remediation?: string | null, suggestedTool?: string | null): string {
+  return JSON.stringify({ error: reason, ...(remediation ? { remediation } : {}), ...(suggestedTool ? { suggested_tool: suggestedTool } : {}) });
+}
+
+function writePaths(name: ToolName, args: Record<string, unknown>): string[] | undefined {
+  return (name === 'write_to_file' || name === 'apply_diff') && typeof args.path === 'string' ? [args.path] : undefined;
+}
