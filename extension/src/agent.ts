@@ -131,8 +131,11 @@ export class AgentHost implements vscode.Disposable {
           contextTokens: config.get<number>('contextTokens', 128_000),
         });
       }
-      case 'vscode-lm':
-        return VsCodeLmProvider.select(model);
+      case 'vscode-lm': {
+        const found = await VsCodeLmProvider.select(model);
+        if (!found) throw new Error(`VS Code has no chat model \`${model}\` now (is its extension installed and signed in?)`);
+        return found;
+      }
       default:
         throw new Error(`unknown model \`${modelId}\`; pick one in the Chokepoint sidebar`);
     }

@@ -3,6 +3,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { AgentHost, type Approver } from './agent';
 import { evaluate, type ChainDecision, type ChainEvent } from './chokepoint';
 import { EngineHost, describe } from './engineHost';
 import { Log } from './log';
@@ -11,6 +12,7 @@ import { SidebarProvider } from './sidebar';
 import { StatusBar } from './statusBar';
 import { Trace, showProvenance, type ProvenanceReport } from './trace';
 import type { EngineState } from '../../protocol/messages';
+import type { RuntimeEvent } from './runtime/types';
 
 /** What `activate` returns: the extension's public API (used by its own integration tests). */
 export interface ChokepointApi {
@@ -21,6 +23,14 @@ export interface ChokepointApi {
   evaluate(event: ChainEvent): Promise<ChainDecision>;
   /** Which recorded write explains line `line` (1-based) of `uri` (see trace.ts); shows nothing. */
   provenance(uri: vscode.Uri, line: number): ProvenanceReport;
+  /** The agent runtime: run a task, stop it, listen to what it does, answer its asks (agent.ts). */
+  readonly agent: {
+    start(prompt: string, modelId: string): Promise<void>;
+    runDemo(): Promise<void>;
+    stop(): void;
+    onEvent: vscode.Event<RuntimeEvent>;
+    setApprover(approver: Approver | undefined): void;
+  };
 }
 
 export function activate(context: vscode.ExtensionContext): ChokepointApi {
@@ -38,6 +48,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   const statusBar = new StatusBar();
   statusBar.update(engine.state);
   const trace = new Trace(engine, log);
+  const agent = new AgentHost(engine, context.secrets, log);
   const sidebar = new SidebarProvider(context.extensionUri, engine, trace, log);
   // Menus that only make sense in a governed workspace (the editor's "Show Provenance of Line").
   const setGoverned = (state: EngineState) =>
@@ -46,6 +57,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   context.subscriptions.push(
     engine,
     trace,
+    agent,
     statusBar,
     sidebar,
     engine.onDidChange((state) => {
@@ -56,6 +68,9 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     vscode.commands.registerCommand('chokepoint.showEngineInfo', () => showEngineInfo(engine, log)),
     vscode.commands.registerCommand('chokepoint.reloadConfiguration', () => engine.reload()),
     vscode.commands.registerCommand('chokepoint.showLog', () => log.channel.show()),
+    vscode.commands.registerCommand('chokepoint.runDemoTask', () => runTask(agent, log, () => agent.runDemo())),
+    vscode.commands.registerCommand('chokepoint.stopTask', () => agent.stop()),
+    vscode.commands.registerCommand('chokepoint.setApiKey', () => agent.setApiKey()),
     vscode.commands.registerCommand('chokepoint.showProvenance', (uri?: unknown, line?: unknown) =>
       showProvenance(trace, (intent) => sidebar.showTrace(intent), uri instanceof vscode.Uri ? uri : undefined, typeof line === 'number' ? line : undefined),
     ),
@@ -70,7 +85,30 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     reload: () => engine.reload(),
     evaluate: (event) => evaluate(engine, event),
     provenance: (uri, line) => trace.provenance(uri, line),
+    agent: {
+      start: (prompt, modelId) => agent.start(prompt, modelId),
+      runDemo: () => agent.runDemo(),
+      stop: () => agent.stop(),
+      onEvent: agent.onEvent,
+      setApprover: (approver) => agent.setApprover(approver),
+    },
   };
+}
+
+/** Runs a task from a command, with progress in the notification area and errors shown, not thrown. */
+function runTask(agent: AgentHost, log: Log, task: () => Promise<void>): Thenable<void> {
+  return vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: 'Chokepoint: running the agent task', cancellable: true },
+    async (_progress, token) => {
+      token.onCancellationRequested(() => agent.stop());
+      try {
+        await task();
+      } catch (e) {
+        log.error((e as Error).message);
+        void vscode.window.showErrorMessage(`Chokepoint: ${(e as Error).message}`);
+      }
+    },
+  );
 }
 
 function governed(root: string): boolean {
