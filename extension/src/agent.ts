@@ -9,7 +9,7 @@ import { DEMO_PROMPT, DEMO_SCRIPT } from './runtime/demo';
 import { AgentRuntime, type AskAnswer, type AskRequest, type RuntimeEngine } from './runtime/loop';
 import type { Compactor } from './runtime/prompt';
 import { OpenAiProvider } from './runtime/providers/openai';
-import { ScriptedProvider } from './runtime/providers/scripted';
+import { ScriptedProvider, loadScript } from './runtime/providers/scripted';
 import { VsCodeLmProvider, listVsCodeModels } from './runtime/providers/vscodeLm';
 import type { ModelChoice, ModelProvider, RuntimeEvent } from './runtime/types';
 
@@ -121,7 +121,8 @@ export class AgentHost implements vscode.Disposable {
     const model = colon < 0 ? '' : modelId.slice(colon + 1);
     switch (kind) {
       case 'scripted':
-        return ScriptedProvider.start(DEMO_SCRIPT);
+        // `scripted:demo`, or `scripted:<file>`: a script of one's own (tests, recorded sessions).
+        return ScriptedProvider.start(model === 'demo' || model === '' ? DEMO_SCRIPT : await loadScript(model));
       case 'openai': {
         const config = vscode.workspace.getConfiguration('chokepoint.openai');
         return new OpenAiProvider({
