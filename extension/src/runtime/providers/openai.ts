@@ -83,27 +83,28 @@ export class OpenAiProvider implements ModelProvider {
         if (!response.body) throw new ModelError(`${where}: the answer has no body`, 'protocol');
         let complete = false;
         try {
-          for await (const event of readSse(response.body, () => exchange.touch())) {
+          for await (const event of readSse(response.body, { signal: exchange.signal, onBytes: () => exchange.touch() })) {
             exchange.throwIfCancelled();
             if (event.data === '[DONE]') {
               complete = true;
               break;
             }
             const text = takeChunk(where, event.data, event.line, assembler);
-            if (text) yield { type: 'text', text };
+            if (text) {
+              // Time spent by the consumer between two chunks is not the server's silence.
+              exchange.hold();
+              yield { type: 'text', text };
+              exchange.touch();
+            }
           }
         } catch (e) {
           if (e instanceof ModelError) throw e;
           // After a finish_reason only the usage chunk and `[DONE]` can be missing: the answer is whole.
-          if (!assembler.finishReason || exchange.cancelled || exchange.timedOut) throw exchange.failure(e, 'during');
+          if (!assembler.finishReason || exchange.cancelled || exchange.timedOut) throw cutShort(exchange.failure(e, 'during'), assembler);
         }
         exchange.throwIfCancelled();
         if (!complete && !assembler.finishReason) {
-          throw new ModelError(
-            `${where}: the stream ended before the answer was complete (no finish_reason, no [DONE])` +
-              (assembler.assemblingToolCall ? '; the tool call that was arriving was dropped, not run' : ''),
-            'network',
-          );
+          throw cutShort(new ModelError(`${where}: the stream ended before the answer was complete (no finish_reason, no [DONE])`, 'network'), assembler);
         }
       }
 
@@ -160,6 +161,12 @@ export class OpenAiProvider implements ModelProvider {
   private requestHeaders(base: Record<string, string>): Record<string, string> {
     return { ...base, ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}), ...this.headers };
   }
+}
+
+/** Says so when the answer broke while a call was arriving, so that nobody wonders whether it ran. */
+function cutShort(error: ModelError, assembler: CompletionAssembler): ModelError {
+  if (error.kind !== 'network' || !assembler.assemblingToolCall) return error;
+  return new ModelError(`${error.message}; the tool call that was arriving was dropped, not run`, error.kind);
 }
 
 /** One chunk's JSON text into the assembler; returns its text. */
@@ -257,6 +264,11 @@ class Exchange {
     }, this.timeoutMs);
     // A request the consumer abandoned must not keep the process alive on this timer alone.
     this.timer.unref();
+  }
+
+  /** Stops the silence timer until the next `touch`. */
+  hold(): void {
+    clearTimeout(this.timer);
   }
 
   throwIfCancelled(): void {

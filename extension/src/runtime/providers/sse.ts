@@ -8,12 +8,20 @@ export interface SseEvent {
   line: number;
 }
 
+export interface SseOptions {
+  /** Ends a pending read. The fetch's own signal is not enough, see `readOrAbort`. */
+  signal?: AbortSignal;
+  /** Called whenever bytes arrive (a silence timer restarts on it). */
+  onBytes?: () => void;
+}
+
 /**
  * Yields each event once its blank line arrives. A last line without its newline is dropped, as the
  * specification says: a connection cut in the middle of a JSON chunk is then diagnosed as the cut it
  * is, not as a malformed chunk. Errors of the underlying stream propagate as they are.
  */
-export async function* readSse(body: ReadableStream<Uint8Array>, onBytes: () => void = () => {}): AsyncGenerator<SseEvent> {
+export async function* readSse(body: ReadableStream<Uint8Array>, options: SseOptions = {}): AsyncGenerator<SseEvent> {
+  const { signal, onBytes = () => {} } = options;
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buffer = '';
@@ -23,7 +31,7 @@ export async function* readSse(body: ReadableStream<Uint8Array>, onBytes: () => 
   let finished = false;
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await readOrAbort(reader, signal);
       if (done) {
         finished = true;
         // A final event whose blank line never came is still whole if its line ended.
@@ -56,4 +64,32 @@ export async function* readSse(body: ReadableStream<Uint8Array>, onBytes: () => 
     // The consumer stopped early (an error, a `[DONE]`, a break): free the connection.
     if (!finished) reader.cancel().catch(() => {});
   }
+}
+
+/**
+ * A read that an abort ends. Node 20's fetch leaves the body stream alone when its signal fires after
+ * the whole body has arrived but before it was read: the next read then never settles (seen on Node
+ * 20.20), and a Stop pressed while the runtime was busy between two chunks would hang the task.
+ */
+function readOrAbort(reader: ReadableStreamDefaultReader<Uint8Array>, signal: AbortSignal | undefined): Promise<ReadableStreamReadResult<Uint8Array>> {
+  if (!signal) return reader.read();
+  if (signal.aborted) return Promise.reject(abortError(signal));
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(abortError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    reader.read().then(
+      (result) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(result);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('this operation was aborted', 'AbortError');
 }
