@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// `npm run bench`: criterion benches of the Rust core and Node benches of the binding, in one run.
+// `npm run bench`: criterion benches of the Rust core, Node benches of the binding and of the agent
+// runtime, in one run.
 // Prints each figure as median and p99, with its ratio to the baseline measured in the same run, and
 // writes target/bench.json: [{ name, median_ns, p99_ns, baseline, ratio }].
 //
@@ -57,6 +58,13 @@ function format(ns) {
   return `${(ns / 1e6).toFixed(2)} ms`;
 }
 
+/** bench/runtime.bench.ts drives the TypeScript runtime: bundled like the unit tests. */
+async function bundleRuntimeBench() {
+  const out = path.join(ROOT, 'target/runtime.bench.js');
+  await require('esbuild').build({ entryPoints: [path.join(ROOT, 'bench/runtime.bench.ts')], outfile: out, bundle: true, platform: 'node', format: 'cjs', target: 'node20', logLevel: 'warning' });
+  return out;
+}
+
 async function main() {
   await buildNative();
   log('bench', 'criterion benches (Rust core)');
@@ -66,7 +74,11 @@ async function main() {
   log('bench', 'binding benches (Node)');
   const r = await capture(process.execPath, [path.join(ROOT, 'bench/binding.bench.js')]);
   if (r.code !== 0) throw new Error(`the binding bench failed:\n${r.stderr}`);
-  const raw = [...criterionFigures(), ...rawSampleFigures(), ...r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l))];
+  log('bench', 'agent runtime (Node)');
+  const runtime = await capture(process.execPath, [await bundleRuntimeBench()]);
+  if (runtime.code !== 0) throw new Error(`the runtime bench failed:\n${runtime.stderr}`);
+  const lines = (text) => text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const raw = [...criterionFigures(), ...rawSampleFigures(), ...lines(r.stdout), ...lines(runtime.stdout)];
   const figures = raw.map(summarize);
   const byName = new Map(figures.map((f) => [f.name, f]));
   for (const f of figures) {

@@ -252,8 +252,13 @@ export interface Event {
 /** The ids and context of an event on the synchronous path (all optional). */
 export interface EventContext {
   sessionId?: string
+  agentId?: string
   taskId?: string
+  planId?: string
+  turn?: number
   taskType?: string
+  /** The model that produced the action, recorded in the trace. */
+  model?: string
   hookDepth?: number
 }
 

@@ -122,3 +122,47 @@ test('an approved scope expansion opens the path for the rest of the task', asyn
   assert.equal((await engine.evaluateAsync(write('another'))).decision, 'deny');
   assert.ok(fs.existsSync(path.join(root, DEMO_FILES.login)));
 });
+
+test('Stop during a command kills its process group, undoes nothing inside the scope, and ends the task as cancelled', async () => {
+  const root = sampleWorkspace();
+  const engine = binding.Engine.open(root);
+  const marker = `chokepoint-cancel-${process.pid}-${Date.now()}`;
+  const provider = await ScriptedProvider.start({
+    model: 'scripted-cancel',
+    steps: [
+      { toolCalls: [{ name: 'select_active_intent', arguments: { intent_id: 'INT-001' } }] },
+      { toolCalls: [{ name: 'execute_command', arguments: { command: `echo started > src/auth/started.txt; sleep 30 # ${marker}\necho after > src/auth/after.txt` } }] },
+      { text: 'never reached' },
+    ],
+  });
+  const events: RuntimeEvent[] = [];
+  const runtime = new AgentRuntime({ root, engine: engine as unknown as RuntimeEngine, provider, ask: async () => ({ approved: false }) });
+  runtime.onEvent((e) => {
+    events.push(e);
+    // Stop once the command is running (it has written its first file).
+    if (e.type === 'toolCall' && e.tool === 'execute_command') {
+      const poll = setInterval(() => {
+        if (fs.existsSync(path.join(root, 'src/auth/started.txt'))) {
+          clearInterval(poll);
+          runtime.cancel();
+        }
+      }, 20);
+    }
+  });
+  const started = Date.now();
+  try {
+    await runtime.run({ prompt: 'run the slow command' });
+  } finally {
+    await provider.close();
+  }
+  const ended = events.find((e) => e.type === 'taskEnded');
+  assert.equal(ended && ended.type === 'taskEnded' && ended.status, 'cancelled');
+  assert.ok(Date.now() - started < 15_000, 'stopped at once, not after the sleep');
+  const { execFileSync } = await import('child_process');
+  const left = execFileSync('ps', ['-eo', 'args']).toString().split('\n').filter((l) => l.includes(marker) && !l.includes('ps -eo'));
+  assert.deepEqual(left, [], 'nothing of the command is left running');
+  assert.ok(!fs.existsSync(path.join(root, 'src/auth/after.txt')), 'the command did not go on after Stop');
+  assert.equal(provider.server.requests.length, 2, 'no inference after Stop');
+  const result = events.find((e) => e.type === 'toolResult' && e.tool === 'execute_command');
+  assert.match(result && result.type === 'toolResult' ? result.content : '', /cancelled/);
+});

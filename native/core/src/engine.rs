@@ -368,9 +368,15 @@ impl Engine {
         if crate::pipe::Delivery::for_event(kind) == crate::pipe::Delivery::NextTurn && !evaluation.piped.is_empty() {
             self.piped.push(&session, evaluation.piped.iter().cloned());
         }
-        if let Some(ticket) = self.trace_finish(trace, &evaluation) {
-            // The asynchronous entry answers once the record is durable. An action that cannot be
-            // recorded is not allowed to happen unrecorded.
+        if let Some(ticket) = self.trace_finish(trace, &evaluation)
+            && awaits_durability(kind)
+        {
+            // A gate answers once its record is durable: an action that cannot be recorded is not
+            // allowed to happen unrecorded; and a tool's result is not reported before the record of
+            // what it wrote is. Other events' records (a turn's start, an error) are durable by the
+            // next such sync, which covers everything queued before it, or by `flush`, which also
+            // reports a failure nobody waited for: waiting for a sync of each would cost a tool call
+            // five syncs instead of two.
             let durable = match tokio::task::spawn_blocking(move || ticket.wait()).await {
                 Ok(result) => result.map(|_| ()).map_err(|e| e.to_string()),
                 Err(e) => Err(format!("the ledger writer failed: {e}")),
@@ -566,4 +572,21 @@ fn keep<T: Clone + Default>(previous: &T, previous_status: Option<FileStatus>) -
         Some(FileStatus::Loaded | FileStatus::Invalid) => previous.clone(),
         _ => T::default(),
     }
+}
+
+/// Whether the asynchronous entry answers `kind` only once its trace record is durable: the events
+/// after which something happens that the trace must already hold (a tool runs, its result with the
+/// hashes of what it wrote reaches the agent, a completion or a plan is accepted, a merge proceeds, a
+/// task or the session ends).
+fn awaits_durability(kind: EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::PreToolUse
+            | EventKind::PostToolUse
+            | EventKind::BeforeSubmit
+            | EventKind::PlanSubmit
+            | EventKind::BeforeMerge
+            | EventKind::TaskComplete
+            | EventKind::SessionEnd
+    )
 }

@@ -120,8 +120,13 @@ impl Detail {
 #[napi(object, js_name = "EventContext")]
 pub struct JsEventContext {
     pub session_id: Option<String>,
+    pub agent_id: Option<String>,
     pub task_id: Option<String>,
+    pub plan_id: Option<String>,
+    pub turn: Option<u32>,
     pub task_type: Option<String>,
+    /// The model that produced the action, recorded in the trace.
+    pub model: Option<String>,
     pub hook_depth: Option<u32>,
 }
 
@@ -133,7 +138,11 @@ pub fn event_from_parts(name: &str, tool: Option<String>, paths: Option<Vec<Stri
     event.paths = paths.unwrap_or_default();
     if let Some(c) = context {
         event.ids.session = c.session_id;
+        event.ids.agent = c.agent_id;
         event.ids.task = c.task_id;
+        event.ids.plan = c.plan_id;
+        event.ids.turn = c.turn;
+        event.ids.model = c.model;
         event.task_type = c.task_type;
         event.depth = c.hook_depth.unwrap_or(0);
     }

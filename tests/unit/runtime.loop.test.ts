@@ -1,0 +1,116 @@
+// The tool loop's rules, each against the real engine with a hooks.yaml of the test's own and the
+// scripted model over real HTTP: what the model is told, how a task ends, which events fire.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { AgentRuntime, type RuntimeEngine, type RuntimeLimits } from '../../extension/src/runtime/loop';
+import { ScriptedProvider, type Script } from '../../extension/src/runtime/providers/scripted';
+import type { RuntimeEvent } from '../../extension/src/runtime/types';
+
+const ROOT = path.resolve(__dirname, '../../..');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const binding = require(path.join(ROOT, 'native/node')) as typeof import('../../native/node/index');
+const made: string[] = [];
+after(() => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+
+function workspace(hooksYaml: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-loop-test-'));
+  made.push(dir);
+  fs.cpSync(path.join(ROOT, 'tests/fixtures/sample-workspace'), dir, { recursive: true });
+  fs.mkdirSync(path.join(dir, '.orchestration'));
+  fs.copyFileSync(path.join(ROOT, '.orchestration/active_intents.yaml'), path.join(dir, '.orchestration/active_intents.yaml'));
+  fs.writeFileSync(path.join(dir, '.orchestration/hooks.yaml'), `version: 1\n${hooksYaml}`);
+  return dir;
+}
+
+async function run(hooksYaml: string, script: Script, limits: Partial<RuntimeLimits> = {}, prompt = 'do it') {
+  const root = workspace(hooksYaml);
+  const engine = binding.Engine.open(root);
+  const provider = await ScriptedProvider.start(script);
+  const events: RuntimeEvent[] = [];
+  const runtime = new AgentRuntime({ root, engine: engine as unknown as RuntimeEngine, provider, limits, ask: async () => ({ approved: false, reason: 'no' }) });
+  runtime.onEvent((e) => events.push(e));
+  try {
+    await runtime.run({ prompt });
+    await runtime.end();
+  } finally {
+    await provider.close();
+  }
+  const ended = events.filter((e) => e.type === 'taskEnded') as Extract<RuntimeEvent, { type: 'taskEnded' }>[];
+  const requests = provider.server.requests as Array<{ messages: Array<{ role: string; content?: string }> }>;
+  return { root, engine, events, ended, requests, lifecycle: events.flatMap((e) => (e.type === 'lifecycle' ? [e.event] : [])) };
+}
+
+const select = { toolCalls: [{ name: 'select_active_intent', arguments: { intent_id: 'INT-001' } }] };
+const complete = { toolCalls: [{ name: 'attempt_completion', arguments: { result: 'done' } }] };
+
+test('a bad argument is a tool error the model can correct, and the chain never sees the bad call', async () => {
+  const r = await run('hooks: {}\n', {
+    model: 'm',
+    steps: [
+      { toolCalls: [{ name: 'read_file', arguments: '{"path": 3}' }] },
+      { toolCalls: [{ name: 'read_file', arguments: { path: 'src/auth/login.js' } }], expect: { lastMessageIncludes: 'invalid arguments for read_file: path' } },
+      { ...complete, expect: { lastMessageIncludes: '3 | function login' } },
+    ],
+  });
+  assert.equal(r.ended[0].status, 'success');
+  const records = r.engine.traceRecent({}).filter((x) => x.event === 'PreToolUse' && x.tool === 'read_file');
+  assert.equal(records.length, 1, 'only the valid call reached the chain (and the trace)');
+});
+
+test('a model that never completes ends as max_turns', async () => {
+  const r = await run('hooks: {}\n', { model: 'm', steps: [{ text: 'thinking' }, { text: 'still thinking', expect: { lastMessageIncludes: 'No tool was called' } }, { text: 'never' }] }, { maxTurns: 2 });
+  assert.equal(r.ended[0].status, 'max_turns');
+  assert.equal(r.requests.length, 2);
+});
+
+test('a completion refused by BeforeSubmit gets a bounded number of retries, then the task is rejected', async () => {
+  const hooks = 'hooks:\n  BeforeSubmit:\n    - name: never-done\n      deny: { reason: "the reviewers are away" }\n';
+  const r = await run(hooks, { model: 'm', steps: [complete, { ...complete, expect: { lastMessageIncludes: 'the reviewers are away' } }, complete] }, { maxSubmitRetries: 2 });
+  assert.equal(r.ended[0].status, 'rejected');
+  assert.match(r.ended[0].summary ?? '', /refused 3 times/);
+  assert.equal(r.lifecycle.filter((e) => e === 'BeforeSubmit').length, 3);
+  assert.equal(r.lifecycle.includes('AfterSubmit'), false);
+});
+
+test('a TurnStart hook that denies stops the task before inference', async () => {
+  const hooks = 'hooks:\n  TurnStart:\n    - name: quota\n      deny: { reason: "the token quota is spent" }\n';
+  const r = await run(hooks, { model: 'm', steps: [complete] });
+  assert.equal(r.ended[0].status, 'rejected');
+  assert.match(r.ended[0].summary ?? '', /token quota/);
+  assert.equal(r.requests.length, 0, 'no inference ran');
+  assert.deepEqual(r.lifecycle, ['TaskStart', 'TurnStart', 'TaskComplete']);
+});
+
+test('a malformed model response fires Error and ends the task as error, with nothing half-written', async () => {
+  const r = await run('hooks: {}\n', { model: 'm', steps: [select, { fault: 'drop', toolCalls: [{ name: 'write_to_file', arguments: { path: 'src/auth/half.js', content: 'x' } }] }] });
+  assert.equal(r.ended[0].status, 'error');
+  assert.ok(r.events.some((e) => e.type === 'error'), 'the transcript says what failed');
+  assert.ok(r.lifecycle.includes('Error'));
+  assert.equal(fs.existsSync(path.join(r.root, 'src/auth/half.js')), false);
+});
+
+test('a plan queues its tasks after the current one; PlanComplete fires when they are all done', async () => {
+  const plan = { toolCalls: [{ name: 'submit_plan', arguments: { title: 'two steps', tasks: [{ prompt: 'step one' }, { prompt: 'step two' }] } }] };
+  const r = await run('hooks: {}\n', {
+    model: 'm',
+    steps: [plan, { ...complete, expect: { lastMessageIncludes: 'plan accepted: 2 tasks queued' } }, { ...complete, expect: { anyMessageIncludes: 'step one' } }, { ...complete, expect: { anyMessageIncludes: 'step two' } }],
+  });
+  assert.deepEqual(r.ended.map((e) => e.status), ['success', 'success', 'success']);
+  assert.equal(r.lifecycle.filter((e) => e === 'PlanSubmit').length, 1);
+  assert.equal(r.lifecycle.filter((e) => e === 'PlanComplete').length, 1);
+  assert.equal(r.lifecycle[r.lifecycle.length - 1], 'PlanComplete', 'after the plan\u2019s last task');
+});
+
+test('a write before the handshake is denied with the handshake as the remedy', async () => {
+  const r = await run('hooks: {}\n', {
+    model: 'm',
+    steps: [{ toolCalls: [{ name: 'write_to_file', arguments: { path: 'src/auth/a.js', content: 'x' } }] }, { ...complete, expect: { lastMessageIncludes: 'select_active_intent' } }],
+  });
+  assert.equal(r.ended[0].status, 'success');
+  const denial = JSON.parse(String(r.requests[1].messages.filter((m) => m.role === 'tool')[0].content));
+  assert.match(denial.remediation, /select_active_intent/);
+  assert.equal(fs.existsSync(path.join(r.root, 'src/auth/a.js')), false);
+});
