@@ -114,3 +114,31 @@ test('a write before the handshake is denied with the handshake as the remedy', 
   assert.match(denial.remediation, /select_active_intent/);
   assert.equal(fs.existsSync(path.join(r.root, 'src/auth/a.js')), false);
 });
+
+test('TurnPrepare may rewrite the system prompt and the model of the inference; PostToolUse may rewrite what the model is told', async () => {
+  const root = workspace('hooks: {}\n');
+  const engine = binding.Engine.open(root);
+  engine.registerHostHook({ name: 'steer', events: ['TurnPrepare'] }, async (event) => {
+    const subject = event.input as { system_prompt: string; turn: number };
+    return { decision: 'modify', modified: { ...subject, system_prompt: `${subject.system_prompt}\nSTEERED ${subject.turn}`, model: 'bigger-model' } };
+  });
+  engine.registerHostHook({ name: 'linter', events: ['PostToolUse'], tool: 'read_file' }, async (event) => {
+    const subject = event.input as { result: { output: string } };
+    return { decision: 'modify', modified: { ...subject, result: { output: `${subject.result.output}\nlinter: 2 warnings`, is_error: false } } };
+  });
+  const provider = await ScriptedProvider.start({ model: 'small-model', steps: [{ toolCalls: [{ name: 'read_file', arguments: { path: 'README.md' } }] }, { ...complete, expect: { lastMessageIncludes: 'linter: 2 warnings' } }] });
+  const runtime = new AgentRuntime({ root, engine: engine as unknown as RuntimeEngine, provider, ask: async () => ({ approved: false }) });
+  try {
+    await runtime.run({ prompt: 'read' });
+    await runtime.end();
+  } finally {
+    await provider.close();
+    engine.close();
+  }
+  const requests = provider.server.requests as Array<{ model: string; messages: Array<{ role: string; content?: string }> }>;
+  assert.deepEqual(requests.map((r) => r.model), ['bigger-model', 'bigger-model']);
+  assert.ok(String(requests[1].messages[0].content).endsWith('STEERED 1'), 'the rewritten system prompt was sent');
+  engine.flushTrace();
+  const recorded = engine.traceRecent({}).filter((r) => r.event === 'PreToolUse');
+  assert.deepEqual([...new Set(recorded.map((r) => r.model))], ['bigger-model'], 'the trace records the model that acted');
+});

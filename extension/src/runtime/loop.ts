@@ -132,6 +132,8 @@ export class AgentRuntime {
   private abort: AbortController | undefined;
   /** The `<intent_context>` of the intent this session selected, kept in every prompt. */
   private intentContext: string | undefined;
+  /** The model the current task uses (TurnPrepare may switch it); recorded with every event. */
+  private model: string | undefined;
   /** Events whose chain needed the asynchronous entry (a command, builtin or host hook). */
   private readonly needsAsync = new Set<string>();
 
@@ -203,7 +205,7 @@ export class AgentRuntime {
       event: name,
       sessionId: this.sessionId,
       agentId: this.agentId,
-      model: this.options.provider.model,
+      model: this.model ?? this.options.provider.model,
       taskId: task?.id,
       planId: task?.planId,
       taskType: task?.taskType,
@@ -277,6 +279,8 @@ export class AgentRuntime {
     const conversation: ChatMessage[] = [{ role: 'user', content: task.prompt }];
     let submitRetries = 0;
     let recoveries = 0;
+    // TurnPrepare may switch the model for the rest of the task (same endpoint).
+    let model = (this.model = this.options.provider.model);
     for (let turn = 0; turn < this.limits.maxTurns; turn++) {
       const signal = this.abort!.signal;
       if (signal.aborted) return { status: 'cancelled' };
@@ -299,16 +303,19 @@ export class AgentRuntime {
         },
         onCompacted: (c) => this.emit({ type: 'compacted', taskId: task.id, ...c }),
       });
-      // The last mutable point before inference: a hook may rewrite the system prompt or the model.
-      const prepared = await this.lifecycle('TurnPrepare', task, { turn, system_prompt: prompt.system, model: this.options.provider.model, message_count: prompt.messages.length }, turn);
+      // The last mutable point before inference: a hook may rewrite the system prompt, the messages
+      // (for this inference only: the conversation is kept) or the model.
+      const prepared = await this.lifecycle('TurnPrepare', task, { turn, system_prompt: prompt.system, model, messages: prompt.messages }, turn);
       if (prepared && prepared.decision === 'deny') return { status: 'rejected', summary: prepared.reason ?? 'TurnPrepare was refused' };
-      const rewritten = prepared?.modified as { system_prompt?: unknown } | undefined;
-      const system = typeof rewritten?.system_prompt === 'string' ? rewritten.system_prompt : prompt.system;
+      const rewritten = (prepared?.modified ?? {}) as { system_prompt?: unknown; model?: unknown; messages?: unknown };
+      const system = typeof rewritten.system_prompt === 'string' ? rewritten.system_prompt : prompt.system;
+      if (typeof rewritten.model === 'string' && rewritten.model) model = this.model = rewritten.model;
+      const messages = chatMessages(rewritten.messages) ?? prompt.messages;
 
       let text = '';
       const calls: ToolCall[] = [];
       try {
-        for await (const chunk of this.options.provider.chat({ model: this.options.provider.model, messages: [{ role: 'system', content: system }, ...prompt.messages], tools: toolDefinitions(), signal })) {
+        for await (const chunk of this.options.provider.chat({ model, messages: [{ role: 'system', content: system }, ...messages], tools: toolDefinitions(), signal })) {
           if (chunk.type === 'text') {
             text += chunk.text;
             this.emit({ type: 'text', taskId: task.id, turn, text: chunk.text });
@@ -479,6 +486,14 @@ export class AgentRuntime {
 /** The structured error a refused or failed tool call returns to the model. */
 export function toolError(reason: string, remediation?: string | null, suggestedTool?: string | null): string {
   return JSON.stringify({ error: reason, ...(remediation ? { remediation } : {}), ...(suggestedTool ? { suggested_tool: suggestedTool } : {}) });
+}
+
+/** A TurnPrepare rewrite of the messages, if it is a well-formed list; otherwise undefined. */
+function chatMessages(value: unknown): ChatMessage[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const roles = new Set(['user', 'assistant', 'tool']);
+  const ok = value.every((m) => m && typeof m === 'object' && roles.has((m as ChatMessage).role) && typeof (m as ChatMessage).content === 'string');
+  return ok ? (value as ChatMessage[]) : undefined;
 }
 
 function writePaths(name: ToolName, args: Record<string, unknown>): string[] | undefined {
