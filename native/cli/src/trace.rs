@@ -3,7 +3,8 @@
 //! blame and export.
 //!
 //! `verify` exit codes say what is wrong: 0 intact, 10 edited, 11 deleted, 12 inserted, 13 reordered,
-//! 14 truncated, 15 a torn tail; 1 when the ledger cannot be read; 2 usage.
+//! 14 truncated, 15 a torn tail; 1 when the ledger cannot be read; 2 usage. `reseal` starts a new
+//! chain after a failed verification (exit 1, and nothing changed, for an intact ledger).
 
 use crate::EXIT_CONFIG;
 use chokepoint_core::Sidecar;
@@ -76,6 +77,19 @@ pub enum TraceCommand {
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
     },
+    /// The way forward from a ledger that fails `verify`: move it aside as evidence
+    /// (agent_trace.sealed-<ms>.jsonl) and begin a new chain whose first record names it, its hash,
+    /// what was wrong, who resealed it and why. Refused for an intact ledger.
+    Reseal {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Why the chain is restarted (recorded).
+        #[arg(long)]
+        reason: String,
+        /// Who reseals it (recorded); the user name by default.
+        #[arg(long)]
+        by: Option<String>,
+    },
 }
 
 pub fn run(command: TraceCommand) -> ExitCode {
@@ -93,6 +107,22 @@ pub fn run(command: TraceCommand) -> ExitCode {
             println!("{}", serde_json::to_string_pretty(&trace).map_err(|e| e.to_string())?);
             Ok(ExitCode::SUCCESS)
         }),
+        TraceCommand::Reseal { workspace, reason, by } => {
+            let sidecar = Sidecar::new(&workspace);
+            if !sidecar.exists() {
+                return usage(&format!("{} has no .orchestration folder", workspace.display()));
+            }
+            let by = by.or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "unknown".to_owned());
+            match chokepoint_core::ledger::reseal::reseal(&sidecar, &reason, &by) {
+                Ok(done) => {
+                    println!("the ledger ({}) was moved to {}", done.problem, done.sealed.display());
+                    println!("a new ledger begins with a record of the reseal (sha256 of the sealed file {})", done.sealed_sha256);
+                    ExitCode::SUCCESS
+                }
+                Err(chokepoint_core::ledger::reseal::ResealError::NoReason) => usage("--reason must say why the chain is restarted"),
+                Err(e) => failure(&e.to_string()),
+            }
+        }
         TraceCommand::Reindex { workspace } => {
             let sidecar = Sidecar::new(&workspace);
             if !sidecar.exists() {

@@ -305,3 +305,42 @@ fn trace_record_prints_its_seq_only_after_the_ledger_is_synced() {
     let printed = at("write(1, \"1\\n\"");
     assert!(write < sync && sync < printed, "the record is written ({write}), synced ({sync}), then acknowledged ({printed}):\n{calls}");
 }
+
+/// A truncated ledger stops every governed write; `trace reseal` moves it aside as evidence and starts
+/// a new chain that says so, after which recording (and verification) work again.
+#[test]
+fn a_tampered_ledger_is_resealed_not_repaired() {
+    let ws = sample_workspace();
+    let dir = ws.path().to_str().unwrap().to_owned();
+    for i in 0..3 {
+        let out = chokepoint(&["trace", "record", "--workspace", &dir, "--event", &format!(r#"{{"event":"ci-run","n":{i}}}"#)]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(run_in(&ws, &["trace", "reseal", "--reason", "nothing wrong"]).0, 1, "an intact ledger is not resealed");
+    let ledger = ws.path().join(".orchestration/agent_trace.jsonl");
+    let text = fs::read_to_string(&ledger).unwrap();
+    let truncated: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+    fs::write(&ledger, &truncated).unwrap();
+    let refused = chokepoint(&["trace", "record", "--workspace", &dir, "--event", r#"{"event":"after"}"#]);
+    assert!(!refused.status.success(), "a truncated ledger is not appended to");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("records were removed"), "{}", String::from_utf8_lossy(&refused.stderr));
+
+    assert_eq!(run_in(&ws, &["trace", "reseal"]).0, 2, "a reason is required");
+    let (code, out, err) = run_in(&ws, &["trace", "reseal", "--reason", "restored from backup failed", "--by", "ops"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("truncated"), "{out}");
+    let sealed: Vec<_> = fs::read_dir(ws.path().join(".orchestration")).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("agent_trace.sealed-")).collect();
+    assert_eq!(sealed.len(), 1);
+    assert_eq!(fs::read_to_string(ws.path().join(".orchestration").join(&sealed[0])).unwrap(), truncated, "the evidence is kept byte for byte");
+    let first: serde_json::Value = serde_json::from_str(fs::read_to_string(&ledger).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(first["seq"], 1);
+    assert_eq!(first["data"]["resealed"]["reason"], "restored from backup failed");
+    assert_eq!(first["data"]["resealed"]["sealed_file"], sealed[0].as_str());
+    assert_eq!(first["data"]["resealed"]["previous_head"]["count"], 3);
+
+    let out = chokepoint(&["trace", "record", "--workspace", &dir, "--event", r#"{"event":"after"}"#]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2", "recording continues the new chain");
+    let (code, out, _) = run_in(&ws, &["trace", "verify"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("ledger intact: 2 records"), "{out}");
+}

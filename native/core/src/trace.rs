@@ -29,7 +29,7 @@ const MAX_IMAGE_BYTES: u64 = 8 * 1024 * 1024;
 #[derive(Debug)]
 pub struct Tracer {
     sidecar: Sidecar,
-    ledger: OnceLock<Result<Ledger, String>>,
+    ledger: OnceLock<Ledger>,
     /// Content before an allowed write, by (session, canonical path): `None` when the file did not
     /// exist.
     before: Mutex<HashMap<(String, String), Option<String>>>,
@@ -49,18 +49,20 @@ impl Tracer {
     /// The ledger, opened on first use; `Err` when the workspace is not governed or the ledger cannot
     /// be opened (the reason, for the output channel).
     pub fn ledger(&self) -> Result<&Ledger, String> {
-        self.ledger
-            .get_or_init(|| {
-                if !self.sidecar.exists() {
-                    return Err(NOT_GOVERNED.to_owned());
-                }
-                self.sidecar.ignore_runtime_files();
-                let (ledger, recovery) = Ledger::open(&self.sidecar).map_err(|e| format!("cannot open the trace ledger: {e}"))?;
-                *self.recovery.lock().unwrap_or_else(|p| p.into_inner()) = recovery;
-                Ok(ledger)
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+        if let Some(ledger) = self.ledger.get() {
+            return Ok(ledger);
+        }
+        // A failure is not kept: the next call tries again (the sidecar folder may appear, a
+        // tampered ledger may be resealed, a full disk may be freed).
+        if !self.sidecar.exists() {
+            return Err(NOT_GOVERNED.to_owned());
+        }
+        self.sidecar.ignore_runtime_files();
+        let (ledger, recovery) = Ledger::open(&self.sidecar).map_err(|e| format!("cannot open the trace ledger: {e}"))?;
+        if self.ledger.set(ledger).is_ok() {
+            *self.recovery.lock().unwrap_or_else(|p| p.into_inner()) = recovery;
+        }
+        Ok(self.ledger.get().expect("set above, by this call or a concurrent one"))
     }
 
     /// The torn end a crash left, moved aside when the ledger was opened (reported once).
@@ -151,7 +153,7 @@ impl Tracer {
     /// Waits until everything queued so far is durable.
     pub fn flush(&self) -> Result<(), String> {
         match self.ledger.get() {
-            Some(Ok(ledger)) => ledger.flush().map_err(|e| e.to_string()),
+            Some(ledger) => ledger.flush().map_err(|e| e.to_string()),
             _ => Ok(()),
         }
     }

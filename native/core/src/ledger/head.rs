@@ -5,10 +5,11 @@
 //!   not lines cut off the end (what is left still chains) nor a tail cut off and written anew. A
 //!   record count and hash kept elsewhere catch both: a ledger with fewer records than the head, or
 //!   whose record number `count` does not hash to the head's hash, was truncated or rewritten.
-//! - **Why it may lag but never lead.** The writer updates the head only after the ledger's bytes are
-//!   synced, in the same critical section (under the ledger's lock). A crash between the two leaves a
-//!   head that counts fewer records than the ledger holds, which is harmless: the next append catches
-//!   it up. A head that counted more would be indistinguishable from a truncation.
+//! - **Why it may lag but never lead.** The writer's syncer raises the head only after the sync that
+//!   covers those records, and never lowers it. A crash between the two leaves a head that counts
+//!   fewer records than the ledger holds, which is harmless: the next append catches it up. A head
+//!   that counted more would be indistinguishable from a truncation. Only a reseal (`reseal.rs`)
+//!   clears it, under the ledger's lock, as it starts a new chain.
 //! - **Why `synchronous = NORMAL`.** A power cut can lose the latest head updates (a lagging head,
 //!   allowed above) but never corrupts the database; a per-commit fsync would double the cost of every
 //!   batch of appends for nothing the ledger's own fsync does not already give.
@@ -86,6 +87,11 @@ impl HeadStore {
                 })
                 .optional()
         })
+    }
+
+    /// Removes the head (a reseal, which starts a new chain, under the ledger's lock).
+    pub fn clear(&mut self) -> Result<(), LedgerError> {
+        self.retrying("clear the ledger head", |conn| conn.execute("DELETE FROM ledger_head_v1", []).map(drop))
     }
 
     /// Raises the head to `count` records ending in `hash`; a head that already counts as many or more

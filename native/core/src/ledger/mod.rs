@@ -9,7 +9,9 @@
 //! - `head.rs`: the chain head and record count kept in SQLite, so truncation is detected;
 //! - `ranges.rs`: which line ranges a write changed, with their content hashes;
 //! - `index.rs`: the SQLite index and its queries; `blame.rs`: who last wrote a line, by content;
-//! - `export.rs`: Agent Trace v0.1.
+//! - `export.rs`: Agent Trace v0.1;
+//! - `reseal.rs`: the way forward from a ledger that fails verification (moved aside, a new chain
+//!   begun with a record that says so).
 
 pub mod blame;
 pub mod export;
@@ -17,6 +19,7 @@ pub mod head;
 pub mod index;
 pub mod ranges;
 pub mod record;
+pub mod reseal;
 pub mod verify;
 pub mod writer;
 

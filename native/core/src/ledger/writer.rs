@@ -910,13 +910,13 @@ fn identity_of(_meta: &std::fs::Metadata) -> Option<(u64, u64)> {
 }
 
 #[cfg(unix)]
-type LockGuard = nix::fcntl::Flock<std::os::fd::OwnedFd>;
+pub(crate) type LockGuard = nix::fcntl::Flock<std::os::fd::OwnedFd>;
 
 /// Takes the exclusive lock on `lock` (released when the guard drops). The lock is taken on a
 /// duplicate descriptor, which shares the open file description and so the lock, so that the guard
 /// can own (and on drop unlock and close) it while the writer keeps the file.
 #[cfg(unix)]
-fn lock_exclusive(lock: &File, path: &Path) -> Result<LockGuard, LedgerError> {
+pub(crate) fn lock_exclusive(lock: &File, path: &Path) -> Result<LockGuard, LedgerError> {
     use nix::errno::Errno;
     use nix::fcntl::{Flock, FlockArg};
     let mut fd = std::os::fd::OwnedFd::from(lock.try_clone().map_err(io_error(path, "duplicate"))?);
@@ -930,7 +930,7 @@ fn lock_exclusive(lock: &File, path: &Path) -> Result<LockGuard, LedgerError> {
 }
 
 #[cfg(not(unix))]
-struct LockGuard(File);
+pub(crate) struct LockGuard(File);
 
 #[cfg(not(unix))]
 impl Drop for LockGuard {
@@ -940,7 +940,7 @@ impl Drop for LockGuard {
 }
 
 #[cfg(not(unix))]
-fn lock_exclusive(lock: &File, path: &Path) -> Result<LockGuard, LedgerError> {
+pub(crate) fn lock_exclusive(lock: &File, path: &Path) -> Result<LockGuard, LedgerError> {
     let file = lock.try_clone().map_err(io_error(path, "duplicate"))?;
     file.lock().map_err(io_error(path, "lock"))?;
     Ok(LockGuard(file))

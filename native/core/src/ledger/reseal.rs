@@ -1,0 +1,141 @@
+//! The way forward from a ledger that fails verification: reseal it.
+//!
+//! A ledger that was edited, truncated or rewritten is refused by the writer (nothing more is
+//! appended to it, so every action the trace must record first is denied). Repairing it in place
+//! would erase the evidence; deleting it would lose the record. Resealing does neither:
+//!
+//! - under the ledger's lock (so no process appends meanwhile), the tampered file is moved aside to
+//!   `agent_trace.sealed-<unix ms>.jsonl`, byte for byte, and its folder synced;
+//! - the head is cleared, and a new ledger begins with one record (`kind: external`, `tool:
+//!   "chokepoint trace reseal"`) that names the sealed file, its SHA-256, what verification found, the
+//!   head it contradicted, who resealed it and why — synced, and the head set to it, before the lock
+//!   is released;
+//! - writers in other processes notice the new file at their next batch (its identity changed) and
+//!   continue its chain; the index rebuilds itself from the new ledger when next read.
+//!
+//! An intact ledger is never resealed ([`ResealError::Intact`]): resealing is for tampering, and a
+//! way to start over at will would make the chain worthless.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use super::head::{self, HeadStore};
+use super::record::{GENESIS, Record, RecordKind, line_hash, sha256_hex};
+use super::verify::verify;
+use super::writer::{LedgerError, lock_exclusive};
+use crate::{Sidecar, clock};
+
+/// What a reseal did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resealed {
+    /// Where the tampered ledger now is.
+    pub sealed: PathBuf,
+    /// SHA-256 (hex) of the sealed file's bytes, as recorded in the new ledger's first record.
+    pub sealed_sha256: String,
+    /// What verification found, as recorded.
+    pub problem: String,
+    /// The new ledger's first record.
+    pub first: Record,
+}
+
+#[derive(Debug)]
+pub enum ResealError {
+    /// The ledger verifies against its head: there is nothing to reseal.
+    Intact { records: u64 },
+    /// A reason is required: the record says why the chain was restarted.
+    NoReason,
+    Ledger(LedgerError),
+}
+
+impl fmt::Display for ResealError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResealError::Intact { records } => {
+                write!(f, "the ledger is intact ({records} records, matching its head): there is nothing to reseal")
+            }
+            ResealError::NoReason => f.write_str("a reseal needs a reason: it is recorded as the first record of the new ledger"),
+            ResealError::Ledger(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ResealError {}
+
+impl From<LedgerError> for ResealError {
+    fn from(e: LedgerError) -> Self {
+        ResealError::Ledger(e)
+    }
+}
+
+fn io_error<'a>(path: &'a std::path::Path, op: &'static str) -> impl FnOnce(io::Error) -> LedgerError + 'a {
+    move |source| LedgerError::Io { path: path.to_owned(), op, source: std::sync::Arc::new(source) }
+}
+
+/// Moves a ledger that fails verification aside and starts a new one whose first record says so.
+/// `by` names who resealed it (a user name, `ci`); `reason` is required.
+pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, ResealError> {
+    if reason.trim().is_empty() {
+        return Err(ResealError::NoReason);
+    }
+    let ledger = sidecar.trace_ledger();
+    let lock_path = ledger.with_extension("lock");
+    let lock = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&lock_path).map_err(io_error(&lock_path, "open the lock file"))?;
+    let _locked = lock_exclusive(&lock, &lock_path)?;
+    let mut heads = HeadStore::open(&sidecar.state_db())?;
+    let previous_head = heads.read()?;
+    let verification = verify(&ledger, previous_head.as_ref())?;
+    let Some(problem) = verification.problem else {
+        return Err(ResealError::Intact { records: verification.records });
+    };
+    let bytes = std::fs::read(&ledger).map_err(io_error(&ledger, "read"))?;
+    let now = clock::now_ms();
+    let dir = ledger.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    let stem = ledger.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+    let mut sealed = dir.join(format!("{stem}.sealed-{now}.jsonl"));
+    let mut n = 1;
+    while sealed.exists() {
+        sealed = dir.join(format!("{stem}.sealed-{now}-{n}.jsonl"));
+        n += 1;
+    }
+    // A rename keeps the bytes as they were found (and is atomic): the evidence is not copied, moved.
+    std::fs::rename(&ledger, &sealed).map_err(io_error(&ledger, "move aside"))?;
+    sync_dir(&dir).map_err(io_error(&dir, "sync the folder"))?;
+    heads.clear()?;
+
+    let mut first = Record::new(RecordKind::External);
+    first.seq = 1;
+    first.time = clock::format_utc(now);
+    first.prev = GENESIS.to_owned();
+    first.agent = Some(by.to_owned());
+    first.tool = Some("chokepoint trace reseal".to_owned());
+    first.data = Some(serde_json::json!({
+        "resealed": {
+            "sealed_file": sealed.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "sealed_sha256": sha256_hex(&bytes),
+            "sealed_records": verification.records,
+            "problem": problem.to_string(),
+            "previous_head": previous_head.as_ref().map(|h| serde_json::json!({ "count": h.count, "hash": h.hash })),
+            "reason": reason,
+            "by": by,
+        }
+    }));
+    let line = first.to_line();
+    let mut file = OpenOptions::new().append(true).create_new(true).open(&ledger).map_err(io_error(&ledger, "create"))?;
+    file.write_all(format!("{line}\n").as_bytes()).and_then(|()| file.sync_data()).map_err(io_error(&ledger, "write the first record of"))?;
+    sync_dir(&dir).map_err(io_error(&dir, "sync the folder"))?;
+    heads.write(1, &line_hash(&line), now)?;
+    debug_assert_eq!(head::read(&sidecar.state_db()).ok().flatten().map(|h| h.count), Some(1));
+    Ok(Resealed { sealed, sealed_sha256: sha256_hex(&bytes), problem: problem.to_string(), first })
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &std::path::Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &std::path::Path) -> io::Result<()> {
+    Ok(())
+}
