@@ -162,7 +162,8 @@ impl fmt::Display for LedgerError {
                         f,
                         "the trace ledger {} ends at record {found_count} but its head says {} records were \
                          written: records were removed from its end; nothing more is appended until it is \
-                         restored (run a verification to see what is missing)",
+                         restored, or resealed as evidence with `chokepoint trace reseal --reason ...` \
+                         (`chokepoint trace verify` says what is missing)",
                         ledger.display(),
                         head.count
                     )
@@ -170,7 +171,8 @@ impl fmt::Display for LedgerError {
                     write!(
                         f,
                         "the trace ledger {}: record {} hashes to {found_hash}, not to {} as its head says: \
-                         its end was rewritten; nothing more is appended until it is restored",
+                         its end was rewritten; nothing more is appended until it is restored, or resealed \
+                         as evidence with `chokepoint trace reseal --reason ...`",
                         ledger.display(),
                         head.count,
                         head.hash
