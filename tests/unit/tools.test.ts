@@ -98,3 +98,32 @@ test('the prompt is re-assembled from the conversation: system prompt, intent co
   assert.equal(refused.messages, conversation, 'a PreCompact that refuses leaves the conversation as it was');
   assert.match(summarize(turnsOf(conversation).slice(0, 1)), /called read_file on a/);
 });
+
+test('the file tools stay inside the workspace and say what went wrong', async () => {
+  const fs = await import('fs');
+  const os = await import('os');
+  const path = await import('path');
+  const { FileTools, ToolError } = await import('../../extension/src/runtime/fileTools');
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-files-'));
+  try {
+    fs.mkdirSync(path.join(root, 'src/a'), { recursive: true });
+    fs.mkdirSync(path.join(root, 'node_modules/x'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'src/a/one.ts'), 'export const one = 1;\n// TODO two\n');
+    fs.writeFileSync(path.join(root, 'node_modules/x/index.js'), 'TODO vendored');
+    const tools = new FileTools(root);
+    assert.throws(() => tools.readFile({ path: '../outside' }), (e: Error) => e instanceof ToolError && /outside the workspace/.test(e.message));
+    assert.throws(() => tools.resolve('/etc/passwd'), /outside the workspace/);
+    assert.equal(tools.readFile({ path: 'src/a/one.ts', start_line: 2, end_line: 2 }), '2 | // TODO two');
+    assert.throws(() => tools.readFile({ path: 'src/a/missing.ts' }), /does not exist/);
+    assert.throws(() => tools.readFile({ path: 'src/a' }), /is a folder; use list_files/);
+    assert.equal(tools.listFiles({ path: '.', recursive: true }).split('\n').filter((l) => l.startsWith('node_modules/x')).length, 0, 'vendored folders are listed, not descended into');
+    assert.equal(tools.searchFiles({ path: '.', regex: 'TODO' }), 'src/a/one.ts:2: // TODO two');
+    assert.throws(() => tools.searchFiles({ path: '.', regex: '(' }), /invalid regular expression/);
+    assert.match(tools.writeFile({ path: 'src/b/new.ts', content: 'x\ny' }), /created src\/b\/new.ts \(2 lines\)/);
+    assert.equal(fs.readdirSync(path.join(root, 'src/b')).join(), 'new.ts', 'no temporary file is left behind');
+    assert.throws(() => tools.applyDiff({ path: 'src/b/new.ts', diff: '<<<<<<< SEARCH\nz\n=======\nw\n>>>>>>> REPLACE' }), /was not changed: block 1 of 1 does not match/);
+    assert.equal(fs.readFileSync(path.join(root, 'src/b/new.ts'), 'utf8'), 'x\ny', 'a diff that does not apply changes nothing');
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});
