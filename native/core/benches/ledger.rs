@@ -79,7 +79,8 @@ fn main() {
     );
 }
 
-/// A tool call as the engine records one: a decision with two hooks, a file with one changed range.
+/// A tool call as the engine records one: a decision with two hooks, a file with one changed range of
+/// 15 lines and their line digests.
 fn record(i: usize) -> Record {
     let mut record = Record::new(RecordKind::ToolCall);
     record.event = Some("PreToolUse".into());
@@ -99,7 +100,7 @@ fn record(i: usize) -> Record {
     record.files = vec![FileChange {
         path: format!("src/module_{}.rs", i % 40),
         sha256: Some(sha256_hex(&(i * 7).to_le_bytes())),
-        ranges: vec![LineRange { start: 10, end: 24, sha256: sha256_hex(&(i * 13).to_le_bytes()) }],
+        ranges: vec![LineRange { start: 10, end: 24, sha256: sha256_hex(&(i * 13).to_le_bytes()), line_digests: Some(sha256_hex(&(i * 17).to_le_bytes()).repeat(2)[..8 * 15].to_owned()) }],
     }];
     record
 }

@@ -53,11 +53,11 @@ fn sample(rng: &mut Rng, agent: &str, big: bool) -> Record {
         });
     }
     if rng.next().is_multiple_of(3) {
-        record.files = vec![FileChange {
-            path: format!("src/m{}.rs", rng.next() % 50),
-            sha256: Some(sha256_hex(&rng.next().to_le_bytes())),
-            ranges: vec![LineRange { start: 1, end: 1 + (rng.next() % 40) as u32, sha256: sha256_hex(b"x") }],
-        }];
+        let path = format!("src/m{}.rs", rng.next() % 50);
+        let sha256 = Some(sha256_hex(&rng.next().to_le_bytes()));
+        let end = 1 + (rng.next() % 40) as u32;
+        let line_digests = Some("0123abcd".repeat(end as usize));
+        record.files = vec![FileChange { path, sha256, ranges: vec![LineRange { start: 1, end, sha256: sha256_hex(b"x"), line_digests }] }];
     }
     if big && rng.next().is_multiple_of(4) {
         let size = (rng.next() % 8192) as usize;

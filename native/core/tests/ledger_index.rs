@@ -14,8 +14,10 @@ use chokepoint_core::clock::format_utc;
 use chokepoint_core::ledger::blame::{BlameLine, blame};
 use chokepoint_core::ledger::export::{agent_trace, check_trace_record};
 use chokepoint_core::ledger::index::{Filter, Index, IndexedRecord, reindex};
-use chokepoint_core::ledger::ranges::file_change;
+use chokepoint_core::ledger::head;
+use chokepoint_core::ledger::ranges::{MAX_DIGESTED_LINES, file_change};
 use chokepoint_core::ledger::record::line_hash;
+use chokepoint_core::ledger::verify::verify;
 use chokepoint_core::ledger::writer::Ledger;
 use chokepoint_core::ledger::{GENESIS, Record, RecordKind, RecordedDecision};
 
@@ -78,9 +80,32 @@ impl Workspace {
         self.append(record)
     }
 
+    /// [`Workspace::agent_writes`] as an engine of record version 1 recorded it: no line digests.
+    fn agent_writes_v1(&mut self, path: &str, content: &str, session: &str) -> Appended {
+        let file = self.root().join(path);
+        let before = fs::read_to_string(&file).ok();
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(&file, content).unwrap();
+        let mut record = tool_call(session, "INT-OLD");
+        record.v = 1;
+        let mut change = file_change(path, before.as_deref(), Some(content));
+        for range in &mut change.ranges {
+            range.line_digests = None;
+        }
+        record.files = vec![change];
+        self.append(record)
+    }
+
     /// Edits a file without the chokepoint knowing (a human in an editor).
     fn human_writes(&self, path: &str, content: &str) {
         fs::write(self.root().join(path), content).unwrap();
+    }
+
+    /// Creates a file (and its folders) without the chokepoint knowing.
+    fn human_writes_new(&self, path: &str, content: &str) {
+        let file = self.root().join(path);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(file, content).unwrap();
     }
 
     fn read(&self, path: &str) -> String {
@@ -422,13 +447,14 @@ fn blame_finds_lines_by_content_after_they_moved() {
     assert_eq!((moved.recorded, moved.found), ((6, 7), (9, 10)));
     assert_eq!((moved.intent.as_deref(), moved.model.as_deref()), (Some("INT-B"), Some("model-2")));
 
-    // The human edits a line of record 2's range: that line is no longer record 2's (and, the range
-    // being hashed whole, neither is the rest of it); record 1's lines are untouched.
+    // The human edits a line of record 2's range: that line is no longer record 2's, and neither is
+    // the rest of that range, a `}` the file has twice, with no line of its range left to anchor it;
+    // record 1's lines are untouched.
     let edited = ws.read(path).replace("    2\n", "    2 + 0\n");
     ws.human_writes(path, &edited);
     let lines = blame(&index, &ws.sidecar, path, None).unwrap();
     assert_eq!(lines[8].text, "    2 + 0");
-    assert_eq!(lines[8].origin, None);
+    assert_eq!((lines[8].origin.as_ref(), lines[9].origin.as_ref()), (None, None));
     assert_eq!(origin_seqs(&lines)[3..8], [Some(1); 5]);
 
     // An agent fixes it through the chokepoint: the line is that write's.
@@ -444,6 +470,163 @@ fn blame_finds_lines_by_content_after_they_moved() {
     assert!(blame(&index, &ws.sidecar, path, Some(0)).is_err());
     assert!(blame(&index, &ws.sidecar, "../outside", None).unwrap_err().contains("not a workspace-relative path"));
     assert!(blame(&index, &ws.sidecar, "missing.rs", None).unwrap_err().contains("failed"));
+}
+
+/// A human's lines around the agent's: a function before and one after, with the braces and blank
+/// lines every file repeats.
+const PREAMBLE: &str = "use std::fmt;\n\nfn helper() {\n    if true {\n        fmt();\n    }\n}\n\n// ---\n";
+const EPILOGUE: &str = "\nfn other() {\n    if false {\n    }\n}\n";
+
+/// Lines 10 to 24 once the agent's function is in place between them.
+const FUNCTION: &str = "/// Reads a configuration.
+pub fn parse(input: &str) -> Result<Config, Error> {
+    let mut config = Config::default();
+    for line in input.lines() {
+        let line = line.trim();
+        let (key, value) = split(line)?;
+        config.set(key, value);
+    }
+
+    if config.name.is_empty() {
+        return Err(Error::NoName);
+    }
+    Ok(config)
+}
+
+";
+
+#[test]
+fn blame_keeps_the_untouched_lines_of_a_partly_edited_range() {
+    let mut ws = Workspace::new();
+    let path = "src/config.rs";
+    ws.human_writes_new(path, &format!("{PREAMBLE}{EPILOGUE}"));
+    let first = ws.agent_writes(path, &format!("{PREAMBLE}{FUNCTION}{EPILOGUE}"), "s-1", "INT-A", "model-1"); // 1
+    let range = &first.record.files[0].ranges;
+    assert_eq!((range.len(), range[0].start, range[0].end), (1, 10, 24), "the agent wrote lines 10-24");
+    // A second write changes line 15 only.
+    let edited = ws.read(path).replace("split(line)?;", "split(line).map_err(Error::Syntax)?;");
+    ws.agent_writes(path, &edited, "s-2", "INT-B", "model-2"); // 2
+    let index = Index::open(&ws.sidecar).unwrap();
+    index.catch_up().unwrap();
+
+    let mut expected = vec![None; 29];
+    expected[9..24].fill(Some(1));
+    expected[14] = Some(2);
+    let lines = blame(&index, &ws.sidecar, path, None).unwrap();
+    assert_eq!(origin_seqs(&lines), expected);
+    let kept = lines[9].origin.as_ref().unwrap();
+    assert_eq!((kept.intent.as_deref(), kept.recorded, kept.found, kept.whole), (Some("INT-A"), (10, 24), (10, 24), false));
+    let edit = lines[14].origin.as_ref().unwrap();
+    assert_eq!((edit.intent.as_deref(), edit.found, edit.whole), (Some("INT-B"), (15, 15), true));
+    // The repeated lines of the range (`    }`, the blank line, `}`) are the first write's, as part of
+    // its runs, and the equal lines of the human's functions around it are nobody's.
+    assert_eq!((lines[16].text.as_str(), lines[17].text.as_str(), lines[22].text.as_str()), ("    }", "", "}"));
+    assert_eq!((lines[5].text.as_str(), lines[6].text.as_str(), lines[27].text.as_str()), ("    }", "}", "    }"));
+
+    // Three lines typed above: every line moved down three and keeps its origin.
+    ws.human_writes(path, &format!("// one\n// two\n// three\n{}", ws.read(path)));
+    let lines = blame(&index, &ws.sidecar, path, None).unwrap();
+    let mut moved = vec![None; 3];
+    moved.extend(&expected);
+    assert_eq!(origin_seqs(&lines), moved);
+    assert_eq!(lines[12].origin.as_ref().map(|o| (o.recorded, o.found)), Some(((10, 24), (13, 27))));
+
+    // Lines edited by hand (what were lines 20 and 22) are nobody's; the lines around them keep
+    // their origin, the repeated `    }`, `}` and blank line after them included.
+    let by_hand = ws.read(path).replace("return Err(Error::NoName);", "return Err(Error::NoName { line: 0 });").replace("    Ok(config)\n", "    Ok(config.validated())\n");
+    ws.human_writes(path, &by_hand);
+    let lines = blame(&index, &ws.sidecar, path, None).unwrap();
+    moved[22] = None;
+    moved[24] = None;
+    assert_eq!(origin_seqs(&lines), moved);
+    assert_eq!((lines[23].text.as_str(), lines[25].text.as_str(), lines[26].text.as_str()), ("    }", "}", ""));
+
+    // The human rewrites the function's body: the braces and blank lines left, though equal to the
+    // first write's, are where no line of its range anchors them, and are nobody's.
+    let start = by_hand.find("pub fn parse").unwrap();
+    let end = by_hand.find("\nfn other").unwrap();
+    let rewritten = format!("{}pub fn parse(_: &str) -> Result<Config, Error> {{\n    todo!()\n}}\n\n{}", &by_hand[..start], &by_hand[end..]);
+    ws.human_writes(path, &rewritten);
+    let lines = blame(&index, &ws.sidecar, path, None).unwrap();
+    let known: Vec<(u32, &str)> = lines.iter().filter(|l| l.origin.is_some()).map(|l| (l.line, l.text.as_str())).collect();
+    assert_eq!(known, [(13, "/// Reads a configuration.")], "only the doc comment, whole where it was, is still the first write's");
+}
+
+#[test]
+fn version_1_records_still_verify_and_blame_by_range_hash() {
+    let mut ws = Workspace::new();
+    // An engine of record version 1 wrote two files...
+    let old = "fn old() {\n    1\n}\n";
+    ws.agent_writes_v1("old.rs", old, "s-old");
+    ws.agent_writes_v1("both.rs", "fn a() {\n    a\n}\n", "s-old");
+    let v1_lines = fs::read_to_string(ws.sidecar.trace_ledger()).unwrap();
+    assert!(v1_lines.lines().all(|l| l.starts_with(r#"{"v":1,"#) && !l.contains("line_digests")), "{v1_lines}");
+    // ...and this engine's writer goes on with the same chain, in version 2.
+    let (ledger, recovery) = Ledger::open(&ws.sidecar).unwrap();
+    assert!(recovery.is_none());
+    let content = "fn a() {\n    a\n}\n\nfn b() {\n    b\n    bb\n}\n";
+    fs::write(ws.root().join("both.rs"), content).unwrap();
+    let mut record = tool_call("s-new", "INT-NEW");
+    record.files = vec![file_change("both.rs", Some("fn a() {\n    a\n}\n"), Some(content))];
+    let appended = ledger.append(record).unwrap();
+    assert_eq!((appended.seq, appended.record.v), (3, 2));
+    assert!(appended.record.files[0].ranges[0].line_digests.is_some());
+    drop(ledger);
+
+    // The mixed ledger is intact, against its head too, and every line reads back as it was written.
+    let head = head::read(&ws.sidecar.state_db()).unwrap();
+    let verification = verify(&ws.sidecar.trace_ledger(), head.as_ref()).unwrap();
+    assert!(verification.is_intact(), "{:?}", verification.problem);
+    assert_eq!(verification.records, 3);
+    let text = fs::read_to_string(ws.sidecar.trace_ledger()).unwrap();
+    let versions: Vec<u32> = text.lines().map(|l| Record::from_line(l).unwrap().v).collect();
+    assert_eq!(versions, [1, 1, 2]);
+    for line in text.lines() {
+        assert_eq!(Record::from_line(line).unwrap().to_line(), line);
+    }
+    let report = reindex(&ws.sidecar).unwrap();
+    assert_eq!((report.records, report.skipped), (3, 0));
+
+    // Version-1 ranges are found whole, where they moved.
+    let index = Index::open(&ws.sidecar).unwrap();
+    ws.human_writes("old.rs", &format!("// moved\n{old}"));
+    let lines = blame(&index, &ws.sidecar, "old.rs", None).unwrap();
+    assert_eq!(origin_seqs(&lines), [None, Some(1), Some(1), Some(1)]);
+    assert_eq!(lines[1].origin.as_ref().map(|o| (o.found, o.whole)), Some(((2, 4), true)));
+    // A version-1 range partly edited is found whole or not at all, as before: it has no line
+    // digests. The version-2 range of the same file, partly edited too, keeps its other lines.
+    ws.human_writes("both.rs", "fn a() {\n    A\n}\n\nfn b() {\n    B\n    bb\n}\n");
+    let lines = blame(&index, &ws.sidecar, "both.rs", None).unwrap();
+    assert_eq!(origin_seqs(&lines), [None, None, None, Some(3), Some(3), None, Some(3), Some(3)]);
+}
+
+#[test]
+fn line_digests_are_capped_and_a_longer_range_is_found_whole_or_not_at_all() {
+    let mut ws = Workspace::new();
+    let text = |n: usize| (1..=n).map(|i| format!("let v{i} = {i};\n")).collect::<String>();
+    // A 10,000-line write: one range with its hash, no digests; the record stays small.
+    let big = ws.agent_writes("big.rs", &text(10_000), "s", "I", "m");
+    let ranges = &big.record.files[0].ranges;
+    assert_eq!((ranges.len(), ranges[0].end, ranges[0].line_digests.as_ref()), (1, 10_000, None));
+    let line = fs::read_to_string(ws.sidecar.trace_ledger()).unwrap();
+    assert!(line.len() < 1024, "a 10,000-line write is a record of {} bytes", line.len());
+    // A write of exactly the cap carries a digest per line: 8 bytes each.
+    let capped = ws.agent_writes("capped.rs", &text(MAX_DIGESTED_LINES), "s", "I", "m");
+    let digests = capped.record.files[0].ranges[0].line_digests.as_ref().map(String::len);
+    assert_eq!(digests, Some(8 * MAX_DIGESTED_LINES));
+
+    // One line of each edited by hand: the digested range keeps every other line; the range beyond
+    // the cap falls back to its range hash, which no longer matches.
+    let index = Index::open(&ws.sidecar).unwrap();
+    index.catch_up().unwrap();
+    for (path, lines) in [("big.rs", 10_000), ("capped.rs", MAX_DIGESTED_LINES)] {
+        ws.human_writes(path, &text(lines).replace("let v700 = 700;\n", "let v700 = 0;\n"));
+        let blamed = blame(&index, &ws.sidecar, path, None).unwrap();
+        let known = blamed.iter().filter(|l| l.origin.is_some()).count();
+        let expected = if path == "big.rs" { 0 } else { MAX_DIGESTED_LINES - 1 };
+        assert_eq!(known, expected, "{path}");
+        assert_eq!(blamed[699].origin, None);
+    }
 }
 
 #[test]

@@ -84,6 +84,10 @@ fn every_judged_event_is_recorded_with_its_intent_decision_and_the_ranges_it_wro
     let ranges: Vec<(u32, u32, String)> = files[0].ranges.iter().map(|r| (r.start, r.end, r.sha256.clone())).collect();
     let h = |s: &str| chokepoint_core::ledger::record::sha256_hex(s.as_bytes());
     assert_eq!(ranges, [(2, 2, h("B")), (4, 4, h("d"))]);
+    // Record version 2: each range also has a digest of each of its lines.
+    assert_eq!(records[4].v, 2);
+    let digests: Vec<Option<&str>> = files[0].ranges.iter().map(|r| r.line_digests.as_deref()).collect();
+    assert_eq!(digests, [Some(&h("B")[..8]), Some(&h("d")[..8])]);
     assert_eq!(files[0].sha256.as_deref(), Some(h("a\nB\nc\nd\n").as_str()));
 }
 

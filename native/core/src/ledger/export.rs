@@ -325,7 +325,7 @@ mod tests {
 
     #[test]
     fn external_records_are_human() {
-        let mut record = write(1, vec![FileChange { path: "a.rs".into(), sha256: None, ranges: vec![LineRange { start: 1, end: 1, sha256: "0".repeat(64) }] }]);
+        let mut record = write(1, vec![FileChange { path: "a.rs".into(), sha256: None, ranges: vec![LineRange { start: 1, end: 1, sha256: "0".repeat(64), line_digests: None }] }]);
         record.kind = RecordKind::External;
         record.model = None;
         record.agent = None;

@@ -33,8 +33,8 @@ use super::record::{Record, RecordKind};
 use crate::Sidecar;
 
 /// The schema this build writes, in `PRAGMA user_version`. An older index is rebuilt; a newer one is
-/// refused (an older engine must not half-understand it).
-pub const SCHEMA_VERSION: i64 = 1;
+/// refused (an older engine must not half-understand it). 2: ranges keep their line digests.
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How long a statement waits for another process's catch-up or rebuild before failing. A rebuild of
 /// a large ledger holds the write lock for seconds.
@@ -78,7 +78,8 @@ const TABLES: &str = "
         start_line  INTEGER NOT NULL,
         end_line    INTEGER NOT NULL,
         sha256      TEXT NOT NULL,     -- range content hash (`ranges::range_hash`)
-        file_sha256 TEXT               -- the whole file after the write
+        file_sha256 TEXT,              -- the whole file after the write
+        line_digests TEXT              -- `LineRange::line_digests` as recorded; NULL when absent
     ) STRICT;
 ";
 
@@ -179,6 +180,9 @@ pub struct RecordedRange {
     pub start: u32,
     pub end: u32,
     pub sha256: String,
+    /// The range's line digests as recorded (`LineRange::line_digests`): absent in version-1 records
+    /// and in ranges too long to digest.
+    pub line_digests: Option<String>,
 }
 
 /// Whether adding one record inserted it.
@@ -399,7 +403,7 @@ impl Index {
     pub fn ranges_of(&self, path: &str) -> Result<Vec<RecordedRange>, String> {
         let conn = self.lock();
         let sql = "SELECT r.seq, r.time, r.kind, r.session, r.agent, r.intent, r.tool, r.model,
-                          g.start_line, g.end_line, g.sha256
+                          g.start_line, g.end_line, g.sha256, g.line_digests
                    FROM ranges g JOIN records r ON r.seq = g.seq
                    WHERE g.path = ?1 AND (r.decision IS NULL OR r.decision <> 'deny')
                    ORDER BY g.seq DESC, g.start_line ASC";
@@ -418,6 +422,7 @@ impl Index {
                     start: line(row.get(8)?),
                     end: line(row.get(9)?),
                     sha256: row.get(10)?,
+                    line_digests: row.get(11)?,
                 })
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
@@ -594,13 +599,13 @@ fn insert(tx: &Transaction<'_>, record: &Record, hash: &str, offset: u64) -> rus
     let mut ranges = 0;
     let mut file_row = tx.prepare_cached("INSERT INTO files (seq, path, sha256) VALUES (?1, ?2, ?3)")?;
     let mut range_row = tx.prepare_cached(
-        "INSERT INTO ranges (seq, path, start_line, end_line, sha256, file_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO ranges (seq, path, start_line, end_line, sha256, file_sha256, line_digests) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?;
     for file in &record.files {
         file_row.execute(params![int(record.seq), file.path, file.sha256])?;
         files += 1;
         for range in &file.ranges {
-            range_row.execute(params![int(record.seq), file.path, range.start, range.end, range.sha256, file.sha256])?;
+            range_row.execute(params![int(record.seq), file.path, range.start, range.end, range.sha256, file.sha256, range.line_digests])?;
             ranges += 1;
         }
     }

@@ -6,14 +6,27 @@
 //! absent optional fields are omitted, so a record serialises to the same bytes every time.
 //!
 //! Spatial independence: a write records, for each changed range, its line numbers *and* the SHA-256
-//! of the range's content, so the range can be found again after lines above it moved.
+//! of the range's content, so the range can be found again after lines above it moved; and, since
+//! version 2, a short digest of each of its lines, so what is left of a range after some of its lines
+//! were edited can be found again line by line (`ranges.rs` says how they are made, `blame.rs` how
+//! they are matched).
+//!
+//! Versions: 1, the first, has no line digests; 2 adds [`LineRange::line_digests`] and changes nothing
+//! else. This engine writes version 2 and reads both, so a ledger begun by an older engine keeps
+//! verifying (the chain hashes lines as they are, whatever their version) and its ranges are still
+//! blamed, by their range hash alone. A version-1 record that carries line digests was written by no
+//! engine and is refused, like any other field its version does not have.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// The schema version of a record. A reader refuses versions it does not know.
-pub const RECORD_VERSION: u32 = 1;
+/// The schema version of the records this engine writes. A reader refuses versions it does not know
+/// ([`READABLE_VERSIONS`]).
+pub const RECORD_VERSION: u32 = 2;
+
+/// The versions this engine reads: every version it ever wrote.
+pub const READABLE_VERSIONS: std::ops::RangeInclusive<u32> = 1..=RECORD_VERSION;
 
 /// The `prev` of the first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -37,7 +50,8 @@ pub enum RecordKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
-    /// [`RECORD_VERSION`].
+    /// The version of this schema the record follows: 1 (no line digests) or 2 ([`RECORD_VERSION`]).
+    #[schemars(range(min = 1, max = RECORD_VERSION))]
     pub v: u32,
     /// 1 for the first record, then +1 per line: a gap or a repeat is tampering.
     pub seq: u64,
@@ -125,6 +139,14 @@ pub struct LineRange {
     pub start: u32,
     pub end: u32,
     pub sha256: String,
+    /// Since version 2: one digest per line of the range, in order, each the first 8 hex digits (32
+    /// bits) of the SHA-256 of the line's text without its terminator, concatenated without separators
+    /// (`8 * (end - start + 1)` characters). Absent in version 1, and when the range was too long to
+    /// digest within the file's budget (`ranges::MAX_DIGESTED_LINES`): such a range is found by
+    /// `sha256` alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(r"^([0-9a-f]{8})*$"))]
+    pub line_digests: Option<String>,
 }
 
 impl Record {
@@ -159,7 +181,7 @@ impl Record {
         serde_json::to_string(self).expect("a record always serialises")
     }
 
-    /// The line without its chain fields: what follows `{"v":1,"seq":…,"time":"…","prev":"…",`.
+    /// The line without its chain fields: what follows `{"v":2,"seq":…,"time":"…","prev":"…",`.
     /// Clears the chain fields (the writer sets them). Producers serialise this on their own thread, so
     /// that the writer, which alone can fill in the chain and must do so one record after another,
     /// only splices and hashes ([`chained_line`]).
@@ -177,15 +199,23 @@ impl Record {
     /// Reads one line; `Err` says what is wrong with it (for `verify` and recovery).
     pub fn from_line(line: &str) -> Result<Record, String> {
         let record: Record = serde_json::from_str(line).map_err(|e| format!("not a record: {e}"))?;
-        if record.v != RECORD_VERSION {
-            return Err(format!("record version {} is not supported; this engine reads version {RECORD_VERSION}", record.v));
+        if !READABLE_VERSIONS.contains(&record.v) {
+            return Err(format!(
+                "record version {} is not supported; this engine reads versions {} to {}",
+                record.v,
+                READABLE_VERSIONS.start(),
+                READABLE_VERSIONS.end()
+            ));
+        }
+        if record.v < 2 && record.files.iter().flat_map(|f| &f.ranges).any(|r| r.line_digests.is_some()) {
+            return Err(format!("not a record: a version {} record has no line_digests", record.v));
         }
         Ok(record)
     }
 }
 
 /// How a record with blank chain fields begins; [`Record::take_body`] cuts it off.
-const BLANK_PREFIX: &str = r#"{"v":1,"seq":0,"time":"","prev":"","#;
+const BLANK_PREFIX: &str = r#"{"v":2,"seq":0,"time":"","prev":"","#;
 
 /// Appends to `out` the line of the record whose body is `body` and whose chain fields are `seq`,
 /// `time` and `prev`: the same bytes as [`Record::to_line`] of that record (pinned by a test). `time`
@@ -263,13 +293,37 @@ mod tests {
         r.time = "2026-11-22T05:00:00.000Z".into();
         r.prev = GENESIS.into();
         r.tool = Some("write_to_file".into());
-        r.files = vec![FileChange { path: "src/a.js".into(), sha256: None, ranges: vec![LineRange { start: 1, end: 2, sha256: sha256_hex(b"a\nb") }] }];
+        r.files = vec![FileChange {
+            path: "src/a.js".into(),
+            sha256: None,
+            ranges: vec![LineRange { start: 1, end: 2, sha256: sha256_hex(b"a\nb"), line_digests: Some("ca9781123e23e816".into()) }],
+        }];
         let line = r.to_line();
-        assert!(line.starts_with(r#"{"v":1,"seq":1,"time":"2026-11-22T05:00:00.000Z","prev":"0000"#), "{line}");
+        assert!(line.starts_with(r#"{"v":2,"seq":1,"time":"2026-11-22T05:00:00.000Z","prev":"0000"#), "{line}");
         assert!(!line.contains("session"), "absent fields are omitted: {line}");
         assert_eq!(Record::from_line(&line).unwrap(), r);
         assert_eq!(Record::from_line(&line).unwrap().to_line(), line);
-        assert!(Record::from_line(&line.replace("\"v\":1", "\"v\":9")).unwrap_err().contains("version 9"));
+        assert!(Record::from_line(&line.replace("\"v\":2", "\"v\":9")).unwrap_err().contains("version 9"));
+        assert!(Record::from_line(&line.replace("\"v\":2", "\"v\":0")).unwrap_err().contains("version 0"));
+    }
+
+    #[test]
+    fn version_1_records_are_read_as_they_were_written() {
+        // A line as the version-1 engine wrote it: no line digests.
+        let old = r#"{"v":1,"seq":3,"time":"2026-11-22T05:00:00.000Z","prev":"0000000000000000000000000000000000000000000000000000000000000000","kind":"tool_call","files":[{"path":"a.rs","ranges":[{"start":1,"end":2,"sha256":"ab"}]}]}"#;
+        let record = Record::from_line(old).unwrap();
+        assert_eq!((record.v, record.files[0].ranges[0].line_digests.as_ref()), (1, None));
+        // Read back to the same bytes: its line hash, which the next record chains to, is unchanged.
+        assert_eq!(record.to_line(), old);
+        // A version-1 record never had line digests.
+        let forged = old.replace(r#""sha256":"ab"}"#, r#""sha256":"ab","line_digests":"0000000011111111"}"#);
+        assert!(Record::from_line(&forged).unwrap_err().contains("version 1 record has no line_digests"));
+        assert!(Record::from_line(&forged.replace("\"v\":1", "\"v\":2")).is_ok());
+    }
+
+    #[test]
+    fn the_blank_prefix_is_the_current_versions() {
+        assert!(BLANK_PREFIX.starts_with(&format!("{{\"v\":{RECORD_VERSION},")));
     }
 
     #[test]

@@ -39,7 +39,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use sha2::{Digest, Sha256};
 
 use super::head::Head;
-use super::record::{RECORD_VERSION, Record, RecordKind};
+use super::record::{READABLE_VERSIONS, Record, RecordKind};
 use super::writer::LedgerError;
 
 /// What is wrong with the first bad record.
@@ -386,7 +386,7 @@ fn problem(kind: ProblemKind, line: u64, offset: u64, detail: String) -> Problem
 fn parse(bytes: &[u8]) -> Result<(u64, Option<[u8; 32]>), String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not a record: the line is not utf-8".to_owned())?;
     if let Ok(view) = serde_json::from_str::<RecordView>(text)
-        && view.v == RECORD_VERSION
+        && view.readable()
     {
         return Ok((view.seq, view.prev.0));
     }
@@ -399,7 +399,8 @@ fn parse(bytes: &[u8]) -> Result<(u64, Option<[u8; 32]>), String> {
 // replaced by one that checks the same JSON without keeping it. `record_view_mirrors_record` builds
 // every type of `record.rs` with an exhaustive struct literal, so a field added there fails to compile
 // until it is added here; `the_mirror_accepts_what_record_accepts` compares the two on edited lines.
-// Fields other than `v`, `seq` and `prev` are read only by the deserializer.
+// Fields other than `v`, `seq` and `prev` are read only by the deserializer, except that the mirror
+// notes whether any range has `line_digests`, which `Record::from_line` refuses in a version-1 record.
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -425,6 +426,14 @@ struct RecordView {
     model: Option<AnyStr>,
     // Rare, and `Value` is the exact check (numbers in range, no lone surrogates in strings).
     data: Option<serde_json::Value>,
+}
+
+impl RecordView {
+    /// Whether `Record::from_line` accepts what the mirror read: a version it reads, and no line
+    /// digests in a version-1 record.
+    fn readable(&self) -> bool {
+        READABLE_VERSIONS.contains(&self.v) && (self.v >= 2 || !self.files.any)
+    }
 }
 
 #[derive(Deserialize)]
@@ -464,6 +473,30 @@ struct RangeView {
     start: u32,
     end: u32,
     sha256: AnyStr,
+    line_digests: Option<AnyStr>,
+}
+
+/// What [`Many`] notes about the elements it checks: whether one of them carries line digests.
+trait Noted {
+    fn has_line_digests(&self) -> bool;
+}
+
+impl Noted for HookView {
+    fn has_line_digests(&self) -> bool {
+        false
+    }
+}
+
+impl Noted for FileView {
+    fn has_line_digests(&self) -> bool {
+        self.ranges.any
+    }
+}
+
+impl Noted for RangeView {
+    fn has_line_digests(&self) -> bool {
+        self.line_digests.is_some()
+    }
 }
 
 /// A JSON string, checked as a `String` would be (escapes decoded), not kept.
@@ -504,26 +537,33 @@ impl<'de> Deserialize<'de> for Hash {
     }
 }
 
-/// A JSON array of `T`, each checked as `Vec<T>` would check it, none kept.
-struct Many<T>(std::marker::PhantomData<T>);
+/// A JSON array of `T`, each checked as `Vec<T>` would check it, none kept; `any`: one of them
+/// carries line digests ([`Noted`]).
+struct Many<T> {
+    any: bool,
+    _each: std::marker::PhantomData<T>,
+}
 
 impl<T> Default for Many<T> {
     fn default() -> Self {
-        Many(std::marker::PhantomData)
+        Many { any: false, _each: std::marker::PhantomData }
     }
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Many<T> {
+impl<'de, T: Deserialize<'de> + Noted> Deserialize<'de> for Many<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Each<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Each<T> {
+        impl<'de, T: Deserialize<'de> + Noted> Visitor<'de> for Each<T> {
             type Value = Many<T>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a sequence")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Many<T>, A::Error> {
-                while seq.next_element::<T>()?.is_some() {}
-                Ok(Many::default())
+                let mut many = Many::default();
+                while let Some(each) = seq.next_element::<T>()? {
+                    many.any |= each.has_line_digests();
+                }
+                Ok(many)
             }
         }
         deserializer.deserialize_seq(Each(std::marker::PhantomData))
@@ -561,7 +601,7 @@ fn hex(hash: &[u8; 32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::record::{FileChange, GENESIS, LineRange, RecordedDecision, RecordedHook, sha256_hex};
+    use crate::ledger::record::{FileChange, GENESIS, LineRange, RECORD_VERSION, RecordedDecision, RecordedHook, sha256_hex};
 
     /// Every type of `record.rs` with every field set, by exhaustive struct literals: a field added
     /// there breaks this until `RecordView` (and this) mirror it.
@@ -589,7 +629,7 @@ mod tests {
             files: vec![FileChange {
                 path: "src/a.rs".into(),
                 sha256: Some(sha256_hex(b"a")),
-                ranges: vec![LineRange { start: 1, end: 2, sha256: sha256_hex(b"a\nb") }],
+                ranges: vec![LineRange { start: 1, end: 2, sha256: sha256_hex(b"a\nb"), line_digests: Some("ca9781123e23e816".into()) }],
             }],
             model: Some("m".into()),
             data: Some(serde_json::json!({ "n": [1, 2.5, -3, null, true], "s": "\u{1F600}" })),
@@ -631,6 +671,12 @@ mod tests {
             r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external"} "#,
             r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external"}x"#,
             r#"{"v":2,"seq":1,"time":"t","prev":"p","kind":"external"}"#,
+            r#"{"v":3,"seq":1,"time":"t","prev":"p","kind":"external"}"#,
+            r#"{"v":0,"seq":1,"time":"t","prev":"p","kind":"external"}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","files":[{"path":"a","ranges":[{"start":1,"end":1,"sha256":"x","line_digests":"00000000"}]}]}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","files":[{"path":"a","ranges":[{"start":1,"end":1,"sha256":"x"},{"start":1,"end":1,"sha256":"x","line\u005fdigests":"0"}]}]}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","files":[{"path":"a","ranges":[{"start":1,"end":1,"sha256":"x","line_digests":null}]}]}"#,
+            r#"{"v":2,"seq":1,"time":"t","prev":"p","kind":"external","files":[{"path":"a","ranges":[{"start":1,"end":1,"sha256":"x","line_digests":7}]}]}"#,
             r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"Tool_call"}"#,
         ] {
             lines.push(line.to_owned());
@@ -654,7 +700,7 @@ mod tests {
         }
         let mut accepted = 0;
         for line in &lines {
-            let view = serde_json::from_str::<RecordView>(line).ok().filter(|v| v.v == RECORD_VERSION).map(|v| (v.seq, v.prev.0));
+            let view = serde_json::from_str::<RecordView>(line).ok().filter(RecordView::readable).map(|v| (v.seq, v.prev.0));
             let record = Record::from_line(line).ok().map(|r| (r.seq, decode_hash(&r.prev)));
             assert_eq!(view, record, "{line}");
             accepted += usize::from(record.is_some());
