@@ -127,6 +127,73 @@ export interface BlameResult {
   origin?: BlameOrigin
 }
 
+/** One piece of the prompt, for `planCompaction`. */
+export interface CompactionItem {
+  /**
+   * The system prompt, the intent context and pinned items are never sacrificed; turns go first
+   * (oldest first), then constraints, then acceptance criteria.
+   */
+  kind: 'systemPrompt' | 'intentContext' | 'constraint' | 'acceptanceCriterion' | 'turn'
+  /** Its tokens as `countTokens` gave them (message framing included). */
+  tokens: number
+  /**
+   * For `turn` items, the turn's number (larger is newer). Items with the same number are one
+   * turn: the user's message, the assistant's with its tool calls, the tool results.
+   */
+  turn?: number
+  /** Never sacrificed (for a turn: the whole turn). */
+  pinned?: boolean
+}
+
+/** The pieces never sacrificed exceed the budget on their own. */
+export interface CompactionOverBudget {
+  budget: number
+  /** What the system prompt, the intent context and the pinned items take. */
+  required: number
+  over: number
+  /** For the transcript: "the system prompt, intent context and pinned items take ...". */
+  message: string
+}
+
+/** What `planCompaction` answers. */
+export interface CompactionPlan {
+  /** Per item, in the order given. Empty when `overBudget` is set. */
+  actions: Array<'keep' | 'summarize' | 'drop'>
+  /** Present when turns are summarised. */
+  summary?: CompactionSummary
+  /** Tokens: the prompt as given, as planned (kept items and the summary's cost), dropped, summarised. */
+  before: number
+  after: number
+  dropped: number
+  summarized: number
+  droppedItems: number
+  summarizedItems: number
+  /** How many of the newest turns (pinned ones aside) are kept verbatim. */
+  recentTurnsKept: number
+  /** Present when even the pieces never sacrificed exceed the budget: nothing was planned. */
+  overBudget?: CompactionOverBudget
+}
+
+/** How `planCompaction` plans; every field is optional (the defaults in parentheses). */
+export interface CompactionPolicy {
+  /** The newest turns kept if at all possible, before any constraint or criterion goes (4). */
+  keepRecentTurns?: number
+  /** The most the summary may cost, in tokens (2048). */
+  summaryMaxTokens?: number
+  /** The summary is estimated at 1/ratio of what it covers, up to the maximum (10). */
+  summaryRatio?: number
+  /** The most tokens of turns one summariser call reads (32000). */
+  summaryGroupTokens?: number
+}
+
+/** The summary that replaces the summarised turns, placed before the oldest kept turn. */
+export interface CompactionSummary {
+  /** Its estimated cost, counted in `after`: ask the summariser for at most this many tokens. */
+  tokens: number
+  /** Oldest first. */
+  groups: Array<SummaryGroup>
+}
+
 export interface ConfigStatus {
   path: string
   /** `loaded`, `missing` or `invalid`. */
@@ -173,6 +240,21 @@ export interface ContainedResult {
   notes: Array<string>
   durationMs: number
 }
+
+/**
+ * The tokens of each text as one chat message of `model` (its content and the message's framing):
+ * exact for OpenAI's o200k and cl100k families, an estimate that errs high for the others (see
+ * `tokenizerInfo`). Count each message once, when it enters the history, and keep the count: exact
+ * counting runs at about 5 to 10 MB/s, and the first call for a family loads its tokenizer (a few
+ * hundred milliseconds). `countTokensAsync` does the same off the JavaScript thread.
+ */
+export declare function countTokens(texts: Array<string>, model: string): Array<number>
+
+/**
+ * `countTokens` on the libuv thread pool, for large texts and the first call (which loads the
+ * tokenizer).
+ */
+export declare function countTokensAsync(texts: Array<string>, model: string): Promise<number[]>
 
 export interface Diagnostic {
   file: string
@@ -315,6 +397,14 @@ export interface Piped {
   text: string
 }
 
+/**
+ * Plans a compaction of the prompt's `items` to `budget` tokens: what to keep, summarise or drop,
+ * per item, in the order given (see `CompactionItem` for the order of sacrifice). When the pieces
+ * never sacrificed exceed the budget on their own, the plan says so in `overBudget` rather than
+ * throwing; only malformed items throw.
+ */
+export declare function planCompaction(items: Array<CompactionItem>, budget: number, policy?: CompactionPolicy | undefined | null): CompactionPlan
+
 /** An approved `scope_expansion_request`. */
 export interface ScopeExpansion {
   sessionId: string
@@ -325,6 +415,29 @@ export interface ScopeExpansion {
   approvedBy: string
   /** Also add the paths to the intent's owned_scope in active_intents.yaml. */
   save?: boolean
+}
+
+/** A run of summarised turns that one summariser call reads. */
+export interface SummaryGroup {
+  /** The group is the `summarize` items whose turn is in `firstTurn..=lastTurn`. */
+  firstTurn: number
+  lastTurn: number
+  tokens: number
+}
+
+/**
+ * How `countTokens` counts for `model`: its tokenizer family, whether counts are exact, and the
+ * framing each message adds.
+ */
+export declare function tokenizerInfo(model: string): TokenizerInfo
+
+/** What `tokenizerInfo` says about a model's counts. */
+export interface TokenizerInfo {
+  family: 'o200k' | 'cl100k' | 'claude' | 'gemini' | 'llama' | 'unknown'
+  /** Whether counts come from the model's own tokenizer; otherwise they are an estimate that errs high. */
+  exact: boolean
+  /** The tokens `countTokens` adds to each text for its message framing. */
+  messageOverhead: number
 }
 
 /** One record of the trace ledger, as the sidebar lists it. */

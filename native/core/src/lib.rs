@@ -13,6 +13,7 @@ mod chain;
 pub mod clock;
 pub mod containment;
 pub mod command;
+pub mod compaction;
 mod config;
 mod decision;
 mod diagnostic;
@@ -30,6 +31,7 @@ pub mod scope_expansion;
 mod sidecar;
 pub mod snapshot;
 pub mod template;
+pub mod tokens;
 pub mod trace;
 pub mod watch;
 

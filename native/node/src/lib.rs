@@ -11,7 +11,7 @@ mod convert;
 mod host;
 
 use chokepoint_core as core;
-use convert::{JsBlameResult, JsContainedCommand, JsContainedResult, JsEngineInfo, JsEvaluateOptions, JsEvaluation, JsEvent, JsEventContext, JsHostHookSpec, JsIntentHolder, JsPiped, JsScopeExpansion, JsTraceEntry, JsTraceFilter};
+use convert::{JsBlameResult, JsCompactionItem, JsCompactionPlan, JsCompactionPolicy, JsContainedCommand, JsContainedResult, JsEngineInfo, JsEvaluateOptions, JsEvaluation, JsEvent, JsEventContext, JsHostHookSpec, JsIntentHolder, JsPiped, JsScopeExpansion, JsTokenizerInfo, JsTraceEntry, JsTraceFilter};
 use host::{HostFn, HostTable};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use std::sync::Arc;
@@ -27,6 +27,63 @@ pub fn version() -> &'static str {
 /// Does nothing. The baseline of the binding benchmarks: the cost of crossing napi and no more.
 #[napi]
 pub fn noop() {}
+
+/// The tokens of each text as one chat message of `model` (its content and the message's framing):
+/// exact for OpenAI's o200k and cl100k families, an estimate that errs high for the others (see
+/// `tokenizerInfo`). Count each message once, when it enters the history, and keep the count: exact
+/// counting runs at about 5 to 10 MB/s, and the first call for a family loads its tokenizer (a few
+/// hundred milliseconds). `countTokensAsync` does the same off the JavaScript thread.
+#[napi(catch_unwind)]
+pub fn count_tokens(texts: Vec<String>, model: String) -> Vec<u32> {
+    let counter = core::tokens::TokenCounter::for_model(&model);
+    texts.iter().map(|text| counter.count_message(text)).collect()
+}
+
+/// `countTokens` on the libuv thread pool, for large texts and the first call (which loads the
+/// tokenizer).
+#[napi(catch_unwind, ts_return_type = "Promise<number[]>")]
+pub fn count_tokens_async(texts: Vec<String>, model: String) -> AsyncTask<CountTokens> {
+    AsyncTask::new(CountTokens { counter: core::tokens::TokenCounter::for_model(&model), texts })
+}
+
+/// The work of `countTokensAsync`, off the JavaScript thread.
+pub struct CountTokens {
+    counter: core::tokens::TokenCounter,
+    texts: Vec<String>,
+}
+
+impl Task for CountTokens {
+    type Output = Vec<u32>;
+    type JsValue = Vec<u32>;
+
+    fn compute(&mut self) -> Result<Self::Output> {
+        Ok(self.texts.iter().map(|text| self.counter.count_message(text)).collect())
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> Result<Self::JsValue> {
+        Ok(output)
+    }
+}
+
+/// How `countTokens` counts for `model`: its tokenizer family, whether counts are exact, and the
+/// framing each message adds.
+#[napi(catch_unwind)]
+pub fn tokenizer_info(model: String) -> JsTokenizerInfo {
+    core::tokens::TokenCounter::for_model(&model).into()
+}
+
+/// Plans a compaction of the prompt's `items` to `budget` tokens: what to keep, summarise or drop,
+/// per item, in the order given (see `CompactionItem` for the order of sacrifice). When the pieces
+/// never sacrificed exceed the budget on their own, the plan says so in `overBudget` rather than
+/// throwing; only malformed items throw.
+#[napi(catch_unwind)]
+pub fn plan_compaction(items: Vec<JsCompactionItem>, budget: f64, policy: Option<JsCompactionPolicy>) -> Result<JsCompactionPlan> {
+    let items = items.into_iter().map(JsCompactionItem::try_into_core).collect::<Result<Vec<_>>>()?;
+    let budget = convert::whole(budget, "budget")?;
+    let policy = JsCompactionPolicy::into_core(policy)?;
+    let before = items.iter().map(|item| u64::from(item.tokens)).sum();
+    Ok(JsCompactionPlan::from_core(core::compaction::plan_compaction_with(&items, budget, &policy), before))
+}
 
 /// A running configuration watch (see `Engine.watch`).
 #[napi]
