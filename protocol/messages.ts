@@ -6,8 +6,9 @@
 // runtime, because a webview is a separate page whose messages are input, not trusted calls.
 import { z } from 'zod';
 
-/** Bumped when a message changes shape; the ready handshake carries it so a stale page is detected. */
-export const PROTOCOL_VERSION = 2;
+/** Bumped when a message changes shape; the ready handshake carries it so a stale page is detected.
+ *  3 since the task panel's messages. */
+export const PROTOCOL_VERSION = 3;
 
 const Diagnostic = z.object({
   file: z.string(),
@@ -65,6 +66,58 @@ export const TraceEntry = z.object({
 });
 export type TraceEntry = z.infer<typeof TraceEntry>;
 
+/** The longest prompt the page may start a task with (characters). */
+export const MAX_PROMPT_CHARS = 20_000;
+
+/** A model as the picker offers it (the runtime's `ModelChoice`): `provider:model`. */
+const ModelId = z.string().min(1).max(300);
+export const ModelChoice = z.object({ id: ModelId, label: z.string(), detail: z.string().optional() });
+export type ModelChoice = z.infer<typeof ModelChoice>;
+
+const HookOutcomeView = z.object({ hook: z.string(), outcome: z.string(), durationMs: z.number().min(0), reason: z.string().optional() });
+const Turn = z.number().int().min(0);
+
+/** The terminal status of a task. */
+export const TaskStatus = z.enum(['success', 'rejected', 'error', 'cancelled', 'max_turns']);
+export type TaskStatus = z.infer<typeof TaskStatus>;
+
+/** What the agent runtime reports while it works: the mirror of `RuntimeEvent` in
+ *  extension/src/runtime/types.ts (this file may import only zod). sidebar.ts fails to compile when
+ *  the two drift apart. */
+export const RuntimeEvent = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('taskStarted'), taskId: z.string(), sessionId: z.string(), prompt: z.string(), model: z.string() }),
+  z.object({ type: z.literal('lifecycle'), taskId: z.string(), event: z.string(), decision: z.string(), hooks: z.array(HookOutcomeView) }),
+  z.object({ type: z.literal('turnStarted'), taskId: z.string(), turn: Turn }),
+  z.object({ type: z.literal('text'), taskId: z.string(), turn: Turn, text: z.string() }),
+  z.object({
+    type: z.literal('toolCall'),
+    taskId: z.string(),
+    turn: Turn,
+    callId: z.string(),
+    tool: z.string(),
+    arguments: z.string(),
+    decision: z.enum(['allow', 'deny', 'ask', 'invalid']),
+    reason: z.string().optional(),
+    hooks: z.array(HookOutcomeView),
+  }),
+  z.object({ type: z.literal('toolResult'), taskId: z.string(), turn: Turn, callId: z.string(), tool: z.string(), ok: z.boolean(), content: z.string() }),
+  z.object({ type: z.literal('piped'), taskId: z.string(), hook: z.string(), text: z.string() }),
+  z.object({
+    type: z.literal('compacted'),
+    taskId: z.string(),
+    beforeTokens: z.number().int().min(0),
+    afterTokens: z.number().int().min(0),
+    dropped: z.number().int().min(0),
+    summarized: z.number().int().min(0),
+  }),
+  z.object({ type: z.literal('error'), taskId: z.string(), message: z.string() }),
+  z.object({ type: z.literal('taskEnded'), taskId: z.string(), status: TaskStatus, summary: z.string().optional() }),
+]);
+export type RuntimeEvent = z.infer<typeof RuntimeEvent>;
+
+/** The most events one `transcript` message carries (the host coalesces streamed text). */
+export const MAX_TRANSCRIPT_EVENTS = 5_000;
+
 export const WebviewMessage = z.discriminatedUnion('type', [
   /** Sent once the page's script runs; the host pushes state only after this. */
   z.object({ type: z.literal('ready'), protocol: z.number().int() }),
@@ -79,6 +132,13 @@ export const WebviewMessage = z.discriminatedUnion('type', [
   }),
   /** Show only the trace records of this intent (null: every record). The host answers with `trace`. */
   z.object({ type: z.literal('setTraceFilter'), intent: IntentId.nullable() }),
+  /** Run `prompt` with `model`, one of the ids the host offered in `models`. The host answers with
+   *  `taskState` (and an error if the task cannot start). */
+  z.object({ type: z.literal('startTask'), prompt: z.string().trim().min(1).max(MAX_PROMPT_CHARS), model: ModelId }),
+  /** Run the demo task (its prompt, the scripted model). */
+  z.object({ type: z.literal('runDemo') }),
+  /** Stop the running task (inference aborted, a running command's process group killed). */
+  z.object({ type: z.literal('stopTask') }),
 ]);
 export type WebviewMessage = z.infer<typeof WebviewMessage>;
 
@@ -102,6 +162,16 @@ export const HostMessage = z.discriminatedUnion('type', [
       z.object({ ok: z.literal(false), error: z.string() }),
     ]),
   }),
+  /** The models the picker offers and the one it starts with (sent after `ready` and when the
+   *  settings that make the list change). */
+  z.object({ type: z.literal('models'), choices: z.array(ModelChoice), selected: ModelId }),
+  /** The whole transcript of the current or last run, replacing what the page shows (sent after
+   *  `ready`, and when a new run starts). */
+  z.object({ type: z.literal('transcript'), events: z.array(RuntimeEvent).max(MAX_TRANSCRIPT_EVENTS) }),
+  /** One more event of the current run, appended to the transcript. */
+  z.object({ type: z.literal('runtime'), event: RuntimeEvent }),
+  /** Whether a task runs (the Stop button), and why a task the page asked for did not start. */
+  z.object({ type: z.literal('taskState'), running: z.boolean(), error: z.string().optional() }),
 ]);
 export type HostMessage = z.infer<typeof HostMessage>;
 

@@ -49,7 +49,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   statusBar.update(engine.state);
   const trace = new Trace(engine, log);
   const agent = new AgentHost(engine, context.secrets, log);
-  const sidebar = new SidebarProvider(context.extensionUri, engine, trace, log);
+  const sidebar = new SidebarProvider(context.extensionUri, engine, trace, agent, log);
   // Menus that only make sense in a governed workspace (the editor's "Show Provenance of Line").
   const setGoverned = (state: EngineState) =>
     void vscode.commands.executeCommand('setContext', 'chokepoint.governed', state.status === 'ready' && governed(state.workspaceRoot));

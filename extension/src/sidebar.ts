@@ -1,13 +1,34 @@
 // The sidebar webview view: serves the page with a strict CSP, validates every message it receives,
-// and pushes engine state and the trace's recent records only after the page says it is ready. The
-// trace filter lives here, not in the page, so a command ("Show in Trace") can set it too and it
-// survives the view being hidden.
+// and pushes engine state, the trace's recent records and the task panel's models and transcript only
+// after the page says it is ready. What must survive the view being hidden lives here, not in the
+// page: the trace filter (a command, "Show in Trace", sets it too), the model last picked, and the
+// transcript of the current or last run, which a page shown again gets back whole.
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
-import { HostMessage, PROTOCOL_VERSION, WebviewMessage, parseMessage, type EngineState } from '../../protocol/messages';
+import {
+  HostMessage,
+  MAX_TRANSCRIPT_EVENTS,
+  PROTOCOL_VERSION,
+  WebviewMessage,
+  parseMessage,
+  type EngineState,
+  type ModelChoice,
+  type RuntimeEvent as WireRuntimeEvent,
+} from '../../protocol/messages';
+import type { AgentHost } from './agent';
 import type { EngineHost } from './engineHost';
 import type { Log } from './log';
+import type { RuntimeEvent } from './runtime/types';
 import type { Trace } from './trace';
+
+// The protocol mirrors the runtime's events with a zod schema (protocol/ imports only zod): this
+// line stops the build when the two drift apart, in either direction.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const runtimeEventsMirrored: Same<RuntimeEvent, WireRuntimeEvent> = true;
+void runtimeEventsMirrored;
+
+/** How often the view checks whether a run it did not start (a command's) is still going. */
+const BUSY_POLL_MS = 250;
 
 export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   static readonly viewId = 'chokepoint.sidebar';
@@ -15,12 +36,23 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
   private ready = false;
   /** The intent whose records the Trace section lists; null: every record. */
   private traceIntent: string | null = null;
+  /** The model the page last started a task with; undefined: the `chokepoint.agent.model` setting. */
+  private pickedModel: string | undefined;
+  /** The events of the current or last run (one session of the runtime), streamed text coalesced. */
+  private transcript: RuntimeEvent[] = [];
+  private transcriptSession: string | undefined;
+  /** A run this view started has not ended yet. */
+  private starting = false;
+  /** What the page was last told: a task runs (its own or one started by a command). */
+  private running = false;
+  private busyPoll: NodeJS.Timeout | undefined;
   private readonly subscriptions: vscode.Disposable[] = [];
 
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly engine: EngineHost,
     private readonly trace: Trace,
+    private readonly agent: AgentHost,
     private readonly log: Log,
   ) {
     this.subscriptions.push(
@@ -29,8 +61,11 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
         this.pushTrace();
       }),
       trace.onDidChange(() => this.pushTrace()),
+      agent.onEvent((e) => this.record(e)),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('chokepoint.trace.limit')) this.pushTrace();
+        if (e.affectsConfiguration('chokepoint.agent.model')) this.pickedModel = undefined;
+        if (e.affectsConfiguration('chokepoint.agent.model') || e.affectsConfiguration('chokepoint.openai')) void this.pushModels();
       }),
     );
   }
@@ -102,6 +137,9 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
         this.ready = true;
         this.pushState(this.engine.state);
         this.pushTrace();
+        this.post({ type: 'transcript', events: this.transcript });
+        this.post({ type: 'taskState', running: this.running });
+        void this.pushModels();
         return;
       case 'request': {
         // One method today; the switch keeps the catalogue exhaustive as methods are added.
@@ -134,6 +172,111 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
         this.traceIntent = msg.intent;
         this.pushTrace();
         return;
+      case 'startTask':
+        void this.startTask(msg.prompt, msg.model);
+        return;
+      case 'runDemo':
+        void this.run(() => this.agent.runDemo());
+        return;
+      case 'stopTask':
+        this.agent.stop();
+        return;
+    }
+  }
+
+  // ---- the task panel -------------------------------------------------------------------------
+
+  private async startTask(prompt: string, model: string): Promise<void> {
+    // The page may start only a model the host offers (as it may open only the two governance files).
+    const choices = await this.modelChoices();
+    if (!choices.some((c) => c.id === model)) {
+      this.postIfReady({ type: 'taskState', running: this.running, error: `the model \`${model}\` is not offered; pick one in the list` });
+      return;
+    }
+    this.pickedModel = model;
+    await this.run(() => this.agent.start(prompt, model));
+  }
+
+  /** Runs a task and reports whether it runs; a task that cannot start says why on the page. */
+  private async run(task: () => Promise<void>): Promise<void> {
+    if (this.starting || this.agent.busy) {
+      this.postIfReady({ type: 'taskState', running: true, error: 'a task is already running; stop it first' });
+      return;
+    }
+    this.starting = true;
+    this.setRunning(true);
+    let error: string | undefined;
+    try {
+      await task();
+    } catch (e) {
+      error = (e as Error).message;
+      this.log.error(`the task did not run: ${error}`);
+    } finally {
+      this.starting = false;
+    }
+    this.setRunning(false, error);
+  }
+
+  /** Keeps the event for a page shown later and forwards it to the page showing now. */
+  private record(e: RuntimeEvent): void {
+    if (e.type === 'taskStarted' && e.sessionId !== this.transcriptSession) {
+      // A new run (a new session of the runtime): its transcript replaces the last one.
+      this.transcriptSession = e.sessionId;
+      this.transcript = [e];
+      this.postIfReady({ type: 'transcript', events: this.transcript });
+    } else {
+      this.keep(e);
+      this.postIfReady({ type: 'runtime', event: e });
+    }
+    // A run started elsewhere (the Run Demo Task command) is shown as running until the agent is
+    // idle again; the agent has no event for that, so the view polls its `busy` while such a run goes.
+    if (!this.running && !this.starting && this.agent.busy) {
+      this.setRunning(true);
+      this.busyPoll ??= setInterval(() => {
+        if (this.agent.busy || this.starting) return;
+        clearInterval(this.busyPoll);
+        this.busyPoll = undefined;
+        this.setRunning(false);
+      }, BUSY_POLL_MS);
+    }
+  }
+
+  private keep(e: RuntimeEvent): void {
+    const last = this.transcript[this.transcript.length - 1];
+    if (e.type === 'text' && last?.type === 'text' && last.taskId === e.taskId && last.turn === e.turn) {
+      this.transcript[this.transcript.length - 1] = { ...last, text: last.text + e.text };
+      return;
+    }
+    this.transcript.push(e);
+    // A runaway run must not grow the host without bound: the oldest events go first.
+    if (this.transcript.length > MAX_TRANSCRIPT_EVENTS) this.transcript.splice(0, this.transcript.length - MAX_TRANSCRIPT_EVENTS);
+  }
+
+  private setRunning(running: boolean, error?: string): void {
+    this.running = running;
+    this.postIfReady({ type: 'taskState', running, error });
+  }
+
+  /** The models the picker offers; the configured one is among them even when nothing lists it. */
+  private async modelChoices(): Promise<ModelChoice[]> {
+    const choices = await this.agent.models();
+    const configured = this.configuredModel();
+    if (!choices.some((c) => c.id === configured)) choices.push({ id: configured, label: configured, detail: 'the chokepoint.agent.model setting' });
+    return choices;
+  }
+
+  private configuredModel(): string {
+    return vscode.workspace.getConfiguration('chokepoint.agent').get<string>('model', 'scripted:demo') || 'scripted:demo';
+  }
+
+  private async pushModels(): Promise<void> {
+    if (!this.ready) return;
+    try {
+      const choices = await this.modelChoices();
+      const wanted = this.pickedModel ?? this.configuredModel();
+      this.post({ type: 'models', choices, selected: choices.some((c) => c.id === wanted) ? wanted : choices[0].id });
+    } catch (e) {
+      this.log.error(`the models could not be listed: ${(e as Error).message}`);
     }
   }
 
@@ -152,7 +295,13 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     void this.view?.webview.postMessage(message);
   }
 
+  /** Task panel messages go only to a page that said it is ready; it gets the whole transcript then. */
+  private postIfReady(message: HostMessage): void {
+    if (this.ready) this.post(message);
+  }
+
   dispose(): void {
+    if (this.busyPoll) clearInterval(this.busyPoll);
     for (const s of this.subscriptions) s.dispose();
   }
 }

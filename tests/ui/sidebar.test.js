@@ -6,39 +6,18 @@ const assert = require('node:assert');
 const fs = require('fs');
 const path = require('path');
 const { ROOT } = require('../../scripts/lib');
-const vscode = require('../../scripts/vscode');
-const { packageVsix } = require('../../scripts/package');
+const { startVsCode } = require('./harness');
 
 const version = require(path.join(ROOT, 'package.json')).version;
-let runDir, server, browser, page, workspace, installLog;
-
-/** The sidebar webview's document (VS Code nests it in two iframes). */
-const sidebar = () => page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
-
-/** Shows the Chokepoint view. Clicking an already selected activity-bar item would hide it instead. */
-async function openSidebar() {
-  const tab = page.locator('.activitybar').getByRole('tab', { name: /^Chokepoint/ });
-  await tab.waitFor({ timeout: 60000 });
-  if ((await tab.getAttribute('aria-selected')) !== 'true') await tab.click();
-}
+let vsc, runDir, page, workspace, installLog, sidebar, openSidebar;
 
 before(async () => {
-  const vsix = await packageVsix();
-  runDir = fs.mkdtempSync(path.join(vscode.CACHE, 'run-ui-tests-'));
-  const extensionsDir = path.join(runDir, 'extensions');
-  installLog = vscode.installExtension(vsix, { runDir, extensionsDir });
-  workspace = vscode.makeSampleWorkspace(path.join(runDir, 'workspace'));
-  server = await vscode.startCodeServer({ runDir, extensionsDir });
-  browser = await vscode.launchBrowser({ runDir });
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  await page.goto(server.url(workspace));
+  vsc = await startVsCode();
+  ({ runDir, page, workspace, installLog, sidebar, openSidebar } = vsc);
 });
 
 after(async () => {
-  if (page && process.env.CHOKEPOINT_UI_SCREENSHOT) await page.screenshot({ path: process.env.CHOKEPOINT_UI_SCREENSHOT }).catch(() => {});
-  if (browser) await browser.close().catch(() => {});
-  if (server) server.stop();
-  if (runDir) fs.rmSync(runDir, { recursive: true, force: true, maxRetries: 3 });
+  if (vsc) await vsc.stop();
 });
 
 test('the packed .vsix installs into VS Code', () => {

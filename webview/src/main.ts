@@ -2,12 +2,14 @@
 // protocol/messages.ts, validates every message it receives, and renders with textContent only (no
 // HTML from data ever reaches the DOM).
 //
-// Two regions: the engine (re-rendered whenever its state arrives) and the Trace section (its filter
-// and list updated in place, so a ledger refresh never steals the keyboard focus).
+// Three regions: the Task section (taskPanel.ts: the prompt, the model, the transcript appended
+// event by event), the engine (re-rendered whenever its state arrives) and the Trace section (its
+// filter and list updated in place, so a ledger refresh never steals the keyboard focus).
 import './main.css';
-import '@vscode-elements/elements/dist/vscode-button/index.js';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
 import { HostMessage, PROTOCOL_VERSION, parseMessage, type EngineState, type ReloadResult, type TraceEntry, type WebviewMessage } from '../../protocol/messages';
+import { button, el } from './dom';
+import { taskPanel } from './taskPanel';
 
 interface VsCodeApi {
   postMessage(message: WebviewMessage): void;
@@ -20,38 +22,34 @@ declare function acquireVsCodeApi(): VsCodeApi;
 interface PersistedState {
   v: 1;
   lastReload?: string;
+  /** The prompt being written in the Task section. */
+  draft?: string;
 }
 
 const vscode = acquireVsCodeApi();
 const app = document.getElementById('app')!;
+let persisted: PersistedState = readPersisted(vscode.getState());
+const taskRegion = taskPanel({
+  post: (m) => vscode.postMessage(m),
+  draft: persisted.draft ?? '',
+  onDraft: (draft) => persist({ draft }),
+});
 const engineRegion = el('div', { class: 'engine' });
 const traceRegion = traceSection();
-app.replaceChildren(engineRegion, traceRegion.section);
-let persisted: PersistedState = readPersisted(vscode.getState());
+app.replaceChildren(taskRegion.section, engineRegion, traceRegion.section);
 let state: EngineState | undefined;
 let nextRequestId = 1;
 const pending = new Map<number, (r: ReloadResult) => void>();
 
 function readPersisted(raw: unknown): PersistedState {
   const r = raw as Partial<PersistedState> | undefined;
-  return r && r.v === 1 ? { v: 1, lastReload: typeof r.lastReload === 'string' ? r.lastReload : undefined } : { v: 1 };
+  if (!r || r.v !== 1) return { v: 1 };
+  return { v: 1, lastReload: typeof r.lastReload === 'string' ? r.lastReload : undefined, draft: typeof r.draft === 'string' ? r.draft : undefined };
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: { class?: string; text?: string; title?: string } = {}, ...children: Node[]): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (props.class) node.className = props.class;
-  if (props.text !== undefined) node.textContent = props.text;
-  if (props.title) node.title = props.title;
-  node.append(...children);
-  return node;
-}
-
-function button(label: string, onClick: () => void, secondary = false): HTMLElement {
-  const b = document.createElement('vscode-button');
-  b.textContent = label;
-  if (secondary) b.setAttribute('secondary', '');
-  b.addEventListener('click', onClick);
-  return b;
+function persist(change: Omit<PersistedState, 'v'>): void {
+  persisted = { ...persisted, ...change };
+  vscode.setState(persisted);
 }
 
 function row(label: string, value: string, tone?: 'ok' | 'warn' | 'error'): HTMLElement {
@@ -125,8 +123,7 @@ function reloadConfiguration(): void {
   pending.set(id, (result) => {
     const when = new Date(result.reloadedAt).toLocaleTimeString();
     const problems = result.diagnostics === 0 ? 'no problems' : `${result.diagnostics} problem(s)`;
-    persisted = { v: 1, lastReload: `Reloaded at ${when}: ${problems}` };
-    vscode.setState(persisted);
+    persist({ lastReload: `Reloaded at ${when}: ${problems}` });
     render();
   });
   vscode.postMessage({ type: 'request', id, method: 'reloadConfiguration' });
@@ -139,19 +136,36 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
     return;
   }
   const msg = parsed.value;
-  if (msg.type === 'state') {
-    state = msg.state;
-    render();
-  } else if (msg.type === 'trace') {
-    traceRegion.show(msg.intent, msg.outcome);
-  } else {
-    const resolve = pending.get(msg.id);
-    pending.delete(msg.id);
-    if (!resolve) return;
-    if (msg.outcome.ok) resolve(msg.outcome.result);
-    else {
-      persisted = { v: 1, lastReload: `Reload failed: ${msg.outcome.error}` };
+  switch (msg.type) {
+    case 'state':
+      state = msg.state;
       render();
+      return;
+    case 'trace':
+      traceRegion.show(msg.intent, msg.outcome);
+      return;
+    case 'models':
+      taskRegion.setModels(msg.choices, msg.selected);
+      return;
+    case 'transcript':
+      taskRegion.setTranscript(msg.events);
+      return;
+    case 'runtime':
+      taskRegion.append(msg.event);
+      return;
+    case 'taskState':
+      taskRegion.setState(msg.running, msg.error);
+      return;
+    case 'response': {
+      const resolve = pending.get(msg.id);
+      pending.delete(msg.id);
+      if (!resolve) return;
+      if (msg.outcome.ok) resolve(msg.outcome.result);
+      else {
+        persist({ lastReload: `Reload failed: ${msg.outcome.error}` });
+        render();
+      }
+      return;
     }
   }
 });

@@ -1,0 +1,51 @@
+// The UI tests' harness: the packed .vsix installed with VS Code's own installer into a fresh
+// code-server, a governed sample workspace, and Debian's Chromium on the workbench. Each test file
+// gets its own (node --test runs files one after another, each in its own process).
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const vscode = require('../../scripts/vscode');
+const { packageVsix } = require('../../scripts/package');
+
+/** Starts everything; `stop()` ends what it started and removes its folder. */
+async function startVsCode() {
+  const vsix = await packageVsix();
+  const runDir = fs.mkdtempSync(path.join(vscode.CACHE, 'run-ui-tests-'));
+  const extensionsDir = path.join(runDir, 'extensions');
+  const installLog = vscode.installExtension(vsix, { runDir, extensionsDir });
+  const workspace = vscode.makeSampleWorkspace(path.join(runDir, 'workspace'));
+  let server, browser, page;
+  try {
+    server = await vscode.startCodeServer({ runDir, extensionsDir });
+    browser = await vscode.launchBrowser({ runDir });
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(server.url(workspace));
+  } catch (e) {
+    if (browser) await browser.close().catch(() => {});
+    if (server) server.stop();
+    fs.rmSync(runDir, { recursive: true, force: true, maxRetries: 3 });
+    throw e;
+  }
+  return {
+    runDir,
+    installLog,
+    workspace,
+    page,
+    /** The sidebar webview's document (VS Code nests it in two iframes). */
+    sidebar: () => page.frameLocator('iframe.webview.ready').frameLocator('#active-frame'),
+    /** Shows the Chokepoint view. Clicking an already selected activity-bar item would hide it instead. */
+    async openSidebar() {
+      const tab = page.locator('.activitybar').getByRole('tab', { name: /^Chokepoint/ });
+      await tab.waitFor({ timeout: 60000 });
+      if ((await tab.getAttribute('aria-selected')) !== 'true') await tab.click();
+    },
+    async stop() {
+      if (process.env.CHOKEPOINT_UI_SCREENSHOT) await page.screenshot({ path: process.env.CHOKEPOINT_UI_SCREENSHOT }).catch(() => {});
+      await browser.close().catch(() => {});
+      server.stop();
+      fs.rmSync(runDir, { recursive: true, force: true, maxRetries: 3 });
+    },
+  };
+}
+
+module.exports = { startVsCode };
