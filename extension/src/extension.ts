@@ -12,6 +12,7 @@ import { SidebarProvider } from './sidebar';
 import { StatusBar } from './statusBar';
 import { Trace, showProvenance, type ProvenanceReport } from './trace';
 import type { EngineState } from '../../protocol/messages';
+import type { CompactionItem } from './runtime/prompt';
 import type { RuntimeEvent } from './runtime/types';
 
 /** What `activate` returns: the extension's public API (used by its own integration tests). */
@@ -48,7 +49,9 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   const statusBar = new StatusBar();
   statusBar.update(engine.state);
   const trace = new Trace(engine, log);
-  const agent = new AgentHost(engine, context.secrets, log);
+  // Token counts and compaction plans come from the core (exact tokenizers where it has them).
+  const compactor = native.ok ? { count: native.binding.countTokens, plan: (items: CompactionItem[], budget: number) => native.binding.planCompaction(items, budget) } : undefined;
+  const agent = new AgentHost(engine, context.secrets, log, compactor);
   const sidebar = new SidebarProvider(context.extensionUri, engine, trace, agent, log);
   // Menus that only make sense in a governed workspace (the editor's "Show Provenance of Line").
   const setGoverned = (state: EngineState) =>

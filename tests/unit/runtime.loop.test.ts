@@ -142,3 +142,42 @@ test('TurnPrepare may rewrite the system prompt and the model of the inference; 
   const recorded = engine.traceRecent({}).filter((r) => r.event === 'PreToolUse');
   assert.deepEqual([...new Set(recorded.map((r) => r.model))], ['bigger-model'], 'the trace records the model that acted');
 });
+
+test('a history over the model\u2019s budget is compacted through the core before inference, after PreCompact allowed it', async () => {
+  const root = workspace('hooks: {}\n');
+  fs.writeFileSync(path.join(root, 'docs/big.md'), 'A paragraph of the manual that the agent reads in full. '.repeat(300));
+  const engine = binding.Engine.open(root);
+  const provider = await ScriptedProvider.start({
+    model: 'gpt-4o',
+    contextTokens: 4096 + 2048,
+    steps: [
+      { toolCalls: [{ name: 'read_file', arguments: { path: 'docs/big.md' } }] },
+      { toolCalls: [{ name: 'list_files', arguments: { path: 'src' } }] },
+      { toolCalls: [{ name: 'read_file', arguments: { path: 'src/auth/login.js' } }], expect: { anyMessageIncludes: '<summary of 1 earlier turn>' } },
+      complete,
+    ],
+  });
+  const events: RuntimeEvent[] = [];
+  const runtime = new AgentRuntime({
+    root,
+    engine: engine as unknown as RuntimeEngine,
+    provider,
+    compactor: { count: (t, m) => binding.countTokens(t, m), plan: (items, budget) => binding.planCompaction(items, budget) },
+    ask: async () => ({ approved: false }),
+  });
+  runtime.onEvent((e) => events.push(e));
+  try {
+    await runtime.run({ prompt: 'read the manual' });
+  } finally {
+    await provider.close();
+  }
+  assert.equal((events.find((e) => e.type === 'taskEnded') as { status: string }).status, 'success');
+  const compacted = events.filter((e) => e.type === 'compacted') as Extract<RuntimeEvent, { type: 'compacted' }>[];
+  assert.ok(compacted.length >= 1);
+  assert.ok(compacted.every((c) => c.afterTokens <= 2048 && c.beforeTokens > 2048), JSON.stringify(compacted));
+  assert.ok(events.some((e) => e.type === 'lifecycle' && e.event === 'PreCompact' && e.decision === 'allow'));
+  const requests = provider.server.requests as Array<{ messages: Array<{ role: string; content?: string }> }>;
+  const third = requests[2].messages;
+  assert.equal(third[1].content, 'read the manual', 'the task itself is kept');
+  assert.ok(!third.some((m) => String(m.content).includes('A paragraph of the manual')), 'the big result was summarised away');
+});

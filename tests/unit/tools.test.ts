@@ -1,6 +1,7 @@
 // The runtime's tool catalogue, argument validators, apply_diff and prompt assembly.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import * as path from 'path';
 import { applyBlocks, parseBlocks } from '../../extension/src/runtime/applyDiff';
 import { SYSTEM_PROMPT, assemblePrompt, summarize, turnsOf, type Compactor } from '../../extension/src/runtime/prompt';
 import { TOOL_NAMES, toolDefinitions, validateToolCall } from '../../extension/src/runtime/tools';
@@ -50,30 +51,19 @@ test('apply_diff applies every block or none, and names the block that does not 
   assert.throws(() => parseBlocks('just text'), /expected "<<<<<<< SEARCH"/);
 });
 
-const provider = (contextTokens: number): ModelProvider => ({ kind: 'test', model: 'm', contextTokens, chat: () => (async function* () {})() });
+const provider = (contextTokens: number): ModelProvider => ({ kind: 'test', model: 'gpt-4o', contextTokens, chat: () => (async function* () {})() });
 
-/** A compactor that counts one token per character and keeps the newest turns that fit, to test the
- *  assembly around a plan (the native planner has its own tests). */
-const charCompactor: Compactor = {
-  count: (texts) => texts.map((t) => t.length),
-  plan: (items, budget) => {
-    let used = items.filter((i) => i.pinned).reduce((a, i) => a + i.tokens, 0);
-    const actions = items.map((i) => (i.pinned ? 'keep' : 'summarize')) as Array<'keep' | 'drop' | 'summarize'>;
-    for (let i = items.length - 1; i >= 0; i--) {
-      if (!items[i].pinned && used + items[i].tokens <= budget) {
-        actions[i] = 'keep';
-        used += items[i].tokens;
-      }
-    }
-    return { actions, beforeTokens: items.reduce((a, i) => a + i.tokens, 0), afterTokens: used };
-  },
-};
+// The core's own token counts and planner, through the built addon.
+const ROOT = path.resolve(__dirname, '../../..');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const binding = require(path.join(ROOT, 'native/node')) as typeof import('../../native/node/index');
+const nativeCompactor: Compactor = { count: (texts, model) => binding.countTokens(texts, model), plan: (items, budget) => binding.planCompaction(items, budget) };
 
 test('the prompt is re-assembled from the conversation: system prompt, intent context, turns', async () => {
   const conversation: ChatMessage[] = [
     { role: 'user', content: 'task' },
     { role: 'assistant', content: '', toolCalls: [{ id: '1', name: 'read_file', arguments: '{"path":"a"}' }] },
-    { role: 'tool', toolCallId: '1', name: 'read_file', content: 'x'.repeat(3000) },
+    { role: 'tool', toolCallId: '1', name: 'read_file', content: 'a word of the file '.repeat(400) },
     { role: 'user', content: 'next' },
   ];
   assert.deepEqual(turnsOf(conversation).map((t) => t.length), [3, 1], 'a tool result stays with its call');
@@ -86,15 +76,19 @@ test('the prompt is re-assembled from the conversation: system prompt, intent co
     conversation,
     intentContext: '<intent_context>\nid: INT-001\n</intent_context>',
     provider: provider(4096 + 1024),
-    compactor: charCompactor,
+    compactor: nativeCompactor,
     onCompact: async (p) => ((proposal = p), true),
     onCompacted: () => {},
   });
   assert.ok(compacted.system.includes('<intent_context>'), 'the intent context is kept');
   assert.equal(compacted.messages[compacted.messages.length - 1].content, 'next', 'the newest turn is kept');
-  assert.match(String(compacted.messages[0].content), /^<summary of 1 earlier turn>\n- called read_file on a/);
-  assert.equal((proposal as { summarized_turns: number }).summarized_turns, 1);
-  const refused = await assemblePrompt({ conversation, provider: provider(4096 + 1024), compactor: charCompactor, onCompact: async () => false, onCompacted: () => {} });
+  assert.equal(compacted.messages[0].content, 'task', 'the task (its acceptance criterion) is the last to go');
+  assert.match(String(compacted.messages[1].content), /^<summary of 1 earlier turn>\n- called read_file on a/);
+  assert.equal(compacted.messages.length, 3);
+  const p = proposal as { summarized_turns: number; before_tokens: number; after_tokens: number; budget: number };
+  assert.equal(p.summarized_turns, 1);
+  assert.ok(p.before_tokens > p.budget && p.after_tokens <= p.budget, JSON.stringify(p));
+  const refused = await assemblePrompt({ conversation, provider: provider(4096 + 1024), compactor: nativeCompactor, onCompact: async () => false, onCompacted: () => {} });
   assert.equal(refused.messages, conversation, 'a PreCompact that refuses leaves the conversation as it was');
   assert.match(summarize(turnsOf(conversation).slice(0, 1)), /called read_file on a/);
 });

@@ -4,9 +4,9 @@
 //
 // Compaction works on whole turns (a user message, the assistant's answer and its tool results), so a
 // tool call is never separated from its result. Which turns go is the native core's plan
-// (`planCompaction`): oldest turns first (summarised, or dropped when even a summary does not fit),
-// then hook-added context (constraints), acceptance criteria last; the system prompt, the intent
-// context and the newest turn are never touched. The summary is extractive (which tools ran on which
+// (`planCompaction`, token counts from `countTokens`): oldest turns first (summarised, or dropped when
+// even a summary does not fit), the task's own prompt (its acceptance criterion) last; the system
+// prompt, the intent context and the newest turn are never touched. The summary is extractive (which tools ran on which
 // paths, what the model said first), so compaction needs no model call and cannot hallucinate.
 import type { ChatMessage, ModelProvider } from './types';
 
@@ -21,28 +21,26 @@ When the task is done, call attempt_completion with a summary; checks such as th
 /** Tokens kept free for the model's answer. */
 const ANSWER_RESERVE = 4096;
 
-export type ItemKind = 'system' | 'intent' | 'constraint' | 'criterion' | 'turn';
-
+/** One piece of the prompt as the core's planner sees it (the binding's `CompactionItem`). */
 export interface CompactionItem {
-  kind: ItemKind;
+  kind: 'systemPrompt' | 'intentContext' | 'constraint' | 'acceptanceCriterion' | 'turn';
   tokens: number;
-  /** Never dropped or summarised. */
-  pinned: boolean;
+  turn?: number;
+  pinned?: boolean;
 }
 
-export type ItemAction = 'keep' | 'drop' | 'summarize';
-
+/** What the planner answers (the part of the binding's `CompactionPlan` the assembly reads). */
 export interface CompactionPlan {
-  actions: ItemAction[];
-  beforeTokens: number;
-  afterTokens: number;
+  actions: Array<'keep' | 'summarize' | 'drop'>;
+  before: number;
+  after: number;
+  overBudget?: { message: string };
 }
 
-/** Token counting and compaction planning, from the native core. */
+/** Token counting and compaction planning, from the native core (`countTokens`, `planCompaction`). */
 export interface Compactor {
-  /** One count per text, for `model`'s tokenizer (exact where the core has one, else its estimate). */
+  /** One count per text (a message each, framing included), exact where the core has the tokenizer. */
   count(texts: string[], model: string): number[];
-  /** Throws when even the pinned items exceed the budget. */
   plan(items: CompactionItem[], budget: number): CompactionPlan;
 }
 
@@ -70,27 +68,39 @@ export interface Prompt {
   messages: ChatMessage[];
 }
 
-/** Splits a conversation into turns: each starts at a user message. */
+/** Splits a conversation into turns: the user messages before an assistant message, the assistant
+ *  message, and its tool results. A new turn starts at a user message that follows anything else, and
+ *  at an assistant message that follows another's results. */
 export function turnsOf(conversation: ChatMessage[]): ChatMessage[][] {
   const turns: ChatMessage[][] = [];
+  let current: ChatMessage[] | undefined;
   for (const m of conversation) {
-    if (m.role === 'user' || turns.length === 0) turns.push([m]);
-    else turns[turns.length - 1].push(m);
+    const starts =
+      !current ||
+      (m.role === 'user' && current.some((x) => x.role !== 'user')) ||
+      (m.role === 'assistant' && current.some((x) => x.role === 'assistant'));
+    if (starts) turns.push((current = [m]));
+    else current!.push(m);
   }
   return turns;
+}
+
+/** Each message's count, by model: a message is counted once, when a turn first sees it (exact
+ *  counting runs at 5 to 10 MB/s, too slow to recount a long history every turn). */
+const counted = new WeakMap<ChatMessage, { model: string; tokens: number }>();
+
+function countOnce(compactor: Compactor, messages: ChatMessage[], model: string): number[] {
+  const missing = messages.filter((m) => counted.get(m)?.model !== model);
+  if (missing.length) {
+    const counts = compactor.count(missing.map(textOf), model);
+    missing.forEach((m, i) => counted.set(m, { model, tokens: counts[i] }));
+  }
+  return messages.map((m) => counted.get(m)!.tokens);
 }
 
 function textOf(m: ChatMessage): string {
   if (m.role === 'assistant') return m.content + (m.toolCalls ?? []).map((c) => `${c.name}(${c.arguments})`).join('\n');
   return m.content;
-}
-
-/** Hook output and hook context are constraints: trimmed before the task's own words. */
-function kindOf(turn: ChatMessage[], index: number): ItemKind {
-  const first = turn[0];
-  if (index === 0) return 'criterion'; // the task's prompt: what "done" means
-  if (first.role === 'user' && first.content.startsWith('<hook_output')) return 'constraint';
-  return 'turn';
 }
 
 /** A few lines that say what the summarised turns did. */
@@ -124,37 +134,37 @@ export async function assemblePrompt(input: AssembleInput): Promise<Prompt> {
   const compactor = input.compactor;
   if (!compactor) return prompt;
   const budget = Math.max(input.provider.contextTokens - ANSWER_RESERVE, 1024);
-  const turns = turnsOf(input.conversation);
-  const [systemTokens, ...turnTokens] = compactor.count([system, ...turns.map((t) => t.map(textOf).join('\n'))], input.provider.model);
-  const total = systemTokens + turnTokens.reduce((a, b) => a + b, 0);
+  // The task's prompt is what "done" means: an acceptance criterion, last to go. The rest of the
+  // conversation is turns; the newest one is what the model answers and is pinned.
+  const [task, ...rest] = input.conversation;
+  const turns = turnsOf(rest);
+  const model = input.provider.model;
+  const [systemTokens, intentTokens] = compactor.count([SYSTEM_PROMPT, input.intentContext ?? ''], model);
+  const taskTokens = task ? countOnce(compactor, [task], model)[0] : 0;
+  const turnTokens = turns.map((t) => countOnce(compactor, t, model).reduce((a, b) => a + b, 0));
+  const total = systemTokens + (input.intentContext ? intentTokens : 0) + taskTokens + turnTokens.reduce((a, b) => a + b, 0);
   if (total <= budget) return prompt;
   const items: CompactionItem[] = [
-    { kind: 'system', tokens: systemTokens, pinned: true },
-    // The newest turn is what the model answers: never compacted.
-    ...turns.map((t, i) => ({ kind: kindOf(t, i), tokens: turnTokens[i], pinned: i === turns.length - 1 })),
+    { kind: 'systemPrompt', tokens: systemTokens, pinned: true },
+    { kind: 'intentContext', tokens: input.intentContext ? intentTokens : 0, pinned: true },
+    { kind: 'acceptanceCriterion', tokens: taskTokens },
+    ...turns.map((_, i) => ({ kind: 'turn' as const, tokens: turnTokens[i], turn: i, pinned: i === turns.length - 1 })),
   ];
-  let plan: CompactionPlan;
-  try {
-    plan = compactor.plan(items, budget);
-  } catch {
-    return prompt; // even the pinned part does not fit: the provider will say so
-  }
-  const actions = plan.actions.slice(1);
+  const plan = compactor.plan(items, budget);
+  if (plan.overBudget) return prompt; // even the pinned part does not fit: the provider will say so
+  const taskKept = plan.actions[2] === 'keep';
+  const actions = plan.actions.slice(3);
   const summarized = turns.filter((_, i) => actions[i] === 'summarize');
-  const dropped = actions.filter((a) => a === 'drop').length;
+  const dropped = actions.filter((a) => a === 'drop').length + (taskKept ? 0 : 1);
   const summary = summarized.length ? summarize(summarized) : '';
-  const proposal: Proposal = { before_tokens: total, after_tokens: plan.afterTokens, budget, dropped_turns: dropped, summarized_turns: summarized.length, summary };
+  const proposal: Proposal = { before_tokens: total, after_tokens: plan.after, budget, dropped_turns: dropped, summarized_turns: summarized.length, summary };
   if (!(await input.onCompact(proposal))) return prompt;
-  const messages: ChatMessage[] = [];
-  let summaryPlaced = false;
+  const messages: ChatMessage[] = taskKept && task ? [task] : [];
+  if (summary) messages.push({ role: 'user', content: summary });
   turns.forEach((t, i) => {
     if (actions[i] === 'keep') messages.push(...t);
-    else if (actions[i] === 'summarize' && !summaryPlaced) {
-      messages.push({ role: 'user', content: summary });
-      summaryPlaced = true;
-    }
   });
   // Compaction changes what the model sees, not the record: the conversation itself is kept whole.
-  input.onCompacted({ beforeTokens: total, afterTokens: plan.afterTokens, dropped, summarized: summarized.length });
+  input.onCompacted({ beforeTokens: total, afterTokens: plan.after, dropped, summarized: summarized.length });
   return { system, messages };
 }
