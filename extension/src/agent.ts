@@ -23,6 +23,9 @@ export class AgentHost implements vscode.Disposable {
   private runtime: AgentRuntime | undefined;
   private provider: ModelProvider | undefined;
   private approver: Approver = askHuman;
+  /** Settles when the running task is stopped. */
+  private stopped: Promise<void> = new Promise(() => {});
+  private stop_: () => void = () => {};
   private readonly emitter = new vscode.EventEmitter<RuntimeEvent>();
   /** Every runtime event, in order (the task panel renders them, tests assert them). */
   readonly onEvent = this.emitter.event;
@@ -77,9 +80,12 @@ export class AgentHost implements vscode.Disposable {
         toolTimeoutMs: settings.get<number>('toolTimeoutSeconds', 120) * 1000,
         maxSubmitRetries: settings.get<number>('maxSubmitRetries', 2),
       },
-      ask: (request) => this.approver(request),
+      // Stop also answers a question still open (a modal stays up until dismissed, the task does not
+      // wait for it).
+      ask: (request) => Promise.race([this.approver(request), this.stopped.then((): AskAnswer => ({ approved: false, reason: 'the task was stopped', approvedBy: 'stop' }))]),
     });
     this.runtime = runtime;
+    this.stopped = new Promise<void>((resolve) => (this.stop_ = resolve));
     runtime.onEvent((e) => {
       this.logEvent(e);
       this.emitter.fire(e);
@@ -102,9 +108,11 @@ export class AgentHost implements vscode.Disposable {
     return this.start(DEMO_PROMPT, SCRIPTED_DEMO);
   }
 
-  /** Stops the running task: inference aborted, a running command's process group killed. */
+  /** Stops the running task: inference aborted, a running command's process group killed, an open
+   *  question answered as rejected. */
   stop(): void {
     this.runtime?.cancel();
+    this.stop_();
   }
 
   async setApiKey(): Promise<void> {

@@ -95,6 +95,23 @@ describe('the agent runtime', () => {
     assert.ok(mine.slice(1).every((r) => r.intent === 'INT-001'));
   });
 
+  it('Stop while a question waits for its answer ends the task at once', async () => {
+    const chokepoint = await api();
+    chokepoint.agent.setApprover(() => new Promise(() => {})); // nobody ever answers
+    const events = await collect(
+      chokepoint,
+      () => chokepoint.agent.runDemo(),
+      (e) => {
+        if (e.type === 'toolCall' && e.decision === 'ask') setTimeout(() => chokepoint.agent.stop(), 50);
+      },
+    );
+    chokepoint.agent.setApprover(undefined);
+    const ended = events.find((e) => e.type === 'taskEnded');
+    assert.strictEqual(ended?.type === 'taskEnded' && ended.status, 'cancelled');
+    const answer = events.find((e) => e.type === 'toolResult' && e.tool === 'scope_expansion_request');
+    assert.match(answer?.type === 'toolResult' ? answer.content : '', /the task was stopped/);
+  });
+
   it('Stop in the middle of a command kills it and ends the task as cancelled', async () => {
     const chokepoint = await api();
     const script = path.join(root(), '.orchestration', 'cancel.script.json');
