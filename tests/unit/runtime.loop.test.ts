@@ -181,3 +181,34 @@ test('a history over the model\u2019s budget is compacted through the core befor
   assert.equal(third[1].content, 'read the manual', 'the task itself is kept');
   assert.ok(!third.some((m) => String(m.content).includes('A paragraph of the manual')), 'the big result was summarised away');
 });
+
+test('an inference failure fires Error; guidance a hook pipes for it drives one recovery turn', async () => {
+  const hooks = 'hooks:\n  Error:\n    - name: advise\n      command: [echo, "the endpoint hiccuped: answer in smaller steps"]\n      pipe_output: true\n';
+  const r = await run(hooks, { model: 'm', steps: [{ fault: 'http500' }, { ...complete, expect: { lastMessageIncludes: 'answer in smaller steps' } }] });
+  assert.equal(r.ended[0].status, 'success');
+  assert.equal(r.lifecycle.filter((e) => e === 'Error').length, 1);
+  assert.ok(r.events.some((e) => e.type === 'error' && /500/.test(e.message)), 'the transcript shows the failure');
+});
+
+test('AllTasksComplete may enqueue more work; the queue runs until a hook lets it empty', async () => {
+  const root = workspace('hooks: {}\n');
+  const engine = binding.Engine.open(root);
+  let asked = 0;
+  engine.registerHostHook({ name: 'follow-up', events: ['AllTasksComplete'] }, async (event) => {
+    asked++;
+    return asked === 1 ? { decision: 'modify', modified: { ...(event.input as object), tasks: [{ prompt: 'now the follow-up' }] } } : { decision: 'allow' };
+  });
+  const provider = await ScriptedProvider.start({ model: 'm', steps: [complete, { ...complete, expect: { anyMessageIncludes: 'now the follow-up' } }] });
+  const events: RuntimeEvent[] = [];
+  const runtime = new AgentRuntime({ root, engine: engine as unknown as RuntimeEngine, provider, ask: async () => ({ approved: false }) });
+  runtime.onEvent((e) => events.push(e));
+  try {
+    await runtime.run({ prompt: 'first' });
+    await runtime.end();
+  } finally {
+    await provider.close();
+    engine.close();
+  }
+  assert.deepEqual(events.flatMap((e) => (e.type === 'taskStarted' ? [e.prompt] : [])), ['first', 'now the follow-up']);
+  assert.equal(asked, 2, 'asked again once the follow-up was done');
+});

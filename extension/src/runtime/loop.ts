@@ -304,8 +304,10 @@ export class AgentRuntime {
         onCompacted: (c) => this.emit({ type: 'compacted', taskId: task.id, ...c }),
       });
       // The last mutable point before inference: a hook may rewrite the system prompt, the messages
-      // (for this inference only: the conversation is kept) or the model.
-      const prepared = await this.lifecycle('TurnPrepare', task, { turn, system_prompt: prompt.system, model, messages: prompt.messages }, turn);
+      // (for this inference only: the conversation is kept) or the model. The messages are not in
+      // the subject (it would cost every turn the whole history's conversion and digest); a hook
+      // that rewrites them gets their count and the turn, and sends the messages it wants.
+      const prepared = await this.lifecycle('TurnPrepare', task, { turn, system_prompt: prompt.system, model, message_count: prompt.messages.length }, turn);
       if (prepared && prepared.decision === 'deny') return { status: 'rejected', summary: prepared.reason ?? 'TurnPrepare was refused' };
       const rewritten = (prepared?.modified ?? {}) as { system_prompt?: unknown; model?: unknown; messages?: unknown };
       const system = typeof rewritten.system_prompt === 'string' ? rewritten.system_prompt : prompt.system;

@@ -431,7 +431,9 @@ impl Engine {
         let intent = event.ids.session.as_deref().and_then(|s| self.gatekeeper.selected(s)).or(start.intent);
         let mut record = crate::trace::evaluation_record(event, intent, evaluation, files);
         record.input_sha256 = event.subject.as_str().map(str::to_owned);
-        self.tracer.ledger().ok().map(|ledger| ledger.enqueue(record))
+        // A gate's record is waited for; the others' syncs wait for the next gate's (or a flush).
+        let gate = awaits_durability(event.kind);
+        self.tracer.ledger().ok().map(|ledger| if gate { ledger.enqueue(record) } else { ledger.enqueue_lazy(record) })
     }
 
     /// The trace of this workspace: its ledger, the before-images of writes in flight.

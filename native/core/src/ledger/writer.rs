@@ -55,6 +55,11 @@ use crate::{Sidecar, clock};
 /// its first records acknowledged after one bounded write.
 const MAX_BATCH: usize = 4096;
 
+/// How long the sync of records enqueued lazily may wait for a record someone waits for.
+pub const LAZY_SYNC: Duration = Duration::from_millis(20);
+/// How often that wait looks whether a `flush` is waiting.
+const LAZY_POLL: Duration = Duration::from_millis(2);
+
 /// How much of the file a backward search for a line's start reads at a time.
 const TAIL_CHUNK: usize = 64 * 1024;
 
@@ -240,6 +245,8 @@ struct Pending {
     /// The record's line without its chain fields, serialised by the producer ([`Record::take_body`]).
     body: String,
     reply: SyncSender<Reply>,
+    /// Enqueued with [`Ledger::enqueue_lazy`].
+    lazy: bool,
 }
 
 /// What producers, the writer thread and the syncer thread share, under one mutex.
@@ -370,7 +377,18 @@ impl Ledger {
 
     /// Queues `record` without waiting; the ticket resolves once it is durable. For the engine's
     /// synchronous path: enqueue now, and `flush` (or wait on the ticket) where durability matters.
-    pub fn enqueue(&self, mut record: Record) -> Ticket {
+    pub fn enqueue(&self, record: Record) -> Ticket {
+        self.enqueue_with(record, false)
+    }
+
+    /// Queues a record nobody waits for now: it is written at once, but its sync waits (at most
+    /// [`LAZY_SYNC`]) for a record someone does wait for, or a `flush`, so that a gate's record is not
+    /// queued behind a sync of the records before it. Acknowledged, as always, only once synced.
+    pub fn enqueue_lazy(&self, record: Record) -> Ticket {
+        self.enqueue_with(record, true)
+    }
+
+    fn enqueue_with(&self, mut record: Record, lazy: bool) -> Ticket {
         // On the producer's thread, before the queue's lock: the writer only splices and hashes.
         let body = record.take_body();
         let (reply, receiver) = mpsc::sync_channel(1);
@@ -380,7 +398,7 @@ impl Ledger {
             let _ = reply.send(Err(LedgerError::Closed { ledger: self.path().to_owned() }));
             return ticket;
         }
-        queue.pending.push(Pending { record, body, reply });
+        queue.pending.push(Pending { record, body, reply, lazy });
         queue.enqueued += 1;
         // A wake-up is a system call; skip it while the writer is busy, since it takes the whole queue
         // when it comes back.
@@ -484,8 +502,9 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
         }
         let mut notices = Vec::new();
         let outcome = writer.write(&mut batch, &mut notices, shared);
+        let urgent = batch.iter().any(|pending| !pending.lazy);
         let replies = batch.drain(..).map(|pending| pending.reply).collect();
-        if to_syncer.send(Stage { replies, notices, outcome }).is_err() {
+        if to_syncer.send(Stage { replies, notices, outcome, urgent }).is_err() {
             break;
         }
     }
@@ -498,6 +517,8 @@ struct Stage {
     replies: Vec<SyncSender<Reply>>,
     notices: Vec<Notice>,
     outcome: Result<Written, LedgerError>,
+    /// Holds a record someone waits for (not only lazy ones).
+    urgent: bool,
 }
 
 /// A batch in the file, not yet synced.
@@ -522,6 +543,20 @@ impl Syncer {
         let mut failed: Option<LedgerError> = None;
         while let Ok(first) = written.recv() {
             let mut stages: Vec<Stage> = std::iter::once(first).chain(written.try_iter()).collect();
+            // Only lazy records so far: wait a little for one that someone waits for (its sync will
+            // cover these too), a flush, or the writer closing.
+            let deadline = std::time::Instant::now() + LAZY_SYNC;
+            while !stages.iter().any(|s| s.urgent) && shared.lock().flush_waiters == 0 {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                match written.recv_timeout(left.min(LAZY_POLL)) {
+                    Ok(stage) => stages.push(stage),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            }
             let mut last: Option<(u64, String, u64)> = None;
             let mut synced: Vec<Arc<File>> = Vec::new();
             for stage in &stages {
@@ -964,6 +999,25 @@ mod tests {
         for line in ["", "{\"v\":1}", "é"] {
             assert_eq!(hash_line(line.as_bytes()), super::super::record::line_hash(line));
         }
+    }
+
+    #[test]
+    fn a_lazy_record_is_synced_with_the_next_urgent_one_or_on_its_own_soon_after() {
+        let (_dir, sidecar) = sidecar();
+        let (ledger, _) = Ledger::open(&sidecar).unwrap();
+        ledger.append(Record::new(super::super::RecordKind::Lifecycle)).unwrap();
+        let before = ledger.stats();
+        let lazy = ledger.enqueue_lazy(Record::new(super::super::RecordKind::Lifecycle));
+        let urgent = ledger.append(Record::new(super::super::RecordKind::ToolCall)).unwrap();
+        let lazy = lazy.wait().unwrap();
+        assert_eq!((lazy.seq, urgent.seq), (2, 3));
+        assert_eq!(ledger.stats().batches - before.batches, 1, "one sync covered both");
+        // Alone, it does not wait forever: at most LAZY_SYNC, then its own sync.
+        let started = std::time::Instant::now();
+        let alone = ledger.enqueue_lazy(Record::new(super::super::RecordKind::Lifecycle)).wait().unwrap();
+        assert_eq!(alone.seq, 4);
+        assert!(started.elapsed() < LAZY_SYNC * 20, "{:?}", started.elapsed());
+        assert!(ledger.stats().durable_seq >= 4);
     }
 
     #[test]
