@@ -17,14 +17,15 @@
 //! way to start over at will would make the chain worthless.
 
 use std::fmt;
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::fs::OpenOptions;
+use std::io::Write;
 use std::path::PathBuf;
 
 use super::head::{self, HeadStore};
 use super::record::{GENESIS, Record, RecordKind, line_hash, sha256_hex};
 use super::verify::verify;
-use super::writer::{LedgerError, lock_exclusive};
+// The writer's own helpers: the same lock, the same error shape, the same folder sync.
+use super::writer::{LedgerError, io_error, lock_exclusive, sync_dir};
 use crate::{Sidecar, clock};
 
 /// What a reseal did.
@@ -69,10 +70,6 @@ impl From<LedgerError> for ResealError {
     }
 }
 
-fn io_error<'a>(path: &'a std::path::Path, op: &'static str) -> impl FnOnce(io::Error) -> LedgerError + 'a {
-    move |source| LedgerError::Io { path: path.to_owned(), op, source: std::sync::Arc::new(source) }
-}
-
 /// Moves a ledger that fails verification aside and starts a new one whose first record says so.
 /// `by` names who resealed it (a user name, `ci`); `reason` is required.
 pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, ResealError> {
@@ -90,6 +87,7 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
         return Err(ResealError::Intact { records: verification.records });
     };
     let bytes = std::fs::read(&ledger).map_err(io_error(&ledger, "read"))?;
+    let sealed_sha256 = sha256_hex(&bytes);
     let now = clock::now_ms();
     let dir = ledger.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
     let stem = ledger.file_stem().unwrap_or_default().to_string_lossy().into_owned();
@@ -113,7 +111,7 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
     first.data = Some(serde_json::json!({
         "resealed": {
             "sealed_file": sealed.file_name().map(|n| n.to_string_lossy().into_owned()),
-            "sealed_sha256": sha256_hex(&bytes),
+            "sealed_sha256": sealed_sha256,
             "sealed_records": verification.records,
             "problem": problem.to_string(),
             "previous_head": previous_head.as_ref().map(|h| serde_json::json!({ "count": h.count, "hash": h.hash })),
@@ -127,15 +125,5 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
     sync_dir(&dir).map_err(io_error(&dir, "sync the folder"))?;
     heads.write(1, &line_hash(&line), now)?;
     debug_assert_eq!(head::read(&sidecar.state_db()).ok().flatten().map(|h| h.count), Some(1));
-    Ok(Resealed { sealed, sealed_sha256: sha256_hex(&bytes), problem: problem.to_string(), first })
-}
-
-#[cfg(unix)]
-fn sync_dir(dir: &std::path::Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
-#[cfg(not(unix))]
-fn sync_dir(_dir: &std::path::Path) -> io::Result<()> {
-    Ok(())
+    Ok(Resealed { sealed, sealed_sha256, problem: problem.to_string(), first })
 }

@@ -209,7 +209,7 @@ impl std::error::Error for LedgerError {
     }
 }
 
-fn io_error<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> LedgerError + 'a {
+pub(crate) fn io_error<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> LedgerError + 'a {
     move |source| LedgerError::Io { path: path.to_owned(), op, source: Arc::new(source) }
 }
 
@@ -915,13 +915,13 @@ fn read_at(file: &File, at: u64, buf: &mut [u8]) -> io::Result<()> {
 }
 
 #[cfg(unix)]
-fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     // The new recovery file's name is durable only once its folder is synced.
     File::open(dir)?.sync_all()
 }
 
 #[cfg(not(unix))]
-fn sync_dir(_dir: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(_dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
