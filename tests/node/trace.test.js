@@ -110,3 +110,33 @@ test('traceBlame throws a clear error for a bad path or line', async () => {
   assert.throws(() => engine.traceBlame('/etc/passwd', 1), /is not a workspace-relative path/);
   assert.throws(() => engine.traceBlame('src/auth/missing.js', 1), /reading .*missing\.js failed/);
 });
+
+test('a gate settles once its record is in the ledger, and the records before it are written with it, in order', async () => {
+  const dir = sampleWorkspace();
+  const engine = binding.Engine.open(dir);
+  const ledger = path.join(dir, '.orchestration/agent_trace.jsonl');
+  const lines = () => (fs.existsSync(ledger) ? fs.readFileSync(ledger, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+  // A turn's start gates nothing: it settles at once, its record held back for the next gate.
+  const turn = await engine.evaluateAsync({ event: 'TurnStart', sessionId: 'S', turn: 1 });
+  assert.strictEqual(turn.decision, 'allow');
+  const gate = await engine.evaluateAsync({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-001' }, sessionId: 'S' });
+  assert.strictEqual(gate.decision, 'allow');
+  // No flush: the gate's promise settled after its sync, which covered the turn's record too.
+  assert.deepStrictEqual(lines().map((r) => `${r.seq} ${r.event}`), ['1 TurnStart', '2 PreToolUse']);
+});
+
+test('a PreToolUse that cannot be recorded is denied, on the fast path and on the asynchronous one', async () => {
+  const dir = sampleWorkspace();
+  // The ledger cannot be opened: its path is a folder.
+  fs.mkdirSync(path.join(dir, '.orchestration/agent_trace.jsonl'));
+  const engine = binding.Engine.open(dir);
+  const select = await engine.evaluateAsync({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-001' }, sessionId: 'S' });
+  assert.strictEqual(select.decision, 'deny');
+  assert.match(select.reason, /could not be recorded in the trace ledger/);
+  // A host hook sends the chain down the asynchronous path; the answer is the same.
+  engine.registerHostHook({ name: 'observer', events: ['PreToolUse'] }, async () => ({ decision: 'allow' }));
+  const viaAsync = await engine.evaluateAsync({ event: 'PreToolUse', tool: 'read_file', input: { path: 'README.md' }, sessionId: 'S' });
+  engine.close();
+  assert.strictEqual(viaAsync.decision, 'deny');
+  assert.match(viaAsync.reason, /could not be recorded in the trace ledger/);
+});

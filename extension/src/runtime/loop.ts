@@ -25,15 +25,6 @@ import { ModelError } from './types';
 /** What the runtime needs of the engine: the binding's Engine has all of it. */
 export interface RuntimeEngine {
   evaluateAsync(event: ChainEvent, options?: { outcomes?: string } | null): Promise<Evaluation>;
-  /** The synchronous entry: native hooks and declared rules only; throws when the chain needs more. */
-  evaluate(
-    event: string,
-    tool?: string | null,
-    paths?: string[] | null,
-    input?: unknown,
-    context?: { sessionId?: string; agentId?: string; taskId?: string; planId?: string; turn?: number; taskType?: string; model?: string } | null,
-    options?: { outcomes?: string } | null,
-  ): Evaluation;
   runContained(command: { sessionId: string; argv: string[]; cwd?: string; timeoutMs?: number }): Promise<ContainedResult>;
   cancelContained(sessionId: string): boolean;
   drainPiped(sessionId: string): Array<{ hook: string; text: string }>;
@@ -112,10 +103,6 @@ interface ToolOutcome {
   submitRejected?: boolean;
 }
 
-/** The events the engine answers only once their trace record is durable (engine.rs
- *  `awaits_durability`): they always take the asynchronous entry. */
-const DURABLE = new Set(['PreToolUse', 'PostToolUse', 'BeforeSubmit', 'PlanSubmit', 'BeforeMerge', 'TaskComplete', 'SessionEnd']);
-
 const hookView = (o: HookOutcome): HookOutcomeView => ({ hook: o.hook, outcome: o.outcome, durationMs: o.durationNs / 1e6, reason: o.error });
 
 export class AgentRuntime {
@@ -134,8 +121,6 @@ export class AgentRuntime {
   private intentContext: string | undefined;
   /** The model the current task uses (TurnPrepare may switch it); recorded with every event. */
   private model: string | undefined;
-  /** Events whose chain needed the asynchronous entry (a command, builtin or host hook). */
-  private readonly needsAsync = new Set<string>();
 
   constructor(private readonly options: RuntimeOptions) {
     this.agentId = options.agentId ?? 'chokepoint';
@@ -215,21 +200,9 @@ export class AgentRuntime {
 
   private async judge(event: ChainEvent): Promise<Evaluation> {
     if (this.options.bypassEngine) return { decision: 'allow' };
-    if (!DURABLE.has(event.event) && !this.needsAsync.has(event.event)) {
-      // Events that gate nothing the trace must hold first (a turn's start, its end) take the
-      // synchronous entry when their chain allows it: a call instead of two thread hand-offs. Their
-      // records are queued either way, and durable by the next gate's sync.
-      try {
-        const { event: name, tool, paths, input, ...ids } = event;
-        return this.options.engine.evaluate(name, tool, paths, input, ids, { outcomes: 'all' });
-      } catch (e) {
-        // The chain has a command, builtin or host hook: the asynchronous entry, from now on.
-        if (!/cannot run on the synchronous path/.test((e as Error).message)) {
-          return { decision: 'deny', reason: `the engine could not judge ${event.event}: ${(e as Error).message}` };
-        }
-        this.needsAsync.add(event.event);
-      }
-    }
+    // One entry for every event: the engine judges a chain of native hooks at once, on this thread,
+    // and settles the promise when the record is as durable as the event needs (a gate's: synced; a
+    // turn's start: queued for the next gate's sync), so which events wait is the core's to say.
     try {
       return await this.options.engine.evaluateAsync(event, { outcomes: 'all' });
     } catch (e) {

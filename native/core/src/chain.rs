@@ -279,12 +279,20 @@ impl Chain {
 
     /// Runs the chain in this thread. Fails only if a matching hook is not native.
     pub fn run_sync(&self, event: Event) -> Result<Evaluation, NeedsAsync> {
+        self.check_sync(&event)?;
         if event.depth > 0 {
             return Ok(Combiner::new(event).reentered());
         }
-        let hooks = self.matching(&event);
-        check_native(&hooks)?;
-        Ok(run_native(hooks, event))
+        Ok(run_native(self.matching(&event), event))
+    }
+
+    /// Whether `run_sync` can answer the event (every hook that applies is native), without running
+    /// anything.
+    pub fn check_sync(&self, event: &Event) -> Result<(), NeedsAsync> {
+        if event.depth > 0 {
+            return Ok(());
+        }
+        check_native(&self.matching(event))
     }
 
     /// `run_sync` for a caller that has not loaded the event's subject yet: `subject` is called only

@@ -368,29 +368,52 @@ impl Engine {
         if crate::pipe::Delivery::for_event(kind) == crate::pipe::Delivery::NextTurn && !evaluation.piped.is_empty() {
             self.piped.push(&session, evaluation.piped.iter().cloned());
         }
-        if let Some(ticket) = self.trace_finish(trace, &evaluation)
+        if let Some(recorded) = self.trace_finish(trace, &evaluation)
             && awaits_durability(kind)
         {
-            // A gate answers once its record is durable: an action that cannot be recorded is not
-            // allowed to happen unrecorded; and a tool's result is not reported before the record of
-            // what it wrote is. Other events' records (a turn's start, an error) are durable by the
-            // next such sync, which covers everything queued before it, or by `flush`, which also
-            // reports a failure nobody waited for: waiting for a sync of each would cost a tool call
-            // five syncs instead of two.
-            let durable = match tokio::task::spawn_blocking(move || ticket.wait()).await {
-                Ok(result) => result.map(|_| ()).map_err(|e| e.to_string()),
-                Err(e) => Err(format!("the ledger writer failed: {e}")),
+            let durable = match recorded {
+                Ok(ticket) => ticket.settled().await.map(drop).map_err(|e| e.to_string()),
+                Err(e) => Err(e),
             };
-            if let Err(e) = durable
-                && kind == EventKind::PreToolUse
-                && !matches!(evaluation.decision, crate::decision::Decision::Deny(_))
-            {
-                evaluation.decision = crate::decision::Decision::Deny(crate::decision::Denial::new(format!(
-                    "the action could not be recorded in the trace ledger: {e}"
-                )));
-            }
+            answer_once_recorded(kind, &mut evaluation, durable);
         }
         evaluation
+    }
+
+    /// The asynchronous entry for a caller whose own thread must never block (the extension host's
+    /// event loop, through the binding). When every hook that applies to the event is native, the
+    /// event is judged now, on this thread, and `done` gets the evaluation once its record is durable:
+    /// at once when nothing waits for a sync, else on the ledger's syncer thread, so `done` must be
+    /// quick and must not block (it resolves a promise). The event and `done` come back, untouched,
+    /// when its chain needs the asynchronous entry.
+    ///
+    /// Why: a gate's answer waits for an fdatasync either way, but here nothing else waits. Through
+    /// `evaluate_async` the event crosses from the caller to an async task, and from the syncer back
+    /// through it, on every tool call; on a busy two-core machine each crossing costs tens of
+    /// microseconds.
+    pub fn evaluate_then<F: FnOnce(Evaluation) + Send + 'static>(&self, event: Event, done: F) -> Result<(), Box<(Event, F)>> {
+        let loaded = self.snapshot();
+        let chain = loaded.chains.resolve(event.kind, event.task_type.as_deref());
+        if chain.check_sync(&event).is_err() {
+            return Err(Box::new((event, done)));
+        }
+        let kind = event.kind;
+        let trace = self.trace_start(&event);
+        let Ok(mut evaluation) = chain.run_sync(event) else {
+            unreachable!("the same chain was checked above")
+        };
+        match self.trace_finish(trace, &evaluation) {
+            Some(Ok(ticket)) if awaits_durability(kind) => ticket.then(move |reply| {
+                answer_once_recorded(kind, &mut evaluation, reply.map(drop).map_err(|e| e.to_string()));
+                done(evaluation);
+            }),
+            Some(Err(e)) if awaits_durability(kind) => {
+                answer_once_recorded(kind, &mut evaluation, Err(e));
+                done(evaluation);
+            }
+            _ => done(evaluation),
+        }
+        Ok(())
     }
 
     /// What the record of an event needs from before its chain runs: the event's identity and
@@ -411,7 +434,9 @@ impl Engine {
         })
     }
 
-    fn trace_finish(&self, start: Option<TraceStart>, evaluation: &Evaluation) -> Option<crate::ledger::writer::Ticket> {
+    /// Queues the event's record: `None` when there is nothing to record (an ungoverned workspace, a
+    /// hook's own question), `Err` when it could not be (the ledger cannot be opened).
+    fn trace_finish(&self, start: Option<TraceStart>, evaluation: &Evaluation) -> Option<Result<crate::ledger::ticket::Ticket, String>> {
         let start = start?;
         if evaluation.reentered {
             return None;
@@ -433,7 +458,7 @@ impl Engine {
         record.input_sha256 = event.subject.as_str().map(str::to_owned);
         // A gate's record is waited for; the others' syncs wait for the next gate's (or a flush).
         let gate = awaits_durability(event.kind);
-        self.tracer.ledger().ok().map(|ledger| if gate { ledger.enqueue(record) } else { ledger.enqueue_lazy(record) })
+        Some(self.tracer.ledger().map(|ledger| if gate { ledger.enqueue(record) } else { ledger.enqueue_lazy(record) }))
     }
 
     /// The trace of this workspace: its ledger, the before-images of writes in flight.
@@ -573,6 +598,24 @@ fn keep<T: Clone + Default>(previous: &T, previous_status: Option<FileStatus>) -
     match previous_status {
         Some(FileStatus::Loaded | FileStatus::Invalid) => previous.clone(),
         _ => T::default(),
+    }
+}
+
+/// A gate answers once its record is durable: an action that cannot be recorded is not allowed to
+/// happen unrecorded, so a PreToolUse whose record failed (or could not be queued) is denied. A tool's
+/// result, a completion, a plan are not reported before their record is durable either; their
+/// failure to be recorded is for `flush` and the output channel to report, since what they report
+/// has already happened. Other events' records (a turn's start, an error) are durable by the next
+/// gate's sync, which covers everything queued before it, or by `flush`: waiting for a sync of each
+/// would cost a tool call five syncs instead of two.
+fn answer_once_recorded(kind: EventKind, evaluation: &mut Evaluation, durable: Result<(), String>) {
+    if let Err(e) = durable
+        && kind == EventKind::PreToolUse
+        && !matches!(evaluation.decision, crate::decision::Decision::Deny(_))
+    {
+        evaluation.decision = crate::decision::Decision::Deny(crate::decision::Denial::new(format!(
+            "the action could not be recorded in the trace ledger: {e}"
+        )));
     }
 }
 

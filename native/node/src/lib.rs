@@ -164,12 +164,22 @@ impl Engine {
 
     /// Runs the event's chain with every kind of hook (commands, builtins, host hooks) and resolves
     /// with the decision. Hooks failing is data in the result, never a rejection.
-    #[napi(catch_unwind)]
-    pub async fn evaluate_async(&self, event: JsEvent, options: Option<JsEvaluateOptions>) -> Result<JsEvaluation> {
+    ///
+    /// A chain of native hooks only is judged at once, on the calling thread, and the promise settles
+    /// when the event's trace record is durable (straight from the ledger's syncer thread); other
+    /// chains run on the binding's async runtime.
+    #[napi(catch_unwind, ts_return_type = "Promise<Evaluation>")]
+    pub fn evaluate_async<'env>(&self, env: &'env Env, event: JsEvent, options: Option<JsEvaluateOptions>) -> Result<Object<'env>> {
         let event = event.try_into_core()?;
         let detail = convert::Detail::from_options(options)?;
-        let (engine, host) = (self.inner.clone(), self.host.clone());
-        Ok(JsEvaluation::from_core(engine.evaluate_async(event, Some(host as Arc<dyn core::HostHooks>)).await, detail))
+        let (deferred, promise) = env.create_deferred()?;
+        let settle = move |evaluation| deferred.resolve(move |_| Ok(JsEvaluation::from_core(evaluation, detail)));
+        if let Err(back) = self.inner.evaluate_then(event, settle) {
+            let (event, settle) = *back;
+            let (engine, host) = (self.inner.clone(), self.host.clone());
+            spawn(async move { settle(engine.evaluate_async(event, Some(host as Arc<dyn core::HostHooks>)).await) });
+        }
+        Ok(promise)
     }
 
     /// Registers an async JavaScript function as a hook: `async (event) => answer`. It runs in

@@ -3,6 +3,7 @@
 //! index, rebuildable from the ledger at any time (the ledger is the source of truth).
 //!
 //! - `record.rs`: one line, its hash chain and digests;
+//! - `ticket.rs`: the promise of one enqueued record, waited for, awaited or continued from;
 //! - `writer.rs`: durable appends (fdatasync, group commit, one writer across processes), recovery of a
 //!   torn last line after a crash;
 //! - `verify.rs`: the whole-file check that names the first bad record;
@@ -20,6 +21,7 @@ pub mod index;
 pub mod ranges;
 pub mod record;
 pub mod reseal;
+pub mod ticket;
 pub mod verify;
 pub mod writer;
 

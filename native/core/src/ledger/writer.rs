@@ -40,7 +40,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -49,16 +49,17 @@ use sha2::{Digest, Sha256};
 
 use super::head::{Head, HeadStore};
 use super::record::{GENESIS, Record, RecordKind, chained_line};
+use super::ticket::{self, Settle};
+pub use super::ticket::{Reply, Ticket};
 use crate::{Sidecar, clock};
 
 /// At most this many records go into one write and one sync, so that a flood of enqueues still sees
 /// its first records acknowledged after one bounded write.
 const MAX_BATCH: usize = 4096;
 
-/// How long the sync of records enqueued lazily may wait for a record someone waits for.
+/// How long records enqueued lazily may wait to be written for a record someone waits for (or a
+/// `flush`), whose write and sync then cover them too.
 pub const LAZY_SYNC: Duration = Duration::from_millis(20);
-/// How often that wait looks whether a `flush` is waiting.
-const LAZY_POLL: Duration = Duration::from_millis(2);
 
 /// How much of the file a backward search for a line's start reads at a time.
 const TAIL_CHUNK: usize = 64 * 1024;
@@ -213,38 +214,11 @@ pub(crate) fn io_error<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::
     move |source| LedgerError::Io { path: path.to_owned(), op, source: Arc::new(source) }
 }
 
-type Reply = Result<Appended, LedgerError>;
-
-/// The promise of one enqueued record: [`Ticket::wait`] returns once it is durable (or failed).
-/// Dropping a ticket does not cancel the append; [`Ledger::flush`] reports failures nobody waited for.
-#[derive(Debug)]
-#[must_use = "a ticket is how an enqueued record's durability is awaited; drop it only if `flush` will be called"]
-pub struct Ticket {
-    reply: Receiver<Reply>,
-    ledger: Arc<Path>,
-}
-
-impl Ticket {
-    /// Blocks until the record is synced (or its batch failed).
-    pub fn wait(self) -> Result<Appended, LedgerError> {
-        self.reply.recv().unwrap_or_else(|_| Err(LedgerError::Closed { ledger: self.ledger.to_path_buf() }))
-    }
-
-    /// The outcome if it is already known, else the ticket back.
-    pub fn try_wait(self) -> Result<Result<Appended, LedgerError>, Ticket> {
-        match self.reply.try_recv() {
-            Ok(reply) => Ok(reply),
-            Err(mpsc::TryRecvError::Empty) => Err(self),
-            Err(mpsc::TryRecvError::Disconnected) => Ok(Err(LedgerError::Closed { ledger: self.ledger.to_path_buf() })),
-        }
-    }
-}
-
 struct Pending {
     record: Record,
     /// The record's line without its chain fields, serialised by the producer ([`Record::take_body`]).
     body: String,
-    reply: SyncSender<Reply>,
+    reply: Settle,
     /// Enqueued with [`Ledger::enqueue_lazy`].
     lazy: bool,
 }
@@ -258,10 +232,24 @@ struct Queue {
     /// The first failed batch no `flush` has reported yet: its first ticket number and the error.
     unreported: Option<(u64, LedgerError)>,
     notices: Vec<Notice>,
-    writer_waiting: bool,
+    /// `pending` holds a record someone waits for.
+    urgent: bool,
+    writer_waits: WriterWaits,
     flush_waiters: usize,
     closing: bool,
     stopped: bool,
+}
+
+/// What would make the writer thread take the queue now.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WriterWaits {
+    /// Nothing: it is writing, and takes the whole queue when it comes back.
+    Busy,
+    /// Any record (the queue is empty).
+    ForAny,
+    /// A record someone waits for, a flush, or closing: the queue holds only lazy records, and their
+    /// time is not up.
+    ForUrgent,
 }
 
 struct Shared {
@@ -340,7 +328,8 @@ impl Ledger {
                 settled: 0,
                 unreported: None,
                 notices: Vec::new(),
-                writer_waiting: false,
+                urgent: false,
+                writer_waits: WriterWaits::Busy,
                 flush_waiters: 0,
                 closing: false,
                 stopped: false,
@@ -381,9 +370,10 @@ impl Ledger {
         self.enqueue_with(record, false)
     }
 
-    /// Queues a record nobody waits for now: it is written at once, but its sync waits (at most
-    /// [`LAZY_SYNC`]) for a record someone does wait for, or a `flush`, so that a gate's record is not
-    /// queued behind a sync of the records before it. Acknowledged, as always, only once synced.
+    /// Queues a record nobody waits for now: it waits (at most [`LAZY_SYNC`]) for a record someone
+    /// does wait for, or a `flush`, and goes into the same write and sync, so that a gate's record is
+    /// neither queued behind a sync of the records before it nor pays a write and a wake-up of the
+    /// writer for each of them. Acknowledged, as always, only once synced.
     pub fn enqueue_lazy(&self, record: Record) -> Ticket {
         self.enqueue_with(record, true)
     }
@@ -391,18 +381,22 @@ impl Ledger {
     fn enqueue_with(&self, mut record: Record, lazy: bool) -> Ticket {
         // On the producer's thread, before the queue's lock: the writer only splices and hashes.
         let body = record.take_body();
-        let (reply, receiver) = mpsc::sync_channel(1);
-        let ticket = Ticket { reply: receiver, ledger: Arc::clone(&self.shared.ledger) };
+        let (reply, ticket) = ticket::pair(Arc::clone(&self.shared.ledger));
         let mut queue = self.shared.lock();
         if queue.stopped || queue.closing {
-            let _ = reply.send(Err(LedgerError::Closed { ledger: self.path().to_owned() }));
+            reply.send(Err(LedgerError::Closed { ledger: self.path().to_owned() }));
             return ticket;
         }
         queue.pending.push(Pending { record, body, reply, lazy });
         queue.enqueued += 1;
+        queue.urgent |= !lazy;
         // A wake-up is a system call; skip it while the writer is busy, since it takes the whole queue
-        // when it comes back.
-        let wake = queue.writer_waiting;
+        // when it comes back, and while it holds lazy records back, unless this one is waited for.
+        let wake = match queue.writer_waits {
+            WriterWaits::Busy => false,
+            WriterWaits::ForAny => true,
+            WriterWaits::ForUrgent => !lazy,
+        };
         drop(queue);
         if wake {
             self.shared.wake_writer.notify_one();
@@ -417,6 +411,10 @@ impl Ledger {
         let mut queue = self.shared.lock();
         let target = queue.enqueued;
         queue.flush_waiters += 1;
+        // Records held back for a later gate are written now.
+        if queue.writer_waits != WriterWaits::Busy {
+            self.shared.wake_writer.notify_one();
+        }
         while queue.settled < target && !queue.stopped {
             queue = self.shared.settled.wait(queue).unwrap_or_else(PoisonError::into_inner);
         }
@@ -468,7 +466,7 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
             queue.stopped = true;
             let ledger = self.0.ledger.to_path_buf();
             for pending in queue.pending.drain(..) {
-                let _ = pending.reply.send(Err(LedgerError::Closed { ledger: ledger.clone() }));
+                pending.reply.send(Err(LedgerError::Closed { ledger: ledger.clone() }));
             }
             drop(queue);
             self.0.settled.notify_all();
@@ -487,24 +485,36 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
         {
             let mut queue = shared.lock();
             while queue.pending.is_empty() && !queue.closing {
-                queue.writer_waiting = true;
+                queue.writer_waits = WriterWaits::ForAny;
                 queue = shared.wake_writer.wait(queue).unwrap_or_else(PoisonError::into_inner);
-                queue.writer_waiting = false;
             }
+            // Only lazy records: hold them back until a record someone waits for joins them, a flush
+            // waits for them, or their time is up.
+            let deadline = std::time::Instant::now() + LAZY_SYNC;
+            while !queue.urgent && queue.flush_waiters == 0 && !queue.closing {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                queue.writer_waits = WriterWaits::ForUrgent;
+                queue = shared.wake_writer.wait_timeout(queue, left).unwrap_or_else(PoisonError::into_inner).0;
+            }
+            queue.writer_waits = WriterWaits::Busy;
             if queue.pending.is_empty() {
                 break;
             }
+            queue.urgent = false;
             if queue.pending.len() <= MAX_BATCH {
                 std::mem::swap(&mut batch, &mut queue.pending);
             } else {
                 batch.extend(queue.pending.drain(..MAX_BATCH));
+                queue.urgent = queue.pending.iter().any(|pending| !pending.lazy);
             }
         }
         let mut notices = Vec::new();
         let outcome = writer.write(&mut batch, &mut notices, shared);
-        let urgent = batch.iter().any(|pending| !pending.lazy);
         let replies = batch.drain(..).map(|pending| pending.reply).collect();
-        if to_syncer.send(Stage { replies, notices, outcome, urgent }).is_err() {
+        if to_syncer.send(Stage { replies, notices, outcome }).is_err() {
             break;
         }
     }
@@ -514,11 +524,9 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
 
 /// A batch on its way from the writer to the syncer: written (or failed), not yet acknowledged.
 struct Stage {
-    replies: Vec<SyncSender<Reply>>,
+    replies: Vec<Settle>,
     notices: Vec<Notice>,
     outcome: Result<Written, LedgerError>,
-    /// Holds a record someone waits for (not only lazy ones).
-    urgent: bool,
 }
 
 /// A batch in the file, not yet synced.
@@ -543,20 +551,6 @@ impl Syncer {
         let mut failed: Option<LedgerError> = None;
         while let Ok(first) = written.recv() {
             let mut stages: Vec<Stage> = std::iter::once(first).chain(written.try_iter()).collect();
-            // Only lazy records so far: wait a little for one that someone waits for (its sync will
-            // cover these too), a flush, or the writer closing.
-            let deadline = std::time::Instant::now() + LAZY_SYNC;
-            while !stages.iter().any(|s| s.urgent) && shared.lock().flush_waiters == 0 {
-                let left = deadline.saturating_duration_since(std::time::Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                match written.recv_timeout(left.min(LAZY_POLL)) {
-                    Ok(stage) => stages.push(stage),
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                }
-            }
             let mut last: Option<(u64, String, u64)> = None;
             let mut synced: Vec<Arc<File>> = Vec::new();
             for stage in &stages {
@@ -611,12 +605,12 @@ impl Syncer {
                 match stage.outcome {
                     Ok(batch) => {
                         for (reply, appended) in stage.replies.into_iter().zip(batch.appended) {
-                            let _ = reply.send(Ok(appended));
+                            reply.send(Ok(appended));
                         }
                     }
                     Err(error) => {
                         for reply in stage.replies {
-                            let _ = reply.send(Err(error.clone()));
+                            reply.send(Err(error.clone()));
                         }
                     }
                 }
@@ -1007,17 +1001,25 @@ mod tests {
         let (ledger, _) = Ledger::open(&sidecar).unwrap();
         ledger.append(Record::new(super::super::RecordKind::Lifecycle)).unwrap();
         let before = ledger.stats();
-        let lazy = ledger.enqueue_lazy(Record::new(super::super::RecordKind::Lifecycle));
+        let lazy: Vec<Ticket> = (0..3).map(|_| ledger.enqueue_lazy(Record::new(super::super::RecordKind::Lifecycle))).collect();
+        // Held back for the urgent record, then written with it: one write, one sync.
+        std::thread::sleep(LAZY_SYNC / 4);
+        assert_eq!(ledger.stats().batches, before.batches, "the lazy records were synced on their own");
         let urgent = ledger.append(Record::new(super::super::RecordKind::ToolCall)).unwrap();
-        let lazy = lazy.wait().unwrap();
-        assert_eq!((lazy.seq, urgent.seq), (2, 3));
-        assert_eq!(ledger.stats().batches - before.batches, 1, "one sync covered both");
+        let lazy: Vec<u64> = lazy.into_iter().map(|t| t.wait().unwrap().seq).collect();
+        assert_eq!((lazy, urgent.seq), (vec![2, 3, 4], 5));
+        assert_eq!(ledger.stats().batches - before.batches, 1, "one sync covered them all");
+        // A flush does not wait for their time to be up.
+        let held = ledger.enqueue_lazy(Record::new(super::super::RecordKind::Lifecycle));
+        ledger.flush().unwrap();
+        assert_eq!(ledger.stats().durable_seq, 6, "flush returned before the lazy record was durable");
+        assert_eq!(held.wait().unwrap().seq, 6);
         // Alone, it does not wait forever: at most LAZY_SYNC, then its own sync.
         let started = std::time::Instant::now();
         let alone = ledger.enqueue_lazy(Record::new(super::super::RecordKind::Lifecycle)).wait().unwrap();
-        assert_eq!(alone.seq, 4);
+        assert_eq!(alone.seq, 7);
         assert!(started.elapsed() < LAZY_SYNC * 20, "{:?}", started.elapsed());
-        assert!(ledger.stats().durable_seq >= 4);
+        assert!(ledger.stats().durable_seq >= 7);
     }
 
     #[test]
