@@ -177,7 +177,7 @@ test('routing follows hooks.yaml and the registered handlers; the guard and warn
   engine.exitApprovalHandler('S');
   const unresolved = open('tool_call', toolCall).pending;
   assert.strictEqual(unresolved.route, 'handler:sidebar');
-  assert.match(engine.noteUnresolved(unresolved.id, 'sidebar'), /^approval handler `sidebar` returned without deciding tool_call pending `pnd-\w+`; it will time out and count as rejected 120 s after it was opened$/);
+  assert.match(engine.noteUnresolved(unresolved.id, 'sidebar'), /^approval handler `sidebar` returned without deciding tool_call pending `pnd-\w+`; it times out and counts as rejected when its timeout of 120 s runs out$/);
   engine.setApprovalHandler('*', null);
   assert.strictEqual(open('plan', { tasks: [{ prompt: 'x' }] }).route, 'human');
   assert.throws(() => engine.setApprovalHandler('commit', 'x'), /handlers are registered for a kind/);

@@ -770,7 +770,7 @@ fn a_handler_that_returns_without_deciding_gets_a_warning_and_the_pending_still_
     assert_eq!(
         warning,
         format!(
-            "approval handler `sidebar` returned without deciding tool_call pending `{id}`; it will time out and count as rejected 7 s after it was opened"
+            "approval handler `sidebar` returned without deciding tool_call pending `{id}`; it times out and counts as rejected when its timeout of 7 s runs out"
         )
     );
     assert_eq!(approvals.get(&id).unwrap().status, Status::Open);

@@ -178,7 +178,9 @@ struct State {
 struct Entry {
     pending: Pending,
     seq: u64,
-    opened: Instant,
+    /// The timeout that applies: the configured one, or a waiter's shorter one. The reason of a
+    /// timeout names it (not the time measured, which a busy machine makes jitter).
+    timeout: Duration,
     deadline: Instant,
     status: tokio::sync::watch::Sender<Status>,
 }
@@ -352,7 +354,7 @@ impl Approvals {
             Entry {
                 pending,
                 seq,
-                opened: now,
+                timeout,
                 deadline: now + timeout,
                 status,
             },
@@ -443,6 +445,7 @@ impl Approvals {
                 let deadline = Instant::now() + timeout;
                 if deadline < entry.deadline {
                     entry.deadline = deadline;
+                    entry.timeout = timeout;
                     self.inner.wake.notify_all();
                 }
             }
@@ -469,9 +472,9 @@ impl Approvals {
             });
         }
         let warning = format!(
-            "approval handler `{handler}` returned without deciding {} pending `{id}`; it will time out and count as rejected {} after it was opened",
+            "approval handler `{handler}` returned without deciding {} pending `{id}`; it times out and counts as rejected when its timeout of {} runs out",
             entry.pending.kind.as_str(),
-            seconds(entry.deadline - entry.opened)
+            seconds(entry.timeout)
         );
         let dict = entry.pending.to_dict();
         drop(state);
@@ -604,10 +607,7 @@ impl State {
             };
             entry.pending.status = Status::TimedOut;
             entry.pending.decision = Some(Decision {
-                reason: Some(format!(
-                    "no decision within {}",
-                    seconds(entry.deadline - entry.opened)
-                )),
+                reason: Some(format!("no decision within {}", seconds(entry.timeout))),
                 ..Decision::new("timeout", "timeout")
             });
             entry.status.send_replace(Status::TimedOut);
