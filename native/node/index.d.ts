@@ -18,6 +18,54 @@ export declare class ConfigWatch {
 /** The engine of one workspace. */
 export declare class Engine {
   /**
+   * Opens a Pending and routes it: `caller` (the request reviews it), `guard` (opened while a
+   * handler runs for the session: approved at once), the handler of its kind or of `*`, or the
+   * configured default. The automatic routes have decided it before this returns.
+   */
+  openPending(req: OpenPendingRequest): OpenedPending
+  /** The Pending, open or recently decided; null if unknown. */
+  getPending(id: string): PendingDict | null
+  /** The open Pendings, oldest first. */
+  listPending(): Array<PendingDict>
+  /** The Pending's public actions as tool definitions for a model. */
+  pendingTools(id: string): Array<PendingTool>
+  /** What is pending and what can be done about it, in plain text. */
+  describePending(id: string): string
+  /**
+   * Applies `{ action, ...arguments }`. Throws `EREFUSED` for an action the kind does not list,
+   * bad or missing arguments, or a Pending that is no longer open.
+   */
+  applyDecision(id: string, decision: { action: string; [argument: string]: unknown }, decidedBy: string): AppliedDecision
+  /** `applyDecision` with the action apart, for a model's tool call; `text` is the tool's result. */
+  executePendingTool(id: string, name: string, args: Record<string, unknown>, decidedBy: string): PendingToolResult
+  /** A compaction's summaries checked: the first empty one or one over its share of the budget. */
+  validatePending(id: string): PendingValidation
+  /**
+   * Resolves when the Pending is decided or timed out. `timeoutMs` brings its deadline forward:
+   * undecided then, it is `timed_out` (a rejection). No thread waits.
+   */
+  waitPending(id: string, timeoutMs?: number | undefined | null): Promise<PendingDict>
+  /**
+   * Registers the handler of a kind (or `*`) by name (`human`, `reviewer`, `auto-approve`,
+   * `auto-deny`, or a handler of the host's, routed as `handler:<name>`), over hooks.yaml's;
+   * null removes the registration.
+   */
+  setApprovalHandler(kind: string, handler?: string | undefined | null): void
+  /** A handler starts running for this session: its Pendings route to `guard` until the exit. */
+  enterApprovalHandler(sessionId: string): void
+  exitApprovalHandler(sessionId: string): void
+  /**
+   * A handler returned without deciding: returns the warning (also written to the trace). The
+   * Pending times out at its deadline.
+   */
+  noteUnresolved(id: string, handler: string): string
+  /** The approvals settings in effect. */
+  approvalsConfig(): ApprovalsConfig
+  /** Calls `cb` on the JavaScript thread for every open, edit and decision (timeouts included). */
+  onPendingChange(cb: (pending: PendingDict) => void): void
+  /** The policy that hears the outcomes of the Pendings it triggered (`triggeredBy == name`). */
+  registerPolicy(name: string, policy: { onRejection?: (rejection: PolicyRejection) => void; onSuccess?: (success: PolicySuccess) => void }): void
+  /**
    * Opens the engine on a workspace folder. Throws if the folder does not exist; configuration
    * problems do not throw, they are reported by `info().diagnostics`.
    */
@@ -106,6 +154,20 @@ export declare class Engine {
   flushTrace(): void
   /** The piped hook output waiting for this session's next turn, oldest first; empties the queue. */
   drainPiped(sessionId: string): Array<Piped>
+}
+
+export interface AppliedDecision {
+  pending: PendingDict
+  effect: 'decided' | 'edited' | 'retry_requested'
+}
+
+export interface ApprovalsConfig {
+  /** `human`, `reviewer`, `auto-approve` or `auto-deny`. */
+  default: string
+  timeoutSeconds: number
+  /** Kind or `*` → handler name: hooks.yaml's with the host's registrations over them. */
+  handlers: Record<string, string>
+  reviewer: ReviewerConfig | null
 }
 
 /** The record whose write holds a line now. */
@@ -396,6 +458,73 @@ export interface IntentHolder {
 /** Does nothing. The baseline of the binding benchmarks: the cost of crossing napi and no more. */
 export declare function noop(): void
 
+export interface OpenedPending {
+  pending: PendingDict
+  route: string
+}
+
+/** What `openPending` is asked. */
+export interface OpenPendingRequest {
+  /** `tool_call`, `scope_expansion`, `plan`, `compaction` or `submit`. */
+  kind: string
+  /** The kind's subject (see the approvals contract); its extra fields are kept. */
+  subject: unknown
+  /** The hook or policy that asked; a policy registered under this name hears the outcome. */
+  triggeredBy: string
+  sessionId?: string
+  taskId?: string
+  /** The caller reviews the Pending itself (route `caller`). */
+  review?: boolean
+}
+
+export interface PendingDecision {
+  action: string
+  /** `human`, `reviewer`, `auto-approve`, `auto-deny`, `guard`, `timeout`, or what the host said. */
+  by: string
+  reason: string | null
+  note: string | null
+  input: unknown | null
+  save: boolean
+}
+
+/** A Pending, as `to_dict()` gives it: every field present, `null` when empty. */
+export interface PendingDict {
+  id: string
+  kind: 'tool_call' | 'scope_expansion' | 'plan' | 'compaction' | 'submit'
+  created_at: string
+  triggered_by: string
+  session_id: string | null
+  task_id: string | null
+  status: 'open' | 'approved' | 'rejected' | 'modified' | 'overridden' | 'retry' | 'timed_out'
+  /** `caller`, `human`, `reviewer`, `auto-approve`, `auto-deny`, `handler:<name>` or `guard`. */
+  route: string
+  subject: Record<string, unknown>
+  /** The kind's public actions, in order. */
+  actions: Array<string>
+  decision: PendingDecision | null
+}
+
+/** A public action as a model's tool definition. */
+export interface PendingTool {
+  name: string
+  description: string
+  /** JSON Schema (draft 2020-12) of the arguments: an object, `additionalProperties: false`. */
+  parameters: Record<string, unknown>
+}
+
+export interface PendingToolResult {
+  pending: PendingDict
+  effect: 'decided' | 'edited' | 'retry_requested'
+  /** One line for a model's tool loop. */
+  text: string
+}
+
+export interface PendingValidation {
+  passed: boolean
+  diagnosis: string | null
+  index: number | null
+}
+
 export interface Piped {
   hook: string
   text: string
@@ -408,6 +537,22 @@ export interface Piped {
  * throwing; only malformed items throw.
  */
 export declare function planCompaction(items: Array<CompactionItem>, budget: number, policy?: CompactionPolicy | undefined | null): CompactionPlan
+
+export interface PolicyRejection {
+  pending: PendingDict
+  reason: string
+  /** `human`, `reviewer`, `policy` or `timeout`. */
+  source: string
+}
+
+export interface PolicySuccess {
+  pending: PendingDict
+}
+
+export interface ReviewerConfig {
+  model: string
+  escalateOn: Array<string>
+}
 
 /** An approved `scope_expansion_request`. */
 export interface ScopeExpansion {

@@ -26,6 +26,98 @@ pub struct HooksConfig {
     /// How the intent gatekeeper recognises writes, holds locks and contains shell commands.
     #[serde(default)]
     pub gatekeeper: GatekeeperConfig,
+    /// Who answers an ask (a Pending) when no caller reviews it, and how long it may wait.
+    #[serde(default)]
+    pub approvals: ApprovalsConfig,
+}
+
+/// The approvals settings (hooks.yaml `approvals:`). Optional; the defaults send every Pending to the
+/// human and reject it when nobody decides within 300 seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsConfig {
+    /// Who answers a Pending that no handler is registered for.
+    #[serde(default)]
+    pub default: ApprovalRoute,
+    /// Seconds a Pending may stay undecided; then it is `timed_out`, which counts as a rejection.
+    #[serde(default = "default_approval_timeout")]
+    pub timeout_seconds: u64,
+    /// Who answers each kind of Pending (`tool_call`, `scope_expansion`, `plan`, `compaction`,
+    /// `submit`), `*` for every kind not listed. Handlers the extension registers override these.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "enum": ["tool_call", "scope_expansion", "plan", "compaction", "submit", "*"] }))]
+    pub handlers: BTreeMap<String, ApprovalRoute>,
+    /// The reviewing model, for the `reviewer` route.
+    #[serde(default)]
+    pub reviewer: Option<ReviewerConfig>,
+}
+
+/// Who answers a Pending.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalRoute {
+    /// The human, in the sidebar.
+    #[default]
+    Human,
+    /// The configured reviewing model (`approvals.reviewer`).
+    Reviewer,
+    /// Approve at once.
+    AutoApprove,
+    /// Reject at once.
+    AutoDeny,
+}
+
+impl ApprovalRoute {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalRoute::Human => "human",
+            ApprovalRoute::Reviewer => "reviewer",
+            ApprovalRoute::AutoApprove => "auto-approve",
+            ApprovalRoute::AutoDeny => "auto-deny",
+        }
+    }
+}
+
+/// The reviewing model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewerConfig {
+    /// Any model id the agent runtime accepts (`scripted:reviewer`, `openai:<model>`...).
+    pub model: String,
+    /// When the reviewer hands the Pending to the human: when it would reject, when it does not
+    /// decide. Both by default.
+    #[serde(default = "default_escalate_on")]
+    pub escalate_on: Vec<Escalation>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Escalation {
+    Reject,
+    Unsure,
+}
+
+impl Escalation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Escalation::Reject => "reject",
+            Escalation::Unsure => "unsure",
+        }
+    }
+}
+
+fn default_approval_timeout() -> u64 {
+    300
+}
+
+fn default_escalate_on() -> Vec<Escalation> {
+    vec![Escalation::Reject, Escalation::Unsure]
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        ApprovalsConfig { default: ApprovalRoute::default(), timeout_seconds: default_approval_timeout(), handlers: BTreeMap::new(), reviewer: None }
+    }
 }
 
 /// The gatekeeper's settings (hooks.yaml `gatekeeper:`). Every field has a safe default, so the
@@ -293,6 +385,29 @@ impl HooksConfig {
         if gate.lease_seconds == 0 {
             gate_problem("lease_seconds", "`lease_seconds` must be at least 1".to_owned());
         }
+        let approvals = &config.approvals;
+        let mut approvals_problem = |key: &str, message: String| {
+            let (line, column) = locate_key(text, key);
+            problems.push(Diagnostic { file: file.to_path_buf(), line, column, code: "approvals", message });
+        };
+        if approvals.timeout_seconds == 0 {
+            approvals_problem("timeout_seconds", "`timeout_seconds` must be at least 1".to_owned());
+        }
+        for key in approvals.handlers.keys() {
+            if key != "*" && !crate::approvals::PendingKind::ALL.iter().any(|k| k.as_str() == key) {
+                approvals_problem(
+                    key.trim_matches('"'),
+                    format!("approval handler for unknown kind `{key}`; the kinds are tool_call, scope_expansion, plan, compaction, submit, or `*`"),
+                );
+            }
+        }
+        let reviewer_used = approvals.default == ApprovalRoute::Reviewer || approvals.handlers.values().any(|r| *r == ApprovalRoute::Reviewer);
+        if reviewer_used && approvals.reviewer.is_none() {
+            approvals_problem("approvals", "the `reviewer` route needs `approvals.reviewer.model`".to_owned());
+        }
+        if approvals.reviewer.as_ref().is_some_and(|r| r.model.trim().is_empty()) {
+            approvals_problem("model", "`approvals.reviewer.model` must name a model".to_owned());
+        }
         if problems.is_empty() { Ok(config) } else { Err(problems) }
     }
 }
@@ -395,6 +510,30 @@ mod tests {
              hooks.yaml:5:3: writable directory `tmp` must be an absolute path [gatekeeper]\n\
              hooks.yaml:6:3: `lease_seconds` must be at least 1 [gatekeeper]",
         );
+    }
+
+    #[test]
+    fn approvals_section_is_optional_typed_and_checked() {
+        let c = HooksConfig::parse(Path::new("h.yaml"), "version: 1\n").unwrap();
+        assert_eq!(c.approvals, ApprovalsConfig::default());
+        assert_eq!((c.approvals.default, c.approvals.timeout_seconds), (ApprovalRoute::Human, 300));
+        let c = HooksConfig::parse(
+            Path::new("h.yaml"),
+            "version: 1\napprovals:\n  default: auto-deny\n  timeout_seconds: 5\n  handlers: { scope_expansion: human, \"*\": reviewer }\n  reviewer:\n    model: scripted:reviewer\n",
+        )
+        .unwrap();
+        assert_eq!(c.approvals.handlers["*"], ApprovalRoute::Reviewer);
+        assert_eq!(c.approvals.reviewer.unwrap().escalate_on, [Escalation::Reject, Escalation::Unsure]);
+        check_err(
+            "version: 1\napprovals:\n  default: reviewer\n  timeout_seconds: 0\n  handlers:\n    tool_cal: human\n",
+            "hooks.yaml:4:3: `timeout_seconds` must be at least 1 [approvals]\n\
+             hooks.yaml:6:5: approval handler for unknown kind `tool_cal`; the kinds are tool_call, scope_expansion, plan, compaction, submit, or `*` [approvals]\n\
+             hooks.yaml:2:1: the `reviewer` route needs `approvals.reviewer.model` [approvals]",
+        );
+        let err = HooksConfig::parse(Path::new("hooks.yaml"), "version: 1\napprovals:\n  defualt: human\n").unwrap_err();
+        assert!(err[0].message.contains("unknown field `defualt`"), "{}", err[0].message);
+        let err = HooksConfig::parse(Path::new("hooks.yaml"), "version: 1\napprovals:\n  default: maybe\n").unwrap_err();
+        assert!(err[0].message.contains("unknown variant `maybe`"), "{}", err[0].message);
     }
 
     #[test]

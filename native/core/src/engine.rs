@@ -212,7 +212,9 @@ pub struct Engine {
     containment: std::sync::Mutex<crate::containment::Containment>,
     /// The cancel flag of each session's contained command while it runs (queued or running).
     running: std::sync::Mutex<HashMap<String, Arc<std::sync::atomic::AtomicBool>>>,
-    tracer: crate::trace::Tracer,
+    tracer: Arc<crate::trace::Tracer>,
+    /// The Pendings of this engine; reconfigured from the last good hooks.yaml on every load.
+    approvals: crate::approvals::Approvals,
     registrations: RwLock<Vec<Registration>>,
     piped: crate::pipe::PipeBuffer,
     // Readers take a cheap `Arc` clone; a reload swaps the whole snapshot so no caller ever sees a
@@ -246,12 +248,14 @@ impl Engine {
             gatekeeper.clone(),
         )];
         all.extend(registrations);
+        let tracer = Arc::new(crate::trace::Tracer::new(Sidecar::new(root)));
         let engine = Engine {
+            approvals: crate::approvals::Approvals::new(Some(approval_sink(Arc::clone(&tracer)))),
             sidecar,
             gatekeeper,
             containment: Default::default(),
             running: Default::default(),
-            tracer: crate::trace::Tracer::new(Sidecar::new(root)),
+            tracer,
             registrations: RwLock::new(all),
             piped: Default::default(),
             loaded: RwLock::new(Arc::default()),
@@ -292,6 +296,7 @@ impl Engine {
             &mut diagnostics,
         );
         self.gatekeeper.configure(intents.clone(), intents_status != FileStatus::Missing, hooks.gatekeeper.clone());
+        self.approvals.configure(&hooks.approvals);
         let chains = Chains::build(&hooks, &registrations);
         let next = Loaded {
             chains,
@@ -461,6 +466,11 @@ impl Engine {
         Some(self.tracer.ledger().map(|ledger| if gate { ledger.enqueue(record) } else { ledger.enqueue_lazy(record) }))
     }
 
+    /// The Pendings of this engine (asks waiting for a human, a reviewer or a policy).
+    pub fn approvals(&self) -> &crate::approvals::Approvals {
+        &self.approvals
+    }
+
     /// The trace of this workspace: its ledger, the before-images of writes in flight.
     pub fn tracer(&self) -> &crate::trace::Tracer {
         &self.tracer
@@ -560,6 +570,18 @@ struct TraceStart {
     intent: Option<String>,
     /// Canonical paths, when the event is a write tool's.
     writes: Vec<String>,
+}
+
+/// Where an engine's Pendings are recorded: its ledger, in a governed workspace (an ungoverned one
+/// records nothing, as for events). Not waited for: an outcome is synced promptly (`enqueue`), an
+/// open or an edit with the next sync; the gate of the action an approval lets happen (its
+/// `PreToolUse`) waits for a sync that covers both.
+fn approval_sink(tracer: Arc<crate::trace::Tracer>) -> crate::approvals::RecordSink {
+    Arc::new(move |record, phase: crate::approvals::Phase| {
+        if let Ok(ledger) = tracer.ledger() {
+            drop(if phase.is_outcome() { ledger.enqueue(record) } else { ledger.enqueue_lazy(record) });
+        }
+    })
 }
 
 /// Loads one YAML file, keeping the previous good value when the new text is invalid.

@@ -7,6 +7,7 @@
 //! [`Decision`]), and only misuse or I/O surfaces as `Err`.
 #![forbid(unsafe_code)]
 
+pub mod approvals;
 pub mod builtin;
 pub mod canonical;
 mod chain;
@@ -36,7 +37,7 @@ pub mod trace;
 pub mod watch;
 
 pub use chain::{Chain, ChainHook, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext, SyncError};
-pub use config::{DEFAULT_TIMEOUT_SECS, FailureMode, GatekeeperConfig, HookSpec, HooksConfig, LandlockSetting, Priority};
+pub use config::{ApprovalRoute, ApprovalsConfig, DEFAULT_TIMEOUT_SECS, Escalation, FailureMode, GatekeeperConfig, HookSpec, HooksConfig, LandlockSetting, Priority, ReviewerConfig};
 pub use decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 pub use diagnostic::Diagnostic;
 pub use engine::{ConfigStatus, Engine, EngineInfo, FileStatus, Registration};

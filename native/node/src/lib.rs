@@ -7,6 +7,7 @@
 //! JavaScript error instead of taking the extension host down.
 #![allow(unsafe_code)] // the napi macros expand to FFI glue; this crate writes no unsafe of its own
 
+mod approvals;
 mod convert;
 mod host;
 

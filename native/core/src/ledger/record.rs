@@ -99,7 +99,8 @@ pub struct Record {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordedDecision {
-    /// `allow`, `deny` or `ask`.
+    /// `allow`, `deny` or `ask`; in an `approval` record, the Pending's status (`approved`,
+    /// `rejected`, `timed_out`...).
     pub decision: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

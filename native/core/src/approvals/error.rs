@@ -1,0 +1,104 @@
+//! Why a request about a Pending was refused. Every message is lower-case, ends without a period,
+//! and names what would have been accepted.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalError {
+    /// No Pending with this id (never opened, or decided long enough ago to be forgotten).
+    UnknownPending(String),
+    UnknownKind(String),
+    /// A handler was registered for something that is neither a kind nor `*`.
+    UnknownHandlerKey(String),
+    /// The subject the caller passed does not have the kind's required fields.
+    BadSubject {
+        kind: &'static str,
+        message: String,
+    },
+    /// The decision object is not an object with a string `action`.
+    BadDecision(String),
+    /// The action is not in the kind's public list.
+    NotAllowed {
+        action: String,
+        kind: &'static str,
+        allowed: Vec<&'static str>,
+    },
+    /// The action's arguments are missing, extra, of the wrong type, or out of range.
+    BadArguments {
+        action: String,
+        message: String,
+    },
+    /// The Pending is no longer open: nothing can change it.
+    NotOpen {
+        id: String,
+        status: &'static str,
+    },
+    /// An action reached a subject of another kind (a bug in the table, never a caller's mistake).
+    WrongSubject(String),
+}
+
+impl ApprovalError {
+    /// Whether this is a refusal of a decision (the binding's `EREFUSED`) rather than misuse.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            ApprovalError::BadDecision(_)
+                | ApprovalError::NotAllowed { .. }
+                | ApprovalError::BadArguments { .. }
+                | ApprovalError::NotOpen { .. }
+        )
+    }
+}
+
+impl fmt::Display for ApprovalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApprovalError::UnknownPending(id) => write!(f, "no pending `{id}`"),
+            ApprovalError::UnknownKind(kind) => write!(
+                f,
+                "unknown pending kind `{kind}`; the kinds are {}",
+                super::PendingKind::ALL
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            ApprovalError::UnknownHandlerKey(key) => write!(
+                f,
+                "cannot register an approval handler for `{key}`; handlers are registered for a kind ({}) or `*`",
+                super::PendingKind::ALL
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            ApprovalError::BadSubject { kind, message } => {
+                write!(f, "invalid {kind} subject: {message}")
+            }
+            ApprovalError::BadDecision(message) => write!(f, "invalid decision: {message}"),
+            ApprovalError::NotAllowed {
+                action,
+                kind,
+                allowed,
+            } => {
+                write!(
+                    f,
+                    "action `{action}` is not allowed on a {kind} pending; the allowed actions are {}",
+                    allowed.join(", ")
+                )
+            }
+            ApprovalError::BadArguments { action, message } => {
+                write!(f, "bad arguments for `{action}`: {message}")
+            }
+            ApprovalError::NotOpen { id, status } => write!(
+                f,
+                "pending `{id}` is already {status}; no action can change it"
+            ),
+            ApprovalError::WrongSubject(action) => {
+                write!(f, "action `{action}` reached a subject of another kind")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ApprovalError {}

@@ -1,0 +1,77 @@
+//! The trace of Pendings: the ledger record (`RecordKind::Approval`) of each thing that happens to
+//! one. A Pending leaves at least two: `open` and its outcome (`decision`, which covers timeouts and
+//! the automatic routes); `edit` for each change of its subject and `warning` for a handler that
+//! returned without deciding come in between. The subject itself is not kept in the ledger (it may
+//! hold file contents), only its digest, as for tool inputs.
+
+use super::pending::PendingDict;
+use crate::ledger::{Record, RecordKind, RecordedDecision};
+use serde_json::json;
+
+/// What happened to a Pending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Open,
+    Edit,
+    Decision,
+    Warning,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Open => "open",
+            Phase::Edit => "edit",
+            Phase::Decision => "decision",
+            Phase::Warning => "warning",
+        }
+    }
+
+    /// Whether the record should be synced promptly (an outcome lets something happen, or not), or
+    /// may wait for the next sync.
+    pub fn is_outcome(self) -> bool {
+        matches!(self, Phase::Decision | Phase::Warning)
+    }
+}
+
+/// The record of `phase` for `pending` as it is now; `action` names the edit, `warning` the text.
+pub fn approval_record(
+    phase: Phase,
+    pending: &PendingDict,
+    action: Option<&str>,
+    warning: Option<&str>,
+) -> Record {
+    let mut record = Record::new(RecordKind::Approval);
+    record.session = pending.session_id.clone();
+    record.task = pending.task_id.clone();
+    record.tool = pending
+        .subject
+        .get("tool")
+        .and_then(|t| t.as_str())
+        .filter(|_| pending.kind == super::PendingKind::ToolCall)
+        .map(str::to_owned);
+    record.input_sha256 = Some(crate::ledger::record::digest_json(&pending.subject));
+    let decision = pending.decision.as_ref();
+    if phase == Phase::Decision {
+        record.decision = Some(RecordedDecision {
+            decision: pending.status.as_str().to_owned(),
+            reason: decision.and_then(|d| d.reason.clone().or_else(|| d.note.clone())),
+            hooks: Vec::new(),
+        });
+    }
+    record.data = Some(json!({
+        "phase": phase.as_str(),
+        "pending_id": pending.id,
+        "pending_kind": pending.kind.as_str(),
+        "triggered_by": pending.triggered_by,
+        "route": pending.route,
+        "status": pending.status.as_str(),
+        "action": action.or(decision.map(|d| d.action.as_str())),
+        "decided_by": decision.map(|d| d.by.as_str()),
+        "reason": decision.and_then(|d| d.reason.as_deref()),
+        "note": decision.and_then(|d| d.note.as_deref()),
+        "save": decision.is_some_and(|d| d.save),
+        "warning": warning,
+    }));
+    record
+}

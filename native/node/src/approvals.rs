@@ -1,0 +1,442 @@
+//! The approvals of an engine, for the extension: the `Engine` methods over `core::approvals` and
+//! their object shapes. Thin: convert, call the core, convert back. A refused decision throws an
+//! Error whose `code` is `EREFUSED` (its message names what is allowed); misuse (an unknown kind, a
+//! subject without its required fields, an unknown Pending) throws with `InvalidArg`.
+//!
+//! A Pending crosses as `PendingDict`, the core's `to_dict()` with its snake_case keys and `null` for
+//! every empty field, as the approvals contract fixes it; requests and configuration use the
+//! binding's camelCase.
+
+use crate::Engine;
+use chokepoint_core as core;
+use core::approvals::{ApprovalError, OpenRequest, PendingDict, PendingKind};
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi_derive::napi;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The `code` of an Error: napi's status names, or `EREFUSED` for a refused decision.
+pub struct Code(String);
+
+impl AsRef<str> for Code {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<Status> for Code {
+    fn from(status: Status) -> Code {
+        Code(status.as_ref().to_owned())
+    }
+}
+
+fn error(e: ApprovalError) -> Error<Code> {
+    let code = if e.is_refusal() {
+        "EREFUSED"
+    } else {
+        Status::InvalidArg.as_ref()
+    };
+    Error::new(Code(code.to_owned()), e.to_string())
+}
+
+fn misuse(e: ApprovalError) -> Error {
+    Error::new(Status::InvalidArg, e.to_string())
+}
+
+/// What `openPending` is asked.
+#[napi(object, js_name = "OpenPendingRequest")]
+pub struct JsOpenPendingRequest {
+    /// `tool_call`, `scope_expansion`, `plan`, `compaction` or `submit`.
+    pub kind: String,
+    /// The kind's subject (see the approvals contract); its extra fields are kept.
+    #[napi(ts_type = "unknown")]
+    pub subject: serde_json::Value,
+    /// The hook or policy that asked; a policy registered under this name hears the outcome.
+    pub triggered_by: String,
+    pub session_id: Option<String>,
+    pub task_id: Option<String>,
+    /// The caller reviews the Pending itself (route `caller`).
+    pub review: Option<bool>,
+}
+
+/// A Pending, as `to_dict()` gives it: every field present, `null` when empty.
+#[napi(object, js_name = "PendingDict", use_nullable = true)]
+pub struct JsPendingDict {
+    pub id: String,
+    #[napi(ts_type = "'tool_call' | 'scope_expansion' | 'plan' | 'compaction' | 'submit'")]
+    pub kind: String,
+    #[napi(js_name = "created_at")]
+    pub created_at: String,
+    #[napi(js_name = "triggered_by")]
+    pub triggered_by: String,
+    #[napi(js_name = "session_id")]
+    pub session_id: Option<String>,
+    #[napi(js_name = "task_id")]
+    pub task_id: Option<String>,
+    #[napi(
+        ts_type = "'open' | 'approved' | 'rejected' | 'modified' | 'overridden' | 'retry' | 'timed_out'"
+    )]
+    pub status: String,
+    /// `caller`, `human`, `reviewer`, `auto-approve`, `auto-deny`, `handler:<name>` or `guard`.
+    pub route: String,
+    #[napi(ts_type = "Record<string, unknown>")]
+    pub subject: serde_json::Value,
+    /// The kind's public actions, in order.
+    pub actions: Vec<String>,
+    #[napi(ts_type = "PendingDecision")]
+    pub decision: Option<JsPendingDecision>,
+}
+
+#[napi(object, js_name = "PendingDecision", use_nullable = true)]
+pub struct JsPendingDecision {
+    pub action: String,
+    /// `human`, `reviewer`, `auto-approve`, `auto-deny`, `guard`, `timeout`, or what the host said.
+    pub by: String,
+    pub reason: Option<String>,
+    pub note: Option<String>,
+    #[napi(ts_type = "unknown")]
+    pub input: Option<serde_json::Value>,
+    pub save: bool,
+}
+
+impl From<PendingDict> for JsPendingDict {
+    fn from(p: PendingDict) -> Self {
+        JsPendingDict {
+            id: p.id,
+            kind: p.kind.as_str().to_owned(),
+            created_at: p.created_at,
+            triggered_by: p.triggered_by,
+            session_id: p.session_id,
+            task_id: p.task_id,
+            status: p.status.as_str().to_owned(),
+            route: p.route,
+            subject: p.subject,
+            actions: p.actions.into_iter().map(str::to_owned).collect(),
+            decision: p.decision.map(|d| JsPendingDecision {
+                action: d.action,
+                by: d.by,
+                reason: d.reason,
+                note: d.note,
+                input: d.input,
+                save: d.save,
+            }),
+        }
+    }
+}
+
+#[napi(object, js_name = "OpenedPending")]
+pub struct JsOpenedPending {
+    pub pending: JsPendingDict,
+    pub route: String,
+}
+
+/// A public action as a model's tool definition.
+#[napi(object, js_name = "PendingTool")]
+pub struct JsPendingTool {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema (draft 2020-12) of the arguments: an object, `additionalProperties: false`.
+    #[napi(ts_type = "Record<string, unknown>")]
+    pub parameters: serde_json::Value,
+}
+
+#[napi(object, js_name = "AppliedDecision")]
+pub struct JsAppliedDecision {
+    pub pending: JsPendingDict,
+    #[napi(ts_type = "'decided' | 'edited' | 'retry_requested'")]
+    pub effect: String,
+}
+
+#[napi(object, js_name = "PendingToolResult")]
+pub struct JsPendingToolResult {
+    pub pending: JsPendingDict,
+    #[napi(ts_type = "'decided' | 'edited' | 'retry_requested'")]
+    pub effect: String,
+    /// One line for a model's tool loop.
+    pub text: String,
+}
+
+#[napi(object, js_name = "PendingValidation", use_nullable = true)]
+pub struct JsPendingValidation {
+    pub passed: bool,
+    pub diagnosis: Option<String>,
+    pub index: Option<u32>,
+}
+
+#[napi(object, js_name = "ReviewerConfig")]
+pub struct JsReviewerConfig {
+    pub model: String,
+    pub escalate_on: Vec<String>,
+}
+
+#[napi(object, js_name = "ApprovalsConfig", use_nullable = true)]
+pub struct JsApprovalsConfig {
+    /// `human`, `reviewer`, `auto-approve` or `auto-deny`.
+    pub default: String,
+    pub timeout_seconds: u32,
+    /// Kind or `*` → handler name: hooks.yaml's with the host's registrations over them.
+    pub handlers: HashMap<String, String>,
+    pub reviewer: Option<JsReviewerConfig>,
+}
+
+#[napi(object, js_name = "PolicyRejection")]
+pub struct JsPolicyRejection {
+    pub pending: JsPendingDict,
+    pub reason: String,
+    /// `human`, `reviewer`, `policy` or `timeout`.
+    pub source: String,
+}
+
+#[napi(object, js_name = "PolicySuccess")]
+pub struct JsPolicySuccess {
+    pub pending: JsPendingDict,
+}
+
+/// A JavaScript callback the core calls from any thread; weak, so it never keeps Node running.
+type Callback<T> = ThreadsafeFunction<T, (), T, Status, false, true>;
+
+/// A policy of the extension's: its callbacks, called on the JavaScript thread.
+struct JsPolicy {
+    on_rejection: Option<Callback<JsPolicyRejection>>,
+    on_success: Option<Callback<JsPolicySuccess>>,
+}
+
+impl core::approvals::Policy for JsPolicy {
+    fn on_rejection(&self, r: &core::approvals::Rejection) {
+        if let Some(f) = &self.on_rejection {
+            let rejection = JsPolicyRejection {
+                pending: r.pending.clone().into(),
+                reason: r.reason.clone(),
+                source: r.source.as_str().to_owned(),
+            };
+            f.call(rejection, ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    }
+
+    fn on_success(&self, pending: &PendingDict) {
+        if let Some(f) = &self.on_success {
+            f.call(
+                JsPolicySuccess {
+                    pending: pending.clone().into(),
+                },
+                ThreadsafeFunctionCallMode::NonBlocking,
+            );
+        }
+    }
+}
+
+#[napi]
+impl Engine {
+    /// Opens a Pending and routes it: `caller` (the request reviews it), `guard` (opened while a
+    /// handler runs for the session: approved at once), the handler of its kind or of `*`, or the
+    /// configured default. The automatic routes have decided it before this returns.
+    #[napi(catch_unwind)]
+    pub fn open_pending(&self, req: JsOpenPendingRequest) -> Result<JsOpenedPending> {
+        let kind = PendingKind::parse(&req.kind).map_err(misuse)?;
+        let request = OpenRequest {
+            session_id: req.session_id,
+            task_id: req.task_id,
+            review: req.review.unwrap_or(false),
+            ..OpenRequest::new(kind, req.subject, req.triggered_by)
+        };
+        let opened = self.inner.approvals().open(request).map_err(misuse)?;
+        Ok(JsOpenedPending {
+            pending: opened.pending.into(),
+            route: opened.route.to_string(),
+        })
+    }
+
+    /// The Pending, open or recently decided; null if unknown.
+    #[napi(catch_unwind)]
+    pub fn get_pending(&self, id: String) -> Option<JsPendingDict> {
+        self.inner.approvals().get(&id).map(Into::into)
+    }
+
+    /// The open Pendings, oldest first.
+    #[napi(catch_unwind)]
+    pub fn list_pending(&self) -> Vec<JsPendingDict> {
+        self.inner
+            .approvals()
+            .list()
+            .into_iter()
+            .map(Into::into)
+            .collect()
+    }
+
+    /// The Pending's public actions as tool definitions for a model.
+    #[napi(catch_unwind)]
+    pub fn pending_tools(&self, id: String) -> Result<Vec<JsPendingTool>> {
+        let tools = self.inner.approvals().tools(&id).map_err(misuse)?;
+        Ok(tools
+            .into_iter()
+            .map(|t| JsPendingTool {
+                name: t.name.to_owned(),
+                description: t.description,
+                parameters: t.parameters,
+            })
+            .collect())
+    }
+
+    /// What is pending and what can be done about it, in plain text.
+    #[napi(catch_unwind)]
+    pub fn describe_pending(&self, id: String) -> Result<String> {
+        self.inner.approvals().describe(&id).map_err(misuse)
+    }
+
+    /// Applies `{ action, ...arguments }`. Throws `EREFUSED` for an action the kind does not list,
+    /// bad or missing arguments, or a Pending that is no longer open.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "id: string, decision: { action: string; [argument: string]: unknown }, decidedBy: string"
+    )]
+    pub fn apply_decision(
+        &self,
+        id: String,
+        decision: serde_json::Value,
+        decided_by: String,
+    ) -> Result<JsAppliedDecision, Code> {
+        let applied = self
+            .inner
+            .approvals()
+            .apply_decision(&id, &decision, &decided_by)
+            .map_err(error)?;
+        Ok(JsAppliedDecision {
+            pending: applied.pending.into(),
+            effect: applied.effect.as_str().to_owned(),
+        })
+    }
+
+    /// `applyDecision` with the action apart, for a model's tool call; `text` is the tool's result.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "id: string, name: string, args: Record<string, unknown>, decidedBy: string"
+    )]
+    pub fn execute_pending_tool(
+        &self,
+        id: String,
+        name: String,
+        args: serde_json::Value,
+        decided_by: String,
+    ) -> Result<JsPendingToolResult, Code> {
+        let applied = self
+            .inner
+            .approvals()
+            .execute_tool(&id, &name, args, &decided_by)
+            .map_err(error)?;
+        Ok(JsPendingToolResult {
+            pending: applied.pending.into(),
+            effect: applied.effect.as_str().to_owned(),
+            text: applied.text,
+        })
+    }
+
+    /// A compaction's summaries checked: the first empty one or one over its share of the budget.
+    #[napi(catch_unwind)]
+    pub fn validate_pending(&self, id: String) -> Result<JsPendingValidation> {
+        let v = self.inner.approvals().validate(&id).map_err(misuse)?;
+        Ok(JsPendingValidation {
+            passed: v.passed,
+            diagnosis: v.diagnosis,
+            index: v.index.map(|i| i as u32),
+        })
+    }
+
+    /// Resolves when the Pending is decided or timed out. `timeoutMs` brings its deadline forward:
+    /// undecided then, it is `timed_out` (a rejection). No thread waits.
+    #[napi(catch_unwind)]
+    pub async fn wait_pending(&self, id: String, timeout_ms: Option<f64>) -> Result<JsPendingDict> {
+        let timeout = timeout_ms
+            .filter(|ms| ms.is_finite() && *ms >= 0.0)
+            .map(|ms| Duration::from_millis(ms as u64));
+        let engine = self.inner.clone();
+        let pending = engine
+            .approvals()
+            .wait(&id, timeout)
+            .await
+            .map_err(misuse)?;
+        Ok(pending.into())
+    }
+
+    /// Registers the handler of a kind (or `*`) by name (`human`, `reviewer`, `auto-approve`,
+    /// `auto-deny`, or a handler of the host's, routed as `handler:<name>`), over hooks.yaml's;
+    /// null removes the registration.
+    #[napi(catch_unwind)]
+    pub fn set_approval_handler(&self, kind: String, handler: Option<String>) -> Result<()> {
+        self.inner
+            .approvals()
+            .set_handler(&kind, handler.as_deref())
+            .map_err(misuse)
+    }
+
+    /// A handler starts running for this session: its Pendings route to `guard` until the exit.
+    #[napi(catch_unwind)]
+    pub fn enter_approval_handler(&self, session_id: String) {
+        self.inner.approvals().enter_handler(&session_id);
+    }
+
+    #[napi(catch_unwind)]
+    pub fn exit_approval_handler(&self, session_id: String) {
+        self.inner.approvals().exit_handler(&session_id);
+    }
+
+    /// A handler returned without deciding: returns the warning (also written to the trace). The
+    /// Pending times out at its deadline.
+    #[napi(catch_unwind)]
+    pub fn note_unresolved(&self, id: String, handler: String) -> Result<String, Code> {
+        self.inner
+            .approvals()
+            .note_unresolved(&id, &handler)
+            .map_err(error)
+    }
+
+    /// The approvals settings in effect.
+    #[napi(catch_unwind)]
+    pub fn approvals_config(&self) -> JsApprovalsConfig {
+        let c = self.inner.approvals().config();
+        JsApprovalsConfig {
+            default: c.default.as_str().to_owned(),
+            timeout_seconds: u32::try_from(c.timeout_seconds).unwrap_or(u32::MAX),
+            handlers: c.handlers.into_iter().collect(),
+            reviewer: c.reviewer.map(|r| JsReviewerConfig {
+                model: r.model,
+                escalate_on: r
+                    .escalate_on
+                    .iter()
+                    .map(|e| e.as_str().to_owned())
+                    .collect(),
+            }),
+        }
+    }
+
+    /// Calls `cb` on the JavaScript thread for every open, edit and decision (timeouts included).
+    #[napi(catch_unwind, ts_args_type = "cb: (pending: PendingDict) => void")]
+    pub fn on_pending_change(&self, cb: Callback<JsPendingDict>) {
+        let cb = Arc::new(cb);
+        self.inner
+            .approvals()
+            .on_change(Arc::new(move |pending: &PendingDict| {
+                cb.call(
+                    pending.clone().into(),
+                    ThreadsafeFunctionCallMode::NonBlocking,
+                );
+            }));
+    }
+
+    /// The policy that hears the outcomes of the Pendings it triggered (`triggeredBy == name`).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "name: string, policy: { onRejection?: (rejection: PolicyRejection) => void; onSuccess?: (success: PolicySuccess) => void }"
+    )]
+    pub fn register_policy(&self, name: String, policy: Object) -> Result<()> {
+        let policy = JsPolicy {
+            on_rejection: policy.get("onRejection")?,
+            on_success: policy.get("onSuccess")?,
+        };
+        self.inner
+            .approvals()
+            .register_policy(name, Arc::new(policy));
+        Ok(())
+    }
+}
