@@ -12,8 +12,8 @@ const CONTEXT = 3;
 const MAX_LINES = 400;
 
 export function lineDiff(before: string, after: string): DiffLine[] {
-  const a = before === '' ? [] : before.replace(/\r\n/g, '\n').split('\n');
-  const b = after === '' ? [] : after.replace(/\r\n/g, '\n').split('\n');
+  const a = lines(before);
+  const b = lines(after);
   let head = 0;
   while (head < a.length && head < b.length && a[head] === b[head]) head++;
   let tail = 0;
@@ -32,4 +32,12 @@ export function lineDiff(before: string, after: string): DiffLine[] {
     return [...out.slice(0, MAX_LINES), { kind: 'gap', text: `… ${more} more line${more === 1 ? '' : 's'}` }];
   }
   return out;
+}
+
+/** The lines of a text; the end of the last line is not a line of its own. */
+function lines(text: string): string[] {
+  if (text === '') return [];
+  const all = text.replace(/\r\n/g, '\n').split('\n');
+  if (all[all.length - 1] === '') all.pop();
+  return all;
 }
