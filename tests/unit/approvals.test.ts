@@ -124,13 +124,15 @@ test('default: without a handler the configured default decides (auto-deny), a k
 });
 
 test('the human route: the Pending is announced, listed while open, and the human\u2019s decision is the answer', async () => {
+  let listed = -1;
   const { broker, arrived, changes } = setup('hooks: {}\n', (p, b) => {
-    assert.equal(b.list().length, 1);
+    listed = b.list().length;
     setTimeout(() => b.decide(p.id, { action: 'approve', note: 'looks right' }, 'human'), 20);
   });
   const answer = await broker.ask(askWrite());
   assert.deepEqual([answer.approved, answer.approvedBy, answer.note], [true, 'human', 'looks right']);
   assert.equal(arrived[0].route, 'human');
+  assert.equal(listed, 1, 'listed while open');
   assert.deepEqual([...new Set(changes.map((c) => c.status))], ['open', 'approved'], 'onPendingChange saw it open and decided');
   assert.equal(broker.list().length, 0);
 });
@@ -190,7 +192,7 @@ test('escalation: a reviewer that does not decide goes to the human when escalat
 
 // ---- what the agent receives -----------------------------------------------------------------
 
-const ASK_WRITES = 'hooks:\n  PreToolUse:\n    - name: review-writes\n      tool: write_to_file\n      ask: { reason: "writes are reviewed" }\n';
+const ASK_WRITES = 'hooks:\n  PreToolUse:\n    - name: review-writes\n      tool: write_to_file\n      ask: "writes are reviewed"\n';
 const select = { toolCalls: [{ name: 'select_active_intent', arguments: { intent_id: 'INT-001' } }] };
 const complete = { toolCalls: [{ name: 'attempt_completion', arguments: { result: 'done' } }] };
 

@@ -175,7 +175,15 @@ export class ApprovalBroker {
       if (pending.status !== 'open') return answerOf(pending, timeoutMs);
       const decided = this.engine.waitPending(pending.id, timeoutMs);
       this.carryOut(route, pending, request, options);
-      return answerOf(await decided, timeoutMs);
+      try {
+        return answerOf(await decided, timeoutMs);
+      } catch (e) {
+        // The wait failed (the Pending was forgotten): what the core still knows, else a no.
+        const known = this.engine.getPending(pending.id);
+        if (known && known.status !== 'open') return answerOf(known, timeoutMs);
+        this.options.log.error(`waiting for pending ${pending.id} failed: ${(e as Error).message}`);
+        return { approved: false, reason: `the approval could not be awaited: ${(e as Error).message}`, approvedBy: 'chokepoint' };
+      }
     } finally {
       this.requests.delete(pending.id);
     }
@@ -202,7 +210,7 @@ export class ApprovalBroker {
         if (options.review) safely('the caller\u2019s review', () => options.review!(pending, context));
         return;
       case 'human':
-        this.options.human.arrived(pending);
+        safely('announcing it to the human', () => this.options.human.arrived(pending));
         return;
       case 'reviewer':
         safely('the reviewer', () => this.runReviewer(pending, context));
