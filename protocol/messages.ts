@@ -7,8 +7,8 @@
 import { z } from 'zod';
 
 /** Bumped when a message changes shape; the ready handshake carries it so a stale page is detected.
- *  3 since the task panel's messages. */
-export const PROTOCOL_VERSION = 3;
+ *  3 since the task panel's messages, 4 since the Approvals section's. */
+export const PROTOCOL_VERSION = 4;
 
 const Diagnostic = z.object({
   file: z.string(),
@@ -118,6 +118,48 @@ export type RuntimeEvent = z.infer<typeof RuntimeEvent>;
 /** The most events one `transcript` message carries (the host coalesces streamed text). */
 export const MAX_TRANSCRIPT_EVENTS = 5_000;
 
+/** The kinds of Pending (extension/src/approvals/types.ts). */
+export const PendingKind = z.enum(['tool_call', 'scope_expansion', 'plan', 'compaction', 'submit']);
+
+/** An open Pending as the Approvals section shows it: the core's dict in short, and for a write the
+ *  file before (from disk) and after (from the call's input), which the page shows as a diff. */
+export const PendingView = z.object({
+  id: z.string(),
+  kind: PendingKind,
+  createdAt: z.string(),
+  triggeredBy: z.string(),
+  route: z.string(),
+  /** Per kind, as the approvals contract has it; the page reads it defensively. */
+  subject: z.record(z.string(), z.unknown()),
+  actions: z.array(z.string()),
+  preview: z.object({ path: z.string(), before: z.string(), after: z.string() }).nullable(),
+});
+export type PendingView = z.infer<typeof PendingView>;
+
+/** The most Pendings one `approvals` message carries (the oldest are shown first). */
+export const MAX_PENDINGS = 200;
+const Note = z.string().max(4_000);
+const Reason = z.string().trim().max(4_000);
+/** A workspace-relative path or glob, as a scope expansion's edit gives it (the core checks it too). */
+const ScopePath = z.string().trim().min(1).max(1_000);
+const PlanTask = z.object({ prompt: z.string().trim().min(1).max(MAX_PROMPT_CHARS), title: z.string().max(300).nullish() });
+
+/** A decision the page may send: one action of the Pending's kind and its arguments. The core refuses
+ *  an action the kind does not list; this only keeps malformed input out. */
+export const Decision = z.discriminatedUnion('action', [
+  z.object({ action: z.literal('approve'), note: Note.optional() }),
+  z.object({ action: z.literal('approve_and_save'), note: Note.optional() }),
+  z.object({ action: z.literal('reject'), reason: Reason.optional() }),
+  z.object({ action: z.literal('modify'), input: z.record(z.string(), z.unknown()), note: Note.optional() }),
+  z.object({ action: z.literal('edit'), paths: z.array(ScopePath).min(1).max(100).optional(), tasks: z.array(PlanTask).min(1).max(100).optional() })
+    .refine((d) => (d.paths === undefined) !== (d.tasks === undefined), { message: 'an edit carries paths or tasks' }),
+  z.object({ action: z.literal('edit_summary'), index: z.number().int().min(0), text: z.string().max(100_000) }),
+  z.object({ action: z.literal('edit_guidance'), text: z.string().max(10_000) }),
+  z.object({ action: z.literal('retry'), index: z.number().int().min(0).optional(), guidance: z.string().max(10_000).optional() }),
+  z.object({ action: z.literal('override'), reason: Reason.min(1) }),
+]);
+export type Decision = z.infer<typeof Decision>;
+
 export const WebviewMessage = z.discriminatedUnion('type', [
   /** Sent once the page's script runs; the host pushes state only after this. */
   z.object({ type: z.literal('ready'), protocol: z.number().int() }),
@@ -139,6 +181,8 @@ export const WebviewMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('runDemo') }),
   /** Stop the running task (inference aborted, a running command's process group killed). */
   z.object({ type: z.literal('stopTask') }),
+  /** Decide (or edit) an open Pending, as the human. The host answers with `approvalResult`. */
+  z.object({ type: z.literal('decide'), id: z.string().min(1).max(200), decision: Decision }),
 ]);
 export type WebviewMessage = z.infer<typeof WebviewMessage>;
 
@@ -172,6 +216,12 @@ export const HostMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('runtime'), event: RuntimeEvent }),
   /** Whether a task runs (the Stop button), and why a task the page asked for did not start. */
   z.object({ type: z.literal('taskState'), running: z.boolean(), error: z.string().optional() }),
+  /** Every open Pending, oldest first, replacing what the Approvals section shows (sent after
+   *  `ready` and whenever one opens, is edited or is decided). `available` is false when the engine
+   *  cannot keep Pendings (not loaded, or a binding without them). */
+  z.object({ type: z.literal('approvals'), available: z.boolean(), pendings: z.array(PendingView).max(MAX_PENDINGS) }),
+  /** What became of a `decide`: done, or why the core refused it. */
+  z.object({ type: z.literal('approvalResult'), id: z.string(), ok: z.boolean(), effect: z.string().optional(), error: z.string().optional() }),
 ]);
 export type HostMessage = z.infer<typeof HostMessage>;
 

@@ -1,8 +1,10 @@
 // The agent runtime inside VS Code: picks the model (the scripted demo model, an OpenAI-compatible
 // endpoint from the settings with its key in SecretStorage, or a chat model of VS Code's Language
-// Model API), runs tasks through the runtime at the chokepoint, answers asks, and reports every
-// runtime event to its listeners (the sidebar's task panel, the output channel, the tests).
+// Model API), runs tasks through the runtime at the chokepoint, hands its asks to the approvals (a
+// Pending each, approvalsView.ts), and reports every runtime event to its listeners (the sidebar's
+// task panel, the output channel, the tests).
 import * as vscode from 'vscode';
+import { decisionOf, type ApprovalsHost } from './approvalsView';
 import type { EngineHost } from './engineHost';
 import type { Log } from './log';
 import { DEMO_PROMPT, DEMO_SCRIPT } from './runtime/demo';
@@ -16,13 +18,15 @@ import type { ModelChoice, ModelProvider, RuntimeEvent } from './runtime/types';
 export const SCRIPTED_DEMO = 'scripted:demo';
 const SECRET_KEY = 'chokepoint.openai.apiKey';
 
-/** Answers an ask. The default asks the human in a modal dialog; `setApprover` replaces it (a policy). */
+/** Answers an ask (the API's `setApprover`): registered as the approvals' `*` handler, so it decides
+ *  every Pending the configuration does not route elsewhere. Unset, Pendings go where hooks.yaml
+ *  says (`approvals.default`, the human's sidebar unless configured otherwise). */
 export type Approver = (request: AskRequest) => Promise<AskAnswer>;
 
 export class AgentHost implements vscode.Disposable {
   private runtime: AgentRuntime | undefined;
   private provider: ModelProvider | undefined;
-  private approver: Approver = askHuman;
+  private approver: { dispose(): void } | undefined;
   /** Settles when the running task is stopped. */
   private stopped: Promise<void> = new Promise(() => {});
   private stop_: () => void = () => {};
@@ -35,6 +39,7 @@ export class AgentHost implements vscode.Disposable {
     private readonly engine: EngineHost,
     private readonly secrets: vscode.SecretStorage,
     private readonly log: Log,
+    private readonly approvals: ApprovalsHost,
     private readonly compactor?: Compactor,
   ) {}
 
@@ -43,7 +48,14 @@ export class AgentHost implements vscode.Disposable {
   }
 
   setApprover(approver: Approver | undefined): void {
-    this.approver = approver ?? askHuman;
+    this.approver?.dispose();
+    this.approver = undefined;
+    if (!approver) return;
+    this.approver = this.approvals.registerHandler('*', 'api-approver', async (pending, context) => {
+      const request = context.request ?? { kind: pending.kind, sessionId: pending.session_id ?? '', taskId: pending.task_id ?? '', tool: '', input: pending.subject, reason: '', subject: pending.subject };
+      const answer = await approver(request);
+      this.approvals.decide(pending.id, decisionOf(answer, pending.kind), answer.approvedBy ?? 'handler:api-approver');
+    });
   }
 
   /** The models the picker offers: the demo, the configured endpoint, and VS Code's chat models. */
@@ -68,7 +80,7 @@ export class AgentHost implements vscode.Disposable {
     const root = this.engine.state.status === 'ready' ? this.engine.state.workspaceRoot : undefined;
     if (!root) throw new Error('no governed workspace is open');
     await this.closeProvider();
-    this.provider = await this.makeProvider(modelId);
+    this.provider = await this.providerFor(modelId);
     const settings = vscode.workspace.getConfiguration('chokepoint.agent');
     const runtime = new AgentRuntime({
       root,
@@ -82,7 +94,7 @@ export class AgentHost implements vscode.Disposable {
       },
       // Stop also answers a question still open (a modal stays up until dismissed, the task does not
       // wait for it).
-      ask: (request) => Promise.race([this.approver(request), this.stopped.then((): AskAnswer => ({ approved: false, reason: 'the task was stopped', approvedBy: 'stop' }))]),
+      ask: (request) => Promise.race([this.approvals.ask(request), this.stopped.then((): AskAnswer => ({ approved: false, reason: 'the task was stopped', approvedBy: 'stop' }))]),
     });
     this.runtime = runtime;
     this.stopped = new Promise<void>((resolve) => (this.stop_ = resolve));
@@ -113,6 +125,8 @@ export class AgentHost implements vscode.Disposable {
   stop(): void {
     this.runtime?.cancel();
     this.stop_();
+    // The cards of the stopped task go away: nobody waits for their answer any more.
+    if (this.runtime) this.approvals.cancelSession(this.runtime.sessionId, 'the task was stopped');
   }
 
   async setApiKey(): Promise<void> {
@@ -123,7 +137,9 @@ export class AgentHost implements vscode.Disposable {
     void vscode.window.showInformationMessage(key === '' ? 'Chokepoint: API key removed' : 'Chokepoint: API key stored');
   }
 
-  private async makeProvider(modelId: string): Promise<ModelProvider> {
+  /** A provider for a model id of the picker (`scripted:…`, `openai:…`, `vscode-lm:…`); the
+   *  approvals' reviewer gets its model here too. The caller closes it. */
+  async providerFor(modelId: string): Promise<ModelProvider> {
     const colon = modelId.indexOf(':');
     const kind = colon < 0 ? modelId : modelId.slice(0, colon);
     const model = colon < 0 ? '' : modelId.slice(colon + 1);
@@ -178,16 +194,4 @@ export class AgentHost implements vscode.Disposable {
     void this.closeProvider();
     for (const d of this.disposables) d.dispose();
   }
-}
-
-/** The default approver: a modal dialog (issue 7 replaces this with Pendings in the sidebar). */
-async function askHuman(request: AskRequest): Promise<AskAnswer> {
-  const what =
-    request.kind === 'scope_expansion'
-      ? `The agent asks to write ${(request.input.paths as string[]).join(', ')} for ${String(request.input.intent_id)}: ${String(request.input.justification)}`
-      : `The agent's ${request.tool} call needs approval: ${request.reason}`;
-  const choices = request.kind === 'scope_expansion' ? ['Approve', 'Approve and Save', 'Reject'] : ['Approve', 'Reject'];
-  const pick = await vscode.window.showWarningMessage(what, { modal: true }, ...choices);
-  if (pick === 'Approve' || pick === 'Approve and Save') return { approved: true, save: pick === 'Approve and Save', approvedBy: 'human' };
-  return { approved: false, reason: pick === 'Reject' ? 'rejected by the user' : 'the user dismissed the request', approvedBy: 'human' };
 }

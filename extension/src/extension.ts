@@ -4,6 +4,9 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { AgentHost, type Approver } from './agent';
+import type { ApprovalHandler } from './approvals/broker';
+import type { PendingDict, PendingKind } from './approvals/types';
+import { ApprovalsHost } from './approvalsView';
 import { evaluate, type ChainDecision, type ChainEvent } from './chokepoint';
 import { EngineHost, describe } from './engineHost';
 import { Log } from './log';
@@ -13,7 +16,7 @@ import { StatusBar } from './statusBar';
 import { Trace, showProvenance, type ProvenanceReport } from './trace';
 import type { EngineState } from '../../protocol/messages';
 import type { CompactionItem } from './runtime/prompt';
-import type { RuntimeEvent } from './runtime/types';
+import type { ModelProvider, RuntimeEvent } from './runtime/types';
 
 /** What `activate` returns: the extension's public API (used by its own integration tests). */
 export interface ChokepointApi {
@@ -31,6 +34,17 @@ export interface ChokepointApi {
     stop(): void;
     onEvent: vscode.Event<RuntimeEvent>;
     setApprover(approver: Approver | undefined): void;
+  };
+  /** Approvals (issue 7): the open Pendings, a decision, and a handler of one's own for a kind. */
+  readonly approvals: {
+    /** Decides every Pending of `kind` (`*`: of any kind without a handler of its own) that the
+     *  configuration does not route elsewhere; its route is `handler:<name>`. One per kind: a new
+     *  registration replaces the last. A handler that returns without deciding leaves a warning in
+     *  the log, and the Pending is rejected after its timeout. */
+    registerHandler(kind: PendingKind | '*', name: string, handler: ApprovalHandler): vscode.Disposable;
+    list(): PendingDict[];
+    decide(id: string, decision: { action: string } & Record<string, unknown>, by?: string): { ok: true; effect: string } | { ok: false; error: string };
+    onDidChange: vscode.Event<void>;
   };
 }
 
@@ -51,8 +65,10 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   const trace = new Trace(engine, log);
   // Token counts and compaction plans come from the core (exact tokenizers where it has them).
   const compactor = native.ok ? { count: native.binding.countTokens, plan: (items: CompactionItem[], budget: number) => native.binding.planCompaction(items, budget) } : undefined;
-  const agent = new AgentHost(engine, context.secrets, log, compactor);
-  const sidebar = new SidebarProvider(context.extensionUri, engine, trace, agent, log);
+  // The reviewer's model comes from the agent's providers (declared below; called only later).
+  const approvals: ApprovalsHost = new ApprovalsHost(engine, log, (modelId): Promise<ModelProvider> => agent.providerFor(modelId));
+  const agent: AgentHost = new AgentHost(engine, context.secrets, log, approvals, compactor);
+  const sidebar = new SidebarProvider(context.extensionUri, engine, trace, agent, approvals, log);
   // Menus that only make sense in a governed workspace (the editor's "Show Provenance of Line").
   const setGoverned = (state: EngineState) =>
     void vscode.commands.executeCommand('setContext', 'chokepoint.governed', state.status === 'ready' && governed(state.workspaceRoot));
@@ -61,6 +77,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     engine,
     trace,
     agent,
+    approvals,
     statusBar,
     sidebar,
     engine.onDidChange((state) => {
@@ -94,6 +111,12 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
       stop: () => agent.stop(),
       onEvent: agent.onEvent,
       setApprover: (approver) => agent.setApprover(approver),
+    },
+    approvals: {
+      registerHandler: (kind, name, handler) => approvals.registerHandler(kind, name, handler),
+      list: () => approvals.list(),
+      decide: (id, decision, by) => approvals.decide(id, decision, by),
+      onDidChange: approvals.onDidChange,
     },
   };
 }

@@ -7,6 +7,7 @@ import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import {
   HostMessage,
+  MAX_PENDINGS,
   MAX_TRANSCRIPT_EVENTS,
   PROTOCOL_VERSION,
   WebviewMessage,
@@ -16,6 +17,7 @@ import {
   type RuntimeEvent as WireRuntimeEvent,
 } from '../../protocol/messages';
 import type { AgentHost } from './agent';
+import type { ApprovalsHost } from './approvalsView';
 import type { EngineHost } from './engineHost';
 import type { Log } from './log';
 import type { RuntimeEvent } from './runtime/types';
@@ -53,8 +55,10 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     private readonly engine: EngineHost,
     private readonly trace: Trace,
     private readonly agent: AgentHost,
+    private readonly approvals: ApprovalsHost,
     private readonly log: Log,
   ) {
+    approvals.isVisible = () => this.view?.visible === true && this.ready;
     this.subscriptions.push(
       engine.onDidChange((state) => {
         this.pushState(state);
@@ -62,6 +66,7 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
       }),
       trace.onDidChange(() => this.pushTrace()),
       agent.onEvent((e) => this.record(e)),
+      approvals.onDidChange(() => this.pushApprovals()),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('chokepoint.trace.limit')) this.pushTrace();
         if (e.affectsConfiguration('chokepoint.agent.model')) this.pickedModel = undefined;
@@ -83,6 +88,7 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     const dist = vscode.Uri.joinPath(this.extensionUri, 'dist');
     view.webview.options = { enableScripts: true, localResourceRoots: [dist] };
     view.webview.html = this.html(view.webview, dist);
+    this.pushApprovals(); // the badge, before the page is ready
     this.subscriptions.push(
       view.webview.onDidReceiveMessage((data: unknown) => this.receive(data)),
       view.onDidDispose(() => {
@@ -139,6 +145,7 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
         this.pushTrace();
         this.post({ type: 'transcript', events: this.transcript });
         this.post({ type: 'taskState', running: this.running });
+        this.pushApprovals();
         void this.pushModels();
         return;
       case 'request': {
@@ -181,6 +188,12 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
       case 'stopTask':
         this.agent.stop();
         return;
+      case 'decide': {
+        const r = this.approvals.decide(msg.id, msg.decision, 'human');
+        if (!r.ok) this.log.warn(`the decision on ${msg.id} was refused: ${r.error}`);
+        this.postIfReady(r.ok ? { type: 'approvalResult', id: msg.id, ok: true, effect: r.effect } : { type: 'approvalResult', id: msg.id, ok: false, error: r.error });
+        return;
+      }
     }
   }
 
@@ -278,6 +291,19 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     } catch (e) {
       this.log.error(`the models could not be listed: ${(e as Error).message}`);
     }
+  }
+
+  // ---- the Approvals section ------------------------------------------------------------------
+
+  /** The open Pendings to the page, and their count on the activity-bar icon (set even while the
+   *  page is hidden: the badge is how a hidden view says something waits). */
+  private pushApprovals(): void {
+    const pendings = this.approvals.views();
+    if (this.view) {
+      const n = pendings.length;
+      this.view.badge = n ? { value: n, tooltip: `${n} approval${n === 1 ? '' : 's'} waiting` } : undefined;
+    }
+    this.postIfReady({ type: 'approvals', available: this.approvals.available, pendings: pendings.slice(0, MAX_PENDINGS) });
   }
 
   private pushTrace(): void {

@@ -1,6 +1,6 @@
 // The sidebar's task panel in a real VS Code, driven in Debian's Chromium against the packed .vsix:
 // the demo task runs through the real engine and the scripted model, its scope expansion is rejected
-// in the workbench's own modal dialog, and the transcript is read as a user reads it.
+// on its card in the sidebar's Approvals section, and the transcript is read as a user reads it.
 'use strict';
 const { before, after, test } = require('node:test');
 const assert = require('node:assert');
@@ -54,11 +54,12 @@ test('Run demo task: the transcript shows each call with its decision and the ho
   await task().getByTestId('task-started').waitFor({ timeout: 30000 });
   assert.strictEqual(await task().getByRole('button', { name: 'Stop the running task' }).getAttribute('aria-disabled'), 'false');
 
-  // The scope expansion asks a human: VS Code's own modal dialog, answered in the workbench.
-  const dialog = page.getByRole('dialog').filter({ hasText: 'src/billing/**' });
-  await dialog.waitFor({ timeout: 60000 });
-  assert.match(await dialog.textContent(), /The agent asks to write src\/billing\/\*\* for INT-001/);
-  await dialog.getByRole('button', { name: 'Reject' }).click();
+  // The scope expansion asks a human: a card in the Approvals section, answered there.
+  const card = sidebar().getByTestId('approvals').getByTestId('pending').filter({ hasText: 'src/billing/**' });
+  await card.waitFor({ timeout: 60000 });
+  assert.match(await card.getByTestId('pending-subject').textContent(), /Intent INT-001 asks to write:src\/billing\/\*\*/);
+  await card.getByTestId('pending-reason').fill('rejected by the user');
+  await card.getByTestId('action-reject').click();
 
   const ended = task().getByTestId('task-ended');
   await ended.waitFor({ timeout: 120000 });

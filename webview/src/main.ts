@@ -2,12 +2,14 @@
 // protocol/messages.ts, validates every message it receives, and renders with textContent only (no
 // HTML from data ever reaches the DOM).
 //
-// Three regions: the Task section (taskPanel.ts: the prompt, the model, the transcript appended
-// event by event), the engine (re-rendered whenever its state arrives) and the Trace section (its
-// filter and list updated in place, so a ledger refresh never steals the keyboard focus).
+// Four regions: the Approvals section (approvals.ts: a card per open Pending, updated in place), the
+// Task section (taskPanel.ts: the prompt, the model, the transcript appended event by event), the
+// engine (re-rendered whenever its state arrives) and the Trace section (its filter and list updated
+// in place, so a ledger refresh never steals the keyboard focus).
 import './main.css';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
 import { HostMessage, PROTOCOL_VERSION, parseMessage, type EngineState, type ReloadResult, type TraceEntry, type WebviewMessage } from '../../protocol/messages';
+import { approvalsSection } from './approvals';
 import { button, el } from './dom';
 import { taskPanel } from './taskPanel';
 
@@ -34,9 +36,10 @@ const taskRegion = taskPanel({
   draft: persisted.draft ?? '',
   onDraft: (draft) => persist({ draft }),
 });
+const approvalsRegion = approvalsSection({ post: (m) => vscode.postMessage(m) });
 const engineRegion = el('div', { class: 'engine' });
 const traceRegion = traceSection();
-app.replaceChildren(taskRegion.section, engineRegion, traceRegion.section);
+app.replaceChildren(approvalsRegion.section, taskRegion.section, engineRegion, traceRegion.section);
 let state: EngineState | undefined;
 let nextRequestId = 1;
 const pending = new Map<number, (r: ReloadResult) => void>();
@@ -155,6 +158,12 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       return;
     case 'taskState':
       taskRegion.setState(msg.running, msg.error);
+      return;
+    case 'approvals':
+      approvalsRegion.show(msg.available, msg.pendings);
+      return;
+    case 'approvalResult':
+      approvalsRegion.result(msg.id, msg.ok, msg.error);
       return;
     case 'response': {
       const resolve = pending.get(msg.id);

@@ -33,21 +33,48 @@ export interface RuntimeEngine {
   flushTrace(): void;
 }
 
-/** An `ask` the runtime needs answered before it goes on (issue 7 routes these through Pendings). */
+/** What an `ask` is about: each becomes a Pending of that kind (issue 7, extension/src/approvals/). */
+export type AskKind = 'tool_call' | 'scope_expansion' | 'plan' | 'compaction' | 'submit';
+
+/** An `ask` the runtime needs answered before it goes on: a hook's `ask` on a tool call, a scope
+ *  expansion, a plan, a compaction under review (a PreCompact `ask`), a completion the BeforeSubmit
+ *  hooks still refuse after the bounded retries. The broker turns it into a Pending. */
 export interface AskRequest {
-  kind: 'tool_call' | 'scope_expansion' | 'plan';
+  kind: AskKind;
   sessionId: string;
   taskId: string;
   tool: string;
   input: Record<string, unknown>;
+  /** Why it was escalated (the asking hooks' reasons, or the failures). */
   reason: string;
+  /** The hook (or policy) that asked; `runtime` when the runtime itself asks (submit). */
+  triggeredBy?: string;
+  /** The Pending's subject, in the shape its kind has (approvals contract). */
+  subject?: Record<string, unknown>;
+  /** compaction: summary `index` written again with `guidance` (the Pending's `retry`). */
+  regenerate?: (index: number, guidance: string) => string;
 }
+
+/** The answer the runtime acts on. Only `approved` is required: an approver that just says yes or no
+ *  (tests, the extension API's `setApprover`) is answered as before. */
 export interface AskAnswer {
   approved: boolean;
+  /** A rejection's reason, or an override's: the model is told. */
   reason?: string;
   /** For scope expansions: also write the paths into active_intents.yaml. */
   save?: boolean;
   approvedBy?: string;
+  /** What the decider said with an approval or a modification: the model is told. */
+  note?: string;
+  /** tool_call `modify`: the input that runs instead of the model's (judged again first). */
+  input?: Record<string, unknown>;
+  /** The subject as decided: a scope expansion's edited paths, a plan's edited tasks, a compaction's
+   *  edited summaries. */
+  subject?: Record<string, unknown>;
+  /** submit `override`: the completion is accepted despite the failures. */
+  overridden?: boolean;
+  /** submit `retry`: another round, with this guidance for the model. */
+  retry?: { guidance?: string };
 }
 
 export interface RuntimeLimits {
@@ -101,6 +128,8 @@ interface ToolOutcome {
   completed?: boolean;
   /** BeforeSubmit refused the completion. */
   submitRejected?: boolean;
+  /** What BeforeSubmit refused: the completion's result and the hooks that failed it. */
+  submit?: { result: string; failures: Array<{ hook: string; reason: string; output: string | null }> };
 }
 
 const hookView = (o: HookOutcome): HookOutcomeView => ({ hook: o.hook, outcome: o.outcome, durationMs: o.durationNs / 1e6, reason: o.error });
@@ -272,7 +301,30 @@ export class AgentRuntime {
         compactor: this.options.compactor,
         onCompact: async (proposal) => {
           const verdict = await this.lifecycle('PreCompact', task, proposal, turn);
-          return verdict?.decision === 'allow';
+          if (verdict?.decision !== 'ask') return verdict?.decision === 'allow';
+          // A compaction under review: a Pending whose summaries the decider may edit or have
+          // written again with guidance (extractive summaries take the guidance as a line of their own).
+          const answer = await this.options.ask({
+            kind: 'compaction',
+            sessionId: this.sessionId,
+            taskId: task.id,
+            tool: 'PreCompact',
+            input: proposal as unknown as Record<string, unknown>,
+            reason: verdict.reason ?? '',
+            triggeredBy: asker(verdict),
+            subject: {
+              summaries: proposal.summary ? [{ text: proposal.summary, source: `${proposal.summarized_turns} earlier turn(s)` }] : [],
+              guidance: null,
+              original_tokens: proposal.before_tokens,
+              estimated_tokens: proposal.after_tokens,
+              budget: proposal.budget,
+            },
+            regenerate: (_index, guidance) => `${proposal.summary}\n<guidance>${guidance}</guidance>`,
+          });
+          if (!answer.approved) return false;
+          const summaries = answer.subject?.summaries;
+          const text = Array.isArray(summaries) && summaries.length ? (summaries[0] as { text?: unknown }).text : undefined;
+          return typeof text === 'string' ? { summary: text } : true;
         },
         onCompacted: (c) => this.emit({ type: 'compacted', taskId: task.id, ...c }),
       });
@@ -315,12 +367,16 @@ export class AgentRuntime {
       let done: { status: TaskStatus; summary?: string } | undefined;
       for (const call of calls) {
         if (signal.aborted) return { status: 'cancelled' };
-        const outcome = done ? { ok: false, content: 'not run: the task already ended in this turn' } : await this.toolCall(task, turn, call);
+        let outcome = done ? { ok: false, content: 'not run: the task already ended in this turn' } : await this.toolCall(task, turn, call);
+        if (outcome.submitRejected && ++submitRetries > this.limits.maxSubmitRetries) {
+          // The bounded rounds are spent: whoever answers approvals decides (a submit Pending).
+          const settled = await this.settleSubmit(task, turn, call, outcome, submitRetries);
+          outcome = settled.outcome;
+          if (settled.done) done = settled.done;
+          else submitRetries = this.limits.maxSubmitRetries; // one more round, then ask again
+        }
         conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: outcome.content });
         if (outcome.completed) done = { status: 'success', summary: outcome.content };
-        if (outcome.submitRejected && ++submitRetries > this.limits.maxSubmitRetries) {
-          done = { status: 'rejected', summary: `the completion was refused ${submitRetries} times: ${outcome.content}` };
-        }
       }
       await this.lifecycle('TurnEnd', task, { turn, tool_calls: calls.length }, turn);
       if (signal.aborted) return { status: 'cancelled' };
@@ -338,30 +394,57 @@ export class AgentRuntime {
       this.emit({ ...base, type: 'toolCall', decision: 'invalid', reason: valid.error, hooks: [] });
       return this.result(task, turn, call, { ok: false, content: toolError(valid.error, 'Fix the arguments and call the tool again.') });
     }
-    const paths = writePaths(valid.name, valid.args);
+    let paths = writePaths(valid.name, valid.args);
     const pre = await this.judge(this.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
     const decision = pre.decision as 'allow' | 'deny' | 'ask';
     this.emit({ ...base, type: 'toolCall', decision, reason: pre.reason, hooks: (pre.outcomes ?? []).map(hookView) });
-    const input = (pre.modified as Record<string, unknown> | undefined) ?? valid.args;
+    let input = (pre.modified as Record<string, unknown> | undefined) ?? valid.args;
     if (pre.decision === 'deny') {
       return this.result(task, turn, call, { ok: false, content: toolError(pre.reason ?? 'denied', pre.remediation, pre.suggestedTool) });
     }
     let extra: string[] = pre.additionalContext ?? [];
     if (pre.decision === 'ask') {
-      const answer = await this.options.ask({ kind: valid.name === 'scope_expansion_request' ? 'scope_expansion' : 'tool_call', sessionId: this.sessionId, taskId: task.id, tool: call.name, input, reason: pre.reason ?? '' });
+      // A Pending (issue 7): whatever answers it, its reason or note is what the model is told.
+      const expansion = valid.name === 'scope_expansion_request';
+      const a = input as { intent_id?: string; paths?: string[]; justification?: string };
+      const answer = await this.options.ask({
+        kind: expansion ? 'scope_expansion' : 'tool_call',
+        sessionId: this.sessionId,
+        taskId: task.id,
+        tool: call.name,
+        input,
+        reason: pre.reason ?? '',
+        triggeredBy: asker(pre),
+        subject: expansion
+          ? { intent_id: a.intent_id, paths: a.paths, justification: a.justification }
+          : { tool: call.name, input, paths: paths ?? null, reason: pre.reason ?? '' },
+      });
+      const by = answer.approvedBy ?? 'the reviewer';
       if (!answer.approved) {
-        return this.result(task, turn, call, { ok: false, content: toolError(`rejected by ${answer.approvedBy ?? 'the reviewer'}${answer.reason ? `: ${answer.reason}` : ''}`, 'Take the rejection into account and choose another way.') });
+        return this.result(task, turn, call, { ok: false, content: toolError(`rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}`, 'Take the rejection into account and choose another way.') });
       }
-      if (valid.name === 'scope_expansion_request') {
-        const a = input as { intent_id: string; paths: string[]; justification: string };
+      if (expansion) {
+        // The paths as approved: the decider may have edited them.
+        const edited = answer.subject?.paths;
+        const granted = Array.isArray(edited) && edited.every((p) => typeof p === 'string') ? (edited as string[]) : a.paths ?? [];
         try {
-          this.options.engine.approveScopeExpansion({ sessionId: this.sessionId, intentId: a.intent_id, paths: a.paths, justification: a.justification, approvedBy: answer.approvedBy ?? 'human', save: answer.save });
+          this.options.engine.approveScopeExpansion({ sessionId: this.sessionId, intentId: String(a.intent_id), paths: granted, justification: String(a.justification ?? ''), approvedBy: answer.approvedBy ?? 'human', save: answer.save });
         } catch (e) {
           return this.result(task, turn, call, { ok: false, content: toolError(`the expansion could not be granted: ${(e as Error).message}`) });
         }
-        return this.result(task, turn, call, { ok: true, content: `approved by ${answer.approvedBy ?? 'human'}: ${a.paths.join(', ')} added to the scope of ${a.intent_id}${answer.save ? ' and saved to active_intents.yaml' : ''}` });
+        const note = answer.note ? `\nnote from ${by}: ${answer.note}` : '';
+        return this.result(task, turn, call, { ok: true, content: `approved by ${answer.approvedBy ?? 'human'}: ${granted.join(', ')} added to the scope of ${a.intent_id}${answer.save ? ' and saved to active_intents.yaml' : ''}${note}` });
       }
-      extra = [...extra, `approved by ${answer.approvedBy ?? 'human'}`];
+      if (answer.input) {
+        // `modify`: the decider's input runs instead, but only after the chain allowed it too.
+        const changed = await this.judgeModified(task, turn, call, answer.input);
+        if (typeof changed === 'string') return this.result(task, turn, call, { ok: false, content: changed });
+        input = changed;
+        paths = writePaths(valid.name, changed);
+        extra = [...extra, `modified by ${by} before it ran; what ran: ${JSON.stringify(changed)}${answer.note ? `\nnote from ${by}: ${answer.note}` : ''}`];
+      } else {
+        extra = [...extra, `approved by ${answer.approvedBy ?? 'human'}${answer.note ? `: ${answer.note}` : ''}`];
+      }
     }
     let outcome: ToolOutcome;
     try {
@@ -379,6 +462,50 @@ export class AgentRuntime {
     const context = [...extra, ...(post.additionalContext ?? [])];
     if (context.length) outcome = { ...outcome, content: `${outcome.content}\n\n${context.join('\n')}` };
     return this.result(task, turn, call, outcome);
+  }
+
+  /** A `modify`'s input, validated and judged like the model's own (PreToolUse): the decider may not
+   *  run what the chain would refuse. Returns the input to run, or the tool error to answer. */
+  private async judgeModified(task: Task, turn: number, call: ToolCall, modified: Record<string, unknown>): Promise<Record<string, unknown> | string> {
+    const valid = validateToolCall(call.name, JSON.stringify(modified));
+    if (!valid.ok) return toolError(`the modified call is invalid: ${valid.error}`);
+    const again = await this.judge(this.event('PreToolUse', task, { tool: call.name, input: valid.args, paths: writePaths(valid.name, valid.args), turn }));
+    if (again.decision === 'deny') return toolError(`the modified call was denied: ${again.reason ?? 'denied'}`, again.remediation, again.suggestedTool);
+    // An `ask` again is answered: a decider wrote this input.
+    return (again.modified as Record<string, unknown> | undefined) ?? valid.args;
+  }
+
+  /** A completion still refused after the bounded rounds: a `submit` Pending decides. `override`
+   *  accepts it, `retry` gives the model another round with the guidance, `reject` ends the task. */
+  private async settleSubmit(task: Task, turn: number, call: ToolCall, refused: ToolOutcome, rounds: number): Promise<{ outcome: ToolOutcome; done?: { status: TaskStatus; summary?: string } }> {
+    const submit = refused.submit ?? { result: '', failures: [] };
+    const answer = await this.options.ask({
+      kind: 'submit',
+      sessionId: this.sessionId,
+      taskId: task.id,
+      tool: call.name,
+      input: { result: submit.result },
+      reason: submit.failures.map((f) => `${f.hook}: ${f.reason}`).join('; '),
+      triggeredBy: submit.failures[0]?.hook ?? 'BeforeSubmit',
+      subject: { result: submit.result, failures: submit.failures },
+    });
+    const by = answer.approvedBy ?? 'the reviewer';
+    if (answer.approved && answer.overridden) {
+      await this.lifecycle('AfterSubmit', task, { result: submit.result }, turn);
+      const content = `${submit.result}\n\naccepted by ${by} despite the failed checks${answer.reason ? `: ${answer.reason}` : ''}`;
+      return { outcome: this.result(task, turn, call, { ok: true, completed: true, content }) };
+    }
+    if (answer.retry) {
+      const guidance = answer.retry.guidance ? `: ${answer.retry.guidance}` : '';
+      const content = toolError(`the completion was not accepted; ${by} gives you another round${guidance}`, 'Fix what failed, then call attempt_completion again.');
+      return { outcome: this.result(task, turn, call, { ok: false, content }) };
+    }
+    const content = toolError(`the completion was rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}`);
+    this.result(task, turn, call, { ok: false, content });
+    return {
+      outcome: { ok: false, content },
+      done: { status: 'rejected', summary: `the completion was refused ${rounds} times: ${refused.content}; rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}` },
+    };
   }
 
   private result(task: Task, turn: number, call: ToolCall, outcome: ToolOutcome): ToolOutcome {
@@ -436,26 +563,56 @@ export class AgentRuntime {
     const verdict = await this.lifecycle('PlanSubmit', task, input, turn);
     if (!verdict || verdict.decision === 'deny') return { ok: false, content: toolError(verdict?.reason ?? 'the plan was refused', verdict?.remediation) };
     let plan = (verdict.modified as typeof input | undefined) ?? input;
+    let note = '';
     if (verdict.decision === 'ask') {
-      const answer = await this.options.ask({ kind: 'plan', sessionId: this.sessionId, taskId: task.id, tool: 'submit_plan', input: plan, reason: verdict.reason ?? '' });
-      if (!answer.approved) return { ok: false, content: toolError(`the plan was rejected${answer.reason ? `: ${answer.reason}` : ''}`) };
+      const answer = await this.options.ask({
+        kind: 'plan',
+        sessionId: this.sessionId,
+        taskId: task.id,
+        tool: 'submit_plan',
+        input: plan,
+        reason: verdict.reason ?? '',
+        triggeredBy: asker(verdict),
+        subject: { title: plan.title ?? null, tasks: (plan.tasks ?? []).map((t) => ({ prompt: t.prompt, title: t.title ?? null })) },
+      });
+      const by = answer.approvedBy ?? 'the reviewer';
+      if (!answer.approved) return { ok: false, content: toolError(`the plan was rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}`, 'Take the rejection into account: submit another plan, or do the work without one.') };
+      // The tasks as approved: the decider may have edited them.
+      const edited = answer.subject?.tasks;
+      if (Array.isArray(edited) && edited.length && edited.every((t) => t && typeof (t as { prompt?: unknown }).prompt === 'string')) {
+        plan = { ...plan, tasks: (edited as Array<{ prompt: string; title?: string | null }>).map((t) => ({ prompt: t.prompt, title: t.title ?? undefined })) };
+        note += `\nthe tasks were edited by ${by}: ${plan.tasks.map((t) => t.prompt).join(' | ')}`;
+      }
+      if (answer.note) note += `\nnote from ${by}: ${answer.note}`;
     }
     if (!Array.isArray(plan.tasks)) plan = input;
     const id = randomUUID();
     const queued = plan.tasks.map((t) => ({ prompt: t.prompt, title: t.title, planId: id, taskType: task.taskType, id: randomUUID() }));
     this.plans.set(id, { id, title: plan.title, open: new Set(queued.map((t) => t.id)) });
     this.queue.push(...queued);
-    return { ok: true, content: `plan accepted: ${queued.length} task${queued.length === 1 ? '' : 's'} queued after this one` };
+    return { ok: true, content: `plan accepted: ${queued.length} task${queued.length === 1 ? '' : 's'} queued after this one${note}` };
   }
 
   private async complete(task: Task, turn: number, input: { result: string }): Promise<ToolOutcome> {
     const verdict = await this.lifecycle('BeforeSubmit', task, input, turn);
     if (verdict && verdict.decision !== 'allow') {
-      return { ok: false, submitRejected: true, content: toolError(`the completion was not accepted: ${verdict.reason ?? verdict.decision}`, verdict.remediation ?? 'Fix what failed, then call attempt_completion again.') };
+      const failing = (verdict.outcomes ?? []).filter((o) => o.outcome !== 'allow' && o.outcome !== 'modify');
+      const failures = (failing.length ? failing : [{ hook: 'BeforeSubmit', error: undefined }]).map((o) => ({ hook: o.hook, reason: o.error ?? verdict.reason ?? verdict.decision, output: null }));
+      return {
+        ok: false,
+        submitRejected: true,
+        submit: { result: input.result, failures },
+        content: toolError(`the completion was not accepted: ${verdict.reason ?? verdict.decision}`, verdict.remediation ?? 'Fix what failed, then call attempt_completion again.'),
+      };
     }
     await this.lifecycle('AfterSubmit', task, input, turn);
     return { ok: true, completed: true, content: input.result };
   }
+}
+
+/** The hook whose `ask` escalated an evaluation (the Pending's `triggered_by`). */
+function asker(evaluation: Evaluation): string {
+  return (evaluation.outcomes ?? []).find((o) => o.outcome === 'ask')?.hook ?? 'chain';
 }
 
 /** The structured error a refused or failed tool call returns to the model. */

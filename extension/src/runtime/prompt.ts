@@ -58,8 +58,9 @@ export interface AssembleInput {
   intentContext?: string;
   provider: ModelProvider;
   compactor?: Compactor;
-  /** Fires PreCompact with the proposal; false keeps the conversation as it is. */
-  onCompact(proposal: Proposal): Promise<boolean>;
+  /** Fires PreCompact with the proposal; false keeps the conversation as it is; a summary replaces
+   *  the proposed one (a reviewer edited it). */
+  onCompact(proposal: Proposal): Promise<boolean | { summary: string }>;
   onCompacted(c: { beforeTokens: number; afterTokens: number; dropped: number; summarized: number }): void;
 }
 
@@ -158,9 +159,11 @@ export async function assemblePrompt(input: AssembleInput): Promise<Prompt> {
   const dropped = actions.filter((a) => a === 'drop').length + (taskKept ? 0 : 1);
   const summary = summarized.length ? summarize(summarized) : '';
   const proposal: Proposal = { before_tokens: total, after_tokens: plan.after, budget, dropped_turns: dropped, summarized_turns: summarized.length, summary };
-  if (!(await input.onCompact(proposal))) return prompt;
+  const verdict = await input.onCompact(proposal);
+  if (!verdict) return prompt;
   const messages: ChatMessage[] = taskKept && task ? [task] : [];
-  if (summary) messages.push({ role: 'user', content: summary });
+  const shown = typeof verdict === 'object' ? verdict.summary : summary;
+  if (shown) messages.push({ role: 'user', content: shown });
   turns.forEach((t, i) => {
     if (actions[i] === 'keep') messages.push(...t);
   });

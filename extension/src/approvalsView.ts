@@ -1,0 +1,162 @@
+// Approvals in VS Code: owns the broker (approvals/broker.ts) of the open workspace's engine, announces
+// a Pending that waits for the human (a notification with an Open action while the sidebar is
+// hidden, `chokepoint.approvals.notify`), gives the sidebar the open Pendings with their write
+// previews, applies the human's decisions, and keeps the handlers registered through the extension
+// API across engines. The sidebar (sidebar.ts) renders; this decides nothing itself.
+import * as vscode from 'vscode';
+import type { PendingView } from '../../protocol/messages';
+import { ApprovalBroker, type ApprovalHandler } from './approvals/broker';
+import { previewOf } from './approvals/preview';
+import type { ApprovalsEngine, PendingDict, PendingKind } from './approvals/types';
+import type { EngineHost } from './engineHost';
+import type { Log } from './log';
+import type { AskAnswer, AskRequest } from './runtime/loop';
+import type { ModelProvider } from './runtime/types';
+
+export class ApprovalsHost implements vscode.Disposable {
+  private broker: ApprovalBroker | undefined;
+  private brokerEngine: unknown;
+  private readonly changed = new vscode.EventEmitter<void>();
+  /** Fires when a Pending opens, is edited or is decided. */
+  readonly onDidChange = this.changed.event;
+  /** The API's handlers, registered again on a new engine. */
+  private readonly handlers = new Map<string, { kind: PendingKind | '*'; handler: ApprovalHandler; registration?: { dispose(): void } }>();
+  /** Whether the human sees the Approvals section now (the sidebar answers). */
+  isVisible: () => boolean = () => false;
+
+  constructor(
+    private readonly engine: EngineHost,
+    private readonly log: Log,
+    private readonly providerFor: (modelId: string) => Promise<ModelProvider>,
+  ) {}
+
+  /** The engine keeps Pendings (it loaded, and its binding has them). */
+  get available(): boolean {
+    return this.current() !== undefined;
+  }
+
+  private current(): ApprovalBroker | undefined {
+    const engine = this.engine.nativeEngine as unknown as ApprovalsEngine | undefined;
+    if (!engine || typeof engine.openPending !== 'function') return undefined;
+    if (this.brokerEngine !== engine) {
+      this.brokerEngine = engine;
+      this.broker = new ApprovalBroker({ engine, log: this.log, human: { arrived: (p) => this.arrived(p) }, providerFor: this.providerFor });
+      this.broker.onChange(() => this.changed.fire());
+      for (const [name, h] of this.handlers) h.registration = this.broker.registerHandler(h.kind, name, h.handler);
+    }
+    return this.broker;
+  }
+
+  /** The runtime's ask, through a Pending. Without Pendings nothing may be approved: the ask is refused. */
+  ask(request: AskRequest): Promise<AskAnswer> {
+    const broker = this.current();
+    if (!broker) return Promise.resolve({ approved: false, reason: 'approvals are not available: the engine did not load, or its binding keeps no Pendings', approvedBy: 'chokepoint' });
+    return broker.ask(request);
+  }
+
+  list(): PendingDict[] {
+    try {
+      return this.current()?.list() ?? [];
+    } catch (e) {
+      this.log.error(`the open approvals could not be listed: ${(e as Error).message}`);
+      return [];
+    }
+  }
+
+  /** The open Pendings as the sidebar shows them. */
+  views(): PendingView[] {
+    const root = this.engine.state.status === 'ready' ? this.engine.state.workspaceRoot : undefined;
+    return this.list().map((p) => ({
+      id: p.id,
+      kind: p.kind,
+      createdAt: p.created_at,
+      triggeredBy: p.triggered_by,
+      route: p.route,
+      subject: p.subject ?? {},
+      actions: p.actions,
+      preview: root ? previewOf(root, p) : null,
+    }));
+  }
+
+  /** A decision of the human (the sidebar, the API). A refusal is returned, not thrown. */
+  decide(id: string, decision: { action: string } & Record<string, unknown>, by = 'human'): { ok: true; effect: string } | { ok: false; error: string } {
+    const broker = this.current();
+    if (!broker) return { ok: false, error: 'approvals are not available' };
+    try {
+      return { ok: true, effect: broker.decide(id, decision, by).effect };
+    } catch (e) {
+      return { ok: false, error: (e as Error).message };
+    }
+  }
+
+  registerHandler(kind: PendingKind | '*', name: string, handler: ApprovalHandler): vscode.Disposable {
+    for (const [n, h] of this.handlers) {
+      if (h.kind === kind) {
+        h.registration?.dispose();
+        this.handlers.delete(n);
+      }
+    }
+    const entry: { kind: PendingKind | '*'; handler: ApprovalHandler; registration?: { dispose(): void } } = { kind, handler };
+    this.handlers.set(name, entry);
+    entry.registration = this.current()?.registerHandler(kind, name, handler);
+    return new vscode.Disposable(() => {
+      if (this.handlers.get(name) !== entry) return;
+      this.handlers.delete(name);
+      entry.registration?.dispose();
+    });
+  }
+
+  /** Rejects what a stopped task still waits for. */
+  cancelSession(sessionId: string, reason: string): void {
+    try {
+      this.current()?.cancelSession(sessionId, reason);
+    } catch (e) {
+      this.log.warn(`the approvals of the stopped task could not be withdrawn: ${(e as Error).message}`);
+    }
+  }
+
+  private arrived(p: PendingDict): void {
+    this.log.info(`approval ${p.id} (${p.kind}, asked by ${p.triggered_by}) waits for the human: ${describeShort(p)}`);
+    if (this.isVisible() || !vscode.workspace.getConfiguration('chokepoint.approvals').get<boolean>('notify', true)) return;
+    void vscode.window.showInformationMessage(`Chokepoint: the agent waits for your approval: ${describeShort(p)}`, 'Open').then((pick) => {
+      if (pick === 'Open') void vscode.commands.executeCommand('chokepoint.sidebar.focus');
+    });
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+}
+
+/** One line about a Pending: what the agent wants. */
+export function describeShort(p: PendingDict): string {
+  const s = p.subject as Record<string, unknown>;
+  const list = (v: unknown) => (Array.isArray(v) ? v.map(String).join(', ') : '');
+  switch (p.kind) {
+    case 'tool_call': {
+      const input = s.input as { path?: unknown; command?: unknown } | undefined;
+      return `${String(s.tool)}${input?.path ? ` ${String(input.path)}` : input?.command ? ` \`${String(input.command)}\`` : ''}`;
+    }
+    case 'scope_expansion':
+      return `write ${list(s.paths)} for ${String(s.intent_id)}`;
+    case 'plan':
+      return `a plan of ${Array.isArray(s.tasks) ? s.tasks.length : 0} task(s)`;
+    case 'compaction':
+      return 'a compaction of the conversation';
+    case 'submit':
+      return 'a completion the checks still refuse';
+  }
+}
+
+/** An approver's yes or no (the API's `setApprover`) as a decision of the Pending's kind. */
+export function decisionOf(answer: AskAnswer, kind: PendingKind): { action: string } & Record<string, unknown> {
+  const note = answer.note ? { note: answer.note } : {};
+  if (answer.approved) {
+    if (kind === 'submit') return { action: 'override', reason: answer.reason || 'accepted by the approver' };
+    if (answer.input && kind === 'tool_call') return { action: 'modify', input: answer.input, ...note };
+    if (kind === 'scope_expansion' && answer.save) return { action: 'approve_and_save', ...note };
+    return { action: 'approve', ...note };
+  }
+  if (answer.retry && kind === 'submit') return { action: 'retry', ...(answer.retry.guidance ? { guidance: answer.retry.guidance } : {}) };
+  return { action: 'reject', reason: answer.reason || 'rejected by the approver' };
+}
