@@ -59,6 +59,12 @@ export declare class Engine {
    * Pending times out at its deadline.
    */
   noteUnresolved(id: string, handler: string): string
+  /**
+   * Hands an open Pending to another route (`human`, `reviewer`, a handler's name), recording
+   * `note` (the reviewer's reasoning) in the trace; listeners hear of it. Refused (`EREFUSED`) for
+   * a decided Pending or an automatic route.
+   */
+  escalatePending(id: string, to: string, note: string): PendingDict
   /** The approvals settings in effect. */
   approvalsConfig(): ApprovalsConfig
   /** Calls `cb` on the JavaScript thread for every open, edit and decision (timeouts included). */

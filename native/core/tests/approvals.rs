@@ -1018,6 +1018,39 @@ fn listeners_hear_every_open_edit_and_decision_in_order() {
     );
 }
 
+#[test]
+fn an_escalated_pending_changes_route_is_heard_and_recorded_with_its_note() {
+    let (ws, engine) = governed("version: 1\napprovals:\n  default: reviewer\n  reviewer: { model: scripted:reviewer }\n");
+    let approvals = engine.approvals();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let into = Arc::clone(&heard);
+    approvals.on_change(Arc::new(move |p: &PendingDict| into.lock().unwrap().push(format!("{} {}", p.status.as_str(), p.route))));
+    let opened = approvals.open(OpenRequest::new(PendingKind::ToolCall, subject(PendingKind::ToolCall), "gatekeeper")).unwrap();
+    assert_eq!(opened.pending.route.to_string(), "reviewer");
+    let id = opened.pending.id;
+    // Nobody would answer on an automatic route.
+    for to in ["auto-approve", "auto-deny"] {
+        assert!(approvals.escalate(&id, to, "x").unwrap_err().is_refusal(), "{to}");
+    }
+    let escalated = approvals.escalate(&id, "human", "it rewrites the whole login module").unwrap();
+    assert_eq!((escalated.route.to_string(), escalated.status.as_str()), ("human".to_owned(), "open"));
+    approvals.apply_decision(&id, &json!({ "action": "reject", "reason": "split it" }), "human").unwrap();
+    assert!(approvals.escalate(&id, "human", "late").unwrap_err().is_refusal(), "a decided pending stays decided");
+    assert_eq!(*heard.lock().unwrap(), ["open reviewer", "open human", "rejected human"]);
+    engine.tracer().flush().unwrap();
+    let phases: Vec<(String, String)> = approval_records(&ws)
+        .iter()
+        .map(|r| {
+            let d = r.data.as_ref().unwrap();
+            (d["phase"].as_str().unwrap().to_owned(), d["note"].as_str().unwrap_or("-").to_owned())
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        [("open".into(), "-".into()), ("escalation".into(), "it rewrites the whole login module".into()), ("decision".into(), "-".into())]
+    );
+}
+
 // ---- the engine: configuration and the ledger ---------------------------------------------------
 
 fn governed(hooks: &str) -> (tempfile::TempDir, Engine) {

@@ -391,6 +391,18 @@ impl Engine {
             .map_err(error)
     }
 
+    /// Hands an open Pending to another route (`human`, `reviewer`, a handler's name), recording
+    /// `note` (the reviewer's reasoning) in the trace; listeners hear of it. Refused (`EREFUSED`) for
+    /// a decided Pending or an automatic route.
+    #[napi(catch_unwind)]
+    pub fn escalate_pending(&self, id: String, to: String, note: String) -> Result<JsPendingDict, Code> {
+        self.inner
+            .approvals()
+            .escalate(&id, &to, &note)
+            .map(JsPendingDict::from)
+            .map_err(error)
+    }
+
     /// The approvals settings in effect.
     #[napi(catch_unwind)]
     pub fn approvals_config(&self) -> JsApprovalsConfig {

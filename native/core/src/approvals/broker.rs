@@ -192,6 +192,7 @@ enum Happened {
     Edited(PendingDict, String),
     Decided(PendingDict),
     Warned(PendingDict, String),
+    Escalated(PendingDict, String),
 }
 
 impl Default for Approvals {
@@ -483,6 +484,38 @@ impl Approvals {
         Ok(warning)
     }
 
+    /// Hands the open Pending `id` to another route (`human`, `reviewer` or a host handler): the
+    /// reviewer's escalation when it would reject, or cannot decide, and `escalate_on` says so. Its
+    /// deadline stays; the listeners hear of it (the human's view shows it) and the trace records the
+    /// note (the reviewer's reasoning). An automatic route or the caller is refused: nobody would
+    /// answer there.
+    pub fn escalate(&self, id: &str, to: &str, note: &str) -> Result<PendingDict, ApprovalError> {
+        let route = Route::from_handler(to);
+        if !matches!(route, Route::Human | Route::Reviewer | Route::Handler(_)) {
+            return Err(ApprovalError::BadArguments {
+                action: "escalate".to_owned(),
+                message: format!("a pending can be handed to `human`, `reviewer` or a handler, not to `{to}`"),
+            });
+        }
+        let mut state = self.inner.lock();
+        let entry = state
+            .entries
+            .get_mut(id)
+            .ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
+        if !entry.pending.is_open() {
+            return Err(ApprovalError::NotOpen {
+                id: id.to_owned(),
+                status: entry.pending.status.as_str(),
+            });
+        }
+        entry.pending.route = route;
+        let dict = entry.pending.to_dict();
+        drop(state);
+        self.inner
+            .after(vec![Happened::Escalated(dict.clone(), note.to_owned())]);
+        Ok(dict)
+    }
+
     /// [`super::pending::auto_retry`] on the Pending `id` of this registry: its edits are recorded
     /// and told to the listeners like any other.
     pub fn auto_retry(
@@ -669,6 +702,7 @@ impl Inner {
                 Happened::Edited(d, action) => (d, Phase::Edit, Some(action.as_str()), None),
                 Happened::Decided(d) => (d, Phase::Decision, None, None),
                 Happened::Warned(d, warning) => (d, Phase::Warning, None, Some(warning.as_str())),
+                Happened::Escalated(d, note) => (d, Phase::Escalation, Some("escalate"), Some(note.as_str())),
             };
             if let Some(sink) = &self.sink {
                 guarded(&|| sink(approval_record(phase, dict, action, warning), phase));

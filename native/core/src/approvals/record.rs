@@ -1,7 +1,8 @@
 //! The trace of Pendings: the ledger record (`RecordKind::Approval`) of each thing that happens to
 //! one. A Pending leaves at least two: `open` and its outcome (`decision`, which covers timeouts and
 //! the automatic routes); `edit` for each change of its subject and `warning` for a handler that
-//! returned without deciding come in between. The subject itself is not kept in the ledger (it may
+//! returned without deciding, and `escalation` for a Pending handed to another route (the reviewer
+//! to the human, with its reasoning), come in between. The subject itself is not kept in the ledger (it may
 //! hold file contents), only its digest, as for tool inputs.
 
 use super::pending::PendingDict;
@@ -15,6 +16,7 @@ pub enum Phase {
     Edit,
     Decision,
     Warning,
+    Escalation,
 }
 
 impl Phase {
@@ -24,6 +26,7 @@ impl Phase {
             Phase::Edit => "edit",
             Phase::Decision => "decision",
             Phase::Warning => "warning",
+            Phase::Escalation => "escalation",
         }
     }
 
@@ -34,13 +37,19 @@ impl Phase {
     }
 }
 
-/// The record of `phase` for `pending` as it is now; `action` names the edit, `warning` the text.
+/// The record of `phase` for `pending` as it is now; `action` names the edit; `text` is a warning's
+/// text, or an escalation's note.
 pub fn approval_record(
     phase: Phase,
     pending: &PendingDict,
     action: Option<&str>,
-    warning: Option<&str>,
+    text: Option<&str>,
 ) -> Record {
+    let (warning, escalation_note) = match phase {
+        Phase::Warning => (text, None),
+        Phase::Escalation => (None, text),
+        _ => (None, None),
+    };
     let mut record = Record::new(RecordKind::Approval);
     record.session = pending.session_id.clone();
     record.task = pending.task_id.clone();
@@ -69,7 +78,7 @@ pub fn approval_record(
         "action": action.or(decision.map(|d| d.action.as_str())),
         "decided_by": decision.map(|d| d.by.as_str()),
         "reason": decision.and_then(|d| d.reason.as_deref()),
-        "note": decision.and_then(|d| d.note.as_deref()),
+        "note": escalation_note.or(decision.and_then(|d| d.note.as_deref())),
         "save": decision.is_some_and(|d| d.save),
         "warning": warning,
     }));
