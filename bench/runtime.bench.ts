@@ -1,7 +1,7 @@
 // The runtime's own cost per tool call: the same tool loop with the engine at the chokepoint
 // (`runtime.tool_call`: five chain evaluations per call — TurnStart, TurnPrepare, PreToolUse,
-// PostToolUse, TurnEnd — and their trace records, the two around the tool durable before the loop
-// goes on) and with the engine bypassed (`runtime.tool_call.bypass`). The model answers in-process,
+// PostToolUse, TurnEnd — and their trace records, all made durable by one sync: PreToolUse's, before
+// the tool runs, which covers the previous call's result and this turn's records) and with the engine bypassed (`runtime.tool_call.bypass`). The model answers in-process,
 // at once, so what is timed is the loop; each call writes a small file inside the intent's scope.
 // Prints one JSON object per figure for scripts/bench.js (bundled by it with esbuild).
 import * as fs from 'fs';

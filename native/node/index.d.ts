@@ -93,9 +93,9 @@ export declare class Engine {
    * Runs the event's chain with every kind of hook (commands, builtins, host hooks) and resolves
    * with the decision. Hooks failing is data in the result, never a rejection.
    *
-   * A chain of native hooks only is judged at once, on the calling thread, and the promise settles
-   * when the event's trace record is durable (straight from the ledger's syncer thread); other
-   * chains run on the binding's async runtime.
+   * A chain of native hooks only is judged at once, on the calling thread: the promise comes back
+   * resolved when the event's record needs no sync, else it settles when the record is durable
+   * (straight from the ledger's syncer thread); other chains run on the binding's async runtime.
    */
   evaluateAsync(event: Event, options?: EvaluateOptions | undefined | null): Promise<Evaluation>
   /**

@@ -111,7 +111,7 @@ test('traceBlame throws a clear error for a bad path or line', async () => {
   assert.throws(() => engine.traceBlame('src/auth/missing.js', 1), /reading .*missing\.js failed/);
 });
 
-test('a gate settles once its record is in the ledger, and the records before it are written with it, in order', async () => {
+test('a gate settles once its record is in the ledger, and the records before it (a turn, a tool result) are written with it, in order', async () => {
   const dir = sampleWorkspace();
   const engine = binding.Engine.open(dir);
   const ledger = path.join(dir, '.orchestration/agent_trace.jsonl');
@@ -123,6 +123,11 @@ test('a gate settles once its record is in the ledger, and the records before it
   assert.strictEqual(gate.decision, 'allow');
   // No flush: the gate's promise settled after its sync, which covered the turn's record too.
   assert.deepStrictEqual(lines().map((r) => `${r.seq} ${r.event}`), ['1 TurnStart', '2 PreToolUse']);
+  // A tool's result is reported at once; its record is durable before the next action is allowed.
+  await engine.evaluateAsync({ event: 'PostToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-001', result: { output: 'ok' } }, sessionId: 'S' });
+  const next = await engine.evaluateAsync({ event: 'PreToolUse', tool: 'read_file', input: { path: 'README.md' }, sessionId: 'S' });
+  assert.strictEqual(next.decision, 'allow');
+  assert.deepStrictEqual(lines().map((r) => `${r.seq} ${r.event}`), ['1 TurnStart', '2 PreToolUse', '3 PostToolUse', '4 PreToolUse']);
 });
 
 test('a PreToolUse that cannot be recorded is denied, on the fast path and on the asynchronous one', async () => {

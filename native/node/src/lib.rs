@@ -25,6 +25,14 @@ pub fn version() -> &'static str {
     core::VERSION
 }
 
+/// Where an `evaluateAsync` stands: judged and settled before the call returned, or awaited through
+/// a deferred that whoever settles later resolves.
+enum Settling {
+    Judging,
+    Waiting(napi::JsDeferred<JsEvaluation, Box<dyn FnOnce(Env) -> Result<JsEvaluation> + Send>>),
+    Done(core::Evaluation),
+}
+
 /// Does nothing. The baseline of the binding benchmarks: the cost of crossing napi and no more.
 #[napi]
 pub fn noop() {}
@@ -166,21 +174,44 @@ impl Engine {
     /// Runs the event's chain with every kind of hook (commands, builtins, host hooks) and resolves
     /// with the decision. Hooks failing is data in the result, never a rejection.
     ///
-    /// A chain of native hooks only is judged at once, on the calling thread, and the promise settles
-    /// when the event's trace record is durable (straight from the ledger's syncer thread); other
-    /// chains run on the binding's async runtime.
+    /// A chain of native hooks only is judged at once, on the calling thread: the promise comes back
+    /// resolved when the event's record needs no sync, else it settles when the record is durable
+    /// (straight from the ledger's syncer thread); other chains run on the binding's async runtime.
     #[napi(catch_unwind, ts_return_type = "Promise<Evaluation>")]
-    pub fn evaluate_async<'env>(&self, env: &'env Env, event: JsEvent, options: Option<JsEvaluateOptions>) -> Result<Object<'env>> {
+    pub fn evaluate_async<'env>(&self, env: &'env Env, event: JsEvent, options: Option<JsEvaluateOptions>) -> Result<PromiseRaw<'env, JsEvaluation>> {
         let event = event.try_into_core()?;
         let detail = convert::Detail::from_options(options)?;
-        let (deferred, promise) = env.create_deferred()?;
-        let settle = move |evaluation| deferred.resolve(move |_| Ok(JsEvaluation::from_core(evaluation, detail)));
+        // Who settles first decides how: an evaluation ready before this call returns becomes an
+        // already resolved promise (no round trip through the event loop); a later one resolves the
+        // deferred this call leaves behind.
+        let state = Arc::new(std::sync::Mutex::new(Settling::Judging));
+        let settle = {
+            let state = Arc::clone(&state);
+            move |evaluation: core::Evaluation| {
+                let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+                match std::mem::replace(&mut *s, Settling::Judging) {
+                    Settling::Waiting(deferred) => {
+                        drop(s);
+                        deferred.resolve(Box::new(move |_| Ok(JsEvaluation::from_core(evaluation, detail))));
+                    }
+                    _ => *s = Settling::Done(evaluation),
+                }
+            }
+        };
         if let Err(back) = self.inner.evaluate_then(event, settle) {
             let (event, settle) = *back;
             let (engine, host) = (self.inner.clone(), self.host.clone());
             spawn(async move { settle(engine.evaluate_async(event, Some(host as Arc<dyn core::HostHooks>)).await) });
         }
-        Ok(promise)
+        let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+        match std::mem::replace(&mut *s, Settling::Judging) {
+            Settling::Done(evaluation) => PromiseRaw::resolve(env, JsEvaluation::from_core(evaluation, detail)),
+            _ => {
+                let (deferred, promise) = env.create_deferred()?;
+                *s = Settling::Waiting(deferred);
+                Ok(PromiseRaw::new(env.raw(), promise.raw()))
+            }
+        }
     }
 
     /// Registers an async JavaScript function as a hook: `async (event) => answer`. It runs in
