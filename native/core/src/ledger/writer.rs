@@ -8,7 +8,9 @@
 //!   record queued since its last write and writes them in one `write`, and a syncer thread covers
 //!   every batch written since its last sync with one sync, then acknowledges them. The two overlap:
 //!   while a sync runs, the writer chains, hashes and writes the next batch, so the serial path of a
-//!   record is its share of one sync. Producers (agents' hooks, the CLI, the engine's threads)
+//!   record is its share of one sync. When nothing is in flight and nothing else is queued (one agent,
+//!   one gate at a time), the writer thread syncs and acknowledges the batch itself: one hand-off
+//!   between threads fewer on the path of a gate. Producers (agents' hooks, the CLI, the engine's threads)
 //!   serialise their record themselves, then block on their ticket or enqueue without blocking and
 //!   await durability later ([`Ledger::flush`]). Dedicated threads rather than a leader chosen among
 //!   the producers, so that records enqueued by a producer that never waits are still written
@@ -39,7 +41,7 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -259,6 +261,8 @@ struct Shared {
     wake_writer: Condvar,
     settled: Condvar,
     batches: AtomicU64,
+    /// Batches handed to the syncer thread and not yet settled by it.
+    staged: AtomicUsize,
     records: AtomicU64,
     durable_seq: AtomicU64,
     /// Set by the syncer when a sync fails; the writer then refuses further batches.
@@ -337,13 +341,14 @@ impl Ledger {
             wake_writer: Condvar::new(),
             settled: Condvar::new(),
             batches: AtomicU64::new(0),
+            staged: AtomicUsize::new(0),
             records: AtomicU64::new(0),
             durable_seq: AtomicU64::new(0),
             sync_failed: Mutex::new(None),
         });
         // Its own connection: the head is read under the lock by the writer and written after each
         // sync by the syncer.
-        let syncer = Syncer { head: HeadStore::open(&sidecar.state_db())?, ledger: writer.ledger.clone() };
+        let syncer = Syncer { head: HeadStore::open(&sidecar.state_db())?, ledger: writer.ledger.clone(), failed: None };
         let thread = std::thread::Builder::new()
             .name("chokepoint-ledger".into())
             .spawn({
@@ -457,6 +462,7 @@ impl Drop for Ledger {
 /// The writer thread: takes the queue, writes it as one batch and hands it to the syncer thread, until
 /// closed; then waits for the syncer to settle what it was handed.
 fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
+    let syncer = Arc::new(Mutex::new(syncer));
     /// Marks the writer stopped and fails whatever is still queued, also if a bug makes the thread
     /// unwind: producers then get `Closed` instead of waiting forever.
     struct Stop<'a>(&'a Shared);
@@ -476,7 +482,8 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
     let (to_syncer, written) = mpsc::channel::<Stage>();
     let syncing = std::thread::Builder::new().name("chokepoint-ledger-sync".into()).spawn({
         let shared = Arc::clone(shared);
-        move || syncer.run(&shared, &written)
+        let syncer = Arc::clone(&syncer);
+        move || Syncer::run(&syncer, &shared, &written)
     });
     // Without a syncer nothing could be acknowledged: `Stop` fails what is queued.
     let Ok(syncing) = syncing else { return };
@@ -514,7 +521,16 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
         let mut notices = Vec::new();
         let outcome = writer.write(&mut batch, &mut notices, shared);
         let replies = batch.drain(..).map(|pending| pending.reply).collect();
-        if to_syncer.send(Stage { replies, notices, outcome }).is_err() {
+        let stage = Stage { replies, notices, outcome };
+        // Nothing in flight and nothing queued since: settle it here, which spares the record someone
+        // waits for a hand-off to the syncer thread. Otherwise hand it on, so that the next batch is
+        // written while this one syncs (only this thread sends, so `staged` cannot grow meanwhile).
+        if shared.staged.load(Ordering::Acquire) == 0 && shared.lock().pending.is_empty() {
+            syncer.lock().unwrap_or_else(PoisonError::into_inner).settle(shared, vec![stage]);
+            continue;
+        }
+        shared.staged.fetch_add(1, Ordering::AcqRel);
+        if to_syncer.send(stage).is_err() {
             break;
         }
     }
@@ -537,81 +553,90 @@ struct Written {
     now_ms: u64,
 }
 
-/// The syncer thread's own state.
+/// The syncer's state, shared by the syncer thread and the writer thread (which settles a batch
+/// itself when nothing else is in flight).
 struct Syncer {
     head: HeadStore,
     ledger: PathBuf,
+    /// The first sync that failed: everything after it fails too.
+    failed: Option<LedgerError>,
 }
 
 impl Syncer {
-    /// Takes every batch written since the last sync, covers them with one sync, raises the head, then
-    /// settles them in order: the queue's counters first (what a producer can ask once its ticket
-    /// resolves, notices and `flush`, is already there when it does), then the tickets.
-    fn run(mut self, shared: &Shared, written: &Receiver<Stage>) {
-        let mut failed: Option<LedgerError> = None;
+    /// The syncer thread: takes every batch written since the last sync and settles them together.
+    fn run(syncer: &Mutex<Syncer>, shared: &Shared, written: &Receiver<Stage>) {
         while let Ok(first) = written.recv() {
-            let mut stages: Vec<Stage> = std::iter::once(first).chain(written.try_iter()).collect();
-            let mut last: Option<(u64, String, u64)> = None;
-            let mut synced: Vec<Arc<File>> = Vec::new();
-            for stage in &stages {
-                let Ok(batch) = &stage.outcome else { continue };
-                if failed.is_none() && !synced.iter().any(|file| Arc::ptr_eq(file, &batch.file)) {
-                    if let Err(source) = batch.file.sync_data() {
-                        let error = io_error(&self.ledger, "sync")(source);
-                        *shared.sync_failed.lock().unwrap_or_else(PoisonError::into_inner) = Some(error.clone());
-                        failed = Some(error);
-                    }
-                    synced.push(Arc::clone(&batch.file));
+            let stages: Vec<Stage> = std::iter::once(first).chain(written.try_iter()).collect();
+            let count = stages.len();
+            syncer.lock().unwrap_or_else(PoisonError::into_inner).settle(shared, stages);
+            shared.staged.fetch_sub(count, Ordering::AcqRel);
+        }
+    }
+
+    /// Covers `stages` with one sync, raises the head, then settles them in order: the queue's
+    /// counters first (what a producer can ask once its ticket resolves, notices and `flush`, is
+    /// already there when it does), then the tickets.
+    fn settle(&mut self, shared: &Shared, mut stages: Vec<Stage>) {
+        let mut last: Option<(u64, String, u64)> = None;
+        let mut synced: Vec<Arc<File>> = Vec::new();
+        for stage in &stages {
+            let Ok(batch) = &stage.outcome else { continue };
+            if self.failed.is_none() && !synced.iter().any(|file| Arc::ptr_eq(file, &batch.file)) {
+                if let Err(source) = batch.file.sync_data() {
+                    let error = io_error(&self.ledger, "sync")(source);
+                    *shared.sync_failed.lock().unwrap_or_else(PoisonError::into_inner) = Some(error.clone());
+                    self.failed = Some(error);
                 }
-                if let Some(appended) = batch.appended.last() {
-                    last = Some((appended.seq, appended.hash.clone(), batch.now_ms));
-                }
+                synced.push(Arc::clone(&batch.file));
             }
-            if let Some(error) = &failed {
-                // Everything written and not yet acknowledged fails with the sync, also what a later
-                // sync might have covered: Linux reports a lost write once, so no later sync vouches
-                // for it.
-                for stage in &mut stages {
-                    if stage.outcome.is_ok() {
-                        stage.outcome = Err(error.clone());
-                    }
-                }
-            } else if let Some((seq, hash, now)) = last {
-                let records: usize = stages.iter().filter_map(|s| s.outcome.as_ref().ok()).map(|b| b.appended.len()).sum();
-                shared.durable_seq.store(seq, Ordering::Release);
-                shared.batches.fetch_add(1, Ordering::Release);
-                shared.records.fetch_add(records as u64, Ordering::Release);
-                if let Err(error) = self.head.write(seq, &hash, now) {
-                    stages.last_mut().expect("at least one").notices.push(Notice::HeadNotWritten(error));
-                }
+            if let Some(appended) = batch.appended.last() {
+                last = Some((appended.seq, appended.hash.clone(), batch.now_ms));
             }
-            let mut queue = shared.lock();
+        }
+        if let Some(error) = &self.failed {
+            // Everything written and not yet acknowledged fails with the sync, also what a later
+            // sync might have covered: Linux reports a lost write once, so no later sync vouches
+            // for it.
             for stage in &mut stages {
-                if let Err(error) = &stage.outcome
-                    && queue.unreported.is_none()
-                {
-                    let first = queue.settled + 1;
-                    queue.unreported = Some((first, error.clone()));
+                if stage.outcome.is_ok() {
+                    stage.outcome = Err(error.clone());
                 }
-                queue.settled += stage.replies.len() as u64;
-                queue.notices.append(&mut stage.notices);
             }
-            let wake = queue.flush_waiters > 0;
-            drop(queue);
-            if wake {
-                shared.settled.notify_all();
+        } else if let Some((seq, hash, now)) = last {
+            let records: usize = stages.iter().filter_map(|s| s.outcome.as_ref().ok()).map(|b| b.appended.len()).sum();
+            shared.durable_seq.store(seq, Ordering::Release);
+            shared.batches.fetch_add(1, Ordering::Release);
+            shared.records.fetch_add(records as u64, Ordering::Release);
+            if let Err(error) = self.head.write(seq, &hash, now) {
+                stages.last_mut().expect("at least one").notices.push(Notice::HeadNotWritten(error));
             }
-            for stage in stages {
-                match stage.outcome {
-                    Ok(batch) => {
-                        for (reply, appended) in stage.replies.into_iter().zip(batch.appended) {
-                            reply.send(Ok(appended));
-                        }
+        }
+        let mut queue = shared.lock();
+        for stage in &mut stages {
+            if let Err(error) = &stage.outcome
+                && queue.unreported.is_none()
+            {
+                let first = queue.settled + 1;
+                queue.unreported = Some((first, error.clone()));
+            }
+            queue.settled += stage.replies.len() as u64;
+            queue.notices.append(&mut stage.notices);
+        }
+        let wake = queue.flush_waiters > 0;
+        drop(queue);
+        if wake {
+            shared.settled.notify_all();
+        }
+        for stage in stages {
+            match stage.outcome {
+                Ok(batch) => {
+                    for (reply, appended) in stage.replies.into_iter().zip(batch.appended) {
+                        reply.send(Ok(appended));
                     }
-                    Err(error) => {
-                        for reply in stage.replies {
-                            reply.send(Err(error.clone()));
-                        }
+                }
+                Err(error) => {
+                    for reply in stage.replies {
+                        reply.send(Err(error.clone()));
                     }
                 }
             }
