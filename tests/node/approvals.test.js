@@ -3,26 +3,15 @@
 // timeout, its changes pushed to a listener, its outcome told to the policy that triggered it, and
 // every step in the ledger.
 'use strict';
-const { test, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
-const os = require('os');
 const path = require('path');
 
 const ROOT = path.resolve(__dirname, '../..');
 const binding = require(path.join(ROOT, 'native/node'));
-const made = [];
-after(() => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
-
-function sampleWorkspace(approvals = '') {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-approvals-test-'));
-  made.push(dir);
-  fs.cpSync(path.join(ROOT, 'tests/fixtures/sample-workspace'), dir, { recursive: true });
-  fs.mkdirSync(path.join(dir, '.orchestration'));
-  for (const f of ['hooks.yaml', 'active_intents.yaml']) fs.copyFileSync(path.join(ROOT, '.orchestration', f), path.join(dir, '.orchestration', f));
-  if (approvals) fs.appendFileSync(path.join(dir, '.orchestration/hooks.yaml'), approvals);
-  return dir;
-}
+const support = require('../support/workspace');
+const sampleWorkspace = (approvals = '') => support.sampleWorkspace(ROOT, { prefix: 'chokepoint-approvals-test-', appendHooks: approvals });
 
 const toolCall = { tool: 'delete_file', input: { path: 'src/auth/old.js' }, paths: ['src/auth/old.js'], reason: 'deleting needs a human' };
 const scope = { intent_id: 'INT-001', paths: ['src/api/**'], justification: 'the login calls the api' };

@@ -2,27 +2,17 @@
 // synchronous entry, the lock shared with another process (the `chokepoint` CLI), the session's
 // release, and an approved scope expansion.
 'use strict';
-const { test, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert');
 const { execFileSync } = require('child_process');
 const fs = require('fs');
-const os = require('os');
 const path = require('path');
 
 const ROOT = path.resolve(__dirname, '../..');
 const binding = require(path.join(ROOT, 'native/node'));
 const CLI = path.join(ROOT, 'target/release/chokepoint');
-const made = [];
-after(() => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
-
-function sampleWorkspace() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-gate-test-'));
-  made.push(dir);
-  fs.cpSync(path.join(ROOT, 'tests/fixtures/sample-workspace'), dir, { recursive: true });
-  fs.mkdirSync(path.join(dir, '.orchestration'));
-  for (const f of ['hooks.yaml', 'active_intents.yaml']) fs.copyFileSync(path.join(ROOT, '.orchestration', f), path.join(dir, '.orchestration', f));
-  return dir;
-}
+const support = require('../support/workspace');
+const sampleWorkspace = () => support.sampleWorkspace(ROOT, { prefix: 'chokepoint-gate-test-' });
 
 const ctx = (sessionId) => ({ sessionId });
 const select = (engine, sessionId, intent) => engine.evaluate('PreToolUse', 'select_active_intent', null, { intent_id: intent }, ctx(sessionId));

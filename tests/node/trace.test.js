@@ -1,7 +1,7 @@
 // The trace ledger read back through the binding, as the sidebar and the provenance command do:
 // recent records under a filter, and blame of a line found by content after lines moved above it.
 'use strict';
-const { test, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
 const os = require('os');
@@ -9,17 +9,8 @@ const path = require('path');
 
 const ROOT = path.resolve(__dirname, '../..');
 const binding = require(path.join(ROOT, 'native/node'));
-const made = [];
-after(() => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
-
-function sampleWorkspace() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-trace-test-'));
-  made.push(dir);
-  fs.cpSync(path.join(ROOT, 'tests/fixtures/sample-workspace'), dir, { recursive: true });
-  fs.mkdirSync(path.join(dir, '.orchestration'));
-  for (const f of ['hooks.yaml', 'active_intents.yaml']) fs.copyFileSync(path.join(ROOT, '.orchestration', f), path.join(dir, '.orchestration', f));
-  return dir;
-}
+const support = require('../support/workspace');
+const sampleWorkspace = () => support.sampleWorkspace(ROOT, { prefix: 'chokepoint-trace-test-' });
 
 const FILE = 'src/auth/session.js';
 const WRITTEN = 'export function open() {\n  return 1;\n}\n';

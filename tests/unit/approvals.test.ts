@@ -5,8 +5,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
+import * as support from '../support/workspace';
 import { ApprovalBroker, type AskOptions } from '../../extension/src/approvals/broker';
 import type { ApprovalsEngine, PendingDict } from '../../extension/src/approvals/types';
 import { AgentRuntime, type AskRequest, type RuntimeEngine } from '../../extension/src/runtime/loop';
@@ -16,22 +16,12 @@ import type { RuntimeEvent } from '../../extension/src/runtime/types';
 const ROOT = path.resolve(__dirname, '../../..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const binding = require(path.join(ROOT, 'native/node')) as { Engine: { open(root: string): unknown } };
-const made: string[] = [];
 const providers: ScriptedProvider[] = [];
 after(async () => {
   for (const p of providers) await p.close();
-  made.forEach((d) => fs.rmSync(d, { recursive: true, force: true }));
 });
 
-function workspace(hooksYaml: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-approvals-test-'));
-  made.push(dir);
-  fs.cpSync(path.join(ROOT, 'tests/fixtures/sample-workspace'), dir, { recursive: true });
-  fs.mkdirSync(path.join(dir, '.orchestration'));
-  fs.copyFileSync(path.join(ROOT, '.orchestration/active_intents.yaml'), path.join(dir, '.orchestration/active_intents.yaml'));
-  fs.writeFileSync(path.join(dir, '.orchestration/hooks.yaml'), `version: 1\n${hooksYaml}`);
-  return dir;
-}
+const workspace = (hooksYaml: string): string => support.sampleWorkspace(ROOT, { prefix: 'chokepoint-approvals-test-', hooksYaml });
 
 /** A broker on a fresh engine; `human` answers what reaches the human route (or leaves it open). */
 function setup(hooksYaml: string, human: (p: PendingDict, broker: ApprovalBroker) => void = () => {}, scripts: Record<string, Script> = {}) {

@@ -1,10 +1,10 @@
 // The tool loop's rules, each against the real engine with a hooks.yaml of the test's own and the
 // scripted model over real HTTP: what the model is told, how a task ends, which events fire.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
+import * as support from '../support/workspace';
 import { AgentRuntime, type RuntimeEngine, type RuntimeLimits } from '../../extension/src/runtime/loop';
 import { ScriptedProvider, type Script } from '../../extension/src/runtime/providers/scripted';
 import type { RuntimeEvent } from '../../extension/src/runtime/types';
@@ -12,18 +12,7 @@ import type { RuntimeEvent } from '../../extension/src/runtime/types';
 const ROOT = path.resolve(__dirname, '../../..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const binding = require(path.join(ROOT, 'native/node')) as typeof import('../../native/node/index');
-const made: string[] = [];
-after(() => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
-
-function workspace(hooksYaml: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-loop-test-'));
-  made.push(dir);
-  fs.cpSync(path.join(ROOT, 'tests/fixtures/sample-workspace'), dir, { recursive: true });
-  fs.mkdirSync(path.join(dir, '.orchestration'));
-  fs.copyFileSync(path.join(ROOT, '.orchestration/active_intents.yaml'), path.join(dir, '.orchestration/active_intents.yaml'));
-  fs.writeFileSync(path.join(dir, '.orchestration/hooks.yaml'), `version: 1\n${hooksYaml}`);
-  return dir;
-}
+const workspace = (hooksYaml: string): string => support.sampleWorkspace(ROOT, { prefix: 'chokepoint-loop-test-', hooksYaml });
 
 async function run(hooksYaml: string, script: Script, limits: Partial<RuntimeLimits> = {}, prompt = 'do it') {
   const root = workspace(hooksYaml);

@@ -1,10 +1,10 @@
 // The agent runtime end to end in Node: the real engine (the built addon) on a copy of the sample
 // workspace, the scripted model over real HTTP, real files, real processes (the lint hook, the tests).
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
+import * as support from '../support/workspace';
 import { AgentRuntime, type AskRequest, type RuntimeEngine } from '../../extension/src/runtime/loop';
 import { DEMO_FILES, DEMO_PROMPT, DEMO_SCRIPT } from '../../extension/src/runtime/demo';
 import { ScriptedProvider } from '../../extension/src/runtime/providers/scripted';
@@ -16,17 +16,7 @@ const ROOT = path.resolve(__dirname, '../../..');
 delete process.env.NODE_TEST_CONTEXT;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const binding = require(path.join(ROOT, 'native/node')) as typeof import('../../native/node/index');
-const made: string[] = [];
-after(() => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
-
-function sampleWorkspace(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-runtime-test-'));
-  made.push(dir);
-  fs.cpSync(path.join(ROOT, 'tests/fixtures/sample-workspace'), dir, { recursive: true });
-  fs.mkdirSync(path.join(dir, '.orchestration'));
-  for (const f of ['hooks.yaml', 'active_intents.yaml']) fs.copyFileSync(path.join(ROOT, '.orchestration', f), path.join(dir, '.orchestration', f));
-  return dir;
-}
+const sampleWorkspace = (): string => support.sampleWorkspace(ROOT, { prefix: 'chokepoint-runtime-test-' });
 
 async function runDemo(approve: boolean) {
   const root = sampleWorkspace();
