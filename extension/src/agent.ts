@@ -33,7 +33,11 @@ export class AgentHost implements vscode.Disposable {
   private readonly emitter = new vscode.EventEmitter<RuntimeEvent>();
   /** Every runtime event, in order (the task panel renders them, tests assert them). */
   readonly onEvent = this.emitter.event;
-  private readonly disposables: vscode.Disposable[] = [this.emitter];
+  private readonly busyEmitter = new vscode.EventEmitter<boolean>();
+  /** `busy` changed: true when a task starts, false once it and what it queued ended and their trace
+   *  is durable (the task panel shows a run started elsewhere, e.g. the Run Demo Task command). */
+  readonly onDidChangeBusy = this.busyEmitter.event;
+  private readonly disposables: vscode.Disposable[] = [this.emitter, this.busyEmitter];
 
   constructor(
     private readonly engine: EngineHost,
@@ -102,6 +106,7 @@ export class AgentHost implements vscode.Disposable {
       this.logEvent(e);
       this.emitter.fire(e);
     });
+    this.busyEmitter.fire(true);
     try {
       await runtime.run({ prompt });
       await runtime.end();
@@ -113,6 +118,7 @@ export class AgentHost implements vscode.Disposable {
         this.log.error(`the trace of the task could not be made durable: ${(e as Error).message}`);
       }
       await this.closeProvider();
+      this.busyEmitter.fire(false);
     }
   }
 

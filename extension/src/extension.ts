@@ -33,6 +33,8 @@ export interface ChokepointApi {
     runDemo(): Promise<void>;
     stop(): void;
     onEvent: vscode.Event<RuntimeEvent>;
+    /** true when a task starts; false once it ended and its trace is durable. */
+    onDidChangeBusy: vscode.Event<boolean>;
     setApprover(approver: Approver | undefined): void;
   };
   /** Approvals (issue 7): the open Pendings, a decision, and a handler of one's own for a kind. */
@@ -110,6 +112,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
       runDemo: () => agent.runDemo(),
       stop: () => agent.stop(),
       onEvent: agent.onEvent,
+      onDidChangeBusy: agent.onDidChangeBusy,
       setApprover: (approver) => agent.setApprover(approver),
     },
     approvals: {

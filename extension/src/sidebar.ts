@@ -29,9 +29,6 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const runtimeEventsMirrored: Same<RuntimeEvent, WireRuntimeEvent> = true;
 void runtimeEventsMirrored;
 
-/** How often the view checks whether a run it did not start (a command's) is still going. */
-const BUSY_POLL_MS = 250;
-
 export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   static readonly viewId = 'chokepoint.sidebar';
   private view: vscode.WebviewView | undefined;
@@ -47,7 +44,6 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
   private starting = false;
   /** What the page was last told: a task runs (its own or one started by a command). */
   private running = false;
-  private busyPoll: NodeJS.Timeout | undefined;
   private readonly subscriptions: vscode.Disposable[] = [];
 
   constructor(
@@ -66,6 +62,11 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
       }),
       trace.onDidChange(() => this.pushTrace()),
       agent.onEvent((e) => this.record(e)),
+      // A run started elsewhere (the Run Demo Task command) shows as running until the agent is idle
+      // again; a run started here is the panel's own to show (`starting`).
+      agent.onDidChangeBusy((busy) => {
+        if (!this.starting && busy !== this.running) this.setRunning(busy);
+      }),
       approvals.onDidChange(() => this.pushApprovals()),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('chokepoint.trace.limit')) this.pushTrace();
@@ -241,17 +242,6 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
       this.keep(e);
       this.postIfReady({ type: 'runtime', event: e });
     }
-    // A run started elsewhere (the Run Demo Task command) is shown as running until the agent is
-    // idle again; the agent has no event for that, so the view polls its `busy` while such a run goes.
-    if (!this.running && !this.starting && this.agent.busy) {
-      this.setRunning(true);
-      this.busyPoll ??= setInterval(() => {
-        if (this.agent.busy || this.starting) return;
-        clearInterval(this.busyPoll);
-        this.busyPoll = undefined;
-        this.setRunning(false);
-      }, BUSY_POLL_MS);
-    }
   }
 
   private keep(e: RuntimeEvent): void {
@@ -327,7 +317,6 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
   }
 
   dispose(): void {
-    if (this.busyPoll) clearInterval(this.busyPoll);
     for (const s of this.subscriptions) s.dispose();
   }
 }

@@ -56,7 +56,17 @@ describe('the agent runtime', () => {
       asked.push(request);
       return { approved: false, reason: 'billing belongs to INT-002', approvedBy: 'extension-test' };
     });
+    const busy: boolean[] = [];
+    let ledgerWhenIdle = '';
+    const watching = chokepoint.agent.onDidChangeBusy((b) => {
+      busy.push(b);
+      if (!b) ledgerWhenIdle = fs.readFileSync(path.join(root(), '.orchestration/agent_trace.jsonl'), 'utf8');
+    });
     const events = await collect(chokepoint, () => chokepoint.agent.runDemo());
+    watching.dispose();
+    // Busy, then idle once the session's last record is durable (the task panel relies on it).
+    assert.deepStrictEqual(busy, [true, false]);
+    assert.strictEqual(JSON.parse(ledgerWhenIdle.trim().split('\n').pop()!).event, 'SessionEnd');
     const ended = events.find((e) => e.type === 'taskEnded');
     assert.strictEqual(ended?.type === 'taskEnded' && ended.status, 'success', JSON.stringify(events.filter((e) => e.type === 'error')));
     assert.match(fs.readFileSync(path.join(root(), 'src/auth/login.js'), 'utf8'), /const MAX_FAILURES = 5;/);
