@@ -180,6 +180,18 @@ test('escalation: a reviewer that does not decide goes to the human when escalat
   assert.deepEqual([answer.approved, answer.approvedBy], [true, 'human']);
 });
 
+test('escalation: a reviewer whose model fails, or is not there, hands the Pending to the human at once', async () => {
+  const failing: Script = { model: 'reviewer-model', steps: [{ fault: 'http500' }] };
+  for (const scripts of [{ 'scripted:reviewer': failing }, {}] as Array<Record<string, Script>>) {
+    const { broker, arrived } = setup(reviewerConfig('reject'), (p, b) => b.decide(p.id, { action: 'approve' }, 'human'), scripts);
+    const started = Date.now();
+    const answer = await broker.ask(askWrite());
+    assert.equal(arrived.length, 1, 'escalated to the human');
+    assert.deepEqual([answer.approved, answer.approvedBy], [true, 'human']);
+    assert.ok(Date.now() - started < 15000, 'not left to its timeout');
+  }
+});
+
 // ---- what the agent receives -----------------------------------------------------------------
 
 const ASK_WRITES = 'hooks:\n  PreToolUse:\n    - name: review-writes\n      tool: write_to_file\n      ask: "writes are reviewed"\n';

@@ -278,11 +278,22 @@ export class ApprovalBroker {
       toHuman(config ? 'no model provider is available to the reviewer' : 'no reviewer is configured (approvals.reviewer)');
       return;
     }
-    const provider = await this.options.providerFor(config.model);
+    // A reviewer that cannot answer (its model unreachable, a broken response) hands the Pending to
+    // the human at once rather than leaving it to time out as a rejection nobody chose.
+    let provider: ModelProvider;
+    try {
+      provider = await this.options.providerFor(config.model);
+    } catch (e) {
+      toHuman(`the reviewer's model \`${config.model}\` is not available: ${(e as Error).message}`);
+      return;
+    }
     try {
       const outcome = await review({ provider, pending, context, escalateOn: config.escalateOn });
       if (outcome.escalate !== undefined) toHuman(outcome.escalate);
       else if (!outcome.decided) this.warnUnresolved(pending.id, 'reviewer');
+    } catch (e) {
+      if (this.engine.getPending(pending.id)?.status === 'open') toHuman(`the reviewer failed: ${(e as Error).message}`);
+      else throw e;
     } finally {
       await (provider as { close?: () => Promise<void> }).close?.();
     }

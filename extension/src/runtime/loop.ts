@@ -423,6 +423,12 @@ export class AgentRuntime {
       if (!answer.approved) {
         return this.result(task, turn, call, { ok: false, content: toolError(`rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}`, 'Take the rejection into account and choose another way.') });
       }
+      // Write-ahead, as for the gate itself: who approved is durable before what they approved runs.
+      try {
+        this.options.engine.flushTrace();
+      } catch (e) {
+        return this.result(task, turn, call, { ok: false, content: toolError(`the approval could not be recorded in the trace ledger: ${(e as Error).message}`) });
+      }
       if (expansion) {
         // The paths as approved: the decider may have edited them.
         const edited = answer.subject?.paths;
@@ -437,7 +443,7 @@ export class AgentRuntime {
       }
       if (answer.input) {
         // `modify`: the decider's input runs instead, but only after the chain allowed it too.
-        const changed = await this.judgeModified(task, turn, call, answer.input);
+        const changed = await this.judgeModified(task, turn, call, answer.input, asker(pre));
         if (typeof changed === 'string') return this.result(task, turn, call, { ok: false, content: changed });
         input = changed;
         paths = writePaths(valid.name, changed);
@@ -466,13 +472,29 @@ export class AgentRuntime {
 
   /** A `modify`'s input, validated and judged like the model's own (PreToolUse): the decider may not
    *  run what the chain would refuse. Returns the input to run, or the tool error to answer. */
-  private async judgeModified(task: Task, turn: number, call: ToolCall, modified: Record<string, unknown>): Promise<Record<string, unknown> | string> {
+  private async judgeModified(task: Task, turn: number, call: ToolCall, modified: Record<string, unknown>, askedBy: string): Promise<Record<string, unknown> | string> {
     const valid = validateToolCall(call.name, JSON.stringify(modified));
     if (!valid.ok) return toolError(`the modified call is invalid: ${valid.error}`);
-    const again = await this.judge(this.event('PreToolUse', task, { tool: call.name, input: valid.args, paths: writePaths(valid.name, valid.args), turn }));
+    const paths = writePaths(valid.name, valid.args);
+    const again = await this.judge(this.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
     if (again.decision === 'deny') return toolError(`the modified call was denied: ${again.reason ?? 'denied'}`, again.remediation, again.suggestedTool);
-    // An `ask` again is answered: a decider wrote this input.
-    return (again.modified as Record<string, unknown> | undefined) ?? valid.args;
+    const input = (again.modified as Record<string, unknown> | undefined) ?? valid.args;
+    // The same hook asking again was answered by the decider who wrote this input; another hook's
+    // question about it is a question nobody answered yet: its own Pending, never a yes by default.
+    if (again.decision === 'ask' && asker(again) !== askedBy) {
+      const answer = await this.options.ask({
+        kind: 'tool_call',
+        sessionId: this.sessionId,
+        taskId: task.id,
+        tool: call.name,
+        input,
+        reason: again.reason ?? '',
+        triggeredBy: asker(again),
+        subject: { tool: call.name, input, paths: paths ?? null, reason: again.reason ?? '' },
+      });
+      if (!answer.approved) return toolError(`the modified call was rejected by ${answer.approvedBy ?? 'the reviewer'}${answer.reason ? `: ${answer.reason}` : ''}`);
+    }
+    return input;
   }
 
   /** A completion still refused after the bounded rounds: a `submit` Pending decides. `override`

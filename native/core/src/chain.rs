@@ -210,6 +210,22 @@ pub struct Evaluation {
     pub reentered: bool,
 }
 
+impl Evaluation {
+    /// The answer when the chain could not be run to its end (the engine itself failed while
+    /// judging): a deny, because a broken gate never allows.
+    pub fn failed(reason: impl Into<String>) -> Evaluation {
+        Evaluation {
+            decision: Decision::Deny(Denial::new(reason.into())),
+            modified: None,
+            additional_context: Vec::new(),
+            outcomes: Vec::new(),
+            piped: Vec::new(),
+            context: std::collections::BTreeMap::new(),
+            reentered: false,
+        }
+    }
+}
+
 /// The synchronous path was asked for, but a matching hook needs the asynchronous one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NeedsAsync {
@@ -279,20 +295,20 @@ impl Chain {
 
     /// Runs the chain in this thread. Fails only if a matching hook is not native.
     pub fn run_sync(&self, event: Event) -> Result<Evaluation, NeedsAsync> {
-        self.check_sync(&event)?;
+        self.try_run_sync(event).map_err(|back| back.1)
+    }
+
+    /// `run_sync` that gives the event back, untouched, when a hook that applies is not native, for
+    /// a caller that then takes the asynchronous path with it. Nothing has run when it does.
+    pub fn try_run_sync(&self, event: Event) -> Result<Evaluation, Box<(Event, NeedsAsync)>> {
         if event.depth > 0 {
             return Ok(Combiner::new(event).reentered());
         }
-        Ok(run_native(self.matching(&event), event))
-    }
-
-    /// Whether `run_sync` can answer the event (every hook that applies is native), without running
-    /// anything.
-    pub fn check_sync(&self, event: &Event) -> Result<(), NeedsAsync> {
-        if event.depth > 0 {
-            return Ok(());
+        let hooks = self.matching(&event);
+        if let Err(needs) = check_native(&hooks) {
+            return Err(Box::new((event, needs)));
         }
-        check_native(&self.matching(event))
+        Ok(run_native(hooks, event))
     }
 
     /// `run_sync` for a caller that has not loaded the event's subject yet: `subject` is called only

@@ -388,7 +388,7 @@ impl Engine {
     /// The asynchronous entry for a caller whose own thread must never block (the extension host's
     /// event loop, through the binding). When every hook that applies to the event is native, the
     /// event is judged now, on this thread, and `done` gets the evaluation once its record is durable:
-    /// at once when nothing waits for a sync, else on the ledger's syncer thread, so `done` must be
+    /// at once when nothing waits for a sync, else on the ledger thread that synced it, so `done` must be
     /// quick and must not block (it resolves a promise). The event and `done` come back, untouched,
     /// when its chain needs the asynchronous entry.
     ///
@@ -399,13 +399,13 @@ impl Engine {
     pub fn evaluate_then<F: FnOnce(Evaluation) + Send + 'static>(&self, event: Event, done: F) -> Result<(), Box<(Event, F)>> {
         let loaded = self.snapshot();
         let chain = loaded.chains.resolve(event.kind, event.task_type.as_deref());
-        if chain.check_sync(&event).is_err() {
-            return Err(Box::new((event, done)));
-        }
         let kind = event.kind;
+        // Taken before the chain consumes the event; wasted only for a chain that then needs the
+        // asynchronous entry, which runs a process and costs milliseconds anyway.
         let trace = self.trace_start(&event);
-        let Ok(mut evaluation) = chain.run_sync(event) else {
-            unreachable!("the same chain was checked above")
+        let mut evaluation = match chain.try_run_sync(event) {
+            Ok(evaluation) => evaluation,
+            Err(back) => return Err(Box::new((back.0, done))),
         };
         match self.trace_finish(trace, &evaluation) {
             Some(Ok(ticket)) if awaits_durability(kind) => ticket.then(move |reply| {
@@ -573,9 +573,9 @@ struct TraceStart {
 }
 
 /// Where an engine's Pendings are recorded: its ledger, in a governed workspace (an ungoverned one
-/// records nothing, as for events). Not waited for: an outcome is synced promptly (`enqueue`), an
-/// open or an edit with the next sync; the gate of the action an approval lets happen (its
-/// `PreToolUse`) waits for a sync that covers both.
+/// records nothing, as for events). Not waited for here: an outcome is synced promptly (`enqueue`),
+/// an open or an edit with the next sync. The caller that carries out what an approval allows makes
+/// it durable first (the runtime flushes the trace before an approved tool call runs).
 fn approval_sink(tracer: Arc<crate::trace::Tracer>) -> crate::approvals::RecordSink {
     Arc::new(move |record, phase: crate::approvals::Phase| {
         if let Ok(ledger) = tracer.ledger() {

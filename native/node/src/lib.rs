@@ -33,6 +33,26 @@ enum Settling {
     Done(core::Evaluation),
 }
 
+/// Settles an evaluation exactly once: with the one given, or, dropped unsettled (the task judging it
+/// panicked and was unwound), with a deny. A promise of a gate never hangs, and a broken gate denies.
+struct DenyOnDrop<F: FnOnce(core::Evaluation)>(Option<F>);
+
+impl<F: FnOnce(core::Evaluation)> DenyOnDrop<F> {
+    fn settle(mut self, evaluation: core::Evaluation) {
+        if let Some(settle) = self.0.take() {
+            settle(evaluation);
+        }
+    }
+}
+
+impl<F: FnOnce(core::Evaluation)> Drop for DenyOnDrop<F> {
+    fn drop(&mut self) {
+        if let Some(settle) = self.0.take() {
+            settle(core::Evaluation::failed("the engine failed while judging this event (a panic; see the log)"));
+        }
+    }
+}
+
 /// Does nothing. The baseline of the binding benchmarks: the cost of crossing napi and no more.
 #[napi]
 pub fn noop() {}
@@ -201,7 +221,8 @@ impl Engine {
         if let Err(back) = self.inner.evaluate_then(event, settle) {
             let (event, settle) = *back;
             let (engine, host) = (self.inner.clone(), self.host.clone());
-            spawn(async move { settle(engine.evaluate_async(event, Some(host as Arc<dyn core::HostHooks>)).await) });
+            let settle = DenyOnDrop(Some(settle));
+            spawn(async move { settle.settle(engine.evaluate_async(event, Some(host as Arc<dyn core::HostHooks>)).await) });
         }
         let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
         match std::mem::replace(&mut *s, Settling::Judging) {

@@ -822,7 +822,9 @@ fn check_scope_paths(paths: &[String]) -> Result<(), String> {
         }
         globset::Glob::new(path).map_err(|e| format!("path `{path}` is not a valid glob: {e}"))?;
     }
-    Ok(())
+    // What the grant itself will accept (`approveScopeExpansion`): an edit that passes here is never
+    // refused there.
+    crate::scope_expansion::check_globs(paths).map(drop)
 }
 
 fn check_tasks(tasks: &[PlanTask]) -> Result<(), String> {

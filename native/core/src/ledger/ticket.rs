@@ -137,7 +137,8 @@ impl Ticket {
     }
 
     /// Calls `then` with the outcome once it is known: at once, on this thread, if it already is;
-    /// else on the ledger's syncer thread the moment the record's sync returns. `then` therefore must
+    /// else on the ledger thread that synced it (the syncer, or the writer when it settles a batch
+    /// itself) the moment the sync returns. `then` therefore must
     /// be quick and must not block (resolve a promise, send on a channel): the acknowledgements of
     /// the records after it wait for it.
     pub fn then(self, then: impl FnOnce(Reply) + Send + 'static) {
