@@ -324,7 +324,7 @@ export function answerOf(p: PendingDict, timeoutMs: number): AskAnswer {
     case 'overridden':
       return { approved: true, overridden: true, approvedBy: by, reason: str(d?.reason) };
     case 'retry':
-      return { approved: false, approvedBy: by, retry: { guidance: str(d?.guidance) ?? str(d?.note) ?? str(d?.reason) } };
+      return { approved: false, approvedBy: by, retry: { guidance: str(d?.note) ?? str(d?.reason) } };
     case 'rejected':
       return { approved: false, approvedBy: by, reason: str(d?.reason) };
     case 'timed_out':

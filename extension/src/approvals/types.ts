@@ -1,8 +1,8 @@
 // The vocabulary of approvals (issue 7) as the extension sees it: the Pending the core keeps, and the
-// binding methods the broker, the reviewer and the sidebar call. It mirrors
-// /tmp/approvals-contract.md (the binding's index.d.ts is generated on the core's side), in the style
-// of the runtime's `RuntimeEngine` (runtime/loop.ts): an interface of exactly what is used, which the
-// binding's `Engine` satisfies. Imports nothing: unit tests and the webview's protocol can use it.
+// binding methods the broker, the reviewer and the sidebar call, in the style of the runtime's
+// `RuntimeEngine` (runtime/loop.ts): an interface of exactly what is used, which the binding's `Engine`
+// satisfies. Narrower than the generated index.d.ts (kinds and statuses as unions, where napi gives
+// strings), and it imports nothing, so the webview's protocol, which imports only zod, can use it.
 
 /** The kinds of Pending, each with its own subject and actions. */
 export type PendingKind = 'tool_call' | 'scope_expansion' | 'plan' | 'compaction' | 'submit';
@@ -18,8 +18,6 @@ export interface PendingDecision {
   note: string | null;
   input: unknown;
   save: boolean | null;
-  /** submit `retry`: the guidance, wherever the core keeps it (the contract leaves it to the core). */
-  guidance?: string | null;
 }
 
 /** `to_dict()` of a Pending: every field present, null when empty. */
