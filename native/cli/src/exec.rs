@@ -52,9 +52,10 @@ pub fn run(args: ExecArgs) -> ExitCode {
             eprintln!("chokepoint: note: {note}");
         }
         if let Some(path) = &args.report
-            && let Err(e) = std::fs::write(path, json(&report).to_string()) {
-                eprintln!("chokepoint: cannot write the report to {}: {e}", path.display());
-            }
+            && let Err(e) = std::fs::write(path, json(&report).to_string())
+        {
+            eprintln!("chokepoint: cannot write the report to {}: {e}", path.display());
+        }
         exit_code(&report)
     })
 }

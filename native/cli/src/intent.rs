@@ -58,7 +58,11 @@ pub enum IntentCommand {
 pub fn run(command: IntentCommand) -> ExitCode {
     match command {
         IntentCommand::Select { workspace, session, agent, intent } => crate::with_valid_engine(&workspace, |engine| {
-            let mut event = Event::tool(EventKind::PreToolUse, chokepoint_core::gatekeeper::SELECT_INTENT_TOOL, serde_json::json!({ "intent_id": intent }));
+            let mut event = Event::tool(
+                EventKind::PreToolUse,
+                chokepoint_core::gatekeeper::SELECT_INTENT_TOOL,
+                serde_json::json!({ "intent_id": intent }),
+            );
             event.ids.session = Some(session.clone());
             event.ids.agent = agent;
             event.depth = crate::hook_depth();
@@ -84,17 +88,19 @@ pub fn run(command: IntentCommand) -> ExitCode {
                 }
             }
         }),
-        IntentCommand::Release { workspace, session } => crate::with_engine(&workspace, |engine| match engine.gatekeeper().release(&session) {
-            Ok(0) => {
-                println!("session `{session}` held no intent");
-                ExitCode::SUCCESS
-            }
-            Ok(_) => {
-                println!("session `{session}` released its intent");
-                ExitCode::SUCCESS
-            }
-            Err(e) => failure(&e),
-        }),
+        IntentCommand::Release { workspace, session } => {
+            crate::with_engine(&workspace, |engine| match engine.gatekeeper().release(&session) {
+                Ok(0) => {
+                    println!("session `{session}` held no intent");
+                    ExitCode::SUCCESS
+                }
+                Ok(_) => {
+                    println!("session `{session}` released its intent");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => failure(&e),
+            })
+        }
         IntentCommand::List { workspace, json } => crate::with_engine(&workspace, |engine| {
             let holders = match engine.gatekeeper().holders() {
                 Ok(h) => h,
@@ -120,33 +126,43 @@ pub fn run(command: IntentCommand) -> ExitCode {
             } else {
                 for id in &info.intent_ids {
                     match holders.iter().find(|l| &l.intent == id) {
-                        Some(l) => println!("{id}  held by session `{}`{}", l.session, l.agent.as_ref().map(|a| format!(" (agent `{a}`)")).unwrap_or_default()),
+                        Some(l) => println!(
+                            "{id}  held by session `{}`{}",
+                            l.session,
+                            l.agent.as_ref().map(|a| format!(" (agent `{a}`)")).unwrap_or_default()
+                        ),
                         None => println!("{id}  free"),
                     }
                 }
             }
             ExitCode::SUCCESS
         }),
-        IntentCommand::Approve { workspace, session, intent, paths, justification, save } => crate::with_valid_engine(&workspace, |engine| {
-            let expansion = Expansion {
-                session: session.clone(),
-                intent: intent.clone(),
-                paths,
-                justification,
-                approved_by: "human (chokepoint intent approve)".to_owned(),
-                approved_at_ms: chokepoint_core::clock::now_ms(),
-            };
-            match engine.gatekeeper().approve_expansion(&expansion, save) {
-                Ok(()) => {
-                    println!("session `{session}` may now also write {} for intent `{intent}`{}", expansion.paths.join(", "), if save { " (saved to active_intents.yaml)" } else { "" });
-                    ExitCode::SUCCESS
+        IntentCommand::Approve { workspace, session, intent, paths, justification, save } => {
+            crate::with_valid_engine(&workspace, |engine| {
+                let expansion = Expansion {
+                    session: session.clone(),
+                    intent: intent.clone(),
+                    paths,
+                    justification,
+                    approved_by: "human (chokepoint intent approve)".to_owned(),
+                    approved_at_ms: chokepoint_core::clock::now_ms(),
+                };
+                match engine.gatekeeper().approve_expansion(&expansion, save) {
+                    Ok(()) => {
+                        println!(
+                            "session `{session}` may now also write {} for intent `{intent}`{}",
+                            expansion.paths.join(", "),
+                            if save { " (saved to active_intents.yaml)" } else { "" }
+                        );
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        ExitCode::from(EXIT_CONFIG)
+                    }
                 }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(EXIT_CONFIG)
-                }
-            }
-        }),
+            })
+        }
     }
 }
 

@@ -8,8 +8,8 @@
 
 use crate::EXIT_CONFIG;
 use chokepoint_core::Sidecar;
-use chokepoint_core::ledger::verify::ProblemKind;
 use chokepoint_core::ledger::index::{Filter, Index};
+use chokepoint_core::ledger::verify::ProblemKind;
 use chokepoint_core::ledger::{Record, RecordKind};
 use clap::Subcommand;
 use std::path::PathBuf;

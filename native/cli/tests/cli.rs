@@ -198,7 +198,10 @@ fn trace_record_from_many_processes_makes_one_chain_and_verify_names_what_was_ta
                 (0..8)
                     .map(|i| {
                         let event = format!(r#"{{"event":"ci-run","job":{p},"step":{i}}}"#);
-                        let out = Command::new(env!("CARGO_BIN_EXE_chokepoint")).args(["trace", "record", "--workspace", &dir, "--event", &event]).output().unwrap();
+                        let out = Command::new(env!("CARGO_BIN_EXE_chokepoint"))
+                            .args(["trace", "record", "--workspace", &dir, "--event", &event])
+                            .output()
+                            .unwrap();
                         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
                         String::from_utf8_lossy(&out.stdout).trim().parse::<u64>().unwrap()
                     })
@@ -329,9 +332,18 @@ fn a_tampered_ledger_is_resealed_not_repaired() {
     let (code, out, err) = run_in(&ws, &["trace", "reseal", "--reason", "restored from backup failed", "--by", "ops"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("truncated"), "{out}");
-    let sealed: Vec<_> = fs::read_dir(ws.path().join(".orchestration")).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("agent_trace.sealed-")).collect();
+    let sealed: Vec<_> = fs::read_dir(ws.path().join(".orchestration"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("agent_trace.sealed-"))
+        .collect();
     assert_eq!(sealed.len(), 1);
-    assert_eq!(fs::read_to_string(ws.path().join(".orchestration").join(&sealed[0])).unwrap(), truncated, "the evidence is kept byte for byte");
+    assert_eq!(
+        fs::read_to_string(ws.path().join(".orchestration").join(&sealed[0])).unwrap(),
+        truncated,
+        "the evidence is kept byte for byte"
+    );
     let first: serde_json::Value = serde_json::from_str(fs::read_to_string(&ledger).unwrap().lines().next().unwrap()).unwrap();
     assert_eq!(first["seq"], 1);
     assert_eq!(first["data"]["resealed"]["reason"], "restored from backup failed");

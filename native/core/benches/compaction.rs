@@ -96,7 +96,11 @@ fn main() {
     eprintln!("compaction:   counting the newest turn {}", summary(&counting));
     eprintln!("compaction:   planning {} items {}", cached.len(), summary(&planning));
     eprintln!("compaction: loading o200k_base {:.0} ms (once a process)", load.as_secs_f64() * 1e3);
-    for (name, counter) in [("o200k_base", counter), ("cl100k_base", TokenCounter::new(Family::Cl100k)), ("estimate (claude)", TokenCounter::new(Family::Claude))] {
+    for (name, counter) in [
+        ("o200k_base", counter),
+        ("cl100k_base", TokenCounter::new(Family::Cl100k)),
+        ("estimate (claude)", TokenCounter::new(Family::Claude)),
+    ] {
         counter.count("load");
         let mut runs = Vec::new();
         for _ in 0..FULL_COUNTS {
@@ -106,10 +110,7 @@ fn main() {
             black_box(n);
         }
         let ms = percentile(&runs, 50) / 1e6;
-        eprintln!(
-            "compaction: counting the whole history again with {name}: {ms:.0} ms ({:.1} MB/s)",
-            bytes as f64 / 1e6 / (ms / 1e3)
-        );
+        eprintln!("compaction: counting the whole history again with {name}: {ms:.0} ms ({:.1} MB/s)", bytes as f64 / 1e6 / (ms / 1e3));
     }
 }
 
@@ -165,7 +166,8 @@ impl Texts {
                 .filter_map(|p| Some((format!("{dir}/{}", p.file_name()?.to_str()?), std::fs::read_to_string(&p).ok()?)))
                 .collect()
         };
-        let files: Vec<_> = ["native/core/src", "native/core/src/ledger", "extension/src", "native/node/src"].into_iter().flat_map(read_dir).collect();
+        let files: Vec<_> =
+            ["native/core/src", "native/core/src/ledger", "extension/src", "native/node/src"].into_iter().flat_map(read_dir).collect();
         let prose: String = ["ARCHITECTURE.md", "README.md", "docs/event-mapping.md"]
             .into_iter()
             .map(|f| std::fs::read_to_string(root.join(f)).expect("a document"))

@@ -26,7 +26,9 @@ fn evaluate(c: &mut Criterion) {
     let ws = workspace("version: 1\n");
     let engine = Engine::open(ws.path()).unwrap();
     let event = Event::tool(EventKind::PreToolUse, "read_file", serde_json::json!({ "path": "src/auth/login.js" }));
-    c.bench_function("engine.evaluate.rust", |b| b.iter_batched(|| event.clone(), |e| engine.evaluate(black_box(e)), BatchSize::SmallInput));
+    c.bench_function("engine.evaluate.rust", |b| {
+        b.iter_batched(|| event.clone(), |e| engine.evaluate(black_box(e)), BatchSize::SmallInput)
+    });
 
     let yaml = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/chain8.hooks.yaml")).unwrap();
     let ws8 = workspace(&yaml);

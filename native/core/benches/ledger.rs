@@ -63,20 +63,13 @@ fn main() {
     samples::write("ledger.verify", None, &verified);
     let ratio = median(&each) / median(&group);
     eprintln!("ledger: ledger.append.fsync_each {}", summary(&each));
-    eprintln!(
-        "ledger: ledger.append.group_commit {} ({ratio:.0}x the records per second, {batch:.0} records per sync)",
-        summary(&group)
-    );
+    eprintln!("ledger: ledger.append.group_commit {} ({ratio:.0}x the records per second, {batch:.0} records per sync)", summary(&group));
     eprintln!(
         "ledger: 8 producers blocking on one append each: {} per record ({:.1}x)",
         summary(&blocking),
         median(&each) / median(&blocking)
     );
-    eprintln!(
-        "ledger: ledger.verify {} per record ({:.0} records per second)",
-        summary(&verified),
-        1e9 / median(&verified)
-    );
+    eprintln!("ledger: ledger.verify {} per record ({:.0} records per second)", summary(&verified), 1e9 / median(&verified));
 }
 
 /// A tool call as the engine records one: a decision with two hooks, a file with one changed range of
@@ -100,7 +93,12 @@ fn record(i: usize) -> Record {
     record.files = vec![FileChange {
         path: format!("src/module_{}.rs", i % 40),
         sha256: Some(sha256_hex(&(i * 7).to_le_bytes())),
-        ranges: vec![LineRange { start: 10, end: 24, sha256: sha256_hex(&(i * 13).to_le_bytes()), line_digests: Some(sha256_hex(&(i * 17).to_le_bytes()).repeat(2)[..8 * 15].to_owned()) }],
+        ranges: vec![LineRange {
+            start: 10,
+            end: 24,
+            sha256: sha256_hex(&(i * 13).to_le_bytes()),
+            line_digests: Some(sha256_hex(&(i * 17).to_le_bytes()).repeat(2)[..8 * 15].to_owned()),
+        }],
     }];
     record
 }
@@ -184,8 +182,7 @@ fn appends(each: &Sidecar, group: &Sidecar) -> (Vec<u64>, Vec<u64>, f64) {
 /// over rounds of 8 appends (one per producer).
 fn blocking(sidecar: &Sidecar) -> Vec<u64> {
     let ledger = Arc::new(open(sidecar));
-    let batches: Vec<Vec<Record>> =
-        (0..PRODUCERS).map(|p| (0..BLOCKING_EACH).map(|i| record(p * BLOCKING_EACH + i)).collect()).collect();
+    let batches: Vec<Vec<Record>> = (0..PRODUCERS).map(|p| (0..BLOCKING_EACH).map(|i| record(p * BLOCKING_EACH + i)).collect()).collect();
     let started = Instant::now();
     let producers: Vec<_> = batches
         .into_iter()

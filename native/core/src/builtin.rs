@@ -61,7 +61,14 @@ impl BuiltinRun {
     }
 
     fn broken(failure: HookFailure) -> Self {
-        BuiltinRun { status: BuiltinStatus::Failure, message: failure.to_string(), context: BTreeMap::new(), remediation: None, result: Err(failure), output: None }
+        BuiltinRun {
+            status: BuiltinStatus::Failure,
+            message: failure.to_string(),
+            context: BTreeMap::new(),
+            remediation: None,
+            result: Err(failure),
+            output: None,
+        }
     }
 }
 
@@ -105,7 +112,8 @@ async fn run_tests(spec: &BuiltinSpec, event: &Event, ctx: &RunContext) -> Built
         Ok(_) => BuiltinRun::new(BuiltinStatus::Success, format!("`{shown}` passed"), None, run.output),
         Err(HookFailure::Error(reason)) => {
             let output = run.output.unwrap_or_default();
-            let remediation = format!("The tests failed (`{shown}` {reason}). Fix the failures, then complete again.\n\n{}", last_lines(&output, 60));
+            let remediation =
+                format!("The tests failed (`{shown}` {reason}). Fix the failures, then complete again.\n\n{}", last_lines(&output, 60));
             BuiltinRun::new(BuiltinStatus::Failure, format!("`{shown}` failed"), Some(remediation), Some(output))
         }
         Err(other) => BuiltinRun::broken(other),

@@ -14,10 +14,14 @@ pub enum PathRefusal {
     Empty,
     Nul,
     Tilde,
-    OutsideWorkspace { resolved: PathBuf },
+    OutsideWorkspace {
+        resolved: PathBuf,
+    },
     NotUtf8,
     /// An existing file with several names: writing it changes a path we did not judge.
-    Hardlinked { links: u64 },
+    Hardlinked {
+        links: u64,
+    },
 }
 
 impl std::fmt::Display for PathRefusal {
@@ -90,9 +94,11 @@ impl Workspace {
         let (resolved, meta) = resolve(&joined);
         let rel = self.relative(&resolved).ok_or_else(|| PathRefusal::OutsideWorkspace { resolved: resolved.clone() })?;
         if let Some(meta) = meta
-            && meta.is_file() && link_count(&meta) > 1 {
-                return Err(PathRefusal::Hardlinked { links: link_count(&meta) });
-            }
+            && meta.is_file()
+            && link_count(&meta) > 1
+        {
+            return Err(PathRefusal::Hardlinked { links: link_count(&meta) });
+        }
         let mut out = String::new();
         for c in rel.components() {
             let Component::Normal(name) = c else { continue };
@@ -179,7 +185,12 @@ mod linux {
     }
 
     pub(super) fn open_root(root: &Path) -> Option<std::sync::Arc<std::os::fd::OwnedFd>> {
-        OpenOptions::new().read(true).custom_flags(nix::libc::O_PATH | nix::libc::O_DIRECTORY).open(root).ok().map(|f| std::sync::Arc::new(f.into()))
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_PATH | nix::libc::O_DIRECTORY)
+            .open(root)
+            .ok()
+            .map(|f| std::sync::Arc::new(f.into()))
     }
 
     /// The fastest path, and the common one: a path without `..` that meets no symlink and stays
@@ -258,11 +269,13 @@ fn resolve_depth(path: &Path, depth: u32) -> PathBuf {
                             exists = false;
                             // A dangling symlink: a write through it creates its target, so judge the
                             // target, not the link.
-                            if depth < MAX_LINKS && std::fs::symlink_metadata(&current).is_ok_and(|m| m.file_type().is_symlink())
-                                && let Ok(target) = std::fs::read_link(&current) {
-                                    let parent = current.parent().map(Path::to_path_buf).unwrap_or_default();
-                                    current = resolve_depth(&parent.join(target), depth + 1);
-                                }
+                            if depth < MAX_LINKS
+                                && std::fs::symlink_metadata(&current).is_ok_and(|m| m.file_type().is_symlink())
+                                && let Ok(target) = std::fs::read_link(&current)
+                            {
+                                let parent = current.parent().map(Path::to_path_buf).unwrap_or_default();
+                                current = resolve_depth(&parent.join(target), depth + 1);
+                            }
                         }
                     }
                 }

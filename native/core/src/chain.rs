@@ -168,7 +168,8 @@ pub struct Piped {
 
 /// Calls hooks registered by the embedder (the extension's JavaScript functions).
 pub trait HostHooks: Send + Sync + fmt::Debug {
-    fn call(&self, id: &str, event: &Event) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<HookAnswer, HookFailure>> + Send>>;
+    fn call(&self, id: &str, event: &Event)
+    -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<HookAnswer, HookFailure>> + Send>>;
 }
 
 /// What the asynchronous driver needs besides the event.
@@ -313,7 +314,11 @@ impl Chain {
 
     /// `run_sync` for a caller that has not loaded the event's subject yet: `subject` is called only
     /// if a hook that applies reads it (a binding saves converting a large tool input that way).
-    pub fn run_sync_with<E>(&self, mut event: Event, subject: impl FnOnce() -> Result<serde_json::Value, E>) -> Result<Evaluation, SyncError<E>> {
+    pub fn run_sync_with<E>(
+        &self,
+        mut event: Event,
+        subject: impl FnOnce() -> Result<serde_json::Value, E>,
+    ) -> Result<Evaluation, SyncError<E>> {
         if event.depth > 0 {
             return Ok(Combiner::new(event).reentered());
         }
@@ -401,9 +406,10 @@ impl Chain {
                 },
             };
             if hook.pipe_output
-                && let Some(text) = output.filter(|t| !t.is_empty()) {
-                    combiner.piped.push(Piped { hook: hook.name.to_string(), text });
-                }
+                && let Some(text) = output.filter(|t| !t.is_empty())
+            {
+                combiner.piped.push(Piped { hook: hook.name.to_string(), text });
+            }
             if combiner.apply(hook, result, started.elapsed().as_nanos() as u64).is_break() {
                 break;
             }

@@ -21,8 +21,7 @@ pub fn format_utc(ms: u64) -> String {
     let days = ms / MS_PER_DAY;
     let in_day = ms % MS_PER_DAY;
     let (year, month, day) = civil_from_days(days);
-    let (hour, minute, second, milli) =
-        (in_day / 3_600_000, in_day / 60_000 % 60, in_day / 1000 % 60, in_day % 1000);
+    let (hour, minute, second, milli) = (in_day / 3_600_000, in_day / 60_000 % 60, in_day / 1000 % 60, in_day % 1000);
     format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z")
 }
 

@@ -211,7 +211,10 @@ pub fn parse_answer(v: &Value) -> Result<HookAnswer, HookFailure> {
         suggested_tool: str_at(v, "suggested_tool"),
     };
     let answer = if v.get("continue") == Some(&Value::Bool(false)) {
-        Answer::Deny(Denial { reason: str_at(v, "stopReason").or(reason.clone()).unwrap_or_else(|| "the hook stopped the agent".into()), ..denial("") })
+        Answer::Deny(Denial {
+            reason: str_at(v, "stopReason").or(reason.clone()).unwrap_or_else(|| "the hook stopped the agent".into()),
+            ..denial("")
+        })
     } else if let Some(decision) = str_at(specific, "permissionDecision") {
         match decision.as_str() {
             "allow" => specific.get("updatedInput").cloned().map(Answer::Modify).unwrap_or(Answer::Allow),
@@ -226,7 +229,9 @@ pub fn parse_answer(v: &Value) -> Result<HookAnswer, HookFailure> {
             None | Some("allow") | Some("approve") => Answer::Allow,
             Some("deny") | Some("block") => Answer::Deny(denial("denied by hook")),
             Some("ask") => Answer::Ask { reason: reason.clone().unwrap_or_else(|| "the hook asks for a decision".into()) },
-            Some("modify") => Answer::Modify(v.get("modified").cloned().ok_or_else(|| HookFailure::BadAnswer("`modify` without `modified`".into()))?),
+            Some("modify") => {
+                Answer::Modify(v.get("modified").cloned().ok_or_else(|| HookFailure::BadAnswer("`modify` without `modified`".into()))?)
+            }
             Some(other) => return Err(HookFailure::BadAnswer(format!("unknown decision `{other}`"))),
         }
     };

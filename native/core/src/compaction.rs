@@ -262,8 +262,7 @@ pub fn plan_compaction_with(items: &[Item], budget: u32, policy: &Policy) -> Res
     }
 
     // Constraints, then acceptance criteria, each the last listed first, until the protected turns fit.
-    let sacrificable =
-        |kind: ItemKind| -> Vec<usize> { (0..items.len()).filter(|&i| items[i].kind == kind && !items[i].pinned).collect() };
+    let sacrificable = |kind: ItemKind| -> Vec<usize> { (0..items.len()).filter(|&i| items[i].kind == kind && !items[i].pinned).collect() };
     let (constraints, criteria) = (sacrificable(ItemKind::Constraint), sacrificable(ItemKind::AcceptanceCriterion));
     let mut others: u64 = constraints.iter().chain(&criteria).map(|&i| tokens(i)).sum();
     let mut dropped = Vec::new();

@@ -116,7 +116,12 @@ fn default_escalate_on() -> Vec<Escalation> {
 
 impl Default for ApprovalsConfig {
     fn default() -> Self {
-        ApprovalsConfig { default: ApprovalRoute::default(), timeout_seconds: default_approval_timeout(), handlers: BTreeMap::new(), reviewer: None }
+        ApprovalsConfig {
+            default: ApprovalRoute::default(),
+            timeout_seconds: default_approval_timeout(),
+            handlers: BTreeMap::new(),
+            reviewer: None,
+        }
     }
 }
 
@@ -302,33 +307,36 @@ impl HookSpec {
 impl HooksConfig {
     pub fn hook_count(&self) -> usize {
         let project: usize = self.hooks.values().map(Vec::len).sum();
-        let typed: usize = self
-            .task_types
-            .values()
-            .flat_map(|t| t.hooks.values())
-            .map(Vec::len)
-            .sum();
+        let typed: usize = self.task_types.values().flat_map(|t| t.hooks.values()).map(Vec::len).sum();
         project + typed
     }
 
     /// Parses and validates the text of a `hooks.yaml`; `file` is only used to locate diagnostics.
     pub fn parse(file: &Path, text: &str) -> Result<HooksConfig, Vec<Diagnostic>> {
-        let config: HooksConfig =
-            serde_norway::from_str(text).map_err(|e| vec![Diagnostic::from_yaml(file.to_path_buf(), &e)])?;
-        let mut problems: Vec<Diagnostic> = check_version(file, text, "hooks.yaml", config.version, HOOKS_SCHEMA_VERSION).into_iter().collect();
-        let all_hooks = config
-            .hooks
-            .values()
-            .chain(config.task_types.values().flat_map(|t| t.hooks.values()))
-            .flatten();
+        let config: HooksConfig = serde_norway::from_str(text).map_err(|e| vec![Diagnostic::from_yaml(file.to_path_buf(), &e)])?;
+        let mut problems: Vec<Diagnostic> =
+            check_version(file, text, "hooks.yaml", config.version, HOOKS_SCHEMA_VERSION).into_iter().collect();
+        let all_hooks = config.hooks.values().chain(config.task_types.values().flat_map(|t| t.hooks.values())).flatten();
         for hook in all_hooks {
             if let Err(e) = crate::chain::Matcher::new(hook.tool.as_deref(), &hook.paths) {
                 let (line, column) = locate_value(text, "name", &hook.name);
-                problems.push(Diagnostic { file: file.to_path_buf(), line, column, code: "hook-matcher", message: format!("hook `{}`: {e}", hook.name) });
+                problems.push(Diagnostic {
+                    file: file.to_path_buf(),
+                    line,
+                    column,
+                    code: "hook-matcher",
+                    message: format!("hook `{}`: {e}", hook.name),
+                });
             }
             if hook.command.as_ref().is_some_and(Vec::is_empty) {
                 let (line, column) = locate_value(text, "name", &hook.name);
-                problems.push(Diagnostic { file: file.to_path_buf(), line, column, code: "hook-command", message: format!("hook `{}` has an empty `command`", hook.name) });
+                problems.push(Diagnostic {
+                    file: file.to_path_buf(),
+                    line,
+                    column,
+                    code: "hook-command",
+                    message: format!("hook `{}` has an empty `command`", hook.name),
+                });
             }
             let mut problem = |code: &'static str, message: String| {
                 let (line, column) = locate_value(text, "name", &hook.name);
@@ -336,7 +344,10 @@ impl HooksConfig {
             };
             let declared = [hook.deny.is_some(), hook.ask.is_some(), hook.context.is_some()].iter().filter(|d| **d).count();
             if declared > 1 || (declared == 1 && (hook.command.is_some() || hook.builtin.is_some())) {
-                problem("hook-kind", format!("hook `{}` must have exactly one of `command`, `builtin`, `deny`, `ask` or `context`", hook.name));
+                problem(
+                    "hook-kind",
+                    format!("hook `{}` must have exactly one of `command`, `builtin`, `deny`, `ask` or `context`", hook.name),
+                );
             }
             match (&hook.command, &hook.builtin) {
                 (None, None) if declared == 0 => {
@@ -397,11 +408,14 @@ impl HooksConfig {
             if key != "*" && !crate::approvals::PendingKind::ALL.iter().any(|k| k.as_str() == key) {
                 approvals_problem(
                     key.trim_matches('"'),
-                    format!("approval handler for unknown kind `{key}`; the kinds are tool_call, scope_expansion, plan, compaction, submit, or `*`"),
+                    format!(
+                        "approval handler for unknown kind `{key}`; the kinds are tool_call, scope_expansion, plan, compaction, submit, or `*`"
+                    ),
                 );
             }
         }
-        let reviewer_used = approvals.default == ApprovalRoute::Reviewer || approvals.handlers.values().any(|r| *r == ApprovalRoute::Reviewer);
+        let reviewer_used =
+            approvals.default == ApprovalRoute::Reviewer || approvals.handlers.values().any(|r| *r == ApprovalRoute::Reviewer);
         if reviewer_used && approvals.reviewer.is_none() {
             approvals_problem("approvals", "the `reviewer` route needs `approvals.reviewer.model`".to_owned());
         }
@@ -439,9 +453,10 @@ pub(crate) fn locate_key(text: &str, key: &str) -> (u32, u32) {
 pub(crate) fn locate_value(text: &str, key: &str, value: &str) -> (u32, u32) {
     locate(text, |line| {
         let trimmed = line.trim_start().trim_start_matches("- ");
-        trimmed.strip_prefix(key).and_then(|r| r.trim_start().strip_prefix(':')).is_some_and(|v| {
-            v.trim().trim_matches(|c| c == '"' || c == '\'') == value
-        })
+        trimmed
+            .strip_prefix(key)
+            .and_then(|r| r.trim_start().strip_prefix(':'))
+            .is_some_and(|v| v.trim().trim_matches(|c| c == '"' || c == '\'') == value)
     })
 }
 

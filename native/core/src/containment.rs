@@ -204,7 +204,9 @@ impl ContainReport {
         let scope = if self.scope.is_empty() { "no paths".to_owned() } else { self.scope.join(", ") };
         let intent = self.intent_id.as_deref().map(|i| format!("intent `{i}`")).unwrap_or_else(|| "the selected intent".to_owned());
         let advice = |which: &str| {
-            format!("Stay inside {scope}, or ask for more with {SCOPE_EXPANSION_TOOL}(intent_id, paths, justification) naming {which}, then retry.")
+            format!(
+                "Stay inside {scope}, or ask for more with {SCOPE_EXPANSION_TOOL}(intent_id, paths, justification) naming {which}, then retry."
+            )
         };
         if self.reverted.is_empty() && self.not_reverted.is_empty() {
             return self.blocked().then(|| {
@@ -218,7 +220,8 @@ impl ContainReport {
         let moved: BTreeMap<&str, &str> = self.moved_out.iter().map(|m| (m.from.as_str(), m.to.as_str())).collect();
         // A file moved back into the scope is listed, but it is not a path outside the scope.
         let count = self.reverted.iter().filter(|c| !moved.contains_key(c.path.as_str())).count() + self.not_reverted.len();
-        let mut text = format!("the command changed {count} path{} outside the scope of {intent} ({scope})", if count == 1 { "" } else { "s" });
+        let mut text =
+            format!("the command changed {count} path{} outside the scope of {intent} ({scope})", if count == 1 { "" } else { "s" });
         if !self.reverted.is_empty() {
             text.push_str("; undone:");
             for c in &self.reverted {
@@ -262,7 +265,9 @@ impl ContainReport {
                 "Landlock ABI {abi} does not control {}: such writes are undone afterwards, not prevented",
                 missing.join("; ")
             )),
-            Confinement::Unavailable { reason } => notes.push(format!("{reason}: outside-scope writes are undone afterwards, not prevented")),
+            Confinement::Unavailable { reason } => {
+                notes.push(format!("{reason}: outside-scope writes are undone afterwards, not prevented"))
+            }
         }
         notes.extend(self.warnings.iter().cloned());
         for dir in &self.created_scope_dirs {
@@ -418,10 +423,8 @@ fn prepare_grant(root: &Path, plan: &ContainPlan, warnings: &mut Vec<String>) ->
         }
         match std::fs::canonicalize(&dir) {
             Ok(real) if real.starts_with(root) => grant.push(real),
-            Ok(real) => warnings.push(format!(
-                "the scope directory `{rel}` resolves to {}, outside the workspace; it is not granted",
-                real.display()
-            )),
+            Ok(real) => warnings
+                .push(format!("the scope directory `{rel}` resolves to {}, outside the workspace; it is not granted", real.display())),
             Err(e) => warnings.push(format!("the scope directory `{rel}` cannot be resolved ({e}); it is not granted")),
         }
     }

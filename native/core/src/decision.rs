@@ -35,7 +35,9 @@ pub enum Answer {
     Allow,
     Deny(Denial),
     /// Escalate: a human, a policy or a reviewer must decide.
-    Ask { reason: String },
+    Ask {
+        reason: String,
+    },
     /// The rewritten subject of the event (tool input, tool result, turn context, task list).
     Modify(Value),
 }
@@ -58,7 +60,9 @@ impl From<Answer> for HookAnswer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HookFailure {
     Error(String),
-    Timeout { after_ms: u64 },
+    Timeout {
+        after_ms: u64,
+    },
     Crashed(String),
     /// The hook answered, but not in a form we accept (garbage, oversized, a `modify` where the event
     /// has nothing to rewrite).

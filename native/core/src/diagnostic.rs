@@ -20,10 +20,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub(crate) fn from_yaml(file: PathBuf, err: &serde_norway::Error) -> Self {
-        let (line, column) = err
-            .location()
-            .map(|l| (l.line() as u32, l.column() as u32))
-            .unwrap_or((0, 0));
+        let (line, column) = err.location().map(|l| (l.line() as u32, l.column() as u32)).unwrap_or((0, 0));
         // serde's messages carry the location as text ("... at line 3 column 5, while ..."); we report
         // it in dedicated fields, so remove that one mention and keep any further context.
         let message = err.to_string().replacen(&format!(" at line {line} column {column}"), "", 1);

@@ -4,19 +4,19 @@
 //! that file and reports why; a file that was never good falls back to the built-in default (no
 //! project hooks, no intents), which the engine reports as such rather than pretending all is well.
 
-use crate::chain::{Chain, ChainHook, Evaluation, HookImpl, Matcher, NativeHook, NeedsAsync};
 use crate::builtin::{BuiltinSpec, DEFAULT_BUILTIN_TIMEOUT_SECS};
 use crate::chain::RunContext;
+use crate::chain::{Chain, ChainHook, Evaluation, HookImpl, Matcher, NativeHook, NeedsAsync};
 use crate::command::CommandSpec;
 use crate::config::{DEFAULT_TIMEOUT_SECS, FailureMode, HookSpec, HooksConfig, Priority};
-use std::time::Duration;
 use crate::diagnostic::Diagnostic;
 use crate::event::{Event, EventKind};
-use std::collections::HashMap;
 use crate::intents::IntentSet;
 use crate::sidecar::Sidecar;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 /// How one configuration file stands after the last (re)load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,7 +145,8 @@ impl DeclaredRule {
     fn from_spec(spec: &HookSpec) -> Option<DeclaredRule> {
         use crate::decision::{Answer, Denial, HookAnswer};
         let answer = if let Some(d) = &spec.deny {
-            Answer::Deny(Denial { reason: d.reason.clone(), remediation: d.remediation.clone(), suggested_tool: d.suggested_tool.clone() }).into()
+            Answer::Deny(Denial { reason: d.reason.clone(), remediation: d.remediation.clone(), suggested_tool: d.suggested_tool.clone() })
+                .into()
         } else if let Some(reason) = &spec.ask {
             Answer::Ask { reason: reason.clone() }.into()
         } else {
@@ -281,20 +282,10 @@ impl Engine {
         let registrations = self.registrations.read().unwrap_or_else(|p| p.into_inner());
         let previous = self.snapshot();
         let mut diagnostics = Vec::new();
-        let (hooks, hooks_status) = load_file(
-            &self.sidecar.hooks_yaml(),
-            HooksConfig::parse,
-            &previous.hooks,
-            previous.hooks_status,
-            &mut diagnostics,
-        );
-        let (intents, intents_status) = load_file(
-            &self.sidecar.active_intents_yaml(),
-            IntentSet::parse,
-            &previous.intents,
-            previous.intents_status,
-            &mut diagnostics,
-        );
+        let (hooks, hooks_status) =
+            load_file(&self.sidecar.hooks_yaml(), HooksConfig::parse, &previous.hooks, previous.hooks_status, &mut diagnostics);
+        let (intents, intents_status) =
+            load_file(&self.sidecar.active_intents_yaml(), IntentSet::parse, &previous.intents, previous.intents_status, &mut diagnostics);
         self.gatekeeper.configure(intents.clone(), intents_status != FileStatus::Missing, hooks.gatekeeper.clone());
         self.approvals.configure(&hooks.approvals);
         let chains = Chains::build(&hooks, &registrations);
@@ -328,10 +319,7 @@ impl Engine {
         EngineInfo {
             version: crate::VERSION,
             workspace_root: self.sidecar.workspace_root().to_path_buf(),
-            hooks: ConfigStatus {
-                path: self.sidecar.hooks_yaml(),
-                status: loaded.hooks_status.unwrap_or(FileStatus::Missing),
-            },
+            hooks: ConfigStatus { path: self.sidecar.hooks_yaml(), status: loaded.hooks_status.unwrap_or(FileStatus::Missing) },
             intents: ConfigStatus {
                 path: self.sidecar.active_intents_yaml(),
                 status: loaded.intents_status.unwrap_or(FileStatus::Missing),

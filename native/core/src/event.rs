@@ -84,10 +84,7 @@ impl FromStr for EventKind {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        EventKind::ALL
-            .into_iter()
-            .find(|e| e.as_str() == s)
-            .ok_or_else(|| format!("unknown event `{s}`"))
+        EventKind::ALL.into_iter().find(|e| e.as_str() == s).ok_or_else(|| format!("unknown event `{s}`"))
     }
 }
 

@@ -40,7 +40,13 @@ pub struct ExternalEvent {
     pub note: &'static str,
 }
 
-const fn row(agent: Agent, name: &'static str, maps_to: Option<EventKind>, tool: Option<&'static str>, note: &'static str) -> ExternalEvent {
+const fn row(
+    agent: Agent,
+    name: &'static str,
+    maps_to: Option<EventKind>,
+    tool: Option<&'static str>,
+    note: &'static str,
+) -> ExternalEvent {
     ExternalEvent { agent, name, maps_to, tool, note }
 }
 

@@ -82,7 +82,8 @@ impl GateConfig {
         let mut write_tools: HashMap<String, Vec<String>> =
             DEFAULT_WRITE_TOOLS.iter().map(|(t, f)| ((*t).to_owned(), f.iter().map(|s| (*s).to_owned()).collect())).collect();
         write_tools.extend(settings.write_tools.clone());
-        let scopes = intents.active_intents.iter().enumerate().map(|(i, intent)| (intent.id.clone(), (i, glob_set(&intent.owned_scope)))).collect();
+        let scopes =
+            intents.active_intents.iter().enumerate().map(|(i, intent)| (intent.id.clone(), (i, glob_set(&intent.owned_scope)))).collect();
         GateConfig { gating, intents, scopes, write_tools, settings }
     }
 
@@ -195,9 +196,11 @@ impl Gatekeeper {
     /// then renewed when half its time is gone: holders renew while they are active).
     fn selection(&self, session: &str, config: &GateConfig) -> Result<Option<Arc<Selection>>, String> {
         if let Some(s) = self.selections.read().unwrap_or_else(|p| p.into_inner()).get(session)
-            && s.checked.elapsed() < RECHECK && s.expires_at_ms > crate::clock::now_ms() {
-                return Ok(Some(Arc::clone(s)));
-            }
+            && s.checked.elapsed() < RECHECK
+            && s.expires_at_ms > crate::clock::now_ms()
+        {
+            return Ok(Some(Arc::clone(s)));
+        }
         let leases = self.leases()?;
         let Some(mut lease) = leases.held_by(session).map_err(|e| e.to_string())? else {
             self.forget(session);
@@ -247,7 +250,11 @@ impl Gatekeeper {
             .into();
         };
         if matches!(intent.status, IntentStatus::Blocked | IntentStatus::Completed) {
-            return deny(&format!("intent `{id}` is {} and takes no work; {}", status_name(intent.status), available(&config.intents)), None).into();
+            return deny(
+                &format!("intent `{id}` is {} and takes no work; {}", status_name(intent.status), available(&config.intents)),
+                None,
+            )
+            .into();
         }
         let leases = match self.leases() {
             Ok(l) => l,
@@ -369,7 +376,10 @@ impl Gatekeeper {
         let selected = event.ids.session.as_deref().and_then(|s| self.selection(s, config).ok().flatten());
         if selected.as_ref().is_none_or(|s| s.intent != id) {
             return deny(
-                &format!("a scope expansion is asked for the intent this session holds; it holds {}", selected.map_or("none".to_owned(), |s| format!("`{}`", s.intent))),
+                &format!(
+                    "a scope expansion is asked for the intent this session holds; it holds {}",
+                    selected.map_or("none".to_owned(), |s| format!("`{}`", s.intent))
+                ),
                 Some("Call select_active_intent first, then ask to expand that intent's scope."),
             );
         }
@@ -512,7 +522,15 @@ fn governance_set() -> GlobSet {
 /// one (`.orch*`, `**`, `.claude/*`).
 fn touches_governance(glob: &str) -> bool {
     let set = glob_set(&[glob.to_owned()]);
-    let probes = [".orchestration/hooks.yaml", ".orchestration/active_intents.yaml", ".claude/settings.json", ".cursor/hooks.json", ".gemini/settings.json", ".github/hooks/x.json", ".codex/hooks.json"];
+    let probes = [
+        ".orchestration/hooks.yaml",
+        ".orchestration/active_intents.yaml",
+        ".claude/settings.json",
+        ".cursor/hooks.json",
+        ".gemini/settings.json",
+        ".github/hooks/x.json",
+        ".codex/hooks.json",
+    ];
     probes.iter().any(|p| set.is_match(p))
 }
 

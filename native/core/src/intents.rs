@@ -64,8 +64,15 @@ impl IntentSet {
             if intent.id.trim().is_empty() {
                 // Every other check and message names an intent by its id: one without is refused.
                 let (line, column) = at(&[Step::Key("id")]);
-                let named = if intent.name.trim().is_empty() { String::from("an intent") } else { format!("the intent named `{}`", intent.name) };
-                problems.push(Diagnostic { file: file.to_path_buf(), line, column, code: "empty-intent-id", message: format!("{named} has an empty `id`") });
+                let named =
+                    if intent.name.trim().is_empty() { String::from("an intent") } else { format!("the intent named `{}`", intent.name) };
+                problems.push(Diagnostic {
+                    file: file.to_path_buf(),
+                    line,
+                    column,
+                    code: "empty-intent-id",
+                    message: format!("{named} has an empty `id`"),
+                });
             } else if !seen.insert(intent.id.as_str()) {
                 // Point at the second occurrence: that is the one to rename or remove.
                 let first = locate_value(text, "id", &intent.id);
@@ -284,7 +291,8 @@ mod tests {
 
     #[test]
     fn good_scopes_parse() {
-        let text = format!("version: 1\nactive_intents:\n{}", intent("A", "      - \"src/**\"\n      - docs/*.md\n      - \"{a,b}/**/x?.rs\"\n"));
+        let text =
+            format!("version: 1\nactive_intents:\n{}", intent("A", "      - \"src/**\"\n      - docs/*.md\n      - \"{a,b}/**/x?.rs\"\n"));
         let set = IntentSet::parse(Path::new("i.yaml"), &text).unwrap();
         assert_eq!(set.active_intents[0].owned_scope.len(), 3);
     }

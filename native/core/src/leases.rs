@@ -76,12 +76,23 @@ pub struct Lease {
 #[derive(Debug)]
 pub enum LeaseError {
     /// No transaction got through within [`BUSY_GIVE_UP`].
-    Busy { db: PathBuf, waited: Duration },
+    Busy {
+        db: PathBuf,
+        waited: Duration,
+    },
     /// The database was written by a newer Chokepoint.
-    NewerSchema { db: PathBuf, found: i64, supported: i64 },
+    NewerSchema {
+        db: PathBuf,
+        found: i64,
+        supported: i64,
+    },
     /// The caller passed something no lease can be made of (an empty id, a zero time to live).
     Invalid(&'static str),
-    Sqlite { db: PathBuf, op: &'static str, source: rusqlite::Error },
+    Sqlite {
+        db: PathBuf,
+        op: &'static str,
+        source: rusqlite::Error,
+    },
 }
 
 impl fmt::Display for LeaseError {
@@ -124,9 +135,15 @@ pub enum AcquireError {
     /// Another session holds the intent and its lease is live: the other holder's lease.
     Held(Lease),
     /// Renewal too late: the session's lease expired and `by` took the intent over from it.
-    Lost { session: String, by: Box<Lease> },
+    Lost {
+        session: String,
+        by: Box<Lease>,
+    },
     /// Renewal of an intent the session does not hold (released, or never taken).
-    NotHeld { intent: String, session: String },
+    NotHeld {
+        intent: String,
+        session: String,
+    },
     Store(LeaseError),
 }
 
@@ -282,29 +299,30 @@ impl Leases {
         let leases = Leases { db: db.to_owned(), conn: Mutex::new(conn), clock: Box::new(clock) };
         // Several processes may open a new database at once: switching it to WAL and creating the
         // schema can meet a busy database like any write, so both go through the same retries.
-        leases.retrying("set up", |conn| {
-            // WAL lets readers (the sidebar's list, the gate's checks) proceed while a write is under
-            // way, and makes a commit one append instead of a rollback journal's several writes. The
-            // mode is stored in the file; if the file system cannot share memory for WAL, SQLite keeps
-            // the rollback journal, which is slower but just as correct, so the answer is not checked.
-            conn.pragma_update(None, "journal_mode", "WAL")?;
-            // NORMAL in WAL mode syncs at checkpoints, not at every commit: a power cut can lose the
-            // last few lease changes but never corrupts the file. Leases are runtime state whose holders
-            // die in the same power cut, so per-commit fsyncs would buy nothing and cost every acquire.
-            conn.pragma_update(None, "synchronous", "NORMAL")?;
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-            if found > SCHEMA_VERSION {
-                return Ok(Step::Done(Err(found)));
-            }
-            if found < SCHEMA_VERSION {
-                tx.execute_batch(SCHEMA)?;
-                tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-            }
-            tx.commit()?;
-            Ok(Step::Done(Ok(())))
-        })?
-        .map_err(|found| LeaseError::NewerSchema { db: db.to_owned(), found, supported: SCHEMA_VERSION })?;
+        leases
+            .retrying("set up", |conn| {
+                // WAL lets readers (the sidebar's list, the gate's checks) proceed while a write is under
+                // way, and makes a commit one append instead of a rollback journal's several writes. The
+                // mode is stored in the file; if the file system cannot share memory for WAL, SQLite keeps
+                // the rollback journal, which is slower but just as correct, so the answer is not checked.
+                conn.pragma_update(None, "journal_mode", "WAL")?;
+                // NORMAL in WAL mode syncs at checkpoints, not at every commit: a power cut can lose the
+                // last few lease changes but never corrupts the file. Leases are runtime state whose holders
+                // die in the same power cut, so per-commit fsyncs would buy nothing and cost every acquire.
+                conn.pragma_update(None, "synchronous", "NORMAL")?;
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+                if found > SCHEMA_VERSION {
+                    return Ok(Step::Done(Err(found)));
+                }
+                if found < SCHEMA_VERSION {
+                    tx.execute_batch(SCHEMA)?;
+                    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+                }
+                tx.commit()?;
+                Ok(Step::Done(Ok(())))
+            })?
+            .map_err(|found| LeaseError::NewerSchema { db: db.to_owned(), found, supported: SCHEMA_VERSION })?;
         Ok(leases)
     }
 
@@ -442,17 +460,12 @@ impl Leases {
 
     /// The live lease on `intent`; `None` if it is free, released or expired.
     pub fn get(&self, intent: &str) -> Result<Option<Lease>, LeaseError> {
-        self.read("read a lease", |conn, now| {
-            Ok(read_row(conn, intent)?.filter(|row| row.is_live(now)).and_then(|row| row.lease(intent)))
-        })
+        self.read("read a lease", |conn, now| Ok(read_row(conn, intent)?.filter(|row| row.is_live(now)).and_then(|row| row.lease(intent))))
     }
 
     /// Every live lease, by intent.
     pub fn list(&self) -> Result<Vec<Lease>, LeaseError> {
-        let sql = format!(
-            "SELECT intent, {} FROM leases WHERE holder IS NOT NULL AND expires_at > ?1 ORDER BY intent",
-            Row::COLUMNS
-        );
+        let sql = format!("SELECT intent, {} FROM leases WHERE holder IS NOT NULL AND expires_at > ?1 ORDER BY intent", Row::COLUMNS);
         self.read("list leases", |conn, now| {
             let mut statement = conn.prepare_cached(&sql)?;
             let rows = statement.query_map(params![int(now)], read_intent_row)?;
@@ -478,11 +491,7 @@ impl Leases {
 
     /// Runs one read. A single statement is its own consistent snapshot, and in WAL mode it does not
     /// wait for writers, so no transaction is needed; busy (rare, e.g. during WAL recovery) is retried.
-    fn read<T>(
-        &self,
-        op: &'static str,
-        mut body: impl FnMut(&Connection, u64) -> rusqlite::Result<T>,
-    ) -> Result<T, LeaseError> {
+    fn read<T>(&self, op: &'static str, mut body: impl FnMut(&Connection, u64) -> rusqlite::Result<T>) -> Result<T, LeaseError> {
         self.retrying(op, |conn| body(conn, self.now()).map(Step::Done))
     }
 

@@ -12,16 +12,16 @@ pub mod builtin;
 pub mod canonical;
 mod chain;
 pub mod clock;
-pub mod containment;
 pub mod command;
 pub mod compaction;
 mod config;
+pub mod containment;
 mod decision;
 mod diagnostic;
 mod engine;
 mod event;
-pub mod gatekeeper;
 pub mod external_events;
+pub mod gatekeeper;
 mod intents;
 pub mod leases;
 pub mod ledger;
@@ -37,7 +37,10 @@ pub mod trace;
 pub mod watch;
 
 pub use chain::{Chain, ChainHook, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext, SyncError};
-pub use config::{ApprovalRoute, ApprovalsConfig, DEFAULT_TIMEOUT_SECS, Escalation, FailureMode, GatekeeperConfig, HookSpec, HooksConfig, LandlockSetting, Priority, ReviewerConfig};
+pub use config::{
+    ApprovalRoute, ApprovalsConfig, DEFAULT_TIMEOUT_SECS, Escalation, FailureMode, GatekeeperConfig, HookSpec, HooksConfig,
+    LandlockSetting, Priority, ReviewerConfig,
+};
 pub use decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 pub use diagnostic::Diagnostic;
 pub use engine::{ConfigStatus, Engine, EngineInfo, FileStatus, Registration};

@@ -36,7 +36,8 @@ impl Confinement {
 
 /// Device files a shell and its tools write to: writing them changes no file on disk, and refusing
 /// them breaks `2>/dev/null` and terminal handling.
-pub const SHELL_WRITABLE: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"];
+pub const SHELL_WRITABLE: &[&str] =
+    &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"];
 
 /// The Landlock ABI of the running kernel, or `None` off Linux and where Landlock is not built in or
 /// not enabled at boot. Probed on every call (one system call): the answer is what the kernel says
@@ -145,7 +146,9 @@ mod imp {
     pub fn spawn_confined(command: Command, writable: &[PathBuf]) -> std::io::Result<(Child, Confinement)> {
         let abi = match status() {
             LandlockStatus::Available { effective_abi, .. } => effective_abi,
-            LandlockStatus::NotEnabled => return super::spawn_unconfined(command, "Landlock is built into this kernel but not enabled at boot"),
+            LandlockStatus::NotEnabled => {
+                return super::spawn_unconfined(command, "Landlock is built into this kernel but not enabled at boot");
+            }
             LandlockStatus::NotImplemented => return super::spawn_unconfined(command, "this kernel has no Landlock support"),
         };
         let mut paths: Vec<PathBuf> = writable.to_vec();

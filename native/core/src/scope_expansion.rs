@@ -133,8 +133,10 @@ pub fn check_globs(paths: &[String]) -> Result<Vec<String>, String> {
 /// keeping every other line, comment and the file's indentation as they are. The result is parsed
 /// again and must hold exactly the old scope plus the new globs, or nothing is changed.
 pub fn add_to_scope(text: &str, intent_id: &str, globs: &[String]) -> Result<String, String> {
-    let before = IntentSet::parse(Path::new("active_intents.yaml"), text).map_err(|_| "active_intents.yaml is not valid now; fix it first".to_owned())?;
-    let old = &before.active_intents.iter().find(|i| i.id == intent_id).ok_or_else(|| format!("there is no intent `{intent_id}`"))?.owned_scope;
+    let before = IntentSet::parse(Path::new("active_intents.yaml"), text)
+        .map_err(|_| "active_intents.yaml is not valid now; fix it first".to_owned())?;
+    let old =
+        &before.active_intents.iter().find(|i| i.id == intent_id).ok_or_else(|| format!("there is no intent `{intent_id}`"))?.owned_scope;
     let new: Vec<&String> = globs.iter().filter(|g| !old.contains(g)).collect();
     if new.is_empty() {
         return Ok(text.to_owned());
@@ -168,7 +170,15 @@ pub fn add_to_scope(text: &str, intent_id: &str, globs: &[String]) -> Result<Str
                 out[i] = format!("{head}: [{}]", items.join(", "));
             } else {
                 // Block list: append after the last item, with the items' own indentation.
-                let items: Vec<usize> = (i + 1..block_end).take_while(|&j| lines[j].trim().is_empty() || lines[j].trim_start().starts_with('#') || indent_of(lines[j]) > key_indent || (indent_of(lines[j]) == key_indent && lines[j].trim_start().starts_with("- "))).filter(|&j| lines[j].trim_start().starts_with("- ")).collect();
+                let items: Vec<usize> = (i + 1..block_end)
+                    .take_while(|&j| {
+                        lines[j].trim().is_empty()
+                            || lines[j].trim_start().starts_with('#')
+                            || indent_of(lines[j]) > key_indent
+                            || (indent_of(lines[j]) == key_indent && lines[j].trim_start().starts_with("- "))
+                    })
+                    .filter(|&j| lines[j].trim_start().starts_with("- "))
+                    .collect();
                 let (after, item_pad) = match items.last() {
                     Some(&last) => (last, " ".repeat(indent_of(lines[last]))),
                     None => (i, format!("{pad}  ")),
@@ -194,7 +204,8 @@ pub fn add_to_scope(text: &str, intent_id: &str, globs: &[String]) -> Result<Str
     if text.ends_with('\n') {
         result.push('\n');
     }
-    let after = IntentSet::parse(Path::new("active_intents.yaml"), &result).map_err(|d| format!("the edited file would not be valid ({})", d[0].message))?;
+    let after = IntentSet::parse(Path::new("active_intents.yaml"), &result)
+        .map_err(|d| format!("the edited file would not be valid ({})", d[0].message))?;
     let mut expected = old.clone();
     expected.extend(new.into_iter().cloned());
     let got = &after.active_intents.iter().find(|i| i.id == intent_id).expect("the id is unchanged").owned_scope;

@@ -61,7 +61,10 @@ impl Sidecar {
     pub fn ignore_runtime_files(&self) {
         let file = self.dir().join(".gitignore");
         if self.exists() && !file.exists() {
-            let _ = std::fs::write(file, "# Written by Chokepoint: runtime state, not configuration.\nstate.db\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\n");
+            let _ = std::fs::write(
+                file,
+                "# Written by Chokepoint: runtime state, not configuration.\nstate.db\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\n",
+            );
         }
     }
 

@@ -66,9 +66,13 @@ const READ_WHOLE: u64 = 1024 * 1024;
 pub enum EntryKind {
     File,
     Dir,
-    Symlink { target: PathBuf },
+    Symlink {
+        target: PathBuf,
+    },
     /// A fifo, socket or device: recorded, never held.
-    Other { what: &'static str },
+    Other {
+        what: &'static str,
+    },
 }
 
 impl EntryKind {
@@ -316,7 +320,10 @@ impl Snapshotter {
         // Listing and stat-ing dominate (one system call per entry), so directories are shared out
         // to a few threads; each collects its own entries, sorted together at the end.
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS);
-        let queue = Queue { state: Mutex::new(QueueState { jobs: vec![(self.root.clone(), String::new(), Some(listing))], busy: 0, failed: None }), wake: Condvar::new() };
+        let queue = Queue {
+            state: Mutex::new(QueueState { jobs: vec![(self.root.clone(), String::new(), Some(listing))], busy: 0, failed: None }),
+            wake: Condvar::new(),
+        };
         let parts: Vec<Walked> = std::thread::scope(|scope| {
             let workers: Vec<_> = (0..threads).map(|_| scope.spawn(|| self.work(&queue))).collect();
             workers.into_iter().map(|w| w.join().unwrap_or_default()).collect()
@@ -356,7 +363,9 @@ impl Snapshotter {
             let racy_from = previous.map_or(i64::MIN, |p| p.racy_from_ns);
             let known = old
                 .peek()
-                .filter(|(p, e)| p == rel && e.kind == EntryKind::File && e.stamp() == entry.stamp() && e.mtime_ns.max(e.ctime_ns) < racy_from)
+                .filter(|(p, e)| {
+                    p == rel && e.kind == EntryKind::File && e.stamp() == entry.stamp() && e.mtime_ns.max(e.ctime_ns) < racy_from
+                })
                 .map(|(_, e)| e);
             match known {
                 // A held file stays held: the store only ever grows.
@@ -669,7 +678,9 @@ impl Snapshotter {
                 let hash = entry.hash.ok_or("its content was never read")?;
                 let object = self.object(&hash);
                 let tmp = parent.join(temp_name());
-                let result = self.restore_file(&object, &tmp, &hash, entry).and_then(|()| fs::rename(&tmp, &path).map_err(|e| format!("cannot put it back: {e}")));
+                let result = self
+                    .restore_file(&object, &tmp, &hash, entry)
+                    .and_then(|()| fs::rename(&tmp, &path).map_err(|e| format!("cannot put it back: {e}")));
                 if result.is_err() {
                     let _ = fs::remove_file(&tmp);
                 }
@@ -677,9 +688,9 @@ impl Snapshotter {
             }
             EntryKind::Symlink { target } => {
                 let tmp = parent.join(temp_name());
-                let result = make_symlink(target, &tmp).map_err(|e| format!("cannot recreate the symbolic link: {e}")).and_then(|()| {
-                    fs::rename(&tmp, &path).map_err(|e| format!("cannot put the symbolic link back: {e}"))
-                });
+                let result = make_symlink(target, &tmp)
+                    .map_err(|e| format!("cannot recreate the symbolic link: {e}"))
+                    .and_then(|()| fs::rename(&tmp, &path).map_err(|e| format!("cannot put the symbolic link back: {e}")));
                 if result.is_err() {
                     let _ = fs::remove_file(&tmp);
                 }
@@ -691,7 +702,11 @@ impl Snapshotter {
 
     fn restore_file(&self, object: &Path, tmp: &Path, hash: &Hash, entry: &Entry) -> Result<(), String> {
         fs::copy(object, tmp).map_err(|e| {
-            if e.kind() == io::ErrorKind::NotFound { "its held copy is missing from the store".to_owned() } else { format!("cannot copy its held copy: {e}") }
+            if e.kind() == io::ErrorKind::NotFound {
+                "its held copy is missing from the store".to_owned()
+            } else {
+                format!("cannot copy its held copy: {e}")
+            }
         })?;
         // The store lives in the workspace: check it was not altered before trusting it.
         let mut buf = Vec::new();
@@ -717,7 +732,10 @@ impl Snapshotter {
             }
             path.push(part);
             if i + 1 < parts.len() && fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-                return Err(format!("`{}` is now a symbolic link; writing through it could land outside the workspace", parts[..=i].join("/")));
+                return Err(format!(
+                    "`{}` is now a symbolic link; writing through it could land outside the workspace",
+                    parts[..=i].join("/")
+                ));
             }
         }
         Ok(path)

@@ -170,9 +170,7 @@ fn chunks(text: &str, max: usize) -> impl Iterator<Item = &str> {
                 let next = window[i..].iter().find(|b| !matches!(b, b' ' | b'\t'));
                 window[i] != b'/' && next.is_some_and(u8::is_ascii_graphic)
             }
-            b if b.is_ascii_alphabetic() => {
-                window[i] == b' ' && window.get(i + 1).is_some_and(u8::is_ascii_alphabetic)
-            }
+            b if b.is_ascii_alphabetic() => window[i] == b' ' && window.get(i + 1).is_some_and(u8::is_ascii_alphabetic),
             _ => false,
         };
         // The first clean cut at or after `max`, else the last one before it, else a hard cut.

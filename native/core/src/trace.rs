@@ -161,7 +161,8 @@ impl Tracer {
 
 /// The record of one judged event.
 pub fn evaluation_record(event: &Event, intent: Option<String>, evaluation: &Evaluation, files: Vec<FileChange>) -> Record {
-    let kind = if matches!(event.kind, EventKind::PreToolUse | EventKind::PostToolUse) { RecordKind::ToolCall } else { RecordKind::Lifecycle };
+    let kind =
+        if matches!(event.kind, EventKind::PreToolUse | EventKind::PostToolUse) { RecordKind::ToolCall } else { RecordKind::Lifecycle };
     let mut record = Record::new(kind);
     record.event = Some(event.kind.as_str().to_owned());
     record.session = event.ids.session.clone();
@@ -215,7 +216,9 @@ pub fn containment_record(session: &str, argv: &[String], report: &crate::contai
         .filter(|c| c.kind != crate::snapshot::ChangeKind::Deleted)
         .map(|c| FileChange { path: c.path.clone(), sha256: None, ranges: Vec::new() })
         .collect();
-    let changes = |list: &[crate::snapshot::Change]| list.iter().map(|c| serde_json::json!({ "path": c.path, "kind": c.kind.as_str() })).collect::<Vec<_>>();
+    let changes = |list: &[crate::snapshot::Change]| {
+        list.iter().map(|c| serde_json::json!({ "path": c.path, "kind": c.kind.as_str() })).collect::<Vec<_>>()
+    };
     record.data = Some(serde_json::json!({
         "argv": argv,
         "exit_code": report.exit_code(),

@@ -42,11 +42,8 @@ impl Engine {
             let change = event.kind.is_create()
                 || event.kind.is_remove()
                 || matches!(event.kind, notify::EventKind::Modify(m) if !matches!(m, notify::event::ModifyKind::Metadata(_)));
-            let relevant = change
-                && event
-                .paths
-                .iter()
-                .any(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| WATCHED_FILES.contains(&n)));
+            let relevant =
+                change && event.paths.iter().any(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| WATCHED_FILES.contains(&n)));
             if relevant {
                 let _ = tx.send(());
             }

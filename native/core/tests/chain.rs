@@ -1,14 +1,14 @@
 //! The chain's order and combining rules, one `check` per rule. Hooks here are native test hooks that
 //! answer from a script and record what they saw.
 
+use chokepoint_core::command::CommandSpec;
 use chokepoint_core::{
     Answer, Chain, ChainHook, Decision, Denial, Evaluation, Event, EventKind, FailureMode, HookAnswer, HookFailure, HookImpl, Matcher,
     NativeHook, Priority,
 };
-use chokepoint_core::command::CommandSpec;
 use serde_json::{Value, json};
-use std::time::Duration;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 
@@ -142,10 +142,7 @@ fn two_rewrites_compose_in_order() {
 
 #[test]
 fn the_first_deny_ends_the_chain() {
-    let (e, seen) = Fixture::new()
-        .hook("gate", Critical, deny("outside scope"))
-        .hook("after", Normal, ALLOW)
-        .run(pre_tool(json!({})));
+    let (e, seen) = Fixture::new().hook("gate", Critical, deny("outside scope")).hook("after", Normal, ALLOW).run(pre_tool(json!({})));
     assert_eq!(ran(&e), ["gate:deny"]);
     assert!(seen.iter().all(|(n, _)| n != "after"), "a hook after a deny must not run");
     assert_eq!(e.decision, Decision::Deny(Denial::new("outside scope")));
@@ -153,7 +150,10 @@ fn the_first_deny_ends_the_chain() {
 
 #[test]
 fn ask_is_kept_and_a_later_deny_still_wins() {
-    let (e, _) = Fixture::new().hook("review", High, Ok(Answer::Ask { reason: "big change".into() })).hook("gate", Normal, deny("no")).run(pre_tool(json!({})));
+    let (e, _) = Fixture::new()
+        .hook("review", High, Ok(Answer::Ask { reason: "big change".into() }))
+        .hook("gate", Normal, deny("no"))
+        .run(pre_tool(json!({})));
     assert_eq!(ran(&e), ["review:ask", "gate:deny"]);
     assert!(matches!(e.decision, Decision::Deny(_)));
 }
@@ -170,13 +170,16 @@ fn asks_without_a_deny_make_the_decision_ask_with_every_reason() {
 
 #[test]
 fn a_deny_discards_earlier_rewrites() {
-    let (e, _) = Fixture::new().hook("rewrite", High, Ok(Answer::Modify(json!(1)))).hook("gate", Normal, deny("no")).run(pre_tool(json!(0)));
+    let (e, _) =
+        Fixture::new().hook("rewrite", High, Ok(Answer::Modify(json!(1)))).hook("gate", Normal, deny("no")).run(pre_tool(json!(0)));
     assert_eq!(e.modified, None);
 }
 
 #[test]
 fn a_critical_hook_that_fails_denies_by_default() {
-    for failure in [HookFailure::Error("db locked".into()), HookFailure::Timeout { after_ms: 30_000 }, HookFailure::BadAnswer("garbage".into())] {
+    for failure in
+        [HookFailure::Error("db locked".into()), HookFailure::Timeout { after_ms: 30_000 }, HookFailure::BadAnswer("garbage".into())]
+    {
         let (e, seen) = Fixture::new().hook("gate", Critical, Err(failure.clone())).hook("after", Normal, ALLOW).run(pre_tool(json!({})));
         assert_eq!(ran(&e), ["gate:failed_closed"]);
         assert_eq!(seen.len(), 1);
@@ -197,7 +200,8 @@ fn a_non_critical_hook_that_fails_is_recorded_and_the_chain_goes_on() {
 
 #[test]
 fn failure_modes_can_be_set_either_way() {
-    let (e, _) = Fixture::new().with_mode("gate", Critical, FailureMode::Open, Err(HookFailure::Error("x".into()))).run(pre_tool(json!({})));
+    let (e, _) =
+        Fixture::new().with_mode("gate", Critical, FailureMode::Open, Err(HookFailure::Error("x".into()))).run(pre_tool(json!({})));
     assert_eq!(e.decision, Decision::Allow);
     let (e, _) = Fixture::new().with_mode("lint", Low, FailureMode::Closed, Err(HookFailure::Error("x".into()))).run(pre_tool(json!({})));
     assert!(matches!(e.decision, Decision::Deny(_)));
@@ -291,7 +295,11 @@ fn the_synchronous_path_refuses_chains_with_process_hooks() {
         priority: Normal,
         failure: FailureMode::Open,
         matcher: Matcher::new(Some("write_to_file"), &[]).unwrap(),
-        imp: HookImpl::Command(CommandSpec { argv: vec!["npm".into(), "run".into(), "lint".into()], shell: false, timeout: Duration::from_secs(30) }),
+        imp: HookImpl::Command(CommandSpec {
+            argv: vec!["npm".into(), "run".into(), "lint".into()],
+            shell: false,
+            timeout: Duration::from_secs(30),
+        }),
         registration: 0,
         pipe_output: false,
     }];

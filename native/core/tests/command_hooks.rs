@@ -70,7 +70,8 @@ async fn claude_code_json_answers_are_understood() {
     let (_ws, e) = run(&pre_tool_use(&format!("    - name: legacy\n      command: [printf, '%s', '{block}']\n"))).await;
     assert_eq!(denial_reason(&e), "blocked");
 
-    let ours = r#"{"decision":"deny","reason":"outside scope","remediation":"ask for more scope","suggested_tool":"scope_expansion_request"}"#;
+    let ours =
+        r#"{"decision":"deny","reason":"outside scope","remediation":"ask for more scope","suggested_tool":"scope_expansion_request"}"#;
     let (_ws, e) = run(&pre_tool_use(&format!("    - name: ours\n      command: [printf, '%s', '{ours}']\n"))).await;
     let Decision::Deny(d) = e.decision else { panic!() };
     assert_eq!((d.remediation.as_deref(), d.suggested_tool.as_deref()), (Some("ask for more scope"), Some("scope_expansion_request")));
@@ -129,7 +130,8 @@ async fn a_crash_fails_closed_for_a_gate_and_open_for_the_rest() {
     let (_ws, e) = run(&pre_tool_use("    - name: crash\n      priority: critical\n      command: [sh, -c, 'kill -9 $$']\n")).await;
     assert_eq!(outcome(&e), ["crash:failed_closed"]);
     assert!(denial_reason(&e).contains("crashed: killed by signal 9"), "{}", denial_reason(&e));
-    let (_ws, e) = run(&pre_tool_use("    - name: crash\n      command: [sh, -c, 'kill -9 $$']\n    - name: next\n      command: ['true']\n")).await;
+    let (_ws, e) =
+        run(&pre_tool_use("    - name: crash\n      command: [sh, -c, 'kill -9 $$']\n    - name: next\n      command: ['true']\n")).await;
     assert_eq!(outcome(&e), ["crash:failed_open", "next:allow"]);
     assert_eq!(e.decision, Decision::Allow);
 }
@@ -142,7 +144,10 @@ async fn garbage_that_looks_like_json_is_a_bad_answer() {
 
 #[tokio::test]
 async fn a_hundred_mebibytes_of_output_is_capped_and_said_so() {
-    let (_ws, e) = run(&pre_tool_use("    - name: firehose\n      priority: critical\n      command: [sh, -c, 'head -c 104857600 /dev/zero | tr \"\\\\0\" a']\n")).await;
+    let (_ws, e) = run(&pre_tool_use(
+        "    - name: firehose\n      priority: critical\n      command: [sh, -c, 'head -c 104857600 /dev/zero | tr \"\\\\0\" a']\n",
+    ))
+    .await;
     let reason = denial_reason(&e);
     assert!(reason.contains("output exceeds 1048576 bytes on stdout; the rest was dropped"), "{reason}");
 }
@@ -183,7 +188,10 @@ async fn piped_output_keeps_chain_order_and_includes_a_failing_hooks_output() {
          \x20   - name: failing-tests\n      priority: high\n      command: [sh, -c, 'echo 2 tests failed; exit 1']\n      pipe_output: true\n",
     );
     let (_ws, e) = run(&yaml).await;
-    assert_eq!(e.piped.iter().map(|p| (p.hook.as_str(), p.text.as_str())).collect::<Vec<_>>(), [("failing-tests", "2 tests failed"), ("late", "three")]);
+    assert_eq!(
+        e.piped.iter().map(|p| (p.hook.as_str(), p.text.as_str())).collect::<Vec<_>>(),
+        [("failing-tests", "2 tests failed"), ("late", "three")]
+    );
     assert_eq!(outcome(&e), ["failing-tests:failed_open", "quiet:allow", "late:allow"]);
 }
 
@@ -194,9 +202,11 @@ fn sh(dir: &Path, script: &str) {
 
 #[tokio::test]
 async fn run_tests_detects_the_command_and_gives_a_remediation_on_failure() {
-    let yaml = "version: 1\nhooks:\n  BeforeSubmit:\n    - name: tests\n      builtin: run_tests\n    - name: pr\n      builtin: create_pr\n";
+    let yaml =
+        "version: 1\nhooks:\n  BeforeSubmit:\n    - name: tests\n      builtin: run_tests\n    - name: pr\n      builtin: create_pr\n";
     let (ws, engine) = engine(yaml);
-    fs::write(ws.path().join("package.json"), r#"{"scripts":{"test":"node -e \"console.log('1 failing: adds'); process.exit(1)\""}}"#).unwrap();
+    fs::write(ws.path().join("package.json"), r#"{"scripts":{"test":"node -e \"console.log('1 failing: adds'); process.exit(1)\""}}"#)
+        .unwrap();
     let e = engine.evaluate_async(Event::new(EventKind::BeforeSubmit), None).await;
     assert_eq!(outcome(&e), ["tests:deny"], "fail-fast: create_pr must not run after a failure");
     let Decision::Deny(d) = e.decision else { panic!() };
@@ -216,11 +226,14 @@ async fn rebase_on_main_aborts_a_conflict_and_says_which_files() {
     let yaml = "version: 1\nhooks:\n  BeforeSubmit:\n    - name: rebase\n      builtin: rebase_on_main\n";
     let (ws, engine) = engine(yaml);
     let git = "git -c user.email=t@t -c user.name=t";
-    sh(ws.path(), &format!(
-        "git init -q -b main . && echo base > f.txt && {git} add f.txt && {git} commit -qm base && \
+    sh(
+        ws.path(),
+        &format!(
+            "git init -q -b main . && echo base > f.txt && {git} add f.txt && {git} commit -qm base && \
          git checkout -q -b work && echo mine > f.txt && {git} commit -qam mine && \
          git checkout -q main && echo theirs > f.txt && {git} commit -qam theirs && git checkout -q work"
-    ));
+        ),
+    );
     let e = engine.evaluate_async(Event::new(EventKind::BeforeSubmit), None).await;
     let Decision::Deny(d) = e.decision else { panic!("{:?}", e.outcomes) };
     assert_eq!(d.reason, "rebase on main has conflicts");

@@ -124,9 +124,7 @@ fn invariants(items: &[Item], budget: u32, policy: &Policy, plan: &Plan) {
         protected -= 1;
     }
     assert!(kept >= protected, "kept {kept} recent turns, {protected} fit");
-    let sacrificable = |kind: ItemKind| -> u64 {
-        items.iter().filter(|i| i.kind == kind && !i.pinned).map(|i| u64::from(i.tokens)).sum()
-    };
+    let sacrificable = |kind: ItemKind| -> u64 { items.iter().filter(|i| i.kind == kind && !i.pinned).map(|i| u64::from(i.tokens)).sum() };
     let dropped = |kind: ItemKind| items.iter().zip(&plan.actions).any(|(i, a)| i.kind == kind && *a == Action::Drop);
     let (constraints, criteria) = (sacrificable(ItemKind::Constraint), sacrificable(ItemKind::AcceptanceCriterion));
     if dropped(ItemKind::Constraint) {
@@ -232,10 +230,7 @@ fn the_pieces_kept_forever_over_budget_are_an_error_naming_how_much() {
     let error = plan_compaction(&items, 1200).expect_err("over budget");
     assert_eq!(error, OverBudget { budget: 1200, required: 1310 });
     assert_eq!(error.over(), 110);
-    assert_eq!(
-        error.to_string(),
-        "the system prompt, intent context and pinned items take 1310 tokens, 110 over the budget of 1200"
-    );
+    assert_eq!(error.to_string(), "the system prompt, intent context and pinned items take 1310 tokens, 110 over the budget of 1200");
     // Exactly at the budget is not over it.
     assert!(plan_compaction(&items, 1310).is_ok());
 }
@@ -283,7 +278,8 @@ fn random_prompts_respect_every_invariant() {
             items.push(Item::intent_context(rng.below(800) as u32));
         }
         for _ in 0..rng.below(6) {
-            let item = if rng.below(2) == 0 { Item::constraint(rng.below(300) as u32) } else { Item::acceptance_criterion(rng.below(300) as u32) };
+            let item =
+                if rng.below(2) == 0 { Item::constraint(rng.below(300) as u32) } else { Item::acceptance_criterion(rng.below(300) as u32) };
             items.push(if rng.below(8) == 0 { item.pin() } else { item });
         }
         for turn in 0..rng.below(60) as u32 {

@@ -99,7 +99,11 @@ fn landlock_blocks_writes_outside_the_scope_and_allows_them_inside() {
     assert!(!root.join("lib/a.js").exists() && fs::symlink_metadata(root.join("lib/link")).is_err());
     assert!(report.reverted.is_empty(), "{:?}", report.reverted);
 
-    let report = contained(root, LandlockMode::Auto, "echo ok > src/auth/a.txt && mkdir -p src/auth/deep && echo deep > src/auth/deep/b.txt 2>/dev/null");
+    let report = contained(
+        root,
+        LandlockMode::Auto,
+        "echo ok > src/auth/a.txt && mkdir -p src/auth/deep && echo deep > src/auth/deep/b.txt 2>/dev/null",
+    );
     assert_eq!(report.exit_code(), Some(0), "{}", stderr(&report));
     assert_eq!(fs::read_to_string(root.join("src/auth/a.txt")).unwrap(), "ok\n");
     assert_eq!(paths(&report.allowed), ["src/auth/a.txt", "src/auth/deep", "src/auth/deep/b.txt"]);
@@ -301,7 +305,9 @@ fn a_timeout_kills_the_whole_process_group() {
     let ws = workspace();
     let root = ws.path();
     let started = Instant::now();
-    let report = run(&plan(root, LandlockMode::Off), sh(root, "sleep 30 & echo $! > lib/grandchild; sleep 30"), Some(Duration::from_millis(500))).unwrap();
+    let report =
+        run(&plan(root, LandlockMode::Off), sh(root, "sleep 30 & echo $! > lib/grandchild; sleep 30"), Some(Duration::from_millis(500)))
+            .unwrap();
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     assert!(report.timed_out && report.status.is_none());
     assert!(report.notes().iter().any(|n| n.contains("timed out")));
@@ -314,7 +320,8 @@ fn a_timeout_kills_the_whole_process_group() {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         // Gone, or a zombie waiting for a reaper that is not us.
-        let state = fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|s| s.rsplit(')').next().map(|r| r.trim().chars().next()));
+        let state =
+            fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|s| s.rsplit(')').next().map(|r| r.trim().chars().next()));
         if matches!(state, None | Some(Some('Z'))) {
             break;
         }

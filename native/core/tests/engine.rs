@@ -123,9 +123,21 @@ task_types:
         let engine = Engine::open(ws.path()).unwrap();
         assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, Some("bugfix"))), ["bugfix-tests", "bugfix-pr"]);
         assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, None)), ["project-tests"]);
-        assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, Some("docs"))), ["project-tests"], "a type without hooks uses the project's hooks");
-        assert_eq!(engine.plan(&event(EventKind::BeforeSubmit, Some("feature"))), ["project-tests"], "an undeclared type uses the project's hooks");
-        assert_eq!(engine.plan(&event(EventKind::PreToolUse, Some("bugfix"))), ["gatekeeper"], "no tool: only the gatekeeper, the project's tool matcher does not match");
+        assert_eq!(
+            engine.plan(&event(EventKind::BeforeSubmit, Some("docs"))),
+            ["project-tests"],
+            "a type without hooks uses the project's hooks"
+        );
+        assert_eq!(
+            engine.plan(&event(EventKind::BeforeSubmit, Some("feature"))),
+            ["project-tests"],
+            "an undeclared type uses the project's hooks"
+        );
+        assert_eq!(
+            engine.plan(&event(EventKind::PreToolUse, Some("bugfix"))),
+            ["gatekeeper"],
+            "no tool: only the gatekeeper, the project's tool matcher does not match"
+        );
         assert!(engine.plan(&event(EventKind::TurnStart, Some("bugfix"))).is_empty(), "no hooks anywhere: the built-in default");
     }
 
@@ -156,12 +168,18 @@ task_types:
         let ws = workspace(Some(TYPED), None);
         let gate = Registration::native("governance", Priority::Critical, vec![EventKind::PreToolUse], Arc::new(Gate));
         let engine = Engine::open_with(ws.path(), vec![gate]).unwrap();
-        let write = |path: &str| Event { paths: vec![path.into()], ..Event::tool(EventKind::PreToolUse, "write_to_file", serde_json::json!({ "path": path })) };
+        let write = |path: &str| Event {
+            paths: vec![path.into()],
+            ..Event::tool(EventKind::PreToolUse, "write_to_file", serde_json::json!({ "path": path }))
+        };
         // The engine's own gatekeeper first, then the registered hook, then the configured one.
         assert_eq!(engine.plan(&write("src/a.js")), ["gatekeeper", "governance", "project-gate"]);
         // The configured critical gate is a builtin: the synchronous path says so instead of skipping it.
         assert!(engine.evaluate(write("src/a.js")).is_err());
-        let read = Event { paths: vec![".orchestration/hooks.yaml".into()], ..Event::tool(EventKind::PreToolUse, "read_file", serde_json::json!({})) };
+        let read = Event {
+            paths: vec![".orchestration/hooks.yaml".into()],
+            ..Event::tool(EventKind::PreToolUse, "read_file", serde_json::json!({}))
+        };
         let e = engine.evaluate(read).unwrap();
         assert_eq!(e.decision, Decision::Deny(Denial::new("governance files are not writable")));
         assert_eq!(e.outcomes.iter().map(|o| &*o.hook).collect::<Vec<_>>(), ["gatekeeper", "governance"]);
@@ -169,7 +187,8 @@ task_types:
 
     #[test]
     fn an_invalid_matcher_is_a_located_configuration_error() {
-        let ws = workspace(Some("version: 1\nhooks:\n  PreToolUse:\n    - name: bad\n      tool: \"(write\"\n      builtin: run_tests\n"), None);
+        let ws =
+            workspace(Some("version: 1\nhooks:\n  PreToolUse:\n    - name: bad\n      tool: \"(write\"\n      builtin: run_tests\n"), None);
         let info = Engine::open(ws.path()).unwrap().info();
         assert_eq!(info.diagnostics.len(), 1);
         let d = &info.diagnostics[0];
@@ -224,7 +243,8 @@ hooks:
     let ws = workspace(Some(yaml), None);
     let engine = Engine::open(ws.path()).unwrap();
     assert!(engine.info().diagnostics.is_empty(), "{:?}", engine.info().diagnostics);
-    let write = |path: &str| Event { paths: vec![path.into()], ..Event::tool(EventKind::PreToolUse, "write_to_file", serde_json::json!({})) };
+    let write =
+        |path: &str| Event { paths: vec![path.into()], ..Event::tool(EventKind::PreToolUse, "write_to_file", serde_json::json!({})) };
     let e = engine.evaluate(write("config/.env")).unwrap();
     let Decision::Deny(d) = e.decision else { panic!("{:?}", e.decision) };
     assert_eq!((d.reason.as_str(), d.suggested_tool.as_deref()), ("secrets stay out of agent edits", Some("scope_expansion_request")));
@@ -250,14 +270,19 @@ fn the_event_mapping_document_is_generated_from_the_table() {
     if std::env::var_os("UPDATE_DOCS").is_some() {
         fs::write(&path, &generated).unwrap();
     }
-    assert!(fs::read_to_string(&path).unwrap_or_default() == generated, "{} is out of date; run UPDATE_DOCS=1 cargo test -p chokepoint-core --test engine", path.display());
+    assert!(
+        fs::read_to_string(&path).unwrap_or_default() == generated,
+        "{} is out of date; run UPDATE_DOCS=1 cargo test -p chokepoint-core --test engine",
+        path.display()
+    );
 }
 
 #[test]
 fn every_agent_maps_its_tool_and_session_events() {
     use chokepoint_core::external_events::{Agent, lookup};
     for agent in Agent::ALL {
-        let any = |kind: EventKind| chokepoint_core::external_events::EXTERNAL_EVENTS.iter().any(|e| e.agent == agent && e.maps_to == Some(kind));
+        let any =
+            |kind: EventKind| chokepoint_core::external_events::EXTERNAL_EVENTS.iter().any(|e| e.agent == agent && e.maps_to == Some(kind));
         assert!(any(EventKind::PreToolUse) && any(EventKind::SessionStart) && any(EventKind::BeforeSubmit), "{}", agent.as_str());
     }
     assert_eq!(lookup(Agent::Cursor, "beforeShellExecution").and_then(|e| e.tool), Some("execute_command"));

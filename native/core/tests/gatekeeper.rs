@@ -63,7 +63,10 @@ fn a_write_before_the_handshake_is_refused_with_the_way_forward() {
     let (_ws, _o, engine) = setup();
     let e = engine.evaluate(write("S", "src/auth/login.js")).unwrap();
     let Decision::Deny(d) = &e.decision else { panic!() };
-    assert_eq!(d.reason, "no intent is selected for this session: call `select_active_intent` first; available intents: INT-001 (Harden login), INT-003 (Everything)");
+    assert_eq!(
+        d.reason,
+        "no intent is selected for this session: call `select_active_intent` first; available intents: INT-001 (Harden login), INT-003 (Everything)"
+    );
     assert!(d.remediation.as_deref().unwrap().starts_with("Call select_active_intent"));
 }
 
@@ -74,7 +77,9 @@ fn the_handshake_returns_the_intent_context_and_opens_the_scope() {
     assert_eq!(e.decision, Decision::Allow);
     assert_eq!(
         e.additional_context,
-        ["<intent_context>\nid: INT-001\nname: Harden login\nowned_scope:\n  - src/auth/**\nconstraints:\n  - constant-time compare\nacceptance_criteria:\n  - lockout after five failures\n</intent_context>"]
+        [
+            "<intent_context>\nid: INT-001\nname: Harden login\nowned_scope:\n  - src/auth/**\nconstraints:\n  - constant-time compare\nacceptance_criteria:\n  - lockout after five failures\n</intent_context>"
+        ]
     );
     assert_eq!(engine.evaluate(write("S", "src/auth/login.js")).unwrap().decision, Decision::Allow);
     assert_eq!(engine.evaluate(write("S", "./src/auth/deep/new.js")).unwrap().decision, Decision::Allow);
@@ -109,7 +114,13 @@ fn governance_files_are_never_writable_whatever_the_scope() {
     let (_ws, _o, engine) = setup();
     engine.evaluate(call("S", "select_active_intent", json!({ "intent_id": "INT-003" }))).unwrap();
     assert_eq!(engine.evaluate(write("S", "README.md")).unwrap().decision, Decision::Allow, "INT-003 owns everything else");
-    for path in [".orchestration/hooks.yaml", ".orchestration/active_intents.yaml", "./.orchestration/../.orchestration/x", ".claude/settings.json", ".github/hooks/guard.json"] {
+    for path in [
+        ".orchestration/hooks.yaml",
+        ".orchestration/active_intents.yaml",
+        "./.orchestration/../.orchestration/x",
+        ".claude/settings.json",
+        ".github/hooks/guard.json",
+    ] {
         let e = engine.evaluate(write("S", path)).unwrap();
         assert!(reason(&e.decision).contains("is a governance file"), "{path}: {:?}", e.decision);
     }
@@ -195,7 +206,10 @@ fn a_scope_expansion_is_asked_then_applies_to_the_session_once_approved() {
     let (ws, _o, engine) = setup();
     select(&engine, "S", "INT-001");
     let request = |paths: serde_json::Value, why: &str| {
-        engine.evaluate(call("S", "scope_expansion_request", json!({ "intent_id": "INT-001", "paths": paths, "justification": why }))).unwrap().decision
+        engine
+            .evaluate(call("S", "scope_expansion_request", json!({ "intent_id": "INT-001", "paths": paths, "justification": why })))
+            .unwrap()
+            .decision
     };
     let Decision::Ask { reasons } = request(json!(["lib/auth/**"]), "the helper moved") else { panic!() };
     assert_eq!(reasons, ["gatekeeper: scope expansion for intent `INT-001`: lib/auth/** (justification: the helper moved)"]);
@@ -204,7 +218,9 @@ fn a_scope_expansion_is_asked_then_applies_to_the_session_once_approved() {
     assert!(reason(&request(json!([".orchestration/*"]), "x")).contains("governance"));
     assert!(reason(&request(json!(["**"]), "x")).contains("governance"));
     assert!(reason(&request(json!(["../elsewhere/**"]), "x")).contains("not a path inside the workspace"));
-    let other = engine.evaluate(call("S", "scope_expansion_request", json!({ "intent_id": "INT-003", "paths": ["x"], "justification": "y" }))).unwrap();
+    let other = engine
+        .evaluate(call("S", "scope_expansion_request", json!({ "intent_id": "INT-003", "paths": ["x"], "justification": "y" })))
+        .unwrap();
     assert!(reason(&other.decision).contains("holds `INT-001`"));
 
     assert!(matches!(engine.evaluate(write("S", "lib/auth/token.js")).unwrap().decision, Decision::Deny(_)));
@@ -230,7 +246,12 @@ fn a_scope_expansion_is_asked_then_applies_to_the_session_once_approved() {
     assert!(text.contains("owned_scope: [\"src/auth/**\", \"lib/auth/**\"]"), "{text}");
     engine.reload();
     select(&engine, "T", "INT-003");
-    engine.evaluate(Event { ids: chokepoint_core::EventIds { session: Some("S".into()), ..Default::default() }, ..Event::new(EventKind::SessionEnd) }).unwrap();
+    engine
+        .evaluate(Event {
+            ids: chokepoint_core::EventIds { session: Some("S".into()), ..Default::default() },
+            ..Event::new(EventKind::SessionEnd)
+        })
+        .unwrap();
     select(&engine, "U", "INT-001");
     assert_eq!(engine.evaluate(write("U", "lib/auth/token.js")).unwrap().decision, Decision::Allow);
 }
@@ -238,11 +259,15 @@ fn a_scope_expansion_is_asked_then_applies_to_the_session_once_approved() {
 #[test]
 fn write_tools_come_from_configuration_too() {
     let (ws, _o, engine) = setup();
-    fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\ngatekeeper:\n  write_tools:\n    save_note: [target, also]\n").unwrap();
+    fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\ngatekeeper:\n  write_tools:\n    save_note: [target, also]\n")
+        .unwrap();
     engine.reload();
     select(&engine, "S", "INT-001");
     assert_eq!(engine.evaluate(call("S", "save_note", json!({ "target": "src/auth/n.md" }))).unwrap().decision, Decision::Allow);
-    assert!(matches!(engine.evaluate(call("S", "save_note", json!({ "target": "src/auth/n.md", "also": "notes.md" }))).unwrap().decision, Decision::Deny(_)));
+    assert!(matches!(
+        engine.evaluate(call("S", "save_note", json!({ "target": "src/auth/n.md", "also": "notes.md" }))).unwrap().decision,
+        Decision::Deny(_)
+    ));
     // The built-in table is still there.
     assert!(matches!(engine.evaluate(call("S", "Write", json!({ "file_path": "x.md" }))).unwrap().decision, Decision::Deny(_)));
 }
@@ -272,5 +297,8 @@ fn a_locked_intent_points_the_second_agent_at_free_ones_only() {
     let (_ws, _o, engine) = setup();
     assert_eq!(select(&engine, "A", "INT-001"), Decision::Allow);
     let Decision::Deny(d) = select(&engine, "B", "INT-001") else { panic!() };
-    assert_eq!(d.remediation.as_deref(), Some("Select another intent (available intents: INT-003 (Everything)) or wait for this one to be released."));
+    assert_eq!(
+        d.remediation.as_deref(),
+        Some("Select another intent (available intents: INT-003 (Everything)) or wait for this one to be released.")
+    );
 }

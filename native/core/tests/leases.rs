@@ -310,12 +310,7 @@ fn spawn_child(what: &str, db: &Path, env: &[(&str, String)]) -> std::process::C
 
 fn check(output: &Output) -> String {
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "child failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "child failed ({}):\n{stdout}\n{}", output.status, String::from_utf8_lossy(&output.stderr));
     stdout
 }
 
@@ -410,11 +405,7 @@ fn four_processes_exclude_each_other() {
     // The database does not exist yet: the children also race to create it.
     let children: Vec<_> = (0..processes)
         .map(|i| {
-            let env = [
-                (COUNTER_ENV, counter.display().to_string()),
-                (SESSION_ENV, format!("s-{i}")),
-                (ROUNDS_ENV, rounds.to_string()),
-            ];
+            let env = [(COUNTER_ENV, counter.display().to_string()), (SESSION_ENV, format!("s-{i}")), (ROUNDS_ENV, rounds.to_string())];
             spawn_child("counter", &db, &env)
         })
         .collect();

@@ -49,7 +49,12 @@ fn sample(rng: &mut Rng, agent: &str, big: bool) -> Record {
         record.decision = Some(RecordedDecision {
             decision: rng.pick(&["allow", "deny", "ask"]).to_owned(),
             reason: (rng.next().is_multiple_of(3)).then(|| "outside the intent's scope: src/\"quoted\"/é".to_owned()),
-            hooks: vec![RecordedHook { name: "gatekeeper".into(), outcome: "allow".into(), duration_ns: rng.next() % 100_000, failure: None }],
+            hooks: vec![RecordedHook {
+                name: "gatekeeper".into(),
+                outcome: "allow".into(),
+                duration_ns: rng.next() % 100_000,
+                failure: None,
+            }],
         });
     }
     if rng.next().is_multiple_of(3) {
@@ -219,9 +224,9 @@ fn a_torn_tail_is_moved_aside_and_reported_on_open() {
         drop(ledger);
     }
     // Every recovery got its own file.
-    let recovered = std::fs::read_dir(sidecar.dir()).unwrap().filter(|e| {
-        e.as_ref().unwrap().file_name().to_str().unwrap().starts_with("agent_trace.recovered-")
-    });
+    let recovered = std::fs::read_dir(sidecar.dir())
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_str().unwrap().starts_with("agent_trace.recovered-"));
     assert_eq!(recovered.count(), 3);
     // And the chain continues from the last good record.
     let (ledger, recovery) = Ledger::open(&sidecar).unwrap();
@@ -243,10 +248,7 @@ fn a_tail_torn_by_another_process_is_recovered_before_the_next_batch() {
     let appended = ledger.append(sample(&mut rng, "a", false)).unwrap();
     assert_eq!(appended.seq, 2);
     let notices = ledger.notices();
-    assert!(
-        matches!(&notices[..], [Notice::Recovered(r)] if r.moved_bytes == torn.len() as u64),
-        "{notices:?}"
-    );
+    assert!(matches!(&notices[..], [Notice::Recovered(r)] if r.moved_bytes == torn.len() as u64), "{notices:?}");
     assert!(verified(&sidecar).is_intact());
 }
 
@@ -650,10 +652,12 @@ fn acks(stdout: std::process::ChildStdout) -> std::thread::JoinHandle<Vec<u64>> 
 fn agents_from(path: &Path, from: u64) -> Vec<(u64, String)> {
     let bytes = std::fs::read(path).unwrap();
     let text = std::str::from_utf8(&bytes[from as usize..]).unwrap();
-    text.lines().map(|line| {
-        let r = Record::from_line(line).unwrap();
-        (r.seq, r.agent.unwrap_or_default())
-    }).collect()
+    text.lines()
+        .map(|line| {
+            let r = Record::from_line(line).unwrap();
+            (r.seq, r.agent.unwrap_or_default())
+        })
+        .collect()
 }
 
 #[test]
@@ -730,9 +734,8 @@ fn processes_appending_at_once_share_one_chain() {
     let (_dir, sidecar) = workspace();
     const PROCESSES: usize = 4;
     const EACH: usize = 120;
-    let mut children: Vec<_> = (0..PROCESSES)
-        .map(|i| spawn_child("append", &sidecar, &[(TAG_ENV, format!("p{i}")), (COUNT_ENV, EACH.to_string())]))
-        .collect();
+    let mut children: Vec<_> =
+        (0..PROCESSES).map(|i| spawn_child("append", &sidecar, &[(TAG_ENV, format!("p{i}")), (COUNT_ENV, EACH.to_string())])).collect();
     let readers: Vec<_> = children.iter_mut().map(|c| acks(c.stdout.take().unwrap())).collect();
     // This process appends at the same time.
     let (ledger, _) = Ledger::open(&sidecar).unwrap();

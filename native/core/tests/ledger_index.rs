@@ -13,8 +13,8 @@ use chokepoint_core::Sidecar;
 use chokepoint_core::clock::format_utc;
 use chokepoint_core::ledger::blame::{BlameLine, blame};
 use chokepoint_core::ledger::export::{agent_trace, check_trace_record};
-use chokepoint_core::ledger::index::{Filter, Index, IndexedRecord, reindex};
 use chokepoint_core::ledger::head;
+use chokepoint_core::ledger::index::{Filter, Index, IndexedRecord, reindex};
 use chokepoint_core::ledger::ranges::{MAX_DIGESTED_LINES, file_change};
 use chokepoint_core::ledger::record::line_hash;
 use chokepoint_core::ledger::verify::verify;
@@ -438,10 +438,7 @@ fn blame_finds_lines_by_content_after_they_moved() {
     // A human adds a header: every recorded line moved down three, and is still found.
     ws.human_writes(path, &format!("// header\n// more\n\n{grown}"));
     let lines = blame(&index, &ws.sidecar, path, None).unwrap();
-    assert_eq!(
-        origin_seqs(&lines),
-        [None, None, None, Some(1), Some(1), Some(1), Some(1), Some(1), Some(2), Some(2)]
-    );
+    assert_eq!(origin_seqs(&lines), [None, None, None, Some(1), Some(1), Some(1), Some(1), Some(1), Some(2), Some(2)]);
     assert_eq!(lines[3].text, "fn one() {");
     let moved = lines[8].origin.as_ref().unwrap();
     assert_eq!((moved.recorded, moved.found), ((6, 7), (9, 10)));
@@ -533,7 +530,10 @@ fn blame_keeps_the_untouched_lines_of_a_partly_edited_range() {
 
     // Lines edited by hand (what were lines 20 and 22) are nobody's; the lines around them keep
     // their origin, the repeated `    }`, `}` and blank line after them included.
-    let by_hand = ws.read(path).replace("return Err(Error::NoName);", "return Err(Error::NoName { line: 0 });").replace("    Ok(config)\n", "    Ok(config.validated())\n");
+    let by_hand = ws
+        .read(path)
+        .replace("return Err(Error::NoName);", "return Err(Error::NoName { line: 0 });")
+        .replace("    Ok(config)\n", "    Ok(config.validated())\n");
     ws.human_writes(path, &by_hand);
     let lines = blame(&index, &ws.sidecar, path, None).unwrap();
     moved[22] = None;
@@ -545,7 +545,8 @@ fn blame_keeps_the_untouched_lines_of_a_partly_edited_range() {
     // first write's, are where no line of its range anchors them, and are nobody's.
     let start = by_hand.find("pub fn parse").unwrap();
     let end = by_hand.find("\nfn other").unwrap();
-    let rewritten = format!("{}pub fn parse(_: &str) -> Result<Config, Error> {{\n    todo!()\n}}\n\n{}", &by_hand[..start], &by_hand[end..]);
+    let rewritten =
+        format!("{}pub fn parse(_: &str) -> Result<Config, Error> {{\n    todo!()\n}}\n\n{}", &by_hand[..start], &by_hand[end..]);
     ws.human_writes(path, &rewritten);
     let lines = blame(&index, &ws.sidecar, path, None).unwrap();
     let known: Vec<(u32, &str)> = lines.iter().filter(|l| l.origin.is_some()).map(|l| (l.line, l.text.as_str())).collect();
@@ -703,7 +704,10 @@ fn the_index_reads_what_the_writer_writes() {
     assert_eq!(index.catch_up().unwrap().records, 19);
     let found = index.query(&filter()).unwrap();
     for (found, written) in found.iter().zip(&appended) {
-        assert_eq!((found.seq, &found.line_hash, found.offset, &found.record), (written.seq, &written.hash, written.offset, &written.record));
+        assert_eq!(
+            (found.seq, &found.line_hash, found.offset, &found.record),
+            (written.seq, &written.hash, written.offset, &written.record)
+        );
     }
     assert_eq!(index.query(&Filter { session: Some("s-1".into()), ..filter() }).unwrap().len(), 10);
 }

@@ -6,7 +6,8 @@ use chokepoint_core::{Decision, Engine, Event, EventKind};
 use serde_json::json;
 use std::fs;
 
-const INTENTS: &str = "version: 1\nactive_intents:\n  - id: INT-001\n    name: Login\n    status: IN_PROGRESS\n    owned_scope: [src/auth/**]\n";
+const INTENTS: &str =
+    "version: 1\nactive_intents:\n  - id: INT-001\n    name: Login\n    status: IN_PROGRESS\n    owned_scope: [src/auth/**]\n";
 
 fn governed() -> (tempfile::TempDir, Engine) {
     let ws = tempfile::tempdir().unwrap();
@@ -36,7 +37,8 @@ fn ledger(ws: &tempfile::TempDir) -> Vec<Record> {
 fn every_judged_event_is_recorded_with_its_intent_decision_and_the_ranges_it_wrote() {
     let (ws, engine) = governed();
     fs::write(ws.path().join("src/auth/login.js"), "a\nb\nc\n").unwrap();
-    let write = |content: &str| event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": "src/auth/login.js", "content": content }));
+    let write =
+        |content: &str| event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": "src/auth/login.js", "content": content }));
     engine.evaluate(event(EventKind::SessionStart, None, serde_json::Value::Null)).unwrap();
     assert!(matches!(engine.evaluate(write("x")).unwrap().decision, Decision::Deny(_)), "before the handshake");
     engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
@@ -52,7 +54,15 @@ fn every_judged_event_is_recorded_with_its_intent_decision_and_the_ranges_it_wro
     let records = ledger(&ws);
     let summary: Vec<String> = records
         .iter()
-        .map(|r| format!("{} {:?} {} {}", r.seq, r.kind, r.event.as_deref().unwrap_or("-"), r.decision.as_ref().map_or("-", |d| d.decision.as_str())))
+        .map(|r| {
+            format!(
+                "{} {:?} {} {}",
+                r.seq,
+                r.kind,
+                r.event.as_deref().unwrap_or("-"),
+                r.decision.as_ref().map_or("-", |d| d.decision.as_str())
+            )
+        })
         .collect();
     assert_eq!(
         summary,
@@ -66,9 +76,15 @@ fn every_judged_event_is_recorded_with_its_intent_decision_and_the_ranges_it_wro
         ]
     );
     assert_eq!(records[0].prev, GENESIS);
-    let lines: Vec<String> = fs::read_to_string(ws.path().join(".orchestration/agent_trace.jsonl")).unwrap().lines().map(str::to_owned).collect();
+    let lines: Vec<String> =
+        fs::read_to_string(ws.path().join(".orchestration/agent_trace.jsonl")).unwrap().lines().map(str::to_owned).collect();
     for i in 1..lines.len() {
-        assert_eq!(records[i].prev, chokepoint_core::ledger::record::line_hash(&lines[i - 1]), "record {} chains to its predecessor", i + 1);
+        assert_eq!(
+            records[i].prev,
+            chokepoint_core::ledger::record::line_hash(&lines[i - 1]),
+            "record {} chains to its predecessor",
+            i + 1
+        );
     }
     assert!(records[1].decision.as_ref().unwrap().reason.as_deref().unwrap().contains("select_active_intent"));
     assert_eq!(records[1].decision.as_ref().unwrap().hooks[0].name, "gatekeeper");
@@ -76,7 +92,10 @@ fn every_judged_event_is_recorded_with_its_intent_decision_and_the_ranges_it_wro
     assert_eq!(records[2].intent.as_deref(), Some("INT-001"), "the handshake's record names the intent it selected");
     assert_eq!(records[5].intent.as_deref(), Some("INT-001"), "the end of the task names the intent it released");
     assert_eq!(records[3].agent.as_deref(), Some("claude-code"));
-    assert_eq!(records[3].input_sha256.as_deref(), Some(chokepoint_core::ledger::record::digest_json(&json!({ "path": "src/auth/login.js", "content": "a\nB\nc\nd\n" })).as_str()));
+    assert_eq!(
+        records[3].input_sha256.as_deref(),
+        Some(chokepoint_core::ledger::record::digest_json(&json!({ "path": "src/auth/login.js", "content": "a\nB\nc\nd\n" })).as_str())
+    );
     // The write's ranges: line 2 replaced and line 4 added, each with the hash of its content.
     let files = &records[4].files;
     assert_eq!(files.len(), 1);
@@ -121,7 +140,11 @@ fn records_of_several_engines_on_one_workspace_form_one_chain() {
     let other = Engine::open(ws.path()).unwrap();
     for i in 0..20 {
         let e = event(EventKind::TurnStart, None, serde_json::Value::Null);
-        if i % 2 == 0 { engine.evaluate(e).unwrap() } else { other.evaluate(e).unwrap() };
+        if i % 2 == 0 {
+            engine.evaluate(e).unwrap()
+        } else {
+            other.evaluate(e).unwrap()
+        };
         engine.tracer().flush().unwrap();
         other.tracer().flush().unwrap();
     }
@@ -154,9 +177,11 @@ fn a_contained_command_is_recorded_with_what_containment_undid() {
 #[test]
 fn the_tracer_reads_back_through_its_index_every_durable_record_and_blames_by_content() {
     let (ws, engine) = governed();
-    let by_intent = |intent: &str| chokepoint_core::ledger::index::Filter { intent: Some(intent.into()), newest_first: true, ..Default::default() };
+    let by_intent =
+        |intent: &str| chokepoint_core::ledger::index::Filter { intent: Some(intent.into()), newest_first: true, ..Default::default() };
     assert!(engine.tracer().query(&by_intent("INT-001")).unwrap().is_empty(), "an empty ledger has no records");
-    let write = |content: &str| event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": "src/auth/login.js", "content": content }));
+    let write =
+        |content: &str| event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": "src/auth/login.js", "content": content }));
     engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
     engine.evaluate(write("one\ntwo\n")).unwrap();
     fs::write(ws.path().join("src/auth/login.js"), "one\ntwo\n").unwrap();

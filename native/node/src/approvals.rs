@@ -33,11 +33,7 @@ impl From<Status> for Code {
 }
 
 fn error(e: ApprovalError) -> Error<Code> {
-    let code = if e.is_refusal() {
-        "EREFUSED"
-    } else {
-        Status::InvalidArg.as_ref()
-    };
+    let code = if e.is_refusal() { "EREFUSED" } else { Status::InvalidArg.as_ref() };
     Error::new(Code(code.to_owned()), e.to_string())
 }
 
@@ -75,9 +71,7 @@ pub struct JsPendingDict {
     pub session_id: Option<String>,
     #[napi(js_name = "task_id")]
     pub task_id: Option<String>,
-    #[napi(
-        ts_type = "'open' | 'approved' | 'rejected' | 'modified' | 'overridden' | 'retry' | 'timed_out'"
-    )]
+    #[napi(ts_type = "'open' | 'approved' | 'rejected' | 'modified' | 'overridden' | 'retry' | 'timed_out'")]
     pub status: String,
     /// `caller`, `human`, `reviewer`, `auto-approve`, `auto-deny`, `handler:<name>` or `guard`.
     pub route: String,
@@ -206,23 +200,15 @@ struct JsPolicy {
 impl core::approvals::Policy for JsPolicy {
     fn on_rejection(&self, r: &core::approvals::Rejection) {
         if let Some(f) = &self.on_rejection {
-            let rejection = JsPolicyRejection {
-                pending: r.pending.clone().into(),
-                reason: r.reason.clone(),
-                source: r.source.as_str().to_owned(),
-            };
+            let rejection =
+                JsPolicyRejection { pending: r.pending.clone().into(), reason: r.reason.clone(), source: r.source.as_str().to_owned() };
             f.call(rejection, ThreadsafeFunctionCallMode::NonBlocking);
         }
     }
 
     fn on_success(&self, pending: &PendingDict) {
         if let Some(f) = &self.on_success {
-            f.call(
-                JsPolicySuccess {
-                    pending: pending.clone().into(),
-                },
-                ThreadsafeFunctionCallMode::NonBlocking,
-            );
+            f.call(JsPolicySuccess { pending: pending.clone().into() }, ThreadsafeFunctionCallMode::NonBlocking);
         }
     }
 }
@@ -242,10 +228,7 @@ impl Engine {
             ..OpenRequest::new(kind, req.subject, req.triggered_by)
         };
         let opened = self.inner.approvals().open(request).map_err(misuse)?;
-        Ok(JsOpenedPending {
-            pending: opened.pending.into(),
-            route: opened.route.to_string(),
-        })
+        Ok(JsOpenedPending { pending: opened.pending.into(), route: opened.route.to_string() })
     }
 
     /// The Pending, open or recently decided; null if unknown.
@@ -257,12 +240,7 @@ impl Engine {
     /// The open Pendings, oldest first.
     #[napi(catch_unwind)]
     pub fn list_pending(&self) -> Vec<JsPendingDict> {
-        self.inner
-            .approvals()
-            .list()
-            .into_iter()
-            .map(Into::into)
-            .collect()
+        self.inner.approvals().list().into_iter().map(Into::into).collect()
     }
 
     /// The Pending's public actions as tool definitions for a model.
@@ -271,11 +249,7 @@ impl Engine {
         let tools = self.inner.approvals().tools(&id).map_err(misuse)?;
         Ok(tools
             .into_iter()
-            .map(|t| JsPendingTool {
-                name: t.name.to_owned(),
-                description: t.description,
-                parameters: t.parameters,
-            })
+            .map(|t| JsPendingTool { name: t.name.to_owned(), description: t.description, parameters: t.parameters })
             .collect())
     }
 
@@ -287,32 +261,14 @@ impl Engine {
 
     /// Applies `{ action, ...arguments }`. Throws `EREFUSED` for an action the kind does not list,
     /// bad or missing arguments, or a Pending that is no longer open.
-    #[napi(
-        catch_unwind,
-        ts_args_type = "id: string, decision: { action: string; [argument: string]: unknown }, decidedBy: string"
-    )]
-    pub fn apply_decision(
-        &self,
-        id: String,
-        decision: serde_json::Value,
-        decided_by: String,
-    ) -> Result<JsAppliedDecision, Code> {
-        let applied = self
-            .inner
-            .approvals()
-            .apply_decision(&id, &decision, &decided_by)
-            .map_err(error)?;
-        Ok(JsAppliedDecision {
-            pending: applied.pending.into(),
-            effect: applied.effect.as_str().to_owned(),
-        })
+    #[napi(catch_unwind, ts_args_type = "id: string, decision: { action: string; [argument: string]: unknown }, decidedBy: string")]
+    pub fn apply_decision(&self, id: String, decision: serde_json::Value, decided_by: String) -> Result<JsAppliedDecision, Code> {
+        let applied = self.inner.approvals().apply_decision(&id, &decision, &decided_by).map_err(error)?;
+        Ok(JsAppliedDecision { pending: applied.pending.into(), effect: applied.effect.as_str().to_owned() })
     }
 
     /// `applyDecision` with the action apart, for a model's tool call; `text` is the tool's result.
-    #[napi(
-        catch_unwind,
-        ts_args_type = "id: string, name: string, args: Record<string, unknown>, decidedBy: string"
-    )]
+    #[napi(catch_unwind, ts_args_type = "id: string, name: string, args: Record<string, unknown>, decidedBy: string")]
     pub fn execute_pending_tool(
         &self,
         id: String,
@@ -320,42 +276,24 @@ impl Engine {
         args: serde_json::Value,
         decided_by: String,
     ) -> Result<JsPendingToolResult, Code> {
-        let applied = self
-            .inner
-            .approvals()
-            .execute_tool(&id, &name, args, &decided_by)
-            .map_err(error)?;
-        Ok(JsPendingToolResult {
-            pending: applied.pending.into(),
-            effect: applied.effect.as_str().to_owned(),
-            text: applied.text,
-        })
+        let applied = self.inner.approvals().execute_tool(&id, &name, args, &decided_by).map_err(error)?;
+        Ok(JsPendingToolResult { pending: applied.pending.into(), effect: applied.effect.as_str().to_owned(), text: applied.text })
     }
 
     /// A compaction's summaries checked: the first empty one or one over its share of the budget.
     #[napi(catch_unwind)]
     pub fn validate_pending(&self, id: String) -> Result<JsPendingValidation> {
         let v = self.inner.approvals().validate(&id).map_err(misuse)?;
-        Ok(JsPendingValidation {
-            passed: v.passed,
-            diagnosis: v.diagnosis,
-            index: v.index.map(|i| i as u32),
-        })
+        Ok(JsPendingValidation { passed: v.passed, diagnosis: v.diagnosis, index: v.index.map(|i| i as u32) })
     }
 
     /// Resolves when the Pending is decided or timed out. `timeoutMs` brings its deadline forward:
     /// undecided then, it is `timed_out` (a rejection). No thread waits.
     #[napi(catch_unwind)]
     pub async fn wait_pending(&self, id: String, timeout_ms: Option<f64>) -> Result<JsPendingDict> {
-        let timeout = timeout_ms
-            .filter(|ms| ms.is_finite() && *ms >= 0.0)
-            .map(|ms| Duration::from_millis(ms as u64));
+        let timeout = timeout_ms.filter(|ms| ms.is_finite() && *ms >= 0.0).map(|ms| Duration::from_millis(ms as u64));
         let engine = self.inner.clone();
-        let pending = engine
-            .approvals()
-            .wait(&id, timeout)
-            .await
-            .map_err(misuse)?;
+        let pending = engine.approvals().wait(&id, timeout).await.map_err(misuse)?;
         Ok(pending.into())
     }
 
@@ -364,10 +302,7 @@ impl Engine {
     /// null removes the registration.
     #[napi(catch_unwind)]
     pub fn set_approval_handler(&self, kind: String, handler: Option<String>) -> Result<()> {
-        self.inner
-            .approvals()
-            .set_handler(&kind, handler.as_deref())
-            .map_err(misuse)
+        self.inner.approvals().set_handler(&kind, handler.as_deref()).map_err(misuse)
     }
 
     /// A handler starts running for this session: its Pendings route to `guard` until the exit.
@@ -385,10 +320,7 @@ impl Engine {
     /// Pending times out at its deadline.
     #[napi(catch_unwind)]
     pub fn note_unresolved(&self, id: String, handler: String) -> Result<String, Code> {
-        self.inner
-            .approvals()
-            .note_unresolved(&id, &handler)
-            .map_err(error)
+        self.inner.approvals().note_unresolved(&id, &handler).map_err(error)
     }
 
     /// Hands an open Pending to another route (`human`, `reviewer`, a handler's name), recording
@@ -396,11 +328,7 @@ impl Engine {
     /// a decided Pending or an automatic route.
     #[napi(catch_unwind)]
     pub fn escalate_pending(&self, id: String, to: String, note: String) -> Result<JsPendingDict, Code> {
-        self.inner
-            .approvals()
-            .escalate(&id, &to, &note)
-            .map(JsPendingDict::from)
-            .map_err(error)
+        self.inner.approvals().escalate(&id, &to, &note).map(JsPendingDict::from).map_err(error)
     }
 
     /// The approvals settings in effect.
@@ -411,14 +339,9 @@ impl Engine {
             default: c.default.as_str().to_owned(),
             timeout_seconds: u32::try_from(c.timeout_seconds).unwrap_or(u32::MAX),
             handlers: c.handlers.into_iter().collect(),
-            reviewer: c.reviewer.map(|r| JsReviewerConfig {
-                model: r.model,
-                escalate_on: r
-                    .escalate_on
-                    .iter()
-                    .map(|e| e.as_str().to_owned())
-                    .collect(),
-            }),
+            reviewer: c
+                .reviewer
+                .map(|r| JsReviewerConfig { model: r.model, escalate_on: r.escalate_on.iter().map(|e| e.as_str().to_owned()).collect() }),
         }
     }
 
@@ -426,14 +349,9 @@ impl Engine {
     #[napi(catch_unwind, ts_args_type = "cb: (pending: PendingDict) => void")]
     pub fn on_pending_change(&self, cb: Callback<JsPendingDict>) {
         let cb = Arc::new(cb);
-        self.inner
-            .approvals()
-            .on_change(Arc::new(move |pending: &PendingDict| {
-                cb.call(
-                    pending.clone().into(),
-                    ThreadsafeFunctionCallMode::NonBlocking,
-                );
-            }));
+        self.inner.approvals().on_change(Arc::new(move |pending: &PendingDict| {
+            cb.call(pending.clone().into(), ThreadsafeFunctionCallMode::NonBlocking);
+        }));
     }
 
     /// The policy that hears the outcomes of the Pendings it triggered (`triggeredBy == name`).
@@ -442,13 +360,8 @@ impl Engine {
         ts_args_type = "name: string, policy: { onRejection?: (rejection: PolicyRejection) => void; onSuccess?: (success: PolicySuccess) => void }"
     )]
     pub fn register_policy(&self, name: String, policy: Object) -> Result<()> {
-        let policy = JsPolicy {
-            on_rejection: policy.get("onRejection")?,
-            on_success: policy.get("onSuccess")?,
-        };
-        self.inner
-            .approvals()
-            .register_policy(name, Arc::new(policy));
+        let policy = JsPolicy { on_rejection: policy.get("onRejection")?, on_success: policy.get("onSuccess")? };
+        self.inner.approvals().register_policy(name, Arc::new(policy));
         Ok(())
     }
 }

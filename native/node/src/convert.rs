@@ -131,7 +131,12 @@ pub struct JsEventContext {
 }
 
 /// Builds a core event from the positional arguments of the synchronous entry.
-pub fn event_from_parts(name: &str, tool: Option<String>, paths: Option<Vec<String>>, context: Option<JsEventContext>) -> Result<core::Event> {
+pub fn event_from_parts(
+    name: &str,
+    tool: Option<String>,
+    paths: Option<Vec<String>>,
+    context: Option<JsEventContext>,
+) -> Result<core::Event> {
     let kind = name.parse::<core::EventKind>().map_err(|e| Error::new(Status::InvalidArg, e))?;
     let mut event = core::Event::new(kind);
     event.tool = tool;
@@ -168,7 +173,13 @@ pub struct JsIntentHolder {
 
 impl From<core::leases::Lease> for JsIntentHolder {
     fn from(l: core::leases::Lease) -> Self {
-        JsIntentHolder { intent_id: l.intent, session_id: l.session, agent_id: l.agent, since: l.acquired_at_ms as f64, expires: l.expires_at_ms as f64 }
+        JsIntentHolder {
+            intent_id: l.intent,
+            session_id: l.session,
+            agent_id: l.agent,
+            since: l.acquired_at_ms as f64,
+            expires: l.expires_at_ms as f64,
+        }
     }
 }
 
@@ -245,7 +256,11 @@ pub struct JsContainedResult {
 
 impl From<core::containment::ContainReport> for JsContainedResult {
     fn from(r: core::containment::ContainReport) -> Self {
-        let change = |c: &core::snapshot::Change, reason: Option<String>| JsContainedChange { path: c.path.clone(), kind: c.kind.as_str().to_owned(), reason };
+        let change = |c: &core::snapshot::Change, reason: Option<String>| JsContainedChange {
+            path: c.path.clone(),
+            kind: c.kind.as_str().to_owned(),
+            reason,
+        };
         let (stdout, stderr) = r.output.as_ref().map_or((String::new(), String::new()), |o| {
             (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
         });
@@ -315,7 +330,8 @@ impl JsHostHookSpec {
             Some("open") => Some(core::FailureMode::Open),
             Some(other) => return Err(invalid(format!("unknown failure mode `{other}`"))),
         };
-        let events = self.events.iter().map(|e| e.parse::<core::EventKind>()).collect::<std::result::Result<Vec<_>, _>>().map_err(invalid)?;
+        let events =
+            self.events.iter().map(|e| e.parse::<core::EventKind>()).collect::<std::result::Result<Vec<_>, _>>().map_err(invalid)?;
         let matcher = core::Matcher::new(self.tool.as_deref(), &self.paths.unwrap_or_default()).map_err(invalid)?;
         Ok(core::Registration { hook: core::HookImpl::Host(self.name.clone()), name: self.name, priority, failure, events, matcher })
     }
@@ -393,13 +409,7 @@ fn path_string(p: &std::path::Path) -> String {
 
 impl From<core::Diagnostic> for JsDiagnostic {
     fn from(d: core::Diagnostic) -> Self {
-        JsDiagnostic {
-            file: path_string(&d.file),
-            line: d.line,
-            column: d.column,
-            code: d.code.to_owned(),
-            message: d.message,
-        }
+        JsDiagnostic { file: path_string(&d.file), line: d.line, column: d.column, code: d.code.to_owned(), message: d.message }
     }
 }
 
@@ -548,7 +558,10 @@ impl From<core::ledger::Record> for JsTraceEntry {
             files: r
                 .files
                 .into_iter()
-                .map(|f| JsTraceFile { path: f.path, ranges: f.ranges.into_iter().map(|x| JsTraceRange { start: x.start, end: x.end }).collect() })
+                .map(|f| JsTraceFile {
+                    path: f.path,
+                    ranges: f.ranges.into_iter().map(|x| JsTraceRange { start: x.start, end: x.end }).collect(),
+                })
                 .collect(),
         }
     }
@@ -627,7 +640,11 @@ pub struct JsTokenizerInfo {
 
 impl From<core::tokens::TokenCounter> for JsTokenizerInfo {
     fn from(counter: core::tokens::TokenCounter) -> Self {
-        JsTokenizerInfo { family: counter.family().name().to_owned(), exact: counter.is_exact(), message_overhead: counter.message_overhead() }
+        JsTokenizerInfo {
+            family: counter.family().name().to_owned(),
+            exact: counter.is_exact(),
+            message_overhead: counter.message_overhead(),
+        }
     }
 }
 

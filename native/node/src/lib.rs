@@ -12,12 +12,16 @@ mod convert;
 mod host;
 
 use chokepoint_core as core;
-use convert::{JsBlameResult, JsCompactionItem, JsCompactionPlan, JsCompactionPolicy, JsContainedCommand, JsContainedResult, JsEngineInfo, JsEvaluateOptions, JsEvaluation, JsEvent, JsEventContext, JsHostHookSpec, JsIntentHolder, JsPiped, JsScopeExpansion, JsTokenizerInfo, JsTraceEntry, JsTraceFilter};
+use convert::{
+    JsBlameResult, JsCompactionItem, JsCompactionPlan, JsCompactionPolicy, JsContainedCommand, JsContainedResult, JsEngineInfo,
+    JsEvaluateOptions, JsEvaluation, JsEvent, JsEventContext, JsHostHookSpec, JsIntentHolder, JsPiped, JsScopeExpansion, JsTokenizerInfo,
+    JsTraceEntry, JsTraceFilter,
+};
 use host::{HostFn, HostTable};
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use std::sync::Arc;
 use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
+use std::sync::Arc;
 
 /// The version of the native core.
 #[napi(catch_unwind)]
@@ -198,7 +202,12 @@ impl Engine {
     /// resolved when the event's record needs no sync, else it settles when the record is durable
     /// (straight from the ledger's syncer thread); other chains run on the binding's async runtime.
     #[napi(catch_unwind, ts_return_type = "Promise<Evaluation>")]
-    pub fn evaluate_async<'env>(&self, env: &'env Env, event: JsEvent, options: Option<JsEvaluateOptions>) -> Result<PromiseRaw<'env, JsEvaluation>> {
+    pub fn evaluate_async<'env>(
+        &self,
+        env: &'env Env,
+        event: JsEvent,
+        options: Option<JsEvaluateOptions>,
+    ) -> Result<PromiseRaw<'env, JsEvaluation>> {
         let event = event.try_into_core()?;
         let detail = convert::Detail::from_options(options)?;
         // Who settles first decides how: an evaluation ready before this call returns becomes an

@@ -14,10 +14,7 @@
 
 use super::error::ApprovalError;
 use super::kind::PendingKind;
-use super::pending::{
-    Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition,
-    ValidationResult,
-};
+use super::pending::{Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult};
 use super::record::{Phase, approval_record};
 use super::routing::{ANY_KIND, Route, merged_handlers, route};
 use crate::config::{ApprovalRoute, ApprovalsConfig, ReviewerConfig};
@@ -47,15 +44,7 @@ pub struct OpenRequest {
 
 impl OpenRequest {
     pub fn new(kind: PendingKind, subject: Value, triggered_by: impl Into<String>) -> OpenRequest {
-        OpenRequest {
-            kind,
-            subject,
-            triggered_by: triggered_by.into(),
-            session_id: None,
-            task_id: None,
-            review: false,
-            timeout: None,
-        }
+        OpenRequest { kind, subject, triggered_by: triggered_by.into(), session_id: None, task_id: None, review: false, timeout: None }
     }
 }
 
@@ -91,9 +80,7 @@ impl FeedbackSource {
             "reviewer" => FeedbackSource::Reviewer,
             "timeout" => FeedbackSource::Timeout,
             "auto-approve" | "auto-deny" | "guard" | "auto_retry" => FeedbackSource::Policy,
-            other if other.starts_with("handler:") || other.starts_with("policy:") => {
-                FeedbackSource::Policy
-            }
+            other if other.starts_with("handler:") || other.starts_with("policy:") => FeedbackSource::Policy,
             _ => FeedbackSource::Human,
         }
     }
@@ -146,10 +133,7 @@ pub struct Approvals {
 impl std::fmt::Debug for Approvals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = self.inner.lock();
-        f.debug_struct("Approvals")
-            .field("pending", &state.entries.len())
-            .field("config", &state.config)
-            .finish()
+        f.debug_struct("Approvals").field("pending", &state.entries.len()).field("config", &state.config).finish()
     }
 }
 
@@ -233,10 +217,7 @@ impl Approvals {
         EffectiveConfig {
             default: state.config.default,
             timeout_seconds: state.config.timeout_seconds,
-            handlers: merged_handlers(&state.config.handlers, &state.registered)
-                .into_iter()
-                .map(|(k, r)| (k, r.handler_name()))
-                .collect(),
+            handlers: merged_handlers(&state.config.handlers, &state.registered).into_iter().map(|(k, r)| (k, r.handler_name())).collect(),
             reviewer: state.config.reviewer.clone(),
         }
     }
@@ -245,14 +226,11 @@ impl Approvals {
     /// registration (hooks.yaml's entry, if any, applies again).
     pub fn set_handler(&self, key: &str, handler: Option<&str>) -> Result<(), ApprovalError> {
         if key != ANY_KIND {
-            PendingKind::parse(key)
-                .map_err(|_| ApprovalError::UnknownHandlerKey(key.to_owned()))?;
+            PendingKind::parse(key).map_err(|_| ApprovalError::UnknownHandlerKey(key.to_owned()))?;
         }
         let mut state = self.inner.lock();
         match handler {
-            Some(name) => state
-                .registered
-                .insert(key.to_owned(), Route::from_handler(name)),
+            Some(name) => state.registered.insert(key.to_owned(), Route::from_handler(name)),
             None => state.registered.remove(key),
         };
         Ok(())
@@ -261,12 +239,7 @@ impl Approvals {
     /// A handler starts running for `session`: Pendings opened for the session until the matching
     /// `exit_handler` route to `guard` (approved at once).
     pub fn enter_handler(&self, session: &str) {
-        *self
-            .inner
-            .lock()
-            .in_handler
-            .entry(session.to_owned())
-            .or_default() += 1;
+        *self.inner.lock().in_handler.entry(session.to_owned()).or_default() += 1;
     }
 
     pub fn exit_handler(&self, session: &str) {
@@ -281,20 +254,12 @@ impl Approvals {
 
     /// Listeners hear every open, edit and decision (timeouts included), in that order per Pending.
     pub fn on_change(&self, listener: ChangeListener) {
-        self.inner
-            .listeners
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(listener);
+        self.inner.listeners.write().unwrap_or_else(|p| p.into_inner()).push(listener);
     }
 
     /// The policy that hears the outcomes of the Pendings it triggers (`triggered_by == name`).
     pub fn register_policy(&self, name: impl Into<String>, policy: Arc<dyn Policy>) {
-        self.inner
-            .policies
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.into(), policy);
+        self.inner.policies.write().unwrap_or_else(|p| p.into_inner()).insert(name.into(), policy);
     }
 
     /// Opens a Pending and routes it; the automatic routes decide it before this returns.
@@ -303,63 +268,28 @@ impl Approvals {
         pending.session_id = request.session_id;
         pending.task_id = request.task_id;
         let mut state = self.inner.lock();
-        let in_handler = pending
-            .session_id
-            .as_ref()
-            .is_some_and(|s| state.in_handler.contains_key(s));
+        let in_handler = pending.session_id.as_ref().is_some_and(|s| state.in_handler.contains_key(s));
         let handlers = merged_handlers(&state.config.handlers, &state.registered);
-        pending.route = route(
-            request.review,
-            in_handler,
-            pending.kind,
-            &handlers,
-            state.config.default,
-        );
+        pending.route = route(request.review, in_handler, pending.kind, &handlers, state.config.default);
         let mut happened = vec![Happened::Opened(pending.to_dict())];
         let automatic = match pending.route {
-            Route::AutoApprove => Some((
-                true,
-                "auto-approve",
-                "approved without review (approvals route auto-approve)",
-            )),
-            Route::AutoDeny => Some((
-                false,
-                "auto-deny",
-                "rejected without review by the approvals configuration (auto-deny)",
-            )),
-            Route::Guard => Some((
-                true,
-                "guard",
-                "approved without review: opened while an approval handler ran for this session",
-            )),
+            Route::AutoApprove => Some((true, "auto-approve", "approved without review (approvals route auto-approve)")),
+            Route::AutoDeny => Some((false, "auto-deny", "rejected without review by the approvals configuration (auto-deny)")),
+            Route::Guard => Some((true, "guard", "approved without review: opened while an approval handler ran for this session")),
             _ => None,
         };
         if let Some((approve, by, text)) = automatic {
             auto_decide(&mut pending, approve, by, text)?;
             happened.push(Happened::Decided(pending.to_dict()));
         }
-        let opened = Opened {
-            pending: pending.to_dict(),
-            route: pending.route.clone(),
-        };
+        let opened = Opened { pending: pending.to_dict(), route: pending.route.clone() };
         let now = Instant::now();
-        let timeout = request
-            .timeout
-            .unwrap_or(Duration::from_secs(state.config.timeout_seconds));
+        let timeout = request.timeout.unwrap_or(Duration::from_secs(state.config.timeout_seconds));
         let (id, open) = (pending.id.clone(), pending.is_open());
         let seq = state.next_seq;
         state.next_seq += 1;
         let (status, _) = tokio::sync::watch::channel(pending.status);
-        state.entries.insert(
-            id.clone(),
-            Entry {
-                pending,
-                seq,
-                timeout,
-                deadline: now + timeout,
-                status,
-            },
-        );
+        state.entries.insert(id.clone(), Entry { pending, seq, timeout, deadline: now + timeout, status });
         if open {
             self.start_timer(&mut state);
             self.inner.wake.notify_all();
@@ -372,21 +302,13 @@ impl Approvals {
     }
 
     pub fn get(&self, id: &str) -> Option<PendingDict> {
-        self.inner
-            .lock()
-            .entries
-            .get(id)
-            .map(|e| e.pending.to_dict())
+        self.inner.lock().entries.get(id).map(|e| e.pending.to_dict())
     }
 
     /// The open Pendings, oldest first.
     pub fn list(&self) -> Vec<PendingDict> {
         let state = self.inner.lock();
-        let mut open: Vec<&Entry> = state
-            .entries
-            .values()
-            .filter(|e| e.pending.is_open())
-            .collect();
+        let mut open: Vec<&Entry> = state.entries.values().filter(|e| e.pending.is_open()).collect();
         open.sort_by_key(|e| e.seq);
         open.into_iter().map(|e| e.pending.to_dict()).collect()
     }
@@ -404,44 +326,22 @@ impl Approvals {
     }
 
     /// `apply_decision` on the Pending `id`, by `by` (`human`, `reviewer`, `handler:<name>`...).
-    pub fn apply_decision(
-        &self,
-        id: &str,
-        decision: &Value,
-        by: &str,
-    ) -> Result<Applied, ApprovalError> {
-        let action = decision
-            .get("action")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+    pub fn apply_decision(&self, id: &str, decision: &Value, by: &str) -> Result<Applied, ApprovalError> {
+        let action = decision.get("action").and_then(Value::as_str).unwrap_or_default().to_owned();
         self.act(id, &action, |pending| pending.apply_decision(decision, by))
     }
 
     /// `execute_tool` on the Pending `id`: the action `name` with `args`.
-    pub fn execute_tool(
-        &self,
-        id: &str,
-        name: &str,
-        args: Value,
-        by: &str,
-    ) -> Result<Applied, ApprovalError> {
+    pub fn execute_tool(&self, id: &str, name: &str, args: Value, by: &str) -> Result<Applied, ApprovalError> {
         self.act(id, name, |pending| pending.execute_tool(name, args, by))
     }
 
     /// Resolves when the Pending is decided or timed out. `timeout`, if given, brings its deadline
     /// forward (never back): when it passes undecided, the Pending is `timed_out`.
-    pub async fn wait(
-        &self,
-        id: &str,
-        timeout: Option<Duration>,
-    ) -> Result<PendingDict, ApprovalError> {
+    pub async fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<PendingDict, ApprovalError> {
         let mut status = {
             let mut state = self.inner.lock();
-            let entry = state
-                .entries
-                .get_mut(id)
-                .ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
+            let entry = state.entries.get_mut(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
             if let Some(timeout) = timeout {
                 let deadline = Instant::now() + timeout;
                 if deadline < entry.deadline {
@@ -454,23 +354,16 @@ impl Approvals {
         };
         // Err only if the entry was forgotten, which happens to decided Pendings alone.
         let _ = status.wait_for(|s| *s != Status::Open).await;
-        self.get(id)
-            .ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))
+        self.get(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))
     }
 
     /// A handler returned without deciding the Pending: the warning for the host's output channel,
     /// also written to the trace. The Pending stays open until its deadline, then times out.
     pub fn note_unresolved(&self, id: &str, handler: &str) -> Result<String, ApprovalError> {
         let state = self.inner.lock();
-        let entry = state
-            .entries
-            .get(id)
-            .ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
+        let entry = state.entries.get(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
         if !entry.pending.is_open() {
-            return Err(ApprovalError::NotOpen {
-                id: id.to_owned(),
-                status: entry.pending.status.as_str(),
-            });
+            return Err(ApprovalError::NotOpen { id: id.to_owned(), status: entry.pending.status.as_str() });
         }
         let warning = format!(
             "approval handler `{handler}` returned without deciding {} pending `{id}`; it times out and counts as rejected when its timeout of {} runs out",
@@ -479,8 +372,7 @@ impl Approvals {
         );
         let dict = entry.pending.to_dict();
         drop(state);
-        self.inner
-            .after(vec![Happened::Warned(dict, warning.clone())]);
+        self.inner.after(vec![Happened::Warned(dict, warning.clone())]);
         Ok(warning)
     }
 
@@ -498,67 +390,32 @@ impl Approvals {
             });
         }
         let mut state = self.inner.lock();
-        let entry = state
-            .entries
-            .get_mut(id)
-            .ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
+        let entry = state.entries.get_mut(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
         if !entry.pending.is_open() {
-            return Err(ApprovalError::NotOpen {
-                id: id.to_owned(),
-                status: entry.pending.status.as_str(),
-            });
+            return Err(ApprovalError::NotOpen { id: id.to_owned(), status: entry.pending.status.as_str() });
         }
         entry.pending.route = route;
         let dict = entry.pending.to_dict();
         drop(state);
-        self.inner
-            .after(vec![Happened::Escalated(dict.clone(), note.to_owned())]);
+        self.inner.after(vec![Happened::Escalated(dict.clone(), note.to_owned())]);
         Ok(dict)
     }
 
     /// [`super::pending::auto_retry`] on the Pending `id` of this registry: its edits are recorded
     /// and told to the listeners like any other.
-    pub fn auto_retry(
-        &self,
-        id: &str,
-        max_retries: u32,
-        retry: impl FnMut(usize, &str) -> Result<String, String>,
-    ) -> RetryOutcome {
-        super::pending::auto_retry(
-            &mut Held {
-                approvals: self,
-                id,
-            },
-            max_retries,
-            retry,
-        )
+    pub fn auto_retry(&self, id: &str, max_retries: u32, retry: impl FnMut(usize, &str) -> Result<String, String>) -> RetryOutcome {
+        super::pending::auto_retry(&mut Held { approvals: self, id }, max_retries, retry)
     }
 
     fn read<T>(&self, id: &str, f: impl FnOnce(&Pending) -> T) -> Result<T, ApprovalError> {
-        self.inner
-            .lock()
-            .entries
-            .get(id)
-            .map(|e| f(&e.pending))
-            .ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))
+        self.inner.lock().entries.get(id).map(|e| f(&e.pending)).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))
     }
 
-    fn act(
-        &self,
-        id: &str,
-        action: &str,
-        f: impl FnOnce(&mut Pending) -> Result<Effect, ApprovalError>,
-    ) -> Result<Applied, ApprovalError> {
+    fn act(&self, id: &str, action: &str, f: impl FnOnce(&mut Pending) -> Result<Effect, ApprovalError>) -> Result<Applied, ApprovalError> {
         let mut state = self.inner.lock();
-        let entry = state
-            .entries
-            .get_mut(id)
-            .ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
+        let entry = state.entries.get_mut(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
         let effect = f(&mut entry.pending)?;
-        let (dict, text) = (
-            entry.pending.to_dict(),
-            entry.pending.result_text(action, &effect),
-        );
+        let (dict, text) = (entry.pending.to_dict(), entry.pending.result_text(action, &effect));
         let happened = if effect == Effect::Decided {
             entry.status.send_replace(entry.pending.status);
             state.remember_decided(id);
@@ -568,11 +425,7 @@ impl Approvals {
         };
         drop(state);
         self.inner.after(vec![happened]);
-        Ok(Applied {
-            pending: dict,
-            effect,
-            text,
-        })
+        Ok(Applied { pending: dict, effect, text })
     }
 
     fn start_timer(&self, state: &mut State) {
@@ -580,9 +433,7 @@ impl Approvals {
             return;
         }
         let inner = Arc::clone(&self.inner);
-        let spawned = std::thread::Builder::new()
-            .name("chokepoint-approvals".to_owned())
-            .spawn(move || inner.run_timer());
+        let spawned = std::thread::Builder::new().name("chokepoint-approvals".to_owned()).spawn(move || inner.run_timer());
         // Without a timer thread (the process is out of threads) deadlines are still enforced by the
         // next open, which tries again.
         state.timer_started = spawned.is_ok();
@@ -591,12 +442,7 @@ impl Approvals {
 
 /// Decides at once through the kind's own table: approve (or override, for a submission, which has
 /// no approve), or reject.
-fn auto_decide(
-    pending: &mut Pending,
-    approve: bool,
-    by: &str,
-    text: &str,
-) -> Result<Effect, ApprovalError> {
+fn auto_decide(pending: &mut Pending, approve: bool, by: &str, text: &str) -> Result<Effect, ApprovalError> {
     let (action, args) = match (approve, pending.kind.action("approve").is_some()) {
         (true, true) => ("approve", json!({ "note": text })),
         (true, false) => ("override", json!({ "reason": text })),
@@ -608,11 +454,7 @@ fn auto_decide(
 /// `12 s`, `0.2 s`.
 fn seconds(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms.is_multiple_of(1000) {
-        format!("{} s", ms / 1000)
-    } else {
-        format!("{} s", ms as f64 / 1000.0)
-    }
+    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{} s", ms as f64 / 1000.0) }
 }
 
 impl State {
@@ -627,12 +469,8 @@ impl State {
 
     /// Times out every open Pending whose deadline has passed.
     fn expire(&mut self, now: Instant) -> Vec<Happened> {
-        let due: Vec<String> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| e.pending.is_open() && e.deadline <= now)
-            .map(|(id, _)| id.clone())
-            .collect();
+        let due: Vec<String> =
+            self.entries.iter().filter(|(_, e)| e.pending.is_open() && e.deadline <= now).map(|(id, _)| id.clone()).collect();
         let mut happened = Vec::new();
         for id in due {
             let Some(entry) = self.entries.get_mut(&id) else {
@@ -672,18 +510,10 @@ impl Inner {
                 state = self.lock();
                 continue;
             }
-            let next = state
-                .entries
-                .values()
-                .filter(|e| e.pending.is_open())
-                .map(|e| e.deadline)
-                .min();
+            let next = state.entries.values().filter(|e| e.pending.is_open()).map(|e| e.deadline).min();
             state = match next {
                 Some(deadline) => {
-                    self.wake
-                        .wait_timeout(state, deadline.saturating_duration_since(now))
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0
+                    self.wake.wait_timeout(state, deadline.saturating_duration_since(now)).unwrap_or_else(|p| p.into_inner()).0
                 }
                 None => self.wake.wait(state).unwrap_or_else(|p| p.into_inner()),
             };
@@ -710,23 +540,14 @@ impl Inner {
             if phase == Phase::Warning {
                 continue;
             }
-            let listeners = self
-                .listeners
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
+            let listeners = self.listeners.read().unwrap_or_else(|p| p.into_inner()).clone();
             for listener in &listeners {
                 guarded(&|| listener(dict));
             }
             if phase != Phase::Decision {
                 continue;
             }
-            let policy = self
-                .policies
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&dict.triggered_by)
-                .cloned();
+            let policy = self.policies.read().unwrap_or_else(|p| p.into_inner()).get(&dict.triggered_by).cloned();
             let Some(policy) = policy else { continue };
             if dict.status.is_success() {
                 guarded(&|| policy.on_success(dict));
@@ -757,13 +578,6 @@ impl Retryable for Held<'_> {
     }
 
     fn edit_summary(&mut self, index: usize, text: String) -> Result<(), ApprovalError> {
-        self.approvals
-            .execute_tool(
-                self.id,
-                "edit_summary",
-                json!({ "index": index, "text": text }),
-                "auto_retry",
-            )
-            .map(drop)
+        self.approvals.execute_tool(self.id, "edit_summary", json!({ "index": index, "text": text }), "auto_retry").map(drop)
     }
 }

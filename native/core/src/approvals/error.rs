@@ -57,43 +57,24 @@ impl fmt::Display for ApprovalError {
             ApprovalError::UnknownKind(kind) => write!(
                 f,
                 "unknown pending kind `{kind}`; the kinds are {}",
-                super::PendingKind::ALL
-                    .iter()
-                    .map(|k| k.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                super::PendingKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
             ),
             ApprovalError::UnknownHandlerKey(key) => write!(
                 f,
                 "cannot register an approval handler for `{key}`; handlers are registered for a kind ({}) or `*`",
-                super::PendingKind::ALL
-                    .iter()
-                    .map(|k| k.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                super::PendingKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
             ),
             ApprovalError::BadSubject { kind, message } => {
                 write!(f, "invalid {kind} subject: {message}")
             }
             ApprovalError::BadDecision(message) => write!(f, "invalid decision: {message}"),
-            ApprovalError::NotAllowed {
-                action,
-                kind,
-                allowed,
-            } => {
-                write!(
-                    f,
-                    "action `{action}` is not allowed on a {kind} pending; the allowed actions are {}",
-                    allowed.join(", ")
-                )
+            ApprovalError::NotAllowed { action, kind, allowed } => {
+                write!(f, "action `{action}` is not allowed on a {kind} pending; the allowed actions are {}", allowed.join(", "))
             }
             ApprovalError::BadArguments { action, message } => {
                 write!(f, "bad arguments for `{action}`: {message}")
             }
-            ApprovalError::NotOpen { id, status } => write!(
-                f,
-                "pending `{id}` is already {status}; no action can change it"
-            ),
+            ApprovalError::NotOpen { id, status } => write!(f, "pending `{id}` is already {status}; no action can change it"),
             ApprovalError::WrongSubject(action) => {
                 write!(f, "action `{action}` reached a subject of another kind")
             }

@@ -15,9 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// What a Pending is about.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PendingKind {
     /// An agent's tool call that a hook escalated (`ask`).
@@ -33,13 +31,8 @@ pub enum PendingKind {
 }
 
 impl PendingKind {
-    pub const ALL: [PendingKind; 5] = [
-        PendingKind::ToolCall,
-        PendingKind::ScopeExpansion,
-        PendingKind::Plan,
-        PendingKind::Compaction,
-        PendingKind::Submit,
-    ];
+    pub const ALL: [PendingKind; 5] =
+        [PendingKind::ToolCall, PendingKind::ScopeExpansion, PendingKind::Plan, PendingKind::Compaction, PendingKind::Submit];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -52,10 +45,7 @@ impl PendingKind {
     }
 
     pub fn parse(name: &str) -> Result<PendingKind, ApprovalError> {
-        PendingKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == name)
-            .ok_or_else(|| ApprovalError::UnknownKind(name.to_owned()))
+        PendingKind::ALL.into_iter().find(|k| k.as_str() == name).ok_or_else(|| ApprovalError::UnknownKind(name.to_owned()))
     }
 
     /// The kind's public actions, in the order they are offered. The only table of actions.
@@ -80,77 +70,35 @@ impl PendingKind {
 
 const TOOL_CALL: [ActionSpec; 3] = [
     action::<Approve>("approve", "Allow the tool call as the agent asked for it."),
-    action::<Reject>(
-        "reject",
-        "Refuse the tool call; the reason is returned to the agent as the tool's result.",
-    ),
-    action::<Modify>(
-        "modify",
-        "Allow the tool call with a corrected input; the note tells the agent what was changed.",
-    ),
+    action::<Reject>("reject", "Refuse the tool call; the reason is returned to the agent as the tool's result."),
+    action::<Modify>("modify", "Allow the tool call with a corrected input; the note tells the agent what was changed."),
 ];
 
 const SCOPE_EXPANSION: [ActionSpec; 4] = [
     action::<Approve>("approve", "Grant the paths to the intent for this session."),
-    action::<Reject>(
-        "reject",
-        "Refuse the expansion; the reason is returned to the agent.",
-    ),
-    action::<EditPaths>(
-        "edit",
-        "Replace the requested paths (the Pending stays open for a decision).",
-    ),
-    action::<ApproveAndSave>(
-        "approve_and_save",
-        "Grant the paths and write them into active_intents.yaml.",
-    ),
+    action::<Reject>("reject", "Refuse the expansion; the reason is returned to the agent."),
+    action::<EditPaths>("edit", "Replace the requested paths (the Pending stays open for a decision)."),
+    action::<ApproveAndSave>("approve_and_save", "Grant the paths and write them into active_intents.yaml."),
 ];
 
 const PLAN: [ActionSpec; 3] = [
     action::<Approve>("approve", "Accept the plan as it stands."),
-    action::<Reject>(
-        "reject",
-        "Refuse the plan; the reason is returned to the agent.",
-    ),
-    action::<EditTasks>(
-        "edit",
-        "Replace the plan's tasks (the Pending stays open for a decision).",
-    ),
+    action::<Reject>("reject", "Refuse the plan; the reason is returned to the agent."),
+    action::<EditTasks>("edit", "Replace the plan's tasks (the Pending stays open for a decision)."),
 ];
 
 const COMPACTION: [ActionSpec; 5] = [
-    action::<Approve>(
-        "approve",
-        "Accept the summaries in place of the turns they replace.",
-    ),
-    action::<CompactionReject>(
-        "reject",
-        "Refuse the compaction; the prompt is not compacted this way.",
-    ),
-    action::<EditSummary>(
-        "edit_summary",
-        "Replace the text of one summary (the Pending stays open).",
-    ),
-    action::<EditGuidance>(
-        "edit_guidance",
-        "Replace the guidance the summaries are written with (the Pending stays open).",
-    ),
-    action::<RetrySummary>(
-        "retry",
-        "Ask for one summary to be written again with this guidance (the Pending stays open).",
-    ),
+    action::<Approve>("approve", "Accept the summaries in place of the turns they replace."),
+    action::<CompactionReject>("reject", "Refuse the compaction; the prompt is not compacted this way."),
+    action::<EditSummary>("edit_summary", "Replace the text of one summary (the Pending stays open)."),
+    action::<EditGuidance>("edit_guidance", "Replace the guidance the summaries are written with (the Pending stays open)."),
+    action::<RetrySummary>("retry", "Ask for one summary to be written again with this guidance (the Pending stays open)."),
 ];
 
 const SUBMIT: [ActionSpec; 3] = [
-    action::<SubmitRetry>(
-        "retry",
-        "Give the agent another round to fix the failures, with this guidance.",
-    ),
+    action::<SubmitRetry>("retry", "Give the agent another round to fix the failures, with this guidance."),
     action::<Reject>("reject", "Refuse the submission."),
-    action::<Override>(
-        "override",
-        "Accept the submission despite the failing hooks; the reason is recorded.",
-    ),
+    action::<Override>("override", "Accept the submission despite the failing hooks; the reason is recorded."),
 ];
 
 /// One public action of a kind: its name, what it does, the JSON Schema of its arguments, and how it
@@ -164,9 +112,7 @@ pub struct ActionSpec {
 
 impl std::fmt::Debug for ActionSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ActionSpec")
-            .field("name", &self.name)
-            .finish()
+        f.debug_struct("ActionSpec").field("name", &self.name).finish()
     }
 }
 
@@ -179,12 +125,7 @@ impl ActionSpec {
 
     /// Reads `args` as this action's arguments and applies them. Refuses bad or missing arguments,
     /// naming the field, before anything changes.
-    pub(crate) fn apply(
-        &self,
-        args: Value,
-        pending: &mut Pending,
-        by: &str,
-    ) -> Result<Effect, ApprovalError> {
+    pub(crate) fn apply(&self, args: Value, pending: &mut Pending, by: &str) -> Result<Effect, ApprovalError> {
         (self.apply)(self.name, args, pending, by)
     }
 }
@@ -192,27 +133,15 @@ impl ActionSpec {
 /// What an argument type does to a Pending of its kind. Implementations check their arguments fully
 /// before changing anything, so a refusal leaves the Pending as it was.
 pub trait Action: DeserializeOwned + JsonSchema {
-    fn apply(
-        self,
-        name: &'static str,
-        pending: &mut Pending,
-        by: &str,
-    ) -> Result<Effect, ApprovalError>;
+    fn apply(self, name: &'static str, pending: &mut Pending, by: &str) -> Result<Effect, ApprovalError>;
 }
 
 const fn action<A: Action>(name: &'static str, description: &'static str) -> ActionSpec {
-    ActionSpec {
-        name,
-        description,
-        schema: parameters_of::<A>,
-        apply: apply_as::<A>,
-    }
+    ActionSpec { name, description, schema: parameters_of::<A>, apply: apply_as::<A> }
 }
 
 fn parameters_of<A: JsonSchema>() -> Value {
-    let generator = schemars::generate::SchemaSettings::draft2020_12()
-        .with(|s| s.inline_subschemas = true)
-        .into_generator();
+    let generator = schemars::generate::SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true).into_generator();
     let mut schema = generator.into_root_schema_for::<A>().to_value();
     if let Some(object) = schema.as_object_mut() {
         // A tool's parameters are a bare schema: the dialect is the tool format's, the title the
@@ -223,39 +152,21 @@ fn parameters_of<A: JsonSchema>() -> Value {
     schema
 }
 
-fn apply_as<A: Action>(
-    name: &'static str,
-    args: Value,
-    pending: &mut Pending,
-    by: &str,
-) -> Result<Effect, ApprovalError> {
-    let args: A = serde_json::from_value(args).map_err(|e| ApprovalError::BadArguments {
-        action: name.to_owned(),
-        message: e.to_string(),
-    })?;
+fn apply_as<A: Action>(name: &'static str, args: Value, pending: &mut Pending, by: &str) -> Result<Effect, ApprovalError> {
+    let args: A =
+        serde_json::from_value(args).map_err(|e| ApprovalError::BadArguments { action: name.to_owned(), message: e.to_string() })?;
     args.apply(name, pending, by)
 }
 
 fn bad(action: &str, message: impl Into<String>) -> ApprovalError {
-    ApprovalError::BadArguments {
-        action: action.to_owned(),
-        message: message.into(),
-    }
+    ApprovalError::BadArguments { action: action.to_owned(), message: message.into() }
 }
 
 fn required(action: &str, field: &str, value: &str) -> Result<(), ApprovalError> {
-    if value.trim().is_empty() {
-        Err(bad(action, format!("`{field}` must not be empty")))
-    } else {
-        Ok(())
-    }
+    if value.trim().is_empty() { Err(bad(action, format!("`{field}` must not be empty"))) } else { Ok(()) }
 }
 
-fn decided(
-    pending: &mut Pending,
-    status: Status,
-    decision: Decision,
-) -> Result<Effect, ApprovalError> {
+fn decided(pending: &mut Pending, status: Status, decision: Decision) -> Result<Effect, ApprovalError> {
     pending.status = status;
     pending.decision = Some(decision);
     Ok(Effect::Decided)
@@ -273,20 +184,8 @@ pub struct Approve {
 }
 
 impl Action for Approve {
-    fn apply(
-        self,
-        name: &'static str,
-        pending: &mut Pending,
-        by: &str,
-    ) -> Result<Effect, ApprovalError> {
-        decided(
-            pending,
-            Status::Approved,
-            Decision {
-                note: self.note,
-                ..Decision::new(name, by)
-            },
-        )
+    fn apply(self, name: &'static str, pending: &mut Pending, by: &str) -> Result<Effect, ApprovalError> {
+        decided(pending, Status::Approved, Decision { note: self.note, ..Decision::new(name, by) })
     }
 }
 
@@ -300,21 +199,8 @@ pub struct ApproveAndSave {
 }
 
 impl Action for ApproveAndSave {
-    fn apply(
-        self,
-        name: &'static str,
-        pending: &mut Pending,
-        by: &str,
-    ) -> Result<Effect, ApprovalError> {
-        decided(
-            pending,
-            Status::Approved,
-            Decision {
-                note: self.note,
-                save: true,
-                ..Decision::new(name, by)
-            },
-        )
+    fn apply(self, name: &'static str, pending: &mut Pending, by: &str) -> Result<Effect, ApprovalError> {
+        decided(pending, Status::Approved, Decision { note: self.note, save: true, ..Decision::new(name, by) })
     }
 }
 
@@ -327,21 +213,9 @@ pub struct Reject {
 }
 
 impl Action for Reject {
-    fn apply(
-        self,
-        name: &'static str,
-        pending: &mut Pending,
-        by: &str,
-    ) -> Result<Effect, ApprovalError> {
+    fn apply(self, name: &'static str, pending: &mut Pending, by: &str) -> Result<Effect, ApprovalError> {
         required(name, "reason", &self.reason)?;
-        decided(
-            pending,
-            Status::Rejected,
-            Decision {
-                reason: Some(self.reason),
-                ..Decision::new(name, by)
-            },
-        )
+        decided(pending, Status::Rejected, Decision { reason: Some(self.reason), ..Decision::new(name, by) })
     }
 }
 
@@ -355,21 +229,9 @@ pub struct CompactionReject {
 }
 
 impl Action for CompactionReject {
-    fn apply(
-        self,
-        name: &'static str,
-        pending: &mut Pending,
-        by: &str,
-    ) -> Result<Effect, ApprovalError> {
+    fn apply(self, name: &'static str, pending: &mut Pending, by: &str) -> Result<Effect, ApprovalError> {
         let reason = self.reason.filter(|r| !r.trim().is_empty());
-        decided(
-            pending,
-            Status::Rejected,
-            Decision {
-                reason,
-                ..Decision::new(name, by)
-            },
-        )
+        decided(pending, Status::Rejected, Decision { reason, ..Decision::new(name, by) })
     }
 }
 
@@ -385,21 +247,8 @@ pub struct Modify {
 }
 
 impl Action for Modify {
-    fn apply(
-        self,
-        name: &'static str,
-        pending: &mut Pending,
-        by: &str,
-    ) -> Result<Effect, ApprovalError> {
-        decided(
-            pending,
-            Status::Modified,
-            Decision {
-                note: self.note,
-                input: Some(Value::Object(self.input)),
-                ..Decision::new(name, by)
-            },
-        )
+    fn apply(self, name: &'static str, pending: &mut Pending, by: &str) -> Result<Effect, ApprovalError> {
+        decided(pending, Status::Modified, Decision { note: self.note, input: Some(Value::Object(self.input)), ..Decision::new(name, by) })
     }
 }
 
@@ -412,12 +261,7 @@ pub struct EditPaths {
 }
 
 impl Action for EditPaths {
-    fn apply(
-        self,
-        name: &'static str,
-        pending: &mut Pending,
-        _by: &str,
-    ) -> Result<Effect, ApprovalError> {
+    fn apply(self, name: &'static str, pending: &mut Pending, _by: &str) -> Result<Effect, ApprovalError> {
         check_scope_paths(&self.paths).map_err(|m| bad(name, m))?;
         let Subject::ScopeExpansion(subject) = &mut pending.subject else {
             return Err(ApprovalError::WrongSubject(name.to_owned()));
@@ -436,12 +280,7 @@ pub struct EditTasks {
 }
 
 impl Action for EditTasks {
-    fn apply(
-        self,
-        name: &'static str,
-        pending: &mut Pending,
-        _by: &str,
-    ) -> Result<Effect, ApprovalError> {
+    fn apply(self, name: &'static str, pending: &mut Pending, _by: &str) -> Result<Effect, ApprovalError> {
         check_tasks(&self.tasks).map_err(|m| bad(name, m))?;
         let Subject::Plan(subject) = &mut pending.subject else {
             return Err(ApprovalError::WrongSubject(name.to_owned()));
@@ -462,25 +301,15 @@ pub struct EditSummary {
 }
 
 impl Action for EditSummary {
-    fn apply(
-        self,
-        name: &'static str,
-        pending: &mut Pending,
-        _by: &str,
-    ) -> Result<Effect, ApprovalError> {
+    fn apply(self, name: &'static str, pending: &mut Pending, _by: &str) -> Result<Effect, ApprovalError> {
         let Subject::Compaction(subject) = &mut pending.subject else {
             return Err(ApprovalError::WrongSubject(name.to_owned()));
         };
         let count = subject.summaries.len();
-        let summary = subject.summaries.get_mut(self.index).ok_or_else(|| {
-            bad(
-                name,
-                format!(
-                    "`index` {} is out of range; there are {count} summaries",
-                    self.index
-                ),
-            )
-        })?;
+        let summary = subject
+            .summaries
+            .get_mut(self.index)
+            .ok_or_else(|| bad(name, format!("`index` {} is out of range; there are {count} summaries", self.index)))?;
         summary.text = self.text;
         Ok(Effect::Edited)
     }
@@ -495,12 +324,7 @@ pub struct EditGuidance {
 }
 
 impl Action for EditGuidance {
-    fn apply(
-        self,
-        name: &'static str,
-        pending: &mut Pending,
-        _by: &str,
-    ) -> Result<Effect, ApprovalError> {
+    fn apply(self, name: &'static str, pending: &mut Pending, _by: &str) -> Result<Effect, ApprovalError> {
         let Subject::Compaction(subject) = &mut pending.subject else {
             return Err(ApprovalError::WrongSubject(name.to_owned()));
         };
@@ -520,32 +344,17 @@ pub struct RetrySummary {
 }
 
 impl Action for RetrySummary {
-    fn apply(
-        self,
-        name: &'static str,
-        pending: &mut Pending,
-        _by: &str,
-    ) -> Result<Effect, ApprovalError> {
+    fn apply(self, name: &'static str, pending: &mut Pending, _by: &str) -> Result<Effect, ApprovalError> {
         let Subject::Compaction(subject) = &pending.subject else {
             return Err(ApprovalError::WrongSubject(name.to_owned()));
         };
         if self.index >= subject.summaries.len() {
-            return Err(bad(
-                name,
-                format!(
-                    "`index` {} is out of range; there are {} summaries",
-                    self.index,
-                    subject.summaries.len()
-                ),
-            ));
+            return Err(bad(name, format!("`index` {} is out of range; there are {} summaries", self.index, subject.summaries.len())));
         }
         required(name, "guidance", &self.guidance)?;
         // The host regenerates the summary and writes it back with `edit_summary`; the Pending only
         // says that it was asked for.
-        Ok(Effect::RetryRequested {
-            index: self.index,
-            guidance: self.guidance,
-        })
+        Ok(Effect::RetryRequested { index: self.index, guidance: self.guidance })
     }
 }
 
@@ -559,21 +368,9 @@ pub struct SubmitRetry {
 }
 
 impl Action for SubmitRetry {
-    fn apply(
-        self,
-        name: &'static str,
-        pending: &mut Pending,
-        by: &str,
-    ) -> Result<Effect, ApprovalError> {
+    fn apply(self, name: &'static str, pending: &mut Pending, by: &str) -> Result<Effect, ApprovalError> {
         // The guidance travels as the decision's note: it is what the agent is told.
-        decided(
-            pending,
-            Status::Retry,
-            Decision {
-                note: self.guidance.filter(|g| !g.trim().is_empty()),
-                ..Decision::new(name, by)
-            },
-        )
+        decided(pending, Status::Retry, Decision { note: self.guidance.filter(|g| !g.trim().is_empty()), ..Decision::new(name, by) })
     }
 }
 
@@ -586,21 +383,9 @@ pub struct Override {
 }
 
 impl Action for Override {
-    fn apply(
-        self,
-        name: &'static str,
-        pending: &mut Pending,
-        by: &str,
-    ) -> Result<Effect, ApprovalError> {
+    fn apply(self, name: &'static str, pending: &mut Pending, by: &str) -> Result<Effect, ApprovalError> {
         required(name, "reason", &self.reason)?;
-        decided(
-            pending,
-            Status::Overridden,
-            Decision {
-                reason: Some(self.reason),
-                ..Decision::new(name, by)
-            },
-        )
+        decided(pending, Status::Overridden, Decision { reason: Some(self.reason), ..Decision::new(name, by) })
     }
 }
 
@@ -622,15 +407,9 @@ impl Subject {
     /// Reads a caller's subject for `kind`, checking the fields the kind requires.
     pub fn parse(kind: PendingKind, value: Value) -> Result<Subject, ApprovalError> {
         fn read<T: DeserializeOwned>(kind: PendingKind, value: Value) -> Result<T, ApprovalError> {
-            serde_json::from_value(value).map_err(|e| ApprovalError::BadSubject {
-                kind: kind.as_str(),
-                message: e.to_string(),
-            })
+            serde_json::from_value(value).map_err(|e| ApprovalError::BadSubject { kind: kind.as_str(), message: e.to_string() })
         }
-        let invalid = |message: String| ApprovalError::BadSubject {
-            kind: kind.as_str(),
-            message,
-        };
+        let invalid = |message: String| ApprovalError::BadSubject { kind: kind.as_str(), message };
         Ok(match kind {
             PendingKind::ToolCall => Subject::ToolCall(read(kind, value)?),
             PendingKind::ScopeExpansion => {
@@ -656,40 +435,21 @@ impl Subject {
     pub fn summary(&self) -> String {
         match self {
             Subject::ToolCall(s) => {
-                let paths = s
-                    .paths
-                    .as_deref()
-                    .filter(|p| !p.is_empty())
-                    .map(|p| format!(" on {}", p.join(", ")))
-                    .unwrap_or_default();
-                let reason = s
-                    .reason
-                    .as_deref()
-                    .map(|r| format!(" (escalated: {r})"))
-                    .unwrap_or_default();
+                let paths = s.paths.as_deref().filter(|p| !p.is_empty()).map(|p| format!(" on {}", p.join(", "))).unwrap_or_default();
+                let reason = s.reason.as_deref().map(|r| format!(" (escalated: {r})")).unwrap_or_default();
                 format!("tool `{}`{paths}{reason}", s.tool)
             }
             Subject::ScopeExpansion(s) => format!(
                 "intent `{}` asks for {}{}",
                 s.intent_id,
                 s.paths.join(", "),
-                s.justification
-                    .as_deref()
-                    .map(|j| format!(" because {j}"))
-                    .unwrap_or_default()
+                s.justification.as_deref().map(|j| format!(" because {j}")).unwrap_or_default()
             ),
             Subject::Plan(s) => format!(
                 "plan{} of {} task(s): {}",
-                s.title
-                    .as_deref()
-                    .map(|t| format!(" `{t}`"))
-                    .unwrap_or_default(),
+                s.title.as_deref().map(|t| format!(" `{t}`")).unwrap_or_default(),
                 s.tasks.len(),
-                s.tasks
-                    .iter()
-                    .map(|t| t.title.as_deref().unwrap_or(&t.prompt))
-                    .collect::<Vec<_>>()
-                    .join("; ")
+                s.tasks.iter().map(|t| t.title.as_deref().unwrap_or(&t.prompt)).collect::<Vec<_>>().join("; ")
             ),
             Subject::Compaction(s) => format!(
                 "{} summaries replacing {} tokens with about {} (budget {}){}",
@@ -697,19 +457,12 @@ impl Subject {
                 s.original_tokens,
                 s.estimated_tokens,
                 s.budget,
-                s.guidance
-                    .as_deref()
-                    .map(|g| format!("; guidance: {g}"))
-                    .unwrap_or_default()
+                s.guidance.as_deref().map(|g| format!("; guidance: {g}")).unwrap_or_default()
             ),
             Subject::Submit(s) => format!(
                 "submission with {} failing hook(s): {}",
                 s.failures.len(),
-                s.failures
-                    .iter()
-                    .map(|f| format!("{} ({})", f.hook, f.reason))
-                    .collect::<Vec<_>>()
-                    .join("; ")
+                s.failures.iter().map(|f| format!("{} ({})", f.hook, f.reason)).collect::<Vec<_>>().join("; ")
             ),
         }
     }
@@ -809,12 +562,7 @@ fn check_scope_paths(paths: &[String]) -> Result<(), String> {
         if path.trim().is_empty() {
             return Err("`paths` holds an empty path".to_owned());
         }
-        if p.is_absolute()
-            || path.starts_with('/')
-            || path.starts_with('\\')
-            || path.starts_with('~')
-            || path.get(1..2) == Some(":")
-        {
+        if p.is_absolute() || path.starts_with('/') || path.starts_with('\\') || path.starts_with('~') || path.get(1..2) == Some(":") {
             return Err(format!("path `{path}` must be relative to the workspace"));
         }
         if path.split(['/', '\\']).any(|c| c == "..") {

@@ -21,18 +21,12 @@ mod pending;
 mod record;
 mod routing;
 
-pub use broker::{
-    Applied, Approvals, ChangeListener, EffectiveConfig, FeedbackSource, OpenRequest, Opened,
-    Policy, RecordSink, Rejection,
-};
+pub use broker::{Applied, Approvals, ChangeListener, EffectiveConfig, FeedbackSource, OpenRequest, Opened, Policy, RecordSink, Rejection};
 pub use error::ApprovalError;
 pub use kind::{
-    Action, ActionSpec, CompactionSubject, PendingKind, PlanSubject, PlanTask,
-    ScopeExpansionSubject, Subject, SubmitFailure, SubmitSubject, Summary, ToolCallSubject,
+    Action, ActionSpec, CompactionSubject, PendingKind, PlanSubject, PlanTask, ScopeExpansionSubject, Subject, SubmitFailure,
+    SubmitSubject, Summary, ToolCallSubject,
 };
-pub use pending::{
-    Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition,
-    ValidationResult, auto_retry,
-};
+pub use pending::{Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult, auto_retry};
 pub use record::{Phase, approval_record};
 pub use routing::{ANY_KIND, Route, route};

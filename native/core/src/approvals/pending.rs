@@ -39,10 +39,7 @@ impl Status {
 
     /// Whether the operation that asked goes ahead (as asked, modified, or despite failures).
     pub fn is_success(self) -> bool {
-        matches!(
-            self,
-            Status::Approved | Status::Modified | Status::Overridden
-        )
+        matches!(self, Status::Approved | Status::Modified | Status::Overridden)
     }
 
     /// Whether the operation that asked does not go ahead: rejected, timed out, or sent back.
@@ -69,14 +66,7 @@ pub struct Decision {
 
 impl Decision {
     pub fn new(action: &str, by: &str) -> Decision {
-        Decision {
-            action: action.to_owned(),
-            by: by.to_owned(),
-            reason: None,
-            note: None,
-            input: None,
-            save: false,
-        }
+        Decision { action: action.to_owned(), by: by.to_owned(), reason: None, note: None, input: None, save: false }
     }
 }
 
@@ -143,19 +133,11 @@ pub struct ValidationResult {
 
 impl ValidationResult {
     fn passed() -> ValidationResult {
-        ValidationResult {
-            passed: true,
-            diagnosis: None,
-            index: None,
-        }
+        ValidationResult { passed: true, diagnosis: None, index: None }
     }
 
     fn failed(diagnosis: String, index: Option<usize>) -> ValidationResult {
-        ValidationResult {
-            passed: false,
-            diagnosis: Some(diagnosis),
-            index,
-        }
+        ValidationResult { passed: false, diagnosis: Some(diagnosis), index }
     }
 }
 
@@ -175,11 +157,7 @@ pub struct Pending {
 
 impl Pending {
     /// A new open Pending; the subject is checked against the kind's required fields.
-    pub fn new(
-        kind: PendingKind,
-        subject: Value,
-        triggered_by: impl Into<String>,
-    ) -> Result<Pending, ApprovalError> {
+    pub fn new(kind: PendingKind, subject: Value, triggered_by: impl Into<String>) -> Result<Pending, ApprovalError> {
         let now = crate::clock::now_ms();
         Ok(Pending {
             id: new_id(now),
@@ -222,12 +200,7 @@ impl Pending {
             .iter()
             .map(|a| ToolDefinition {
                 name: a.name,
-                description: format!(
-                    "{} ({} pending `{}`)",
-                    a.description,
-                    self.kind.as_str(),
-                    self.id
-                ),
+                description: format!("{} ({} pending `{}`)", a.description, self.kind.as_str(), self.id),
                 parameters: a.parameters(),
             })
             .collect()
@@ -250,44 +223,24 @@ impl Pending {
                 "decided: {} by {}{}\n",
                 d.action,
                 d.by,
-                d.reason
-                    .as_deref()
-                    .map(|r| format!(": {r}"))
-                    .unwrap_or_default()
+                d.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
             ));
         }
         text.push_str("actions (pass the arguments as a JSON object):\n");
         for action in self.kind.actions() {
             let parameters = action.parameters();
-            let required: Vec<&str> = parameters["required"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+            let required: Vec<&str> = parameters["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
             let arguments: Vec<String> = parameters["properties"]
                 .as_object()
                 .into_iter()
                 .flatten()
                 .map(|(name, schema)| {
-                    let optional = if required.contains(&name.as_str()) {
-                        ""
-                    } else {
-                        "?"
-                    };
-                    let about = schema["description"]
-                        .as_str()
-                        .map(|d| format!(" ({d})"))
-                        .unwrap_or_default();
+                    let optional = if required.contains(&name.as_str()) { "" } else { "?" };
+                    let about = schema["description"].as_str().map(|d| format!(" ({d})")).unwrap_or_default();
                     format!("{name}{optional}: {}{about}", type_name(schema))
                 })
                 .collect();
-            text.push_str(&format!(
-                "- {}({}): {}\n",
-                action.name,
-                arguments.join(", "),
-                action.description
-            ));
+            text.push_str(&format!("- {}({}): {}\n", action.name, arguments.join(", "), action.description));
         }
         text
     }
@@ -295,50 +248,28 @@ impl Pending {
     /// Applies `{ "action": name, ...arguments }`. Refuses, changing nothing: any action on a Pending
     /// that is no longer open, an action not in the kind's public list, bad or missing arguments.
     pub fn apply_decision(&mut self, decision: &Value, by: &str) -> Result<Effect, ApprovalError> {
-        let object = decision.as_object().ok_or_else(|| {
-            ApprovalError::BadDecision("a decision is an object with an `action`".to_owned())
-        })?;
+        let object =
+            decision.as_object().ok_or_else(|| ApprovalError::BadDecision("a decision is an object with an `action`".to_owned()))?;
         let action = object
             .get("action")
             .and_then(Value::as_str)
-            .ok_or_else(|| {
-                ApprovalError::BadDecision("a decision needs a string `action`".to_owned())
-            })?;
-        let args: Map<String, Value> = object
-            .iter()
-            .filter(|(k, _)| *k != "action")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+            .ok_or_else(|| ApprovalError::BadDecision("a decision needs a string `action`".to_owned()))?;
+        let args: Map<String, Value> = object.iter().filter(|(k, _)| *k != "action").map(|(k, v)| (k.clone(), v.clone())).collect();
         self.execute_tool(action, Value::Object(args), by)
     }
 
     /// Applies the action `name` with `args` (an object): `apply_decision` with the action apart.
-    pub fn execute_tool(
-        &mut self,
-        name: &str,
-        args: Value,
-        by: &str,
-    ) -> Result<Effect, ApprovalError> {
+    pub fn execute_tool(&mut self, name: &str, args: Value, by: &str) -> Result<Effect, ApprovalError> {
         if !self.is_open() {
-            return Err(ApprovalError::NotOpen {
-                id: self.id.clone(),
-                status: self.status.as_str(),
-            });
+            return Err(ApprovalError::NotOpen { id: self.id.clone(), status: self.status.as_str() });
         }
         // The whitelist: only the kind's table is reachable, whatever the name.
-        let spec = self
-            .kind
-            .action(name)
-            .ok_or_else(|| ApprovalError::NotAllowed {
-                action: name.to_owned(),
-                kind: self.kind.as_str(),
-                allowed: self.kind.action_names(),
-            })?;
-        let args = if args.is_null() {
-            Value::Object(Map::new())
-        } else {
-            args
-        };
+        let spec = self.kind.action(name).ok_or_else(|| ApprovalError::NotAllowed {
+            action: name.to_owned(),
+            kind: self.kind.as_str(),
+            allowed: self.kind.action_names(),
+        })?;
+        let args = if args.is_null() { Value::Object(Map::new()) } else { args };
         // Applied to a copy: an action that fails half-way leaves the Pending as it was.
         let mut next = self.clone();
         let effect = spec.apply(args, &mut next, by)?;
@@ -351,21 +282,12 @@ impl Pending {
         match effect {
             Effect::Decided => {
                 let d = self.decision.as_ref();
-                let said = d
-                    .and_then(|d| d.reason.as_deref().or(d.note.as_deref()))
-                    .map(|s| format!(": {s}"))
-                    .unwrap_or_default();
+                let said = d.and_then(|d| d.reason.as_deref().or(d.note.as_deref())).map(|s| format!(": {s}")).unwrap_or_default();
                 format!("pending `{}` is {}{said}", self.id, self.status.as_str())
             }
-            Effect::Edited => format!(
-                "`{action}` applied; pending `{}` is still open for a decision",
-                self.id
-            ),
+            Effect::Edited => format!("`{action}` applied; pending `{}` is still open for a decision", self.id),
             Effect::RetryRequested { index, .. } => {
-                format!(
-                    "summary {index} will be written again; pending `{}` is still open for a decision",
-                    self.id
-                )
+                format!("summary {index} will be written again; pending `{}` is still open for a decision", self.id)
             }
         }
     }
@@ -401,10 +323,7 @@ impl Pending {
         }
         if total > subject.budget {
             return ValidationResult::failed(
-                format!(
-                    "the summaries total about {total} tokens, over the budget of {}",
-                    subject.budget
-                ),
+                format!("the summaries total about {total} tokens, over the budget of {}", subject.budget),
                 None,
             );
         }
@@ -435,12 +354,7 @@ impl Retryable for Pending {
     }
 
     fn edit_summary(&mut self, index: usize, text: String) -> Result<(), ApprovalError> {
-        self.execute_tool(
-            "edit_summary",
-            serde_json::json!({ "index": index, "text": text }),
-            "auto_retry",
-        )
-        .map(drop)
+        self.execute_tool("edit_summary", serde_json::json!({ "index": index, "text": text }), "auto_retry").map(drop)
     }
 }
 
@@ -459,45 +373,24 @@ pub fn auto_retry(
         let validation = match pending.validate() {
             Ok(v) => v,
             Err(e) => {
-                return RetryOutcome {
-                    validation: ValidationResult::failed(e.to_string(), None),
-                    retries,
-                    error: Some(e.to_string()),
-                };
+                return RetryOutcome { validation: ValidationResult::failed(e.to_string(), None), retries, error: Some(e.to_string()) };
             }
         };
-        let (Some(index), Some(diagnosis)) = (validation.index, validation.diagnosis.clone())
-        else {
-            return RetryOutcome {
-                validation,
-                retries,
-                error: None,
-            };
+        let (Some(index), Some(diagnosis)) = (validation.index, validation.diagnosis.clone()) else {
+            return RetryOutcome { validation, retries, error: None };
         };
         if validation.passed || retries >= max_retries {
-            return RetryOutcome {
-                validation,
-                retries,
-                error: None,
-            };
+            return RetryOutcome { validation, retries, error: None };
         }
         let text = match retry(index, &diagnosis) {
             Ok(text) => text,
             Err(e) => {
-                return RetryOutcome {
-                    validation,
-                    retries,
-                    error: Some(e),
-                };
+                return RetryOutcome { validation, retries, error: Some(e) };
             }
         };
         retries += 1;
         if let Err(e) = pending.edit_summary(index, text) {
-            return RetryOutcome {
-                validation,
-                retries,
-                error: Some(e.to_string()),
-            };
+            return RetryOutcome { validation, retries, error: Some(e.to_string()) };
         }
     }
 }
@@ -505,12 +398,7 @@ pub fn auto_retry(
 fn type_name(schema: &Value) -> String {
     match &schema["type"] {
         Value::String(t) => t.clone(),
-        Value::Array(types) => types
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|t| *t != "null")
-            .collect::<Vec<_>>()
-            .join(" | "),
+        Value::Array(types) => types.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect::<Vec<_>>().join(" | "),
         _ => "any".to_owned(),
     }
 }

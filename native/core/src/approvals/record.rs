@@ -39,12 +39,7 @@ impl Phase {
 
 /// The record of `phase` for `pending` as it is now; `action` names the edit; `text` is a warning's
 /// text, or an escalation's note.
-pub fn approval_record(
-    phase: Phase,
-    pending: &PendingDict,
-    action: Option<&str>,
-    text: Option<&str>,
-) -> Record {
+pub fn approval_record(phase: Phase, pending: &PendingDict, action: Option<&str>, text: Option<&str>) -> Record {
     let (warning, escalation_note) = match phase {
         Phase::Warning => (text, None),
         Phase::Escalation => (None, text),
@@ -53,12 +48,8 @@ pub fn approval_record(
     let mut record = Record::new(RecordKind::Approval);
     record.session = pending.session_id.clone();
     record.task = pending.task_id.clone();
-    record.tool = pending
-        .subject
-        .get("tool")
-        .and_then(|t| t.as_str())
-        .filter(|_| pending.kind == super::PendingKind::ToolCall)
-        .map(str::to_owned);
+    record.tool =
+        pending.subject.get("tool").and_then(|t| t.as_str()).filter(|_| pending.kind == super::PendingKind::ToolCall).map(str::to_owned);
     record.input_sha256 = Some(crate::ledger::record::digest_json(&pending.subject));
     let decision = pending.decision.as_ref();
     if phase == Phase::Decision {

@@ -80,35 +80,19 @@ impl fmt::Display for Route {
 }
 
 /// The handler table in effect: hooks.yaml's entries with the host's registrations over them.
-pub fn merged_handlers(
-    configured: &BTreeMap<String, ApprovalRoute>,
-    registered: &BTreeMap<String, Route>,
-) -> BTreeMap<String, Route> {
-    let mut handlers: BTreeMap<String, Route> = configured
-        .iter()
-        .map(|(k, r)| (k.clone(), Route::from(*r)))
-        .collect();
+pub fn merged_handlers(configured: &BTreeMap<String, ApprovalRoute>, registered: &BTreeMap<String, Route>) -> BTreeMap<String, Route> {
+    let mut handlers: BTreeMap<String, Route> = configured.iter().map(|(k, r)| (k.clone(), Route::from(*r))).collect();
     handlers.extend(registered.iter().map(|(k, r)| (k.clone(), r.clone())));
     handlers
 }
 
 /// Picks the route of a Pending of `kind` (see the module's order).
-pub fn route(
-    review: bool,
-    in_handler: bool,
-    kind: PendingKind,
-    handlers: &BTreeMap<String, Route>,
-    default: ApprovalRoute,
-) -> Route {
+pub fn route(review: bool, in_handler: bool, kind: PendingKind, handlers: &BTreeMap<String, Route>, default: ApprovalRoute) -> Route {
     if review {
         return Route::Caller;
     }
     if in_handler {
         return Route::Guard;
     }
-    handlers
-        .get(kind.as_str())
-        .or_else(|| handlers.get(ANY_KIND))
-        .cloned()
-        .unwrap_or_else(|| default.into())
+    handlers.get(kind.as_str()).or_else(|| handlers.get(ANY_KIND)).cloned().unwrap_or_else(|| default.into())
 }

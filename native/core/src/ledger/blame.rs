@@ -191,7 +191,12 @@ fn claim(owners: &mut [Option<Claim>], lines: impl IntoIterator<Item = usize>, c
 
 /// Where `range` (of `len` lines) is whole in `current`: where it was written if it is still there,
 /// else the nearest window with its hash.
-fn find_whole(current: &[&str], range: &RecordedRange, len: usize, windows: &mut HashMap<usize, HashMap<[u8; 32], Vec<usize>>>) -> Option<usize> {
+fn find_whole(
+    current: &[&str],
+    range: &RecordedRange,
+    len: usize,
+    windows: &mut HashMap<usize, HashMap<[u8; 32], Vec<usize>>>,
+) -> Option<usize> {
     let want = parse_hex(&range.sha256)?;
     let n = current.len();
     if len > n {
@@ -242,8 +247,12 @@ fn align(d: &[u32], file: &FileDigests) -> Vec<(usize, usize)> {
     for &digest in d {
         *in_range.entry(digest).or_default() += 1;
     }
-    let seeds: Vec<(usize, usize)> =
-        d.iter().enumerate().filter(|&(_, digest)| in_range[digest] == 1).filter_map(|(i, &digest)| Some((i, file.unique(digest)?))).collect();
+    let seeds: Vec<(usize, usize)> = d
+        .iter()
+        .enumerate()
+        .filter(|&(_, digest)| in_range[digest] == 1)
+        .filter_map(|(i, &digest)| Some((i, file.unique(digest)?)))
+        .collect();
     let anchors = longest_in_order(&seeds);
     // 2. Runs: each anchor grown along its diagonal, backwards no further than the previous run.
     let mut runs: Vec<(usize, usize, usize)> = Vec::new(); // (i, j, len)
@@ -490,7 +499,20 @@ mod tests {
     fn lines_are_matched_in_runs_around_unique_anchors() {
         let range = ["fn f() {", "    let a = 1;", "    if a {", "        go();", "    }", "    done(a)", "}"];
         // One line edited, two typed inside, three above: everything else is found where it moved.
-        let now = ["// x", "// y", "// z", "fn f() {", "    let a = 1;", "    if a > 0 {", "        go();", "    }", "    log();", "", "    done(a)", "}"];
+        let now = [
+            "// x",
+            "// y",
+            "// z",
+            "fn f() {",
+            "    let a = 1;",
+            "    if a > 0 {",
+            "        go();",
+            "    }",
+            "    log();",
+            "",
+            "    done(a)",
+            "}",
+        ];
         assert_eq!(aligned(&range, &now), [Some(3), Some(4), None, Some(6), Some(7), Some(10), Some(11)]);
         // Between two runs, the diff of the gap pairs a repeated line (here `    }`).
         let range = ["a()", "x()", "    }", "y()", "b()"];

@@ -109,10 +109,8 @@ pub fn trace_record(record: &Record) -> Option<TraceRecord> {
     if record.decision.as_ref().is_some_and(|d| d.decision == "deny") {
         return None;
     }
-    let contributor = Contributor {
-        kind: if record.kind == RecordKind::External { "human" } else { "ai" }.to_owned(),
-        model_id: record.model.clone(),
-    };
+    let contributor =
+        Contributor { kind: if record.kind == RecordKind::External { "human" } else { "ai" }.to_owned(), model_id: record.model.clone() };
     let files: Vec<TraceFile> = record
         .files
         .iter()
@@ -265,8 +263,8 @@ fn is_uuid(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::record::{FileChange, GENESIS, LineRange, RecordedDecision};
     use crate::ledger::ranges::file_change;
+    use crate::ledger::record::{FileChange, GENESIS, LineRange, RecordedDecision};
 
     fn write(seq: u64, files: Vec<FileChange>) -> Record {
         let mut r = Record::new(RecordKind::ToolCall);
@@ -325,7 +323,14 @@ mod tests {
 
     #[test]
     fn external_records_are_human() {
-        let mut record = write(1, vec![FileChange { path: "a.rs".into(), sha256: None, ranges: vec![LineRange { start: 1, end: 1, sha256: "0".repeat(64), line_digests: None }] }]);
+        let mut record = write(
+            1,
+            vec![FileChange {
+                path: "a.rs".into(),
+                sha256: None,
+                ranges: vec![LineRange { start: 1, end: 1, sha256: "0".repeat(64), line_digests: None }],
+            }],
+        );
         record.kind = RecordKind::External;
         record.model = None;
         record.agent = None;

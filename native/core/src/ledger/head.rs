@@ -82,9 +82,7 @@ impl HeadStore {
     pub fn read(&mut self) -> Result<Option<Head>, LedgerError> {
         self.retrying("read the ledger head", |conn| {
             conn.prepare_cached("SELECT count, hash, updated_at FROM ledger_head_v1 WHERE id = 1")?
-                .query_row([], |row| {
-                    Ok(Head { count: uint(row.get(0)?), hash: row.get(1)?, updated_at_ms: uint(row.get(2)?) })
-                })
+                .query_row([], |row| Ok(Head { count: uint(row.get(0)?), hash: row.get(1)?, updated_at_ms: uint(row.get(2)?) }))
                 .optional()
         })
     }
@@ -110,11 +108,7 @@ impl HeadStore {
 
     /// Calls `attempt` until it does not answer busy, with jittered, growing sleeps between tries, for
     /// at most [`BUSY_GIVE_UP`].
-    fn retrying<T>(
-        &mut self,
-        op: &'static str,
-        mut attempt: impl FnMut(&Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, LedgerError> {
+    fn retrying<T>(&mut self, op: &'static str, mut attempt: impl FnMut(&Connection) -> rusqlite::Result<T>) -> Result<T, LedgerError> {
         let started = Instant::now();
         let jitter = RandomState::new();
         let mut tries = 0u32;
@@ -146,8 +140,7 @@ pub fn read(db: &Path) -> Result<Option<Head>, LedgerError> {
     let mut store = HeadStore { db: db.to_owned(), conn };
     store.conn.busy_handler(Some(crate::leases::busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
     let exists = store.retrying("read the ledger head", |conn| {
-        conn.prepare_cached("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'ledger_head_v1'")?
-            .exists([])
+        conn.prepare_cached("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'ledger_head_v1'")?.exists([])
     })?;
     if !exists {
         return Ok(None);

@@ -187,7 +187,10 @@ pub struct RecordedRange {
 
 /// Whether adding one record inserted it.
 enum Added {
-    New { files: u64, ranges: u64 },
+    New {
+        files: u64,
+        ranges: u64,
+    },
     Present,
     /// The `seq` is indexed with another line hash: the stored hash.
     Conflict(String),
@@ -368,9 +371,8 @@ impl Index {
         }
         let found = (|| {
             let mut statement = conn.prepare(&sql)?;
-            let rows = statement.query_map(rusqlite::params_from_iter(args), |row| {
-                Ok((uint(row.get(0)?), row.get::<_, String>(1)?, uint(row.get(2)?)))
-            })?;
+            let rows = statement
+                .query_map(rusqlite::params_from_iter(args), |row| Ok((uint(row.get(0)?), row.get::<_, String>(1)?, uint(row.get(2)?))))?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })()
         .map_err(|e| self.failed("query records", e))?;
@@ -509,9 +511,8 @@ impl Index {
         if found.is_empty() {
             return Ok(Vec::new());
         }
-        let mut reader = LedgerReader::for_lookups(&self.ledger)?.ok_or_else(|| {
-            format!("the ledger {} is gone but the index lists records; rebuild the index", self.ledger.display())
-        })?;
+        let mut reader = LedgerReader::for_lookups(&self.ledger)?
+            .ok_or_else(|| format!("the ledger {} is gone but the index lists records; rebuild the index", self.ledger.display()))?;
         let mut out = Vec::with_capacity(found.len());
         for (seq, hash, offset) in found {
             reader.seek(offset).map_err(|e| self.read_failed(e))?;
@@ -605,7 +606,15 @@ fn insert(tx: &Transaction<'_>, record: &Record, hash: &str, offset: u64) -> rus
         file_row.execute(params![int(record.seq), file.path, file.sha256])?;
         files += 1;
         for range in &file.ranges {
-            range_row.execute(params![int(record.seq), file.path, range.start, range.end, range.sha256, file.sha256, range.line_digests])?;
+            range_row.execute(params![
+                int(record.seq),
+                file.path,
+                range.start,
+                range.end,
+                range.sha256,
+                file.sha256,
+                range.line_digests
+            ])?;
             ranges += 1;
         }
     }
@@ -666,7 +675,9 @@ fn line(value: i64) -> u32 {
 /// One line of the ledger as the reader found it.
 enum Line<'a> {
     /// A line with its newline (`bytes` without it).
-    Whole { bytes: &'a [u8] },
+    Whole {
+        bytes: &'a [u8],
+    },
     /// The ledger ends in a line without a newline.
     Unterminated,
     End,
@@ -827,7 +838,17 @@ mod tests {
         assert_eq!(parse_time("2026-11-22"), parse_time("2026-11-22T00:00:00Z"));
         assert_eq!(parse_time("1970-01-01T00:00:00Z"), Ok(0));
         assert_eq!(parse_time("1969-12-31T00:00:00Z"), Ok(0));
-        for bad in ["", "yesterday", "2026-13-01", "2026-02-30", "2026-11-22T25:00:00Z", "2026-11-22T04:30:05", "2026-11-22T04:30:05.Z", "2026-11-22T04:30:05+0200", "-5"] {
+        for bad in [
+            "",
+            "yesterday",
+            "2026-13-01",
+            "2026-02-30",
+            "2026-11-22T25:00:00Z",
+            "2026-11-22T04:30:05",
+            "2026-11-22T04:30:05.Z",
+            "2026-11-22T04:30:05+0200",
+            "-5",
+        ] {
             let error = parse_time(bad).unwrap_err();
             assert!(error.contains("is not a time"), "{bad}: {error}");
         }

@@ -142,11 +142,9 @@ pub fn changed_ranges(before: Option<&str>, after: &str) -> Vec<LineRange> {
 /// `after` is `None` for a file it deleted.
 pub fn file_change(path: &str, before: Option<&str>, after: Option<&str>) -> FileChange {
     match after {
-        Some(after) => FileChange {
-            path: path.to_owned(),
-            sha256: Some(sha256_hex(after.as_bytes())),
-            ranges: changed_ranges(before, after),
-        },
+        Some(after) => {
+            FileChange { path: path.to_owned(), sha256: Some(sha256_hex(after.as_bytes())), ranges: changed_ranges(before, after) }
+        }
         None => FileChange { path: path.to_owned(), sha256: None, ranges: Vec::new() },
     }
 }
@@ -235,10 +233,7 @@ mod tests {
         let after = "1\ntwo\n3\n4\nx\ny\n5\n";
         assert_eq!(changed_ranges(Some(before), after), vec![range(2, 2, &["two"]), range(5, 6, &["x", "y"])]);
         // Inserted at the very top and the very end.
-        assert_eq!(
-            changed_ranges(Some("a\nb\n"), "top\na\nb\nend\n"),
-            vec![range(1, 1, &["top"]), range(4, 4, &["end"])]
-        );
+        assert_eq!(changed_ranges(Some("a\nb\n"), "top\na\nb\nend\n"), vec![range(1, 1, &["top"]), range(4, 4, &["end"])]);
         assert_eq!(changed_ranges(Some(before), before), vec![]);
     }
 

@@ -44,7 +44,9 @@ pub struct Resealed {
 #[derive(Debug)]
 pub enum ResealError {
     /// The ledger verifies against its head: there is nothing to reseal.
-    Intact { records: u64 },
+    Intact {
+        records: u64,
+    },
     /// A reason is required: the record says why the chain was restarted.
     NoReason,
     Ledger(LedgerError),
@@ -78,7 +80,13 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
     }
     let ledger = sidecar.trace_ledger();
     let lock_path = ledger.with_extension("lock");
-    let lock = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&lock_path).map_err(io_error(&lock_path, "open the lock file"))?;
+    let lock = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(io_error(&lock_path, "open the lock file"))?;
     let _locked = lock_exclusive(&lock, &lock_path)?;
     let mut heads = HeadStore::open(&sidecar.state_db())?;
     let previous_head = heads.read()?;
@@ -121,7 +129,9 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
     }));
     let line = first.to_line();
     let mut file = OpenOptions::new().append(true).create_new(true).open(&ledger).map_err(io_error(&ledger, "create"))?;
-    file.write_all(format!("{line}\n").as_bytes()).and_then(|()| file.sync_data()).map_err(io_error(&ledger, "write the first record of"))?;
+    file.write_all(format!("{line}\n").as_bytes())
+        .and_then(|()| file.sync_data())
+        .map_err(io_error(&ledger, "write the first record of"))?;
     sync_dir(&dir).map_err(io_error(&dir, "sync the folder"))?;
     heads.write(1, &line_hash(&line), now)?;
     debug_assert_eq!(head::read(&sidecar.state_db()).ok().flatten().map(|h| h.count), Some(1));

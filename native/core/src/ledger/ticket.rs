@@ -56,17 +56,8 @@ pub(crate) struct Settle {
 
 /// A ticket and the handle that settles it.
 pub(crate) fn pair(ledger: Arc<Path>) -> (Settle, Ticket) {
-    let slot = Arc::new(Slot {
-        state: Mutex::new(State::Waiting(None)),
-        ready: Condvar::new(),
-    });
-    (
-        Settle {
-            slot: Some(Arc::clone(&slot)),
-            ledger: Arc::clone(&ledger),
-        },
-        Ticket { slot, ledger },
-    )
+    let slot = Arc::new(Slot { state: Mutex::new(State::Waiting(None)), ready: Condvar::new() });
+    (Settle { slot: Some(Arc::clone(&slot)), ledger: Arc::clone(&ledger) }, Ticket { slot, ledger })
 }
 
 impl Settle {
@@ -112,11 +103,7 @@ impl Ticket {
                 State::Taken => return Err(self.closed()),
                 waiting @ State::Waiting(_) => {
                     *state = waiting;
-                    state = self
-                        .slot
-                        .ready
-                        .wait(state)
-                        .unwrap_or_else(PoisonError::into_inner);
+                    state = self.slot.ready.wait(state).unwrap_or_else(PoisonError::into_inner);
                 }
             }
         }
@@ -163,25 +150,17 @@ impl Ticket {
         self.then(move |reply| {
             let _ = tx.send(reply);
         });
-        rx.await.unwrap_or_else(|_| {
-            Err(LedgerError::Closed {
-                ledger: ledger.to_path_buf(),
-            })
-        })
+        rx.await.unwrap_or_else(|_| Err(LedgerError::Closed { ledger: ledger.to_path_buf() }))
     }
 
     fn closed(&self) -> LedgerError {
-        LedgerError::Closed {
-            ledger: self.ledger.to_path_buf(),
-        }
+        LedgerError::Closed { ledger: self.ledger.to_path_buf() }
     }
 }
 
 impl fmt::Debug for Ticket {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Ticket")
-            .field("ledger", &self.ledger)
-            .finish_non_exhaustive()
+        f.debug_struct("Ticket").field("ledger", &self.ledger).finish_non_exhaustive()
     }
 }
 
@@ -192,22 +171,14 @@ mod tests {
     use std::sync::mpsc;
 
     fn appended(seq: u64) -> Appended {
-        Appended {
-            seq,
-            hash: String::new(),
-            offset: 0,
-            record: Record::new(RecordKind::External),
-        }
+        Appended { seq, hash: String::new(), offset: 0, record: Record::new(RecordKind::External) }
     }
 
     #[test]
     fn a_continuation_runs_once_on_the_settling_thread_or_at_once() {
         let (settle, ticket) = pair(Arc::from(Path::new("l")));
         let (tx, rx) = mpsc::channel();
-        ticket.then(move |reply| {
-            tx.send((reply.unwrap().seq, std::thread::current().id()))
-                .unwrap()
-        });
+        ticket.then(move |reply| tx.send((reply.unwrap().seq, std::thread::current().id())).unwrap());
         assert!(rx.try_recv().is_err(), "ran before the record was settled");
         let settler = std::thread::spawn(move || {
             settle.send(Ok(appended(7)));
@@ -220,11 +191,7 @@ mod tests {
         settle.send(Ok(appended(8)));
         let (tx, rx) = mpsc::channel();
         ticket.then(move |reply| tx.send(reply.unwrap().seq).unwrap());
-        assert_eq!(
-            rx.try_recv().unwrap(),
-            8,
-            "an already settled ticket runs the continuation at once"
-        );
+        assert_eq!(rx.try_recv().unwrap(), 8, "an already settled ticket runs the continuation at once");
     }
 
     #[test]
@@ -232,18 +199,13 @@ mod tests {
         let (settle, ticket) = pair(Arc::from(Path::new("l")));
         let waiter = std::thread::spawn(move || ticket.wait());
         drop(settle);
-        assert!(matches!(
-            waiter.join().unwrap(),
-            Err(LedgerError::Closed { .. })
-        ));
+        assert!(matches!(waiter.join().unwrap(), Err(LedgerError::Closed { .. })));
     }
 
     #[test]
     fn settled_resolves_without_a_blocking_thread() {
         let (settle, ticket) = pair(Arc::from(Path::new("l")));
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         std::thread::spawn(move || settle.send(Ok(appended(3))));
         assert_eq!(runtime.block_on(ticket.settled()).unwrap().seq, 3);
     }

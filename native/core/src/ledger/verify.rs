@@ -264,13 +264,7 @@ impl<'h> Check<'h> {
                 format!("{} bytes after the last newline: a write cut short", self.torn),
             ));
         }
-        Verification {
-            records,
-            head_hash: hex(&self.last_hash),
-            bytes: end + self.torn,
-            torn_tail_bytes: self.torn,
-            problem: self.problem,
-        }
+        Verification { records, head_hash: hex(&self.last_hash), bytes: end + self.torn, torn_tail_bytes: self.torn, problem: self.problem }
     }
 
     fn at(&self, line: u64) -> Option<&Info> {
@@ -369,7 +363,12 @@ impl<'h> Check<'h> {
             let before = self.at(p - 1).expect("the line before is in the window");
             let second = before.hash == cur.hash || next.is_some_and(|next| next.prev.is_some() && next.prev == h1);
             let (line, offset) = if second { (p, cur.offset) } else { (p - 1, before.offset) };
-            return problem(ProblemKind::Inserted, line, offset, format!("a second record with seq {seq}, chaining to the same record as the first"));
+            return problem(
+                ProblemKind::Inserted,
+                line,
+                offset,
+                format!("a second record with seq {seq}, chaining to the same record as the first"),
+            );
         }
         if next.is_none() || belongs_next {
             return here(ProblemKind::Inserted, format!("a record with seq {seq} stands where record {p} belongs"));

@@ -131,23 +131,47 @@ pub struct Stats {
 /// A failure of the ledger's files or of the head's database, naming the file and what failed.
 #[derive(Debug, Clone)]
 pub enum LedgerError {
-    Io { path: PathBuf, op: &'static str, source: Arc<io::Error> },
-    Sqlite { db: PathBuf, op: &'static str, source: Arc<rusqlite::Error> },
+    Io {
+        path: PathBuf,
+        op: &'static str,
+        source: Arc<io::Error>,
+    },
+    Sqlite {
+        db: PathBuf,
+        op: &'static str,
+        source: Arc<rusqlite::Error>,
+    },
     /// The state database stayed busy (another process inside a long write to it).
-    Busy { db: PathBuf, waited: Duration },
+    Busy {
+        db: PathBuf,
+        waited: Duration,
+    },
     /// The ledger ends before, or differently from, what its head says was written: records were
     /// removed or rewritten. The writer does not append to it, because updating the head would erase
     /// the evidence.
-    HeadMismatch { ledger: PathBuf, head: Head, found_count: u64, found_hash: String },
+    HeadMismatch {
+        ledger: PathBuf,
+        head: Head,
+        found_count: u64,
+        found_hash: String,
+    },
     /// The last line of the ledger cannot be continued from although the head vouches for it.
-    Corrupt { ledger: PathBuf, detail: String },
+    Corrupt {
+        ledger: PathBuf,
+        detail: String,
+    },
     /// A write failed and the file could not be put back to its length before it, or a sync failed
     /// (after which Linux cannot say what reached the disk): nothing more is written until the ledger
     /// is opened again (which recovers its end). Records written but never acknowledged may remain in
     /// the file, whole and chained.
-    Poisoned { ledger: PathBuf, cause: Box<LedgerError> },
+    Poisoned {
+        ledger: PathBuf,
+        cause: Box<LedgerError>,
+    },
     /// The writer has stopped: the ledger was closed, or its thread ended.
-    Closed { ledger: PathBuf },
+    Closed {
+        ledger: PathBuf,
+    },
 }
 
 impl fmt::Display for LedgerError {
@@ -782,9 +806,7 @@ impl Writer {
                 }
                 Err(why) => Err(why.clone()),
             };
-            let covered = || {
-                head.as_ref().is_some_and(|head| head.hash == hash || record.as_ref().is_ok_and(|r| r.seq <= head.count))
-            };
+            let covered = || head.as_ref().is_some_and(|head| head.hash == hash || record.as_ref().is_ok_and(|r| r.seq <= head.count));
             match verdict {
                 Err(why) if !covered() => {
                     reasons.push(format!("line at offset {}: {why}", last.start));
@@ -846,10 +868,7 @@ impl Writer {
         };
         out.write_all(&bytes).and_then(|()| out.sync_all()).map_err(io_error(&path, "write the recovery file"))?;
         sync_dir(dir).map_err(io_error(dir, "sync the folder"))?;
-        self.file
-            .set_len(from)
-            .and_then(|()| self.file.sync_all())
-            .map_err(io_error(&self.ledger, "cut the torn end off"))?;
+        self.file.set_len(from).and_then(|()| self.file.sync_all()).map_err(io_error(&self.ledger, "cut the torn end off"))?;
         Ok(Recovery { ledger: self.ledger.clone(), from_offset: from, moved_bytes: to - from, to: path, reason })
     }
 }
