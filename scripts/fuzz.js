@@ -57,7 +57,9 @@ async function buildTarget({ asan = false } = {}) {
   const flags = asan ? `${RUSTFLAGS} -Zsanitizer=address` : RUSTFLAGS;
   const r = await capture(
     'cargo',
-    ['build', '--release', '--manifest-path', path.join(FUZZ_DIR, 'Cargo.toml'), '--target-dir', targetDir, '--target', triple, '--bin', TARGET, '--color', 'never'],
+    // --locked: `npm test` leaves the work tree as it found it. A fuzz/Cargo.lock that no longer
+    // matches the core's dependencies fails the build, with the command that brings it up to date.
+    ['build', '--release', '--locked', '--manifest-path', path.join(FUZZ_DIR, 'Cargo.toml'), '--target-dir', targetDir, '--target', triple, '--bin', TARGET, '--color', 'never'],
     {
       echo: true,
       env: {
@@ -70,7 +72,12 @@ async function buildTarget({ asan = false } = {}) {
       },
     },
   );
-  if (r.code !== 0) throw new Error(`the fuzz target did not build (cargo exit code ${r.code})`);
+  if (r.code !== 0) {
+    const stale = /cannot update the lock file/.test(r.stderr)
+      ? '; fuzz/Cargo.lock is out of date with the core\'s dependencies: run `cargo metadata --manifest-path fuzz/Cargo.toml --format-version 1 >/dev/null` and commit fuzz/Cargo.lock'
+      : '';
+    throw new Error(`the fuzz target did not build (cargo exit code ${r.code})${stale}`);
+  }
   return path.join(targetDir, triple, 'release', TARGET);
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // `npm test`: every layer of the suite, in order, then one summary line `N passed, N failed`.
 //
-//   cargo      cargo test --workspace (core and CLI), then the canonicaliser's fuzz target for 15 s
-//   node       node --test tests/node (the built addon from Node)
+//   cargo      cargo test --workspace (core and CLI), cargo fmt --check,
+//              then the canonicaliser's fuzz target for 15 s
+//   node       tsc --noEmit, then node --test tests/node (the built addon from Node) and tests/unit
 //   extension  mocha inside the real VS Code extension host (code-server), tests/extension
 //   ui         the sidebar driven in Debian's Chromium with playwright-core, against the packed .vsix
 //
@@ -39,8 +40,30 @@ async function cargoLayer() {
   }
   // A build failure runs no tests at all: count it, or a broken crate would look green.
   if (r.code !== 0 && failed === 0) failed = 1;
+  // The habits that keep the code as ARCHITECTURE.md draws it, each one counted as a test.
+  for (const [name, args] of [
+    ['cargo fmt --check', ['fmt', '--all', '--check']],
+  ]) {
+    const ok = await check(name, 'cargo', args);
+    passed += ok ? 1 : 0;
+    failed += ok ? 0 : 1;
+  }
   const fuzzed = await fuzz(15); // the path canonicaliser under libFuzzer, briefly (scripts/fuzz.js)
   return { passed: passed + fuzzed.passed, failed: failed + fuzzed.failed };
+}
+
+/** Runs one whole-tree check (a formatter, a linter, the type checker): its output is shown only when
+ *  it fails, with the command that reproduces it. */
+async function check(name, cmd, args) {
+  const r = await capture(cmd, args);
+  if (r.code === 0) {
+    console.log(`ok: ${name}`);
+    return true;
+  }
+  process.stdout.write(r.stdout);
+  process.stderr.write(r.stderr);
+  console.log(`FAILED: ${name} (run \`${[cmd, ...args].join(' ')}\` to see it again)`);
+  return false;
 }
 
 /** node --test over folders, spec to the terminal and TAP to a file we count from. */
@@ -82,6 +105,14 @@ async function bundleExtensionTests() {
   fs.rmSync(outdir, { recursive: true, force: true });
   await esbuild.build({ entryPoints, outdir, bundle: true, platform: 'node', format: 'cjs', target: 'node20', sourcemap: 'inline', external: ['vscode', 'mocha'], logLevel: 'warning' });
   return path.join(outdir, 'index.js');
+}
+
+/** The node layer: the TypeScript type check of the extension, the webview and the tests, then
+ *  node --test over tests/node and the bundled tests/unit. */
+async function nodeLayer() {
+  const typed = await check('tsc --noEmit', process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json', '--noEmit']);
+  const counts = await nodeTestLayer(['tests/node', await bundleUnitTests()]);
+  return { passed: counts.passed + (typed ? 1 : 0), failed: counts.failed + (typed ? 0 : 1) };
 }
 
 /** Runs the mocha suite inside a real VS Code extension host and returns its counts. */
@@ -142,7 +173,7 @@ async function main() {
     try {
       counts =
         layer === 'cargo' ? await cargoLayer()
-        : layer === 'node' ? await nodeTestLayer(['tests/node', await bundleUnitTests()])
+        : layer === 'node' ? await nodeLayer()
         : layer === 'extension' ? await extensionLayer()
         : await nodeTestLayer('tests/ui');
     } catch (e) {
