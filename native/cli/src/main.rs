@@ -7,6 +7,10 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)] // a CLI prints; this is the one crate that may
 
+/// See the workspace's Cargo.toml: the ledger's writer thread frees what the judge allocated.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod exec;
 mod explain;
 mod info;

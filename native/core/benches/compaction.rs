@@ -16,6 +16,10 @@
 //! deterministically. Samples go to `target/bench-samples/compact.1m_tokens.json`, which
 //! `scripts/bench.js` reads. Command-line arguments (cargo passes `--bench`) are ignored.
 
+/// The allocator the edges ship with (the workspace Cargo.toml says why).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod samples;
 
 use std::hint::black_box;

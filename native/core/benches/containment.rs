@@ -2,6 +2,10 @@
 //! and its comparison with the previous one, when nothing changed (the common case: the hashes are
 //! reused, so it is one `stat` per entry).
 
+/// The allocator the edges ship with (the workspace Cargo.toml says why).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use chokepoint_core::snapshot::{Snapshotter, changes};
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;

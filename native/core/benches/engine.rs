@@ -1,6 +1,10 @@
 //! Criterion benches of the core, without any binding in the way. `npm run bench` reads their samples
 //! from target/criterion and reports them in target/bench.json under the names given here.
 
+/// The allocator the edges ship with (the workspace Cargo.toml says why).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use chokepoint_core::{Engine, Event, EventKind};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use std::hint::black_box;

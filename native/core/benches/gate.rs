@@ -5,6 +5,10 @@
 //! Each operation is timed on its own and written to `target/bench-samples/` (see scripts/bench.js),
 //! so the p99 is the p99 of single decisions, not of batch means.
 
+/// The allocator the edges ship with (the workspace Cargo.toml says why).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod samples;
 
 use chokepoint_core::{Decision, Engine, Event, EventKind};

@@ -20,6 +20,10 @@
 //! tmpfs). Samples go to `target/bench-samples/<name>.json` (`{ name, baseline?, samples }`), which
 //! `scripts/bench.js` reads. Command-line arguments (cargo passes `--bench`) are ignored.
 
+/// The allocator the edges ship with (the workspace Cargo.toml says why).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod samples;
 
 use std::collections::VecDeque;

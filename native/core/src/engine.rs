@@ -343,6 +343,31 @@ impl Engine {
         })
     }
 
+    /// `evaluate` for a caller that has not loaded the event's subject: `subject` is called only if a
+    /// hook that applies reads it (see `NativeHook::needs_subject`), or the trace records it.
+    ///
+    /// In a governed workspace the event is recorded in the trace: its input is then read (for its
+    /// digest) whether a hook needs it or not, and the record is queued, not awaited; a caller that
+    /// acts on the decision and needs the record durable first calls `tracer().flush()`.
+    pub fn evaluate_with<E>(
+        &self,
+        mut event: Event,
+        subject: impl FnOnce() -> Result<serde_json::Value, E>,
+    ) -> Result<Evaluation, crate::chain::SyncError<E>> {
+        if event.depth > 0 || !self.tracer.governed() {
+            let loaded = self.snapshot();
+            return loaded.chains.resolve(event.kind, event.task_type.as_deref()).run_sync_with(event, subject);
+        }
+        if event.subject.is_null() {
+            event.subject = subject().map_err(crate::chain::SyncError::Subject)?;
+        }
+        let judging = self.begin(&mut event);
+        let mut evaluation = judging.chain().run_sync(event).map_err(crate::chain::SyncError::NeedsAsync)?;
+        // Nobody waits here: the record goes with the next sync someone waits for (or a flush).
+        drop(self.conclude(judging, &mut evaluation, Waits::No));
+        Ok(evaluation)
+    }
+
     /// Runs the event's chain with every kind of hook (commands, builtins, host hooks).
     ///
     /// The configuration snapshot is taken once, at the start: a reload while hooks run affects the next
@@ -351,24 +376,18 @@ impl Engine {
     /// Piped output is routed by [`crate::pipe::Delivery`]: queued for the session's next turn (see
     /// [`Engine::drain_piped`]), or left in `Evaluation::piped` for an `Error` recovery prompt, or
     /// dropped on `SessionEnd`. The evaluation always lists what was piped, for the trace.
-    pub async fn evaluate_async(&self, event: Event, host: Option<Arc<dyn crate::chain::HostHooks>>) -> Evaluation {
-        let loaded = self.snapshot();
+    pub async fn evaluate_async(&self, mut event: Event, host: Option<Arc<dyn crate::chain::HostHooks>>) -> Evaluation {
+        let judging = self.begin(&mut event);
         let mut ctx = RunContext::new(self.sidecar.workspace_root());
         ctx.host = host;
-        let (kind, session) = (event.kind, event.ids.session.clone().unwrap_or_default());
-        let trace = self.trace_start(&event);
-        let mut evaluation = loaded.chains.resolve(event.kind, event.task_type.as_deref()).run(event, &ctx).await;
-        if crate::pipe::Delivery::for_event(kind) == crate::pipe::Delivery::NextTurn && !evaluation.piped.is_empty() {
-            self.piped.push(&session, evaluation.piped.iter().cloned());
-        }
-        if let Some(recorded) = self.trace_finish(trace, &evaluation)
-            && awaits_durability(kind)
-        {
-            let durable = match recorded {
-                Ok(ticket) => ticket.settled().await.map(drop).map_err(|e| e.to_string()),
-                Err(e) => Err(e),
-            };
-            answer_once_recorded(kind, &mut evaluation, durable);
+        let mut evaluation = judging.chain().run(event, &ctx).await;
+        let kind = judging.kind;
+        match self.conclude(judging, &mut evaluation, Waits::IfGate) {
+            Durable::Now => {}
+            Durable::After(ticket) => {
+                let durable = ticket.settled().await.map(drop).map_err(|e| e.to_string());
+                answer_once_recorded(kind, &mut evaluation, durable);
+            }
         }
         evaluation
     }
@@ -384,74 +403,80 @@ impl Engine {
     /// `evaluate_async` the event crosses from the caller to an async task, and from the syncer back
     /// through it, on every tool call; on a busy two-core machine each crossing costs tens of
     /// microseconds.
-    pub fn evaluate_then<F: FnOnce(Evaluation) + Send + 'static>(&self, event: Event, done: F) -> Result<(), Box<(Event, F)>> {
-        let loaded = self.snapshot();
-        let chain = loaded.chains.resolve(event.kind, event.task_type.as_deref());
-        let kind = event.kind;
-        // Taken before the chain consumes the event; wasted only for a chain that then needs the
-        // asynchronous entry, which runs a process and costs milliseconds anyway.
-        let trace = self.trace_start(&event);
-        let mut evaluation = match chain.try_run_sync(event) {
+    pub fn evaluate_then<F: FnOnce(Evaluation) + Send + 'static>(&self, mut event: Event, done: F) -> Result<(), Box<(Event, F)>> {
+        let judging = self.begin(&mut event);
+        let mut evaluation = match judging.chain().try_run_sync(event) {
             Ok(evaluation) => evaluation,
+            // Nothing was recorded: `begin` only resolved what the asynchronous entry resolves again.
             Err(back) => return Err(Box::new((back.0, done))),
         };
-        match self.trace_finish(trace, &evaluation) {
-            Some(Ok(ticket)) if awaits_durability(kind) => ticket.then(move |reply| {
+        let kind = judging.kind;
+        match self.conclude(judging, &mut evaluation, Waits::IfGate) {
+            Durable::Now => done(evaluation),
+            Durable::After(ticket) => ticket.then(move |reply| {
                 answer_once_recorded(kind, &mut evaluation, reply.map(drop).map_err(|e| e.to_string()));
                 done(evaluation);
             }),
-            Some(Err(e)) if awaits_durability(kind) => {
-                answer_once_recorded(kind, &mut evaluation, Err(e));
-                done(evaluation);
-            }
-            _ => done(evaluation),
         }
         Ok(())
     }
 
-    /// What the record of an event needs from before its chain runs: the event's identity and
-    /// input, the session's intent, and for an allowed write its before-image (taken after).
-    fn trace_start(&self, event: &Event) -> Option<TraceStart> {
-        if event.depth > 0 || !self.sidecar.exists() {
-            // A hook's own question is not an agent's action; an ungoverned workspace keeps no ledger.
-            return None;
+    /// The start of every judgment, whichever entry asked: the configuration snapshot, the paths the
+    /// event writes made canonical (once: the gatekeeper judges them and the trace records them), and
+    /// what the event's record needs from before the chain consumes the event.
+    fn begin(&self, event: &mut Event) -> Judging {
+        let loaded = self.snapshot();
+        if event.writes.is_none() {
+            event.writes = self.gatekeeper.resolve_writes(event);
         }
-        let mut skeleton = event.clone_without_subject();
-        if !event.subject.is_null() {
-            skeleton.subject = serde_json::Value::String(crate::ledger::record::digest_json(&event.subject));
-        }
-        Some(TraceStart {
+        // A hook's own question is not an agent's action; an ungoverned workspace keeps no ledger.
+        let trace = (event.depth == 0 && self.tracer.governed()).then(|| TraceStart {
             intent: event.ids.session.as_deref().and_then(|s| self.gatekeeper.selected(s)),
-            writes: self.gatekeeper.write_targets(event),
-            event: skeleton,
-        })
+            subject: event.subject.clone(),
+            event: event.clone_without_subject(),
+        });
+        Judging { loaded, kind: event.kind, task_type: event.task_type.clone(), session: event.ids.session.clone(), trace }
     }
 
-    /// Queues the event's record: `None` when there is nothing to record (an ungoverned workspace, a
-    /// hook's own question), `Err` when it could not be (the ledger cannot be opened).
-    fn trace_finish(&self, start: Option<TraceStart>, evaluation: &Evaluation) -> Option<Result<crate::ledger::ticket::Ticket, String>> {
-        let start = start?;
-        if evaluation.reentered {
-            return None;
+    /// The finish of every judgment: piped output routed, and the record queued. The record is built
+    /// by the ledger's writer thread (the input's digest, its serialisation, a write's before- or
+    /// after-image), not on the judge's: it is durable before anyone waiting on it acts, which is all
+    /// the write-ahead invariant asks. A gate whose record cannot be queued is denied here.
+    fn conclude(&self, judging: Judging, evaluation: &mut Evaluation, waits: Waits) -> Durable {
+        let kind = judging.kind;
+        if crate::pipe::Delivery::for_event(kind) == crate::pipe::Delivery::NextTurn && !evaluation.piped.is_empty() {
+            self.piped.push(judging.session.as_deref().unwrap_or_default(), evaluation.piped.iter().cloned());
         }
-        let event = &start.event;
-        let session = event.ids.session.as_deref().unwrap_or_default();
-        let files = match event.kind {
-            EventKind::PreToolUse if !start.writes.is_empty() && matches!(evaluation.decision, crate::decision::Decision::Allow) => {
-                self.tracer.before_write(session, &start.writes);
-                Vec::new()
+        let Some(mut start) = judging.trace else { return Durable::Now };
+        if evaluation.reentered {
+            return Durable::Now;
+        }
+        let ledger = match self.tracer.ledger() {
+            Ok(ledger) => ledger,
+            Err(e) => {
+                if awaits_durability(kind) {
+                    answer_once_recorded(kind, evaluation, Err(e));
+                }
+                return Durable::Now;
             }
-            EventKind::PostToolUse if !start.writes.is_empty() => self.tracer.after_write(session, &start.writes),
-            _ => Vec::new(),
         };
-        // The intent after the chain (a handshake just selected one), else the one held before it (the
-        // end of a task just released it).
-        let intent = event.ids.session.as_deref().and_then(|s| self.gatekeeper.selected(s)).or(start.intent);
-        let mut record = crate::trace::evaluation_record(event, intent, evaluation, files);
-        record.input_sha256 = event.subject.as_str().map(str::to_owned);
-        // A gate's record is waited for; the others' syncs wait for the next gate's (or a flush).
-        let gate = awaits_durability(event.kind);
-        Some(self.tracer.ledger().map(|ledger| if gate { ledger.enqueue(record) } else { ledger.enqueue_lazy(record) }))
+        // The intent after the chain when the chain may have changed it (a handshake just selected
+        // one), else the one held before it (the end of a task releases it).
+        let handshake = start.event.tool.as_deref() == Some(crate::gatekeeper::SELECT_INTENT_TOOL);
+        let before = start.intent.take();
+        let intent = match (handshake, start.event.ids.session.as_deref()) {
+            (true, Some(session)) => self.gatekeeper.selected(session).or(before),
+            _ => before,
+        };
+        let recorded = Recorded {
+            decision: evaluation.decision.clone(),
+            outcomes: evaluation.outcomes.clone(),
+            allowed: matches!(evaluation.decision, crate::decision::Decision::Allow),
+        };
+        let images = Arc::clone(self.tracer.images());
+        let wait = waits == Waits::IfGate && awaits_durability(kind);
+        let ticket = ledger.enqueue_deferred(!wait, move || start.record(&images, intent, recorded));
+        if wait { Durable::After(ticket) } else { Durable::Now }
     }
 
     /// The Pendings of this engine (asks waiting for a human, a reviewer or a policy).
@@ -519,31 +544,6 @@ impl Engine {
         self.snapshot().hooks.may_work_on(task_type, agent)
     }
 
-    /// `evaluate` for a caller that has not loaded the event's subject: `subject` is called only if a
-    /// hook that applies reads it (see `NativeHook::needs_subject`).
-    ///
-    /// In a governed workspace the event is recorded in the trace: its input is then read (for its
-    /// digest) whether a hook needs it or not, and the record is queued, not awaited; a caller that
-    /// acts on the decision and needs the record durable first calls `tracer().flush()`.
-    pub fn evaluate_with<E>(
-        &self,
-        mut event: Event,
-        subject: impl FnOnce() -> Result<serde_json::Value, E>,
-    ) -> Result<Evaluation, crate::chain::SyncError<E>> {
-        let loaded = self.snapshot();
-        let chain = loaded.chains.resolve(event.kind, event.task_type.as_deref());
-        if event.depth > 0 || !self.sidecar.exists() {
-            return chain.run_sync_with(event, subject);
-        }
-        if event.subject.is_null() {
-            event.subject = subject().map_err(crate::chain::SyncError::Subject)?;
-        }
-        let trace = self.trace_start(&event);
-        let evaluation = chain.run_sync(event).map_err(crate::chain::SyncError::NeedsAsync)?;
-        drop(self.trace_finish(trace, &evaluation));
-        Ok(evaluation)
-    }
-
     /// The names of the hooks that would run for this event, in order (for `explain` and tests).
     pub fn plan(&self, event: &Event) -> Vec<String> {
         let loaded = self.snapshot();
@@ -551,13 +551,76 @@ impl Engine {
     }
 }
 
+/// One judgment between its start and its finish ([`Engine::begin`], [`Engine::conclude`]).
+struct Judging {
+    loaded: Arc<Loaded>,
+    kind: EventKind,
+    task_type: Option<String>,
+    session: Option<String>,
+    /// `None` when the event is not recorded (a hook's own question, an ungoverned workspace).
+    trace: Option<TraceStart>,
+}
+
+impl Judging {
+    fn chain(&self) -> &Chain {
+        self.loaded.chains.resolve(self.kind, self.task_type.as_deref())
+    }
+}
+
+/// Whether the caller of an entry waits for a record's sync before it hears the answer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Waits {
+    /// The synchronous entry: the caller flushes before it acts, where it must.
+    No,
+    /// The asynchronous entries: a gate answers once its record is durable ([`awaits_durability`]).
+    IfGate,
+}
+
+/// Whether an answer waits for its record's sync.
+enum Durable {
+    Now,
+    After(crate::ledger::ticket::Ticket),
+}
+
 /// The part of an event's record taken before its chain runs (the chain consumes the event).
 struct TraceStart {
-    /// The event without its input; `subject` holds the input's digest as a string, or null.
+    /// The event without its input (its resolved writes kept).
     event: Event,
+    /// The input as the agent sent it, digested by the writer thread.
+    subject: serde_json::Value,
+    /// The session's intent before the chain ran (taken by `conclude`).
     intent: Option<String>,
-    /// Canonical paths, when the event is a write tool's.
-    writes: Vec<String>,
+}
+
+/// What the record keeps of the chain's answer.
+struct Recorded {
+    decision: crate::decision::Decision,
+    outcomes: Vec<crate::decision::HookOutcome>,
+    allowed: bool,
+}
+
+impl TraceStart {
+    /// Builds the record, on the ledger's writer thread: for an allowed write its before-image is
+    /// kept (read before the record is durable, so before the write runs), for a write's result what
+    /// it changed, and the input's digest.
+    fn record(self, images: &crate::trace::Images, intent: Option<String>, recorded: Recorded) -> crate::ledger::Record {
+        let event = &self.event;
+        let session = event.ids.session.as_deref().unwrap_or_default();
+        let writes: Vec<String> = event.writes.iter().flat_map(|w| w.iter()).filter_map(|p| p.canonical.as_ref().ok().cloned()).collect();
+        let files = match event.kind {
+            EventKind::PreToolUse if !writes.is_empty() && recorded.allowed => {
+                images.before_write(session, &writes);
+                Vec::new()
+            }
+            EventKind::PostToolUse if !writes.is_empty() => images.after_write(session, &writes),
+            _ => Vec::new(),
+        };
+        let mut record = crate::trace::evaluation_record(event, intent, &recorded.decision, &recorded.outcomes, files);
+        if !self.subject.is_null() {
+            record.input_sha256 = Some(crate::ledger::record::digest_json(&self.subject));
+        }
+        record
+    }
 }
 
 /// Where an engine's Pendings are recorded: its ledger, in a governed workspace (an ungoverned one

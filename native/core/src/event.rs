@@ -134,11 +134,32 @@ pub struct Event {
     /// (a command through `CHOKEPOINT_HOOK_DEPTH`, a host hook through the event it was given) asks
     /// the engine to judge something while it runs. Such events do not run the hooks again.
     pub depth: u32,
+    /// The paths this event writes, made canonical once by the engine before its chain runs; the
+    /// gatekeeper judges these and the trace records them, so no path is resolved twice. `None` until
+    /// the engine resolved them (an event judged by a chain alone resolves its own).
+    pub writes: Option<std::sync::Arc<[ResolvedPath]>>,
+}
+
+/// A path a write names, as the agent gave it and as the workspace's canonicaliser resolved it:
+/// workspace-relative and `/`-separated, or why it cannot be inside the workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedPath {
+    pub raw: String,
+    pub canonical: Result<String, String>,
 }
 
 impl Event {
     pub fn new(kind: EventKind) -> Self {
-        Event { kind, ids: EventIds::default(), tool: None, task_type: None, paths: Vec::new(), subject: serde_json::Value::Null, depth: 0 }
+        Event {
+            kind,
+            ids: EventIds::default(),
+            tool: None,
+            task_type: None,
+            paths: Vec::new(),
+            subject: serde_json::Value::Null,
+            depth: 0,
+            writes: None,
+        }
     }
 
     /// A tool event (`PreToolUse`, `PostToolUse`) for `tool` with `subject` as its input or result.
@@ -152,6 +173,7 @@ impl Event {
             paths: self.paths.clone(),
             subject: serde_json::Value::Null,
             depth: self.depth,
+            writes: self.writes.clone(),
         }
     }
 

@@ -20,7 +20,7 @@ use crate::canonical::{PathRefusal, Workspace};
 use crate::chain::NativeHook;
 use crate::config::GatekeeperConfig;
 use crate::decision::{Answer, Denial, HookAnswer, HookFailure};
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, ResolvedPath};
 use crate::intents::{Intent, IntentSet, IntentStatus};
 use crate::leases::{AcquireError, Holder, Leases};
 use crate::scope_expansion::{Expansion, Expansions};
@@ -301,27 +301,36 @@ impl Gatekeeper {
         Self::write_paths(event, fields).into_iter().map(|raw| JudgedPath { canonical: self.workspace.canonicalize(&raw), raw }).collect()
     }
 
-    /// The canonical paths a write tool's event names (empty for other tools, and for paths that
-    /// cannot be judged): what the trace records the write's ranges for.
-    pub fn write_targets(&self, event: &Event) -> Vec<String> {
+    /// Every path a write tool's event names, made canonical: what the engine resolves once per
+    /// evaluation (into [`Event::writes`]) for this gatekeeper to judge and the trace to record.
+    /// `None` for a tool that writes nothing.
+    pub fn resolve_writes(&self, event: &Event) -> Option<Arc<[ResolvedPath]>> {
         let config = self.config();
-        let Some(fields) = event.tool.as_deref().and_then(|t| config.write_tools.get(t)) else { return Vec::new() };
-        Self::write_paths(event, fields).iter().filter_map(|raw| self.workspace.canonicalize(raw).ok()).collect()
+        let fields = event.tool.as_deref().and_then(|t| config.write_tools.get(t))?;
+        Some(self.resolve(event, fields))
+    }
+
+    fn resolve(&self, event: &Event, fields: &[String]) -> Arc<[ResolvedPath]> {
+        Self::write_paths(event, fields)
+            .into_iter()
+            .map(|raw| ResolvedPath { canonical: self.workspace.canonicalize(&raw).map_err(|refusal| refusal.to_string()), raw })
+            .collect()
     }
 
     fn judge_write(&self, event: &Event, fields: &[String], config: &GateConfig) -> Answer {
-        let paths = Self::write_paths(event, fields);
-        if paths.is_empty() {
+        // Resolved by the engine before the chain ran, unless this event came another way.
+        let resolved = event.writes.clone().unwrap_or_else(|| self.resolve(event, fields));
+        if resolved.is_empty() {
             return deny(&format!("`{}` names no path to write", event.tool.as_deref().unwrap_or_default()), None);
         }
-        let mut canonical = Vec::with_capacity(paths.len());
-        for raw in &paths {
-            match self.workspace.canonicalize(raw) {
-                Ok(rel) if self.governance.is_match(&rel) => {
+        let mut canonical = Vec::with_capacity(resolved.len());
+        for path in resolved.iter() {
+            match &path.canonical {
+                Ok(rel) if self.governance.is_match(rel) => {
                     return deny(&format!("`{rel}` is a governance file; agents never write their own rules"), None);
                 }
                 Ok(rel) => canonical.push(rel),
-                Err(refusal) => return deny(&format!("cannot write `{raw}`: {refusal}"), None),
+                Err(refusal) => return deny(&format!("cannot write `{}`: {refusal}", path.raw), None),
             }
         }
         if !config.gating {
@@ -345,7 +354,7 @@ impl Gatekeeper {
                 Some("Call select_active_intent with one of the listed intent ids."),
             );
         };
-        for rel in &canonical {
+        for rel in canonical {
             if !scope.is_match(rel) && !selection.expansion_set.is_match(rel) {
                 let mut owned = intent.owned_scope.clone();
                 owned.extend(selection.expansions.iter().cloned());

@@ -44,7 +44,7 @@ pub use config::{
 pub use decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 pub use diagnostic::Diagnostic;
 pub use engine::{ConfigStatus, Engine, EngineInfo, FileStatus, Registration};
-pub use event::{Event, EventIds, EventKind};
+pub use event::{Event, EventIds, EventKind, ResolvedPath};
 pub use intents::{Intent, IntentSet, IntentStatus};
 pub use sidecar::Sidecar;
 

@@ -12,8 +12,7 @@
 //! index, opened once per tracer and brought up to date with the ledger before every read, so a
 //! reader sees every record that is durable, whichever process wrote it.
 
-use crate::chain::Evaluation;
-use crate::decision::{Decision, OutcomeKind};
+use crate::decision::{Decision, HookOutcome, OutcomeKind};
 use crate::event::{Event, EventKind};
 use crate::ledger::blame::BlameLine;
 use crate::ledger::index::{Filter, Index};
@@ -21,7 +20,7 @@ use crate::ledger::writer::{Appended, Ledger, Recovery};
 use crate::ledger::{FileChange, Record, RecordKind, RecordedDecision, RecordedHook};
 use crate::sidecar::Sidecar;
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Files larger than this are hashed but their ranges are not computed (a before-image is not kept).
 const MAX_IMAGE_BYTES: u64 = 8 * 1024 * 1024;
@@ -30,20 +29,29 @@ const MAX_IMAGE_BYTES: u64 = 8 * 1024 * 1024;
 pub struct Tracer {
     sidecar: Sidecar,
     ledger: OnceLock<Ledger>,
-    /// Content before an allowed write, by (session, canonical path): `None` when the file did not
-    /// exist.
-    before: Mutex<HashMap<(String, String), Option<String>>>,
+    images: Arc<Images>,
     recovery: Mutex<Option<Recovery>>,
     /// The index, opened on the first read. A failure to open is not kept: the next read tries again
     /// (the sidecar folder may appear later).
     index: OnceLock<Index>,
 }
 
+/// The before-images of writes in flight, apart from the tracer: the records that use them are built
+/// on the ledger's writer thread, which must never own (and so never drop) the ledger it runs for.
+#[derive(Debug)]
+pub struct Images {
+    root: std::path::PathBuf,
+    /// Content before an allowed write, by (session, canonical path): `None` when the file did not
+    /// exist.
+    before: Mutex<HashMap<(String, String), Option<String>>>,
+}
+
 const NOT_GOVERNED: &str = "the workspace has no .orchestration folder; nothing is recorded";
 
 impl Tracer {
     pub fn new(sidecar: Sidecar) -> Tracer {
-        Tracer { sidecar, ledger: OnceLock::new(), before: Mutex::default(), recovery: Mutex::default(), index: OnceLock::new() }
+        let images = Arc::new(Images { root: sidecar.workspace_root().to_path_buf(), before: Mutex::default() });
+        Tracer { sidecar, ledger: OnceLock::new(), images, recovery: Mutex::default(), index: OnceLock::new() }
     }
 
     /// The ledger, opened on first use; `Err` when the workspace is not governed or the ledger cannot
@@ -65,46 +73,31 @@ impl Tracer {
         Ok(self.ledger.get().expect("set above, by this call or a concurrent one"))
     }
 
+    /// Whether this workspace keeps a trace: its ledger is open, or its sidecar folder exists (a
+    /// `stat` only until the ledger is open).
+    pub fn governed(&self) -> bool {
+        self.ledger.get().is_some() || self.sidecar.exists()
+    }
+
     /// The torn end a crash left, moved aside when the ledger was opened (reported once).
     pub fn take_recovery(&self) -> Option<Recovery> {
         self.recovery.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
-    /// Keeps the current content of files an allowed write is about to change.
-    pub fn before_write(&self, session: &str, paths: &[String]) {
-        let mut before = self.before.lock().unwrap_or_else(|p| p.into_inner());
-        for path in paths {
-            before.insert((session.to_owned(), path.clone()), self.read(path));
-        }
+    /// The before-images of writes in flight (shared with the records built off the judge's thread).
+    pub fn images(&self) -> &Arc<Images> {
+        &self.images
     }
 
-    fn read(&self, rel: &str) -> Option<String> {
-        let file = self.sidecar.workspace_root().join(rel);
-        let meta = std::fs::metadata(&file).ok()?;
-        if meta.len() > MAX_IMAGE_BYTES {
-            return None;
-        }
-        std::fs::read_to_string(file).ok()
+    /// Keeps the current content of files an allowed write is about to change.
+    pub fn before_write(&self, session: &str, paths: &[String]) {
+        self.images.before_write(session, paths)
     }
 
     /// What a completed write changed in each file: ranges against the before-image when there is
     /// one, the file's hash alone otherwise.
     pub fn after_write(&self, session: &str, paths: &[String]) -> Vec<FileChange> {
-        let mut before = self.before.lock().unwrap_or_else(|p| p.into_inner());
-        paths
-            .iter()
-            .map(|path| {
-                let after = self.read(path);
-                match before.remove(&(session.to_owned(), path.clone())) {
-                    Some(image) => crate::ledger::ranges::file_change(path, image.as_deref(), after.as_deref()),
-                    None => FileChange {
-                        path: path.clone(),
-                        sha256: after.as_deref().map(|a| crate::ledger::record::sha256_hex(a.as_bytes())),
-                        ranges: Vec::new(),
-                    },
-                }
-            })
-            .collect()
+        self.images.after_write(session, paths)
     }
 
     /// Appends a record of the caller's own and waits until it is durable.
@@ -159,8 +152,53 @@ impl Tracer {
     }
 }
 
+impl Images {
+    /// Keeps the current content of files an allowed write is about to change.
+    pub fn before_write(&self, session: &str, paths: &[String]) {
+        let mut before = self.before.lock().unwrap_or_else(|p| p.into_inner());
+        for path in paths {
+            before.insert((session.to_owned(), path.clone()), self.read(path));
+        }
+    }
+
+    fn read(&self, rel: &str) -> Option<String> {
+        let file = self.root.join(rel);
+        let meta = std::fs::metadata(&file).ok()?;
+        if meta.len() > MAX_IMAGE_BYTES {
+            return None;
+        }
+        std::fs::read_to_string(file).ok()
+    }
+
+    /// What a completed write changed in each file: ranges against the before-image when there is
+    /// one, the file's hash alone otherwise.
+    pub fn after_write(&self, session: &str, paths: &[String]) -> Vec<FileChange> {
+        let mut before = self.before.lock().unwrap_or_else(|p| p.into_inner());
+        paths
+            .iter()
+            .map(|path| {
+                let after = self.read(path);
+                match before.remove(&(session.to_owned(), path.clone())) {
+                    Some(image) => crate::ledger::ranges::file_change(path, image.as_deref(), after.as_deref()),
+                    None => FileChange {
+                        path: path.clone(),
+                        sha256: after.as_deref().map(|a| crate::ledger::record::sha256_hex(a.as_bytes())),
+                        ranges: Vec::new(),
+                    },
+                }
+            })
+            .collect()
+    }
+}
+
 /// The record of one judged event.
-pub fn evaluation_record(event: &Event, intent: Option<String>, evaluation: &Evaluation, files: Vec<FileChange>) -> Record {
+pub fn evaluation_record(
+    event: &Event,
+    intent: Option<String>,
+    decision: &Decision,
+    outcomes: &[HookOutcome],
+    files: Vec<FileChange>,
+) -> Record {
     let kind =
         if matches!(event.kind, EventKind::PreToolUse | EventKind::PostToolUse) { RecordKind::ToolCall } else { RecordKind::Lifecycle };
     let mut record = Record::new(kind);
@@ -176,16 +214,15 @@ pub fn evaluation_record(event: &Event, intent: Option<String>, evaluation: &Eva
     if !event.subject.is_null() {
         record.input_sha256 = Some(crate::ledger::record::digest_json(&event.subject));
     }
-    let reason = match &evaluation.decision {
+    let reason = match decision {
         Decision::Allow => None,
         Decision::Deny(d) => Some(d.reason.clone()),
         Decision::Ask { reasons } => Some(reasons.join("; ")),
     };
     record.decision = Some(RecordedDecision {
-        decision: evaluation.decision.as_str().to_owned(),
+        decision: decision.as_str().to_owned(),
         reason,
-        hooks: evaluation
-            .outcomes
+        hooks: outcomes
             .iter()
             .map(|o| RecordedHook {
                 name: o.hook.to_string(),

@@ -43,6 +43,8 @@ fn every_judged_event_is_recorded_with_its_intent_decision_and_the_ranges_it_wro
     assert!(matches!(engine.evaluate(write("x")).unwrap().decision, Decision::Deny(_)), "before the handshake");
     engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
     assert_eq!(engine.evaluate(write("a\nB\nc\nd\n")).unwrap().decision, Decision::Allow);
+    // The synchronous entry does not wait: an allowed write runs once its record is durable.
+    engine.tracer().flush().unwrap();
     // The tool runs, then reports.
     fs::write(ws.path().join("src/auth/login.js"), "a\nB\nc\nd\n").unwrap();
     let mut done = write("a\nB\nc\nd\n");
@@ -184,6 +186,7 @@ fn the_tracer_reads_back_through_its_index_every_durable_record_and_blames_by_co
         |content: &str| event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": "src/auth/login.js", "content": content }));
     engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
     engine.evaluate(write("one\ntwo\n")).unwrap();
+    engine.tracer().flush().unwrap();
     fs::write(ws.path().join("src/auth/login.js"), "one\ntwo\n").unwrap();
     let mut done = write("one\ntwo\n");
     done.kind = EventKind::PostToolUse;
@@ -206,4 +209,35 @@ fn the_tracer_reads_back_through_its_index_every_durable_record_and_blames_by_co
     let ungoverned = Engine::open(bare.path()).unwrap();
     assert!(ungoverned.tracer().query(&chokepoint_core::ledger::index::Filter::default()).unwrap().is_empty());
     assert!(ungoverned.tracer().blame("a.js", Some(1)).unwrap_err().contains("no .orchestration folder"));
+}
+
+/// The record of an allowed write is built off the judging thread (its before-image read there too),
+/// but always before the asynchronous entry answers: a tool that runs on the answer cannot change the
+/// file before its before-image is taken.
+#[test]
+fn the_asynchronous_entry_answers_a_write_only_once_its_before_image_is_taken() {
+    let (ws, engine) = governed();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    fs::write(ws.path().join("src/auth/login.js"), "a\nb\nc\n").unwrap();
+    let write =
+        |content: &str| event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": "src/auth/login.js", "content": content }));
+    rt.block_on(engine.evaluate_async(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" })), None));
+    for round in 0..20 {
+        let before = fs::read_to_string(ws.path().join("src/auth/login.js")).unwrap();
+        let after = format!("{before}line {round}\n");
+        assert_eq!(rt.block_on(engine.evaluate_async(write(&after), None)).decision, Decision::Allow);
+        // The tool runs at once on the answer, with no flush of its own.
+        fs::write(ws.path().join("src/auth/login.js"), &after).unwrap();
+        let mut done = write(&after);
+        done.kind = EventKind::PostToolUse;
+        rt.block_on(engine.evaluate_async(done, None));
+    }
+    engine.tracer().flush().unwrap();
+    let results: Vec<Record> = ledger(&ws).into_iter().filter(|r| r.event.as_deref() == Some("PostToolUse")).collect();
+    assert_eq!(results.len(), 20);
+    for (round, record) in results.iter().enumerate() {
+        let ranges: Vec<(u32, u32)> = record.files[0].ranges.iter().map(|r| (r.start, r.end)).collect();
+        let line = 4 + round as u32;
+        assert_eq!(ranges, [(line, line)], "round {round}: only the appended line is the write's");
+    }
 }

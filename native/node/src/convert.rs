@@ -395,6 +395,7 @@ impl JsEvent {
             paths: self.paths.unwrap_or_default(),
             subject: self.input.unwrap_or(serde_json::Value::Null),
             depth: self.hook_depth.unwrap_or(0),
+            ..core::Event::new(kind)
         })
     }
 }

@@ -7,6 +7,11 @@
 //! JavaScript error instead of taking the extension host down.
 #![allow(unsafe_code)] // the napi macros expand to FFI glue; this crate writes no unsafe of its own
 
+/// See the workspace's Cargo.toml: the ledger's writer thread frees what the judge allocated. Only
+/// Rust's allocations in this addon go through it; Node keeps its own.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod approvals;
 mod convert;
 mod host;

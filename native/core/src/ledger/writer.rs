@@ -172,6 +172,11 @@ pub enum LedgerError {
     Closed {
         ledger: PathBuf,
     },
+    /// A record deferred to the writer thread could not be built (its builder panicked).
+    Unrecordable {
+        ledger: PathBuf,
+        detail: String,
+    },
 }
 
 impl fmt::Display for LedgerError {
@@ -221,6 +226,9 @@ impl fmt::Display for LedgerError {
                 ledger.display()
             ),
             LedgerError::Closed { ledger } => write!(f, "the trace ledger {} is closed", ledger.display()),
+            LedgerError::Unrecordable { ledger, detail } => {
+                write!(f, "the record for the trace ledger {} could not be built: {detail}", ledger.display())
+            }
         }
     }
 }
@@ -242,8 +250,12 @@ pub(crate) fn io_error<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::
 
 struct Pending {
     record: Record,
-    /// The record's line without its chain fields, serialised by the producer ([`Record::take_body`]).
+    /// The record's line without its chain fields, serialised by the producer ([`Record::take_body`]),
+    /// or by the writer thread for a record enqueued with [`Ledger::enqueue_deferred`].
     body: String,
+    /// How to build the record, for one the producer left to the writer thread; taken (and `record`
+    /// and `body` filled in) before the batch is written.
+    build: Option<Build>,
     reply: Settle,
     /// Enqueued with [`Ledger::enqueue_lazy`].
     lazy: bool,
@@ -407,16 +419,31 @@ impl Ledger {
         self.enqueue_with(record, true)
     }
 
+    /// Queues a record that the writer thread builds (and serialises) just before it writes it, for a
+    /// producer whose own thread is the one that matters: the engine's judge answers a gate without
+    /// digesting the tool's input, serialising the record or reading a file's before-image, and the
+    /// writer does that while it would otherwise wait. `build` runs before the record's ticket
+    /// settles, so whatever it reads is read before anyone told of the record's durability acts; it
+    /// must not block for long, since the batch waits for it. A `build` that panics fails its ticket
+    /// (and only its own) with [`LedgerError::Unrecordable`].
+    pub fn enqueue_deferred(&self, lazy: bool, build: impl FnOnce() -> Record + Send + 'static) -> Ticket {
+        self.push(Record::new(RecordKind::External), String::new(), Some(Box::new(build)), lazy)
+    }
+
     fn enqueue_with(&self, mut record: Record, lazy: bool) -> Ticket {
         // On the producer's thread, before the queue's lock: the writer only splices and hashes.
         let body = record.take_body();
+        self.push(record, body, None, lazy)
+    }
+
+    fn push(&self, record: Record, body: String, build: Option<Build>, lazy: bool) -> Ticket {
         let (reply, ticket) = ticket::pair(Arc::clone(&self.shared.ledger));
         let mut queue = self.shared.lock();
         if queue.stopped || queue.closing {
             reply.send(Err(LedgerError::Closed { ledger: self.path().to_owned() }));
             return ticket;
         }
-        queue.pending.push(Pending { record, body, reply, lazy });
+        queue.pending.push(Pending { record, body, build, reply, lazy });
         queue.enqueued += 1;
         queue.urgent |= !lazy;
         // A wake-up is a system call; skip it while the writer is busy, since it takes the whole queue
@@ -542,6 +569,10 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
                 queue.urgent = queue.pending.iter().any(|pending| !pending.lazy);
             }
         }
+        build_deferred(&mut batch, shared);
+        if batch.is_empty() {
+            continue;
+        }
         let mut notices = Vec::new();
         let outcome = writer.write(&mut batch, &mut notices, shared);
         let replies = batch.drain(..).map(|pending| pending.reply).collect();
@@ -560,6 +591,59 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
     }
     drop(to_syncer);
     let _ = syncing.join();
+}
+
+/// How the writer thread builds a record a producer deferred ([`Ledger::enqueue_deferred`]).
+type Build = Box<dyn FnOnce() -> Record + Send>;
+
+/// Builds and serialises the deferred records of a batch, in queue order (a build may use what an
+/// earlier one of the same producer left, such as a before-image). One that panics is failed on its
+/// own ticket, counted as settled (so `flush` neither waits for it nor misses its failure) and left
+/// out of the batch: the others are still written.
+fn build_deferred(batch: &mut Vec<Pending>, shared: &Shared) {
+    if batch.iter().all(|pending| pending.build.is_none()) {
+        return;
+    }
+    let mut failed = Vec::new();
+    let mut kept = Vec::with_capacity(batch.len());
+    for mut pending in batch.drain(..) {
+        let Some(build) = pending.build.take() else {
+            kept.push(pending);
+            continue;
+        };
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(build)) {
+            Ok(mut record) => {
+                pending.body = record.take_body();
+                pending.record = record;
+                kept.push(pending);
+            }
+            Err(panic) => {
+                let detail = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".to_owned());
+                failed.push((pending.reply, LedgerError::Unrecordable { ledger: shared.ledger.to_path_buf(), detail }));
+            }
+        }
+    }
+    *batch = kept;
+    if failed.is_empty() {
+        return;
+    }
+    let mut queue = shared.lock();
+    if queue.unreported.is_none() {
+        queue.unreported = Some((queue.settled + 1, failed[0].1.clone()));
+    }
+    queue.settled += failed.len() as u64;
+    let wake = queue.flush_waiters > 0;
+    drop(queue);
+    if wake {
+        shared.settled.notify_all();
+    }
+    for (reply, error) in failed {
+        reply.send(Err(error));
+    }
 }
 
 /// A batch on its way from the writer to the syncer: written (or failed), not yet acknowledged.
@@ -1064,6 +1148,38 @@ mod tests {
         assert_eq!(alone.seq, 7);
         assert!(started.elapsed() < LAZY_SYNC * 20, "{:?}", started.elapsed());
         assert!(ledger.stats().durable_seq >= 7);
+    }
+
+    #[test]
+    fn a_deferred_record_is_built_in_queue_order_and_one_that_panics_fails_alone() {
+        let (_dir, sidecar) = sidecar();
+        let (ledger, _) = Ledger::open(&sidecar).unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let build = |n: u32| {
+            let seen = Arc::clone(&seen);
+            move || {
+                seen.lock().unwrap().push(n);
+                let mut record = Record::new(super::super::RecordKind::ToolCall);
+                record.tool = Some(format!("tool {n}"));
+                record
+            }
+        };
+        let first = ledger.enqueue_deferred(true, build(1));
+        let broken = ledger.enqueue_deferred(true, || -> Record { panic!("the builder broke") });
+        let third = ledger.enqueue_deferred(false, build(3));
+        assert_eq!(third.wait().unwrap().seq, 2, "the broken record takes no place in the chain");
+        assert_eq!(first.wait().unwrap().record.tool.as_deref(), Some("tool 1"));
+        match broken.wait() {
+            Err(e @ LedgerError::Unrecordable { .. }) => assert!(e.to_string().contains("the builder broke"), "{e}"),
+            other => panic!("expected Unrecordable, got {other:?}"),
+        }
+        assert_eq!(*seen.lock().unwrap(), [1, 3]);
+        // A flush neither waits for it forever nor misses it.
+        let flushed = ledger.flush();
+        assert!(matches!(flushed, Err(LedgerError::Unrecordable { .. })), "{flushed:?}");
+        ledger.flush().unwrap();
+        let lines = std::fs::read_to_string(sidecar.dir().join("agent_trace.jsonl")).unwrap();
+        assert_eq!(lines.lines().count(), 2);
     }
 
     #[test]
