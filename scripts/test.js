@@ -52,6 +52,22 @@ async function cargoLayer() {
   return { passed: passed + fuzzed.passed, failed: failed + fuzzed.failed };
 }
 
+/** `git status --porcelain` of the checkout (with the content hash of each changed file, so a file
+ *  already changed before the run and changed again counts), or null outside a git work tree. */
+function workTree() {
+  const { spawnSync } = require('child_process');
+  const r = spawnSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: ROOT, encoding: 'utf8' });
+  if (r.status !== 0) return null;
+  return r.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const file = path.join(ROOT, line.slice(3));
+      const hash = fs.existsSync(file) && fs.statSync(file).isFile() ? require('crypto').createHash('sha256').update(fs.readFileSync(file)).digest('hex').slice(0, 12) : '-';
+      return `${line} ${hash}`;
+    });
+}
+
 /** Runs one whole-tree check (a formatter, a linter, the type checker): its output is shown only when
  *  it fails, with the command that reproduces it. */
 async function check(name, cmd, args) {
@@ -166,6 +182,7 @@ async function main() {
   if (layers.some((l) => l !== 'cargo')) await build();
   if (needsVsCode) await vscode.ensureVsCode();
 
+  const treeBefore = workTree();
   const results = [];
   for (const layer of layers) {
     log('test', `layer ${layer}`);
@@ -181,6 +198,15 @@ async function main() {
       counts = { passed: 0, failed: 1 };
     }
     results.push({ layer, ...counts });
+  }
+  // The suite leaves the work tree as it found it: what a test writes goes to target/, out/, the
+  // cache folder or a temporary folder, never into tracked files.
+  const treeAfter = workTree();
+  if (treeBefore !== null && treeAfter !== null) {
+    const changed = treeAfter.filter((l) => !treeBefore.includes(l));
+    const ok = changed.length === 0;
+    if (!ok) console.log(`FAILED: the tests changed the work tree:\n${changed.map((l) => `  ${l}`).join('\n')}`);
+    results.push({ layer: 'work tree', passed: ok ? 1 : 0, failed: ok ? 0 : 1 });
   }
   console.log('');
   for (const r of results) console.log(`  ${r.layer.padEnd(10)} ${r.passed} passed, ${r.failed} failed`);

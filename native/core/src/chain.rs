@@ -209,6 +209,9 @@ pub struct Evaluation {
     pub context: std::collections::BTreeMap<String, String>,
     /// True when this evaluation was requested from inside a running hook: the chain did not run again.
     pub reentered: bool,
+    /// How long the answer waited, after the hooks, for its record to be durable (nanoseconds; 0 when
+    /// nothing waited). Shown apart from the hooks' own durations, which never include it.
+    pub durable_wait_ns: u64,
 }
 
 impl Evaluation {
@@ -223,6 +226,7 @@ impl Evaluation {
             piped: Vec::new(),
             context: std::collections::BTreeMap::new(),
             reentered: false,
+            durable_wait_ns: 0,
         }
     }
 }
@@ -529,6 +533,7 @@ impl Combiner {
             piped: self.piped,
             context: self.context,
             reentered: false,
+            durable_wait_ns: 0,
         }
     }
 }

@@ -385,7 +385,9 @@ impl Engine {
         match self.conclude(judging, &mut evaluation, Waits::IfGate) {
             Durable::Now => {}
             Durable::After(ticket) => {
+                let waited = std::time::Instant::now();
                 let durable = ticket.settled().await.map(drop).map_err(|e| e.to_string());
+                evaluation.durable_wait_ns = waited.elapsed().as_nanos() as u64;
                 answer_once_recorded(kind, &mut evaluation, durable);
             }
         }
@@ -413,10 +415,14 @@ impl Engine {
         let kind = judging.kind;
         match self.conclude(judging, &mut evaluation, Waits::IfGate) {
             Durable::Now => done(evaluation),
-            Durable::After(ticket) => ticket.then(move |reply| {
-                answer_once_recorded(kind, &mut evaluation, reply.map(drop).map_err(|e| e.to_string()));
-                done(evaluation);
-            }),
+            Durable::After(ticket) => {
+                let waited = std::time::Instant::now();
+                ticket.then(move |reply| {
+                    evaluation.durable_wait_ns = waited.elapsed().as_nanos() as u64;
+                    answer_once_recorded(kind, &mut evaluation, reply.map(drop).map_err(|e| e.to_string()));
+                    done(evaluation);
+                })
+            }
         }
         Ok(())
     }

@@ -119,6 +119,13 @@ async fn the_asynchronous_entry_answers_once_the_record_is_durable() {
     assert_eq!(e.decision, Decision::Allow);
     // No flush: the record is already in the file.
     assert_eq!(ledger(&ws).len(), 1);
+    // The wait for it is reported apart from the hooks' own time, which never includes it.
+    assert!(e.durable_wait_ns > 0, "the gate waited for a sync");
+    let hooks: u64 = e.outcomes.iter().map(|o| o.duration_ns).sum();
+    assert!(hooks < e.durable_wait_ns, "hooks {hooks} ns, durability {} ns", e.durable_wait_ns);
+    // A result is not waited for: it is durable before the next gate answers.
+    let result = engine.evaluate_async(event(EventKind::PostToolUse, Some("read_file"), json!({ "path": "x" })), None).await;
+    assert_eq!(result.durable_wait_ns, 0);
 }
 
 #[test]
