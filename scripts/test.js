@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm test`: every layer of the suite, in order, then one summary line `N passed, N failed`.
 //
-//   cargo      cargo test --workspace (core and CLI), cargo fmt --check,
+//   cargo      cargo test --workspace (core and CLI), cargo fmt --check, cargo clippy -D warnings,
 //              then the canonicaliser's fuzz target for 15 s
 //   node       tsc --noEmit, then node --test tests/node (the built addon from Node) and tests/unit
 //   extension  mocha inside the real VS Code extension host (code-server), tests/extension
@@ -43,6 +43,7 @@ async function cargoLayer() {
   // The habits that keep the code as ARCHITECTURE.md draws it, each one counted as a test.
   for (const [name, args] of [
     ['cargo fmt --check', ['fmt', '--all', '--check']],
+    ['cargo clippy -D warnings', ['clippy', '--workspace', '--all-targets', '--color', 'never', '--', '-D', 'warnings']],
   ]) {
     const ok = await check(name, 'cargo', args);
     passed += ok ? 1 : 0;
