@@ -299,20 +299,19 @@ impl Chain {
     }
 
     /// Runs the chain in this thread. Fails only if a matching hook is not native.
-    pub fn run_sync(&self, event: Event) -> Result<Evaluation, NeedsAsync> {
-        self.try_run_sync(event).map_err(|back| back.1)
+    pub fn run_sync(&self, mut event: Event) -> Result<Evaluation, NeedsAsync> {
+        self.judge_sync(&mut event)
     }
 
-    /// `run_sync` that gives the event back, untouched, when a hook that applies is not native, for
-    /// a caller that then takes the asynchronous path with it. Nothing has run when it does.
-    pub fn try_run_sync(&self, event: Event) -> Result<Evaluation, Box<(Event, NeedsAsync)>> {
+    /// `run_sync` on a borrowed event, for a caller that keeps it (the engine records the input):
+    /// when a hook that applies is not native, nothing runs and the event is as it was. After the
+    /// chain the event's subject is the input as given; a rewrite is in `Evaluation::modified`.
+    pub fn judge_sync(&self, event: &mut Event) -> Result<Evaluation, NeedsAsync> {
         if event.depth > 0 {
             return Ok(Combiner::new(event).reentered());
         }
-        let hooks = self.matching(&event);
-        if let Err(needs) = check_native(&hooks) {
-            return Err(Box::new((event, needs)));
-        }
+        let hooks = self.matching(event);
+        check_native(&hooks)?;
         Ok(run_native(hooks, event))
     }
 
@@ -324,7 +323,7 @@ impl Chain {
         subject: impl FnOnce() -> Result<serde_json::Value, E>,
     ) -> Result<Evaluation, SyncError<E>> {
         if event.depth > 0 {
-            return Ok(Combiner::new(event).reentered());
+            return Ok(Combiner::new(&mut event).reentered());
         }
         let hooks = self.matching(&event);
         check_native(&hooks).map_err(SyncError::NeedsAsync)?;
@@ -332,7 +331,7 @@ impl Chain {
         if needs_subject {
             event.subject = subject().map_err(SyncError::Subject)?;
         }
-        Ok(run_native(hooks, event))
+        Ok(run_native(hooks, &mut event))
     }
 }
 
@@ -344,7 +343,7 @@ pub enum SyncError<E> {
     Subject(E),
 }
 
-fn run_native(hooks: Vec<&ChainHook>, event: Event) -> Evaluation {
+fn run_native(hooks: Vec<&ChainHook>, event: &mut Event) -> Evaluation {
     {
         if event.depth > 0 || IN_CHAIN.with(Cell::get) {
             return Combiner::new(event).reentered();
@@ -362,7 +361,7 @@ fn run_native(hooks: Vec<&ChainHook>, event: Event) -> Evaluation {
         for hook in hooks {
             let HookImpl::Native(native) = &hook.imp else { unreachable!("checked by check_native") };
             let started = Instant::now();
-            let result = catch_unwind(AssertUnwindSafe(|| native.call(&combiner.event)))
+            let result = catch_unwind(AssertUnwindSafe(|| native.call(combiner.event)))
                 .unwrap_or_else(|panic| Err(HookFailure::Crashed(panic_message(panic))));
             if combiner.apply(hook, result, started.elapsed().as_nanos() as u64).is_break() {
                 break;
@@ -376,26 +375,31 @@ impl Chain {
     /// Runs the chain with every kind of hook: native in place, commands and builtins as processes,
     /// host hooks through the embedder. Hooks run one after another, in chain order, because each may
     /// see the previous one's rewrite and a deny must stop the ones after it.
-    pub async fn run(&self, event: Event, ctx: &RunContext) -> Evaluation {
+    pub async fn run(&self, mut event: Event, ctx: &RunContext) -> Evaluation {
+        self.judge(&mut event, ctx).await
+    }
+
+    /// `run` on a borrowed event (see [`Chain::judge_sync`]).
+    pub async fn judge(&self, event: &mut Event, ctx: &RunContext) -> Evaluation {
         if event.depth > 0 {
             return Combiner::new(event).reentered();
         }
-        let hooks = self.matching(&event);
+        let hooks = self.matching(event);
         let mut combiner = Combiner::new(event);
         for hook in hooks {
             let started = Instant::now();
             let (result, output) = match &hook.imp {
                 HookImpl::Native(native) => (
-                    catch_unwind(AssertUnwindSafe(|| native.call(&combiner.event)))
+                    catch_unwind(AssertUnwindSafe(|| native.call(combiner.event)))
                         .unwrap_or_else(|panic| Err(HookFailure::Crashed(panic_message(panic)))),
                     None,
                 ),
                 HookImpl::Command(spec) => {
-                    let run = command::run(spec, &combiner.event, &ctx.workspace, ctx.output_cap).await;
+                    let run = command::run(spec, combiner.event, &ctx.workspace, ctx.output_cap).await;
                     (run.result, run.output)
                 }
                 HookImpl::Builtin(spec) => {
-                    let run = builtin::run(spec, &combiner.event, ctx).await;
+                    let run = builtin::run(spec, combiner.event, ctx).await;
                     for (k, v) in &run.context {
                         combiner.context.insert(k.clone(), v.clone());
                     }
@@ -403,7 +407,7 @@ impl Chain {
                 }
                 HookImpl::Host(id) => match &ctx.host {
                     None => (Err(HookFailure::Error(format!("host hook `{id}` is not registered"))), None),
-                    Some(host) => match tokio::time::timeout(ctx.host_timeout, host.call(id, &combiner.event)).await {
+                    Some(host) => match tokio::time::timeout(ctx.host_timeout, host.call(id, combiner.event)).await {
                         Ok(result) => (result, None),
                         Err(_) => (Err(HookFailure::Timeout { after_ms: ctx.host_timeout.as_millis() as u64 }), None),
                     },
@@ -440,8 +444,13 @@ fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
 /// Folds hook answers into a decision. Shared by the synchronous and asynchronous drivers so that the
 /// rules exist once.
 #[derive(Debug)]
-struct Combiner {
-    event: Event,
+struct Combiner<'e> {
+    /// Borrowed: the caller keeps the event, and after the chain its subject is the input as the
+    /// agent sent it again (the rewrite, if any, is in `Evaluation::modified`), so a caller that
+    /// records the input needs no copy of it.
+    event: &'e mut Event,
+    /// The subject before the first `modify`, put back when the chain ends.
+    original: Option<serde_json::Value>,
     modified: bool,
     asks: Vec<String>,
     denial: Option<Denial>,
@@ -451,10 +460,11 @@ struct Combiner {
     context: std::collections::BTreeMap<String, String>,
 }
 
-impl Combiner {
-    fn new(event: Event) -> Self {
+impl<'e> Combiner<'e> {
+    fn new(event: &'e mut Event) -> Self {
         Combiner {
             event,
+            original: None,
             modified: false,
             asks: Vec::new(),
             denial: None,
@@ -505,7 +515,8 @@ impl Combiner {
                 (OutcomeKind::Asked, Continue(()))
             }
             Answer::Modify(subject) => {
-                self.event.subject = subject;
+                let before = std::mem::replace(&mut self.event.subject, subject);
+                self.original.get_or_insert(before);
                 self.modified = true;
                 (OutcomeKind::Modified, Continue(()))
             }
@@ -518,13 +529,14 @@ impl Combiner {
         flow
     }
 
-    fn finish(self) -> Evaluation {
+    fn finish(mut self) -> Evaluation {
         let decision = match (self.denial, self.asks.is_empty()) {
             (Some(denial), _) => Decision::Deny(denial),
             (None, false) => Decision::Ask { reasons: self.asks },
             (None, true) => Decision::Allow,
         };
-        let modified = (self.modified && !matches!(decision, Decision::Deny(_))).then_some(self.event.subject);
+        let rewritten = self.original.take().map(|original| std::mem::replace(&mut self.event.subject, original));
+        let modified = rewritten.filter(|_| self.modified && !matches!(decision, Decision::Deny(_)));
         Evaluation {
             decision,
             modified,

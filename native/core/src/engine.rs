@@ -362,9 +362,9 @@ impl Engine {
             event.subject = subject().map_err(crate::chain::SyncError::Subject)?;
         }
         let judging = self.begin(&mut event);
-        let mut evaluation = judging.chain().run_sync(event).map_err(crate::chain::SyncError::NeedsAsync)?;
+        let mut evaluation = judging.chain().judge_sync(&mut event).map_err(crate::chain::SyncError::NeedsAsync)?;
         // Nobody waits here: the record goes with the next sync someone waits for (or a flush).
-        drop(self.conclude(judging, &mut evaluation, Waits::No));
+        drop(self.conclude(judging, event, &mut evaluation, Waits::No));
         Ok(evaluation)
     }
 
@@ -380,9 +380,9 @@ impl Engine {
         let judging = self.begin(&mut event);
         let mut ctx = RunContext::new(self.sidecar.workspace_root());
         ctx.host = host;
-        let mut evaluation = judging.chain().run(event, &ctx).await;
+        let mut evaluation = judging.chain().judge(&mut event, &ctx).await;
         let kind = judging.kind;
-        match self.conclude(judging, &mut evaluation, Waits::IfGate) {
+        match self.conclude(judging, event, &mut evaluation, Waits::IfGate) {
             Durable::Now => {}
             Durable::After(ticket) => {
                 let waited = std::time::Instant::now();
@@ -407,13 +407,13 @@ impl Engine {
     /// microseconds.
     pub fn evaluate_then<F: FnOnce(Evaluation) + Send + 'static>(&self, mut event: Event, done: F) -> Result<(), Box<(Event, F)>> {
         let judging = self.begin(&mut event);
-        let mut evaluation = match judging.chain().try_run_sync(event) {
+        let mut evaluation = match judging.chain().judge_sync(&mut event) {
             Ok(evaluation) => evaluation,
-            // Nothing was recorded: `begin` only resolved what the asynchronous entry resolves again.
-            Err(back) => return Err(Box::new((back.0, done))),
+            // Nothing ran and nothing was recorded; the paths `begin` resolved stay resolved.
+            Err(_) => return Err(Box::new((event, done))),
         };
         let kind = judging.kind;
-        match self.conclude(judging, &mut evaluation, Waits::IfGate) {
+        match self.conclude(judging, event, &mut evaluation, Waits::IfGate) {
             Durable::Now => done(evaluation),
             Durable::After(ticket) => {
                 let waited = std::time::Instant::now();
@@ -429,32 +429,28 @@ impl Engine {
 
     /// The start of every judgment, whichever entry asked: the configuration snapshot, the paths the
     /// event writes made canonical (once: the gatekeeper judges them and the trace records them), and
-    /// what the event's record needs from before the chain consumes the event.
+    /// the session's intent before the chain runs (for the record).
     fn begin(&self, event: &mut Event) -> Judging {
         let loaded = self.snapshot();
         if event.writes.is_none() {
             event.writes = self.gatekeeper.resolve_writes(event);
         }
         // A hook's own question is not an agent's action; an ungoverned workspace keeps no ledger.
-        let trace = (event.depth == 0 && self.tracer.governed()).then(|| TraceStart {
-            intent: event.ids.session.as_deref().and_then(|s| self.gatekeeper.selected(s)),
-            subject: event.subject.clone(),
-            event: event.clone_without_subject(),
-        });
-        Judging { loaded, kind: event.kind, task_type: event.task_type.clone(), session: event.ids.session.clone(), trace }
+        let traced = event.depth == 0 && self.tracer.governed();
+        let intent = if traced { event.ids.session.as_deref().and_then(|s| self.gatekeeper.selected(s)) } else { None };
+        Judging { loaded, kind: event.kind, task_type: event.task_type.clone(), traced, intent }
     }
 
     /// The finish of every judgment: piped output routed, and the record queued. The record is built
     /// by the ledger's writer thread (the input's digest, its serialisation, a write's before- or
     /// after-image), not on the judge's: it is durable before anyone waiting on it acts, which is all
     /// the write-ahead invariant asks. A gate whose record cannot be queued is denied here.
-    fn conclude(&self, judging: Judging, evaluation: &mut Evaluation, waits: Waits) -> Durable {
+    fn conclude(&self, judging: Judging, event: Event, evaluation: &mut Evaluation, waits: Waits) -> Durable {
         let kind = judging.kind;
         if crate::pipe::Delivery::for_event(kind) == crate::pipe::Delivery::NextTurn && !evaluation.piped.is_empty() {
-            self.piped.push(judging.session.as_deref().unwrap_or_default(), evaluation.piped.iter().cloned());
+            self.piped.push(event.ids.session.as_deref().unwrap_or_default(), evaluation.piped.iter().cloned());
         }
-        let Some(mut start) = judging.trace else { return Durable::Now };
-        if evaluation.reentered {
+        if !judging.traced || evaluation.reentered {
             return Durable::Now;
         }
         let ledger = match self.tracer.ledger() {
@@ -468,12 +464,12 @@ impl Engine {
         };
         // The intent after the chain when the chain may have changed it (a handshake just selected
         // one), else the one held before it (the end of a task releases it).
-        let handshake = start.event.tool.as_deref() == Some(crate::gatekeeper::SELECT_INTENT_TOOL);
-        let before = start.intent.take();
-        let intent = match (handshake, start.event.ids.session.as_deref()) {
-            (true, Some(session)) => self.gatekeeper.selected(session).or(before),
-            _ => before,
+        let handshake = event.tool.as_deref() == Some(crate::gatekeeper::SELECT_INTENT_TOOL);
+        let intent = match (handshake, event.ids.session.as_deref()) {
+            (true, Some(session)) => self.gatekeeper.selected(session).or(judging.intent),
+            _ => judging.intent,
         };
+        let start = TraceStart { event };
         let recorded = Recorded {
             decision: evaluation.decision.clone(),
             outcomes: evaluation.outcomes.clone(),
@@ -562,9 +558,10 @@ struct Judging {
     loaded: Arc<Loaded>,
     kind: EventKind,
     task_type: Option<String>,
-    session: Option<String>,
-    /// `None` when the event is not recorded (a hook's own question, an ungoverned workspace).
-    trace: Option<TraceStart>,
+    /// False when the event is not recorded (a hook's own question, an ungoverned workspace).
+    traced: bool,
+    /// The session's intent before the chain ran.
+    intent: Option<String>,
 }
 
 impl Judging {
@@ -588,14 +585,10 @@ enum Durable {
     After(crate::ledger::ticket::Ticket),
 }
 
-/// The part of an event's record taken before its chain runs (the chain consumes the event).
+/// What an event's record is built from: the event as the agent sent it (its subject is the input
+/// again once the chain has run), with the paths it writes resolved.
 struct TraceStart {
-    /// The event without its input (its resolved writes kept).
     event: Event,
-    /// The input as the agent sent it, digested by the writer thread.
-    subject: serde_json::Value,
-    /// The session's intent before the chain ran (taken by `conclude`).
-    intent: Option<String>,
 }
 
 /// What the record keeps of the chain's answer.
@@ -621,11 +614,7 @@ impl TraceStart {
             EventKind::PostToolUse if !writes.is_empty() => images.after_write(session, &writes),
             _ => Vec::new(),
         };
-        let mut record = crate::trace::evaluation_record(event, intent, &recorded.decision, &recorded.outcomes, files);
-        if !self.subject.is_null() {
-            record.input_sha256 = Some(crate::ledger::record::digest_json(&self.subject));
-        }
-        record
+        crate::trace::evaluation_record(event, intent, &recorded.decision, &recorded.outcomes, files)
     }
 }
 

@@ -163,20 +163,6 @@ impl Event {
     }
 
     /// A tool event (`PreToolUse`, `PostToolUse`) for `tool` with `subject` as its input or result.
-    /// A copy without the subject (a tool input can be large; the trace keeps only its digest).
-    pub fn clone_without_subject(&self) -> Event {
-        Event {
-            kind: self.kind,
-            ids: self.ids.clone(),
-            tool: self.tool.clone(),
-            task_type: self.task_type.clone(),
-            paths: self.paths.clone(),
-            subject: serde_json::Value::Null,
-            depth: self.depth,
-            writes: self.writes.clone(),
-        }
-    }
-
     pub fn tool(kind: EventKind, tool: impl Into<String>, subject: serde_json::Value) -> Self {
         Event { tool: Some(tool.into()), subject, ..Event::new(kind) }
     }

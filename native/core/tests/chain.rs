@@ -141,6 +141,30 @@ fn two_rewrites_compose_in_order() {
 }
 
 #[test]
+fn a_borrowed_event_keeps_the_input_as_given_and_the_rewrite_is_in_the_evaluation() {
+    // The engine records the input the agent sent (its digest), whatever a hook rewrote it to, so
+    // after the chain the event it lent holds that input again.
+    let f = Fixture::new().hook("a", Priority::High, Ok(Answer::Modify(json!({ "path": "b" })))).hook(
+        "b",
+        Priority::Normal,
+        Ok(Answer::Modify(json!({ "path": "c" }))),
+    );
+    let seen = f.seen.clone();
+    let chain = Chain::new(f.hooks);
+    let mut event = pre_tool(json!({ "path": "a" }));
+    let evaluation = chain.judge_sync(&mut event).unwrap();
+    assert_eq!(evaluation.modified, Some(json!({ "path": "c" })));
+    assert_eq!(event.subject, json!({ "path": "a" }));
+    assert_eq!(seen.lock().unwrap()[1].1, json!({ "path": "b" }), "the second hook saw the first rewrite");
+    // A deny discards the rewrite, and the input is still as given.
+    let denied =
+        Chain::new(Fixture::new().hook("a", Priority::High, Ok(Answer::Modify(json!(1)))).hook("b", Priority::Low, deny("no")).hooks);
+    let mut event = pre_tool(json!({ "path": "a" }));
+    assert_eq!(denied.judge_sync(&mut event).unwrap().modified, None);
+    assert_eq!(event.subject, json!({ "path": "a" }));
+}
+
+#[test]
 fn the_first_deny_ends_the_chain() {
     let (e, seen) = Fixture::new().hook("gate", Critical, deny("outside scope")).hook("after", Normal, ALLOW).run(pre_tool(json!({})));
     assert_eq!(ran(&e), ["gate:deny"]);
