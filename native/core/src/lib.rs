@@ -6,47 +6,62 @@
 //! these and back. Nothing here prints; expected failures are returned as data ([`Diagnostic`],
 //! [`Decision`]), and only misuse or I/O surfaces as `Err`.
 #![forbid(unsafe_code)]
+//!
+//! # Layers
+//!
+//! The crate is built in layers, each a folder that may use only the layers before it in this list
+//! (`tests/layers.rs` fails on a `use` that goes the other way, and on an import circle between
+//! files):
+//!
+//! 0. `base`: time, diagnostics, where the sidecar files live, YAML locations, SQLite busy handling;
+//! 1. `model`: events and decisions, the plain data every layer above speaks;
+//! 2. `budget`: token counts and compaction plans;
+//! 3. `ledger`: the hash-chained trace ledger, its durable writer and its index;
+//! 4. `hooks`: the ordered chain and what it runs (command hooks, builtins, templates, piped output);
+//! 5. `containment`: snapshots and Landlock around a shell command;
+//! 6. `scope`: canonical paths, intents, leases, scope expansions, the intent gatekeeper;
+//! 7. `approvals`: one Pending model for every ask;
+//! 8. `config`: hooks.yaml, composed of the sections the layers below define, and its schemas;
+//! 9. `engine`: the engine that loads a workspace and judges its events, and its trace.
+//!
+//! Inside the crate, code names the layer (`crate::scope::gatekeeper::Gatekeeper`); the re-exports
+//! below are the API for the binding, the CLI, the tests and the benches.
+
+mod base;
+mod budget;
+mod config;
+mod engine;
+mod hooks;
+mod model;
+mod scope;
 
 pub mod approvals;
-pub mod builtin;
-pub mod canonical;
-mod chain;
-pub mod clock;
-pub mod command;
-pub mod compaction;
-mod config;
 pub mod containment;
-mod decision;
-mod diagnostic;
-mod engine;
-mod event;
-pub mod external_events;
-pub mod gatekeeper;
-mod intents;
-pub mod leases;
 pub mod ledger;
-pub mod pipe;
-pub mod sandbox;
-pub mod schema;
-pub mod scope_expansion;
-mod sidecar;
-pub mod snapshot;
-pub mod template;
-pub mod tokens;
-pub mod trace;
-pub mod watch;
 
-pub use chain::{Chain, ChainHook, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext, SyncError};
-pub use config::{
+// The modules a consumer uses by name, at the paths they have always had.
+pub use base::clock;
+pub use budget::{compaction, tokens};
+pub use config::schema;
+pub use containment::{sandbox, snapshot};
+pub use engine::{trace, watch};
+pub use hooks::{builtin, command, pipe, template};
+pub use model::external_events;
+pub use scope::expansion as scope_expansion;
+pub use scope::{canonical, gatekeeper, leases};
+
+// The types of the engine's API.
+pub use base::diagnostic::Diagnostic;
+pub use base::sidecar::Sidecar;
+pub use config::hooks::{
     ApprovalRoute, ApprovalsConfig, DEFAULT_TIMEOUT_SECS, Escalation, FailureMode, GatekeeperConfig, HookSpec, HooksConfig,
     LandlockSetting, Priority, ReviewerConfig,
 };
-pub use decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
-pub use diagnostic::Diagnostic;
-pub use engine::{ConfigStatus, Engine, EngineInfo, FileStatus, Registration};
-pub use event::{Event, EventIds, EventKind, ResolvedPath};
-pub use intents::{Intent, IntentSet, IntentStatus};
-pub use sidecar::Sidecar;
+pub use engine::judge::{ConfigStatus, Engine, EngineInfo, FileStatus, Registration};
+pub use hooks::chain::{Chain, ChainHook, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext, SyncError};
+pub use model::decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
+pub use model::event::{Event, EventIds, EventKind, ResolvedPath};
+pub use scope::intents::{Intent, IntentSet, IntentStatus};
 
 /// The version of the engine, as built. The extension shows it and `chokepoint --version` prints it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -572,7 +572,7 @@ fn check_scope_paths(paths: &[String]) -> Result<(), String> {
     }
     // What the grant itself will accept (`approveScopeExpansion`): an edit that passes here is never
     // refused there.
-    crate::scope_expansion::check_globs(paths).map(drop)
+    crate::scope::expansion::check_globs(paths).map(drop)
 }
 
 fn check_tasks(tasks: &[PlanTask]) -> Result<(), String> {

@@ -158,11 +158,11 @@ pub struct Pending {
 impl Pending {
     /// A new open Pending; the subject is checked against the kind's required fields.
     pub fn new(kind: PendingKind, subject: Value, triggered_by: impl Into<String>) -> Result<Pending, ApprovalError> {
-        let now = crate::clock::now_ms();
+        let now = crate::base::clock::now_ms();
         Ok(Pending {
             id: new_id(now),
             kind,
-            created_at: crate::clock::format_utc(now),
+            created_at: crate::base::clock::format_utc(now),
             triggered_by: triggered_by.into(),
             session_id: None,
             task_id: None,
@@ -302,7 +302,7 @@ impl Pending {
         if subject.summaries.is_empty() {
             return ValidationResult::failed("there are no summaries".to_owned(), None);
         }
-        let counter = crate::tokens::TokenCounter::for_model("");
+        let counter = crate::budget::tokens::TokenCounter::for_model("");
         let share = subject.budget / subject.summaries.len() as u64;
         let mut total = 0u64;
         for (i, summary) in subject.summaries.iter().enumerate() {

@@ -53,7 +53,7 @@ use similar::{Algorithm, DiffOp, capture_diff_slices};
 
 use super::index::{Index, RecordedRange};
 use super::ranges::{line_digest, lines, parse_line_digests};
-use crate::Sidecar;
+use crate::base::sidecar::Sidecar;
 
 /// The most lines (of the range and of the file together) between two runs that blame diffs; a gap
 /// larger than that (thousands of lines inserted inside one range) keeps only the lines its runs

@@ -61,7 +61,7 @@ impl HeadStore {
     pub fn open(db: &Path) -> Result<HeadStore, LedgerError> {
         let conn = Connection::open(db).map_err(sqlite(db, "open"))?;
         let mut store = HeadStore { db: db.to_owned(), conn };
-        store.conn.busy_handler(Some(crate::leases::busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
+        store.conn.busy_handler(Some(crate::scope::leases::busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
         store.retrying("set up the ledger head", |conn| {
             // WAL as the lease module sets it: the mode is stored in the file, so whichever module
             // opens the database first sets it for both; a file system without shared memory keeps
@@ -115,7 +115,7 @@ impl HeadStore {
         loop {
             match attempt(&self.conn) {
                 Ok(value) => return Ok(value),
-                Err(error) if crate::leases::is_busy(&error) => {}
+                Err(error) if crate::scope::leases::is_busy(&error) => {}
                 Err(source) => return Err(LedgerError::Sqlite { db: self.db.clone(), op, source: Arc::new(source) }),
             }
             let waited = started.elapsed();
@@ -138,7 +138,7 @@ pub fn read(db: &Path) -> Result<Option<Head>, LedgerError> {
     }
     let conn = Connection::open(db).map_err(sqlite(db, "open"))?;
     let mut store = HeadStore { db: db.to_owned(), conn };
-    store.conn.busy_handler(Some(crate::leases::busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
+    store.conn.busy_handler(Some(crate::scope::leases::busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
     let exists = store.retrying("read the ledger head", |conn| {
         conn.prepare_cached("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'ledger_head_v1'")?.exists([])
     })?;
@@ -178,7 +178,7 @@ mod tests {
         let version: i64 = store.conn.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
         assert_eq!(version, 0, "user_version belongs to the lease module");
         // The lease module opens the same database afterwards and finds its schema to create.
-        crate::leases::Leases::open(&db).unwrap();
+        crate::scope::leases::Leases::open(&db).unwrap();
         assert_eq!(store.read().unwrap().unwrap().count, 4);
     }
 }

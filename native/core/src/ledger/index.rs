@@ -30,7 +30,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::record::{Record, RecordKind};
-use crate::Sidecar;
+use crate::base::sidecar::Sidecar;
 
 /// The schema this build writes, in `PRAGMA user_version`. An older index is rebuilt; a newer one is
 /// refused (an older engine must not half-understand it). 2: ranges keep their line digests.
@@ -825,7 +825,7 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::format_utc;
+    use crate::base::clock::format_utc;
 
     #[test]
     fn times_parse_as_rfc_3339_or_milliseconds() {

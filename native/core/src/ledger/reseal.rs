@@ -26,7 +26,8 @@ use super::record::{GENESIS, Record, RecordKind, line_hash, sha256_hex};
 use super::verify::verify;
 // The writer's own helpers: the same lock, the same error shape, the same folder sync.
 use super::writer::{LedgerError, io_error, lock_exclusive, sync_dir};
-use crate::{Sidecar, clock};
+use crate::base::clock;
+use crate::base::sidecar::Sidecar;
 
 /// What a reseal did.
 #[derive(Debug, Clone, PartialEq)]

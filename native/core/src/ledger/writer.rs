@@ -53,7 +53,8 @@ use super::head::{Head, HeadStore};
 use super::record::{GENESIS, Record, RecordKind, chained_line};
 use super::ticket::{self, Settle};
 pub use super::ticket::{Reply, Ticket};
-use crate::{Sidecar, clock};
+use crate::base::clock;
+use crate::base::sidecar::Sidecar;
 
 /// At most this many records go into one write and one sync, so that a flood of enqueues still sees
 /// its first records acknowledged after one bounded write.

@@ -7,8 +7,8 @@
 //! - `SessionEnd` output is never piped: there is no turn left to read it;
 //! - `Error` output is not queued: the caller puts it into an immediate recovery prompt.
 
-use crate::chain::Piped;
-use crate::event::EventKind;
+use crate::hooks::chain::Piped;
+use crate::model::event::EventKind;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 

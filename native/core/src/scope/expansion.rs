@@ -7,7 +7,7 @@
 //! way, and the approval is a fact worth keeping (who approved what, when, and why it was asked).
 //! Saving it into `active_intents.yaml` for good is a separate, explicit step ([`write_back`]).
 
-use crate::intents::IntentSet;
+use crate::scope::intents::IntentSet;
 use rusqlite::{Connection, params};
 use std::path::Path;
 use std::sync::Mutex;

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use crate::clock;
+use crate::base::clock;
 
 /// The schema version this build writes, kept in `PRAGMA user_version`. A database with a newer one
 /// is refused rather than misread.

@@ -6,7 +6,7 @@
 //! `"${CHOKEPOINT_NAME}"` and the value travels in that environment variable: the shell expands it as
 //! data, never parses it as code. Every variable is also exported to the environment in both modes.
 
-use crate::event::Event;
+use crate::model::event::Event;
 
 /// The variables a hook may use, and the environment variable each is exported as.
 pub const VARIABLES: [(&str, &str); 8] = [
@@ -91,7 +91,7 @@ fn replace_placeholders(text: &str, mut value: impl FnMut(&str) -> Option<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{Event, EventKind};
+    use crate::model::event::{Event, EventKind};
 
     #[test]
     fn argv_substitution_keeps_a_value_one_argument() {

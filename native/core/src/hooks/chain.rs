@@ -5,11 +5,11 @@
 //! registration order: of two `critical` hooks, the one registered first runs first. Nothing reorders a
 //! chain after that; a configuration change builds a new chain.
 
-use crate::builtin::{self, BuiltinSpec};
-use crate::command::{self, CommandSpec};
-use crate::config::{FailureMode, Priority};
-use crate::decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
-use crate::event::Event;
+use crate::config::hooks::{FailureMode, Priority};
+use crate::hooks::builtin::{self, BuiltinSpec};
+use crate::hooks::command::{self, CommandSpec};
+use crate::model::decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
+use crate::model::event::Event;
 use globset::GlobSet;
 use regex::Regex;
 use std::cell::Cell;
@@ -189,7 +189,7 @@ impl RunContext {
             workspace: workspace.into(),
             output_cap: command::DEFAULT_OUTPUT_CAP,
             host: None,
-            host_timeout: std::time::Duration::from_secs(crate::config::DEFAULT_TIMEOUT_SECS),
+            host_timeout: std::time::Duration::from_secs(crate::config::hooks::DEFAULT_TIMEOUT_SECS),
         }
     }
 }

@@ -2,8 +2,8 @@
 //! editors validate and complete `hooks.yaml` and `active_intents.yaml` exactly as the engine reads
 //! them, and so that readers of the trace ledger know the shape of its records. The committed copies under `.orchestration/schema/` are checked against these by a test.
 
-use crate::config::HooksConfig;
-use crate::intents::IntentSet;
+use crate::config::hooks::HooksConfig;
+use crate::scope::intents::IntentSet;
 
 pub fn hooks_schema() -> String {
     pretty(schemars::schema_for!(HooksConfig))

@@ -16,15 +16,15 @@
 //! Intent gating applies when the workspace has an `active_intents.yaml`; governance files are
 //! protected whether it has one or not.
 
-use crate::canonical::{PathRefusal, Workspace};
-use crate::chain::NativeHook;
-use crate::config::GatekeeperConfig;
-use crate::decision::{Answer, Denial, HookAnswer, HookFailure};
-use crate::event::{Event, EventKind, ResolvedPath};
-use crate::intents::{Intent, IntentSet, IntentStatus};
-use crate::leases::{AcquireError, Holder, Leases};
-use crate::scope_expansion::{Expansion, Expansions};
-use crate::sidecar::Sidecar;
+use crate::base::sidecar::Sidecar;
+use crate::config::hooks::GatekeeperConfig;
+use crate::hooks::chain::NativeHook;
+use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
+use crate::model::event::{Event, EventKind, ResolvedPath};
+use crate::scope::canonical::{PathRefusal, Workspace};
+use crate::scope::expansion::{Expansion, Expansions};
+use crate::scope::intents::{Intent, IntentSet, IntentStatus};
+use crate::scope::leases::{AcquireError, Holder, Leases};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -197,7 +197,7 @@ impl Gatekeeper {
     fn selection(&self, session: &str, config: &GateConfig) -> Result<Option<Arc<Selection>>, String> {
         if let Some(s) = self.selections.read().unwrap_or_else(|p| p.into_inner()).get(session)
             && s.checked.elapsed() < RECHECK
-            && s.expires_at_ms > crate::clock::now_ms()
+            && s.expires_at_ms > crate::base::clock::now_ms()
         {
             return Ok(Some(Arc::clone(s)));
         }
@@ -207,7 +207,7 @@ impl Gatekeeper {
             return Ok(None);
         };
         let ttl = config.lease_ttl();
-        if lease.expires_at_ms.saturating_sub(crate::clock::now_ms()) < (ttl.as_millis() as u64) / 2 {
+        if lease.expires_at_ms.saturating_sub(crate::base::clock::now_ms()) < (ttl.as_millis() as u64) / 2 {
             lease = leases.renew(&lease.intent, session, ttl).map_err(|e| e.to_string())?;
         }
         let expansions = self.expansion_store()?.globs(session, &lease.intent)?;
@@ -395,7 +395,7 @@ impl Gatekeeper {
         if justification.is_empty() {
             return deny("a scope expansion needs a justification", Some("Say why the change needs these paths."));
         }
-        let globs = match crate::scope_expansion::check_globs(&paths) {
+        let globs = match crate::scope::expansion::check_globs(&paths) {
             Ok(g) => g,
             Err(e) => return deny(&e, None),
         };
@@ -408,14 +408,14 @@ impl Gatekeeper {
     /// Records an approved expansion for the session's intent; from now on the session may write
     /// there. With `save`, the globs are also written into active_intents.yaml for good.
     pub fn approve_expansion(&self, expansion: &Expansion, save: bool) -> Result<(), String> {
-        let globs = crate::scope_expansion::check_globs(&expansion.paths)?;
+        let globs = crate::scope::expansion::check_globs(&expansion.paths)?;
         if let Some(g) = globs.iter().find(|g| touches_governance(g)) {
             return Err(format!("`{g}` covers governance files; no scope can include them"));
         }
         self.expansion_store()?.approve(&Expansion { paths: globs.clone(), ..expansion.clone() })?;
         self.forget(&expansion.session);
         if save {
-            crate::scope_expansion::write_back(&self.sidecar.active_intents_yaml(), &expansion.intent, &globs)?;
+            crate::scope::expansion::write_back(&self.sidecar.active_intents_yaml(), &expansion.intent, &globs)?;
         }
         Ok(())
     }
@@ -442,8 +442,8 @@ impl Gatekeeper {
     /// How to contain a shell command of this session: its shell scope as the judge and the Landlock
     /// grant, the configured writable directories (and `$TMPDIR`), the engine's own runtime files left
     /// alone, the sidecar's snapshot store.
-    pub fn contain_plan(&self, session: &str) -> Result<crate::containment::ContainPlan, String> {
-        use crate::containment::{ContainPlan, DEFAULT_OUTPUT_CAP, LandlockMode, default_excluded};
+    pub fn contain_plan(&self, session: &str) -> Result<crate::containment::contain::ContainPlan, String> {
+        use crate::containment::contain::{ContainPlan, DEFAULT_OUTPUT_CAP, LandlockMode, default_excluded};
         let scope = self.shell_scope(session)?;
         let settings = self.settings();
         let mut writable: Vec<std::path::PathBuf> = settings.writable.iter().map(std::path::PathBuf::from).collect();
@@ -461,8 +461,8 @@ impl Gatekeeper {
             excluded: default_excluded(),
             store: self.sidecar.snapshot_store(),
             landlock: match settings.landlock {
-                crate::config::LandlockSetting::Auto => LandlockMode::Auto,
-                crate::config::LandlockSetting::Off => LandlockMode::Off,
+                crate::config::hooks::LandlockSetting::Auto => LandlockMode::Auto,
+                crate::config::hooks::LandlockSetting::Off => LandlockMode::Off,
             },
             max_held_bytes: settings.max_held_mib.saturating_mul(1024 * 1024),
             output_cap: DEFAULT_OUTPUT_CAP,
@@ -471,7 +471,7 @@ impl Gatekeeper {
     }
 
     /// Who holds which intent now, across every process on the workspace.
-    pub fn holders(&self) -> Result<Vec<crate::leases::Lease>, String> {
+    pub fn holders(&self) -> Result<Vec<crate::scope::leases::Lease>, String> {
         if !self.sidecar.state_db().exists() {
             return Ok(Vec::new());
         }

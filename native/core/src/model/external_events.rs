@@ -5,7 +5,7 @@
 //! ours the row maps to `None` and says why, so that "this hook never fires" is written down rather
 //! than discovered (peers' complaint: hooks that silently never fire).
 
-use crate::event::EventKind;
+use crate::model::event::EventKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Agent {

@@ -4,15 +4,15 @@
 //! that file and reports why; a file that was never good falls back to the built-in default (no
 //! project hooks, no intents), which the engine reports as such rather than pretending all is well.
 
-use crate::builtin::{BuiltinSpec, DEFAULT_BUILTIN_TIMEOUT_SECS};
-use crate::chain::RunContext;
-use crate::chain::{Chain, ChainHook, Evaluation, HookImpl, Matcher, NativeHook, NeedsAsync};
-use crate::command::CommandSpec;
-use crate::config::{DEFAULT_TIMEOUT_SECS, FailureMode, HookSpec, HooksConfig, Priority};
-use crate::diagnostic::Diagnostic;
-use crate::event::{Event, EventKind};
-use crate::intents::IntentSet;
-use crate::sidecar::Sidecar;
+use crate::base::diagnostic::Diagnostic;
+use crate::base::sidecar::Sidecar;
+use crate::config::hooks::{DEFAULT_TIMEOUT_SECS, FailureMode, HookSpec, HooksConfig, Priority};
+use crate::hooks::builtin::{BuiltinSpec, DEFAULT_BUILTIN_TIMEOUT_SECS};
+use crate::hooks::chain::RunContext;
+use crate::hooks::chain::{Chain, ChainHook, Evaluation, HookImpl, Matcher, NativeHook, NeedsAsync};
+use crate::hooks::command::CommandSpec;
+use crate::model::event::{Event, EventKind};
+use crate::scope::intents::IntentSet;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -139,11 +139,11 @@ impl Chains {
 /// A `deny`, `ask` or `context` rule from hooks.yaml: a fixed answer for whatever its matchers match,
 /// given in-process. The fast path for guards that need no program (a process costs milliseconds).
 #[derive(Debug)]
-struct DeclaredRule(crate::decision::HookAnswer);
+struct DeclaredRule(crate::model::decision::HookAnswer);
 
 impl DeclaredRule {
     fn from_spec(spec: &HookSpec) -> Option<DeclaredRule> {
-        use crate::decision::{Answer, Denial, HookAnswer};
+        use crate::model::decision::{Answer, Denial, HookAnswer};
         let answer = if let Some(d) = &spec.deny {
             Answer::Deny(Denial { reason: d.reason.clone(), remediation: d.remediation.clone(), suggested_tool: d.suggested_tool.clone() })
                 .into()
@@ -157,7 +157,7 @@ impl DeclaredRule {
 }
 
 impl NativeHook for DeclaredRule {
-    fn call(&self, _event: &Event) -> Result<crate::decision::HookAnswer, crate::decision::HookFailure> {
+    fn call(&self, _event: &Event) -> Result<crate::model::decision::HookAnswer, crate::model::decision::HookFailure> {
         Ok(self.0.clone())
     }
 
@@ -207,17 +207,17 @@ struct Loaded {
 #[derive(Debug)]
 pub struct Engine {
     sidecar: Sidecar,
-    gatekeeper: Arc<crate::gatekeeper::Gatekeeper>,
+    gatekeeper: Arc<crate::scope::gatekeeper::Gatekeeper>,
     // One contained command at a time per engine: two at once would each see the other's changes as
     // their own. Keeps the last snapshot, so the next command mostly costs `stat`s.
-    containment: std::sync::Mutex<crate::containment::Containment>,
+    containment: std::sync::Mutex<crate::containment::contain::Containment>,
     /// The cancel flag of each session's contained command while it runs (queued or running).
     running: std::sync::Mutex<HashMap<String, Arc<std::sync::atomic::AtomicBool>>>,
-    tracer: Arc<crate::trace::Tracer>,
+    tracer: Arc<crate::engine::trace::Tracer>,
     /// The Pendings of this engine; reconfigured from the last good hooks.yaml on every load.
     approvals: crate::approvals::Approvals,
     registrations: RwLock<Vec<Registration>>,
-    piped: crate::pipe::PipeBuffer,
+    piped: crate::hooks::pipe::PipeBuffer,
     // Readers take a cheap `Arc` clone; a reload swaps the whole snapshot so no caller ever sees a
     // half-applied configuration.
     loaded: RwLock<Arc<Loaded>>,
@@ -241,15 +241,16 @@ impl Engine {
             ));
         }
         let sidecar = Sidecar::new(root);
-        let gatekeeper = Arc::new(crate::gatekeeper::Gatekeeper::new(crate::canonical::Workspace::new(root)?, sidecar.clone()));
+        let gatekeeper =
+            Arc::new(crate::scope::gatekeeper::Gatekeeper::new(crate::scope::canonical::Workspace::new(root)?, sidecar.clone()));
         let mut all = vec![Registration::native(
-            crate::gatekeeper::HOOK_NAME,
+            crate::scope::gatekeeper::HOOK_NAME,
             Priority::Critical,
             vec![EventKind::PreToolUse, EventKind::TaskComplete, EventKind::SessionEnd],
             gatekeeper.clone(),
         )];
         all.extend(registrations);
-        let tracer = Arc::new(crate::trace::Tracer::new(Sidecar::new(root)));
+        let tracer = Arc::new(crate::engine::trace::Tracer::new(Sidecar::new(root)));
         let engine = Engine {
             approvals: crate::approvals::Approvals::new(Some(approval_sink(Arc::clone(&tracer)))),
             sidecar,
@@ -271,7 +272,7 @@ impl Engine {
 
     /// The intent gatekeeper every chain of this engine runs first (selections, expansions, the
     /// shell scope of a session).
-    pub fn gatekeeper(&self) -> &crate::gatekeeper::Gatekeeper {
+    pub fn gatekeeper(&self) -> &crate::scope::gatekeeper::Gatekeeper {
         &self.gatekeeper
     }
 
@@ -338,8 +339,8 @@ impl Engine {
     /// or host hook); the caller then uses the asynchronous entry.
     pub fn evaluate(&self, event: Event) -> Result<Evaluation, NeedsAsync> {
         self.evaluate_with(event, || Ok::<_, std::convert::Infallible>(serde_json::Value::Null)).map_err(|e| match e {
-            crate::chain::SyncError::NeedsAsync(n) => n,
-            crate::chain::SyncError::Subject(never) => match never {},
+            crate::hooks::chain::SyncError::NeedsAsync(n) => n,
+            crate::hooks::chain::SyncError::Subject(never) => match never {},
         })
     }
 
@@ -353,16 +354,16 @@ impl Engine {
         &self,
         mut event: Event,
         subject: impl FnOnce() -> Result<serde_json::Value, E>,
-    ) -> Result<Evaluation, crate::chain::SyncError<E>> {
+    ) -> Result<Evaluation, crate::hooks::chain::SyncError<E>> {
         if event.depth > 0 || !self.tracer.governed() {
             let loaded = self.snapshot();
             return loaded.chains.resolve(event.kind, event.task_type.as_deref()).run_sync_with(event, subject);
         }
         if event.subject.is_null() {
-            event.subject = subject().map_err(crate::chain::SyncError::Subject)?;
+            event.subject = subject().map_err(crate::hooks::chain::SyncError::Subject)?;
         }
         let judging = self.begin(&mut event);
-        let mut evaluation = judging.chain().judge_sync(&mut event).map_err(crate::chain::SyncError::NeedsAsync)?;
+        let mut evaluation = judging.chain().judge_sync(&mut event).map_err(crate::hooks::chain::SyncError::NeedsAsync)?;
         // Nobody waits here: the record goes with the next sync someone waits for (or a flush).
         drop(self.conclude(judging, event, &mut evaluation, Waits::No));
         Ok(evaluation)
@@ -373,10 +374,10 @@ impl Engine {
     /// The configuration snapshot is taken once, at the start: a reload while hooks run affects the next
     /// event, never this one.
     ///
-    /// Piped output is routed by [`crate::pipe::Delivery`]: queued for the session's next turn (see
+    /// Piped output is routed by [`crate::hooks::pipe::Delivery`]: queued for the session's next turn (see
     /// [`Engine::drain_piped`]), or left in `Evaluation::piped` for an `Error` recovery prompt, or
     /// dropped on `SessionEnd`. The evaluation always lists what was piped, for the trace.
-    pub async fn evaluate_async(&self, mut event: Event, host: Option<Arc<dyn crate::chain::HostHooks>>) -> Evaluation {
+    pub async fn evaluate_async(&self, mut event: Event, host: Option<Arc<dyn crate::hooks::chain::HostHooks>>) -> Evaluation {
         let judging = self.begin(&mut event);
         let mut ctx = RunContext::new(self.sidecar.workspace_root());
         ctx.host = host;
@@ -447,7 +448,7 @@ impl Engine {
     /// the write-ahead invariant asks. A gate whose record cannot be queued is denied here.
     fn conclude(&self, judging: Judging, event: Event, evaluation: &mut Evaluation, waits: Waits) -> Durable {
         let kind = judging.kind;
-        if crate::pipe::Delivery::for_event(kind) == crate::pipe::Delivery::NextTurn && !evaluation.piped.is_empty() {
+        if crate::hooks::pipe::Delivery::for_event(kind) == crate::hooks::pipe::Delivery::NextTurn && !evaluation.piped.is_empty() {
             self.piped.push(event.ids.session.as_deref().unwrap_or_default(), evaluation.piped.iter().cloned());
         }
         if !judging.traced || evaluation.reentered {
@@ -464,7 +465,7 @@ impl Engine {
         };
         // The intent after the chain when the chain may have changed it (a handshake just selected
         // one), else the one held before it (the end of a task releases it).
-        let handshake = event.tool.as_deref() == Some(crate::gatekeeper::SELECT_INTENT_TOOL);
+        let handshake = event.tool.as_deref() == Some(crate::scope::gatekeeper::SELECT_INTENT_TOOL);
         let intent = match (handshake, event.ids.session.as_deref()) {
             (true, Some(session)) => self.gatekeeper.selected(session).or(judging.intent),
             _ => judging.intent,
@@ -473,7 +474,7 @@ impl Engine {
         let recorded = Recorded {
             decision: evaluation.decision.clone(),
             outcomes: evaluation.outcomes.clone(),
-            allowed: matches!(evaluation.decision, crate::decision::Decision::Allow),
+            allowed: matches!(evaluation.decision, crate::model::decision::Decision::Allow),
         };
         let images = Arc::clone(self.tracer.images());
         let wait = waits == Waits::IfGate && awaits_durability(kind);
@@ -487,7 +488,7 @@ impl Engine {
     }
 
     /// The trace of this workspace: its ledger, the before-images of writes in flight.
-    pub fn tracer(&self) -> &crate::trace::Tracer {
+    pub fn tracer(&self) -> &crate::engine::trace::Tracer {
         &self.tracer
     }
 
@@ -500,7 +501,7 @@ impl Engine {
         session: &str,
         command: std::process::Command,
         timeout: Option<Duration>,
-    ) -> Result<crate::containment::ContainReport, String> {
+    ) -> Result<crate::containment::contain::ContainReport, String> {
         let mut plan = self.gatekeeper.contain_plan(session)?;
         let argv: Vec<String> =
             std::iter::once(command.get_program()).chain(command.get_args()).map(|a| a.to_string_lossy().into_owned()).collect();
@@ -516,7 +517,7 @@ impl Engine {
         let report = report?;
         if self.sidecar.exists() {
             // Recorded and durable before the caller hears of it: never silent, also in the trace.
-            let record = crate::trace::containment_record(session, &argv, &report);
+            let record = crate::engine::trace::containment_record(session, &argv, &report);
             if let Err(e) = self.tracer.append(record) {
                 return Err(format!("the command ran, but its containment could not be recorded in the trace ledger: {e}"));
             }
@@ -537,7 +538,7 @@ impl Engine {
     }
 
     /// The piped output waiting for this session's next turn, oldest first, and empties the queue.
-    pub fn drain_piped(&self, session: &str) -> Vec<crate::chain::Piped> {
+    pub fn drain_piped(&self, session: &str) -> Vec<crate::hooks::chain::Piped> {
         self.piped.drain(session)
     }
 
@@ -593,8 +594,8 @@ struct TraceStart {
 
 /// What the record keeps of the chain's answer.
 struct Recorded {
-    decision: crate::decision::Decision,
-    outcomes: Vec<crate::decision::HookOutcome>,
+    decision: crate::model::decision::Decision,
+    outcomes: Vec<crate::model::decision::HookOutcome>,
     allowed: bool,
 }
 
@@ -602,7 +603,7 @@ impl TraceStart {
     /// Builds the record, on the ledger's writer thread: for an allowed write its before-image is
     /// kept (read before the record is durable, so before the write runs), for a write's result what
     /// it changed, and the input's digest.
-    fn record(self, images: &crate::trace::Images, intent: Option<String>, recorded: Recorded) -> crate::ledger::Record {
+    fn record(self, images: &crate::engine::trace::Images, intent: Option<String>, recorded: Recorded) -> crate::ledger::Record {
         let event = &self.event;
         let session = event.ids.session.as_deref().unwrap_or_default();
         let writes: Vec<String> = event.writes.iter().flat_map(|w| w.iter()).filter_map(|p| p.canonical.as_ref().ok().cloned()).collect();
@@ -614,7 +615,7 @@ impl TraceStart {
             EventKind::PostToolUse if !writes.is_empty() => images.after_write(session, &writes),
             _ => Vec::new(),
         };
-        crate::trace::evaluation_record(event, intent, &recorded.decision, &recorded.outcomes, files)
+        crate::engine::trace::evaluation_record(event, intent, &recorded.decision, &recorded.outcomes, files)
     }
 }
 
@@ -622,7 +623,7 @@ impl TraceStart {
 /// records nothing, as for events). Not waited for here: an outcome is synced promptly (`enqueue`),
 /// an open or an edit with the next sync. The caller that carries out what an approval allows makes
 /// it durable first (the runtime flushes the trace before an approved tool call runs).
-fn approval_sink(tracer: Arc<crate::trace::Tracer>) -> crate::approvals::RecordSink {
+fn approval_sink(tracer: Arc<crate::engine::trace::Tracer>) -> crate::approvals::RecordSink {
     Arc::new(move |record, phase: crate::approvals::Phase| {
         if let Ok(ledger) = tracer.ledger() {
             drop(if phase.is_outcome() { ledger.enqueue(record) } else { ledger.enqueue_lazy(record) });
@@ -678,9 +679,9 @@ fn keep<T: Clone + Default>(previous: &T, previous_status: Option<FileStatus>) -
 fn answer_once_recorded(kind: EventKind, evaluation: &mut Evaluation, durable: Result<(), String>) {
     if let Err(e) = durable
         && kind == EventKind::PreToolUse
-        && !matches!(evaluation.decision, crate::decision::Decision::Deny(_))
+        && !matches!(evaluation.decision, crate::model::decision::Decision::Deny(_))
     {
-        evaluation.decision = crate::decision::Decision::Deny(crate::decision::Denial::new(format!(
+        evaluation.decision = crate::model::decision::Decision::Deny(crate::model::decision::Denial::new(format!(
             "the action could not be recorded in the trace ledger: {e}"
         )));
     }

@@ -4,8 +4,8 @@
 //! A reload that fails keeps the last good configuration (engine.rs); the callback hears about every
 //! reload with its diagnostics, so the embedder can show them.
 
-use crate::diagnostic::Diagnostic;
-use crate::engine::Engine;
+use crate::base::diagnostic::Diagnostic;
+use crate::engine::judge::Engine;
 use notify::{RecursiveMode, Watcher};
 use std::sync::mpsc;
 use std::sync::{Arc, Weak};

@@ -4,10 +4,10 @@
 //! prompt that tells the agent how to fix what failed. In the chain, SUCCESS and SKIP allow and FAILURE
 //! denies with the remediation, so on `BeforeSubmit` they run fail-fast and the agent gets the prompt.
 
-use crate::chain::RunContext;
-use crate::command::{self, CommandSpec};
-use crate::decision::{Answer, Denial, HookAnswer, HookFailure};
-use crate::event::Event;
+use crate::hooks::chain::RunContext;
+use crate::hooks::command::{self, CommandSpec};
+use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
+use crate::model::event::Event;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;

@@ -12,13 +12,13 @@
 //! index, opened once per tracer and brought up to date with the ledger before every read, so a
 //! reader sees every record that is durable, whichever process wrote it.
 
-use crate::decision::{Decision, HookOutcome, OutcomeKind};
-use crate::event::{Event, EventKind};
+use crate::base::sidecar::Sidecar;
 use crate::ledger::blame::BlameLine;
 use crate::ledger::index::{Filter, Index};
 use crate::ledger::writer::{Appended, Ledger, Recovery};
 use crate::ledger::{FileChange, Record, RecordKind, RecordedDecision, RecordedHook};
-use crate::sidecar::Sidecar;
+use crate::model::decision::{Decision, HookOutcome, OutcomeKind};
+use crate::model::event::{Event, EventKind};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -241,7 +241,7 @@ pub fn evaluation_record(
 
 /// The record of a contained shell command: what it changed inside the scope (files, with their
 /// hashes now), and in `data` what containment did (undone, not undone, notes).
-pub fn containment_record(session: &str, argv: &[String], report: &crate::containment::ContainReport) -> Record {
+pub fn containment_record(session: &str, argv: &[String], report: &crate::containment::contain::ContainReport) -> Record {
     let mut record = Record::new(RecordKind::Containment);
     record.session = Some(session.to_owned());
     record.intent = report.intent_id.clone();
@@ -250,10 +250,10 @@ pub fn containment_record(session: &str, argv: &[String], report: &crate::contai
     record.files = report
         .allowed
         .iter()
-        .filter(|c| c.kind != crate::snapshot::ChangeKind::Deleted)
+        .filter(|c| c.kind != crate::containment::snapshot::ChangeKind::Deleted)
         .map(|c| FileChange { path: c.path.clone(), sha256: None, ranges: Vec::new() })
         .collect();
-    let changes = |list: &[crate::snapshot::Change]| {
+    let changes = |list: &[crate::containment::snapshot::Change]| {
         list.iter().map(|c| serde_json::json!({ "path": c.path, "kind": c.kind.as_str() })).collect::<Vec<_>>()
     };
     record.data = Some(serde_json::json!({
@@ -262,9 +262,9 @@ pub fn containment_record(session: &str, argv: &[String], report: &crate::contai
         "timed_out": report.timed_out,
         "cancelled": report.cancelled,
         "confinement": match &report.confinement {
-            crate::sandbox::Confinement::Enforced { abi } => format!("landlock abi {abi}"),
-            crate::sandbox::Confinement::Partial { abi, .. } => format!("landlock abi {abi}, partial"),
-            crate::sandbox::Confinement::Unavailable { reason } => format!("none: {reason}"),
+            crate::containment::sandbox::Confinement::Enforced { abi } => format!("landlock abi {abi}"),
+            crate::containment::sandbox::Confinement::Partial { abi, .. } => format!("landlock abi {abi}, partial"),
+            crate::containment::sandbox::Confinement::Unavailable { reason } => format!("none: {reason}"),
         },
         "changed": changes(&report.allowed),
         "reverted": changes(&report.reverted),

@@ -18,10 +18,10 @@
 //! The command runs in its own process group; on timeout, and when it ends, the whole group is
 //! killed, so nothing it started keeps writing after the second snapshot.
 
-use crate::gatekeeper::{GOVERNANCE_FILES, SCOPE_EXPANSION_TOOL};
-use crate::sandbox::{self, Confinement};
-use crate::sidecar::{SIDECAR_DIR, Sidecar};
-use crate::snapshot::{self, Change, ChangeKind, EntryKind, NotHeld, Snapshot, Snapshotter};
+use crate::base::sidecar::{SIDECAR_DIR, Sidecar};
+use crate::containment::sandbox::{self, Confinement};
+use crate::containment::snapshot::{self, Change, ChangeKind, EntryKind, NotHeld, Snapshot, Snapshotter};
+use crate::scope::gatekeeper::{GOVERNANCE_FILES, SCOPE_EXPANSION_TOOL};
 use globset::{GlobBuilder, GlobSetBuilder};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read};

@@ -3,8 +3,8 @@
 //! This module parses and validates; it does not run anything. Unknown fields are errors rather than
 //! silently ignored, because a misspelt `priority` on a security gate must not quietly become `normal`.
 
-use crate::diagnostic::Diagnostic;
-use crate::event::EventKind;
+use crate::base::diagnostic::Diagnostic;
+use crate::model::event::EventKind;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -173,7 +173,7 @@ fn default_writable() -> Vec<String> {
 }
 
 fn default_max_held_mib() -> u64 {
-    crate::containment::DEFAULT_MAX_HELD_BYTES / (1024 * 1024)
+    crate::containment::contain::DEFAULT_MAX_HELD_BYTES / (1024 * 1024)
 }
 
 fn default_lease_seconds() -> u64 {
@@ -318,7 +318,7 @@ impl HooksConfig {
             check_version(file, text, "hooks.yaml", config.version, HOOKS_SCHEMA_VERSION).into_iter().collect();
         let all_hooks = config.hooks.values().chain(config.task_types.values().flat_map(|t| t.hooks.values())).flatten();
         for hook in all_hooks {
-            if let Err(e) = crate::chain::Matcher::new(hook.tool.as_deref(), &hook.paths) {
+            if let Err(e) = crate::hooks::chain::Matcher::new(hook.tool.as_deref(), &hook.paths) {
                 let (line, column) = locate_value(text, "name", &hook.name);
                 problems.push(Diagnostic {
                     file: file.to_path_buf(),
@@ -353,9 +353,9 @@ impl HooksConfig {
                 (None, None) if declared == 0 => {
                     problem("hook-kind", format!("hook `{}` must have one of `command`, `builtin`, `deny`, `ask` or `context`", hook.name))
                 }
-                (_, Some(b)) if !crate::builtin::BUILTINS.contains(&b.as_str()) => problem(
+                (_, Some(b)) if !crate::hooks::builtin::BUILTINS.contains(&b.as_str()) => problem(
                     "hook-builtin",
-                    format!("hook `{}`: unknown builtin `{b}`; the builtins are {}", hook.name, crate::builtin::BUILTINS.join(", ")),
+                    format!("hook `{}`: unknown builtin `{b}`; the builtins are {}", hook.name, crate::hooks::builtin::BUILTINS.join(", ")),
                 ),
                 (Some(_), Some(b)) if b == "rebase_on_main" => {
                     problem("hook-kind", format!("hook `{}`: builtin `{b}` takes no `command`", hook.name))
@@ -366,13 +366,13 @@ impl HooksConfig {
                 problem("hook-kind", format!("hook `{}`: `shell` applies to commands, not builtins", hook.name));
             }
             for arg in hook.command.iter().flatten() {
-                for unknown in crate::template::unknown_variables(arg) {
+                for unknown in crate::hooks::template::unknown_variables(arg) {
                     problem(
                         "hook-template",
                         format!(
                             "hook `{}`: unknown template variable `{{{{{unknown}}}}}`; the variables are {}",
                             hook.name,
-                            crate::template::VARIABLES.iter().map(|(v, _)| *v).collect::<Vec<_>>().join(", ")
+                            crate::hooks::template::VARIABLES.iter().map(|(v, _)| *v).collect::<Vec<_>>().join(", ")
                         ),
                     );
                 }

@@ -14,9 +14,9 @@
 //! Every hook runs in its own process group; when it times out the whole group is killed, and when it
 //! ends the group is killed too, so nothing a hook started outlives it.
 
-use crate::decision::{Answer, Denial, HookAnswer, HookFailure};
-use crate::event::{Event, EventKind};
-use crate::template;
+use crate::hooks::template;
+use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
+use crate::model::event::{Event, EventKind};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Stdio;

@@ -1,0 +1,10 @@
+//! Layer 4, containment of shell commands: the workspace snapshot and its content-addressed store
+//! (`snapshot.rs`), Landlock (`sandbox.rs`), and the two together, run for one command
+//! (`contain.rs`). Knows nothing of intents: the scope layer hands it a plan.
+
+pub mod contain;
+pub mod sandbox;
+pub mod snapshot;
+
+// `chokepoint_core::containment::ContainReport` and its neighbours, as the edges have always named them.
+pub use contain::*;

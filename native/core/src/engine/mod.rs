@@ -1,0 +1,7 @@
+//! Layer 9, the engine: one workspace's loaded configuration and the judgment of every event, from
+//! its start to its record (`judge.rs`), what the engine writes into the trace ledger and reads back
+//! (`trace.rs`), and the configuration watcher (`watch.rs`).
+
+pub mod judge;
+pub mod trace;
+pub mod watch;
