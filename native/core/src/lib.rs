@@ -51,17 +51,17 @@ pub use scope::expansion as scope_expansion;
 pub use scope::{canonical, gatekeeper, leases};
 
 // The types of the engine's API.
+pub use approvals::config::{ApprovalRoute, ApprovalsConfig, Escalation, ReviewerConfig};
 pub use base::diagnostic::Diagnostic;
 pub use base::sidecar::Sidecar;
-pub use config::hooks::{
-    ApprovalRoute, ApprovalsConfig, DEFAULT_TIMEOUT_SECS, Escalation, FailureMode, GatekeeperConfig, HookSpec, HooksConfig,
-    LandlockSetting, Priority, ReviewerConfig,
-};
+pub use config::hooks::{HookSpec, HooksConfig};
 pub use engine::judge::{ConfigStatus, Engine, EngineInfo, FileStatus, Registration};
 pub use hooks::chain::{Chain, ChainHook, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext, SyncError};
+pub use hooks::priority::{DEFAULT_TIMEOUT_SECS, FailureMode, Priority};
 pub use model::decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 pub use model::event::{Event, EventIds, EventKind, ResolvedPath};
 pub use scope::intents::{Intent, IntentSet, IntentStatus};
+pub use scope::settings::{GatekeeperConfig, LandlockSetting};
 
 /// The version of the engine, as built. The extension shows it and `chokepoint --version` prints it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

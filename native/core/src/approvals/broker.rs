@@ -17,7 +17,7 @@ use super::kind::PendingKind;
 use super::pending::{Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult};
 use super::record::{Phase, approval_record};
 use super::routing::{ANY_KIND, Route, merged_handlers, route};
-use crate::config::hooks::{ApprovalRoute, ApprovalsConfig, ReviewerConfig};
+use crate::approvals::config::{ApprovalRoute, ApprovalsConfig, ReviewerConfig};
 use crate::ledger::Record;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};

@@ -3,6 +3,10 @@
 
 use std::fmt;
 
+/// The kinds, as messages name them (`kind.rs` holds the kinds themselves; a test keeps the two
+/// lists the same).
+const KIND_NAMES: &str = "tool_call, scope_expansion, plan, compaction, submit";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalError {
     /// No Pending with this id (never opened, or decided long enough ago to be forgotten).
@@ -54,16 +58,10 @@ impl fmt::Display for ApprovalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ApprovalError::UnknownPending(id) => write!(f, "no pending `{id}`"),
-            ApprovalError::UnknownKind(kind) => write!(
-                f,
-                "unknown pending kind `{kind}`; the kinds are {}",
-                super::PendingKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
-            ),
-            ApprovalError::UnknownHandlerKey(key) => write!(
-                f,
-                "cannot register an approval handler for `{key}`; handlers are registered for a kind ({}) or `*`",
-                super::PendingKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
-            ),
+            ApprovalError::UnknownKind(kind) => write!(f, "unknown pending kind `{kind}`; the kinds are {}", KIND_NAMES),
+            ApprovalError::UnknownHandlerKey(key) => {
+                write!(f, "cannot register an approval handler for `{key}`; handlers are registered for a kind ({}) or `*`", KIND_NAMES)
+            }
             ApprovalError::BadSubject { kind, message } => {
                 write!(f, "invalid {kind} subject: {message}")
             }
@@ -83,3 +81,12 @@ impl fmt::Display for ApprovalError {
 }
 
 impl std::error::Error for ApprovalError {}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_kind_names_are_the_kinds() {
+        let kinds: Vec<&str> = super::super::PendingKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(super::KIND_NAMES, kinds.join(", "));
+    }
+}

@@ -2,8 +2,9 @@
 //! plan, a compaction under review, a submission whose hooks failed), answered by a human in the
 //! sidebar, a reviewing model or a policy, through the same methods.
 //!
-//! - `kind.rs`: the kinds, their subjects, and the one table of actions per kind with their typed
-//!   arguments; the agent interface is generated from it.
+//! - `kind.rs`: the kinds and their subjects;
+//! - `actions.rs`: the one table of actions per kind with their typed arguments; the agent interface
+//!   is generated from it.
 //! - `pending.rs`: the Pending, its dictionary form and decision, `to_tools`, `describe_api`,
 //!   `apply_decision`, `execute_tool` (both refuse what the table does not list), `validate` and
 //!   `auto_retry`.
@@ -14,6 +15,7 @@
 //! - `record.rs`: the ledger records of Pendings.
 //! - `error.rs`: refusals, lower-case, naming what is allowed.
 
+mod actions;
 mod broker;
 mod error;
 mod kind;
@@ -21,12 +23,14 @@ mod pending;
 mod record;
 mod routing;
 
+pub use actions::{Action, ActionSpec};
 pub use broker::{Applied, Approvals, ChangeListener, EffectiveConfig, FeedbackSource, OpenRequest, Opened, Policy, RecordSink, Rejection};
 pub use error::ApprovalError;
 pub use kind::{
-    Action, ActionSpec, CompactionSubject, PendingKind, PlanSubject, PlanTask, ScopeExpansionSubject, Subject, SubmitFailure,
-    SubmitSubject, Summary, ToolCallSubject,
+    CompactionSubject, PendingKind, PlanSubject, PlanTask, ScopeExpansionSubject, Subject, SubmitFailure, SubmitSubject, Summary,
+    ToolCallSubject,
 };
 pub use pending::{Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult, auto_retry};
 pub use record::{Phase, approval_record};
 pub use routing::{ANY_KIND, Route, route};
+pub mod config;

@@ -8,7 +8,7 @@
 //! side each came from.
 
 use super::kind::PendingKind;
-use crate::config::hooks::ApprovalRoute;
+use crate::approvals::config::ApprovalRoute;
 use std::collections::BTreeMap;
 use std::fmt;
 

@@ -1,4 +1,4 @@
-//! Layer 2, the context budget: token counts per model family (`tokens.rs`) and the compaction plan
+//! The budget layer, the context budget: token counts per model family (`tokens.rs`) and the compaction plan
 //! over a prompt's items (`compaction.rs`). Uses only the base.
 
 pub mod compaction;

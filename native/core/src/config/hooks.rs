@@ -3,8 +3,12 @@
 //! This module parses and validates; it does not run anything. Unknown fields are errors rather than
 //! silently ignored, because a misspelt `priority` on a security gate must not quietly become `normal`.
 
+use crate::approvals::config::{ApprovalRoute, ApprovalsConfig};
 use crate::base::diagnostic::Diagnostic;
+use crate::base::yaml::{check_version, locate_key, locate_value};
+use crate::hooks::priority::{FailureMode, Priority};
 use crate::model::event::EventKind;
+use crate::scope::settings::GatekeeperConfig;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -31,168 +35,6 @@ pub struct HooksConfig {
     pub approvals: ApprovalsConfig,
 }
 
-/// The approvals settings (hooks.yaml `approvals:`). Optional; the defaults send every Pending to the
-/// human and reject it when nobody decides within 300 seconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ApprovalsConfig {
-    /// Who answers a Pending that no handler is registered for.
-    #[serde(default)]
-    pub default: ApprovalRoute,
-    /// Seconds a Pending may stay undecided; then it is `timed_out`, which counts as a rejection.
-    #[serde(default = "default_approval_timeout")]
-    pub timeout_seconds: u64,
-    /// Who answers each kind of Pending (`tool_call`, `scope_expansion`, `plan`, `compaction`,
-    /// `submit`), `*` for every kind not listed. Handlers the extension registers override these.
-    #[serde(default)]
-    #[schemars(extend("propertyNames" = { "enum": ["tool_call", "scope_expansion", "plan", "compaction", "submit", "*"] }))]
-    pub handlers: BTreeMap<String, ApprovalRoute>,
-    /// The reviewing model, for the `reviewer` route.
-    #[serde(default)]
-    pub reviewer: Option<ReviewerConfig>,
-}
-
-/// Who answers a Pending.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ApprovalRoute {
-    /// The human, in the sidebar.
-    #[default]
-    Human,
-    /// The configured reviewing model (`approvals.reviewer`).
-    Reviewer,
-    /// Approve at once.
-    AutoApprove,
-    /// Reject at once.
-    AutoDeny,
-}
-
-impl ApprovalRoute {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalRoute::Human => "human",
-            ApprovalRoute::Reviewer => "reviewer",
-            ApprovalRoute::AutoApprove => "auto-approve",
-            ApprovalRoute::AutoDeny => "auto-deny",
-        }
-    }
-}
-
-/// The reviewing model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ReviewerConfig {
-    /// Any model id the agent runtime accepts (`scripted:reviewer`, `openai:<model>`...).
-    pub model: String,
-    /// When the reviewer hands the Pending to the human: when it would reject, when it does not
-    /// decide. Both by default.
-    #[serde(default = "default_escalate_on")]
-    pub escalate_on: Vec<Escalation>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Escalation {
-    Reject,
-    Unsure,
-}
-
-impl Escalation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Escalation::Reject => "reject",
-            Escalation::Unsure => "unsure",
-        }
-    }
-}
-
-fn default_approval_timeout() -> u64 {
-    300
-}
-
-fn default_escalate_on() -> Vec<Escalation> {
-    vec![Escalation::Reject, Escalation::Unsure]
-}
-
-impl Default for ApprovalsConfig {
-    fn default() -> Self {
-        ApprovalsConfig {
-            default: ApprovalRoute::default(),
-            timeout_seconds: default_approval_timeout(),
-            handlers: BTreeMap::new(),
-            reviewer: None,
-        }
-    }
-}
-
-/// The gatekeeper's settings (hooks.yaml `gatekeeper:`). Every field has a safe default, so the
-/// section is optional.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GatekeeperConfig {
-    /// More write tools: tool name → the input fields that hold the paths it writes. Added to the
-    /// built-in table (our agent's `write_to_file`, `apply_diff`; Claude Code's `Write`, `Edit`,
-    /// `MultiEdit`, `NotebookEdit`); an entry with a built-in name replaces its fields.
-    #[serde(default)]
-    pub write_tools: BTreeMap<String, Vec<String>>,
-    /// Tools whose `command` runs inside shell containment (Landlock where the kernel has it, and
-    /// snapshot-and-revert everywhere).
-    #[serde(default = "default_shell_tools")]
-    pub shell_tools: Vec<String>,
-    /// Directories outside the workspace that contained shell commands may write (temp dirs).
-    /// `$TMPDIR` is added when set.
-    #[serde(default = "default_writable")]
-    pub writable: Vec<String>,
-    /// `auto`: confine shell commands with Landlock when the kernel supports it; `off`: rely on
-    /// snapshot-and-revert alone.
-    #[serde(default)]
-    pub landlock: LandlockSetting,
-    /// Files larger than this (MiB) are hashed but not copied aside, so a change to one cannot be
-    /// reverted; the report says so.
-    #[serde(default = "default_max_held_mib")]
-    pub max_held_mib: u64,
-    /// How long an intent lock lasts without activity, in seconds. Active sessions renew it.
-    #[serde(default = "default_lease_seconds")]
-    pub lease_seconds: u64,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum LandlockSetting {
-    #[default]
-    Auto,
-    Off,
-}
-
-fn default_shell_tools() -> Vec<String> {
-    vec!["execute_command".to_owned()]
-}
-
-fn default_writable() -> Vec<String> {
-    vec!["/tmp".to_owned()]
-}
-
-fn default_max_held_mib() -> u64 {
-    crate::containment::contain::DEFAULT_MAX_HELD_BYTES / (1024 * 1024)
-}
-
-fn default_lease_seconds() -> u64 {
-    300
-}
-
-impl Default for GatekeeperConfig {
-    fn default() -> Self {
-        GatekeeperConfig {
-            write_tools: BTreeMap::new(),
-            shell_tools: default_shell_tools(),
-            writable: default_writable(),
-            landlock: LandlockSetting::default(),
-            max_held_mib: default_max_held_mib(),
-            lease_seconds: default_lease_seconds(),
-        }
-    }
-}
-
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskType {
@@ -213,34 +55,6 @@ impl HooksConfig {
     }
 }
 
-/// Where a hook runs in the chain: security gates first, post-processing last.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Priority {
-    Critical,
-    High,
-    #[default]
-    Normal,
-    Low,
-}
-
-/// What a hook's failure (error, timeout, crash, unreadable output) means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum FailureMode {
-    /// The failure is a deny with a structured reason. The default for `critical` hooks.
-    Closed,
-    /// The failure is recorded and the chain goes on. The default for every other priority.
-    Open,
-}
-
-impl FailureMode {
-    /// Security gates fail closed unless told otherwise; everything else fails open.
-    pub fn default_for(priority: Priority) -> FailureMode {
-        if priority == Priority::Critical { FailureMode::Closed } else { FailureMode::Open }
-    }
-}
-
 /// A declared deny: the reason the agent reads, and how it can recover.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -251,9 +65,6 @@ pub struct DenyRule {
     #[serde(default)]
     pub suggested_tool: Option<String>,
 }
-
-/// The default timeout of a command hook, in seconds.
-pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -426,56 +237,10 @@ impl HooksConfig {
     }
 }
 
-/// The diagnostic for a file that declares a schema version this engine does not read, if it does.
-pub(crate) fn check_version(file: &Path, text: &str, what: &str, found: u32, expected: u32) -> Option<Diagnostic> {
-    (found != expected).then(|| {
-        let (line, column) = locate_key(text, "version");
-        Diagnostic {
-            file: file.to_path_buf(),
-            line,
-            column,
-            code: "unsupported-version",
-            message: format!("{what} version {found} is not supported; this engine reads version {expected}"),
-        }
-    })
-}
-
-/// The 1-based line and column of the first `key:` in a YAML text, for semantic errors that serde
-/// cannot place. Falls back to `(1, 1)` so a diagnostic always points into the file.
-pub(crate) fn locate_key(text: &str, key: &str) -> (u32, u32) {
-    locate(text, |line| {
-        let trimmed = line.trim_start().trim_start_matches("- ");
-        trimmed.strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with(':'))
-    })
-}
-
-/// The position of a `key: value` pair (quoted or not), for diagnostics about one named item.
-pub(crate) fn locate_value(text: &str, key: &str, value: &str) -> (u32, u32) {
-    locate(text, |line| {
-        let trimmed = line.trim_start().trim_start_matches("- ");
-        trimmed
-            .strip_prefix(key)
-            .and_then(|r| r.trim_start().strip_prefix(':'))
-            .is_some_and(|v| v.trim().trim_matches(|c| c == '"' || c == '\'') == value)
-    })
-}
-
-/// Finds the first line that `hit` accepts; the column is that of the key, after any `- ` marker.
-fn locate(text: &str, mut hit: impl FnMut(&str) -> bool) -> (u32, u32) {
-    text.lines()
-        .enumerate()
-        .find(|(_, line)| hit(line))
-        .map(|(i, line)| {
-            let indented = line.trim_start();
-            let key = indented.trim_start_matches("- ");
-            (i as u32 + 1, (line.len() - key.len()) as u32 + 1)
-        })
-        .unwrap_or((1, 1))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::approvals::config::Escalation;
 
     fn check_err(text: &str, expected: &str) {
         let got = HooksConfig::parse(Path::new("hooks.yaml"), text).unwrap_err();

@@ -21,7 +21,7 @@
 use crate::base::sidecar::{SIDECAR_DIR, Sidecar};
 use crate::containment::sandbox::{self, Confinement};
 use crate::containment::snapshot::{self, Change, ChangeKind, EntryKind, NotHeld, Snapshot, Snapshotter};
-use crate::scope::gatekeeper::{GOVERNANCE_FILES, SCOPE_EXPANSION_TOOL};
+use crate::model::governance::{GOVERNANCE_FILES, SCOPE_EXPANSION_TOOL};
 use globset::{GlobBuilder, GlobSetBuilder};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read};

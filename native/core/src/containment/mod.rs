@@ -1,4 +1,4 @@
-//! Layer 4, containment of shell commands: the workspace snapshot and its content-addressed store
+//! The containment layer, for shell commands: the workspace snapshot and its content-addressed store
 //! (`snapshot.rs`), Landlock (`sandbox.rs`), and the two together, run for one command
 //! (`contain.rs`). Knows nothing of intents: the scope layer hands it a plan.
 

@@ -6,11 +6,12 @@
 
 use crate::base::diagnostic::Diagnostic;
 use crate::base::sidecar::Sidecar;
-use crate::config::hooks::{DEFAULT_TIMEOUT_SECS, FailureMode, HookSpec, HooksConfig, Priority};
+use crate::config::hooks::{HookSpec, HooksConfig};
 use crate::hooks::builtin::{BuiltinSpec, DEFAULT_BUILTIN_TIMEOUT_SECS};
 use crate::hooks::chain::RunContext;
 use crate::hooks::chain::{Chain, ChainHook, Evaluation, HookImpl, Matcher, NativeHook, NeedsAsync};
 use crate::hooks::command::CommandSpec;
+use crate::hooks::priority::{DEFAULT_TIMEOUT_SECS, FailureMode, Priority};
 use crate::model::event::{Event, EventKind};
 use crate::scope::intents::IntentSet;
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! Layer 9, the engine: one workspace's loaded configuration and the judgment of every event, from
+//! The engine layer, the top: one workspace's loaded configuration and the judgment of every event, from
 //! its start to its record (`judge.rs`), what the engine writes into the trace ledger and reads back
 //! (`trace.rs`), and the configuration watcher (`watch.rs`).
 

@@ -4,8 +4,8 @@
 //! prompt that tells the agent how to fix what failed. In the chain, SUCCESS and SKIP allow and FAILURE
 //! denies with the remediation, so on `BeforeSubmit` they run fail-fast and the agent gets the prompt.
 
-use crate::hooks::chain::RunContext;
 use crate::hooks::command::{self, CommandSpec};
+use crate::hooks::context::RunContext;
 use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
 use crate::model::event::Event;
 use std::collections::BTreeMap;

@@ -5,9 +5,10 @@
 //! registration order: of two `critical` hooks, the one registered first runs first. Nothing reorders a
 //! chain after that; a configuration change builds a new chain.
 
-use crate::config::hooks::{FailureMode, Priority};
 use crate::hooks::builtin::{self, BuiltinSpec};
 use crate::hooks::command::{self, CommandSpec};
+pub use crate::hooks::context::{HostHooks, RunContext};
+use crate::hooks::priority::{FailureMode, Priority};
 use crate::model::decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 use crate::model::event::Event;
 use globset::GlobSet;
@@ -164,34 +165,6 @@ pub struct ChainHook {
 pub struct Piped {
     pub hook: String,
     pub text: String,
-}
-
-/// Calls hooks registered by the embedder (the extension's JavaScript functions).
-pub trait HostHooks: Send + Sync + fmt::Debug {
-    fn call(&self, id: &str, event: &Event)
-    -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<HookAnswer, HookFailure>> + Send>>;
-}
-
-/// What the asynchronous driver needs besides the event.
-#[derive(Debug, Clone)]
-pub struct RunContext {
-    /// The working directory of command hooks.
-    pub workspace: std::path::PathBuf,
-    pub output_cap: usize,
-    pub host: Option<Arc<dyn HostHooks>>,
-    /// How long a host hook may take.
-    pub host_timeout: std::time::Duration,
-}
-
-impl RunContext {
-    pub fn new(workspace: impl Into<std::path::PathBuf>) -> Self {
-        RunContext {
-            workspace: workspace.into(),
-            output_cap: command::DEFAULT_OUTPUT_CAP,
-            host: None,
-            host_timeout: std::time::Duration::from_secs(crate::config::hooks::DEFAULT_TIMEOUT_SECS),
-        }
-    }
 }
 
 /// The result of running a chain on one event.

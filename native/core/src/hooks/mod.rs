@@ -1,9 +1,11 @@
-//! Layer 3, hooks: the ordered chain, its matchers and its combining rules (`chain.rs`), command hooks
+//! The hooks layer: the ordered chain, its matchers and its combining rules (`chain.rs`), command hooks
 //! as processes (`command.rs`), template variables (`template.rs`), the builtins (`builtin.rs`) and
 //! the per-session queue of piped output (`pipe.rs`). Uses the base and the model.
 
 pub mod builtin;
 pub mod chain;
 pub mod command;
+pub mod context;
 pub mod pipe;
+pub mod priority;
 pub mod template;

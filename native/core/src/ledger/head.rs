@@ -23,18 +23,9 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::writer::LedgerError;
+use super::error::LedgerError;
 
-/// The head of the chain as last written: `count` records, the last of which hashes to `hash`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Head {
-    /// The number of records (the `seq` of the last one).
-    pub count: u64,
-    /// `record::line_hash` of record number `count`; [`super::GENESIS`] when `count` is 0.
-    pub hash: String,
-    /// When the head was written, unix milliseconds.
-    pub updated_at_ms: u64,
-}
+pub use super::record::Head;
 
 const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS ledger_head_v1 (
@@ -61,7 +52,7 @@ impl HeadStore {
     pub fn open(db: &Path) -> Result<HeadStore, LedgerError> {
         let conn = Connection::open(db).map_err(sqlite(db, "open"))?;
         let mut store = HeadStore { db: db.to_owned(), conn };
-        store.conn.busy_handler(Some(crate::scope::leases::busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
+        store.conn.busy_handler(Some(crate::base::sqlite::busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
         store.retrying("set up the ledger head", |conn| {
             // WAL as the lease module sets it: the mode is stored in the file, so whichever module
             // opens the database first sets it for both; a file system without shared memory keeps
@@ -115,7 +106,7 @@ impl HeadStore {
         loop {
             match attempt(&self.conn) {
                 Ok(value) => return Ok(value),
-                Err(error) if crate::scope::leases::is_busy(&error) => {}
+                Err(error) if crate::base::sqlite::is_busy(&error) => {}
                 Err(source) => return Err(LedgerError::Sqlite { db: self.db.clone(), op, source: Arc::new(source) }),
             }
             let waited = started.elapsed();
@@ -138,7 +129,7 @@ pub fn read(db: &Path) -> Result<Option<Head>, LedgerError> {
     }
     let conn = Connection::open(db).map_err(sqlite(db, "open"))?;
     let mut store = HeadStore { db: db.to_owned(), conn };
-    store.conn.busy_handler(Some(crate::scope::leases::busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
+    store.conn.busy_handler(Some(crate::base::sqlite::busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
     let exists = store.retrying("read the ledger head", |conn| {
         conn.prepare_cached("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'ledger_head_v1'")?.exists([])
     })?;

@@ -15,6 +15,7 @@
 //!   begun with a record that says so).
 
 pub mod blame;
+pub mod error;
 pub mod export;
 pub mod head;
 pub mod index;

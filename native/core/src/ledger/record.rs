@@ -283,6 +283,29 @@ pub fn digest_json(value: &serde_json::Value) -> String {
     sha256_hex(text.as_bytes())
 }
 
+/// The head of the chain as last written: `count` records, the last of which hashes to `hash`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    /// The number of records (the `seq` of the last one).
+    pub count: u64,
+    /// `record::line_hash` of record number `count`; [`GENESIS`] when `count` is 0.
+    pub hash: String,
+    /// When the head was written, unix milliseconds.
+    pub updated_at_ms: u64,
+}
+
+/// A record as it was written: its place in the chain and where its line starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Appended {
+    pub seq: u64,
+    /// `record::line_hash` of its line: the next record's `prev`.
+    pub hash: String,
+    /// The byte offset of its line in the ledger.
+    pub offset: u64,
+    /// The record with `v`, `seq`, `time` and `prev` as the writer set them.
+    pub record: Record,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

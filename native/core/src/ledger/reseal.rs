@@ -25,7 +25,8 @@ use super::head::{self, HeadStore};
 use super::record::{GENESIS, Record, RecordKind, line_hash, sha256_hex};
 use super::verify::verify;
 // The writer's own helpers: the same lock, the same error shape, the same folder sync.
-use super::writer::{LedgerError, io_error, lock_exclusive, sync_dir};
+use super::error::{LedgerError, io_error};
+use super::writer::{lock_exclusive, sync_dir};
 use crate::base::clock;
 use crate::base::sidecar::Sidecar;
 

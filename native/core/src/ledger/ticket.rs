@@ -12,7 +12,8 @@ use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use super::writer::{Appended, LedgerError};
+use super::error::LedgerError;
+use super::record::Appended;
 
 /// What a record's append came to.
 pub type Reply = Result<Appended, LedgerError>;

@@ -38,9 +38,9 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use sha2::{Digest, Sha256};
 
-use super::head::Head;
+use super::error::LedgerError;
+use super::record::Head;
 use super::record::{READABLE_VERSIONS, Record, RecordKind};
-use super::writer::LedgerError;
 
 /// What is wrong with the first bad record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -49,7 +49,10 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::head::{Head, HeadStore};
+pub use super::error::LedgerError;
+pub(crate) use super::error::io_error;
+use super::head::HeadStore;
+pub use super::record::Appended;
 use super::record::{GENESIS, Record, RecordKind, chained_line};
 use super::ticket::{self, Settle};
 pub use super::ticket::{Reply, Ticket};
@@ -66,18 +69,6 @@ pub const LAZY_SYNC: Duration = Duration::from_millis(20);
 
 /// How much of the file a backward search for a line's start reads at a time.
 const TAIL_CHUNK: usize = 64 * 1024;
-
-/// A record as it was written: its place in the chain and where its line starts.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Appended {
-    pub seq: u64,
-    /// `record::line_hash` of its line: the next record's `prev`.
-    pub hash: String,
-    /// The byte offset of its line in the ledger.
-    pub offset: u64,
-    /// The record with `v`, `seq`, `time` and `prev` as the writer set them.
-    pub record: Record,
-}
 
 /// The end of the ledger that was moved aside because a crash had left it torn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,126 +118,6 @@ pub struct Stats {
     /// The `seq` of the last record this writer synced (0 before the first); a record is acknowledged
     /// only once this has reached its `seq`.
     pub durable_seq: u64,
-}
-
-/// A failure of the ledger's files or of the head's database, naming the file and what failed.
-#[derive(Debug, Clone)]
-pub enum LedgerError {
-    Io {
-        path: PathBuf,
-        op: &'static str,
-        source: Arc<io::Error>,
-    },
-    Sqlite {
-        db: PathBuf,
-        op: &'static str,
-        source: Arc<rusqlite::Error>,
-    },
-    /// The state database stayed busy (another process inside a long write to it).
-    Busy {
-        db: PathBuf,
-        waited: Duration,
-    },
-    /// The ledger ends before, or differently from, what its head says was written: records were
-    /// removed or rewritten. The writer does not append to it, because updating the head would erase
-    /// the evidence.
-    HeadMismatch {
-        ledger: PathBuf,
-        head: Head,
-        found_count: u64,
-        found_hash: String,
-    },
-    /// The last line of the ledger cannot be continued from although the head vouches for it.
-    Corrupt {
-        ledger: PathBuf,
-        detail: String,
-    },
-    /// A write failed and the file could not be put back to its length before it, or a sync failed
-    /// (after which Linux cannot say what reached the disk): nothing more is written until the ledger
-    /// is opened again (which recovers its end). Records written but never acknowledged may remain in
-    /// the file, whole and chained.
-    Poisoned {
-        ledger: PathBuf,
-        cause: Box<LedgerError>,
-    },
-    /// The writer has stopped: the ledger was closed, or its thread ended.
-    Closed {
-        ledger: PathBuf,
-    },
-    /// A record deferred to the writer thread could not be built (its builder panicked).
-    Unrecordable {
-        ledger: PathBuf,
-        detail: String,
-    },
-}
-
-impl fmt::Display for LedgerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LedgerError::Io { path, op, source } => write!(f, "the trace ledger: {op} {} failed: {source}", path.display()),
-            LedgerError::Sqlite { db, op, source } => {
-                write!(f, "the trace ledger's head in {}: {op} failed: {source}", db.display())
-            }
-            LedgerError::Busy { db, waited } => write!(
-                f,
-                "the state database {} is busy: no write got through in {} s; another process may be stuck \
-                 inside a write to it",
-                db.display(),
-                waited.as_secs()
-            ),
-            LedgerError::HeadMismatch { ledger, head, found_count, found_hash } => {
-                if *found_count < head.count {
-                    write!(
-                        f,
-                        "the trace ledger {} ends at record {found_count} but its head says {} records were \
-                         written: records were removed from its end; nothing more is appended until it is \
-                         restored, or resealed as evidence with `chokepoint trace reseal --reason ...` \
-                         (`chokepoint trace verify` says what is missing)",
-                        ledger.display(),
-                        head.count
-                    )
-                } else {
-                    write!(
-                        f,
-                        "the trace ledger {}: record {} hashes to {found_hash}, not to {} as its head says: \
-                         its end was rewritten; nothing more is appended until it is restored, or resealed \
-                         as evidence with `chokepoint trace reseal --reason ...`",
-                        ledger.display(),
-                        head.count,
-                        head.hash
-                    )
-                }
-            }
-            LedgerError::Corrupt { ledger, detail } => {
-                write!(f, "the trace ledger {} cannot be continued: {detail}", ledger.display())
-            }
-            LedgerError::Poisoned { ledger, cause } => write!(
-                f,
-                "the trace ledger {} is in an unknown state after a failed sync ({cause}); open it again to \
-                 recover its end",
-                ledger.display()
-            ),
-            LedgerError::Closed { ledger } => write!(f, "the trace ledger {} is closed", ledger.display()),
-            LedgerError::Unrecordable { ledger, detail } => {
-                write!(f, "the record for the trace ledger {} could not be built: {detail}", ledger.display())
-            }
-        }
-    }
-}
-
-impl std::error::Error for LedgerError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            LedgerError::Io { source, .. } => Some(&**source),
-            LedgerError::Sqlite { source, .. } => Some(&**source),
-            LedgerError::Poisoned { cause, .. } => Some(&**cause),
-            _ => None,
-        }
-    }
-}
-
-pub(crate) fn io_error<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> LedgerError + 'a {
-    move |source| LedgerError::Io { path: path.to_owned(), op, source: Arc::new(source) }
 }
 
 struct Pending {

@@ -1,7 +1,8 @@
-//! Layer 1, the model: the canonical lifecycle events and their payload (`event.rs`), what a hook
+//! The model layer: the canonical lifecycle events and their payload (`event.rs`), what a hook
 //! answers and what a chain decides (`decision.rs`), and the other agents' event names mapped onto
 //! ours (`external_events.rs`). Plain data; uses only the base.
 
 pub mod decision;
 pub mod event;
 pub mod external_events;
+pub mod governance;

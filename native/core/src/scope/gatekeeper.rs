@@ -17,7 +17,6 @@
 //! protected whether it has one or not.
 
 use crate::base::sidecar::Sidecar;
-use crate::config::hooks::GatekeeperConfig;
 use crate::hooks::chain::NativeHook;
 use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
 use crate::model::event::{Event, EventKind, ResolvedPath};
@@ -25,6 +24,7 @@ use crate::scope::canonical::{PathRefusal, Workspace};
 use crate::scope::expansion::{Expansion, Expansions};
 use crate::scope::intents::{Intent, IntentSet, IntentStatus};
 use crate::scope::leases::{AcquireError, Holder, Leases};
+use crate::scope::settings::GatekeeperConfig;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -33,10 +33,9 @@ use std::time::{Duration, Instant};
 /// The gatekeeper's name in chains, outcomes and the trace.
 pub const HOOK_NAME: &str = "gatekeeper";
 
-/// The tool that performs the handshake.
-pub const SELECT_INTENT_TOOL: &str = "select_active_intent";
-/// The tool a refused write is pointed to.
-pub const SCOPE_EXPANSION_TOOL: &str = "scope_expansion_request";
+// The handshake's tools and the governance files are the model's vocabulary: containment, below
+// this layer, protects the same files and names the same tool.
+pub use crate::model::governance::{GOVERNANCE_FILES, SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
 
 /// Which tools write, and which input fields hold their paths: our agent's tools and Claude Code's.
 /// `gatekeeper.write_tools` in hooks.yaml adds to it.
@@ -47,19 +46,6 @@ pub const DEFAULT_WRITE_TOOLS: &[(&str, &[&str])] = &[
     ("Edit", &["file_path"]),
     ("MultiEdit", &["file_path"]),
     ("NotebookEdit", &["notebook_path"]),
-];
-
-/// Never writable by an agent, whatever its scope: an agent that could edit its own rules would have
-/// no rules.
-pub const GOVERNANCE_FILES: &[&str] = &[
-    ".orchestration",
-    ".orchestration/**",
-    ".claude/settings.json",
-    ".claude/settings.local.json",
-    ".cursor/hooks.json",
-    ".gemini/settings.json",
-    ".github/hooks/**",
-    ".codex/hooks.json",
 ];
 
 /// How long a session's selection is trusted without asking the lease table again.
@@ -461,8 +447,8 @@ impl Gatekeeper {
             excluded: default_excluded(),
             store: self.sidecar.snapshot_store(),
             landlock: match settings.landlock {
-                crate::config::hooks::LandlockSetting::Auto => LandlockMode::Auto,
-                crate::config::hooks::LandlockSetting::Off => LandlockMode::Off,
+                crate::scope::settings::LandlockSetting::Auto => LandlockMode::Auto,
+                crate::scope::settings::LandlockSetting::Off => LandlockMode::Off,
             },
             max_held_bytes: settings.max_held_mib.saturating_mul(1024 * 1024),
             output_cap: DEFAULT_OUTPUT_CAP,

@@ -3,7 +3,7 @@
 //! This module parses and validates the file. Scope matching and locks live in their own modules.
 
 use crate::base::diagnostic::Diagnostic;
-use crate::config::hooks::locate_value;
+use crate::base::yaml::locate_value;
 use schemars::JsonSchema;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -52,9 +52,7 @@ impl IntentSet {
     pub fn parse(file: &Path, text: &str) -> Result<IntentSet, Vec<Diagnostic>> {
         let set: IntentSet = serde_norway::from_str(text).map_err(|e| vec![serde_diagnostic(file, text, &e)])?;
         let mut problems: Vec<Diagnostic> =
-            crate::config::hooks::check_version(file, text, "active_intents.yaml", set.version, INTENTS_SCHEMA_VERSION)
-                .into_iter()
-                .collect();
+            crate::base::yaml::check_version(file, text, "active_intents.yaml", set.version, INTENTS_SCHEMA_VERSION).into_iter().collect();
         let mut seen = HashSet::new();
         for (i, intent) in set.active_intents.iter().enumerate() {
             // Where the intent's own entries are, by the parser's positions; the intent's `id` line

@@ -1,4 +1,4 @@
-//! Layer 5, scope: the path canonicaliser (`canonical.rs`), the intents of active_intents.yaml
+//! The scope layer: the path canonicaliser (`canonical.rs`), the intents of active_intents.yaml
 //! (`intents.rs`), the leases shared by every process on a workspace (`leases.rs`), approved scope
 //! expansions (`expansion.rs`), and the intent gatekeeper, the critical native hook every engine
 //! registers first (`gatekeeper.rs`).
@@ -8,3 +8,4 @@ pub mod expansion;
 pub mod gatekeeper;
 pub mod intents;
 pub mod leases;
+pub mod settings;

@@ -1,0 +1,100 @@
+//! The approvals' section of hooks.yaml (`approvals:`): who answers a Pending, how long it may wait,
+//! the reviewing model. Defined here, where it is used; `config` composes it into hooks.yaml.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The approvals settings (hooks.yaml `approvals:`). Optional; the defaults send every Pending to the
+/// human and reject it when nobody decides within 300 seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsConfig {
+    /// Who answers a Pending that no handler is registered for.
+    #[serde(default)]
+    pub default: ApprovalRoute,
+    /// Seconds a Pending may stay undecided; then it is `timed_out`, which counts as a rejection.
+    #[serde(default = "default_approval_timeout")]
+    pub timeout_seconds: u64,
+    /// Who answers each kind of Pending (`tool_call`, `scope_expansion`, `plan`, `compaction`,
+    /// `submit`), `*` for every kind not listed. Handlers the extension registers override these.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "enum": ["tool_call", "scope_expansion", "plan", "compaction", "submit", "*"] }))]
+    pub handlers: BTreeMap<String, ApprovalRoute>,
+    /// The reviewing model, for the `reviewer` route.
+    #[serde(default)]
+    pub reviewer: Option<ReviewerConfig>,
+}
+
+/// Who answers a Pending.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalRoute {
+    /// The human, in the sidebar.
+    #[default]
+    Human,
+    /// The configured reviewing model (`approvals.reviewer`).
+    Reviewer,
+    /// Approve at once.
+    AutoApprove,
+    /// Reject at once.
+    AutoDeny,
+}
+
+impl ApprovalRoute {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalRoute::Human => "human",
+            ApprovalRoute::Reviewer => "reviewer",
+            ApprovalRoute::AutoApprove => "auto-approve",
+            ApprovalRoute::AutoDeny => "auto-deny",
+        }
+    }
+}
+
+/// The reviewing model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewerConfig {
+    /// Any model id the agent runtime accepts (`scripted:reviewer`, `openai:<model>`...).
+    pub model: String,
+    /// When the reviewer hands the Pending to the human: when it would reject, when it does not
+    /// decide. Both by default.
+    #[serde(default = "default_escalate_on")]
+    pub escalate_on: Vec<Escalation>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Escalation {
+    Reject,
+    Unsure,
+}
+
+impl Escalation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Escalation::Reject => "reject",
+            Escalation::Unsure => "unsure",
+        }
+    }
+}
+
+fn default_approval_timeout() -> u64 {
+    300
+}
+
+fn default_escalate_on() -> Vec<Escalation> {
+    vec![Escalation::Reject, Escalation::Unsure]
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        ApprovalsConfig {
+            default: ApprovalRoute::default(),
+            timeout_seconds: default_approval_timeout(),
+            handlers: BTreeMap::new(),
+            reviewer: None,
+        }
+    }
+}

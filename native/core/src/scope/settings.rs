@@ -1,0 +1,75 @@
+//! The gatekeeper's section of hooks.yaml (`gatekeeper:`): which tools write, which run shell
+//! commands under containment, the lease time. Defined here, where it is used; `config` composes it
+//! into hooks.yaml.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The gatekeeper's settings (hooks.yaml `gatekeeper:`). Every field has a safe default, so the
+/// section is optional.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GatekeeperConfig {
+    /// More write tools: tool name → the input fields that hold the paths it writes. Added to the
+    /// built-in table (our agent's `write_to_file`, `apply_diff`; Claude Code's `Write`, `Edit`,
+    /// `MultiEdit`, `NotebookEdit`); an entry with a built-in name replaces its fields.
+    #[serde(default)]
+    pub write_tools: BTreeMap<String, Vec<String>>,
+    /// Tools whose `command` runs inside shell containment (Landlock where the kernel has it, and
+    /// snapshot-and-revert everywhere).
+    #[serde(default = "default_shell_tools")]
+    pub shell_tools: Vec<String>,
+    /// Directories outside the workspace that contained shell commands may write (temp dirs).
+    /// `$TMPDIR` is added when set.
+    #[serde(default = "default_writable")]
+    pub writable: Vec<String>,
+    /// `auto`: confine shell commands with Landlock when the kernel supports it; `off`: rely on
+    /// snapshot-and-revert alone.
+    #[serde(default)]
+    pub landlock: LandlockSetting,
+    /// Files larger than this (MiB) are hashed but not copied aside, so a change to one cannot be
+    /// reverted; the report says so.
+    #[serde(default = "default_max_held_mib")]
+    pub max_held_mib: u64,
+    /// How long an intent lock lasts without activity, in seconds. Active sessions renew it.
+    #[serde(default = "default_lease_seconds")]
+    pub lease_seconds: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LandlockSetting {
+    #[default]
+    Auto,
+    Off,
+}
+
+fn default_shell_tools() -> Vec<String> {
+    vec!["execute_command".to_owned()]
+}
+
+fn default_writable() -> Vec<String> {
+    vec!["/tmp".to_owned()]
+}
+
+fn default_max_held_mib() -> u64 {
+    crate::containment::contain::DEFAULT_MAX_HELD_BYTES / (1024 * 1024)
+}
+
+fn default_lease_seconds() -> u64 {
+    300
+}
+
+impl Default for GatekeeperConfig {
+    fn default() -> Self {
+        GatekeeperConfig {
+            write_tools: BTreeMap::new(),
+            shell_tools: default_shell_tools(),
+            writable: default_writable(),
+            landlock: LandlockSetting::default(),
+            max_held_mib: default_max_held_mib(),
+            lease_seconds: default_lease_seconds(),
+        }
+    }
+}
