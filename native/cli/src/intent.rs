@@ -98,13 +98,13 @@ pub fn run(command: IntentCommand) -> ExitCode {
                     println!("session `{session}` released its intent");
                     ExitCode::SUCCESS
                 }
-                Err(e) => failure(&e),
+                Err(e) => failure(e.message()),
             })
         }
         IntentCommand::List { workspace, json } => crate::with_engine(&workspace, |engine| {
             let holders = match engine.gatekeeper().holders() {
                 Ok(h) => h,
-                Err(e) => return failure(&e),
+                Err(e) => return failure(e.message()),
             };
             let info = engine.info();
             if json {

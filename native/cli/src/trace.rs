@@ -136,7 +136,7 @@ pub fn run(command: TraceCommand) -> ExitCode {
                     }
                     ExitCode::SUCCESS
                 }
-                Err(e) => failure(&e),
+                Err(e) => failure(e.message()),
             }
         }
     }
@@ -148,7 +148,7 @@ fn with_index(workspace: &std::path::Path, body: impl FnOnce(&Index) -> Result<E
     if !sidecar.exists() {
         return usage(&format!("{} has no .orchestration folder", workspace.display()));
     }
-    let result = Index::open(&sidecar).and_then(|index| {
+    let result = Index::open(&sidecar).map_err(String::from).and_then(|index| {
         index.catch_up()?;
         body(&index)
     });

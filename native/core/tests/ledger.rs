@@ -438,7 +438,8 @@ fn tamper(rng: &mut Rng, lines: &[String], tamper: Tamper) -> Option<(Vec<u8>, E
             };
             edited[at] = byte;
             // A byte of a multi-byte character makes the line invalid utf-8: not a record either.
-            let parsed = std::str::from_utf8(&edited).map_err(|e| e.to_string()).and_then(Record::from_line);
+            let parsed =
+                std::str::from_utf8(&edited).map_err(|e| e.to_string()).and_then(|line| Record::from_line(line).map_err(String::from));
             out[k as usize - 1] = edited;
             let original = Record::from_line(&lines[k as usize - 1]).unwrap();
             let with_head = match parsed {

@@ -264,8 +264,8 @@ fn queries_by_intent_file_session_time_and_kind() {
     assert_eq!(q(Filter { since: Some("2026-11-23".into()), ..filter() }), Vec::<u64>::new());
     assert_eq!(q(Filter { newest_first: true, limit: Some(2), ..filter() }), [5, 4]);
     assert_eq!(q(Filter { session: Some("s-1".into()), file: Some("src/a.rs".into()), ..filter() }), [1]);
-    assert!(index.query(&Filter { since: Some("last tuesday".into()), ..filter() }).unwrap_err().contains("is not a time"));
-    assert!(index.query(&Filter { file: Some("src/[".into()), ..filter() }).unwrap_err().contains("not a glob"));
+    assert!(index.query(&Filter { since: Some("last tuesday".into()), ..filter() }).unwrap_err().message().contains("is not a time"));
+    assert!(index.query(&Filter { file: Some("src/[".into()), ..filter() }).unwrap_err().message().contains("not a glob"));
 
     let shown = index.get(4).unwrap().unwrap();
     assert_eq!(shown.record.files[0].path, "src/a.rs");
@@ -338,7 +338,7 @@ fn a_rewritten_ledger_is_noticed() {
     let tampered = text.replacen("\"session\":\"s\"", "\"session\":\"t\"", 3);
     fs::write(&ledger, &tampered).unwrap();
     let error = index.query(&filter()).unwrap_err();
-    assert!(error.contains("no longer holds record 1") && error.contains("rebuild the index"), "{error}");
+    assert!(error.message().contains("no longer holds record 1") && error.message().contains("rebuild the index"), "{error}");
     // The last line is intact, so catch-up sees nothing new; a rebuild indexes what is there now.
     assert_eq!(index.catch_up().unwrap().records, 0);
     assert_eq!(reindex(&ws.sidecar).unwrap().records, 6);
@@ -367,7 +367,7 @@ fn a_rewritten_ledger_is_noticed() {
     let mut other = record.clone();
     other.session = Some("someone else".into());
     let error = index.add(&other, &line_hash(&other.to_line()), offset).unwrap_err();
-    assert!(error.contains("record 1 is already indexed"), "{error}");
+    assert!(error.message().contains("record 1 is already indexed"), "{error}");
 }
 
 #[test]
@@ -401,7 +401,7 @@ fn an_index_of_an_older_schema_is_rebuilt_and_a_newer_one_refused() {
     drop(index);
     set_user_version(&ws, 99);
     let error = Index::open(&ws.sidecar).unwrap_err();
-    assert!(error.contains("schema version 99"), "{error}");
+    assert!(error.message().contains("schema version 99"), "{error}");
 }
 
 /// Sets the index's `user_version` through the index's own file, without a SQLite dependency in the
@@ -463,10 +463,10 @@ fn blame_finds_lines_by_content_after_they_moved() {
     assert_eq!((one[0].line, one[0].text.as_str()), (9, "    22"));
     assert_eq!(one[0].origin.as_ref().map(|o| (o.seq, o.intent.as_deref())), Some((3, Some("INT-C"))));
 
-    assert!(blame(&index, &ws.sidecar, path, Some(11)).unwrap_err().contains("there is no line 11"));
+    assert!(blame(&index, &ws.sidecar, path, Some(11)).unwrap_err().message().contains("there is no line 11"));
     assert!(blame(&index, &ws.sidecar, path, Some(0)).is_err());
-    assert!(blame(&index, &ws.sidecar, "../outside", None).unwrap_err().contains("not a workspace-relative path"));
-    assert!(blame(&index, &ws.sidecar, "missing.rs", None).unwrap_err().contains("failed"));
+    assert!(blame(&index, &ws.sidecar, "../outside", None).unwrap_err().message().contains("not a workspace-relative path"));
+    assert!(blame(&index, &ws.sidecar, "missing.rs", None).unwrap_err().message().contains("failed"));
 }
 
 /// A human's lines around the agent's: a function before and one after, with the braces and blank

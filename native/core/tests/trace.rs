@@ -209,13 +209,13 @@ fn the_tracer_reads_back_through_its_index_every_durable_record_and_blames_by_co
     let origin = line.origin.expect("the write explains line 4");
     assert_eq!((line.text.as_str(), origin.seq, origin.intent.as_deref(), origin.found), ("two", 3, Some("INT-001"), (3, 4)));
     assert_eq!(engine.tracer().blame("src/auth/login.js", Some(1)).unwrap()[0].origin, None, "typed by hand");
-    assert!(engine.tracer().blame("src/auth/login.js", Some(9)).unwrap_err().contains("there is no line 9"));
-    assert!(engine.tracer().blame("../outside.js", Some(1)).unwrap_err().contains("not a workspace-relative path"));
+    assert!(engine.tracer().blame("src/auth/login.js", Some(9)).unwrap_err().message().contains("there is no line 9"));
+    assert!(engine.tracer().blame("../outside.js", Some(1)).unwrap_err().message().contains("not a workspace-relative path"));
 
     let bare = tempfile::tempdir().unwrap();
     let ungoverned = Engine::open(bare.path()).unwrap();
     assert!(ungoverned.tracer().query(&chokepoint_core::ledger::index::Filter::default()).unwrap().is_empty());
-    assert!(ungoverned.tracer().blame("a.js", Some(1)).unwrap_err().contains("no .orchestration folder"));
+    assert!(ungoverned.tracer().blame("a.js", Some(1)).unwrap_err().message().contains("no .orchestration folder"));
 }
 
 /// The record of an allowed write is built off the judging thread (its before-image read there too),

@@ -332,7 +332,7 @@ impl JsHostHookSpec {
         };
         let events =
             self.events.iter().map(|e| e.parse::<core::EventKind>()).collect::<std::result::Result<Vec<_>, _>>().map_err(invalid)?;
-        let matcher = core::Matcher::new(self.tool.as_deref(), &self.paths.unwrap_or_default()).map_err(invalid)?;
+        let matcher = core::Matcher::new(self.tool.as_deref(), &self.paths.unwrap_or_default()).map_err(|e| invalid(e.to_string()))?;
         Ok(core::Registration { hook: core::HookImpl::Host(self.name.clone()), name: self.name, priority, failure, events, matcher })
     }
 }

@@ -225,7 +225,7 @@ pub(super) fn check_scope_paths(paths: &[String]) -> Result<(), String> {
     }
     // What the grant itself will accept (`approveScopeExpansion`): an edit that passes here is never
     // refused there.
-    crate::scope::expansion::check_globs(paths).map(drop)
+    crate::scope::expansion::check_globs(paths).map(drop).map_err(String::from)
 }
 
 pub(super) fn check_tasks(tasks: &[PlanTask]) -> Result<(), String> {

@@ -5,6 +5,7 @@
 
 pub mod clock;
 pub mod diagnostic;
+pub mod error;
 pub mod sidecar;
 pub mod sqlite;
 pub mod yaml;

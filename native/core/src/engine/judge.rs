@@ -19,6 +19,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+crate::base::error::domain_error! {
+    /// The engine could not do what was asked (a contained command that could not be contained,
+    /// started or recorded).
+    EngineError
+}
+
 /// How one configuration file stands after the last (re)load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileStatus {
@@ -459,7 +465,7 @@ impl Engine {
             Ok(ledger) => ledger,
             Err(e) => {
                 if awaits_durability(kind) {
-                    answer_once_recorded(kind, evaluation, Err(e));
+                    answer_once_recorded(kind, evaluation, Err(e.to_string()));
                 }
                 return Durable::Now;
             }
@@ -502,8 +508,8 @@ impl Engine {
         session: &str,
         command: std::process::Command,
         timeout: Option<Duration>,
-    ) -> Result<crate::containment::contain::ContainReport, String> {
-        let mut plan = self.gatekeeper.contain_plan(session)?;
+    ) -> Result<crate::containment::contain::ContainReport, EngineError> {
+        let mut plan = self.gatekeeper.contain_plan(session).map_err(|e| EngineError::from(e.to_string()))?;
         let argv: Vec<String> =
             std::iter::once(command.get_program()).chain(command.get_args()).map(|a| a.to_string_lossy().into_owned()).collect();
         let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -520,7 +526,7 @@ impl Engine {
             // Recorded and durable before the caller hears of it: never silent, also in the trace.
             let record = crate::engine::trace::containment_record(session, &argv, &report);
             if let Err(e) = self.tracer.append(record) {
-                return Err(format!("the command ran, but its containment could not be recorded in the trace ledger: {e}"));
+                return Err(format!("the command ran, but its containment could not be recorded in the trace ledger: {e}").into());
             }
         }
         Ok(report)

@@ -22,6 +22,12 @@ use crate::model::event::{Event, EventKind};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+crate::base::error::domain_error! {
+    /// The trace could not be written or read: an ungoverned workspace, a ledger or an index that
+    /// cannot be opened.
+    TraceError
+}
+
 /// Files larger than this are hashed but their ranges are not computed (a before-image is not kept).
 const MAX_IMAGE_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -56,14 +62,14 @@ impl Tracer {
 
     /// The ledger, opened on first use; `Err` when the workspace is not governed or the ledger cannot
     /// be opened (the reason, for the output channel).
-    pub fn ledger(&self) -> Result<&Ledger, String> {
+    pub fn ledger(&self) -> Result<&Ledger, TraceError> {
         if let Some(ledger) = self.ledger.get() {
             return Ok(ledger);
         }
         // A failure is not kept: the next call tries again (the sidecar folder may appear, a
         // tampered ledger may be resealed, a full disk may be freed).
         if !self.sidecar.exists() {
-            return Err(NOT_GOVERNED.to_owned());
+            return Err(NOT_GOVERNED.to_owned().into());
         }
         self.sidecar.ignore_runtime_files();
         let (ledger, recovery) = Ledger::open(&self.sidecar).map_err(|e| format!("cannot open the trace ledger: {e}"))?;
@@ -101,52 +107,52 @@ impl Tracer {
     }
 
     /// Appends a record of the caller's own and waits until it is durable.
-    pub fn append(&self, record: Record) -> Result<Appended, String> {
-        self.ledger()?.append(record).map_err(|e| e.to_string())
+    pub fn append(&self, record: Record) -> Result<Appended, TraceError> {
+        self.ledger()?.append(record).map_err(|e| e.to_string().into())
     }
 
     /// The ledger's index, opened once and brought up to date with the ledger on every call, so what
     /// is read through it includes every durable record (of this process or another). `Err` when the
     /// workspace is not governed or the index cannot be opened or caught up.
-    pub fn index(&self) -> Result<&Index, String> {
+    pub fn index(&self) -> Result<&Index, TraceError> {
         if !self.sidecar.exists() {
-            return Err(NOT_GOVERNED.to_owned());
+            return Err(NOT_GOVERNED.to_owned().into());
         }
         let index = match self.index.get() {
             Some(index) => index,
             None => {
                 self.sidecar.ignore_runtime_files();
-                let opened = Index::open(&self.sidecar)?;
+                let opened = Index::open(&self.sidecar).map_err(|e| TraceError::from(e.to_string()))?;
                 // Two first readers at once both open it; one is kept, the other dropped.
                 let _ = self.index.set(opened);
                 self.index.get().expect("the index was just set")
             }
         };
-        index.catch_up()?;
+        index.catch_up().map_err(|e| TraceError::from(e.to_string()))?;
         Ok(index)
     }
 
     /// The records that match `filter`, from the ledger as it is now. An ungoverned workspace has
     /// none.
-    pub fn query(&self, filter: &Filter) -> Result<Vec<Record>, String> {
+    pub fn query(&self, filter: &Filter) -> Result<Vec<Record>, TraceError> {
         if !self.sidecar.exists() {
             return Ok(Vec::new());
         }
-        Ok(self.index()?.query(filter)?.into_iter().map(|found| found.record).collect())
+        Ok(self.index()?.query(filter).map_err(|e| TraceError::from(e.to_string()))?.into_iter().map(|found| found.record).collect())
     }
 
     /// Who last wrote each line of `path` (workspace-relative, `/`-separated), or only `line`
     /// (1-based), found by content in the file as it is on disk now (`ledger::blame`). `Err` for a
     /// path outside the workspace, a file that cannot be read, a line past its end, or an ungoverned
     /// workspace.
-    pub fn blame(&self, path: &str, line: Option<u32>) -> Result<Vec<BlameLine>, String> {
-        crate::ledger::blame::blame(self.index()?, &self.sidecar, path, line)
+    pub fn blame(&self, path: &str, line: Option<u32>) -> Result<Vec<BlameLine>, TraceError> {
+        crate::ledger::blame::blame(self.index()?, &self.sidecar, path, line).map_err(|e| e.to_string().into())
     }
 
     /// Waits until everything queued so far is durable.
-    pub fn flush(&self) -> Result<(), String> {
+    pub fn flush(&self) -> Result<(), TraceError> {
         match self.ledger.get() {
-            Some(ledger) => ledger.flush().map_err(|e| e.to_string()),
+            Some(ledger) => ledger.flush().map_err(|e| e.to_string().into()),
             _ => Ok(()),
         }
     }

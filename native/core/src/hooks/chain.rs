@@ -19,6 +19,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Instant;
 
+crate::base::error::domain_error! {
+    /// A tool pattern or a path glob of a matcher that does not compile.
+    MatcherError
+}
+
 /// A hook that runs in-process, in Rust: the gatekeeper, the ledger.
 pub trait NativeHook: Send + Sync + fmt::Debug {
     fn call(&self, event: &Event) -> Result<HookAnswer, HookFailure>;
@@ -67,7 +72,7 @@ pub struct Matcher {
 
 impl Matcher {
     /// Builds a matcher; the tool pattern is anchored at both ends.
-    pub fn new(tool: Option<&str>, paths: &[String]) -> Result<Matcher, String> {
+    pub fn new(tool: Option<&str>, paths: &[String]) -> Result<Matcher, MatcherError> {
         let tool_source = tool.map(|t| format!("^(?:{t})$"));
         let tool = match (&tool_source, tool) {
             (Some(anchored), Some(t)) => Some(Regex::new(anchored).map_err(|e| format!("invalid tool pattern `{t}`: {e}"))?),

@@ -95,9 +95,9 @@ pub struct Origin {
 /// `sidecar`'s workspace: every line, or only `line` (1-based). Uses what `index` holds: call
 /// [`Index::catch_up`] first to include the latest writes. `Err` for a file that cannot be read or a
 /// line past its end.
-pub fn blame(index: &Index, sidecar: &Sidecar, path: &str, line: Option<u32>) -> Result<Vec<BlameLine>, String> {
+pub fn blame(index: &Index, sidecar: &Sidecar, path: &str, line: Option<u32>) -> Result<Vec<BlameLine>, super::error::ReadError> {
     if path.is_empty() || path.starts_with('/') || path.split(['/', '\\']).any(|part| part == "..") {
-        return Err(format!("`{path}` is not a workspace-relative path"));
+        return Err(format!("`{path}` is not a workspace-relative path").into());
     }
     let file = sidecar.workspace_root().join(path);
     let bytes = std::fs::read(&file).map_err(|e| format!("reading {} failed: {e}", file.display()))?;
@@ -108,7 +108,7 @@ pub fn blame(index: &Index, sidecar: &Sidecar, path: &str, line: Option<u32>) ->
     if let Some(asked) = line
         && (asked == 0 || asked as usize > current.len())
     {
-        return Err(format!("{path} has {} lines; there is no line {asked}", current.len()));
+        return Err(format!("{path} has {} lines; there is no line {asked}", current.len()).into());
     }
     let recorded = index.ranges_of(path)?;
     let owners = attribute(&current, &recorded);

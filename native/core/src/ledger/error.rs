@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+// Defined with the record it reads, the lowest file of the ledger; named here with the others.
+pub use super::record::ReadError;
+
 /// A failure of the ledger's files or of the head's database, naming the file and what failed.
 #[derive(Debug, Clone)]
 pub enum LedgerError {

@@ -20,6 +20,7 @@
 //!   plain busy timeout is enough; the lease database's short jittered sleeps exist for many tiny
 //!   competing writes, which this database does not see.
 
+use super::error::ReadError;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -199,7 +200,7 @@ enum Added {
 impl Index {
     /// Opens (creating it if missing) the index of `sidecar`'s ledger. The sidecar folder must exist.
     /// Does not read the ledger: call [`Index::catch_up`] for that.
-    pub fn open(sidecar: &Sidecar) -> Result<Index, String> {
+    pub fn open(sidecar: &Sidecar) -> Result<Index, ReadError> {
         let db = sidecar.trace_index();
         let failed = |op: &str| {
             let db = db.display().to_string();
@@ -223,7 +224,8 @@ impl Index {
                 "the trace index {} has schema version {found}, newer than the {SCHEMA_VERSION} this chokepoint \
                  understands; upgrade chokepoint, or delete the file (it is rebuilt from the ledger)",
                 db.display()
-            ));
+            )
+            .into());
         }
         if found < SCHEMA_VERSION {
             // Derived data: an older layout is dropped, and the next catch-up refills it.
@@ -249,12 +251,12 @@ impl Index {
     /// Indexes one record whose line (hashing to `line_hash`) starts at byte `offset` of the ledger.
     /// Returns whether it was new: adding a record already indexed with the same hash changes nothing;
     /// with another hash it is an error (the ledger was rewritten; [`reindex`]).
-    pub fn add(&self, record: &Record, line_hash: &str, offset: u64) -> Result<bool, String> {
+    pub fn add(&self, record: &Record, line_hash: &str, offset: u64) -> Result<bool, ReadError> {
         self.add_many([(record, line_hash, offset)]).map(|added| added == 1)
     }
 
     /// [`Index::add`] for many records in one transaction; returns how many were new.
-    pub fn add_many<'a>(&self, entries: impl IntoIterator<Item = (&'a Record, &'a str, u64)>) -> Result<u64, String> {
+    pub fn add_many<'a>(&self, entries: impl IntoIterator<Item = (&'a Record, &'a str, u64)>) -> Result<u64, ReadError> {
         self.write("add records", |tx| {
             let mut added = 0;
             for (record, hash, offset) in entries {
@@ -272,12 +274,13 @@ impl Index {
             }
             Ok(added)
         })
+        .map_err(ReadError::from)
     }
 
     /// Brings the index up to date with the ledger: indexes the lines after the last one it read. If
     /// that line is no longer there as it was (the ledger was rewritten, recovered or deleted), drops
     /// the index and rebuilds it from the whole ledger. A missing ledger is an empty one.
-    pub fn catch_up(&self) -> Result<IndexReport, String> {
+    pub fn catch_up(&self) -> Result<IndexReport, ReadError> {
         if self.up_to_date() {
             return Ok(IndexReport::default());
         }
@@ -306,6 +309,7 @@ impl Index {
             }
             self.fill(tx, &mut reader, IndexReport::default())
         })
+        .map_err(ReadError::from)
     }
 
     /// Whether the index has read the ledger to its end and the last line is still as it read it:
@@ -330,7 +334,7 @@ impl Index {
 
     /// The records that match `filter`, read back from the ledger. Reads only what is indexed: call
     /// [`Index::catch_up`] first to see the latest records.
-    pub fn query(&self, filter: &Filter) -> Result<Vec<IndexedRecord>, String> {
+    pub fn query(&self, filter: &Filter) -> Result<Vec<IndexedRecord>, ReadError> {
         let since = filter.since.as_deref().map(parse_time).transpose()?;
         let glob = match filter.file.as_deref() {
             Some(pattern) if is_glob(pattern) => Some(compile_glob(pattern)?),
@@ -377,11 +381,11 @@ impl Index {
         })()
         .map_err(|e| self.failed("query records", e))?;
         drop(conn);
-        self.read_back(found)
+        self.read_back(found).map_err(ReadError::from)
     }
 
     /// The record `seq`, if indexed, read back from the ledger (`show`).
-    pub fn get(&self, seq: u64) -> Result<Option<IndexedRecord>, String> {
+    pub fn get(&self, seq: u64) -> Result<Option<IndexedRecord>, ReadError> {
         let found = self
             .lock()
             .query_row("SELECT line_hash, line_offset FROM records WHERE seq = ?1", params![int(seq)], |row| {
@@ -393,16 +397,16 @@ impl Index {
     }
 
     /// The highest `seq` indexed.
-    pub fn last_seq(&self) -> Result<Option<u64>, String> {
+    pub fn last_seq(&self) -> Result<Option<u64>, ReadError> {
         self.lock()
             .query_row("SELECT MAX(seq) FROM records", [], |row| row.get::<_, Option<i64>>(0))
             .map(|seq| seq.map(uint))
-            .map_err(|e| self.failed("read the last seq", e))
+            .map_err(|e| self.failed("read the last seq", e).into())
     }
 
     /// Every recorded range of `path`, newest record first, leaving out records whose write was
     /// denied (it changed nothing): what `blame` looks for in the file.
-    pub fn ranges_of(&self, path: &str) -> Result<Vec<RecordedRange>, String> {
+    pub fn ranges_of(&self, path: &str) -> Result<Vec<RecordedRange>, ReadError> {
         let conn = self.lock();
         let sql = "SELECT r.seq, r.time, r.kind, r.session, r.agent, r.intent, r.tool, r.model,
                           g.start_line, g.end_line, g.sha256, g.line_digests
@@ -429,7 +433,7 @@ impl Index {
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })()
-        .map_err(|e| self.failed("read a file's ranges", e))
+        .map_err(|e| self.failed("read a file's ranges", e).into())
     }
 
     /// Drops the index's tables and indexes the whole ledger again, in the transaction `tx`. `reader`
@@ -479,7 +483,7 @@ impl Index {
             let record = match Record::from_line(text) {
                 Ok(record) => record,
                 Err(why) => {
-                    report.skip(offset, why);
+                    report.skip(offset, why.to_string());
                     continue;
                 }
             };
@@ -562,9 +566,9 @@ impl Index {
 
 /// Drops the index of `sidecar` and rebuilds it from the whole ledger, in one transaction: readers
 /// see the old index until the new one is complete. Streams the ledger; the index is what it builds.
-pub fn reindex(sidecar: &Sidecar) -> Result<IndexReport, String> {
+pub fn reindex(sidecar: &Sidecar) -> Result<IndexReport, ReadError> {
     let index = Index::open(sidecar)?;
-    index.write("rebuild the index", |tx| index.rebuild(tx, None))
+    index.write("rebuild the index", |tx| index.rebuild(tx, None)).map_err(ReadError::from)
 }
 
 fn insert(tx: &Transaction<'_>, record: &Record, hash: &str, offset: u64) -> rusqlite::Result<Added> {
@@ -738,14 +742,14 @@ impl LedgerReader {
 /// 3339 (`2026-11-22T05:00:00Z`, fractional seconds and a `±hh:mm` offset allowed, `t`, `z` and a
 /// space accepted as RFC 3339 allows) or a date alone, meaning its midnight UTC. Times before 1970 are
 /// 0 (everything is after them).
-pub fn parse_time(text: &str) -> Result<u64, String> {
-    let bad = || format!("`{text}` is not a time: use RFC 3339 (2026-11-22T05:00:00Z) or unix milliseconds");
+pub fn parse_time(text: &str) -> Result<u64, ReadError> {
+    let bad = || ReadError::from(format!("`{text}` is not a time: use RFC 3339 (2026-11-22T05:00:00Z) or unix milliseconds"));
     let text = text.trim();
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         return text.parse().map_err(|_| bad());
     }
     let b = text.as_bytes();
-    let num = |from: usize, len: usize| -> Result<i64, String> {
+    let num = |from: usize, len: usize| -> Result<i64, ReadError> {
         let digits = b.get(from..from + len).ok_or_else(bad)?;
         if !digits.iter().all(u8::is_ascii_digit) {
             return Err(bad());
@@ -850,7 +854,7 @@ mod tests {
             "-5",
         ] {
             let error = parse_time(bad).unwrap_err();
-            assert!(error.contains("is not a time"), "{bad}: {error}");
+            assert!(error.message().contains("is not a time"), "{bad}: {error}");
         }
     }
 

@@ -198,7 +198,7 @@ impl Record {
     }
 
     /// Reads one line; `Err` says what is wrong with it (for `verify` and recovery).
-    pub fn from_line(line: &str) -> Result<Record, String> {
+    pub fn from_line(line: &str) -> Result<Record, ReadError> {
         let record: Record = serde_json::from_str(line).map_err(|e| format!("not a record: {e}"))?;
         if !READABLE_VERSIONS.contains(&record.v) {
             return Err(format!(
@@ -206,10 +206,11 @@ impl Record {
                 record.v,
                 READABLE_VERSIONS.start(),
                 READABLE_VERSIONS.end()
-            ));
+            )
+            .into());
         }
         if record.v < 2 && record.files.iter().flat_map(|f| &f.ranges).any(|r| r.line_digests.is_some()) {
-            return Err(format!("not a record: a version {} record has no line_digests", record.v));
+            return Err(format!("not a record: a version {} record has no line_digests", record.v).into());
         }
         Ok(record)
     }
@@ -306,6 +307,11 @@ pub struct Appended {
     pub record: Record,
 }
 
+crate::base::error::domain_error! {
+    /// Reading the ledger back failed: its index, a record's line, a time in a filter, blame.
+    ReadError
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,8 +333,8 @@ mod tests {
         assert!(!line.contains("session"), "absent fields are omitted: {line}");
         assert_eq!(Record::from_line(&line).unwrap(), r);
         assert_eq!(Record::from_line(&line).unwrap().to_line(), line);
-        assert!(Record::from_line(&line.replace("\"v\":2", "\"v\":9")).unwrap_err().contains("version 9"));
-        assert!(Record::from_line(&line.replace("\"v\":2", "\"v\":0")).unwrap_err().contains("version 0"));
+        assert!(Record::from_line(&line.replace("\"v\":2", "\"v\":9")).unwrap_err().message().contains("version 9"));
+        assert!(Record::from_line(&line.replace("\"v\":2", "\"v\":0")).unwrap_err().message().contains("version 0"));
     }
 
     #[test]
@@ -341,7 +347,7 @@ mod tests {
         assert_eq!(record.to_line(), old);
         // A version-1 record never had line digests.
         let forged = old.replace(r#""sha256":"ab"}"#, r#""sha256":"ab","line_digests":"0000000011111111"}"#);
-        assert!(Record::from_line(&forged).unwrap_err().contains("version 1 record has no line_digests"));
+        assert!(Record::from_line(&forged).unwrap_err().message().contains("version 1 record has no line_digests"));
         assert!(Record::from_line(&forged.replace("\"v\":1", "\"v\":2")).is_ok());
     }
 

@@ -390,7 +390,7 @@ fn parse(bytes: &[u8]) -> Result<(u64, Option<[u8; 32]>), String> {
         return Ok((view.seq, view.prev.0));
     }
     // The verdict, and its message, are `Record`'s.
-    Record::from_line(text).map(|record| (record.seq, decode_hash(&record.prev)))
+    Record::from_line(text).map(|record| (record.seq, decode_hash(&record.prev))).map_err(String::from)
 }
 
 // A mirror of `Record` and the types inside it, field for field, with the same serde attributes that

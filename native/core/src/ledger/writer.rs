@@ -751,7 +751,9 @@ impl Writer {
         let last = loop {
             let Some(last) = line_before(&self.file, end).map_err(read("read the end of"))? else { break None };
             let hash = hash_line(&last.bytes);
-            let record = std::str::from_utf8(&last.bytes).map_err(|_| "not utf-8".to_owned()).and_then(Record::from_line);
+            let record = std::str::from_utf8(&last.bytes)
+                .map_err(|_| "not utf-8".to_owned())
+                .and_then(|line| Record::from_line(line).map_err(String::from));
             let verdict = match &record {
                 Ok(record) => {
                     let before = match last.start {

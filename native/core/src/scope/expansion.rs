@@ -7,6 +7,7 @@
 //! way, and the approval is a fact worth keeping (who approved what, when, and why it was asked).
 //! Saving it into `active_intents.yaml` for good is a separate, explicit step ([`write_back`]).
 
+use crate::scope::error::ScopeError;
 use crate::scope::intents::IntentSet;
 use rusqlite::{Connection, params};
 use std::path::Path;
@@ -37,7 +38,7 @@ fn db_error(e: rusqlite::Error) -> String {
 }
 
 impl Expansions {
-    pub fn open(db: &Path) -> Result<Expansions, String> {
+    pub fn open(db: &Path) -> Result<Expansions, ScopeError> {
         let conn = Connection::open(db).map_err(db_error)?;
         // The database is shared with the lease table and with other processes: wait for a writer
         // rather than fail, and let readers run beside it (WAL).
@@ -59,7 +60,7 @@ impl Expansions {
     }
 
     /// Records an approval. The paths must have passed [`check_globs`].
-    pub fn approve(&self, expansion: &Expansion) -> Result<(), String> {
+    pub fn approve(&self, expansion: &Expansion) -> Result<(), ScopeError> {
         let db = self.db.lock().unwrap_or_else(|p| p.into_inner());
         db.execute(
             "INSERT INTO scope_expansions_v1 (session, intent, paths, justification, approved_by, approved_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -77,12 +78,12 @@ impl Expansions {
     }
 
     /// Every glob approved for this session on this intent, oldest first.
-    pub fn globs(&self, session: &str, intent: &str) -> Result<Vec<String>, String> {
+    pub fn globs(&self, session: &str, intent: &str) -> Result<Vec<String>, ScopeError> {
         Ok(self.list(Some(session))?.into_iter().filter(|e| e.intent == intent).flat_map(|e| e.paths).collect())
     }
 
     /// The approvals of one session, or of every session, oldest first.
-    pub fn list(&self, session: Option<&str>) -> Result<Vec<Expansion>, String> {
+    pub fn list(&self, session: Option<&str>) -> Result<Vec<Expansion>, ScopeError> {
         let db = self.db.lock().unwrap_or_else(|p| p.into_inner());
         let mut stmt = db
             .prepare_cached(
@@ -103,15 +104,15 @@ impl Expansions {
                 })
             })
             .map_err(db_error)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(db_error)
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| db_error(e).into())
     }
 }
 
 /// Checks the paths of a request: each a glob relative to the workspace root that compiles the way
 /// owned scopes compile. Returns them trimmed, or what is wrong with the first bad one.
-pub fn check_globs(paths: &[String]) -> Result<Vec<String>, String> {
+pub fn check_globs(paths: &[String]) -> Result<Vec<String>, ScopeError> {
     if paths.is_empty() {
-        return Err("a scope expansion names no paths".to_owned());
+        return Err("a scope expansion names no paths".to_owned().into());
     }
     paths
         .iter()
@@ -126,13 +127,14 @@ pub fn check_globs(paths: &[String]) -> Result<Vec<String>, String> {
             globset::GlobBuilder::new(p).literal_separator(true).build().map_err(|e| format!("`{raw}` is not a valid glob: {e}"))?;
             Ok(p.to_owned())
         })
-        .collect()
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(ScopeError::from)
 }
 
 /// Adds `globs` to the `owned_scope` of intent `intent_id` in the text of an `active_intents.yaml`,
 /// keeping every other line, comment and the file's indentation as they are. The result is parsed
 /// again and must hold exactly the old scope plus the new globs, or nothing is changed.
-pub fn add_to_scope(text: &str, intent_id: &str, globs: &[String]) -> Result<String, String> {
+pub fn add_to_scope(text: &str, intent_id: &str, globs: &[String]) -> Result<String, ScopeError> {
     let before = IntentSet::parse(Path::new("active_intents.yaml"), text)
         .map_err(|_| "active_intents.yaml is not valid now; fix it first".to_owned())?;
     let old =
@@ -210,14 +212,14 @@ pub fn add_to_scope(text: &str, intent_id: &str, globs: &[String]) -> Result<Str
     expected.extend(new.into_iter().cloned());
     let got = &after.active_intents.iter().find(|i| i.id == intent_id).expect("the id is unchanged").owned_scope;
     if *got != expected || after.active_intents.len() != before.active_intents.len() {
-        return Err("the edit would change more than the intent's scope; edit active_intents.yaml by hand".to_owned());
+        return Err("the edit would change more than the intent's scope; edit active_intents.yaml by hand".to_owned().into());
     }
     Ok(result)
 }
 
 /// Saves approved globs into `active_intents.yaml` for good ([`add_to_scope`]), atomically: the file
 /// is replaced by a fully written copy, so a crash leaves the old file or the new one.
-pub fn write_back(file: &Path, intent_id: &str, globs: &[String]) -> Result<(), String> {
+pub fn write_back(file: &Path, intent_id: &str, globs: &[String]) -> Result<(), ScopeError> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let edited = add_to_scope(&text, intent_id, globs)?;
     if edited == text {
@@ -225,7 +227,7 @@ pub fn write_back(file: &Path, intent_id: &str, globs: &[String]) -> Result<(), 
     }
     let tmp = file.with_extension("yaml.chokepoint-tmp");
     std::fs::write(&tmp, edited).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, file).map_err(|e| format!("cannot replace {}: {e}", file.display()))
+    std::fs::rename(&tmp, file).map_err(|e| format!("cannot replace {}: {e}", file.display()).into())
 }
 
 #[cfg(test)]
@@ -257,7 +259,7 @@ mod tests {
 
     #[test]
     fn refuses_what_it_cannot_place() {
-        assert!(add_to_scope(TEXT, "Z", &["x".into()]).unwrap_err().contains("no intent `Z`"));
+        assert!(add_to_scope(TEXT, "Z", &["x".into()]).unwrap_err().message().contains("no intent `Z`"));
         assert!(add_to_scope("version: 1\nactive_intents: [{id: A, name: a, status: PLANNED}]\n", "A", &["x".into()]).is_err());
     }
 

@@ -21,6 +21,7 @@ use crate::hooks::chain::NativeHook;
 use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
 use crate::model::event::{Event, EventKind, ResolvedPath};
 use crate::scope::canonical::{PathRefusal, Workspace};
+use crate::scope::error::ScopeError;
 use crate::scope::expansion::{Expansion, Expansions};
 use crate::scope::intents::{Intent, IntentSet, IntentStatus};
 use crate::scope::leases::{AcquireError, Holder, Leases};
@@ -126,7 +127,7 @@ pub struct Gatekeeper {
     // Opened on first use: judging a read-only workspace, or one nobody selects intents in, creates
     // no database.
     leases: OnceLock<Result<Leases, String>>,
-    expansions: OnceLock<Result<Expansions, String>>,
+    expansions: OnceLock<Result<Expansions, ScopeError>>,
     // Shared, not cloned, on the hot path: a selection holds a compiled glob set.
     selections: RwLock<HashMap<String, Arc<Selection>>>,
 }
@@ -170,7 +171,7 @@ impl Gatekeeper {
             .map_err(Clone::clone)
     }
 
-    fn expansion_store(&self) -> Result<&Expansions, String> {
+    fn expansion_store(&self) -> Result<&Expansions, ScopeError> {
         self.expansions.get_or_init(|| Expansions::open(&self.sidecar.state_db())).as_ref().map_err(Clone::clone)
     }
 
@@ -215,9 +216,9 @@ impl Gatekeeper {
 
     /// Releases whatever intent the session holds (the end of a task or session, or a human's
     /// `chokepoint intent release`). Returns how many leases were released.
-    pub fn release(&self, session: &str) -> Result<usize, String> {
+    pub fn release(&self, session: &str) -> Result<usize, ScopeError> {
         self.forget(session);
-        self.leases()?.release_session(session).map_err(|e| e.to_string())
+        self.leases()?.release_session(session).map_err(|e| e.to_string().into())
     }
 
     fn select(&self, event: &Event, config: &GateConfig) -> HookAnswer {
@@ -383,7 +384,7 @@ impl Gatekeeper {
         }
         let globs = match crate::scope::expansion::check_globs(&paths) {
             Ok(g) => g,
-            Err(e) => return deny(&e, None),
+            Err(e) => return deny(e.message(), None),
         };
         if let Some(g) = globs.iter().find(|g| touches_governance(g)) {
             return deny(&format!("`{g}` covers governance files; no scope can include them"), None);
@@ -393,10 +394,10 @@ impl Gatekeeper {
 
     /// Records an approved expansion for the session's intent; from now on the session may write
     /// there. With `save`, the globs are also written into active_intents.yaml for good.
-    pub fn approve_expansion(&self, expansion: &Expansion, save: bool) -> Result<(), String> {
+    pub fn approve_expansion(&self, expansion: &Expansion, save: bool) -> Result<(), ScopeError> {
         let globs = crate::scope::expansion::check_globs(&expansion.paths)?;
         if let Some(g) = globs.iter().find(|g| touches_governance(g)) {
-            return Err(format!("`{g}` covers governance files; no scope can include them"));
+            return Err(format!("`{g}` covers governance files; no scope can include them").into());
         }
         self.expansion_store()?.approve(&Expansion { paths: globs.clone(), ..expansion.clone() })?;
         self.forget(&expansion.session);
@@ -408,7 +409,7 @@ impl Gatekeeper {
 
     /// What a contained shell command of this session may change. A session without an intent may
     /// run commands, but may change nothing in the workspace.
-    pub fn shell_scope(&self, session: &str) -> Result<ShellScope, String> {
+    pub fn shell_scope(&self, session: &str) -> Result<ShellScope, ScopeError> {
         let config = self.config();
         let selection = if config.gating { self.selection(session, &config)? } else { None };
         let mut globs = Vec::new();
@@ -428,7 +429,7 @@ impl Gatekeeper {
     /// How to contain a shell command of this session: its shell scope as the judge and the Landlock
     /// grant, the configured writable directories (and `$TMPDIR`), the engine's own runtime files left
     /// alone, the sidecar's snapshot store.
-    pub fn contain_plan(&self, session: &str) -> Result<crate::containment::contain::ContainPlan, String> {
+    pub fn contain_plan(&self, session: &str) -> Result<crate::containment::contain::ContainPlan, ScopeError> {
         use crate::containment::contain::{ContainPlan, DEFAULT_OUTPUT_CAP, LandlockMode, default_excluded};
         let scope = self.shell_scope(session)?;
         let settings = self.settings();
@@ -457,11 +458,11 @@ impl Gatekeeper {
     }
 
     /// Who holds which intent now, across every process on the workspace.
-    pub fn holders(&self) -> Result<Vec<crate::scope::leases::Lease>, String> {
+    pub fn holders(&self) -> Result<Vec<crate::scope::leases::Lease>, ScopeError> {
         if !self.sidecar.state_db().exists() {
             return Ok(Vec::new());
         }
-        self.leases()?.list().map_err(|e| e.to_string())
+        self.leases()?.list().map_err(|e| e.to_string().into())
     }
 
     /// The gatekeeper's settings from the last good hooks.yaml (shell tools, writable dirs, Landlock).
@@ -549,7 +550,7 @@ impl NativeHook for Gatekeeper {
             EventKind::TaskComplete | EventKind::SessionEnd => {
                 // The intent is free for the next agent as soon as this one is done with it.
                 if let Some(session) = &event.ids.session {
-                    self.release(session).map_err(HookFailure::Error)?;
+                    self.release(session).map_err(|e| HookFailure::Error(e.to_string()))?;
                 }
                 return Ok(Answer::Allow.into());
             }

@@ -4,6 +4,7 @@
 //! registers first (`gatekeeper.rs`).
 
 pub mod canonical;
+pub mod error;
 pub mod expansion;
 pub mod gatekeeper;
 pub mod intents;
