@@ -1,6 +1,7 @@
 //! The approvals' section of hooks.yaml (`approvals:`): who answers a Pending, how long it may wait,
 //! the reviewing model. Defined here, where it is used; `config` composes it into hooks.yaml.
 
+use crate::base::yaml::Problem;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -96,5 +97,31 @@ impl Default for ApprovalsConfig {
             handlers: BTreeMap::new(),
             reviewer: None,
         }
+    }
+}
+
+impl ApprovalsConfig {
+    /// What is wrong with this section, each with the key to point at.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        if self.timeout_seconds == 0 {
+            problems.push(Problem::new("timeout_seconds", "`timeout_seconds` must be at least 1"));
+        }
+        for key in self.handlers.keys() {
+            if key != "*" && !super::kind::PendingKind::ALL.iter().any(|k| k.as_str() == key) {
+                problems.push(Problem::new(
+                    key.trim_matches('"'),
+                    format!("approval handler for unknown kind `{key}`; the kinds are tool_call, scope_expansion, plan, compaction, submit, or `*`"),
+                ));
+            }
+        }
+        let reviewer_used = self.default == ApprovalRoute::Reviewer || self.handlers.values().any(|r| *r == ApprovalRoute::Reviewer);
+        if reviewer_used && self.reviewer.is_none() {
+            problems.push(Problem::new("approvals", "the `reviewer` route needs `approvals.reviewer.model`"));
+        }
+        if self.reviewer.as_ref().is_some_and(|r| r.model.trim().is_empty()) {
+            problems.push(Problem::new("model", "`approvals.reviewer.model` must name a model"));
+        }
+        problems
     }
 }

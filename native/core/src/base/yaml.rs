@@ -4,6 +4,20 @@
 use super::diagnostic::Diagnostic;
 use std::path::Path;
 
+/// What a layer finds wrong in its own section of a configuration file: the key to point at (the
+/// file's reader locates it) and the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub key: String,
+    pub message: String,
+}
+
+impl Problem {
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Problem {
+        Problem { key: key.into(), message: message.into() }
+    }
+}
+
 /// The diagnostic for a file that declares a schema version this engine does not read, if it does.
 pub(crate) fn check_version(file: &Path, text: &str, what: &str, found: u32, expected: u32) -> Option<Diagnostic> {
     (found != expected).then(|| {

@@ -3,7 +3,7 @@
 //! This module parses and validates; it does not run anything. Unknown fields are errors rather than
 //! silently ignored, because a misspelt `priority` on a security gate must not quietly become `normal`.
 
-use crate::approvals::config::{ApprovalRoute, ApprovalsConfig};
+use crate::approvals::config::ApprovalsConfig;
 use crate::base::diagnostic::Diagnostic;
 use crate::base::yaml::{check_version, locate_key, locate_value};
 use crate::hooks::priority::{FailureMode, Priority};
@@ -189,49 +189,13 @@ impl HooksConfig {
                 }
             }
         }
-        let gate = &config.gatekeeper;
-        let mut gate_problem = |key: &str, message: String| {
-            let (line, column) = locate_key(text, key);
-            problems.push(Diagnostic { file: file.to_path_buf(), line, column, code: "gatekeeper", message });
-        };
-        for (tool, fields) in &gate.write_tools {
-            if fields.is_empty() {
-                gate_problem(tool, format!("write tool `{tool}` names no input field that holds its paths"));
+        // The sections other layers own validate themselves; this file places what they report.
+        let sections = [("gatekeeper", config.gatekeeper.problems()), ("approvals", config.approvals.problems())];
+        for (code, found) in sections {
+            for problem in found {
+                let (line, column) = locate_key(text, &problem.key);
+                problems.push(Diagnostic { file: file.to_path_buf(), line, column, code, message: problem.message });
             }
-        }
-        for dir in &gate.writable {
-            if !Path::new(dir).is_absolute() {
-                gate_problem("writable", format!("writable directory `{dir}` must be an absolute path"));
-            }
-        }
-        if gate.lease_seconds == 0 {
-            gate_problem("lease_seconds", "`lease_seconds` must be at least 1".to_owned());
-        }
-        let approvals = &config.approvals;
-        let mut approvals_problem = |key: &str, message: String| {
-            let (line, column) = locate_key(text, key);
-            problems.push(Diagnostic { file: file.to_path_buf(), line, column, code: "approvals", message });
-        };
-        if approvals.timeout_seconds == 0 {
-            approvals_problem("timeout_seconds", "`timeout_seconds` must be at least 1".to_owned());
-        }
-        for key in approvals.handlers.keys() {
-            if key != "*" && !crate::approvals::PendingKind::ALL.iter().any(|k| k.as_str() == key) {
-                approvals_problem(
-                    key.trim_matches('"'),
-                    format!(
-                        "approval handler for unknown kind `{key}`; the kinds are tool_call, scope_expansion, plan, compaction, submit, or `*`"
-                    ),
-                );
-            }
-        }
-        let reviewer_used =
-            approvals.default == ApprovalRoute::Reviewer || approvals.handlers.values().any(|r| *r == ApprovalRoute::Reviewer);
-        if reviewer_used && approvals.reviewer.is_none() {
-            approvals_problem("approvals", "the `reviewer` route needs `approvals.reviewer.model`".to_owned());
-        }
-        if approvals.reviewer.as_ref().is_some_and(|r| r.model.trim().is_empty()) {
-            approvals_problem("model", "`approvals.reviewer.model` must name a model".to_owned());
         }
         if problems.is_empty() { Ok(config) } else { Err(problems) }
     }
@@ -240,7 +204,7 @@ impl HooksConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::approvals::config::Escalation;
+    use crate::approvals::config::{ApprovalRoute, Escalation};
 
     fn check_err(text: &str, expected: &str) {
         let got = HooksConfig::parse(Path::new("hooks.yaml"), text).unwrap_err();

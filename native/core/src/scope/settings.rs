@@ -2,9 +2,11 @@
 //! commands under containment, the lease time. Defined here, where it is used; `config` composes it
 //! into hooks.yaml.
 
+use crate::base::yaml::Problem;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// The gatekeeper's settings (hooks.yaml `gatekeeper:`). Every field has a safe default, so the
 /// section is optional.
@@ -71,5 +73,26 @@ impl Default for GatekeeperConfig {
             max_held_mib: default_max_held_mib(),
             lease_seconds: default_lease_seconds(),
         }
+    }
+}
+
+impl GatekeeperConfig {
+    /// What is wrong with this section, each with the key to point at.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        for (tool, fields) in &self.write_tools {
+            if fields.is_empty() {
+                problems.push(Problem::new(tool, format!("write tool `{tool}` names no input field that holds its paths")));
+            }
+        }
+        for dir in &self.writable {
+            if !Path::new(dir).is_absolute() {
+                problems.push(Problem::new("writable", format!("writable directory `{dir}` must be an absolute path")));
+            }
+        }
+        if self.lease_seconds == 0 {
+            problems.push(Problem::new("lease_seconds", "`lease_seconds` must be at least 1"));
+        }
+        problems
     }
 }
