@@ -11,7 +11,7 @@ const CLI_INPUTS = [...RUST_INPUTS, 'native/cli'];
 const BIN = path.join(ROOT, 'node_modules', '.bin');
 
 async function buildNative({ force = false } = {}) {
-  // Any platform's addon in native/node counts: napi names it by triple (extension/src/native.ts).
+  // Any platform's addon in native/node counts: napi names it by triple (extension/src/engine/native.ts).
   const addons = fs.readdirSync(path.join(ROOT, 'native/node')).filter((f) => /^chokepoint\..+\.node$/.test(f));
   if (force || addons.length === 0 || addons.some((f) => isStale(path.join('native/node', f), RUST_INPUTS))) {
     log('build', 'native addon (release)');

@@ -1,19 +1,21 @@
-// Activation: loads the native engine once, then wires the engine host to the status bar, the
-// sidebar, the Problems panel and the commands. Nothing else in the extension loads the binding.
+// Activation: loads the native engine once (engine/native.ts, the one module that requires the
+// binding), then wires the engine host to the status bar, the sidebar, the Problems panel and the
+// commands. Wiring only: what each piece does lives in its room (engine/, ui/, agent/, runtime/,
+// approvals/; ARCHITECTURE.md).
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { AgentHost, type Approver } from './agent';
+import { AgentHost, type Approver } from './agent/agent';
 import type { ApprovalHandler } from './approvals/broker';
 import type { PendingDict, PendingKind } from './approvals/types';
-import { ApprovalsHost } from './approvalsView';
-import { evaluate, type ChainDecision, type ChainEvent } from './chokepoint';
-import { EngineHost, describe } from './engineHost';
-import { Log } from './log';
-import { loadNative } from './native';
-import { SidebarProvider } from './sidebar';
-import { StatusBar } from './statusBar';
-import { Trace, showProvenance, type ProvenanceReport } from './trace';
+import { ApprovalsHost } from './ui/approvalsView';
+import { evaluate, type ChainDecision, type ChainEvent } from './engine/chokepoint';
+import { EngineHost, describe } from './engine/engineHost';
+import { Log } from './ui/log';
+import { loadNative } from './engine/native';
+import { SidebarProvider } from './ui/sidebar';
+import { StatusBar } from './ui/statusBar';
+import { Trace, showProvenance, type ProvenanceReport } from './ui/trace';
 import type { EngineState } from '../../protocol/messages';
 import type { CompactionItem } from './runtime/prompt';
 import type { ModelProvider, RuntimeEvent } from './runtime/types';
@@ -23,11 +25,11 @@ export interface ChokepointApi {
   readonly engineState: EngineState;
   readonly statusBarText: string;
   reload(): EngineState;
-  /** Judges one agent action through the chain (see chokepoint.ts). */
+  /** Judges one agent action through the chain (see engine/chokepoint.ts). */
   evaluate(event: ChainEvent): Promise<ChainDecision>;
-  /** Which recorded write explains line `line` (1-based) of `uri` (see trace.ts); shows nothing. */
+  /** Which recorded write explains line `line` (1-based) of `uri` (see ui/trace.ts); shows nothing. */
   provenance(uri: vscode.Uri, line: number): ProvenanceReport;
-  /** The agent runtime: run a task, stop it, listen to what it does, answer its asks (agent.ts). */
+  /** The agent runtime: run a task, stop it, listen to what it does, answer its asks (agent/agent.ts). */
   readonly agent: {
     start(prompt: string, modelId: string): Promise<void>;
     runDemo(): Promise<void>;

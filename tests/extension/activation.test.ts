@@ -5,7 +5,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { ChokepointApi } from '../../extension/src/extension';
-import { loadNative, nativeFile } from '../../extension/src/native';
+import { loadNative, nativeFile } from '../../extension/src/engine/native';
 
 const EXTENSION_ID = 'chokepoint.chokepoint';
 const root = () => vscode.workspace.workspaceFolders![0].uri.fsPath;

@@ -7,7 +7,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { ChokepointApi } from '../../extension/src/extension';
-import type { ProvenanceReport } from '../../extension/src/trace';
+import type { ProvenanceReport } from '../../extension/src/ui/trace';
 
 const root = () => vscode.workspace.workspaceFolders![0].uri.fsPath;
 const FILE = 'src/billing/cents.js';

@@ -13,8 +13,8 @@
 // Whatever the route, a Pending nobody decides is rejected after its timeout (`approvalsConfig()`),
 // never left hanging; a handler that returns without deciding leaves a warning in the log.
 //
-// Imports no `vscode` (like runtime/): the extension wires it (approvalsView.ts, agent.ts) and the unit
-// tests drive it in Node against the real binding.
+// Imports no `vscode` (like runtime/): the extension wires it (ui/approvalsView.ts, agent/agent.ts)
+// and the unit tests drive it in Node against the real binding.
 import type { AskAnswer, AskRequest } from '../runtime/loop';
 import type { ModelProvider } from '../runtime/types';
 import { review } from './reviewer';

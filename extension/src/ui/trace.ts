@@ -4,10 +4,10 @@
 // process's on the workspace); this module only reads them back through the binding.
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { TraceEntry } from '../../protocol/messages';
-import type { EngineHost } from './engineHost';
+import type { TraceEntry } from '../../../protocol/messages';
+import type { EngineHost } from '../engine/engineHost';
 import type { Log } from './log';
-import type { NativeBinding } from './native';
+import type { NativeBinding } from '../engine/native';
 
 export type BlameResult = ReturnType<InstanceType<NativeBinding['Engine']>['traceBlame']>;
 

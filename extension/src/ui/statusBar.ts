@@ -1,7 +1,7 @@
 // The status-bar item: the engine's state at a glance, and a click away from its details.
 import * as vscode from 'vscode';
-import type { EngineState } from '../../protocol/messages';
-import { describe } from './engineHost';
+import type { EngineState } from '../../../protocol/messages';
+import { describe } from '../engine/engineHost';
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('chokepoint.engine', vscode.StatusBarAlignment.Left, 100);

@@ -5,7 +5,7 @@
 // the loaded binding (or the failure) from here and never requires it itself.
 import * as fs from 'fs';
 import * as path from 'path';
-import type * as Binding from '../../native/node/index';
+import type * as Binding from '../../../native/node/index';
 
 export type NativeBinding = typeof Binding;
 export type NativeEngine = Binding.Engine;

@@ -1,5 +1,6 @@
-// The chokepoint call site: the one place where the extension hands an agent's action to the engine's
-// chain and gets a decision back. The agent runtime and the adapters call this, never the binding.
+// The chokepoint call site of the extension's API (`evaluate`, extension.ts): hands an agent's action
+// to the engine's chain and gets a decision back, a deny when no engine is loaded. The agent runtime
+// reaches the same chain through its RuntimeEngine (runtime/types.ts), the engine agent/agent.ts hands it.
 import type { EngineHost } from './engineHost';
 import type { NativeBinding } from './native';
 

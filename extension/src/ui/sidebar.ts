@@ -15,12 +15,12 @@ import {
   type EngineState,
   type ModelChoice,
   type RuntimeEvent as WireRuntimeEvent,
-} from '../../protocol/messages';
-import type { AgentHost } from './agent';
+} from '../../../protocol/messages';
+import type { AgentHost } from '../agent/agent';
 import type { ApprovalsHost } from './approvalsView';
-import type { EngineHost } from './engineHost';
+import type { EngineHost } from '../engine/engineHost';
 import type { Log } from './log';
-import type { RuntimeEvent } from './runtime/types';
+import type { RuntimeEvent } from '../runtime/types';
 import type { Trace } from './trace';
 
 // The protocol mirrors the runtime's events with a zod schema (protocol/ imports only zod): this

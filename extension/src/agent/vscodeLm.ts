@@ -2,7 +2,7 @@
 // models). Thin on purpose: it imports `vscode`, so it cannot be unit-tested in plain Node; what it
 // does is translate our messages into the API's parts and its errors into ModelError.
 import * as vscode from 'vscode';
-import { ChatChunk, ChatMessage, ChatRequest, ModelChoice, ModelError, ModelProvider, ToolCall } from '../types';
+import { ChatChunk, ChatMessage, ChatRequest, ModelChoice, ModelError, ModelProvider, ToolCall } from '../runtime/types';
 
 export class VsCodeLmProvider implements ModelProvider {
   readonly kind = 'vscode-lm';

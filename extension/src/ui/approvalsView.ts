@@ -4,14 +4,14 @@
 // previews, applies the human's decisions, and keeps the handlers registered through the extension
 // API across engines. The sidebar (sidebar.ts) renders; this decides nothing itself.
 import * as vscode from 'vscode';
-import type { PendingView } from '../../protocol/messages';
-import { ApprovalBroker, type ApprovalHandler } from './approvals/broker';
-import { previewOf } from './approvals/preview';
-import type { ApprovalsEngine, PendingDict, PendingKind } from './approvals/types';
-import type { EngineHost } from './engineHost';
+import type { PendingView } from '../../../protocol/messages';
+import { ApprovalBroker, type ApprovalHandler } from '../approvals/broker';
+import { previewOf } from '../approvals/preview';
+import type { ApprovalsEngine, PendingDict, PendingKind } from '../approvals/types';
+import type { EngineHost } from '../engine/engineHost';
 import type { Log } from './log';
-import type { AskAnswer, AskRequest } from './runtime/loop';
-import type { ModelProvider } from './runtime/types';
+import type { AskAnswer, AskRequest } from '../runtime/loop';
+import type { ModelProvider } from '../runtime/types';
 
 export class ApprovalsHost implements vscode.Disposable {
   private broker: ApprovalBroker | undefined;

@@ -3,9 +3,15 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { EngineState } from '../../protocol/messages';
-import type { Log } from './log';
+import type { EngineState } from '../../../protocol/messages';
 import type { EngineInfo, NativeEngine, NativeLoad } from './native';
+
+/** What the host reports to: the output channel (ui/log.ts) in the extension. Declared here, by what
+ *  the host calls, so that the engine's room imports nothing from the UI's. */
+export interface EngineLog {
+  info(message: string): void;
+  warn(message: string): void;
+}
 
 export class EngineHost implements vscode.Disposable {
   private engine: NativeEngine | undefined;
@@ -17,7 +23,7 @@ export class EngineHost implements vscode.Disposable {
 
   constructor(
     readonly native: NativeLoad,
-    private readonly log: Log,
+    private readonly log: EngineLog,
   ) {
     this.current = this.open();
     this.publish();

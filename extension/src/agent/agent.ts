@@ -1,19 +1,19 @@
 // The agent runtime inside VS Code: picks the model (the scripted demo model, an OpenAI-compatible
 // endpoint from the settings with its key in SecretStorage, or a chat model of VS Code's Language
 // Model API), runs tasks through the runtime at the chokepoint, hands its asks to the approvals (a
-// Pending each, approvalsView.ts), and reports every runtime event to its listeners (the sidebar's
+// Pending each, ui/approvalsView.ts), and reports every runtime event to its listeners (the sidebar's
 // task panel, the output channel, the tests).
 import * as vscode from 'vscode';
-import { decisionOf, type ApprovalsHost } from './approvalsView';
-import type { EngineHost } from './engineHost';
-import type { Log } from './log';
-import { DEMO_PROMPT, DEMO_SCRIPT } from './runtime/demo';
-import { AgentRuntime, type AskAnswer, type AskRequest, type RuntimeEngine } from './runtime/loop';
-import type { Compactor } from './runtime/prompt';
-import { OpenAiProvider } from './runtime/providers/openai';
-import { ScriptedProvider, loadScript } from './runtime/providers/scripted';
-import { VsCodeLmProvider, listVsCodeModels } from './runtime/providers/vscodeLm';
-import type { ModelChoice, ModelProvider, RuntimeEvent } from './runtime/types';
+import { decisionOf, type ApprovalsHost } from '../ui/approvalsView';
+import type { EngineHost } from '../engine/engineHost';
+import type { Log } from '../ui/log';
+import { DEMO_PROMPT, DEMO_SCRIPT } from '../runtime/demo';
+import { AgentRuntime, type AskAnswer, type AskRequest, type RuntimeEngine } from '../runtime/loop';
+import type { Compactor } from '../runtime/prompt';
+import { OpenAiProvider } from '../runtime/providers/openai';
+import { ScriptedProvider, loadScript } from '../runtime/providers/scripted';
+import { VsCodeLmProvider, listVsCodeModels } from './vscodeLm';
+import type { ModelChoice, ModelProvider, RuntimeEvent } from '../runtime/types';
 
 export const SCRIPTED_DEMO = 'scripted:demo';
 const SECRET_KEY = 'chokepoint.openai.apiKey';
