@@ -6,8 +6,8 @@
 // Prints one JSON object per figure for scripts/bench.js (bundled by it with esbuild).
 import * as fs from 'fs';
 import * as path from 'path';
-import { AgentRuntime, type RuntimeEngine } from '../extension/src/runtime/loop';
-import type { ChatChunk, ChatRequest, ModelProvider } from '../extension/src/runtime/types';
+import { AgentRuntime } from '../extension/src/runtime/loop';
+import type { ChatChunk, ChatRequest, ModelProvider, RuntimeEngine } from '../extension/src/runtime/types';
 
 const ROOT = path.resolve(__dirname, '..');
 // A computed require: esbuild leaves the addon to be loaded at run time.

@@ -6,8 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { ChokepointApi } from '../../extension/src/extension';
-import type { AskRequest } from '../../extension/src/runtime/loop';
-import type { RuntimeEvent } from '../../extension/src/runtime/types';
+import type { AskRequest, RuntimeEvent } from '../../extension/src/runtime/types';
 
 const root = () => vscode.workspace.workspaceFolders![0].uri.fsPath;
 const TOUCHED = ['src/auth/login.js', 'tests/auth/login.test.js', 'src/billing/invoice.js', 'src/auth/started.txt', 'src/auth/after.txt'];

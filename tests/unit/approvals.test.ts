@@ -9,9 +9,9 @@ import * as path from 'path';
 import * as support from '../support/workspace';
 import { ApprovalBroker, type AskOptions } from '../../extension/src/approvals/broker';
 import type { ApprovalsEngine, PendingDict } from '../../extension/src/approvals/types';
-import { AgentRuntime, type AskRequest, type RuntimeEngine } from '../../extension/src/runtime/loop';
+import { AgentRuntime } from '../../extension/src/runtime/loop';
 import { ScriptedProvider, type Script } from '../../extension/src/runtime/providers/scripted';
-import type { RuntimeEvent } from '../../extension/src/runtime/types';
+import type { AskRequest, RuntimeEngine, RuntimeEvent } from '../../extension/src/runtime/types';
 
 const ROOT = path.resolve(__dirname, '../../..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as support from '../support/workspace';
-import { AgentRuntime, type RuntimeEngine, type RuntimeLimits } from '../../extension/src/runtime/loop';
+import { AgentRuntime } from '../../extension/src/runtime/loop';
 import { ScriptedProvider, type Script } from '../../extension/src/runtime/providers/scripted';
-import type { RuntimeEvent } from '../../extension/src/runtime/types';
+import type { RuntimeEngine, RuntimeEvent, RuntimeLimits } from '../../extension/src/runtime/types';
 
 const ROOT = path.resolve(__dirname, '../../..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports

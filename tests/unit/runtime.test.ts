@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as support from '../support/workspace';
-import { AgentRuntime, type AskRequest, type RuntimeEngine } from '../../extension/src/runtime/loop';
+import { AgentRuntime } from '../../extension/src/runtime/loop';
 import { DEMO_FILES, DEMO_PROMPT, DEMO_SCRIPT } from '../../extension/src/runtime/demo';
 import { ScriptedProvider } from '../../extension/src/runtime/providers/scripted';
-import type { RuntimeEvent } from '../../extension/src/runtime/types';
+import type { AskRequest, RuntimeEngine, RuntimeEvent } from '../../extension/src/runtime/types';
 
 const ROOT = path.resolve(__dirname, '../../..');
 // The sample's `npm test` is `node --test`, which, seeing this variable that `node --test` set for us,

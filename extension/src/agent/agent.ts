@@ -8,12 +8,12 @@ import { decisionOf, type ApprovalsHost } from '../ui/approvalsView';
 import type { EngineHost } from '../engine/engineHost';
 import type { Log } from '../ui/log';
 import { DEMO_PROMPT, DEMO_SCRIPT } from '../runtime/demo';
-import { AgentRuntime, type AskAnswer, type AskRequest, type RuntimeEngine } from '../runtime/loop';
+import { AgentRuntime } from '../runtime/loop';
 import type { Compactor } from '../runtime/prompt';
 import { OpenAiProvider } from '../runtime/providers/openai';
 import { ScriptedProvider, loadScript } from '../runtime/providers/scripted';
 import { VsCodeLmProvider, listVsCodeModels } from './vscodeLm';
-import type { ModelChoice, ModelProvider, RuntimeEvent } from '../runtime/types';
+import type { AskAnswer, AskRequest, ModelChoice, ModelProvider, RuntimeEngine, RuntimeEvent } from '../runtime/types';
 
 export const SCRIPTED_DEMO = 'scripted:demo';
 const SECRET_KEY = 'chokepoint.openai.apiKey';

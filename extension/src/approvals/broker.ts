@@ -15,8 +15,7 @@
 //
 // Imports no `vscode` (like runtime/): the extension wires it (ui/approvalsView.ts, agent/agent.ts)
 // and the unit tests drive it in Node against the real binding.
-import type { AskAnswer, AskRequest } from '../runtime/loop';
-import type { ModelProvider } from '../runtime/types';
+import type { AskAnswer, AskRequest, ModelProvider } from '../runtime/types';
 import { review } from './reviewer';
 import type { ApprovalsEngine, DecisionEffect, PendingDict, PendingKind, PendingTool } from './types';
 

@@ -1,92 +1,31 @@
-// The agent runtime: the tool loop whose every step passes the chokepoint.
+// The agent runtime's task loop: session → plan → task → turn, every step through the chokepoint.
 //
 // Session → plan → task → turn (design note 001): a task fires TaskStart, then turns until the model
 // completes, fails or runs out of turns; each turn fires TurnStart, TurnPrepare (the last mutable
-// point before inference), inference, then for each tool call PreToolUse → execute (unless denied) →
-// PostToolUse → the result goes back to the model, then TurnEnd. TaskComplete fires once per task with
-// its terminal status, PlanComplete when a plan's tasks are all terminal, AllTasksComplete when the
-// queue empties (a hook may enqueue more), SessionEnd at the end.
+// point before inference), inference, then for each tool call its path (toolCall.ts: PreToolUse →
+// execute unless denied → PostToolUse) → the result goes back to the model, then TurnEnd.
+// TaskComplete fires once per task with its terminal status, PlanComplete when a plan's tasks are all
+// terminal, AllTasksComplete when the queue empties (a hook may enqueue more), SessionEnd at the end.
 //
 // Invariants:
 // - Nothing the model asks for runs before the engine allowed it; an engine that cannot answer is a
-//   deny (chokepoint.ts / RuntimeEngine), never an allow.
+//   deny (judge below, through RuntimeEngine), never an allow.
 // - The prompt is re-assembled from the conversation every turn (prompt.ts); nothing is carried in
 //   a provider's state.
 // - A refusal is a structured tool result the model can act on, never an exception of the loop.
-// Imports no `vscode`: the extension wires it (runtime/index.ts) and unit tests drive it in Node.
+//
+// This file is the task loop; one tool call's path (validate, PreToolUse, an ask, execute,
+// PostToolUse) is toolCall.ts, and what the runtime needs of its host (RuntimeEngine, the asks, the
+// limits) is types.ts. Imports no `vscode`: the extension wires it (agent/agent.ts) and unit tests
+// drive it in Node.
 import { randomUUID } from 'crypto';
-import type { ContainedResult, Evaluation, Event as ChainEvent, HookOutcome } from '../../../native/node/index';
-import { FileTools, ToolError } from './fileTools';
+import type { Evaluation, Event as ChainEvent } from '../../../native/node/index';
+import { FileTools } from './fileTools';
 import { assemblePrompt, type Compactor } from './prompt';
-import { toolDefinitions, validateToolCall, type ToolName } from './tools';
-import type { ChatMessage, HookOutcomeView, ModelProvider, RuntimeEvent, TaskStatus, ToolCall } from './types';
-import { ModelError } from './types';
-
-/** What the runtime needs of the engine: the binding's Engine has all of it. */
-export interface RuntimeEngine {
-  evaluateAsync(event: ChainEvent, options?: { outcomes?: string } | null): Promise<Evaluation>;
-  runContained(command: { sessionId: string; argv: string[]; cwd?: string; timeoutMs?: number }): Promise<ContainedResult>;
-  cancelContained(sessionId: string): boolean;
-  drainPiped(sessionId: string): Array<{ hook: string; text: string }>;
-  selectedIntent(sessionId: string): string | null;
-  approveScopeExpansion(expansion: { sessionId: string; intentId: string; paths: string[]; justification: string; approvedBy: string; save?: boolean }): void;
-  flushTrace(): void;
-}
-
-/** What an `ask` is about: each becomes a Pending of that kind (issue 7, extension/src/approvals/). */
-export type AskKind = 'tool_call' | 'scope_expansion' | 'plan' | 'compaction' | 'submit';
-
-/** An `ask` the runtime needs answered before it goes on: a hook's `ask` on a tool call, a scope
- *  expansion, a plan, a compaction under review (a PreCompact `ask`), a completion the BeforeSubmit
- *  hooks still refuse after the bounded retries. The broker turns it into a Pending. */
-export interface AskRequest {
-  kind: AskKind;
-  sessionId: string;
-  taskId: string;
-  tool: string;
-  input: Record<string, unknown>;
-  /** Why it was escalated (the asking hooks' reasons, or the failures). */
-  reason: string;
-  /** The hook (or policy) that asked; `runtime` when the runtime itself asks (submit). */
-  triggeredBy?: string;
-  /** The Pending's subject, in the shape its kind has (approvals contract). */
-  subject?: Record<string, unknown>;
-  /** compaction: summary `index` written again with `guidance` (the Pending's `retry`). */
-  regenerate?: (index: number, guidance: string) => string;
-}
-
-/** The answer the runtime acts on. Only `approved` is required: an approver that just says yes or no
- *  (tests, the extension API's `setApprover`) is answered as before. */
-export interface AskAnswer {
-  approved: boolean;
-  /** A rejection's reason, or an override's: the model is told. */
-  reason?: string;
-  /** For scope expansions: also write the paths into active_intents.yaml. */
-  save?: boolean;
-  approvedBy?: string;
-  /** What the decider said with an approval or a modification: the model is told. */
-  note?: string;
-  /** tool_call `modify`: the input that runs instead of the model's (judged again first). */
-  input?: Record<string, unknown>;
-  /** The subject as decided: a scope expansion's edited paths, a plan's edited tasks, a compaction's
-   *  edited summaries. */
-  subject?: Record<string, unknown>;
-  /** submit `override`: the completion is accepted despite the failures. */
-  overridden?: boolean;
-  /** submit `retry`: another round, with this guidance for the model. */
-  retry?: { guidance?: string };
-}
-
-export interface RuntimeLimits {
-  /** Turns per task before it ends as `max_turns`. */
-  maxTurns: number;
-  /** Per tool call (commands: their process group is killed). */
-  toolTimeoutMs: number;
-  /** Fix-and-retry rounds after a failed BeforeSubmit before the task ends as `rejected`. */
-  maxSubmitRetries: number;
-  /** Recovery turns after a model or tool failure before the task ends as `error`. */
-  maxRecoveryTurns: number;
-}
+import { asker, toolError, ToolCalls, type ToolOutcome } from './toolCall';
+import { toolDefinitions } from './tools';
+import { hookView, ModelError } from './types';
+import type { AskAnswer, AskRequest, ChatMessage, ModelProvider, RuntimeEngine, RuntimeEvent, RuntimeLimits, Task, TaskSpec, TaskStatus, ToolCall } from './types';
 
 export const DEFAULT_LIMITS: RuntimeLimits = { maxTurns: 25, toolTimeoutMs: 120_000, maxSubmitRetries: 2, maxRecoveryTurns: 1 };
 
@@ -103,42 +42,19 @@ export interface RuntimeOptions {
   bypassEngine?: boolean;
 }
 
-export interface TaskSpec {
-  prompt: string;
-  title?: string;
-  planId?: string;
-  taskType?: string;
-}
-
-interface Task extends TaskSpec {
-  id: string;
-}
-
 interface Plan {
   id: string;
   title?: string;
   open: Set<string>;
 }
 
-/** The result of one tool call as the model will see it. */
-interface ToolOutcome {
-  content: string;
-  ok: boolean;
-  /** attempt_completion accepted: the task is done. */
-  completed?: boolean;
-  /** BeforeSubmit refused the completion. */
-  submitRejected?: boolean;
-  /** What BeforeSubmit refused: the completion's result and the hooks that failed it. */
-  submit?: { result: string; failures: Array<{ hook: string; reason: string; output: string | null }> };
-}
-
-const hookView = (o: HookOutcome): HookOutcomeView => ({ hook: o.hook, outcome: o.outcome, durationMs: o.durationNs / 1e6, reason: o.error });
-
 export class AgentRuntime {
   readonly sessionId = randomUUID();
   private readonly agentId: string;
   private readonly limits: RuntimeLimits;
   private readonly files: FileTools;
+  /** One tool call's path (toolCall.ts). */
+  private readonly tools: ToolCalls;
   private readonly listeners = new Set<(e: RuntimeEvent) => void>();
   private readonly queue: Task[] = [];
   private readonly plans = new Map<string, Plan>();
@@ -155,6 +71,24 @@ export class AgentRuntime {
     this.agentId = options.agentId ?? 'chokepoint';
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.files = new FileTools(options.root);
+    this.tools = new ToolCalls({
+      sessionId: this.sessionId,
+      get engine() {
+        return options.engine;
+      },
+      get bypassEngine() {
+        return options.bypassEngine ?? false;
+      },
+      files: this.files,
+      limits: this.limits,
+      ask: (request) => options.ask(request),
+      event: (name, task, extra) => this.event(name, task, extra),
+      judge: (event) => this.judge(event),
+      lifecycle: (name, task, subject, turn) => this.lifecycle(name, task, subject, turn),
+      emit: (e) => this.emit(e),
+      setIntentContext: (context) => (this.intentContext = context),
+      queuePlan: (task, plan) => this.queuePlan(task, plan),
+    });
   }
 
   onEvent(listener: (e: RuntimeEvent) => void): { dispose(): void } {
@@ -367,7 +301,7 @@ export class AgentRuntime {
       let done: { status: TaskStatus; summary?: string } | undefined;
       for (const call of calls) {
         if (signal.aborted) return { status: 'cancelled' };
-        let outcome = done ? { ok: false, content: 'not run: the task already ended in this turn' } : await this.toolCall(task, turn, call);
+        let outcome = done ? { ok: false, content: 'not run: the task already ended in this turn' } : await this.tools.run(task, turn, call);
         if (outcome.submitRejected && ++submitRetries > this.limits.maxSubmitRetries) {
           // The bounded rounds are spent: whoever answers approvals decides (a submit Pending).
           const settled = await this.settleSubmit(task, turn, call, outcome, submitRetries);
@@ -385,116 +319,15 @@ export class AgentRuntime {
     return { status: 'max_turns', summary: `no completion within ${this.limits.maxTurns} turns` };
   }
 
-  // ---- a tool call ----------------------------------------------------------------------------
+  // ---- a plan, a refused completion ----------------------------------------------------------
 
-  private async toolCall(task: Task, turn: number, call: ToolCall): Promise<ToolOutcome> {
-    const base = { taskId: task.id, turn, callId: call.id, tool: call.name, arguments: call.arguments };
-    const valid = validateToolCall(call.name, call.arguments);
-    if (!valid.ok) {
-      this.emit({ ...base, type: 'toolCall', decision: 'invalid', reason: valid.error, hooks: [] });
-      return this.result(task, turn, call, { ok: false, content: toolError(valid.error, 'Fix the arguments and call the tool again.') });
-    }
-    let paths = writePaths(valid.name, valid.args);
-    const pre = await this.judge(this.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
-    const decision = pre.decision as 'allow' | 'deny' | 'ask';
-    this.emit({ ...base, type: 'toolCall', decision, reason: pre.reason, hooks: (pre.outcomes ?? []).map(hookView) });
-    let input = (pre.modified as Record<string, unknown> | undefined) ?? valid.args;
-    if (pre.decision === 'deny') {
-      return this.result(task, turn, call, { ok: false, content: toolError(pre.reason ?? 'denied', pre.remediation, pre.suggestedTool) });
-    }
-    let extra: string[] = pre.additionalContext ?? [];
-    if (pre.decision === 'ask') {
-      // A Pending (issue 7): whatever answers it, its reason or note is what the model is told.
-      const expansion = valid.name === 'scope_expansion_request';
-      const a = input as { intent_id?: string; paths?: string[]; justification?: string };
-      const answer = await this.options.ask({
-        kind: expansion ? 'scope_expansion' : 'tool_call',
-        sessionId: this.sessionId,
-        taskId: task.id,
-        tool: call.name,
-        input,
-        reason: pre.reason ?? '',
-        triggeredBy: asker(pre),
-        subject: expansion
-          ? { intent_id: a.intent_id, paths: a.paths, justification: a.justification }
-          : { tool: call.name, input, paths: paths ?? null, reason: pre.reason ?? '' },
-      });
-      const by = answer.approvedBy ?? 'the reviewer';
-      if (!answer.approved) {
-        return this.result(task, turn, call, { ok: false, content: toolError(`rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}`, 'Take the rejection into account and choose another way.') });
-      }
-      // Write-ahead, as for the gate itself: who approved is durable before what they approved runs.
-      try {
-        this.options.engine.flushTrace();
-      } catch (e) {
-        return this.result(task, turn, call, { ok: false, content: toolError(`the approval could not be recorded in the trace ledger: ${(e as Error).message}`) });
-      }
-      if (expansion) {
-        // The paths as approved: the decider may have edited them.
-        const edited = answer.subject?.paths;
-        const granted = Array.isArray(edited) && edited.every((p) => typeof p === 'string') ? (edited as string[]) : a.paths ?? [];
-        try {
-          this.options.engine.approveScopeExpansion({ sessionId: this.sessionId, intentId: String(a.intent_id), paths: granted, justification: String(a.justification ?? ''), approvedBy: answer.approvedBy ?? 'human', save: answer.save });
-        } catch (e) {
-          return this.result(task, turn, call, { ok: false, content: toolError(`the expansion could not be granted: ${(e as Error).message}`) });
-        }
-        const note = answer.note ? `\nnote from ${by}: ${answer.note}` : '';
-        return this.result(task, turn, call, { ok: true, content: `approved by ${answer.approvedBy ?? 'human'}: ${granted.join(', ')} added to the scope of ${a.intent_id}${answer.save ? ' and saved to active_intents.yaml' : ''}${note}` });
-      }
-      if (answer.input) {
-        // `modify`: the decider's input runs instead, but only after the chain allowed it too.
-        const changed = await this.judgeModified(task, turn, call, answer.input, asker(pre));
-        if (typeof changed === 'string') return this.result(task, turn, call, { ok: false, content: changed });
-        input = changed;
-        paths = writePaths(valid.name, changed);
-        extra = [...extra, `modified by ${by} before it ran; what ran: ${JSON.stringify(changed)}${answer.note ? `\nnote from ${by}: ${answer.note}` : ''}`];
-      } else {
-        extra = [...extra, `approved by ${answer.approvedBy ?? 'human'}${answer.note ? `: ${answer.note}` : ''}`];
-      }
-    }
-    let outcome: ToolOutcome;
-    try {
-      outcome = await this.execute(task, turn, valid.name, input, pre);
-    } catch (e) {
-      if (!(e instanceof ToolError)) {
-        await this.lifecycle('Error', task, { stage: 'tool', tool: call.name, message: (e as Error).message }, turn);
-      }
-      outcome = { ok: false, content: toolError((e as Error).message) };
-    }
-    // PostToolUse may rewrite what the model is told (e.g. append linter errors).
-    const post = await this.judge(this.event('PostToolUse', task, { tool: call.name, input: { ...input, result: { output: outcome.content, is_error: !outcome.ok } }, paths, turn }));
-    const rewritten = post.modified as { result?: { output?: unknown; is_error?: unknown } } | undefined;
-    if (typeof rewritten?.result?.output === 'string') outcome = { ...outcome, content: rewritten.result.output, ok: rewritten.result.is_error !== true };
-    const context = [...extra, ...(post.additionalContext ?? [])];
-    if (context.length) outcome = { ...outcome, content: `${outcome.content}\n\n${context.join('\n')}` };
-    return this.result(task, turn, call, outcome);
-  }
-
-  /** A `modify`'s input, validated and judged like the model's own (PreToolUse): the decider may not
-   *  run what the chain would refuse. Returns the input to run, or the tool error to answer. */
-  private async judgeModified(task: Task, turn: number, call: ToolCall, modified: Record<string, unknown>, askedBy: string): Promise<Record<string, unknown> | string> {
-    const valid = validateToolCall(call.name, JSON.stringify(modified));
-    if (!valid.ok) return toolError(`the modified call is invalid: ${valid.error}`);
-    const paths = writePaths(valid.name, valid.args);
-    const again = await this.judge(this.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
-    if (again.decision === 'deny') return toolError(`the modified call was denied: ${again.reason ?? 'denied'}`, again.remediation, again.suggestedTool);
-    const input = (again.modified as Record<string, unknown> | undefined) ?? valid.args;
-    // The same hook asking again was answered by the decider who wrote this input; another hook's
-    // question about it is a question nobody answered yet: its own Pending, never a yes by default.
-    if (again.decision === 'ask' && asker(again) !== askedBy) {
-      const answer = await this.options.ask({
-        kind: 'tool_call',
-        sessionId: this.sessionId,
-        taskId: task.id,
-        tool: call.name,
-        input,
-        reason: again.reason ?? '',
-        triggeredBy: asker(again),
-        subject: { tool: call.name, input, paths: paths ?? null, reason: again.reason ?? '' },
-      });
-      if (!answer.approved) return toolError(`the modified call was rejected by ${answer.approvedBy ?? 'the reviewer'}${answer.reason ? `: ${answer.reason}` : ''}`);
-    }
-    return input;
+  /** An approved plan's tasks, queued after the current one; PlanComplete fires when they all ended. */
+  private queuePlan(task: Task, plan: { title?: string; tasks: { title?: string; prompt: string }[] }): number {
+    const id = randomUUID();
+    const queued = plan.tasks.map((t) => ({ prompt: t.prompt, title: t.title, planId: id, taskType: task.taskType, id: randomUUID() }));
+    this.plans.set(id, { id, title: plan.title, open: new Set(queued.map((t) => t.id)) });
+    this.queue.push(...queued);
+    return queued.length;
   }
 
   /** A completion still refused after the bounded rounds: a `submit` Pending decides. `override`
@@ -515,131 +348,20 @@ export class AgentRuntime {
     if (answer.approved && answer.overridden) {
       await this.lifecycle('AfterSubmit', task, { result: submit.result }, turn);
       const content = `${submit.result}\n\naccepted by ${by} despite the failed checks${answer.reason ? `: ${answer.reason}` : ''}`;
-      return { outcome: this.result(task, turn, call, { ok: true, completed: true, content }) };
+      return { outcome: this.tools.result(task, turn, call, { ok: true, completed: true, content }) };
     }
     if (answer.retry) {
       const guidance = answer.retry.guidance ? `: ${answer.retry.guidance}` : '';
       const content = toolError(`the completion was not accepted; ${by} gives you another round${guidance}`, 'Fix what failed, then call attempt_completion again.');
-      return { outcome: this.result(task, turn, call, { ok: false, content }) };
+      return { outcome: this.tools.result(task, turn, call, { ok: false, content }) };
     }
     const content = toolError(`the completion was rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}`);
-    this.result(task, turn, call, { ok: false, content });
+    this.tools.result(task, turn, call, { ok: false, content });
     return {
       outcome: { ok: false, content },
       done: { status: 'rejected', summary: `the completion was refused ${rounds} times: ${refused.content}; rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}` },
     };
   }
-
-  private result(task: Task, turn: number, call: ToolCall, outcome: ToolOutcome): ToolOutcome {
-    this.emit({ type: 'toolResult', taskId: task.id, turn, callId: call.id, tool: call.name, ok: outcome.ok, content: outcome.content });
-    return outcome;
-  }
-
-  private async execute(task: Task, turn: number, name: ToolName, input: Record<string, unknown>, pre: Evaluation): Promise<ToolOutcome> {
-    const ok = (content: string): ToolOutcome => ({ ok: true, content });
-    switch (name) {
-      case 'read_file':
-        return ok(this.files.readFile(input as never));
-      case 'list_files':
-        return ok(this.files.listFiles(input as never));
-      case 'search_files':
-        return ok(this.files.searchFiles(input as never));
-      case 'write_to_file':
-        return ok(this.files.writeFile(input as never));
-      case 'apply_diff':
-        return ok(this.files.applyDiff(input as never));
-      case 'execute_command':
-        return this.command(input as { command: string; cwd?: string; timeout_seconds?: number });
-      case 'select_active_intent': {
-        // The gatekeeper took the lease and answered with the intent's context.
-        const context = (pre.additionalContext ?? []).find((c) => c.includes('<intent_context>'));
-        if (context) this.intentContext = context;
-        return ok(context ?? `intent ${String(input.intent_id)} selected`);
-      }
-      case 'scope_expansion_request':
-        // Allowed without an ask (a policy let it through): nothing to grant here.
-        return ok(`scope expansion for ${String(input.intent_id)} allowed`);
-      case 'submit_plan':
-        return this.submitPlan(task, turn, input as { title?: string; tasks: { title?: string; prompt: string }[] });
-      case 'attempt_completion':
-        return this.complete(task, turn, input as { result: string });
-    }
-  }
-
-  private async command(input: { command: string; cwd?: string; timeout_seconds?: number }): Promise<ToolOutcome> {
-    if (this.options.bypassEngine) throw new ToolError('commands need the engine (containment)');
-    const timeoutMs = Math.min((input.timeout_seconds ?? Infinity) * 1000, this.limits.toolTimeoutMs);
-    const cwd = input.cwd ? this.files.resolve(input.cwd) : undefined;
-    const r = await this.options.engine.runContained({ sessionId: this.sessionId, argv: ['sh', '-c', input.command], cwd, timeoutMs });
-    const parts = [
-      r.cancelled ? 'cancelled: the command was stopped' : r.timedOut ? `timed out after ${Math.round(timeoutMs / 1000)} s: the command was stopped` : `exit code ${r.exitCode}`,
-      r.stdout && `stdout:\n${r.stdout}`,
-      r.stderr && `stderr:\n${r.stderr}`,
-      r.toolError,
-      r.notes.length ? `notes: ${r.notes.join('; ')}` : '',
-    ].filter(Boolean);
-    return { ok: r.exitCode === 0 && !r.toolError, content: parts.join('\n') };
-  }
-
-  private async submitPlan(task: Task, turn: number, input: { title?: string; tasks: { title?: string; prompt: string }[] }): Promise<ToolOutcome> {
-    const verdict = await this.lifecycle('PlanSubmit', task, input, turn);
-    if (!verdict || verdict.decision === 'deny') return { ok: false, content: toolError(verdict?.reason ?? 'the plan was refused', verdict?.remediation) };
-    let plan = (verdict.modified as typeof input | undefined) ?? input;
-    let note = '';
-    if (verdict.decision === 'ask') {
-      const answer = await this.options.ask({
-        kind: 'plan',
-        sessionId: this.sessionId,
-        taskId: task.id,
-        tool: 'submit_plan',
-        input: plan,
-        reason: verdict.reason ?? '',
-        triggeredBy: asker(verdict),
-        subject: { title: plan.title ?? null, tasks: (plan.tasks ?? []).map((t) => ({ prompt: t.prompt, title: t.title ?? null })) },
-      });
-      const by = answer.approvedBy ?? 'the reviewer';
-      if (!answer.approved) return { ok: false, content: toolError(`the plan was rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}`, 'Take the rejection into account: submit another plan, or do the work without one.') };
-      // The tasks as approved: the decider may have edited them.
-      const edited = answer.subject?.tasks;
-      if (Array.isArray(edited) && edited.length && edited.every((t) => t && typeof (t as { prompt?: unknown }).prompt === 'string')) {
-        plan = { ...plan, tasks: (edited as Array<{ prompt: string; title?: string | null }>).map((t) => ({ prompt: t.prompt, title: t.title ?? undefined })) };
-        note += `\nthe tasks were edited by ${by}: ${plan.tasks.map((t) => t.prompt).join(' | ')}`;
-      }
-      if (answer.note) note += `\nnote from ${by}: ${answer.note}`;
-    }
-    if (!Array.isArray(plan.tasks)) plan = input;
-    const id = randomUUID();
-    const queued = plan.tasks.map((t) => ({ prompt: t.prompt, title: t.title, planId: id, taskType: task.taskType, id: randomUUID() }));
-    this.plans.set(id, { id, title: plan.title, open: new Set(queued.map((t) => t.id)) });
-    this.queue.push(...queued);
-    return { ok: true, content: `plan accepted: ${queued.length} task${queued.length === 1 ? '' : 's'} queued after this one${note}` };
-  }
-
-  private async complete(task: Task, turn: number, input: { result: string }): Promise<ToolOutcome> {
-    const verdict = await this.lifecycle('BeforeSubmit', task, input, turn);
-    if (verdict && verdict.decision !== 'allow') {
-      const failing = (verdict.outcomes ?? []).filter((o) => o.outcome !== 'allow' && o.outcome !== 'modify');
-      const failures = (failing.length ? failing : [{ hook: 'BeforeSubmit', error: undefined }]).map((o) => ({ hook: o.hook, reason: o.error ?? verdict.reason ?? verdict.decision, output: null }));
-      return {
-        ok: false,
-        submitRejected: true,
-        submit: { result: input.result, failures },
-        content: toolError(`the completion was not accepted: ${verdict.reason ?? verdict.decision}`, verdict.remediation ?? 'Fix what failed, then call attempt_completion again.'),
-      };
-    }
-    await this.lifecycle('AfterSubmit', task, input, turn);
-    return { ok: true, completed: true, content: input.result };
-  }
-}
-
-/** The hook whose `ask` escalated an evaluation (the Pending's `triggered_by`). */
-function asker(evaluation: Evaluation): string {
-  return (evaluation.outcomes ?? []).find((o) => o.outcome === 'ask')?.hook ?? 'chain';
-}
-
-/** The structured error a refused or failed tool call returns to the model. */
-export function toolError(reason: string, remediation?: string | null, suggestedTool?: string | null): string {
-  return JSON.stringify({ error: reason, ...(remediation ? { remediation } : {}), ...(suggestedTool ? { suggested_tool: suggestedTool } : {}) });
 }
 
 /** A TurnPrepare rewrite of the messages, if it is a well-formed list; otherwise undefined. */
@@ -648,8 +370,4 @@ function chatMessages(value: unknown): ChatMessage[] | undefined {
   const roles = new Set(['user', 'assistant', 'tool']);
   const ok = value.every((m) => m && typeof m === 'object' && roles.has((m as ChatMessage).role) && typeof (m as ChatMessage).content === 'string');
   return ok ? (value as ChatMessage[]) : undefined;
-}
-
-function writePaths(name: ToolName, args: Record<string, unknown>): string[] | undefined {
-  return (name === 'write_to_file' || name === 'apply_diff') && typeof args.path === 'string' ? [args.path] : undefined;
 }

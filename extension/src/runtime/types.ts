@@ -1,6 +1,10 @@
-// The vocabulary of the agent runtime, shared by the tool loop (loop.ts), the model providers
-// (providers/), the tools (tools.ts) and the sidebar's task panel. Imports nothing (no `vscode`): the
-// modules that only need these types can be unit-tested in plain Node.
+// The vocabulary of the agent runtime, shared by the task loop (loop.ts), a tool call's path
+// (toolCall.ts), the model providers (providers/), the tools (tools.ts), the approvals (approvals/)
+// and the sidebar's task panel: the conversation and the model, what the runtime reports, and what it
+// needs of its host (RuntimeEngine, the asks and their answers, the limits, a task). Imports only the
+// binding's generated declarations, as types (no `vscode`, nothing loaded): the modules that only
+// need these types can be unit-tested in plain Node.
+import type { ContainedResult, Evaluation, Event as ChainEvent, HookOutcome } from '../../../native/node/index';
 
 /** One message of the conversation, in the Chat Completions shape (the providers translate it). */
 export type ChatMessage =
@@ -81,6 +85,8 @@ export interface HookOutcomeView {
   reason?: string;
 }
 
+export const hookView = (o: HookOutcome): HookOutcomeView => ({ hook: o.hook, outcome: o.outcome, durationMs: o.durationNs / 1e6, reason: o.error });
+
 /** What the runtime reports while it works; the task panel renders these, tests assert them. */
 export type RuntimeEvent =
   | { type: 'taskStarted'; taskId: string; sessionId: string; prompt: string; model: string }
@@ -105,3 +111,83 @@ export type RuntimeEvent =
   | { type: 'compacted'; taskId: string; beforeTokens: number; afterTokens: number; dropped: number; summarized: number }
   | { type: 'error'; taskId: string; message: string }
   | { type: 'taskEnded'; taskId: string; status: TaskStatus; summary?: string };
+
+// ---- what the runtime needs of its host ------------------------------------------------------
+
+/** What the runtime needs of the engine: the binding's Engine has all of it. */
+export interface RuntimeEngine {
+  evaluateAsync(event: ChainEvent, options?: { outcomes?: string } | null): Promise<Evaluation>;
+  runContained(command: { sessionId: string; argv: string[]; cwd?: string; timeoutMs?: number }): Promise<ContainedResult>;
+  cancelContained(sessionId: string): boolean;
+  drainPiped(sessionId: string): Array<{ hook: string; text: string }>;
+  selectedIntent(sessionId: string): string | null;
+  approveScopeExpansion(expansion: { sessionId: string; intentId: string; paths: string[]; justification: string; approvedBy: string; save?: boolean }): void;
+  flushTrace(): void;
+}
+
+/** What an `ask` is about: each becomes a Pending of that kind (issue 7, extension/src/approvals/). */
+export type AskKind = 'tool_call' | 'scope_expansion' | 'plan' | 'compaction' | 'submit';
+
+/** An `ask` the runtime needs answered before it goes on: a hook's `ask` on a tool call, a scope
+ *  expansion, a plan, a compaction under review (a PreCompact `ask`), a completion the BeforeSubmit
+ *  hooks still refuse after the bounded retries. The broker turns it into a Pending. */
+export interface AskRequest {
+  kind: AskKind;
+  sessionId: string;
+  taskId: string;
+  tool: string;
+  input: Record<string, unknown>;
+  /** Why it was escalated (the asking hooks' reasons, or the failures). */
+  reason: string;
+  /** The hook (or policy) that asked; `runtime` when the runtime itself asks (submit). */
+  triggeredBy?: string;
+  /** The Pending's subject, in the shape its kind has (approvals contract). */
+  subject?: Record<string, unknown>;
+  /** compaction: summary `index` written again with `guidance` (the Pending's `retry`). */
+  regenerate?: (index: number, guidance: string) => string;
+}
+
+/** The answer the runtime acts on. Only `approved` is required: an approver that just says yes or no
+ *  (tests, the extension API's `setApprover`) is answered as before. */
+export interface AskAnswer {
+  approved: boolean;
+  /** A rejection's reason, or an override's: the model is told. */
+  reason?: string;
+  /** For scope expansions: also write the paths into active_intents.yaml. */
+  save?: boolean;
+  approvedBy?: string;
+  /** What the decider said with an approval or a modification: the model is told. */
+  note?: string;
+  /** tool_call `modify`: the input that runs instead of the model's (judged again first). */
+  input?: Record<string, unknown>;
+  /** The subject as decided: a scope expansion's edited paths, a plan's edited tasks, a compaction's
+   *  edited summaries. */
+  subject?: Record<string, unknown>;
+  /** submit `override`: the completion is accepted despite the failures. */
+  overridden?: boolean;
+  /** submit `retry`: another round, with this guidance for the model. */
+  retry?: { guidance?: string };
+}
+
+export interface RuntimeLimits {
+  /** Turns per task before it ends as `max_turns`. */
+  maxTurns: number;
+  /** Per tool call (commands: their process group is killed). */
+  toolTimeoutMs: number;
+  /** Fix-and-retry rounds after a failed BeforeSubmit before the task ends as `rejected`. */
+  maxSubmitRetries: number;
+  /** Recovery turns after a model or tool failure before the task ends as `error`. */
+  maxRecoveryTurns: number;
+}
+
+export interface TaskSpec {
+  prompt: string;
+  title?: string;
+  planId?: string;
+  taskType?: string;
+}
+
+/** A queued task: its spec and the id its events carry. */
+export interface Task extends TaskSpec {
+  id: string;
+}

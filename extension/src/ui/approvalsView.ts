@@ -10,8 +10,7 @@ import { previewOf } from '../approvals/preview';
 import type { ApprovalsEngine, PendingDict, PendingKind } from '../approvals/types';
 import type { EngineHost } from '../engine/engineHost';
 import type { Log } from './log';
-import type { AskAnswer, AskRequest } from '../runtime/loop';
-import type { ModelProvider } from '../runtime/types';
+import type { AskAnswer, AskRequest, ModelProvider } from '../runtime/types';
 
 export class ApprovalsHost implements vscode.Disposable {
   private broker: ApprovalBroker | undefined;

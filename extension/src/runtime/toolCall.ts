@@ -1,0 +1,276 @@
+// One tool call's path through the chokepoint, top to bottom: the model's arguments are validated
+// (tools.ts), the call is judged (PreToolUse; the record is durable before anything runs), an `ask` is
+// settled (a Pending: approved, rejected, or modified and then judged again), the tool runs (the file
+// tools, a contained command, a plan, a completion), the result is judged (PostToolUse, which may
+// rewrite it), and only then is it reported and handed back to the task loop (loop.ts), which gives it
+// to the model. A refusal anywhere on the way is a structured tool result (toolError), never an
+// exception. Imports no `vscode`.
+import type { Evaluation, Event as ChainEvent } from '../../../native/node/index';
+import { FileTools, ToolError } from './fileTools';
+import { validateToolCall, type ToolName } from './tools';
+import { hookView, type AskAnswer, type AskRequest, type RuntimeEngine, type RuntimeEvent, type RuntimeLimits, type Task, type ToolCall } from './types';
+
+/** The result of one tool call as the model will see it. */
+export interface ToolOutcome {
+  content: string;
+  ok: boolean;
+  /** attempt_completion accepted: the task is done. */
+  completed?: boolean;
+  /** BeforeSubmit refused the completion. */
+  submitRejected?: boolean;
+  /** What BeforeSubmit refused: the completion's result and the hooks that failed it. */
+  submit?: { result: string; failures: Array<{ hook: string; reason: string; output: string | null }> };
+}
+
+/** What a tool call needs of the runtime it runs in (AgentRuntime, loop.ts): the session's engine,
+ *  approver, files and limits, the chain's event builder and judge, and the two pieces of task state a
+ *  tool changes (the selected intent's context, the queue of a submitted plan). */
+export interface ToolCallContext {
+  readonly sessionId: string;
+  readonly engine: RuntimeEngine;
+  /** Skips the engine (benchmark baseline only). */
+  readonly bypassEngine: boolean;
+  readonly files: FileTools;
+  readonly limits: RuntimeLimits;
+  ask(request: AskRequest): Promise<AskAnswer>;
+  event(name: string, task: Task | undefined, extra?: Partial<ChainEvent>): ChainEvent;
+  judge(event: ChainEvent): Promise<Evaluation>;
+  lifecycle(name: string, task: Task | undefined, subject: unknown, turn?: number): Promise<Evaluation | undefined>;
+  emit(e: RuntimeEvent): void;
+  /** select_active_intent: the intent's `<intent_context>`, kept in every prompt from now on. */
+  setIntentContext(context: string): void;
+  /** submit_plan, approved: queues the plan's tasks after the current one; returns how many. */
+  queuePlan(task: Task, plan: { title?: string; tasks: { title?: string; prompt: string }[] }): number;
+}
+
+/** The tool calls of one runtime session. */
+export class ToolCalls {
+  constructor(private readonly ctx: ToolCallContext) {}
+
+  /** One tool call, top to bottom: validate → judge (PreToolUse) → settle an `ask` → execute → judge
+   *  the result (PostToolUse) → report it. Every refusal on the way is the tool result. */
+  async run(task: Task, turn: number, call: ToolCall): Promise<ToolOutcome> {
+    const base = { taskId: task.id, turn, callId: call.id, tool: call.name, arguments: call.arguments };
+    const valid = validateToolCall(call.name, call.arguments);
+    if (!valid.ok) {
+      this.ctx.emit({ ...base, type: 'toolCall', decision: 'invalid', reason: valid.error, hooks: [] });
+      return this.result(task, turn, call, { ok: false, content: toolError(valid.error, 'Fix the arguments and call the tool again.') });
+    }
+    let paths = writePaths(valid.name, valid.args);
+    const pre = await this.ctx.judge(this.ctx.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
+    const decision = pre.decision as 'allow' | 'deny' | 'ask';
+    this.ctx.emit({ ...base, type: 'toolCall', decision, reason: pre.reason, hooks: (pre.outcomes ?? []).map(hookView) });
+    let input = (pre.modified as Record<string, unknown> | undefined) ?? valid.args;
+    if (pre.decision === 'deny') {
+      return this.result(task, turn, call, { ok: false, content: toolError(pre.reason ?? 'denied', pre.remediation, pre.suggestedTool) });
+    }
+    let extra: string[] = pre.additionalContext ?? [];
+    if (pre.decision === 'ask') {
+      // A Pending (issue 7): whatever answers it, its reason or note is what the model is told.
+      const expansion = valid.name === 'scope_expansion_request';
+      const a = input as { intent_id?: string; paths?: string[]; justification?: string };
+      const answer = await this.ctx.ask({
+        kind: expansion ? 'scope_expansion' : 'tool_call',
+        sessionId: this.ctx.sessionId,
+        taskId: task.id,
+        tool: call.name,
+        input,
+        reason: pre.reason ?? '',
+        triggeredBy: asker(pre),
+        subject: expansion
+          ? { intent_id: a.intent_id, paths: a.paths, justification: a.justification }
+          : { tool: call.name, input, paths: paths ?? null, reason: pre.reason ?? '' },
+      });
+      const by = answer.approvedBy ?? 'the reviewer';
+      if (!answer.approved) {
+        return this.result(task, turn, call, { ok: false, content: toolError(`rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}`, 'Take the rejection into account and choose another way.') });
+      }
+      // Write-ahead, as for the gate itself: who approved is durable before what they approved runs.
+      try {
+        this.ctx.engine.flushTrace();
+      } catch (e) {
+        return this.result(task, turn, call, { ok: false, content: toolError(`the approval could not be recorded in the trace ledger: ${(e as Error).message}`) });
+      }
+      if (expansion) {
+        // The paths as approved: the decider may have edited them.
+        const edited = answer.subject?.paths;
+        const granted = Array.isArray(edited) && edited.every((p) => typeof p === 'string') ? (edited as string[]) : a.paths ?? [];
+        try {
+          this.ctx.engine.approveScopeExpansion({ sessionId: this.ctx.sessionId, intentId: String(a.intent_id), paths: granted, justification: String(a.justification ?? ''), approvedBy: answer.approvedBy ?? 'human', save: answer.save });
+        } catch (e) {
+          return this.result(task, turn, call, { ok: false, content: toolError(`the expansion could not be granted: ${(e as Error).message}`) });
+        }
+        const note = answer.note ? `\nnote from ${by}: ${answer.note}` : '';
+        return this.result(task, turn, call, { ok: true, content: `approved by ${answer.approvedBy ?? 'human'}: ${granted.join(', ')} added to the scope of ${a.intent_id}${answer.save ? ' and saved to active_intents.yaml' : ''}${note}` });
+      }
+      if (answer.input) {
+        // `modify`: the decider's input runs instead, but only after the chain allowed it too.
+        const changed = await this.judgeModified(task, turn, call, answer.input, asker(pre));
+        if (typeof changed === 'string') return this.result(task, turn, call, { ok: false, content: changed });
+        input = changed;
+        paths = writePaths(valid.name, changed);
+        extra = [...extra, `modified by ${by} before it ran; what ran: ${JSON.stringify(changed)}${answer.note ? `\nnote from ${by}: ${answer.note}` : ''}`];
+      } else {
+        extra = [...extra, `approved by ${answer.approvedBy ?? 'human'}${answer.note ? `: ${answer.note}` : ''}`];
+      }
+    }
+    let outcome: ToolOutcome;
+    try {
+      outcome = await this.execute(task, turn, valid.name, input, pre);
+    } catch (e) {
+      if (!(e instanceof ToolError)) {
+        await this.ctx.lifecycle('Error', task, { stage: 'tool', tool: call.name, message: (e as Error).message }, turn);
+      }
+      outcome = { ok: false, content: toolError((e as Error).message) };
+    }
+    // PostToolUse may rewrite what the model is told (e.g. append linter errors).
+    const post = await this.ctx.judge(this.ctx.event('PostToolUse', task, { tool: call.name, input: { ...input, result: { output: outcome.content, is_error: !outcome.ok } }, paths, turn }));
+    const rewritten = post.modified as { result?: { output?: unknown; is_error?: unknown } } | undefined;
+    if (typeof rewritten?.result?.output === 'string') outcome = { ...outcome, content: rewritten.result.output, ok: rewritten.result.is_error !== true };
+    const context = [...extra, ...(post.additionalContext ?? [])];
+    if (context.length) outcome = { ...outcome, content: `${outcome.content}\n\n${context.join('\n')}` };
+    return this.result(task, turn, call, outcome);
+  }
+
+  /** A `modify`'s input, validated and judged like the model's own (PreToolUse): the decider may not
+   *  run what the chain would refuse. Returns the input to run, or the tool error to answer. */
+  private async judgeModified(task: Task, turn: number, call: ToolCall, modified: Record<string, unknown>, askedBy: string): Promise<Record<string, unknown> | string> {
+    const valid = validateToolCall(call.name, JSON.stringify(modified));
+    if (!valid.ok) return toolError(`the modified call is invalid: ${valid.error}`);
+    const paths = writePaths(valid.name, valid.args);
+    const again = await this.ctx.judge(this.ctx.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
+    if (again.decision === 'deny') return toolError(`the modified call was denied: ${again.reason ?? 'denied'}`, again.remediation, again.suggestedTool);
+    const input = (again.modified as Record<string, unknown> | undefined) ?? valid.args;
+    // The same hook asking again was answered by the decider who wrote this input; another hook's
+    // question about it is a question nobody answered yet: its own Pending, never a yes by default.
+    if (again.decision === 'ask' && asker(again) !== askedBy) {
+      const answer = await this.ctx.ask({
+        kind: 'tool_call',
+        sessionId: this.ctx.sessionId,
+        taskId: task.id,
+        tool: call.name,
+        input,
+        reason: again.reason ?? '',
+        triggeredBy: asker(again),
+        subject: { tool: call.name, input, paths: paths ?? null, reason: again.reason ?? '' },
+      });
+      if (!answer.approved) return toolError(`the modified call was rejected by ${answer.approvedBy ?? 'the reviewer'}${answer.reason ? `: ${answer.reason}` : ''}`);
+    }
+    return input;
+  }
+
+  /** Reports a tool call's outcome (`toolResult`) and returns it; the task loop reports a settled
+   *  submit through it too. */
+  result(task: Task, turn: number, call: ToolCall, outcome: ToolOutcome): ToolOutcome {
+    this.ctx.emit({ type: 'toolResult', taskId: task.id, turn, callId: call.id, tool: call.name, ok: outcome.ok, content: outcome.content });
+    return outcome;
+  }
+
+  private async execute(task: Task, turn: number, name: ToolName, input: Record<string, unknown>, pre: Evaluation): Promise<ToolOutcome> {
+    const ok = (content: string): ToolOutcome => ({ ok: true, content });
+    switch (name) {
+      case 'read_file':
+        return ok(this.ctx.files.readFile(input as never));
+      case 'list_files':
+        return ok(this.ctx.files.listFiles(input as never));
+      case 'search_files':
+        return ok(this.ctx.files.searchFiles(input as never));
+      case 'write_to_file':
+        return ok(this.ctx.files.writeFile(input as never));
+      case 'apply_diff':
+        return ok(this.ctx.files.applyDiff(input as never));
+      case 'execute_command':
+        return this.command(input as { command: string; cwd?: string; timeout_seconds?: number });
+      case 'select_active_intent': {
+        // The gatekeeper took the lease and answered with the intent's context.
+        const context = (pre.additionalContext ?? []).find((c) => c.includes('<intent_context>'));
+        if (context) this.ctx.setIntentContext(context);
+        return ok(context ?? `intent ${String(input.intent_id)} selected`);
+      }
+      case 'scope_expansion_request':
+        // Allowed without an ask (a policy let it through): nothing to grant here.
+        return ok(`scope expansion for ${String(input.intent_id)} allowed`);
+      case 'submit_plan':
+        return this.submitPlan(task, turn, input as { title?: string; tasks: { title?: string; prompt: string }[] });
+      case 'attempt_completion':
+        return this.complete(task, turn, input as { result: string });
+    }
+  }
+
+  private async command(input: { command: string; cwd?: string; timeout_seconds?: number }): Promise<ToolOutcome> {
+    if (this.ctx.bypassEngine) throw new ToolError('commands need the engine (containment)');
+    const timeoutMs = Math.min((input.timeout_seconds ?? Infinity) * 1000, this.ctx.limits.toolTimeoutMs);
+    const cwd = input.cwd ? this.ctx.files.resolve(input.cwd) : undefined;
+    const r = await this.ctx.engine.runContained({ sessionId: this.ctx.sessionId, argv: ['sh', '-c', input.command], cwd, timeoutMs });
+    const parts = [
+      r.cancelled ? 'cancelled: the command was stopped' : r.timedOut ? `timed out after ${Math.round(timeoutMs / 1000)} s: the command was stopped` : `exit code ${r.exitCode}`,
+      r.stdout && `stdout:\n${r.stdout}`,
+      r.stderr && `stderr:\n${r.stderr}`,
+      r.toolError,
+      r.notes.length ? `notes: ${r.notes.join('; ')}` : '',
+    ].filter(Boolean);
+    return { ok: r.exitCode === 0 && !r.toolError, content: parts.join('\n') };
+  }
+
+  private async submitPlan(task: Task, turn: number, input: { title?: string; tasks: { title?: string; prompt: string }[] }): Promise<ToolOutcome> {
+    const verdict = await this.ctx.lifecycle('PlanSubmit', task, input, turn);
+    if (!verdict || verdict.decision === 'deny') return { ok: false, content: toolError(verdict?.reason ?? 'the plan was refused', verdict?.remediation) };
+    let plan = (verdict.modified as typeof input | undefined) ?? input;
+    let note = '';
+    if (verdict.decision === 'ask') {
+      const answer = await this.ctx.ask({
+        kind: 'plan',
+        sessionId: this.ctx.sessionId,
+        taskId: task.id,
+        tool: 'submit_plan',
+        input: plan,
+        reason: verdict.reason ?? '',
+        triggeredBy: asker(verdict),
+        subject: { title: plan.title ?? null, tasks: (plan.tasks ?? []).map((t) => ({ prompt: t.prompt, title: t.title ?? null })) },
+      });
+      const by = answer.approvedBy ?? 'the reviewer';
+      if (!answer.approved) return { ok: false, content: toolError(`the plan was rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}`, 'Take the rejection into account: submit another plan, or do the work without one.') };
+      // The tasks as approved: the decider may have edited them.
+      const edited = answer.subject?.tasks;
+      if (Array.isArray(edited) && edited.length && edited.every((t) => t && typeof (t as { prompt?: unknown }).prompt === 'string')) {
+        plan = { ...plan, tasks: (edited as Array<{ prompt: string; title?: string | null }>).map((t) => ({ prompt: t.prompt, title: t.title ?? undefined })) };
+        note += `\nthe tasks were edited by ${by}: ${plan.tasks.map((t) => t.prompt).join(' | ')}`;
+      }
+      if (answer.note) note += `\nnote from ${by}: ${answer.note}`;
+    }
+    if (!Array.isArray(plan.tasks)) plan = input;
+    const queued = this.ctx.queuePlan(task, plan);
+    return { ok: true, content: `plan accepted: ${queued} task${queued === 1 ? '' : 's'} queued after this one${note}` };
+  }
+
+  private async complete(task: Task, turn: number, input: { result: string }): Promise<ToolOutcome> {
+    const verdict = await this.ctx.lifecycle('BeforeSubmit', task, input, turn);
+    if (verdict && verdict.decision !== 'allow') {
+      const failing = (verdict.outcomes ?? []).filter((o) => o.outcome !== 'allow' && o.outcome !== 'modify');
+      const failures = (failing.length ? failing : [{ hook: 'BeforeSubmit', error: undefined }]).map((o) => ({ hook: o.hook, reason: o.error ?? verdict.reason ?? verdict.decision, output: null }));
+      return {
+        ok: false,
+        submitRejected: true,
+        submit: { result: input.result, failures },
+        content: toolError(`the completion was not accepted: ${verdict.reason ?? verdict.decision}`, verdict.remediation ?? 'Fix what failed, then call attempt_completion again.'),
+      };
+    }
+    await this.ctx.lifecycle('AfterSubmit', task, input, turn);
+    return { ok: true, completed: true, content: input.result };
+  }
+}
+
+
+/** The hook whose `ask` escalated an evaluation (the Pending's `triggered_by`). */
+export function asker(evaluation: Evaluation): string {
+  return (evaluation.outcomes ?? []).find((o) => o.outcome === 'ask')?.hook ?? 'chain';
+}
+
+/** The structured error a refused or failed tool call returns to the model. */
+export function toolError(reason: string, remediation?: string | null, suggestedTool?: string | null): string {
+  return JSON.stringify({ error: reason, ...(remediation ? { remediation } : {}), ...(suggestedTool ? { suggested_tool: suggestedTool } : {}) });
+}
+
+function writePaths(name: ToolName, args: Record<string, unknown>): string[] | undefined {
+  return (name === 'write_to_file' || name === 'apply_diff') && typeof args.path === 'string' ? [args.path] : undefined;
+}
