@@ -1,6 +1,6 @@
 // The vocabulary of approvals (issue 7) as the extension sees it: the Pending the core keeps, and the
 // binding methods the broker, the reviewer and the sidebar call, in the style of the runtime's
-// `RuntimeEngine` (runtime/loop.ts): an interface of exactly what is used, which the binding's `Engine`
+// `RuntimeEngine` (runtime/types.ts): an interface of exactly what is used, which the binding's `Engine`
 // satisfies. Narrower than the generated index.d.ts (kinds and statuses as unions, where napi gives
 // strings), and it imports nothing, so the webview's protocol, which imports only zod, can use it.
 

@@ -1,4 +1,5 @@
-// The only module that loads the native binding (ARCHITECTURE.md: "one importer of the binding").
+// The only module that loads the native binding (ARCHITECTURE.md, `engine/`; tests/unit/rooms.test.ts
+// fails on a runtime import of it anywhere else).
 //
 // It loads the platform's `.node` file from `native/node/` of the installed extension by its exact
 // name, so that a failure can name the file it looked for; everything else in the extension receives
