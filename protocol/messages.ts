@@ -1,10 +1,12 @@
 // The message catalogue between the extension host and the sidebar webview.
 //
-// One file, imported by both sides, imports nothing but zod. Messages are named by direction:
+// One file, imported by both sides, imports nothing but zod (and the binding's generated declarations,
+// as types, to check its schemas against them at compile time). Messages are named by direction:
 // `WebviewMessage` travels webview -> host (commands and requests), `HostMessage` travels host ->
 // webview (notifications and responses). Each side validates what it *receives* with these schemas at
 // runtime, because a webview is a separate page whose messages are input, not trusted calls.
 import { z } from 'zod';
+import type { PendingDict } from '../native/node/index';
 
 /** Bumped when a message changes shape; the ready handshake carries it so a stale page is detected.
  *  3 since the task panel's messages, 4 since the Approvals section's. */
@@ -118,8 +120,13 @@ export type RuntimeEvent = z.infer<typeof RuntimeEvent>;
 /** The most events one `transcript` message carries (the host coalesces streamed text). */
 export const MAX_TRANSCRIPT_EVENTS = 5_000;
 
-/** The kinds of Pending (extension/src/approvals/types.ts). */
+/** The kinds of Pending: the generated `PendingDict['kind']` (checked just below). */
 export const PendingKind = z.enum(['tool_call', 'scope_expansion', 'plan', 'compaction', 'submit']);
+
+/** True only when `A` and `B` are the same type: the schema and the binding's contract cannot drift. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const pendingKindsMatch: Same<z.infer<typeof PendingKind>, PendingDict['kind']> = true;
+void pendingKindsMatch;
 
 /** An open Pending as the Approvals section shows it: the core's dict in short, and for a write the
  *  file before (from disk) and after (from the call's input), which the page shows as a diff. */

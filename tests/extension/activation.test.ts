@@ -150,7 +150,7 @@ describe('the chokepoint', () => {
       ].join('\n'),
     );
     chokepoint.reload();
-    const write = (p: string, content: string) => ({ event: 'PreToolUse', tool: 'write_to_file', input: { path: p, content }, paths: [p], sessionId: 'ext-test' });
+    const write = (p: string, content: string) => ({ event: 'PreToolUse' as const, tool: 'write_to_file', input: { path: p, content }, paths: [p], sessionId: 'ext-test' });
     // The gatekeeper comes first: no write before the session selects an intent.
     const early = await chokepoint.evaluate(write('src/auth/a.js', 'small'));
     assert.strictEqual(early.decision, 'deny');

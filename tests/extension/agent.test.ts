@@ -6,7 +6,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { ChokepointApi } from '../../extension/src/extension';
-import type { AskRequest, RuntimeEvent } from '../../extension/src/runtime/types';
+import type { PendingDict } from '../../extension/src/approvals/types';
+import type { RuntimeEvent } from '../../extension/src/runtime/types';
 
 const root = () => vscode.workspace.workspaceFolders![0].uri.fsPath;
 const TOUCHED = ['src/auth/login.js', 'tests/auth/login.test.js', 'src/billing/invoice.js', 'src/auth/started.txt', 'src/auth/after.txt'];
@@ -50,7 +51,7 @@ describe('the agent runtime', () => {
 
   it('runs the demo task: every tool call judged, the denial and the rejection reach the model, completion gated by the tests', async () => {
     const chokepoint = await api();
-    const asked: AskRequest[] = [];
+    const asked: PendingDict[] = [];
     chokepoint.agent.setApprover(async (request) => {
       asked.push(request);
       return { approved: false, reason: 'billing belongs to INT-002', approvedBy: 'extension-test' };

@@ -8,6 +8,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { ChokepointApi } from '../../extension/src/extension';
 import type { ProvenanceReport } from '../../extension/src/ui/trace';
+import type { EventName } from '../../native/node/index';
 
 const root = () => vscode.workspace.workspaceFolders![0].uri.fsPath;
 const FILE = 'src/billing/cents.js';
@@ -24,7 +25,7 @@ describe('provenance of a line', () => {
   before(async () => {
     const chokepoint = await api();
     const ids = { sessionId: session, agentId: 'test-agent' };
-    const write = (event: string) => ({ event, tool: 'write_to_file', input: { path: FILE, content: WRITTEN }, paths: [FILE], ...ids });
+    const write = (event: EventName) => ({ event, tool: 'write_to_file', input: { path: FILE, content: WRITTEN }, paths: [FILE], ...ids });
     assert.strictEqual((await chokepoint.evaluate({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-002' }, ...ids })).decision, 'allow');
     assert.strictEqual((await chokepoint.evaluate(write('PreToolUse'))).decision, 'allow');
     fs.writeFileSync(path.join(root(), FILE), WRITTEN); // the tool runs

@@ -68,7 +68,7 @@ test('a pending makes the round trip: open, read, tools, decide', () => {
   assert.deepStrictEqual(engine.validatePending(compaction.id), { passed: false, diagnosis: 'summary 1 is empty', index: 1 });
 });
 
-test('refusals throw EREFUSED naming what is allowed; misuse throws InvalidArg', () => {
+test('refusals throw EREFUSED naming what is allowed; misuse throws EINVAL', () => {
   const engine = binding.Engine.open(sampleWorkspace());
   const plan = engine.openPending({ kind: 'plan', subject: { title: null, tasks: [{ prompt: 'write the form' }] }, triggeredBy: 'planner' }).pending;
   let e = refused(() => engine.applyDecision(plan.id, { action: '_execute' }, 'human'));
@@ -84,12 +84,12 @@ test('refusals throw EREFUSED naming what is allowed; misuse throws InvalidArg',
   assert.match(e.message, /is already approved; no action can change it$/);
 
   e = refused(() => engine.openPending({ kind: 'commit', subject: {}, triggeredBy: 'x' }));
-  assert.strictEqual(e.code, 'InvalidArg');
+  assert.strictEqual(e.code, 'EINVAL');
   assert.match(e.message, /^unknown pending kind `commit`/);
   e = refused(() => engine.openPending({ kind: 'scope_expansion', subject: { paths: ['a'] }, triggeredBy: 'x' }));
   assert.strictEqual(e.message, 'invalid scope_expansion subject: missing field `intent_id`');
   e = refused(() => engine.applyDecision('pnd-nope', { action: 'approve' }, 'human'));
-  assert.strictEqual(e.code, 'InvalidArg');
+  assert.strictEqual(e.code, 'EINVAL');
 });
 
 test('waitPending resolves on a decision made later, and on timeout as a rejection', async () => {

@@ -83,3 +83,20 @@ test('misuse throws: an unknown event name, a workspace that does not exist', ()
   assert.throws(() => engine.evaluate('PreToolUze'), /unknown event `PreToolUze`/);
   assert.throws(() => binding.Engine.open(path.join(os.tmpdir(), 'no-such-chokepoint-workspace')), /cannot open workspace/);
 });
+
+test('errors carry a code that says which domain refused: EINVAL, ELEDGER, ESCOPE, EENGINE', () => {
+  const engine = binding.Engine.open(sample());
+  const code = (f) => {
+    try {
+      f();
+    } catch (e) {
+      return e.code;
+    }
+    return 'no error';
+  };
+  assert.strictEqual(code(() => engine.evaluate('PreToolUze')), 'EINVAL');
+  assert.strictEqual(code(() => engine.traceRecent({ since: 'yesterday' })), 'ELEDGER');
+  assert.strictEqual(code(() => engine.approveScopeExpansion({ sessionId: 'S', intentId: 'INT-001', paths: ['.orchestration/**'], justification: 'x', approvedBy: 'human' })), 'ESCOPE');
+  assert.strictEqual(code(() => engine.evaluate('PostToolUse', 'write_to_file', null, {})), 'EENGINE');
+  assert.strictEqual(code(() => engine.openAsk({ event: 'SessionStart', input: {} })), 'EINVAL');
+});

@@ -8,14 +8,14 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as support from '../support/workspace';
 import { ApprovalBroker, type AskOptions } from '../../extension/src/approvals/broker';
-import type { ApprovalsEngine, PendingDict } from '../../extension/src/approvals/types';
+import type { PendingDict } from '../../extension/src/approvals/types';
 import { AgentRuntime } from '../../extension/src/runtime/loop';
 import { ScriptedProvider, type Script } from '../../extension/src/runtime/providers/scripted';
-import type { AskRequest, RuntimeEngine, RuntimeEvent } from '../../extension/src/runtime/types';
+import type { Ask, RuntimeEvent } from '../../extension/src/runtime/types';
 
 const ROOT = path.resolve(__dirname, '../../..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const binding = require(path.join(ROOT, 'native/node')) as { Engine: { open(root: string): unknown } };
+const binding = require(path.join(ROOT, 'native/node')) as typeof import('../../native/node/index');
 const providers: ScriptedProvider[] = [];
 after(async () => {
   for (const p of providers) await p.close();
@@ -26,7 +26,7 @@ const workspace = (hooksYaml: string): string => support.sampleWorkspace(ROOT, {
 /** A broker on a fresh engine; `human` answers what reaches the human route (or leaves it open). */
 function setup(hooksYaml: string, human: (p: PendingDict, broker: ApprovalBroker) => void = () => {}, scripts: Record<string, Script> = {}) {
   const root = workspace(hooksYaml);
-  const engine = binding.Engine.open(root) as ApprovalsEngine & RuntimeEngine & { close(): void };
+  const engine = binding.Engine.open(root);
   const warnings: string[] = [];
   const arrived: PendingDict[] = [];
   const changes: PendingDict[] = [];
@@ -51,15 +51,14 @@ function setup(hooksYaml: string, human: (p: PendingDict, broker: ApprovalBroker
   return { root, engine, broker, warnings, arrived, changes };
 }
 
-const askWrite = (sessionId = 's-1'): AskRequest => ({
-  kind: 'tool_call',
+const askWrite = (sessionId = 's-1'): Ask => ({
+  event: 'PreToolUse',
   sessionId,
   taskId: 't-1',
   tool: 'write_to_file',
   input: { path: 'src/auth/login.js', content: 'x' },
-  reason: 'writes are reviewed',
-  triggeredBy: 'review-writes',
-  subject: { tool: 'write_to_file', input: { path: 'src/auth/login.js', content: 'x' }, paths: ['src/auth/login.js'], reason: 'writes are reviewed' },
+  paths: ['src/auth/login.js'],
+  asks: [{ hook: 'review-writes', reason: 'writes are reviewed' }],
 });
 
 // ---- routing, as the broker executes it ------------------------------------------------------
@@ -76,7 +75,9 @@ test('caller: a caller that asked for review gets the Pending and decides it; it
   const answer = await broker.ask(askWrite(), options);
   assert.equal(seen?.route, 'caller');
   assert.deepEqual(seen?.actions, ['approve', 'reject', 'modify']);
-  assert.deepEqual(answer, { approved: false, approvedBy: 'caller', reason: 'the caller wants a smaller write' });
+  assert.deepEqual([answer.next, answer.by, answer.reason], ['refuse', 'caller', 'the caller wants a smaller write']);
+  assert.deepEqual(seen?.subject, { tool: 'write_to_file', input: { path: 'src/auth/login.js', content: 'x' }, paths: ['src/auth/login.js'], reason: 'writes are reviewed' }, 'the core built the subject');
+  assert.equal(seen?.triggered_by, 'review-writes');
   assert.equal(arrived.length, 0, 'the human never saw it');
 });
 
@@ -87,30 +88,30 @@ test('handler: the registered handler decides its kind, and work it does for the
   broker.registerHandler('tool_call', 'size-policy', async (p, context) => {
     route = p.route;
     // A Pending opened by the handler's own work for the same session does not come back here.
-    inner = await broker.ask({ ...askWrite(), kind: 'scope_expansion', tool: 'scope_expansion_request', subject: { intent_id: 'INT-001', paths: ['docs/**'], justification: 'notes' } });
+    inner = await broker.ask({ ...askWrite(), tool: 'scope_expansion_request', input: { intent_id: 'INT-001', paths: ['docs/**'], justification: 'notes' }, paths: undefined });
     context.decide({ action: 'modify', input: { path: 'src/auth/login.js', content: 'y' }, note: 'smaller' });
   });
   const answer = await broker.ask(askWrite());
   assert.equal(route, 'handler:size-policy');
-  assert.equal(answer.approved, true);
+  assert.equal(answer.next, 'run_modified');
   assert.deepEqual(answer.input, { path: 'src/auth/login.js', content: 'y' });
   assert.equal(answer.note, 'smaller');
-  assert.equal(inner?.approved, true);
-  assert.equal(inner?.approvedBy, 'guard');
+  assert.equal(inner?.next, 'granted');
+  assert.equal(inner?.by, 'guard');
   assert.equal(arrived.length, 0);
 });
 
 test('default: without a handler the configured default decides (auto-deny), a kind\u2019s handler beats `*`', async () => {
   const { broker } = setup('hooks: {}\napprovals:\n  default: auto-deny\n');
   const denied = await broker.ask(askWrite());
-  assert.equal(denied.approved, false);
-  assert.equal(denied.approvedBy, 'auto-deny');
+  assert.equal(denied.next, 'refuse');
+  assert.equal(denied.by, 'auto-deny');
   broker.registerHandler('*', 'everything', (_p, c) => void c.decide({ action: 'reject', reason: 'by the fallback' }));
   broker.registerHandler('tool_call', 'writes', (_p, c) => void c.decide({ action: 'approve', note: 'by the kind\u2019s own' }));
   const byKind = await broker.ask(askWrite());
-  assert.deepEqual([byKind.approved, byKind.note], [true, 'by the kind\u2019s own']);
-  const byFallback = await broker.ask({ ...askWrite(), kind: 'plan', subject: { title: null, tasks: [{ prompt: 'one', title: null }] } });
-  assert.deepEqual([byFallback.approved, byFallback.reason], [false, 'by the fallback']);
+  assert.deepEqual([byKind.next, byKind.note], ['run', 'by the kind\u2019s own']);
+  const byFallback = await broker.ask({ ...askWrite(), event: 'PlanSubmit', tool: 'submit_plan', input: { tasks: [{ prompt: 'one' }] } });
+  assert.deepEqual([byFallback.next, byFallback.reason], ['refuse', 'by the fallback']);
 });
 
 test('the human route: the Pending is announced, listed while open, and the human\u2019s decision is the answer', async () => {
@@ -120,7 +121,7 @@ test('the human route: the Pending is announced, listed while open, and the huma
     setTimeout(() => b.decide(p.id, { action: 'approve', note: 'looks right' }, 'human'), 20);
   });
   const answer = await broker.ask(askWrite());
-  assert.deepEqual([answer.approved, answer.approvedBy, answer.note], [true, 'human', 'looks right']);
+  assert.deepEqual([answer.next, answer.by, answer.note], ['run', 'human', 'looks right']);
   assert.equal(arrived[0].route, 'human');
   assert.equal(listed, 1, 'listed while open');
   assert.deepEqual([...new Set(changes.map((c) => c.status))], ['open', 'approved'], 'onPendingChange saw it open and decided');
@@ -133,7 +134,7 @@ test('timeout: a Pending nobody answers is rejected after approvals.timeout_seco
   const started = Date.now();
   const answer = await broker.ask(askWrite());
   const took = Date.now() - started;
-  assert.equal(answer.approved, false);
+  assert.equal(answer.next, 'refuse');
   assert.match(answer.reason ?? '', /no decision within 1 s/);
   assert.ok(took >= 900 && took < 5000, `timed out after ${took} ms`);
   assert.ok(warnings.some((w) => /forgetful/.test(w)), `the unresolved handler is named: ${JSON.stringify(warnings)}`);
@@ -150,8 +151,8 @@ test('reviewer: the configured model answers through the Pending\u2019s tools; i
   };
   const { broker, arrived } = setup(reviewerConfig('unsure'), undefined, { 'scripted:reviewer': script });
   const answer = await broker.ask(askWrite());
-  assert.equal(answer.approved, true);
-  assert.equal(answer.approvedBy, 'reviewer');
+  assert.equal(answer.next, 'run');
+  assert.equal(answer.by, 'reviewer');
   assert.equal(answer.note, 'The write stays inside the intent\u2019s scope and is small.');
   assert.equal(arrived.length, 0, 'decided without the human');
   const request = providers.at(-1)!.server.requests[0] as unknown as { tools: Array<{ function: { name: string; parameters: { type: string } } }>; messages: Array<{ content: string }> };
@@ -169,7 +170,7 @@ test('escalation: a reviewer that would reject hands the Pending to the human wi
   const answer = await broker.ask(askWrite());
   assert.equal(arrived.length, 1, 'escalated to the human');
   assert.equal(arrived[0].route, 'human');
-  assert.deepEqual([answer.approved, answer.approvedBy, answer.reason], [false, 'human', 'agreed with the reviewer: split it']);
+  assert.deepEqual([answer.next, answer.by, answer.reason], ['refuse', 'human', 'agreed with the reviewer: split it']);
 });
 
 test('escalation: a reviewer that does not decide goes to the human when escalate_on has unsure', async () => {
@@ -177,7 +178,7 @@ test('escalation: a reviewer that does not decide goes to the human when escalat
   const { broker, arrived } = setup(reviewerConfig('unsure'), (p, b) => b.decide(p.id, { action: 'approve' }, 'human'), { 'scripted:reviewer': script });
   const answer = await broker.ask(askWrite());
   assert.equal(arrived.length, 1);
-  assert.deepEqual([answer.approved, answer.approvedBy], [true, 'human']);
+  assert.deepEqual([answer.next, answer.by], ['run', 'human']);
 });
 
 test('escalation: a reviewer whose model fails, or is not there, hands the Pending to the human at once', async () => {
@@ -187,7 +188,7 @@ test('escalation: a reviewer whose model fails, or is not there, hands the Pendi
     const started = Date.now();
     const answer = await broker.ask(askWrite());
     assert.equal(arrived.length, 1, 'escalated to the human');
-    assert.deepEqual([answer.approved, answer.approvedBy], [true, 'human']);
+    assert.deepEqual([answer.next, answer.by], ['run', 'human']);
     assert.ok(Date.now() - started < 15000, 'not left to its timeout');
   }
 });

@@ -7,7 +7,7 @@ import * as path from 'path';
 import * as support from '../support/workspace';
 import { AgentRuntime } from '../../extension/src/runtime/loop';
 import { ScriptedProvider, type Script } from '../../extension/src/runtime/providers/scripted';
-import type { RuntimeEngine, RuntimeEvent, RuntimeLimits } from '../../extension/src/runtime/types';
+import { refusal, type RuntimeEvent, type RuntimeLimits } from '../../extension/src/runtime/types';
 
 const ROOT = path.resolve(__dirname, '../../..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -19,7 +19,7 @@ async function run(hooksYaml: string, script: Script, limits: Partial<RuntimeLim
   const engine = binding.Engine.open(root);
   const provider = await ScriptedProvider.start(script);
   const events: RuntimeEvent[] = [];
-  const runtime = new AgentRuntime({ root, engine: engine as unknown as RuntimeEngine, provider, limits, ask: async () => ({ approved: false, reason: 'no' }) });
+  const runtime = new AgentRuntime({ root, engine, provider, limits, ask: async () => refusal('no') });
   runtime.onEvent((e) => events.push(e));
   try {
     await runtime.run({ prompt });
@@ -116,7 +116,7 @@ test('TurnPrepare may rewrite the system prompt and the model of the inference; 
     return { decision: 'modify', modified: { ...subject, result: { output: `${subject.result.output}\nlinter: 2 warnings`, is_error: false } } };
   });
   const provider = await ScriptedProvider.start({ model: 'small-model', steps: [{ toolCalls: [{ name: 'read_file', arguments: { path: 'README.md' } }] }, { ...complete, expect: { lastMessageIncludes: 'linter: 2 warnings' } }] });
-  const runtime = new AgentRuntime({ root, engine: engine as unknown as RuntimeEngine, provider, ask: async () => ({ approved: false }) });
+  const runtime = new AgentRuntime({ root, engine, provider, ask: async () => refusal('no') });
   try {
     await runtime.run({ prompt: 'read' });
     await runtime.end();
@@ -149,10 +149,10 @@ test('a history over the model\u2019s budget is compacted through the core befor
   const events: RuntimeEvent[] = [];
   const runtime = new AgentRuntime({
     root,
-    engine: engine as unknown as RuntimeEngine,
+    engine,
     provider,
     compactor: { count: (t, m) => binding.countTokens(t, m), plan: (items, budget) => binding.planCompaction(items, budget) },
-    ask: async () => ({ approved: false }),
+    ask: async () => refusal('no'),
   });
   runtime.onEvent((e) => events.push(e));
   try {
@@ -189,7 +189,7 @@ test('AllTasksComplete may enqueue more work; the queue runs until a hook lets i
   });
   const provider = await ScriptedProvider.start({ model: 'm', steps: [complete, { ...complete, expect: { anyMessageIncludes: 'now the follow-up' } }] });
   const events: RuntimeEvent[] = [];
-  const runtime = new AgentRuntime({ root, engine: engine as unknown as RuntimeEngine, provider, ask: async () => ({ approved: false }) });
+  const runtime = new AgentRuntime({ root, engine, provider, ask: async () => refusal('no') });
   runtime.onEvent((e) => events.push(e));
   try {
     await runtime.run({ prompt: 'first' });

@@ -8,7 +8,8 @@ import * as support from '../support/workspace';
 import { AgentRuntime } from '../../extension/src/runtime/loop';
 import { DEMO_FILES, DEMO_PROMPT, DEMO_SCRIPT } from '../../extension/src/runtime/demo';
 import { ScriptedProvider } from '../../extension/src/runtime/providers/scripted';
-import type { AskRequest, RuntimeEngine, RuntimeEvent } from '../../extension/src/runtime/types';
+import { ApprovalBroker } from '../../extension/src/approvals/broker';
+import { refusal, type Ask, type RuntimeEvent } from '../../extension/src/runtime/types';
 
 const ROOT = path.resolve(__dirname, '../../..');
 // The sample's `npm test` is `node --test`, which, seeing this variable that `node --test` set for us,
@@ -22,15 +23,19 @@ async function runDemo(approve: boolean) {
   const root = sampleWorkspace();
   const engine = binding.Engine.open(root);
   const provider = await ScriptedProvider.start(DEMO_SCRIPT);
-  const asked: AskRequest[] = [];
+  const asked: Ask[] = [];
   const events: RuntimeEvent[] = [];
+  // The real approvals: the core builds and settles the Pending; this test reviews it as the caller.
+  const log = { info() {}, warn() {}, error() {} };
+  const broker = new ApprovalBroker({ engine, log, human: { arrived() {} } });
+  const decision = approve ? { action: 'approve' } : { action: 'reject', reason: 'billing is another team\u2019s' };
   const runtime = new AgentRuntime({
     root,
-    engine: engine as unknown as RuntimeEngine,
+    engine,
     provider,
-    ask: async (request) => {
+    ask: (request) => {
       asked.push(request);
-      return approve ? { approved: true, approvedBy: 'test' } : { approved: false, reason: 'billing is another team\u2019s', approvedBy: 'test' };
+      return broker.ask(request, { review: (_pending, context) => void context.decide(decision) });
     },
   });
   runtime.onEvent((e) => events.push(e));
@@ -61,13 +66,13 @@ test('the demo task: handshake, allowed write, denied write, expansion asked, pi
   const denial = JSON.parse(toolResults[2]);
   assert.match(denial.error, /src\/billing\/invoice\.js/);
   assert.ok(denial.remediation, 'a denial tells the model what to do');
-  assert.match(toolResults[3], /rejected by test: billing is another team/, 'the rejection reason reaches the model');
+  assert.match(toolResults[3], /rejected by caller: billing is another team/, 'the rejection reason reaches the model');
   const refusedCompletion = JSON.parse(toolResults[5]);
   assert.match(refusedCompletion.error, /the completion was not accepted/);
   assert.ok(requests[5].messages.some((m) => String(m.content).includes('<hook_output hook="lint">')), 'piped lint output reached a later turn');
 
   // The ask was the scope expansion, routed to the approver.
-  assert.deepEqual(asked.map((a) => [a.kind, a.tool]), [['scope_expansion', 'scope_expansion_request']]);
+  assert.deepEqual(asked.map((a) => [a.event, a.tool]), [['PreToolUse', 'scope_expansion_request']]);
 
   // The hooks fired in order with their decisions.
   const lifecycle = events.filter((e) => e.type === 'lifecycle').map((e) => (e.type === 'lifecycle' ? e.event : ''));
@@ -101,10 +106,10 @@ test('an approved scope expansion opens the path for the rest of the task', asyn
   const { root, engine, provider, runtime } = await runDemo(true);
   const requests = provider.server.requests as Array<{ messages: Array<{ role: string; content?: string }> }>;
   const results = requests[requests.length - 1].messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
-  assert.match(results[3], /approved by test: src\/billing\/\*\* added to the scope of INT-001/);
+  assert.match(results[3], /approved by caller: src\/billing\/\*\* added to the scope of INT-001/);
   // The grant is the engine's, for this session's intent: selected again, the same write is allowed
   // for this session and not for another.
-  const write = (sessionId: string) => ({ event: 'PreToolUse', tool: 'write_to_file', input: { path: DEMO_FILES.outOfScope, content: 'x' }, sessionId });
+  const write = (sessionId: string) => ({ event: 'PreToolUse' as const, tool: 'write_to_file', input: { path: DEMO_FILES.outOfScope, content: 'x' }, sessionId });
   await engine.evaluateAsync({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-001' }, sessionId: runtime.sessionId });
   assert.equal((await engine.evaluateAsync(write(runtime.sessionId))).decision, 'allow');
   await engine.evaluateAsync({ event: 'TaskComplete', sessionId: runtime.sessionId });
@@ -126,7 +131,7 @@ test('Stop during a command kills its process group, undoes nothing inside the s
     ],
   });
   const events: RuntimeEvent[] = [];
-  const runtime = new AgentRuntime({ root, engine: engine as unknown as RuntimeEngine, provider, ask: async () => ({ approved: false }) });
+  const runtime = new AgentRuntime({ root, engine, provider, ask: async () => refusal('no') });
   runtime.onEvent((e) => {
     events.push(e);
     // Stop once the command is running (it has written its first file).

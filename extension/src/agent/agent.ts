@@ -4,7 +4,8 @@
 // Pending each, ui/approvalsView.ts), and reports every runtime event to its listeners (the sidebar's
 // task panel, the output channel, the tests).
 import * as vscode from 'vscode';
-import { decisionOf, type ApprovalsHost } from '../ui/approvalsView';
+import type { ApprovalsHost } from '../ui/approvalsView';
+import type { PendingDict, PendingKind } from '../approvals/types';
 import type { EngineHost } from '../engine/engineHost';
 import type { Log } from '../ui/log';
 import { DEMO_PROMPT, DEMO_SCRIPT } from '../runtime/demo';
@@ -13,15 +14,44 @@ import type { Compactor } from '../runtime/prompt';
 import { OpenAiProvider } from '../runtime/providers/openai';
 import { ScriptedProvider, loadScript } from '../runtime/providers/scripted';
 import { VsCodeLmProvider, listVsCodeModels } from './vscodeLm';
-import type { AskAnswer, AskRequest, ModelChoice, ModelProvider, RuntimeEngine, RuntimeEvent } from '../runtime/types';
+import { refusal, type AskOutcome, type ModelChoice, type ModelProvider, type RuntimeEvent } from '../runtime/types';
 
 export const SCRIPTED_DEMO = 'scripted:demo';
 const SECRET_KEY = 'chokepoint.openai.apiKey';
 
-/** Answers an ask (the API's `setApprover`): registered as the approvals' `*` handler, so it decides
+/** Answers a Pending (the API's `setApprover`): registered as the approvals' `*` handler, so it decides
  *  every Pending the configuration does not route elsewhere. Unset, Pendings go where hooks.yaml
  *  says (`approvals.default`, the human's sidebar unless configured otherwise). */
-export type Approver = (request: AskRequest) => Promise<AskAnswer>;
+export type Approver = (pending: PendingDict) => Promise<ApproverAnswer>;
+
+/** An approver's yes or no. Only `approved` is required. */
+export interface ApproverAnswer {
+  approved: boolean;
+  /** A rejection's or an override's reason: the model is told. */
+  reason?: string;
+  /** A scope expansion: also write the paths into active_intents.yaml. */
+  save?: boolean;
+  approvedBy?: string;
+  /** What the approver says with an approval or a modification: the model is told. */
+  note?: string;
+  /** A tool call's `modify`: the input that runs instead (judged again first). */
+  input?: Record<string, unknown>;
+  /** A submission: another round, with this guidance for the model. */
+  retry?: { guidance?: string };
+}
+
+/** An approver's answer as a decision of the Pending's kind. */
+export function decisionOf(answer: ApproverAnswer, kind: PendingKind): { action: string } & Record<string, unknown> {
+  const note = answer.note ? { note: answer.note } : {};
+  if (answer.approved) {
+    if (kind === 'submit') return { action: 'override', reason: answer.reason || 'accepted by the approver' };
+    if (answer.input && kind === 'tool_call') return { action: 'modify', input: answer.input, ...note };
+    if (kind === 'scope_expansion' && answer.save) return { action: 'approve_and_save', ...note };
+    return { action: 'approve', ...note };
+  }
+  if (answer.retry && kind === 'submit') return { action: 'retry', ...(answer.retry.guidance ? { guidance: answer.retry.guidance } : {}) };
+  return { action: 'reject', reason: answer.reason || 'rejected by the approver' };
+}
 
 export class AgentHost implements vscode.Disposable {
   private runtime: AgentRuntime | undefined;
@@ -55,9 +85,8 @@ export class AgentHost implements vscode.Disposable {
     this.approver?.dispose();
     this.approver = undefined;
     if (!approver) return;
-    this.approver = this.approvals.registerHandler('*', 'api-approver', async (pending, context) => {
-      const request = context.request ?? { kind: pending.kind, sessionId: pending.session_id ?? '', taskId: pending.task_id ?? '', tool: '', input: pending.subject, reason: '', subject: pending.subject };
-      const answer = await approver(request);
+    this.approver = this.approvals.registerHandler('*', 'api-approver', async (pending) => {
+      const answer = await approver(pending);
       this.approvals.decide(pending.id, decisionOf(answer, pending.kind), answer.approvedBy ?? 'handler:api-approver');
     });
   }
@@ -88,7 +117,7 @@ export class AgentHost implements vscode.Disposable {
     const settings = vscode.workspace.getConfiguration('chokepoint.agent');
     const runtime = new AgentRuntime({
       root,
-      engine: engine as unknown as RuntimeEngine,
+      engine,
       provider: this.provider,
       compactor: this.compactor,
       limits: {
@@ -98,7 +127,7 @@ export class AgentHost implements vscode.Disposable {
       },
       // Stop also answers a question still open (a modal stays up until dismissed, the task does not
       // wait for it).
-      ask: (request) => Promise.race([this.approvals.ask(request), this.stopped.then((): AskAnswer => ({ approved: false, reason: 'the task was stopped', approvedBy: 'stop' }))]),
+      ask: (request) => Promise.race([this.approvals.ask(request), this.stopped.then((): AskOutcome => refusal('the task was stopped', 'stop'))]),
     });
     this.runtime = runtime;
     this.stopped = new Promise<void>((resolve) => (this.stop_ = resolve));

@@ -1,7 +1,8 @@
-// The approvals broker: every `ask` of the runtime becomes a Pending in the core (`openPending`), and
-// the broker executes the route the core chose for it, waits for the decision and turns it into the
-// runtime's answer. The core decides the route (caller, a registered handler, the configured default);
-// the broker only carries it out:
+// The approvals broker: every `ask` of the runtime becomes a Pending in the core (`openAsk`, which
+// builds it from the ask), the broker carries out the route the core chose for it, and the core settles
+// it (`settlePending`: the decision made durable, an expansion granted, what runs next). Two crossings
+// of the binding per ask. The core decides the route (caller, a registered handler, the configured
+// default); the broker only carries it out:
 //   caller          the caller asked to review it itself: the Pending is handed back to it
 //   human           the sidebar's card (from `onPendingChange`); the human channel may notify too
 //   reviewer        a configured model answers through the Pending's tools (reviewer.ts), and may
@@ -10,14 +11,14 @@
 //   auto-deny       rejected in the configuration's name
 //   handler:<name>  a handler registered through the extension API runs, inside the recursion guard
 //   guard           opened while a handler of the same session ran: auto-approved
-// Whatever the route, a Pending nobody decides is rejected after its timeout (`approvalsConfig()`),
-// never left hanging; a handler that returns without deciding leaves a warning in the log.
+// Whatever the route, a Pending nobody decides is rejected after its timeout (`approvals.timeout_seconds`,
+// kept by the core), never left hanging; a handler that returns without deciding leaves a warning in the log.
 //
 // Imports no `vscode` (like runtime/): the extension wires it (ui/approvalsView.ts, agent/agent.ts)
 // and the unit tests drive it in Node against the real binding.
-import type { AskAnswer, AskRequest, ModelProvider } from '../runtime/types';
+import { refusal, type Ask, type AskOutcome, type ModelProvider } from '../runtime/types';
 import { review } from './reviewer';
-import type { ApprovalsEngine, DecisionEffect, PendingDict, PendingKind, PendingTool } from './types';
+import type { ApprovalsEngine, DecisionEffect, OpenedPending, PendingDict, PendingKind, PendingRoute, PendingTool } from './types';
 
 /** Where a Pending for the human is announced (the sidebar shows every open one regardless). */
 export interface HumanChannel {
@@ -33,7 +34,7 @@ export interface BrokerLog {
 /** What a handler (or a reviewing caller) can do with the Pending it is given. */
 export interface PendingContext {
   /** The runtime's ask that opened it (absent for a Pending opened by someone else). */
-  readonly request?: AskRequest;
+  readonly request?: Ask;
   /** Applies a decision: `{ action: 'reject', reason: '…' }`. Throws (`code: 'EREFUSED'`) on an
    *  action the kind does not allow or bad arguments. */
   decide(decision: { action: string } & Record<string, unknown>): { pending: PendingDict; effect: DecisionEffect };
@@ -64,7 +65,7 @@ export interface AskOptions {
 export class ApprovalBroker {
   private readonly handlers = new Map<string, { kind: string; handler: ApprovalHandler }>();
   /** The runtime's asks by Pending id, while they wait (a compaction's `retry` regenerates through it). */
-  private readonly requests = new Map<string, AskRequest>();
+  private readonly requests = new Map<string, Ask>();
   private readonly listeners = new Set<(pending: PendingDict) => void>();
 
   constructor(private readonly options: BrokerOptions) {
@@ -117,13 +118,13 @@ export class ApprovalBroker {
    *  regenerates the summary through the runtime and writes it back (`edit_summary`). */
   decide(id: string, decision: { action: string } & Record<string, unknown>, by: string): { pending: PendingDict; effect: DecisionEffect } {
     const r = this.engine.applyDecision(id, decision, by);
-    return { pending: this.afterEffect(id, r.pending, r.effect as DecisionEffect, decision, by), effect: r.effect as DecisionEffect };
+    return { pending: this.afterEffect(id, r.pending, r.effect, decision, by), effect: r.effect };
   }
 
   /** `execute_tool` for a model's loop, with the same follow-up as `decide`. */
   execute(id: string, name: string, args: Record<string, unknown>, by: string): { pending: PendingDict; effect: DecisionEffect; text: string } {
     const r = this.engine.executePendingTool(id, name, args, by);
-    return { pending: this.afterEffect(id, r.pending, r.effect as DecisionEffect, { action: name, ...args }, by), effect: r.effect as DecisionEffect, text: r.text };
+    return { pending: this.afterEffect(id, r.pending, r.effect, { action: name, ...args }, by), effect: r.effect, text: r.text };
   }
 
   private afterEffect(id: string, pending: PendingDict, effect: DecisionEffect, decision: Record<string, unknown>, by: string): PendingDict {
@@ -150,54 +151,34 @@ export class ApprovalBroker {
     }
   }
 
-  /** The runtime's `ask`: a Pending, its route carried out, its decision as the runtime's answer. */
-  async ask(request: AskRequest, options: AskOptions = {}): Promise<AskAnswer> {
-    let opened: { pending: PendingDict; route: string };
+  /** The runtime's `ask`: its Pending opened by the core, its route carried out, and what follows its
+   *  decision (the core's settlement). An ask nobody can answer is a no, never a yes. */
+  async ask(request: Ask, options: AskOptions = {}): Promise<AskOutcome> {
+    let opened: OpenedPending;
     try {
-      opened = this.engine.openPending({
-        kind: request.kind,
-        subject: request.subject ?? { ...request.input },
-        triggeredBy: request.triggeredBy ?? 'chain',
-        sessionId: request.sessionId,
-        taskId: request.taskId,
-        review: options.review !== undefined,
-      });
+      const { regenerate: _regenerate, ...ask } = request;
+      opened = this.engine.openAsk({ ...ask, review: options.review !== undefined });
     } catch (e) {
-      // An ask nobody can answer is a no, never a yes.
-      this.options.log.error(`the ${request.kind} approval could not be opened: ${(e as Error).message}`);
-      return { approved: false, reason: `the approval could not be opened: ${(e as Error).message}`, approvedBy: 'chokepoint' };
+      this.options.log.error(`the approval could not be opened: ${(e as Error).message}`);
+      return refusal(`the approval could not be opened: ${(e as Error).message}`);
     }
     const { pending, route } = opened;
     this.requests.set(pending.id, request);
     try {
-      const timeoutMs = this.timeoutMs();
-      if (pending.status !== 'open') return answerOf(pending, timeoutMs);
-      const decided = this.engine.waitPending(pending.id, timeoutMs);
-      this.carryOut(route, pending, request, options);
-      try {
-        return answerOf(await decided, timeoutMs);
-      } catch (e) {
-        // The wait failed (the Pending was forgotten): what the core still knows, else a no.
-        const known = this.engine.getPending(pending.id);
-        if (known && known.status !== 'open') return answerOf(known, timeoutMs);
-        this.options.log.error(`waiting for pending ${pending.id} failed: ${(e as Error).message}`);
-        return { approved: false, reason: `the approval could not be awaited: ${(e as Error).message}`, approvedBy: 'chokepoint' };
-      }
+      const settled = this.engine.settlePending(pending.id);
+      if (pending.status === 'open') this.carryOut(route, pending, request, options);
+      return await settled;
+    } catch (e) {
+      // settlePending never rejects by design; a rejection is the binding failing (a panic).
+      this.options.log.error(`pending ${pending.id} could not be settled: ${(e as Error).message}`);
+      return refusal(`the approval could not be settled: ${(e as Error).message}`);
     } finally {
       this.requests.delete(pending.id);
     }
   }
 
-  private timeoutMs(): number {
-    try {
-      return Math.max(1, this.engine.approvalsConfig().timeoutSeconds) * 1000;
-    } catch {
-      return 300_000;
-    }
-  }
-
-  /** Starts what the route says; the decision arrives through `waitPending`. Never throws. */
-  private carryOut(route: string, pending: PendingDict, request: AskRequest, options: AskOptions): void {
+  /** Starts what the route says; the decision arrives through `settlePending`. Never throws. */
+  private carryOut(route: PendingRoute, pending: PendingDict, request: Ask, options: AskOptions): void {
     const context = this.context(pending.id, request, route);
     const safely = (what: string, run: () => void | Promise<void>) => {
       Promise.resolve()
@@ -230,7 +211,7 @@ export class ApprovalBroker {
     }
   }
 
-  private context(id: string, request: AskRequest | undefined, by: string): PendingContext {
+  private context(id: string, request: Ask | undefined, by: string): PendingContext {
     return {
       request,
       decide: (decision) => this.decide(id, decision, by),
@@ -240,7 +221,7 @@ export class ApprovalBroker {
     };
   }
 
-  private async runHandler(name: string, pending: PendingDict, context: PendingContext, request: AskRequest): Promise<void> {
+  private async runHandler(name: string, pending: PendingDict, context: PendingContext, request: Ask): Promise<void> {
     const registered = this.handlers.get(name);
     if (!registered) {
       this.warnUnresolved(pending.id, `handler:${name}`, `no handler \`${name}\` is registered in this window`);
@@ -307,27 +288,4 @@ function approval(kind: string, why: string): { action: string } & Record<string
 function rejection(kind: string, reason: string): { action: string } & Record<string, unknown> {
   void kind;
   return { action: 'reject', reason };
-}
-
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
-
-/** The decision as the runtime acts on it. A Pending still open here timed out. */
-export function answerOf(p: PendingDict, timeoutMs: number): AskAnswer {
-  const d = p.decision;
-  const by = str(d?.by);
-  switch (p.status) {
-    case 'approved':
-      return { approved: true, approvedBy: by, note: str(d?.note), save: d?.save === true ? true : undefined, subject: p.subject };
-    case 'modified':
-      return { approved: true, approvedBy: by, note: str(d?.note), input: (d?.input as Record<string, unknown> | undefined) ?? undefined, subject: p.subject };
-    case 'overridden':
-      return { approved: true, overridden: true, approvedBy: by, reason: str(d?.reason) };
-    case 'retry':
-      return { approved: false, approvedBy: by, retry: { guidance: str(d?.note) ?? str(d?.reason) } };
-    case 'rejected':
-      return { approved: false, approvedBy: by, reason: str(d?.reason) };
-    case 'timed_out':
-    case 'open':
-      return { approved: false, approvedBy: by ?? 'timeout', reason: str(d?.reason) ?? `no decision within ${Math.round(timeoutMs / 1000)} s` };
-  }
 }

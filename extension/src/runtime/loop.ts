@@ -19,13 +19,13 @@
 // limits) is types.ts. Imports no `vscode`: the extension wires it (agent/agent.ts) and unit tests
 // drive it in Node.
 import { randomUUID } from 'crypto';
-import type { Evaluation, Event as ChainEvent } from '../../../native/node/index';
+import type { EventName, Evaluation, Event as ChainEvent } from '../../../native/node/index';
 import { FileTools } from './fileTools';
 import { assemblePrompt, type Compactor } from './prompt';
-import { asker, toolError, ToolCalls, type ToolOutcome } from './toolCall';
+import { toolError, ToolCalls, type ToolOutcome } from './toolCall';
 import { toolDefinitions } from './tools';
 import { hookView, ModelError } from './types';
-import type { AskAnswer, AskRequest, ChatMessage, ModelProvider, RuntimeEngine, RuntimeEvent, RuntimeLimits, Task, TaskSpec, TaskStatus, ToolCall } from './types';
+import type { Ask, AskOutcome, ChatMessage, ModelProvider, RuntimeEngine, RuntimeEvent, RuntimeLimits, Task, TaskSpec, TaskStatus, ToolCall } from './types';
 
 export const DEFAULT_LIMITS: RuntimeLimits = { maxTurns: 25, toolTimeoutMs: 120_000, maxSubmitRetries: 2, maxRecoveryTurns: 1 };
 
@@ -36,7 +36,8 @@ export interface RuntimeOptions {
   /** Recorded with every event (`chokepoint` for this runtime). */
   agentId?: string;
   limits?: Partial<RuntimeLimits>;
-  ask: (request: AskRequest) => Promise<AskAnswer>;
+  /** Opens an ask's Pending and resolves with what follows its decision (the approvals broker). */
+  ask: (request: Ask) => Promise<AskOutcome>;
   compactor?: Compactor;
   /** Skips the engine entirely (benchmark baseline only: `runtime.tool_call.bypass`). */
   bypassEngine?: boolean;
@@ -148,7 +149,7 @@ export class AgentRuntime {
 
   // ---- the chokepoint -------------------------------------------------------------------------
 
-  private event(name: string, task: Task | undefined, extra: Partial<ChainEvent> = {}): ChainEvent {
+  private event(name: EventName, task: Task | undefined, extra: Partial<ChainEvent> = {}): ChainEvent {
     return {
       event: name,
       sessionId: this.sessionId,
@@ -174,7 +175,7 @@ export class AgentRuntime {
     }
   }
 
-  private async lifecycle(name: string, task: Task | undefined, subject: unknown, turn?: number): Promise<Evaluation | undefined> {
+  private async lifecycle(name: EventName, task: Task | undefined, subject: unknown, turn?: number): Promise<Evaluation | undefined> {
     const evaluation = await this.judge(this.event(name, task, { input: subject, turn }));
     if (task) {
       this.emit({ type: 'lifecycle', taskId: task.id, event: name, decision: evaluation.decision, hooks: (evaluation.outcomes ?? []).map(hookView) });
@@ -238,25 +239,16 @@ export class AgentRuntime {
           if (verdict?.decision !== 'ask') return verdict?.decision === 'allow';
           // A compaction under review: a Pending whose summaries the decider may edit or have
           // written again with guidance (extractive summaries take the guidance as a line of their own).
-          const answer = await this.options.ask({
-            kind: 'compaction',
+          const settled = await this.options.ask({
+            event: 'PreCompact',
+            input: proposal,
+            asks: verdict.asks,
             sessionId: this.sessionId,
             taskId: task.id,
-            tool: 'PreCompact',
-            input: proposal as unknown as Record<string, unknown>,
-            reason: verdict.reason ?? '',
-            triggeredBy: asker(verdict),
-            subject: {
-              summaries: proposal.summary ? [{ text: proposal.summary, source: `${proposal.summarized_turns} earlier turn(s)` }] : [],
-              guidance: null,
-              original_tokens: proposal.before_tokens,
-              estimated_tokens: proposal.after_tokens,
-              budget: proposal.budget,
-            },
             regenerate: (_index, guidance) => `${proposal.summary}\n<guidance>${guidance}</guidance>`,
           });
-          if (!answer.approved) return false;
-          const summaries = answer.subject?.summaries;
+          if (settled.next !== 'run') return false;
+          const summaries = settled.pending?.subject.summaries;
           const text = Array.isArray(summaries) && summaries.length ? (summaries[0] as { text?: unknown }).text : undefined;
           return typeof text === 'string' ? { summary: text } : true;
         },
@@ -334,33 +326,17 @@ export class AgentRuntime {
    *  accepts it, `retry` gives the model another round with the guidance, `reject` ends the task. */
   private async settleSubmit(task: Task, turn: number, call: ToolCall, refused: ToolOutcome, rounds: number): Promise<{ outcome: ToolOutcome; done?: { status: TaskStatus; summary?: string } }> {
     const submit = refused.submit ?? { result: '', failures: [] };
-    const answer = await this.options.ask({
-      kind: 'submit',
-      sessionId: this.sessionId,
-      taskId: task.id,
-      tool: call.name,
-      input: { result: submit.result },
-      reason: submit.failures.map((f) => `${f.hook}: ${f.reason}`).join('; '),
-      triggeredBy: submit.failures[0]?.hook ?? 'BeforeSubmit',
-      subject: { result: submit.result, failures: submit.failures },
-    });
-    const by = answer.approvedBy ?? 'the reviewer';
-    if (answer.approved && answer.overridden) {
+    const settled = await this.options.ask({ event: 'BeforeSubmit', input: { result: submit.result, failures: submit.failures }, sessionId: this.sessionId, taskId: task.id });
+    if (settled.next === 'override') {
       await this.lifecycle('AfterSubmit', task, { result: submit.result }, turn);
-      const content = `${submit.result}\n\naccepted by ${by} despite the failed checks${answer.reason ? `: ${answer.reason}` : ''}`;
-      return { outcome: this.tools.result(task, turn, call, { ok: true, completed: true, content }) };
+      return { outcome: this.tools.result(task, turn, call, { ok: true, completed: true, content: `${submit.result}\n\n${settled.message}` }) };
     }
-    if (answer.retry) {
-      const guidance = answer.retry.guidance ? `: ${answer.retry.guidance}` : '';
-      const content = toolError(`the completion was not accepted; ${by} gives you another round${guidance}`, 'Fix what failed, then call attempt_completion again.');
-      return { outcome: this.tools.result(task, turn, call, { ok: false, content }) };
+    if (settled.next === 'retry') {
+      return { outcome: this.tools.result(task, turn, call, { ok: false, content: toolError(settled.message, 'Fix what failed, then call attempt_completion again.') }) };
     }
-    const content = toolError(`the completion was rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}`);
+    const content = toolError(settled.message);
     this.tools.result(task, turn, call, { ok: false, content });
-    return {
-      outcome: { ok: false, content },
-      done: { status: 'rejected', summary: `the completion was refused ${rounds} times: ${refused.content}; rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}` },
-    };
+    return { outcome: { ok: false, content }, done: { status: 'rejected', summary: `the completion was refused ${rounds} times: ${refused.content}; ${settled.message}` } };
   }
 }
 

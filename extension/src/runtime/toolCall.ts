@@ -5,10 +5,10 @@
 // rewrite it), and only then is it reported and handed back to the task loop (loop.ts), which gives it
 // to the model. A refusal anywhere on the way is a structured tool result (toolError), never an
 // exception. Imports no `vscode`.
-import type { Evaluation, Event as ChainEvent } from '../../../native/node/index';
+import type { EventName, Evaluation, Event as ChainEvent } from '../../../native/node/index';
 import { FileTools, ToolError } from './fileTools';
 import { validateToolCall, type ToolName } from './tools';
-import { hookView, type AskAnswer, type AskRequest, type RuntimeEngine, type RuntimeEvent, type RuntimeLimits, type Task, type ToolCall } from './types';
+import { hookView, type Ask, type AskOutcome, type RuntimeEngine, type RuntimeEvent, type RuntimeLimits, type Task, type ToolCall } from './types';
 
 /** The result of one tool call as the model will see it. */
 export interface ToolOutcome {
@@ -32,10 +32,11 @@ export interface ToolCallContext {
   readonly bypassEngine: boolean;
   readonly files: FileTools;
   readonly limits: RuntimeLimits;
-  ask(request: AskRequest): Promise<AskAnswer>;
-  event(name: string, task: Task | undefined, extra?: Partial<ChainEvent>): ChainEvent;
+  /** Opens the ask's Pending and resolves with what follows its decision (the approvals broker). */
+  ask(request: Ask): Promise<AskOutcome>;
+  event(name: EventName, task: Task | undefined, extra?: Partial<ChainEvent>): ChainEvent;
   judge(event: ChainEvent): Promise<Evaluation>;
-  lifecycle(name: string, task: Task | undefined, subject: unknown, turn?: number): Promise<Evaluation | undefined>;
+  lifecycle(name: EventName, task: Task | undefined, subject: unknown, turn?: number): Promise<Evaluation | undefined>;
   emit(e: RuntimeEvent): void;
   /** select_active_intent: the intent's `<intent_context>`, kept in every prompt from now on. */
   setIntentContext(context: string): void;
@@ -66,52 +67,26 @@ export class ToolCalls {
     }
     let extra: string[] = pre.additionalContext ?? [];
     if (pre.decision === 'ask') {
-      // A Pending (issue 7): whatever answers it, its reason or note is what the model is told.
-      const expansion = valid.name === 'scope_expansion_request';
-      const a = input as { intent_id?: string; paths?: string[]; justification?: string };
-      const answer = await this.ctx.ask({
-        kind: expansion ? 'scope_expansion' : 'tool_call',
-        sessionId: this.ctx.sessionId,
-        taskId: task.id,
-        tool: call.name,
-        input,
-        reason: pre.reason ?? '',
-        triggeredBy: asker(pre),
-        subject: expansion
-          ? { intent_id: a.intent_id, paths: a.paths, justification: a.justification }
-          : { tool: call.name, input, paths: paths ?? null, reason: pre.reason ?? '' },
-      });
-      const by = answer.approvedBy ?? 'the reviewer';
-      if (!answer.approved) {
-        return this.result(task, turn, call, { ok: false, content: toolError(`rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}`, 'Take the rejection into account and choose another way.') });
-      }
-      // Write-ahead, as for the gate itself: who approved is durable before what they approved runs.
-      try {
-        this.ctx.engine.flushTrace();
-      } catch (e) {
-        return this.result(task, turn, call, { ok: false, content: toolError(`the approval could not be recorded in the trace ledger: ${(e as Error).message}`) });
-      }
-      if (expansion) {
-        // The paths as approved: the decider may have edited them.
-        const edited = answer.subject?.paths;
-        const granted = Array.isArray(edited) && edited.every((p) => typeof p === 'string') ? (edited as string[]) : a.paths ?? [];
-        try {
-          this.ctx.engine.approveScopeExpansion({ sessionId: this.ctx.sessionId, intentId: String(a.intent_id), paths: granted, justification: String(a.justification ?? ''), approvedBy: answer.approvedBy ?? 'human', save: answer.save });
-        } catch (e) {
-          return this.result(task, turn, call, { ok: false, content: toolError(`the expansion could not be granted: ${(e as Error).message}`) });
+      // A Pending (issue 7): the core builds it from the ask, and once it is decided says what runs
+      // next: the approval is durable and an approved expansion granted before this resolves.
+      const settled = await this.ctx.ask({ event: 'PreToolUse', tool: call.name, input, paths, asks: pre.asks, sessionId: this.ctx.sessionId, taskId: task.id });
+      switch (settled.next) {
+        case 'granted':
+          return this.result(task, turn, call, { ok: true, content: settled.message });
+        case 'run':
+          extra = [...extra, settled.message];
+          break;
+        case 'run_modified': {
+          // `modify`: the decider's input runs instead, but only after the chain allowed it too.
+          const changed = await this.judgeModified(task, turn, call, (settled.input ?? {}) as Record<string, unknown>, asker(pre));
+          if (typeof changed === 'string') return this.result(task, turn, call, { ok: false, content: changed });
+          input = changed;
+          paths = writePaths(valid.name, changed);
+          extra = [...extra, settled.message];
+          break;
         }
-        const note = answer.note ? `\nnote from ${by}: ${answer.note}` : '';
-        return this.result(task, turn, call, { ok: true, content: `approved by ${answer.approvedBy ?? 'human'}: ${granted.join(', ')} added to the scope of ${a.intent_id}${answer.save ? ' and saved to active_intents.yaml' : ''}${note}` });
-      }
-      if (answer.input) {
-        // `modify`: the decider's input runs instead, but only after the chain allowed it too.
-        const changed = await this.judgeModified(task, turn, call, answer.input, asker(pre));
-        if (typeof changed === 'string') return this.result(task, turn, call, { ok: false, content: changed });
-        input = changed;
-        paths = writePaths(valid.name, changed);
-        extra = [...extra, `modified by ${by} before it ran; what ran: ${JSON.stringify(changed)}${answer.note ? `\nnote from ${by}: ${answer.note}` : ''}`];
-      } else {
-        extra = [...extra, `approved by ${answer.approvedBy ?? 'human'}${answer.note ? `: ${answer.note}` : ''}`];
+        default:
+          return this.result(task, turn, call, { ok: false, content: toolError(settled.message, 'Take the rejection into account and choose another way.') });
       }
     }
     let outcome: ToolOutcome;
@@ -144,17 +119,8 @@ export class ToolCalls {
     // The same hook asking again was answered by the decider who wrote this input; another hook's
     // question about it is a question nobody answered yet: its own Pending, never a yes by default.
     if (again.decision === 'ask' && asker(again) !== askedBy) {
-      const answer = await this.ctx.ask({
-        kind: 'tool_call',
-        sessionId: this.ctx.sessionId,
-        taskId: task.id,
-        tool: call.name,
-        input,
-        reason: again.reason ?? '',
-        triggeredBy: asker(again),
-        subject: { tool: call.name, input, paths: paths ?? null, reason: again.reason ?? '' },
-      });
-      if (!answer.approved) return toolError(`the modified call was rejected by ${answer.approvedBy ?? 'the reviewer'}${answer.reason ? `: ${answer.reason}` : ''}`);
+      const settled = await this.ctx.ask({ event: 'PreToolUse', tool: call.name, input, paths, asks: again.asks, sessionId: this.ctx.sessionId, taskId: task.id });
+      if (settled.next !== 'run') return toolError(`the modified call was not approved: ${settled.message}`);
     }
     return input;
   }
@@ -218,25 +184,16 @@ export class ToolCalls {
     let plan = (verdict.modified as typeof input | undefined) ?? input;
     let note = '';
     if (verdict.decision === 'ask') {
-      const answer = await this.ctx.ask({
-        kind: 'plan',
-        sessionId: this.ctx.sessionId,
-        taskId: task.id,
-        tool: 'submit_plan',
-        input: plan,
-        reason: verdict.reason ?? '',
-        triggeredBy: asker(verdict),
-        subject: { title: plan.title ?? null, tasks: (plan.tasks ?? []).map((t) => ({ prompt: t.prompt, title: t.title ?? null })) },
-      });
-      const by = answer.approvedBy ?? 'the reviewer';
-      if (!answer.approved) return { ok: false, content: toolError(`the plan was rejected by ${by}${answer.reason ? `: ${answer.reason}` : ''}`, 'Take the rejection into account: submit another plan, or do the work without one.') };
+      const settled = await this.ctx.ask({ event: 'PlanSubmit', tool: 'submit_plan', input: plan, asks: verdict.asks, sessionId: this.ctx.sessionId, taskId: task.id });
+      if (settled.next !== 'run') return { ok: false, content: toolError(settled.message, 'Take the rejection into account: submit another plan, or do the work without one.') };
       // The tasks as approved: the decider may have edited them.
-      const edited = answer.subject?.tasks;
-      if (Array.isArray(edited) && edited.length && edited.every((t) => t && typeof (t as { prompt?: unknown }).prompt === 'string')) {
-        plan = { ...plan, tasks: (edited as Array<{ prompt: string; title?: string | null }>).map((t) => ({ prompt: t.prompt, title: t.title ?? undefined })) };
-        note += `\nthe tasks were edited by ${by}: ${plan.tasks.map((t) => t.prompt).join(' | ')}`;
+      const edited = settled.pending?.subject.tasks as Array<{ prompt: string; title?: string | null }> | undefined;
+      const changed = (t: { prompt: string; title?: string | null }, i: number) => t.prompt !== plan.tasks?.[i]?.prompt || (t.title ?? undefined) !== plan.tasks?.[i]?.title;
+      if (Array.isArray(edited) && edited.length && (edited.length !== (plan.tasks ?? []).length || edited.some(changed))) {
+        plan = { ...plan, tasks: edited.map((t) => ({ prompt: t.prompt, title: t.title ?? undefined })) };
+        note += `\nthe tasks were edited by ${settled.by}: ${plan.tasks.map((t) => t.prompt).join(' | ')}`;
       }
-      if (answer.note) note += `\nnote from ${by}: ${answer.note}`;
+      if (settled.note) note += `\nnote from ${settled.by}: ${settled.note}`;
     }
     if (!Array.isArray(plan.tasks)) plan = input;
     const queued = this.ctx.queuePlan(task, plan);
@@ -263,7 +220,7 @@ export class ToolCalls {
 
 /** The hook whose `ask` escalated an evaluation (the Pending's `triggered_by`). */
 export function asker(evaluation: Evaluation): string {
-  return (evaluation.outcomes ?? []).find((o) => o.outcome === 'ask')?.hook ?? 'chain';
+  return evaluation.asks?.[0]?.hook ?? 'chain';
 }
 
 /** The structured error a refused or failed tool call returns to the model. */

@@ -1,10 +1,10 @@
 // The vocabulary of the agent runtime, shared by the task loop (loop.ts), a tool call's path
 // (toolCall.ts), the model providers (providers/), the tools (tools.ts), the approvals (approvals/)
 // and the sidebar's task panel: the conversation and the model, what the runtime reports, and what it
-// needs of its host (RuntimeEngine, the asks and their answers, the limits, a task). Imports only the
+// needs of its host (RuntimeEngine, the asks and what follows them, the limits, a task). Imports only the
 // binding's generated declarations, as types (no `vscode`, nothing loaded): the modules that only
 // need these types can be unit-tested in plain Node.
-import type { ContainedResult, Evaluation, Event as ChainEvent, HookOutcome } from '../../../native/node/index';
+import type { AskRequest, Engine, HookOutcome, PendingDict, Settlement } from '../../../native/node/index';
 
 /** One message of the conversation, in the Chat Completions shape (the providers translate it). */
 export type ChatMessage =
@@ -114,59 +114,28 @@ export type RuntimeEvent =
 
 // ---- what the runtime needs of its host ------------------------------------------------------
 
-/** What the runtime needs of the engine: the binding's Engine has all of it. */
-export interface RuntimeEngine {
-  evaluateAsync(event: ChainEvent, options?: { outcomes?: string } | null): Promise<Evaluation>;
-  runContained(command: { sessionId: string; argv: string[]; cwd?: string; timeoutMs?: number }): Promise<ContainedResult>;
-  cancelContained(sessionId: string): boolean;
-  drainPiped(sessionId: string): Array<{ hook: string; text: string }>;
-  selectedIntent(sessionId: string): string | null;
-  approveScopeExpansion(expansion: { sessionId: string; intentId: string; paths: string[]; justification: string; approvedBy: string; save?: boolean }): void;
-  flushTrace(): void;
-}
+/** What the runtime calls of the engine: the binding's `Engine`, narrowed to these methods so that a
+ *  test sees what the runtime depends on. */
+export type RuntimeEngine = Pick<Engine, 'evaluateAsync' | 'runContained' | 'cancelContained' | 'drainPiped' | 'selectedIntent'>;
 
-/** What an `ask` is about: each becomes a Pending of that kind (issue 7, extension/src/approvals/). */
-export type AskKind = 'tool_call' | 'scope_expansion' | 'plan' | 'compaction' | 'submit';
-
-/** An `ask` the runtime needs answered before it goes on: a hook's `ask` on a tool call, a scope
- *  expansion, a plan, a compaction under review (a PreCompact `ask`), a completion the BeforeSubmit
- *  hooks still refuse after the bounded retries. The broker turns it into a Pending. */
-export interface AskRequest {
-  kind: AskKind;
+/** An `ask` the runtime needs answered before it goes on, as the chain left it: the event it judged
+ *  (`PreToolUse` of a tool call or a scope expansion, `PlanSubmit`, `PreCompact`, a `BeforeSubmit`
+ *  still refused after the bounded retries) and who asked. The core makes the Pending of it
+ *  (`openAsk`): the runtime builds no subject. */
+export type Ask = AskRequest & {
   sessionId: string;
   taskId: string;
-  tool: string;
-  input: Record<string, unknown>;
-  /** Why it was escalated (the asking hooks' reasons, or the failures). */
-  reason: string;
-  /** The hook (or policy) that asked; `runtime` when the runtime itself asks (submit). */
-  triggeredBy?: string;
-  /** The Pending's subject, in the shape its kind has (approvals contract). */
-  subject?: Record<string, unknown>;
   /** compaction: summary `index` written again with `guidance` (the Pending's `retry`). */
   regenerate?: (index: number, guidance: string) => string;
-}
+};
 
-/** The answer the runtime acts on. Only `approved` is required: an approver that just says yes or no
- *  (tests, the extension API's `setApprover`) is answered as before. */
-export interface AskAnswer {
-  approved: boolean;
-  /** A rejection's reason, or an override's: the model is told. */
-  reason?: string;
-  /** For scope expansions: also write the paths into active_intents.yaml. */
-  save?: boolean;
-  approvedBy?: string;
-  /** What the decider said with an approval or a modification: the model is told. */
-  note?: string;
-  /** tool_call `modify`: the input that runs instead of the model's (judged again first). */
-  input?: Record<string, unknown>;
-  /** The subject as decided: a scope expansion's edited paths, a plan's edited tasks, a compaction's
-   *  edited summaries. */
-  subject?: Record<string, unknown>;
-  /** submit `override`: the completion is accepted despite the failures. */
-  overridden?: boolean;
-  /** submit `retry`: another round, with this guidance for the model. */
-  retry?: { guidance?: string };
+/** What follows an ask: the core's `Settlement` (`settlePending`). Without a Pending behind it (none
+ *  could be opened, the task was stopped) it is a refusal made here (`refusal`). */
+export type AskOutcome = Omit<Settlement, 'pending'> & { pending?: PendingDict };
+
+/** An ask refused before (or without) a decision: nothing runs, and the model is told `message`. */
+export function refusal(message: string, by = 'chokepoint'): AskOutcome {
+  return { next: 'refuse', by, message };
 }
 
 export interface RuntimeLimits {

@@ -7,10 +7,10 @@ import * as vscode from 'vscode';
 import type { PendingView } from '../../../protocol/messages';
 import { ApprovalBroker, type ApprovalHandler } from '../approvals/broker';
 import { previewOf } from '../approvals/preview';
-import type { ApprovalsEngine, PendingDict, PendingKind } from '../approvals/types';
+import type { PendingDict, PendingKind } from '../approvals/types';
 import type { EngineHost } from '../engine/engineHost';
 import type { Log } from './log';
-import type { AskAnswer, AskRequest, ModelProvider } from '../runtime/types';
+import { refusal, type Ask, type AskOutcome, type ModelProvider } from '../runtime/types';
 
 export class ApprovalsHost implements vscode.Disposable {
   private broker: ApprovalBroker | undefined;
@@ -29,14 +29,14 @@ export class ApprovalsHost implements vscode.Disposable {
     private readonly providerFor: (modelId: string) => Promise<ModelProvider>,
   ) {}
 
-  /** The engine keeps Pendings (it loaded, and its binding has them). */
+  /** The engine loaded, so it keeps Pendings. */
   get available(): boolean {
     return this.current() !== undefined;
   }
 
   private current(): ApprovalBroker | undefined {
-    const engine = this.engine.nativeEngine as unknown as ApprovalsEngine | undefined;
-    if (!engine || typeof engine.openPending !== 'function') return undefined;
+    const engine = this.engine.nativeEngine;
+    if (!engine) return undefined;
     if (this.brokerEngine !== engine) {
       this.brokerEngine = engine;
       this.broker = new ApprovalBroker({ engine, log: this.log, human: { arrived: (p) => this.arrived(p) }, providerFor: this.providerFor });
@@ -47,9 +47,9 @@ export class ApprovalsHost implements vscode.Disposable {
   }
 
   /** The runtime's ask, through a Pending. Without Pendings nothing may be approved: the ask is refused. */
-  ask(request: AskRequest): Promise<AskAnswer> {
+  ask(request: Ask): Promise<AskOutcome> {
     const broker = this.current();
-    if (!broker) return Promise.resolve({ approved: false, reason: 'approvals are not available: the engine did not load, or its binding keeps no Pendings', approvedBy: 'chokepoint' });
+    if (!broker) return Promise.resolve(refusal('approvals are not available: the engine did not load'));
     return broker.ask(request);
   }
 
@@ -145,17 +145,4 @@ export function describeShort(p: PendingDict): string {
     case 'submit':
       return 'a completion the checks still refuse';
   }
-}
-
-/** An approver's yes or no (the API's `setApprover`) as a decision of the Pending's kind. */
-export function decisionOf(answer: AskAnswer, kind: PendingKind): { action: string } & Record<string, unknown> {
-  const note = answer.note ? { note: answer.note } : {};
-  if (answer.approved) {
-    if (kind === 'submit') return { action: 'override', reason: answer.reason || 'accepted by the approver' };
-    if (answer.input && kind === 'tool_call') return { action: 'modify', input: answer.input, ...note };
-    if (kind === 'scope_expansion' && answer.save) return { action: 'approve_and_save', ...note };
-    return { action: 'approve', ...note };
-  }
-  if (answer.retry && kind === 'submit') return { action: 'retry', ...(answer.retry.guidance ? { guidance: answer.retry.guidance } : {}) };
-  return { action: 'reject', reason: answer.reason || 'rejected by the approver' };
 }

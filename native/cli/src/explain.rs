@@ -93,7 +93,7 @@ fn text(args: &ExplainArgs, intent: Option<&str>, judged: &[JudgedPath], e: &Eva
                 out += &format!("  suggested tool: {t}\n");
             }
         }
-        Decision::Ask { reasons } => reasons.iter().for_each(|r| out += &format!("  asks: {r}\n")),
+        Decision::Ask { asks } => asks.iter().for_each(|a| out += &format!("  asks: {a}\n")),
     }
     if !judged.is_empty() {
         out += "paths judged:\n";
@@ -145,7 +145,7 @@ fn json(args: &ExplainArgs, intent: Option<&str>, judged: &[JudgedPath], e: &Eva
             v["remediation"] = d.remediation.clone().into();
             v["suggestedTool"] = d.suggested_tool.clone().into();
         }
-        Decision::Ask { reasons } => v["reasons"] = reasons.clone().into(),
+        Decision::Ask { .. } => v["reasons"] = e.decision.ask_reasons().into(),
         Decision::Allow => {}
     }
     v

@@ -82,8 +82,8 @@ pub fn run(command: IntentCommand) -> ExitCode {
                     }
                     ExitCode::from(EXIT_DENY)
                 }
-                Decision::Ask { reasons } => {
-                    eprintln!("waiting for approval: {}", reasons.join("; "));
+                Decision::Ask { .. } => {
+                    eprintln!("waiting for approval: {}", evaluation.decision.ask_reasons().join("; "));
                     ExitCode::from(crate::EXIT_ASK)
                 }
             }

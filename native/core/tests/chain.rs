@@ -189,7 +189,9 @@ fn asks_without_a_deny_make_the_decision_ask_with_every_reason() {
         .hook("b", Normal, ALLOW)
         .hook("c", Low, Ok(Answer::Ask { reason: "two".into() }))
         .run(pre_tool(json!({})));
-    assert_eq!(e.decision, Decision::Ask { reasons: vec!["a: one".into(), "c: two".into()] });
+    assert_eq!(e.decision.ask_reasons(), ["a: one", "c: two"]);
+    let Decision::Ask { asks } = &e.decision else { panic!("{:?}", e.decision) };
+    assert_eq!(asks.iter().map(|a| &*a.hook).collect::<Vec<_>>(), ["a", "c"]);
 }
 
 #[test]

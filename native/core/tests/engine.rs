@@ -251,7 +251,7 @@ hooks:
     let e = engine.evaluate(write("src/a.js")).unwrap();
     assert_eq!((e.decision, e.additional_context), (Decision::Allow, vec!["use two-space indentation".to_owned()]));
     let e = engine.evaluate(Event::tool(EventKind::PreToolUse, "delete_file", serde_json::json!({}))).unwrap();
-    assert_eq!(e.decision, Decision::Ask { reasons: vec!["big-deletes: deleting needs a human".into()] });
+    assert_eq!(e.decision.ask_reasons(), ["big-deletes: deleting needs a human"]);
 }
 
 #[test]

@@ -211,8 +211,8 @@ fn a_scope_expansion_is_asked_then_applies_to_the_session_once_approved() {
             .unwrap()
             .decision
     };
-    let Decision::Ask { reasons } = request(json!(["lib/auth/**"]), "the helper moved") else { panic!() };
-    assert_eq!(reasons, ["gatekeeper: scope expansion for intent `INT-001`: lib/auth/** (justification: the helper moved)"]);
+    let asked = request(json!(["lib/auth/**"]), "the helper moved");
+    assert_eq!(asked.ask_reasons(), ["gatekeeper: scope expansion for intent `INT-001`: lib/auth/** (justification: the helper moved)"]);
     // Refused outright: no justification, governance files, outside the workspace, another intent.
     assert!(reason(&request(json!(["lib/**"]), " ")).contains("needs a justification"));
     assert!(reason(&request(json!([".orchestration/*"]), "x")).contains("governance"));

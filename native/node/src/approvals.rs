@@ -1,13 +1,19 @@
 //! The approvals of an engine, for the extension: the `Engine` methods over `core::approvals` and
 //! their object shapes. Thin: convert, call the core, convert back. A refused decision throws an
 //! Error whose `code` is `EREFUSED` (its message names what is allowed); misuse (an unknown kind, a
-//! subject without its required fields, an unknown Pending) throws with `InvalidArg`.
+//! subject without its required fields, an unknown Pending) throws with `EINVAL`.
+//!
+//! An ask is two crossings: `openAsk` (the core builds the Pending from the ask and routes it) and
+//! `settlePending` (the core waits for the decision, makes it durable, applies a grant, and answers
+//! what runs next).
 //!
 //! A Pending crosses as `PendingDict`, the core's `to_dict()` with its snake_case keys and `null` for
 //! every empty field, as the approvals contract fixes it; requests and configuration use the
 //! binding's camelCase.
 
 use crate::Engine;
+use crate::errors::{Code, Result, error as coded};
+use crate::evaluate::{JsAsked, event_kind};
 use chokepoint_core as core;
 use core::approvals::{ApprovalError, OpenRequest, PendingDict, PendingKind};
 use napi::bindgen_prelude::*;
@@ -17,28 +23,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The `code` of an Error: napi's status names, or `EREFUSED` for a refused decision.
-pub struct Code(String);
-
-impl AsRef<str> for Code {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl From<Status> for Code {
-    fn from(status: Status) -> Code {
-        Code(status.as_ref().to_owned())
-    }
-}
-
+/// A refusal of a decision is `EREFUSED`; anything else the caller got wrong is `EINVAL`.
 fn error(e: ApprovalError) -> Error<Code> {
-    let code = if e.is_refusal() { "EREFUSED" } else { Status::InvalidArg.as_ref() };
-    Error::new(Code(code.to_owned()), e.to_string())
+    coded(if e.is_refusal() { Code::Refused } else { Code::Invalid }, e.to_string())
 }
 
-fn misuse(e: ApprovalError) -> Error {
-    Error::new(Status::InvalidArg, e.to_string())
+fn misuse(e: ApprovalError) -> Error<Code> {
+    coded(Code::Invalid, e.to_string())
 }
 
 /// What `openPending` is asked.
@@ -73,7 +64,7 @@ pub struct JsPendingDict {
     pub task_id: Option<String>,
     #[napi(ts_type = "'open' | 'approved' | 'rejected' | 'modified' | 'overridden' | 'retry' | 'timed_out'")]
     pub status: String,
-    /// `caller`, `human`, `reviewer`, `auto-approve`, `auto-deny`, `handler:<name>` or `guard`.
+    #[napi(ts_type = "PendingRoute")]
     pub route: String,
     #[napi(ts_type = "Record<string, unknown>")]
     pub subject: serde_json::Value,
@@ -123,7 +114,50 @@ impl From<PendingDict> for JsPendingDict {
 #[napi(object, js_name = "OpenedPending")]
 pub struct JsOpenedPending {
     pub pending: JsPendingDict,
+    #[napi(ts_type = "PendingRoute")]
     pub route: String,
+}
+
+/// An ask as the chain left it (`Evaluation.asks`, the event's tool, input and paths): the core
+/// makes the Pending of it (`openAsk`).
+#[napi(object, js_name = "AskRequest")]
+pub struct JsAskRequest {
+    /// `PreToolUse` (a tool call, or a `scope_expansion_request`), `PlanSubmit` (the plan),
+    /// `PreCompact` (the compaction's proposal) or `BeforeSubmit` (`{ result, failures }`).
+    #[napi(ts_type = "EventName")]
+    pub event: String,
+    pub tool: Option<String>,
+    #[napi(ts_type = "unknown")]
+    pub input: serde_json::Value,
+    pub paths: Option<Vec<String>>,
+    /// Who asked (`Evaluation.asks`); none for a submission its hooks refused.
+    #[napi(ts_type = "Array<Asked>")]
+    pub asks: Option<Vec<JsAsked>>,
+    pub session_id: Option<String>,
+    pub task_id: Option<String>,
+    /// The caller reviews the Pending itself (route `caller`).
+    pub review: Option<bool>,
+}
+
+/// What follows a decided Pending (`settlePending`).
+#[napi(object, js_name = "Settlement")]
+pub struct JsSettlement {
+    /// `run`: go on as asked (a plan or compaction as decided: `pending.subject`); `run_modified`:
+    /// run `input` instead, once the chain allowed it; `granted`: the expansion is applied;
+    /// `override` / `retry`: a refused submission accepted / another round; `refuse`: nothing runs.
+    #[napi(ts_type = "'run' | 'run_modified' | 'granted' | 'override' | 'retry' | 'refuse'")]
+    pub next: String,
+    /// Who decided: `human`, `reviewer`, `timeout`, `handler:<name>`, ...
+    pub by: String,
+    pub reason: Option<String>,
+    /// The decider's note, or a retry's guidance.
+    pub note: Option<String>,
+    /// The modified tool input (`run_modified`).
+    pub input: Option<serde_json::Value>,
+    /// What the agent's model is told: the tool's result when nothing runs, context for its result
+    /// when something does.
+    pub message: String,
+    pub pending: JsPendingDict,
 }
 
 /// A public action as a model's tool definition.
@@ -167,7 +201,7 @@ pub struct JsReviewerConfig {
 
 #[napi(object, js_name = "ApprovalsConfig", use_nullable = true)]
 pub struct JsApprovalsConfig {
-    /// `human`, `reviewer`, `auto-approve` or `auto-deny`.
+    #[napi(ts_type = "'human' | 'reviewer' | 'auto-approve' | 'auto-deny'")]
     pub default: String,
     pub timeout_seconds: u32,
     /// Kind or `*` → handler name: hooks.yaml's with the host's registrations over them.
@@ -179,7 +213,7 @@ pub struct JsApprovalsConfig {
 pub struct JsPolicyRejection {
     pub pending: JsPendingDict,
     pub reason: String,
-    /// `human`, `reviewer`, `policy` or `timeout`.
+    #[napi(ts_type = "'human' | 'reviewer' | 'policy' | 'timeout'")]
     pub source: String,
 }
 
@@ -215,6 +249,41 @@ impl core::approvals::Policy for JsPolicy {
 
 #[napi]
 impl Engine {
+    /// Opens the Pending of an ask (its kind and subject built by the core from the event) and
+    /// routes it, like `openPending`. Throws (`EINVAL`) for an ask on an event nothing approves.
+    #[napi(catch_unwind)]
+    pub fn open_ask(&self, ask: JsAskRequest) -> Result<JsOpenedPending> {
+        let ask = core::approvals::Ask {
+            event: event_kind(&ask.event)?,
+            tool: ask.tool,
+            input: ask.input,
+            paths: ask.paths.unwrap_or_default(),
+            asked: ask.asks.unwrap_or_default().into_iter().map(|a| core::Asked { hook: a.hook.into(), reason: a.reason }).collect(),
+            session_id: ask.session_id,
+            task_id: ask.task_id,
+            review: ask.review.unwrap_or(false),
+        };
+        let opened = self.inner.open_ask(ask).map_err(misuse)?;
+        Ok(JsOpenedPending { pending: opened.pending.into(), route: opened.route.to_string() })
+    }
+
+    /// Resolves once the Pending is decided (or times out, as a refusal): the approval made durable
+    /// in the ledger, an approved expansion granted, and what the agent does next. Never rejects: a
+    /// failure of any of these is a `refuse` that says why. No JavaScript thread waits.
+    #[napi(catch_unwind)]
+    pub async fn settle_pending(&self, id: String) -> napi::Result<JsSettlement> {
+        let s = self.inner.settle(&id).await;
+        Ok(JsSettlement {
+            next: s.next.as_str().to_owned(),
+            by: s.by,
+            reason: s.reason,
+            note: s.note,
+            input: s.input,
+            message: s.message,
+            pending: s.pending.into(),
+        })
+    }
+
     /// Opens a Pending and routes it: `caller` (the request reviews it), `guard` (opened while a
     /// handler runs for the session: approved at once), the handler of its kind or of `*`, or the
     /// configured default. The automatic routes have decided it before this returns.
@@ -262,7 +331,7 @@ impl Engine {
     /// Applies `{ action, ...arguments }`. Throws `EREFUSED` for an action the kind does not list,
     /// bad or missing arguments, or a Pending that is no longer open.
     #[napi(catch_unwind, ts_args_type = "id: string, decision: { action: string; [argument: string]: unknown }, decidedBy: string")]
-    pub fn apply_decision(&self, id: String, decision: serde_json::Value, decided_by: String) -> Result<JsAppliedDecision, Code> {
+    pub fn apply_decision(&self, id: String, decision: serde_json::Value, decided_by: String) -> Result<JsAppliedDecision> {
         let applied = self.inner.approvals().apply_decision(&id, &decision, &decided_by).map_err(error)?;
         Ok(JsAppliedDecision { pending: applied.pending.into(), effect: applied.effect.as_str().to_owned() })
     }
@@ -275,7 +344,7 @@ impl Engine {
         name: String,
         args: serde_json::Value,
         decided_by: String,
-    ) -> Result<JsPendingToolResult, Code> {
+    ) -> Result<JsPendingToolResult> {
         let applied = self.inner.approvals().execute_tool(&id, &name, args, &decided_by).map_err(error)?;
         Ok(JsPendingToolResult { pending: applied.pending.into(), effect: applied.effect.as_str().to_owned(), text: applied.text })
     }
@@ -290,10 +359,10 @@ impl Engine {
     /// Resolves when the Pending is decided or timed out. `timeoutMs` brings its deadline forward:
     /// undecided then, it is `timed_out` (a rejection). No thread waits.
     #[napi(catch_unwind)]
-    pub async fn wait_pending(&self, id: String, timeout_ms: Option<f64>) -> Result<JsPendingDict> {
+    pub async fn wait_pending(&self, id: String, timeout_ms: Option<f64>) -> napi::Result<JsPendingDict> {
         let timeout = timeout_ms.filter(|ms| ms.is_finite() && *ms >= 0.0).map(|ms| Duration::from_millis(ms as u64));
         let engine = self.inner.clone();
-        let pending = engine.approvals().wait(&id, timeout).await.map_err(misuse)?;
+        let pending = engine.approvals().wait(&id, timeout).await.map_err(|e| Error::new(Status::InvalidArg, e.to_string()))?;
         Ok(pending.into())
     }
 
@@ -319,7 +388,7 @@ impl Engine {
     /// A handler returned without deciding: returns the warning (also written to the trace). The
     /// Pending times out at its deadline.
     #[napi(catch_unwind)]
-    pub fn note_unresolved(&self, id: String, handler: String) -> Result<String, Code> {
+    pub fn note_unresolved(&self, id: String, handler: String) -> Result<String> {
         self.inner.approvals().note_unresolved(&id, &handler).map_err(error)
     }
 
@@ -327,7 +396,7 @@ impl Engine {
     /// `note` (the reviewer's reasoning) in the trace; listeners hear of it. Refused (`EREFUSED`) for
     /// a decided Pending or an automatic route.
     #[napi(catch_unwind)]
-    pub fn escalate_pending(&self, id: String, to: String, note: String) -> Result<JsPendingDict, Code> {
+    pub fn escalate_pending(&self, id: String, to: String, note: String) -> Result<JsPendingDict> {
         self.inner.approvals().escalate(&id, &to, &note).map(JsPendingDict::from).map_err(error)
     }
 
@@ -360,7 +429,8 @@ impl Engine {
         ts_args_type = "name: string, policy: { onRejection?: (rejection: PolicyRejection) => void; onSuccess?: (success: PolicySuccess) => void }"
     )]
     pub fn register_policy(&self, name: String, policy: Object) -> Result<()> {
-        let policy = JsPolicy { on_rejection: policy.get("onRejection")?, on_success: policy.get("onSuccess")? };
+        let on_rejection = policy.get("onRejection").map_err(crate::errors::from_napi)?;
+        let policy = JsPolicy { on_rejection, on_success: policy.get("onSuccess").map_err(crate::errors::from_napi)? };
         self.inner.approvals().register_policy(name, Arc::new(policy));
         Ok(())
     }

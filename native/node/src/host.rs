@@ -1,10 +1,14 @@
-//! Host hooks: JavaScript functions the extension registers, called from the engine's async driver
-//! through napi ThreadsafeFunctions. The engine only knows them by id (`HookImpl::Host(id)`).
+//! Host hooks: JavaScript functions the extension registers (`registerHostHook`), called from the
+//! engine's async driver through napi ThreadsafeFunctions. The engine only knows them by id
+//! (`HookImpl::Host(id)`).
 
-use crate::convert::{JsEvent, JsHookAnswer};
+use crate::Engine;
+use crate::errors::{Result, invalid};
+use crate::evaluate::{JsEvent, event_kind};
 use chokepoint_core as core;
 use napi::bindgen_prelude::{Promise, Status};
 use napi::threadsafe_function::ThreadsafeFunction;
+use napi_derive::napi;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -39,7 +43,11 @@ impl HostTable {
 }
 
 impl core::HostHooks for HostTable {
-    fn call(&self, id: &str, event: &core::Event) -> Pin<Box<dyn Future<Output = Result<core::HookAnswer, core::HookFailure>> + Send>> {
+    fn call(
+        &self,
+        id: &str,
+        event: &core::Event,
+    ) -> Pin<Box<dyn Future<Output = std::result::Result<core::HookAnswer, core::HookFailure>> + Send>> {
         let function = self.functions.read().unwrap_or_else(|p| p.into_inner()).get(id).cloned();
         let event = JsEvent::from(event);
         let id = id.to_owned();
@@ -50,5 +58,90 @@ impl core::HostHooks for HostTable {
             let answer = promise.await.map_err(|e| core::HookFailure::Error(e.reason.clone()))?;
             answer.try_into_core()
         })
+    }
+}
+
+/// What a host hook answers.
+#[napi(object, js_name = "HookAnswer")]
+pub struct JsHookAnswer {
+    #[napi(ts_type = "'allow' | 'deny' | 'ask' | 'modify'")]
+    pub decision: String,
+    pub reason: Option<String>,
+    pub remediation: Option<String>,
+    pub suggested_tool: Option<String>,
+    /// The rewritten subject, with `modify`.
+    pub modified: Option<serde_json::Value>,
+    pub additional_context: Option<String>,
+}
+
+/// Where and how a host hook runs.
+#[napi(object, js_name = "HostHookSpec")]
+pub struct JsHostHookSpec {
+    /// Unique among host hooks; shown in outcomes and the trace.
+    pub name: String,
+    #[napi(ts_type = "EventName[]")]
+    pub events: Vec<String>,
+    /// Default `normal`.
+    #[napi(ts_type = "'critical' | 'high' | 'normal' | 'low'")]
+    pub priority: Option<String>,
+    /// Default by priority.
+    #[napi(ts_type = "'closed' | 'open'")]
+    pub failure: Option<String>,
+    /// Anchored regular expression over the tool name.
+    pub tool: Option<String>,
+    pub paths: Option<Vec<String>>,
+}
+
+impl JsHostHookSpec {
+    pub fn try_into_core(self) -> Result<core::Registration> {
+        let priority = match self.priority.as_deref().unwrap_or("normal") {
+            "critical" => core::Priority::Critical,
+            "high" => core::Priority::High,
+            "normal" => core::Priority::Normal,
+            "low" => core::Priority::Low,
+            other => return Err(invalid(format!("unknown priority `{other}`; use critical, high, normal or low"))),
+        };
+        let failure = match self.failure.as_deref() {
+            None => None,
+            Some("closed") => Some(core::FailureMode::Closed),
+            Some("open") => Some(core::FailureMode::Open),
+            Some(other) => return Err(invalid(format!("unknown failure mode `{other}`; use closed or open"))),
+        };
+        let events = self.events.iter().map(|e| event_kind(e)).collect::<Result<Vec<_>>>()?;
+        let matcher = core::Matcher::new(self.tool.as_deref(), &self.paths.unwrap_or_default()).map_err(|e| invalid(e.to_string()))?;
+        Ok(core::Registration { hook: core::HookImpl::Host(self.name.clone()), name: self.name, priority, failure, events, matcher })
+    }
+}
+
+impl JsHookAnswer {
+    pub fn try_into_core(self) -> std::result::Result<core::HookAnswer, core::HookFailure> {
+        let denial = || core::Denial {
+            reason: self.reason.clone().unwrap_or_else(|| "denied by hook".into()),
+            remediation: self.remediation.clone(),
+            suggested_tool: self.suggested_tool.clone(),
+        };
+        let answer = match self.decision.as_str() {
+            "allow" => core::Answer::Allow,
+            "deny" => core::Answer::Deny(denial()),
+            "ask" => core::Answer::Ask { reason: self.reason.clone().unwrap_or_else(|| "the hook asks for a decision".into()) },
+            "modify" => core::Answer::Modify(
+                self.modified.clone().ok_or_else(|| core::HookFailure::BadAnswer("`modify` without `modified`".into()))?,
+            ),
+            other => return Err(core::HookFailure::BadAnswer(format!("unknown decision `{other}`"))),
+        };
+        Ok(core::HookAnswer { answer, additional_context: self.additional_context })
+    }
+}
+
+#[napi]
+impl Engine {
+    /// Registers an async JavaScript function as a hook: `async (event) => answer`. It runs in
+    /// the chain of every event it lists, at its priority, on the asynchronous path.
+    #[napi(catch_unwind, ts_args_type = "spec: HostHookSpec, hook: (event: Event) => Promise<HookAnswer>")]
+    pub fn register_host_hook(&self, spec: JsHostHookSpec, hook: HostFn) -> Result<()> {
+        let registration = spec.try_into_core()?;
+        self.host.insert(registration.name.clone(), hook);
+        self.inner.register(registration);
+        Ok(())
     }
 }

@@ -39,6 +39,8 @@ pub enum ApprovalError {
     },
     /// An action reached a subject of another kind (a bug in the table, never a caller's mistake).
     WrongSubject(String),
+    /// An ask on an event that nothing approves (the event's name).
+    NotAskable(String),
 }
 
 impl ApprovalError {
@@ -73,6 +75,10 @@ impl fmt::Display for ApprovalError {
                 write!(f, "bad arguments for `{action}`: {message}")
             }
             ApprovalError::NotOpen { id, status } => write!(f, "pending `{id}` is already {status}; no action can change it"),
+            ApprovalError::NotAskable(event) => write!(
+                f,
+                "an ask on `{event}` cannot be approved; asks are approved on PreToolUse (a tool call or a scope_expansion_request), PlanSubmit, PreCompact and BeforeSubmit"
+            ),
             ApprovalError::WrongSubject(action) => {
                 write!(f, "action `{action}` reached a subject of another kind")
             }

@@ -13,17 +13,22 @@
 //! - `broker.rs`: `Approvals`, the registry of one engine: open, route, decide, time out, wait,
 //!   listeners and policy feedback.
 //! - `record.rs`: the ledger records of Pendings.
+//! - `ask.rs`: which Pending an ask opens, with the subject built from the event the chain judged.
+//! - `settlement.rs`: what a decision means for the agent (`Next`) and the line its model is told.
 //! - `error.rs`: refusals, lower-case, naming what is allowed.
 
 mod actions;
+mod ask;
 mod broker;
 mod error;
 mod kind;
 mod pending;
 mod record;
 mod routing;
+mod settlement;
 
 pub use actions::{Action, ActionSpec};
+pub use ask::{Ask, SCOPE_EXPANSION_TOOL};
 pub use broker::{Applied, Approvals, ChangeListener, EffectiveConfig, FeedbackSource, OpenRequest, Opened, Policy, RecordSink, Rejection};
 pub use error::ApprovalError;
 pub use kind::{
@@ -33,4 +38,5 @@ pub use kind::{
 pub use pending::{Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult, auto_retry};
 pub use record::{Phase, approval_record};
 pub use routing::{ANY_KIND, Route, route};
+pub use settlement::{Next, Settlement};
 pub mod config;

@@ -223,7 +223,7 @@ pub fn evaluation_record(
     let reason = match decision {
         Decision::Allow => None,
         Decision::Deny(d) => Some(d.reason.clone()),
-        Decision::Ask { reasons } => Some(reasons.join("; ")),
+        Decision::Ask { .. } => Some(decision.ask_reasons().join("; ")),
     };
     record.decision = Some(RecordedDecision {
         decision: decision.as_str().to_owned(),

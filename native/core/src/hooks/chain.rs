@@ -9,7 +9,7 @@ use crate::hooks::builtin::{self, BuiltinSpec};
 use crate::hooks::command::{self, CommandSpec};
 pub use crate::hooks::context::{HostHooks, RunContext};
 use crate::hooks::priority::{FailureMode, Priority};
-use crate::model::decision::{Answer, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
+use crate::model::decision::{Answer, Asked, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 use crate::model::event::Event;
 use globset::GlobSet;
 use regex::Regex;
@@ -430,7 +430,7 @@ struct Combiner<'e> {
     /// The subject before the first `modify`, put back when the chain ends.
     original: Option<serde_json::Value>,
     modified: bool,
-    asks: Vec<String>,
+    asks: Vec<Asked>,
     denial: Option<Denial>,
     additional_context: Vec<String>,
     outcomes: Vec<HookOutcome>,
@@ -489,7 +489,7 @@ impl<'e> Combiner<'e> {
         let (kind, flow) = match answer.answer {
             Answer::Allow => (OutcomeKind::Allowed, Continue(())),
             Answer::Ask { reason } => {
-                self.asks.push(format!("{}: {reason}", hook.name));
+                self.asks.push(Asked { hook: hook.name.clone(), reason });
                 (OutcomeKind::Asked, Continue(()))
             }
             Answer::Modify(subject) => {
@@ -510,7 +510,7 @@ impl<'e> Combiner<'e> {
     fn finish(mut self) -> Evaluation {
         let decision = match (self.denial, self.asks.is_empty()) {
             (Some(denial), _) => Decision::Deny(denial),
-            (None, false) => Decision::Ask { reasons: self.asks },
+            (None, false) => Decision::Ask { asks: self.asks },
             (None, true) => Decision::Allow,
         };
         let rewritten = self.original.take().map(|original| std::mem::replace(&mut self.event.subject, original));

@@ -85,10 +85,34 @@ impl std::fmt::Display for HookFailure {
 pub enum Decision {
     Allow,
     Deny(Denial),
-    Ask { reasons: Vec<String> },
+    /// Every hook that asked, in chain order (who asked is the Pending's `triggered_by`).
+    Ask {
+        asks: Vec<Asked>,
+    },
+}
+
+/// One hook's `ask`: who asked and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked {
+    pub hook: std::sync::Arc<str>,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Asked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.hook, self.reason)
+    }
 }
 
 impl Decision {
+    /// The asks as one line each, `hook: reason` (for text: a transcript, the CLI, the trace).
+    pub fn ask_reasons(&self) -> Vec<String> {
+        match self {
+            Decision::Ask { asks } => asks.iter().map(ToString::to_string).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     pub fn as_str(&self) -> &'static str {
         match self {
             Decision::Allow => "allow",

@@ -1,0 +1,140 @@
+//! What the agent does once a Pending is decided: the one reading of a decision that every host acts
+//! on, with the line its model is told. The engine (`engine::settle`) applies what needs applying
+//! (an expansion's grant, the approval's durability) before a host sees it.
+
+use super::kind::PendingKind;
+use super::pending::{PendingDict, Status};
+use serde_json::Value;
+
+/// The step after a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Go on with what was asked: the tool call as the agent made it, the plan or the compaction as
+    /// decided (their subject, which the decider may have edited).
+    Run,
+    /// Run the decider's version of the tool call instead (`input`); the chain judges it first.
+    RunModified,
+    /// The scope expansion is granted (the engine has applied it): nothing else runs.
+    Granted,
+    /// A refused submission is accepted anyway.
+    Override,
+    /// Another round for the agent, with the decider's guidance.
+    Retry,
+    /// Nothing runs: rejected, timed out, or the approval could not be recorded or applied.
+    Refuse,
+}
+
+impl Next {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Next::Run => "run",
+            Next::RunModified => "run_modified",
+            Next::Granted => "granted",
+            Next::Override => "override",
+            Next::Retry => "retry",
+            Next::Refuse => "refuse",
+        }
+    }
+}
+
+/// A decided Pending and what follows from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settlement {
+    pub next: Next,
+    /// Who decided (`human`, `reviewer`, `timeout`, `handler:<name>`, ...).
+    pub by: String,
+    /// A rejection's or an override's reason.
+    pub reason: Option<String>,
+    /// What the decider said with an approval or a modification, or a retry's guidance.
+    pub note: Option<String>,
+    /// The modified tool input (`RunModified`).
+    pub input: Option<Value>,
+    /// The line the agent's model is told: the tool's result when nothing runs, the context added to
+    /// its result when something does.
+    pub message: String,
+    pub pending: PendingDict,
+}
+
+impl Settlement {
+    /// Reads a Pending's decision. A Pending still open (its wait was cut short) counts as timed out:
+    /// a question nobody answered is a no.
+    pub fn of(pending: PendingDict) -> Settlement {
+        let decision = pending.decision.as_ref();
+        let text = |s: Option<&String>| s.filter(|s| !s.is_empty()).cloned();
+        let by = decision.map_or_else(|| "timeout".to_owned(), |d| d.by.clone());
+        let reason = text(decision.and_then(|d| d.reason.as_ref()));
+        let note = text(decision.and_then(|d| d.note.as_ref()));
+        let with = |s: &Option<String>, sep: &str| s.as_ref().map(|s| format!("{sep}{s}")).unwrap_or_default();
+        let note_line = with(&note.as_ref().map(|n| format!("note from {by}: {n}")), "\n");
+        let (next, message) = match (pending.status, pending.kind) {
+            (Status::Approved, PendingKind::ScopeExpansion) => {
+                let paths =
+                    pending.subject.get("paths").and_then(Value::as_array).map(|p| p.iter().filter_map(Value::as_str).collect::<Vec<_>>());
+                let intent = pending.subject.get("intent_id").and_then(Value::as_str).unwrap_or("the intent");
+                let saved = if decision.is_some_and(|d| d.save) { " and saved to active_intents.yaml" } else { "" };
+                (
+                    Next::Granted,
+                    format!("approved by {by}: {} added to the scope of {intent}{saved}{note_line}", paths.unwrap_or_default().join(", ")),
+                )
+            }
+            (Status::Approved, _) => (Next::Run, format!("approved by {by}{}", with(&note, ": "))),
+            (Status::Modified, PendingKind::ToolCall) => {
+                let input = decision.and_then(|d| d.input.as_ref()).map(Value::to_string).unwrap_or_default();
+                (Next::RunModified, format!("modified by {by} before it ran; what ran: {input}{note_line}"))
+            }
+            (Status::Modified, _) => (Next::Run, format!("edited by {by}{}", with(&note, ": "))),
+            (Status::Overridden, _) => (Next::Override, format!("accepted by {by} despite the failed checks{}", with(&reason, ": "))),
+            (Status::Retry, _) => {
+                let guidance = note.as_ref().or(reason.as_ref()).map(|g| format!(": {g}")).unwrap_or_default();
+                (Next::Retry, format!("the completion was not accepted; {by} gives you another round{guidance}"))
+            }
+            (Status::Rejected | Status::TimedOut | Status::Open, kind) => {
+                let why = reason.clone().map_or_else(
+                    || if by == "timeout" { ": nobody decided in time".to_owned() } else { String::new() },
+                    |r| format!(": {r}"),
+                );
+                (Next::Refuse, format!("{}rejected by {by}{why}", what(kind)))
+            }
+        };
+        let input = if next == Next::RunModified { decision.and_then(|d| d.input.clone()) } else { None };
+        Settlement { next, by, reason, note, input, message, pending }
+    }
+
+    /// The answer when the Pending cannot be found (never opened, or forgotten): a no.
+    pub fn unknown(id: &str, error: &super::error::ApprovalError) -> Settlement {
+        let pending = PendingDict {
+            id: id.to_owned(),
+            kind: PendingKind::ToolCall,
+            created_at: String::new(),
+            triggered_by: String::new(),
+            session_id: None,
+            task_id: None,
+            status: Status::TimedOut,
+            route: String::new(),
+            subject: Value::Null,
+            actions: Vec::new(),
+            decision: None,
+        };
+        Settlement::of(pending).refused(format!("the approval could not be awaited: {error}"))
+    }
+
+    /// The same Pending, refused because what its approval needs could not be done (recorded,
+    /// granted): the approval must not take effect.
+    pub fn refused(mut self, why: String) -> Settlement {
+        self.next = Next::Refuse;
+        self.input = None;
+        self.message = why;
+        self
+    }
+}
+
+/// How a refusal names what was refused (a tool call's refusal is its own result: it needs no name).
+fn what(kind: PendingKind) -> &'static str {
+    match kind {
+        PendingKind::ToolCall => "",
+        PendingKind::ScopeExpansion => "the scope expansion was ",
+        PendingKind::Plan => "the plan was ",
+        PendingKind::Compaction => "the compaction was ",
+        PendingKind::Submit => "the completion was ",
+    }
+}

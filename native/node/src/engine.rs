@@ -1,0 +1,138 @@
+//! The engine of one workspace: open, reload, what it loaded, the configuration watch, close. The
+//! other domains add their methods to `Engine` in their own files (evaluate, scope, containment,
+//! trace, approvals).
+
+use crate::errors::{Code, Result, as_error};
+use crate::host::HostTable;
+use chokepoint_core as core;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi_derive::napi;
+use std::sync::Arc;
+
+#[napi(object, js_name = "Diagnostic")]
+pub struct JsDiagnostic {
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    pub code: String,
+    pub message: String,
+}
+
+#[napi(object, js_name = "ConfigStatus")]
+pub struct JsConfigStatus {
+    pub path: String,
+    #[napi(ts_type = "'loaded' | 'missing' | 'invalid'")]
+    pub status: String,
+}
+
+#[napi(object, js_name = "EngineInfo")]
+pub struct JsEngineInfo {
+    pub version: String,
+    pub workspace_root: String,
+    pub hooks: JsConfigStatus,
+    pub intents: JsConfigStatus,
+    pub hook_count: u32,
+    #[napi(ts_type = "EventName[]")]
+    pub events: Vec<String>,
+    pub task_types: Vec<String>,
+    pub intent_ids: Vec<String>,
+    pub diagnostics: Vec<JsDiagnostic>,
+}
+
+fn path_string(p: &std::path::Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+impl From<core::Diagnostic> for JsDiagnostic {
+    fn from(d: core::Diagnostic) -> Self {
+        JsDiagnostic { file: path_string(&d.file), line: d.line, column: d.column, code: d.code.to_owned(), message: d.message }
+    }
+}
+
+impl From<core::ConfigStatus> for JsConfigStatus {
+    fn from(s: core::ConfigStatus) -> Self {
+        JsConfigStatus { path: path_string(&s.path), status: s.status.as_str().to_owned() }
+    }
+}
+
+impl From<core::EngineInfo> for JsEngineInfo {
+    fn from(i: core::EngineInfo) -> Self {
+        JsEngineInfo {
+            version: i.version.to_owned(),
+            workspace_root: path_string(&i.workspace_root),
+            hooks: i.hooks.into(),
+            intents: i.intents.into(),
+            hook_count: i.hook_count as u32,
+            events: i.events.iter().map(|e| e.as_str().to_owned()).collect(),
+            task_types: i.task_types,
+            intent_ids: i.intent_ids,
+            diagnostics: i.diagnostics.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// The engine of one workspace.
+#[napi]
+pub struct Engine {
+    pub(crate) inner: Arc<core::Engine>,
+    pub(crate) host: Arc<HostTable>,
+}
+
+#[napi]
+impl Engine {
+    /// Opens the engine on a workspace folder. Throws (`EINVAL`) if the folder does not exist;
+    /// configuration problems do not throw, they are reported by `info().diagnostics`.
+    #[napi(factory, catch_unwind)]
+    pub fn open(workspace_root: String) -> Result<Engine> {
+        core::Engine::open(&workspace_root)
+            .map(|inner| Engine { inner: Arc::new(inner), host: Arc::default() })
+            .map_err(|e| crate::errors::invalid(format!("cannot open workspace `{workspace_root}`: {e}")))
+    }
+
+    /// Re-reads the configuration; returns the number of diagnostics of this load.
+    #[napi(catch_unwind)]
+    pub fn reload(&self) -> u32 {
+        self.inner.reload().len() as u32
+    }
+
+    #[napi(catch_unwind)]
+    pub fn info(&self) -> JsEngineInfo {
+        self.inner.info().into()
+    }
+
+    /// Reloads the engine whenever hooks.yaml or active_intents.yaml changes (debounced), then calls
+    /// `onReload` with the number of problems that reload found (0: the new configuration runs;
+    /// more: the last good one keeps running). Keep the returned handle; `close()` stops watching.
+    #[napi(catch_unwind, ts_args_type = "onReload: (problems: number) => void")]
+    pub fn watch(&self, on_reload: ThreadsafeFunction<u32, (), u32, napi::Status, false>) -> Result<ConfigWatch> {
+        let watcher = self
+            .inner
+            .watch(core::watch::DEFAULT_DEBOUNCE, move |diagnostics| {
+                on_reload.call(diagnostics.len() as u32, ThreadsafeFunctionCallMode::NonBlocking);
+            })
+            .map_err(as_error(Code::Engine))?;
+        Ok(ConfigWatch { inner: Some(watcher) })
+    }
+
+    /// Releases the JavaScript functions registered as host hooks, so that they no longer keep Node
+    /// running. A host hook that is called afterwards fails (and its failure mode applies).
+    #[napi]
+    pub fn close(&self) {
+        self.host.clear();
+    }
+}
+
+/// A running configuration watch (see `Engine.watch`).
+#[napi]
+pub struct ConfigWatch {
+    inner: Option<core::watch::ConfigWatcher>,
+}
+
+#[napi]
+impl ConfigWatch {
+    /// Stops watching. Idempotent.
+    #[napi]
+    pub fn close(&mut self) {
+        self.inner = None;
+    }
+}

@@ -1,0 +1,360 @@
+//! Judging an event: the synchronous entry (`evaluate`, positional for the hot path), the
+//! asynchronous one (`evaluateAsync`, every kind of hook), the output hooks piped for a session, and
+//! the object shapes of an event and its evaluation.
+
+use crate::Engine;
+use crate::errors::{Code, Result, error, from_napi, invalid};
+use chokepoint_core as core;
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use std::sync::Arc;
+
+/// One event as the extension hands it to the chain.
+#[napi(object, js_name = "Event")]
+pub struct JsEvent {
+    #[napi(ts_type = "EventName")]
+    pub event: String,
+    pub tool: Option<String>,
+    /// The subject hooks judge: tool input on `PreToolUse`, tool result on `PostToolUse`, ...
+    pub input: Option<serde_json::Value>,
+    /// Workspace-relative paths the event touches (for path matchers).
+    pub paths: Option<Vec<String>>,
+    pub task_type: Option<String>,
+    pub session_id: Option<String>,
+    /// The agent acting (`claude-code`, ...), recorded in the trace with the session.
+    pub agent_id: Option<String>,
+    pub task_id: Option<String>,
+    pub plan_id: Option<String>,
+    /// The turn within the task (0-based).
+    pub turn: Option<u32>,
+    /// The model that produced the action, recorded in the trace.
+    pub model: Option<String>,
+    /// Set on the events host hooks receive. Pass the event (or this value) back to the engine for work
+    /// a hook derives from it, and that work does not re-enter the hooks.
+    pub hook_depth: Option<u32>,
+}
+
+/// The ids and context of an event on the synchronous path (all optional).
+#[napi(object, js_name = "EventContext")]
+pub struct JsEventContext {
+    pub session_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub task_id: Option<String>,
+    pub plan_id: Option<String>,
+    pub turn: Option<u32>,
+    pub task_type: Option<String>,
+    /// The model that produced the action, recorded in the trace.
+    pub model: Option<String>,
+    pub hook_depth: Option<u32>,
+}
+
+#[napi(object, js_name = "EvaluateOptions")]
+pub struct JsEvaluateOptions {
+    /// `deciding` (default): outcomes other than a plain allow; `all`; or `none`.
+    #[napi(ts_type = "'deciding' | 'all' | 'none'")]
+    pub outcomes: Option<String>,
+}
+
+#[napi(object, js_name = "HookOutcome")]
+pub struct JsHookOutcome {
+    pub hook: String,
+    #[napi(ts_type = "OutcomeName")]
+    pub outcome: String,
+    /// The hook's own time; never the wait for the record's durability (`Evaluation.durableWaitNs`).
+    pub duration_ns: f64,
+    /// Why the hook failed, for the two failure outcomes.
+    pub error: Option<String>,
+}
+
+/// A hook's `ask`: who asked and why (the Pending's `triggered_by` is the first).
+#[napi(object, js_name = "Asked")]
+pub struct JsAsked {
+    pub hook: String,
+    pub reason: String,
+}
+
+#[napi(object, js_name = "Piped")]
+pub struct JsPiped {
+    pub hook: String,
+    pub text: String,
+}
+
+#[napi(object, js_name = "Evaluation")]
+pub struct JsEvaluation {
+    #[napi(ts_type = "DecisionName")]
+    pub decision: String,
+    /// The denial's reason; with `ask`, the asks' reasons in one line (each is in `asks`).
+    pub reason: Option<String>,
+    pub remediation: Option<String>,
+    pub suggested_tool: Option<String>,
+    /// With `ask`: every hook that asked, in chain order.
+    pub asks: Option<Vec<JsAsked>>,
+    /// The rewritten subject, when a hook modified it and nothing denied.
+    pub modified: Option<serde_json::Value>,
+    /// Context hooks add for the model, in chain order. Absent when empty.
+    pub additional_context: Option<Vec<String>>,
+    /// The hooks' outcomes, as `EvaluateOptions.outcomes` asks (by default the deciding ones: every
+    /// outcome but a plain allow). Absent when empty. The trace records all of them regardless.
+    pub outcomes: Option<Vec<JsHookOutcome>>,
+    /// Output of `pipe_output` hooks from this run (on `Error`: for the recovery prompt). Absent when empty.
+    pub piped: Option<Vec<JsPiped>>,
+    /// Values hooks reported, e.g. `pr_url`. Absent when empty.
+    pub context: Option<std::collections::HashMap<String, String>>,
+    /// Present (true) only when requested from inside a running hook: the chain did not run again.
+    pub reentered: Option<bool>,
+    /// How long the answer waited after the hooks for its record to be durable; absent when nothing
+    /// waited. Never part of a hook's `durationNs`.
+    pub durable_wait_ns: Option<f64>,
+}
+
+/// Which outcomes cross back to JavaScript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    All,
+    Deciding,
+    None,
+}
+
+impl Detail {
+    pub fn from_options(options: Option<JsEvaluateOptions>) -> Result<Detail> {
+        match options.and_then(|o| o.outcomes).as_deref() {
+            None | Some("deciding") => Ok(Detail::Deciding),
+            Some("all") => Ok(Detail::All),
+            Some("none") => Ok(Detail::None),
+            Some(other) => Err(invalid(format!("unknown outcomes option `{other}`; use all, deciding or none"))),
+        }
+    }
+}
+
+pub fn event_kind(name: &str) -> Result<core::EventKind> {
+    name.parse::<core::EventKind>().map_err(invalid)
+}
+
+/// Builds a core event from the positional arguments of the synchronous entry.
+fn event_from_parts(name: &str, tool: Option<String>, paths: Option<Vec<String>>, context: Option<JsEventContext>) -> Result<core::Event> {
+    let mut event = core::Event::new(event_kind(name)?);
+    event.tool = tool;
+    event.paths = paths.unwrap_or_default();
+    if let Some(c) = context {
+        event.ids.session = c.session_id;
+        event.ids.agent = c.agent_id;
+        event.ids.task = c.task_id;
+        event.ids.plan = c.plan_id;
+        event.ids.turn = c.turn;
+        event.ids.model = c.model;
+        event.task_type = c.task_type;
+        event.depth = c.hook_depth.unwrap_or(0);
+    }
+    Ok(event)
+}
+
+impl From<&core::Event> for JsEvent {
+    fn from(e: &core::Event) -> Self {
+        JsEvent {
+            event: e.kind.as_str().to_owned(),
+            tool: e.tool.clone(),
+            input: Some(e.subject.clone()),
+            paths: Some(e.paths.clone()),
+            task_type: e.task_type.clone(),
+            session_id: e.ids.session.clone(),
+            agent_id: e.ids.agent.clone(),
+            task_id: e.ids.task.clone(),
+            plan_id: e.ids.plan.clone(),
+            turn: e.ids.turn,
+            model: e.ids.model.clone(),
+            hook_depth: Some(e.depth + 1),
+        }
+    }
+}
+
+impl JsEvent {
+    pub fn try_into_core(self) -> Result<core::Event> {
+        let kind = event_kind(&self.event)?;
+        let mut event = core::Event::new(kind);
+        event.ids = core::EventIds {
+            session: self.session_id,
+            agent: self.agent_id,
+            task: self.task_id,
+            plan: self.plan_id,
+            turn: self.turn,
+            model: self.model,
+            intent: None,
+        };
+        event.tool = self.tool;
+        event.task_type = self.task_type;
+        event.paths = self.paths.unwrap_or_default();
+        event.subject = self.input.unwrap_or(serde_json::Value::Null);
+        event.depth = self.hook_depth.unwrap_or(0);
+        Ok(event)
+    }
+}
+
+fn non_empty<T>(v: Vec<T>) -> Option<Vec<T>> {
+    (!v.is_empty()).then_some(v)
+}
+
+impl JsEvaluation {
+    pub fn from_core(e: core::Evaluation, detail: Detail) -> Self {
+        let (reason, remediation, suggested_tool, asks) = match &e.decision {
+            core::Decision::Allow => (None, None, None, None),
+            core::Decision::Deny(d) => (Some(d.reason.clone()), d.remediation.clone(), d.suggested_tool.clone(), None),
+            core::Decision::Ask { asks } => (
+                Some(asks.iter().map(|a| a.reason.as_str()).collect::<Vec<_>>().join("; ")),
+                None,
+                None,
+                Some(asks.iter().map(|a| JsAsked { hook: a.hook.to_string(), reason: a.reason.clone() }).collect()),
+            ),
+        };
+        JsEvaluation {
+            decision: e.decision.as_str().to_owned(),
+            reason,
+            remediation,
+            suggested_tool,
+            asks,
+            modified: e.modified,
+            additional_context: non_empty(e.additional_context),
+            outcomes: non_empty(
+                e.outcomes
+                    .into_iter()
+                    .filter(|o| match detail {
+                        Detail::All => true,
+                        Detail::Deciding => o.kind != core::OutcomeKind::Allowed,
+                        Detail::None => false,
+                    })
+                    .map(|o| JsHookOutcome {
+                        hook: o.hook.to_string(),
+                        outcome: o.kind.as_str().to_owned(),
+                        duration_ns: o.duration_ns as f64,
+                        error: match o.kind {
+                            core::OutcomeKind::FailedOpen(f) | core::OutcomeKind::FailedClosed(f) => Some(f.to_string()),
+                            _ => None,
+                        },
+                    })
+                    .collect(),
+            ),
+            piped: non_empty(e.piped.into_iter().map(|p| JsPiped { hook: p.hook, text: p.text }).collect()),
+            context: (!e.context.is_empty()).then(|| e.context.into_iter().collect()),
+            reentered: e.reentered.then_some(true),
+            durable_wait_ns: (e.durable_wait_ns > 0).then_some(e.durable_wait_ns as f64),
+        }
+    }
+}
+
+/// Where an `evaluateAsync` stands: judged and settled before the call returned, or awaited through
+/// a deferred that whoever settles later resolves.
+enum Settling {
+    Judging,
+    Waiting(napi::JsDeferred<JsEvaluation, Box<dyn FnOnce(Env) -> napi::Result<JsEvaluation> + Send>>),
+    Done(core::Evaluation),
+}
+
+/// Settles an evaluation exactly once: with the one given, or, dropped unsettled (the task judging it
+/// panicked and was unwound), with a deny. A promise of a gate never hangs, and a broken gate denies.
+struct DenyOnDrop<F: FnOnce(core::Evaluation)>(Option<F>);
+
+impl<F: FnOnce(core::Evaluation)> DenyOnDrop<F> {
+    fn settle(mut self, evaluation: core::Evaluation) {
+        if let Some(settle) = self.0.take() {
+            settle(evaluation);
+        }
+    }
+}
+
+impl<F: FnOnce(core::Evaluation)> Drop for DenyOnDrop<F> {
+    fn drop(&mut self) {
+        if let Some(settle) = self.0.take() {
+            settle(core::Evaluation::failed("the engine failed while judging this event (a panic; see the log)"));
+        }
+    }
+}
+
+#[napi]
+impl Engine {
+    /// Runs the event's chain synchronously. For chains of native hooks only: throws (`EENGINE`) if
+    /// a hook that applies to this event is a command, builtin or host hook.
+    ///
+    /// The hot path, so its arguments are positional: every napi call costs a few hundred
+    /// nanoseconds, and reading an object's fields by name costs three calls a field. The tool input is
+    /// converted only if a hook that applies will read it (declared rules judge by tool and paths).
+    /// `extension/src/engine/chokepoint.ts` is the one caller; it takes an `Event` object.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "event: EventName, tool?: string | null, paths?: string[] | null, input?: unknown, context?: EventContext | null, options?: EvaluateOptions | null",
+        ts_return_type = "Evaluation"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    pub fn evaluate(
+        &self,
+        env: &Env,
+        event: String,
+        tool: Option<String>,
+        paths: Option<Vec<String>>,
+        input: Option<Unknown>,
+        context: Option<JsEventContext>,
+        options: Option<JsEvaluateOptions>,
+    ) -> Result<JsEvaluation> {
+        let core_event = event_from_parts(&event, tool, paths, context)?;
+        let detail = Detail::from_options(options)?;
+        let subject = || input.map(|i| env.from_js_value(i)).unwrap_or(Ok(serde_json::Value::Null));
+        match self.inner.evaluate_with(core_event, subject) {
+            Ok(evaluation) => Ok(JsEvaluation::from_core(evaluation, detail)),
+            Err(core::SyncError::NeedsAsync(e)) => Err(error(Code::Engine, e.to_string())),
+            Err(core::SyncError::Subject(e)) => Err(from_napi(e)),
+        }
+    }
+
+    /// Runs the event's chain with every kind of hook (commands, builtins, host hooks) and resolves
+    /// with the decision. Hooks failing is data in the result, never a rejection.
+    ///
+    /// A chain of native hooks only is judged at once, on the calling thread: the promise comes back
+    /// resolved when the event's record needs no sync, else it settles when the record is durable
+    /// (straight from the ledger's syncer thread); other chains run on the binding's async runtime.
+    #[napi(catch_unwind, ts_return_type = "Promise<Evaluation>")]
+    pub fn evaluate_async<'env>(
+        &self,
+        env: &'env Env,
+        event: JsEvent,
+        options: Option<JsEvaluateOptions>,
+    ) -> Result<PromiseRaw<'env, JsEvaluation>> {
+        let event = event.try_into_core()?;
+        let detail = Detail::from_options(options)?;
+        // Who settles first decides how: an evaluation ready before this call returns becomes an
+        // already resolved promise (no round trip through the event loop); a later one resolves the
+        // deferred this call leaves behind.
+        let state = Arc::new(std::sync::Mutex::new(Settling::Judging));
+        let settle = {
+            let state = Arc::clone(&state);
+            move |evaluation: core::Evaluation| {
+                let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+                match std::mem::replace(&mut *s, Settling::Judging) {
+                    Settling::Waiting(deferred) => {
+                        drop(s);
+                        deferred.resolve(Box::new(move |_| Ok(JsEvaluation::from_core(evaluation, detail))));
+                    }
+                    _ => *s = Settling::Done(evaluation),
+                }
+            }
+        };
+        if let Err(back) = self.inner.evaluate_then(event, settle) {
+            let (event, settle) = *back;
+            let (engine, host) = (self.inner.clone(), self.host.clone());
+            let settle = DenyOnDrop(Some(settle));
+            spawn(async move { settle.settle(engine.evaluate_async(event, Some(host as Arc<dyn core::HostHooks>)).await) });
+        }
+        let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+        match std::mem::replace(&mut *s, Settling::Judging) {
+            Settling::Done(evaluation) => PromiseRaw::resolve(env, JsEvaluation::from_core(evaluation, detail)).map_err(from_napi),
+            _ => {
+                let (deferred, promise) = env.create_deferred().map_err(from_napi)?;
+                *s = Settling::Waiting(deferred);
+                Ok(PromiseRaw::new(env.raw(), promise.raw()))
+            }
+        }
+    }
+
+    /// The piped hook output waiting for this session's next turn, oldest first; empties the queue.
+    #[napi(catch_unwind)]
+    pub fn drain_piped(&self, session_id: String) -> Vec<JsPiped> {
+        self.inner.drain_piped(&session_id).into_iter().map(|p| JsPiped { hook: p.hook, text: p.text }).collect()
+    }
+}

@@ -1,0 +1,181 @@
+//! The trace ledger as the sidebar reads it: recent records through the index, blame of a line, and
+//! `flushTrace` for a caller that must know everything queued is durable.
+
+use crate::Engine;
+use crate::errors::{Code, Result, as_error, error, invalid};
+use chokepoint_core as core;
+use napi_derive::napi;
+
+/// Which trace records `Engine.traceRecent` returns; every field set must match.
+#[napi(object, js_name = "TraceFilter")]
+pub struct JsTraceFilter {
+    pub intent: Option<String>,
+    /// A workspace-relative path, or a glob (`src/**/*.ts`): the records that wrote a matching file.
+    pub file: Option<String>,
+    pub session: Option<String>,
+    /// Records at or after this time: RFC 3339, a date, or unix milliseconds as a string.
+    pub since: Option<String>,
+    /// At most this many, the newest; all when absent.
+    pub limit: Option<u32>,
+}
+
+impl JsTraceFilter {
+    /// The core filter, newest first (as a log is read).
+    fn into_core(filter: Option<JsTraceFilter>) -> core::ledger::index::Filter {
+        let f = filter.unwrap_or(JsTraceFilter { intent: None, file: None, session: None, since: None, limit: None });
+        core::ledger::index::Filter {
+            intent: f.intent,
+            file: f.file,
+            session: f.session,
+            since: f.since,
+            kind: None,
+            limit: f.limit.map(|l| l as usize),
+            newest_first: true,
+        }
+    }
+}
+
+/// Lines `start..=end` (1-based) a write put in a file.
+#[napi(object, js_name = "TraceRange")]
+pub struct JsTraceRange {
+    pub start: u32,
+    pub end: u32,
+}
+
+#[napi(object, js_name = "TraceFile")]
+pub struct JsTraceFile {
+    /// Workspace-relative, `/`-separated.
+    pub path: String,
+    /// Empty when the write's ranges are unknown or it deleted lines only.
+    pub ranges: Vec<JsTraceRange>,
+}
+
+/// One record of the trace ledger, as the sidebar lists it.
+#[napi(object, js_name = "TraceEntry")]
+pub struct JsTraceEntry {
+    pub seq: f64,
+    /// RFC 3339 UTC with milliseconds.
+    pub time: String,
+    #[napi(ts_type = "'tool_call' | 'lifecycle' | 'approval' | 'containment' | 'external'")]
+    pub kind: String,
+    pub event: Option<String>,
+    pub tool: Option<String>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub model: Option<String>,
+    pub intent: Option<String>,
+    /// A judged event's decision (`allow`, `deny`, `ask`), or an approval's outcome (its status).
+    pub decision: Option<String>,
+    pub reason: Option<String>,
+    pub files: Vec<JsTraceFile>,
+}
+
+impl From<core::ledger::Record> for JsTraceEntry {
+    fn from(r: core::ledger::Record) -> Self {
+        let kind = serde_json::to_value(r.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let (decision, reason) = r.decision.map_or((None, None), |d| (Some(d.decision), d.reason));
+        JsTraceEntry {
+            seq: r.seq as f64,
+            time: r.time,
+            kind,
+            event: r.event,
+            tool: r.tool,
+            session: r.session,
+            agent: r.agent,
+            model: r.model,
+            intent: r.intent,
+            decision,
+            reason,
+            files: r
+                .files
+                .into_iter()
+                .map(|f| JsTraceFile {
+                    path: f.path,
+                    ranges: f.ranges.into_iter().map(|x| JsTraceRange { start: x.start, end: x.end }).collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The record whose write holds a line now.
+#[napi(object, js_name = "BlameOrigin")]
+pub struct JsBlameOrigin {
+    pub seq: f64,
+    pub time: String,
+    pub intent: Option<String>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub model: Option<String>,
+    pub tool: Option<String>,
+}
+
+/// One line of a file as it is on disk now, and the recorded write that explains it.
+#[napi(object, js_name = "BlameResult")]
+pub struct JsBlameResult {
+    /// 1-based.
+    pub line: u32,
+    pub text: String,
+    /// Absent when no recorded write explains the line (typed by hand, or written outside the
+    /// chokepoint, or edited since).
+    pub origin: Option<JsBlameOrigin>,
+}
+
+impl From<core::ledger::blame::BlameLine> for JsBlameResult {
+    fn from(l: core::ledger::blame::BlameLine) -> Self {
+        JsBlameResult {
+            line: l.line,
+            text: l.text,
+            origin: l.origin.map(|o| JsBlameOrigin {
+                seq: o.seq as f64,
+                time: o.time,
+                intent: o.intent,
+                session: o.session,
+                agent: o.agent,
+                model: o.model,
+                tool: o.tool,
+            }),
+        }
+    }
+}
+
+/// A 1-based line number from JavaScript, where a number can be negative, fractional or huge.
+fn line_number(line: f64) -> Result<u32> {
+    if line.fract() == 0.0 && line >= 1.0 && line <= f64::from(u32::MAX) {
+        Ok(line as u32)
+    } else {
+        Err(invalid(format!("`{line}` is not a line number (they start at 1)")))
+    }
+}
+
+#[napi]
+impl Engine {
+    /// The trace ledger's records that match `filter`, newest first, read through its index (brought
+    /// up to date with the ledger first, so every durable record is there, whichever process wrote
+    /// it). An ungoverned workspace has none. Throws (`ELEDGER`) when the index cannot be read or
+    /// `since` is not a time.
+    #[napi(catch_unwind)]
+    pub fn trace_recent(&self, filter: Option<JsTraceFilter>) -> Result<Vec<JsTraceEntry>> {
+        let records = self.inner.tracer().query(&JsTraceFilter::into_core(filter)).map_err(as_error(Code::Ledger))?;
+        Ok(records.into_iter().map(Into::into).collect())
+    }
+
+    /// Which recorded write last put line `line` (1-based) of `path` (workspace-relative,
+    /// `/`-separated) as it is on disk now, found by content even after lines moved. Throws for a
+    /// path outside the workspace, a file that cannot be read, a line past its end, or an ungoverned
+    /// workspace.
+    #[napi(catch_unwind)]
+    pub fn trace_blame(&self, path: String, line: f64) -> Result<JsBlameResult> {
+        let line = line_number(line)?;
+        let mut lines = self.inner.tracer().blame(&path, Some(line)).map_err(as_error(Code::Ledger))?;
+        lines.pop().map(Into::into).ok_or_else(|| error(Code::Ledger, format!("blame of {path}:{line} returned no line")))
+    }
+
+    /// Waits until every record queued so far (by the synchronous `evaluate`) is durable in the
+    /// ledger. Blocks the calling thread for one sync: the runtime does not call it (its approvals
+    /// are made durable by `settlePending`). Throws (`ELEDGER`) when the ledger cannot be written.
+    #[napi(catch_unwind)]
+    pub fn flush_trace(&self) -> Result<()> {
+        self.inner.tracer().flush().map_err(as_error(Code::Ledger))
+    }
+}
