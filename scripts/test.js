@@ -143,6 +143,7 @@ async function extensionLayer() {
   try {
     browser = await vscode.launchBrowser({ runDir });
     const page = await browser.newPage();
+    await server.login(page.context());
     let done;
     const exited = new Promise((r) => (done = r));
     await page.exposeFunction('codeAutomationLog', (type, args) => {
@@ -169,7 +170,7 @@ async function extensionLayer() {
     return counts;
   } finally {
     if (browser) await browser.close().catch(() => {});
-    server.stop();
+    await server.stop();
     fs.rmSync(runDir, { recursive: true, force: true, maxRetries: 3 });
   }
 }
