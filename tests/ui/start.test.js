@@ -90,6 +90,41 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   });
 }
 
+test('SIGHUP to npm start ends what runs in a terminal of its VS Code, even a process that left the terminal (setsid nohup)', async (t) => {
+  const cache = tempCache(t);
+  const run = await npmStart(cache, await vscode.freePort());
+  const browserDir = path.join(cache, 'browser');
+  fs.mkdirSync(browserDir);
+  const browser = await vscode.launchBrowser({ runDir: browserDir });
+  t.after(() => browser.close().catch(() => {}));
+  const page = await browser.newPage();
+  const url = /http:\/\/127\.0\.0\.1:\d+\/\?folder=\S+/.exec(run.output())[0];
+  // Logging in as a person would: the URL npm start printed leads to the password form.
+  await page.goto(url);
+  await page.locator('input[type=password]').fill(fs.readFileSync(path.join(run.runDir, 'password'), 'utf8').trim());
+  await page.keyboard.press('Enter');
+  await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+  // A process that neither the server's process group nor the terminal's hangup reaches.
+  const escaped = () => serverProcesses(run.runDir).filter((p) => p.cmdline.join(' ') === 'sleep 987');
+  await eventually('a terminal runs `setsid nohup sleep 987`', async () => {
+    await page.keyboard.press('F1');
+    await page.keyboard.type('Terminal: Create New Terminal');
+    await page.keyboard.press('Enter');
+    await page.locator('.terminal-wrapper.active').waitFor({ timeout: 10000 }).catch(() => {});
+    await sleep(1500);
+    await page.keyboard.type('setsid nohup sleep 987 >/dev/null 2>&1 &');
+    await page.keyboard.press('Enter');
+    await sleep(1000);
+    return escaped().length > 0;
+  }, 60000);
+  const pids = new Set(escaped().map((p) => p.pid));
+
+  process.kill(-run.child.pid, 'SIGHUP');
+  await run.exited;
+  await assertAllGone(run);
+  assert.deepEqual(listProcesses().filter((p) => pids.has(p.pid)), [], 'the process started in the terminal still runs');
+});
+
 test('when npm start is SIGKILLed, its VS Code server ends too (the supervisor sees its pipe close)', async (t) => {
   const run = await npmStart(tempCache(t), await vscode.freePort());
   process.kill(run.child.pid, 'SIGKILL');
