@@ -24,7 +24,7 @@ function listProcesses() {
       const stat = fs.readFileSync(`/proc/${n}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       // A zombie has ended already (it only waits for its parent to read its exit status).
-      if (fields[0] === 'Z') continue;
+      if (fields[0] === 'Z' || fields[0] === 'X') continue;
       out.push({ pid: Number(n), ppid: Number(fields[1]), pgid: Number(fields[2]), cmdline: readNulList(`/proc/${n}/cmdline`), environ: readNulList(`/proc/${n}/environ`) });
     } catch {
       // The process ended while we looked.
@@ -48,12 +48,13 @@ function serverProcesses(marker, { pgid } = {}) {
   return listProcesses().filter((p) => p.pid !== process.pid && (p.environ.includes(tag) || (pgid && p.pgid === pgid)));
 }
 
-/** When the process started (clock ticks since boot), or null if it is gone: with the pid, it names one
- *  process even after the pid is reused. */
+/** When the process started (clock ticks since boot), or null if it has ended (a zombie has): with the
+ *  pid, it names one process even after the pid is reused. */
 function startTime(pid) {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[0] === 'Z' || fields[0] === 'X' ? null : fields[19];
   } catch {
     return null;
   }
