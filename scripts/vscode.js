@@ -97,7 +97,7 @@ function portIsFree(port) {
 /**
  * Starts code-server on 127.0.0.1 with password authentication, with every file it writes under
  * `runDir` (user data, extensions, TMPDIR and XDG folders), under a supervisor (scripts/supervise.js) in
- * its own process group. The supervisor ends the server and every process under it when `stop()` asks,
+ * its own session and process group. The supervisor ends the server and every process under it when `stop()` asks,
  * and also when this process ends in any way (SIGKILL included): it watches a pipe from us.
  *
  * `password` defaults to a fresh random one; `server.login(context)` gives a Playwright browser context
