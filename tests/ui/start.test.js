@@ -32,11 +32,17 @@ function tempCache(t) {
 }
 
 /** Runs start.js in its own process group and resolves once it prints that VS Code is running. */
-async function npmStart(cache, port) {
+async function npmStart(t, cache, port) {
   const child = spawn(process.execPath, [START], {
     env: { ...process.env, CHOKEPOINT_CACHE: cache, CHOKEPOINT_PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
+  });
+  // A failed test may leave it running: SIGKILL is enough, as its supervisor then ends the server.
+  t.after(() => {
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {}
   });
   let output = '';
   child.stdout.on('data', (d) => (output += d));
@@ -78,7 +84,7 @@ async function assertAllGone(run) {
 
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   test(`${signal} to npm start's process group ends its VS Code server and every process under it`, async (t) => {
-    const run = await npmStart(tempCache(t), await vscode.freePort());
+    const run = await npmStart(t, tempCache(t), await vscode.freePort());
     assert.ok(serverProcesses(run.runDir).length >= 2, 'the supervisor and code-server run');
     assert.ok(fs.existsSync(path.join(run.runDir, 'server.pid')));
     process.kill(-run.child.pid, signal);
@@ -92,7 +98,7 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 
 test('SIGHUP to npm start ends what runs in a terminal of its VS Code, even a process that left the terminal (setsid nohup)', async (t) => {
   const cache = tempCache(t);
-  const run = await npmStart(cache, await vscode.freePort());
+  const run = await npmStart(t, cache, await vscode.freePort());
   const browserDir = path.join(cache, 'browser');
   fs.mkdirSync(browserDir);
   const browser = await vscode.launchBrowser({ runDir: browserDir });
@@ -126,16 +132,27 @@ test('SIGHUP to npm start ends what runs in a terminal of its VS Code, even a pr
 });
 
 test('when npm start is SIGKILLed, its VS Code server ends too (the supervisor sees its pipe close)', async (t) => {
-  const run = await npmStart(tempCache(t), await vscode.freePort());
+  const run = await npmStart(t, tempCache(t), await vscode.freePort());
   process.kill(run.child.pid, 'SIGKILL');
   await run.exited;
   await eventually('the server ends', async () => serverProcesses(run.runDir).length === 0 && !(await answers(run.port)));
   await assertAllGone(run);
 });
 
+test('when VS Code fails under npm start, npm start says so, exits non-zero and leaves none of its processes', async (t) => {
+  const run = await npmStart(t, tempCache(t), await vscode.freePort());
+  const { supervisor } = JSON.parse(fs.readFileSync(path.join(run.runDir, 'server.pid'), 'utf8'));
+  const codeServer = serverProcesses(run.runDir).find((p) => p.pid !== supervisor.pid && p.cmdline.some((a) => a.endsWith('entry.js')));
+  process.kill(codeServer.pid, 'SIGKILL');
+  const ended = await Promise.race([run.exited, sleep(20000).then(() => 'still running')]);
+  assert.deepEqual(ended, { code: 1, signal: null }, run.output());
+  assert.match(run.output(), /error: VS Code stopped \(exit code \d+\); its log: /);
+  await assertAllGone(run);
+});
+
 test('a server an earlier npm start left behind is found and ended by the next one, which says so', async (t) => {
   const cache = tempCache(t);
-  const first = await npmStart(cache, await vscode.freePort());
+  const first = await npmStart(t, cache, await vscode.freePort());
   const { supervisor } = JSON.parse(fs.readFileSync(path.join(first.runDir, 'server.pid'), 'utf8'));
   // Leave a server behind: npm start and the supervisor both die without a chance to stop it (npm
   // start frozen first, so it cannot react to the supervisor's death).
@@ -149,7 +166,7 @@ test('a server an earlier npm start left behind is found and ended by the next o
   assert.equal(await answers(first.port), true, 'the leftover server still answers');
 
   // Same cache, same port: the port is only free once the leftover has been ended.
-  const second = await npmStart(cache, first.port);
+  const second = await npmStart(t, cache, first.port);
   assert.match(second.output(), /a VS Code server that an earlier npm start left running on port \d+ \(\d+ processes/);
   const leftoverPids = new Set(leftover.map((p) => p.pid));
   assert.deepEqual(listProcesses().filter((p) => leftoverPids.has(p.pid)), [], 'processes of the leftover server still run');
@@ -161,8 +178,8 @@ test('a server an earlier npm start left behind is found and ended by the next o
 
 test('a second npm start with the same cache folder refuses while the first runs, and leaves it running', async (t) => {
   const cache = tempCache(t);
-  const first = await npmStart(cache, await vscode.freePort());
-  await assert.rejects(npmStart(cache, await vscode.freePort()), /npm start already runs with the cache folder/);
+  const first = await npmStart(t, cache, await vscode.freePort());
+  await assert.rejects(npmStart(t, cache, await vscode.freePort()), /npm start already runs with the cache folder/);
   assert.equal(await answers(first.port), true);
   process.kill(-first.child.pid, 'SIGTERM');
   await first.exited;
@@ -170,7 +187,7 @@ test('a second npm start with the same cache folder refuses while the first runs
 });
 
 test('the served VS Code refuses a request without the password and lets one with it in', async (t) => {
-  const run = await npmStart(tempCache(t), await vscode.freePort());
+  const run = await npmStart(t, tempCache(t), await vscode.freePort());
   const base = `http://127.0.0.1:${run.port}`;
   const passwordFile = path.join(run.runDir, 'password');
   const password = fs.readFileSync(passwordFile, 'utf8').trim();
