@@ -5,7 +5,8 @@
 //              then the canonicaliser's fuzz target for 15 s
 //   node       tsc --noEmit (and of tests/extension), then node --test tests/node (the built addon from Node) and tests/unit
 //   extension  mocha inside the real VS Code extension host (code-server), tests/extension
-//   ui         the sidebar driven in Debian's Chromium with playwright-core, against the packed .vsix
+//   ui         the sidebar driven in Debian's Chromium with playwright-core, against the packed .vsix;
+//              npm start's lifetime and password (tests/ui/start.test.js)
 //
 // `npm test -- cargo node` runs only the named layers. Exit code 0 only if every test passed.
 'use strict';
@@ -147,6 +148,7 @@ async function extensionLayer() {
   try {
     browser = await vscode.launchBrowser({ runDir });
     const page = await browser.newPage();
+    await server.login(page.context());
     let done;
     const exited = new Promise((r) => (done = r));
     await page.exposeFunction('codeAutomationLog', (type, args) => {
@@ -173,7 +175,7 @@ async function extensionLayer() {
     return counts;
   } finally {
     if (browser) await browser.close().catch(() => {});
-    server.stop();
+    await server.stop();
     fs.rmSync(runDir, { recursive: true, force: true, maxRetries: 3 });
   }
 }

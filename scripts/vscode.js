@@ -4,11 +4,13 @@
 // Facts behind every choice here: ../shared/docs/vscode-e2e.md.
 'use strict';
 const { spawn, spawnSync } = require('child_process');
+const crypto = require('crypto');
 const fs = require('fs');
 const net = require('net');
 const os = require('os');
 const path = require('path');
 const { ROOT, log, run, envWithoutNpm } = require('./lib');
+const { SERVER_MARKER, endServer } = require('./processes');
 
 const NODE_VERSION = '24.21.0';
 const CODE_SERVER_VERSION = '4.139.1';
@@ -93,23 +95,34 @@ function portIsFree(port) {
 }
 
 /**
- * Starts code-server on 127.0.0.1 in its own process group, with every file it writes under `runDir`
- * (user data, extensions, TMPDIR and XDG folders). `stop()` kills the whole group.
+ * Starts code-server on 127.0.0.1 with password authentication, with every file it writes under
+ * `runDir` (user data, extensions, TMPDIR and XDG folders), under a supervisor (scripts/supervise.js) in
+ * its own session and process group. The supervisor ends the server and every process under it when `stop()` asks,
+ * and also when this process ends in any way (SIGKILL included): it watches a pipe from us.
+ *
+ * `password` defaults to a fresh random one; `server.login(context)` gives a Playwright browser context
+ * the session cookie, `server.sessionCookie()` the cookie for a plain HTTP request.
  */
-async function startCodeServer({ runDir, port, env = {}, extensionsDir }) {
-  fs.mkdirSync(runDir, { recursive: true });
+async function startCodeServer({ runDir, port, env = {}, extensionsDir, password = randomPassword() }) {
+  // The run folder holds the workspace, VS Code's user data and its sockets: this user's only.
+  fs.mkdirSync(runDir, { recursive: true, mode: 0o700 });
+  fs.chmodSync(runDir, 0o700);
   const dirs = { data: path.join(runDir, 'data'), exts: extensionsDir || path.join(runDir, 'extensions') };
   for (const d of Object.values(dirs)) fs.mkdirSync(d, { recursive: true });
   const config = path.join(runDir, 'code-server.yaml');
-  fs.writeFileSync(config, 'auth: none\n');
+  // The password comes from $PASSWORD (code-server removes it from the environment of what it starts);
+  // code-server would otherwise generate one and write it to this file.
+  fs.writeFileSync(config, 'auth: password\n');
   port = port || (await freePort());
   const logFile = path.join(runDir, 'server.log');
   const out = fs.openSync(logFile, 'w');
   const child = spawn(
-    node24,
+    process.execPath,
     [
+      path.join(__dirname, 'supervise.js'),
+      node24,
       codeServerEntry,
-      '--auth', 'none',
+      '--auth', 'password',
       '--bind-addr', `127.0.0.1:${port}`,
       '--config', config,
       '--user-data-dir', dirs.data,
@@ -122,18 +135,28 @@ async function startCodeServer({ runDir, port, env = {}, extensionsDir }) {
       '--vscode-option', 'enable-smoke-test-driver',
     ],
     {
-      env: serverEnv(runDir, env),
-      stdio: ['ignore', out, out],
+      env: serverEnv(runDir, { ...env, PASSWORD: password, [SERVER_MARKER]: runDir }),
+      // stdin is the supervisor's watchdog: it reads end of file when this process has ended.
+      stdio: ['pipe', out, out],
       detached: true,
     },
   );
   fs.closeSync(out);
   let exited = false;
+  const exit = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   child.on('exit', () => (exited = true));
-  const stop = () => {
-    try {
-      process.kill(-child.pid, 'SIGTERM');
-    } catch {}
+  // Writing nothing to the pipe: only its closing counts. A broken pipe (the supervisor is gone) is not an error here.
+  child.stdin.on('error', () => {});
+  /** Ends the server and everything under it; resolves when they are gone. */
+  const stop = async () => {
+    if (!exited) {
+      try {
+        process.kill(child.pid, 'SIGTERM');
+      } catch {}
+      await Promise.race([exit, new Promise((r) => setTimeout(r, 10000))]);
+    }
+    // Whatever the supervisor could not end (or if it was killed itself): end it from here.
+    await endServer(runDir, { pgid: child.pid });
   };
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
@@ -142,17 +165,26 @@ async function startCodeServer({ runDir, port, env = {}, extensionsDir }) {
       if ((await fetch(`${base}/healthz`)).ok) break;
     } catch {}
     if (i > 240) {
-      stop();
+      await stop();
       throw new Error(`code-server did not answer on ${base} within 60 s; see ${logFile}`);
     }
     await new Promise((r) => setTimeout(r, 250));
   }
+  const sessionCookie = () => loginCookie(base, password);
   return {
     port,
     base,
     logFile,
     child,
+    password,
     stop,
+    exit,
+    sessionCookie,
+    /** Logs a Playwright browser context in, so pages open the workbench directly. */
+    async login(context) {
+      const { name, value } = await sessionCookie();
+      await context.addCookies([{ name, value, url: base }]);
+    },
     /** The workbench URL for a folder, with optional development/test payload. */
     url(folder, payload) {
       let u = `${base}/?folder=${encodeURIComponent(folder)}`;
@@ -160,6 +192,24 @@ async function startCodeServer({ runDir, port, env = {}, extensionsDir }) {
       return u;
     },
   };
+}
+
+/** A password nobody guesses: 144 random bits, URL- and shell-safe. */
+function randomPassword() {
+  return crypto.randomBytes(18).toString('base64url');
+}
+
+/** Logs in with code-server's login form and returns its session cookie ({ name, value }). */
+async function loginCookie(base, password) {
+  const r = await fetch(`${base}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ password }),
+  });
+  const m = /^([^=;\s]+)=([^;]*)/.exec(r.headers.get('set-cookie') || '');
+  if (!m) throw new Error(`logging in to code-server at ${base} failed (HTTP ${r.status}, no session cookie); is the password right?`);
+  return { name: m[1], value: m[2] };
 }
 
 function tail(file, bytes = 2000) {
@@ -217,4 +267,4 @@ function makeSampleWorkspace(dest) {
   return dest;
 }
 
-module.exports = { CACHE, ensureSystemPackages, ensureVsCode, startCodeServer, installExtension, launchBrowser, makeSampleWorkspace, freePort, portIsFree };
+module.exports = { CACHE, ensureSystemPackages, ensureVsCode, startCodeServer, randomPassword, installExtension, launchBrowser, makeSampleWorkspace, freePort, portIsFree };

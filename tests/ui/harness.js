@@ -19,10 +19,11 @@ async function startVsCode() {
     server = await vscode.startCodeServer({ runDir, extensionsDir });
     browser = await vscode.launchBrowser({ runDir });
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await server.login(page.context());
     await page.goto(server.url(workspace));
   } catch (e) {
     if (browser) await browser.close().catch(() => {});
-    if (server) server.stop();
+    if (server) await server.stop();
     fs.rmSync(runDir, { recursive: true, force: true, maxRetries: 3 });
     throw e;
   }
@@ -42,7 +43,7 @@ async function startVsCode() {
     async stop() {
       if (process.env.CHOKEPOINT_UI_SCREENSHOT) await page.screenshot({ path: process.env.CHOKEPOINT_UI_SCREENSHOT }).catch(() => {});
       await browser.close().catch(() => {});
-      server.stop();
+      await server.stop();
       fs.rmSync(runDir, { recursive: true, force: true, maxRetries: 3 });
     },
   };
