@@ -88,7 +88,7 @@ export type TaskStatus = z.infer<typeof TaskStatus>;
  *  the two drift apart. */
 export const RuntimeEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('taskStarted'), taskId: z.string(), sessionId: z.string(), prompt: z.string(), model: z.string() }),
-  z.object({ type: z.literal('lifecycle'), taskId: z.string(), event: z.string(), decision: z.string(), hooks: z.array(HookOutcomeView) }),
+  z.object({ type: z.literal('lifecycle'), taskId: z.string(), event: z.string(), decision: z.string(), hooks: z.array(HookOutcomeView), durableMs: z.number().min(0).optional() }),
   z.object({ type: z.literal('turnStarted'), taskId: z.string(), turn: Turn }),
   z.object({ type: z.literal('text'), taskId: z.string(), turn: Turn, text: z.string() }),
   z.object({
@@ -101,6 +101,7 @@ export const RuntimeEvent = z.discriminatedUnion('type', [
     decision: z.enum(['allow', 'deny', 'ask', 'invalid']),
     reason: z.string().optional(),
     hooks: z.array(HookOutcomeView),
+    durableMs: z.number().min(0).optional(),
   }),
   z.object({ type: z.literal('toolResult'), taskId: z.string(), turn: Turn, callId: z.string(), tool: z.string(), ok: z.boolean(), content: z.string() }),
   z.object({ type: z.literal('piped'), taskId: z.string(), hook: z.string(), text: z.string() }),

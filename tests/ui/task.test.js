@@ -90,6 +90,8 @@ test('Run demo task: the transcript shows each call with its decision and the ho
   assert.match(await denied.getByTestId('call-reason').textContent(), /^denied by gatekeeper: `src\/billing\/invoice\.js` is outside the scope of intent `INT-001`/);
   const hooks = denied.getByTestId('hooks');
   assert.match(await hooks.locator('summary').textContent(), /^Hooks: gatekeeper deny · /);
+  // The wait for the deny's record to be durable is shown apart from the gatekeeper's own time.
+  assert.match(await hooks.locator('summary').textContent(), / · recorded in (<?[\d.]+ ms|[\d.]+ s)$/);
   await hooks.locator('summary').click();
   await hooks.getByTestId('hook').first().waitFor();
   assert.match(await hooks.getByTestId('hook').first().textContent(), /^gatekeeper\s*deny\s*<?[\d.]+ ms$/);

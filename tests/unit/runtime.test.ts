@@ -92,6 +92,7 @@ test('the demo task: handshake, allowed write, denied write, expansion asked, pi
   ]);
   const gate = events.find((e) => e.type === 'toolCall' && e.decision === 'deny');
   assert.ok(gate && gate.type === 'toolCall' && gate.hooks.some((h) => h.hook === 'gatekeeper' && h.outcome === 'deny'), 'the transcript says which hook decided');
+  assert.ok(gate && gate.type === 'toolCall' && (gate.durableMs ?? 0) > 0, 'the wait for the gate\u2019s record is reported apart from the hooks\u2019 time');
 
   // The trace: every tool call recorded with the intent and the model, the write with its ranges.
   const records = engine.traceRecent({ limit: 500 });

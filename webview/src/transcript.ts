@@ -82,9 +82,9 @@ export function transcriptView() {
         if (openCall) {
           // A gate that judged the call while it ran (BeforeSubmit for attempt_completion); one with
           // nothing to say (no hook, allowed) is left out.
-          if (e.hooks.length > 0 || e.decision !== 'allow') openCall.row.append(gate(e.event, e.decision, e.hooks));
+          if (e.hooks.length > 0 || e.decision !== 'allow') openCall.row.append(gate(e.event, e.decision, e.hooks, e.durableMs));
         } else if (e.decision !== 'allow' || e.hooks.some((h) => h.outcome !== 'allow')) {
-          place(el('li', { class: 'lifecycle' }, gate(e.event, e.decision, e.hooks)));
+          place(el('li', { class: 'lifecycle' }, gate(e.event, e.decision, e.hooks, e.durableMs)));
         }
         return;
       }
@@ -151,28 +151,30 @@ function callRow(e: Extract<RuntimeEvent, { type: 'toolCall' }>): HTMLElement {
     const reason = decider && e.reason.startsWith(`${decider.hook}: `) ? e.reason.slice(decider.hook.length + 2) : e.reason;
     row.append(el('div', { class: 'reason', testid: 'call-reason', text: decider ? `${verb} by ${decider.hook}: ${reason}` : `${verb}: ${reason}` }));
   }
-  if (e.hooks.length) row.append(hooksDetails(e.hooks, e.decision));
+  if (e.hooks.length) row.append(hooksDetails(e.hooks, e.decision, e.durableMs));
   return row;
 }
 
 /** A lifecycle event that judged something: its name, decision, the deciding hook and every hook. */
-function gate(event: string, decision: string, hooks: Hook[]): HTMLElement {
+function gate(event: string, decision: string, hooks: Hook[], durableMs?: number): HTMLElement {
   const decider = hooks.find((h) => h.outcome === decision && decision !== 'allow') ?? (hooks.length === 1 ? hooks[0] : undefined);
   const head = el('div', { class: 'call-head' }, el('span', { class: 'event', text: event }), el('span', { class: `decision ${decision}`, text: decision, testid: 'decision' }));
   if (decider) head.append(el('span', { class: 'muted', text: `by ${decider.hook} · ${duration(decider.durationMs)}` }));
   const node = el('div', { class: 'gate', testid: 'gate' }, head);
   node.dataset.event = event;
   node.dataset.decision = decision;
-  if (hooks.length) node.append(hooksDetails(hooks, decision));
+  if (hooks.length) node.append(hooksDetails(hooks, decision, durableMs));
   return node;
 }
 
-/** Every hook that ran, expandable: name, outcome, duration and, for a failure, why. */
-function hooksDetails(hooks: Hook[], decision: string): HTMLElement {
+/** Every hook that ran, expandable: name, outcome, duration and, for a failure, why. The wait for the
+ *  record's durability is shown apart (`recorded in`): it is no hook's time. */
+function hooksDetails(hooks: Hook[], decision: string, durableMs?: number): HTMLElement {
   const total = hooks.reduce((s, h) => s + h.durationMs, 0);
   // Collapsed, it still names the hooks (up to three) and what each answered.
   const named = hooks.length <= 3 ? hooks.map((h) => `${h.hook} ${h.outcome}`).join(', ') : `${hooks.length} hooks, ${decision}`;
-  const summary = el('summary', { text: `Hooks: ${named} · ${duration(total)}` });
+  const recorded = durableMs === undefined ? '' : ` · recorded in ${duration(durableMs)}`;
+  const summary = el('summary', { text: `Hooks: ${named} · ${duration(total)}${recorded}` });
   const items = hooks.map((h) => {
     const li = el('li', { testid: 'hook' }, el('span', { class: 'hook-name', text: h.hook }), el('span', { class: `decision ${h.outcome}`, text: h.outcome }), el('span', { class: 'muted', text: duration(h.durationMs) }));
     if (h.reason) li.append(el('div', { class: 'reason', text: h.reason }));

@@ -24,7 +24,7 @@ import { FileTools } from './fileTools';
 import { assemblePrompt, type Compactor } from './prompt';
 import { toolError, ToolCalls, type ToolOutcome } from './toolCall';
 import { toolDefinitions } from './tools';
-import { hookView, ModelError } from './types';
+import { durableMs, hookView, ModelError } from './types';
 import type { Ask, AskOutcome, ChatMessage, ModelProvider, RuntimeEngine, RuntimeEvent, RuntimeLimits, Task, TaskSpec, TaskStatus, ToolCall } from './types';
 
 export const DEFAULT_LIMITS: RuntimeLimits = { maxTurns: 25, toolTimeoutMs: 120_000, maxSubmitRetries: 2, maxRecoveryTurns: 1 };
@@ -178,7 +178,7 @@ export class AgentRuntime {
   private async lifecycle(name: EventName, task: Task | undefined, subject: unknown, turn?: number): Promise<Evaluation | undefined> {
     const evaluation = await this.judge(this.event(name, task, { input: subject, turn }));
     if (task) {
-      this.emit({ type: 'lifecycle', taskId: task.id, event: name, decision: evaluation.decision, hooks: (evaluation.outcomes ?? []).map(hookView) });
+      this.emit({ type: 'lifecycle', taskId: task.id, event: name, decision: evaluation.decision, hooks: (evaluation.outcomes ?? []).map(hookView), durableMs: durableMs(evaluation) });
     }
     return evaluation;
   }

@@ -4,7 +4,7 @@
 // needs of its host (RuntimeEngine, the asks and what follows them, the limits, a task). Imports only the
 // binding's generated declarations, as types (no `vscode`, nothing loaded): the modules that only
 // need these types can be unit-tested in plain Node.
-import type { AskRequest, Engine, HookOutcome, PendingDict, Settlement } from '../../../native/node/index';
+import type { AskRequest, Engine, Evaluation, HookOutcome, PendingDict, Settlement } from '../../../native/node/index';
 
 /** One message of the conversation, in the Chat Completions shape (the providers translate it). */
 export type ChatMessage =
@@ -87,11 +87,14 @@ export interface HookOutcomeView {
 
 export const hookView = (o: HookOutcome): HookOutcomeView => ({ hook: o.hook, outcome: o.outcome, durationMs: o.durationNs / 1e6, reason: o.error });
 
+/** The wait for durability of an evaluation, in milliseconds, when there was one. */
+export const durableMs = (e: Evaluation): number | undefined => (e.durableWaitNs === undefined ? undefined : e.durableWaitNs / 1e6);
+
 /** What the runtime reports while it works; the task panel renders these, tests assert them. */
 export type RuntimeEvent =
   | { type: 'taskStarted'; taskId: string; sessionId: string; prompt: string; model: string }
   /** A lifecycle event passed the chain (TurnStart, PreCompact, ...), with the hooks that decided. */
-  | { type: 'lifecycle'; taskId: string; event: string; decision: string; hooks: HookOutcomeView[] }
+  | { type: 'lifecycle'; taskId: string; event: string; decision: string; hooks: HookOutcomeView[]; durableMs?: number }
   | { type: 'turnStarted'; taskId: string; turn: number }
   | { type: 'text'; taskId: string; turn: number; text: string }
   | {
@@ -105,6 +108,9 @@ export type RuntimeEvent =
       decision: 'allow' | 'deny' | 'ask' | 'invalid';
       reason?: string;
       hooks: HookOutcomeView[];
+      /** How long the answer waited, after the hooks, for its record to be durable (apart from the
+       *  hooks' own time); absent when nothing waited. */
+      durableMs?: number;
     }
   | { type: 'toolResult'; taskId: string; turn: number; callId: string; tool: string; ok: boolean; content: string }
   | { type: 'piped'; taskId: string; hook: string; text: string }
