@@ -231,10 +231,14 @@ pub(crate) fn chained_line(out: &mut Vec<u8>, seq: u64, time: &str, prev: &str, 
 
 /// SHA-256 of bytes, as lower-case hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lower-case hex of a digest.
+fn hex(digest: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
+    let mut out = String::with_capacity(digest.len() * 2);
+    for &b in digest {
         // Not `format!` per byte: this runs for every ledger line and every range.
         out.push(HEX[(b >> 4) as usize] as char);
         out.push(HEX[(b & 0xf) as usize] as char);
@@ -248,40 +252,57 @@ pub fn line_hash(line: &str) -> String {
 }
 
 /// SHA-256 of a JSON value in canonical form (object keys sorted, no whitespace), so the same input
-/// digests the same whoever serialised it.
+/// digests the same whoever serialised it. The canonical text is streamed into the hash, never built:
+/// this runs for every judged event's input, on the ledger's writer thread.
 pub fn digest_json(value: &serde_json::Value) -> String {
-    fn canonical(v: &serde_json::Value, out: &mut String) {
+    /// The hash as an `io::Write`, for serde_json to serialise into.
+    struct Hashing(Sha256);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    /// A scalar or a key, as serde_json writes it (`to_string`), into the hash.
+    fn write<T: serde::Serialize + ?Sized>(out: &mut Hashing, v: &T) {
+        serde_json::to_writer(out, v).expect("a JSON value serialises into a hash");
+    }
+    fn canonical(v: &serde_json::Value, out: &mut Hashing) {
         match v {
             serde_json::Value::Object(map) => {
                 let mut keys: Vec<&String> = map.keys().collect();
                 keys.sort();
-                out.push('{');
+                out.0.update(b"{");
                 for (i, k) in keys.iter().enumerate() {
                     if i > 0 {
-                        out.push(',');
+                        out.0.update(b",");
                     }
-                    out.push_str(&serde_json::to_string(k).expect("a string serialises"));
-                    out.push(':');
+                    write(out, *k);
+                    out.0.update(b":");
                     canonical(&map[*k], out);
                 }
-                out.push('}');
+                out.0.update(b"}");
             }
             serde_json::Value::Array(items) => {
-                out.push('[');
+                out.0.update(b"[");
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
-                        out.push(',');
+                        out.0.update(b",");
                     }
                     canonical(item, out);
                 }
-                out.push(']');
+                out.0.update(b"]");
             }
-            other => out.push_str(&other.to_string()),
+            other => write(out, other),
         }
     }
-    let mut text = String::new();
-    canonical(value, &mut text);
-    sha256_hex(text.as_bytes())
+    let mut hashing = Hashing(Sha256::new());
+    canonical(value, &mut hashing);
+    let digest = hashing.0.finalize();
+    hex(&digest)
 }
 
 /// The head of the chain as last written: `count` records, the last of which hashes to `hash`.
@@ -377,5 +398,9 @@ mod tests {
         assert_eq!(digest_json(&a), digest_json(&b));
         assert_ne!(digest_json(&a), digest_json(&serde_json::json!({ "path": "b" })));
         assert_eq!(sha256_hex(b""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        // The digest is of the canonical text, whatever builds it: keys sorted, no whitespace, strings
+        // escaped as serde_json escapes them (old ledgers were digested so).
+        let nested = serde_json::json!({ "b": [1, "x\"y\n", { "d": true, "c": 2.5 }], "a": null });
+        assert_eq!(digest_json(&nested), sha256_hex(br#"{"a":null,"b":[1,"x\"y\n",{"c":2.5,"d":true}]}"#));
     }
 }

@@ -121,7 +121,10 @@ pub struct Stats {
 }
 
 struct Pending {
-    record: Record,
+    /// Boxed, and absent until a deferred record is built: a queued record is moved several times
+    /// (into the queue, whose growth copies every element, into a batch, through the build), so it
+    /// stays a few words long instead of a whole record's.
+    record: Option<Box<Record>>,
     /// The record's line without its chain fields, serialised by the producer ([`Record::take_body`]),
     /// or by the writer thread for a record enqueued with [`Ledger::enqueue_deferred`].
     body: String,
@@ -299,16 +302,16 @@ impl Ledger {
     /// must not block for long, since the batch waits for it. A `build` that panics fails its ticket
     /// (and only its own) with [`LedgerError::Unrecordable`].
     pub fn enqueue_deferred(&self, lazy: bool, build: impl FnOnce() -> Record + Send + 'static) -> Ticket {
-        self.push(Record::new(RecordKind::External), String::new(), Some(Box::new(build)), lazy)
+        self.push(None, String::new(), Some(Box::new(build)), lazy)
     }
 
     fn enqueue_with(&self, mut record: Record, lazy: bool) -> Ticket {
         // On the producer's thread, before the queue's lock: the writer only splices and hashes.
         let body = record.take_body();
-        self.push(record, body, None, lazy)
+        self.push(Some(Box::new(record)), body, None, lazy)
     }
 
-    fn push(&self, record: Record, body: String, build: Option<Build>, lazy: bool) -> Ticket {
+    fn push(&self, record: Option<Box<Record>>, body: String, build: Option<Build>, lazy: bool) -> Ticket {
         let (reply, ticket) = ticket::pair(Arc::clone(&self.shared.ledger));
         let mut queue = self.shared.lock();
         if queue.stopped || queue.closing {
@@ -486,7 +489,7 @@ fn build_deferred(batch: &mut Vec<Pending>, shared: &Shared) {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(build)) {
             Ok(mut record) => {
                 pending.body = record.take_body();
-                pending.record = record;
+                pending.record = Some(Box::new(record));
                 kept.push(pending);
             }
             Err(panic) => {
@@ -673,7 +676,8 @@ impl Writer {
             chained_line(&mut self.buf, seq, &time, &hash, &pending.body);
             let line_hash = hash_line(&self.buf[line_start..]);
             self.buf.push(b'\n');
-            let mut record = std::mem::replace(&mut pending.record, Record::new(RecordKind::External));
+            // Every record of a written batch is built (`build_deferred` ran first).
+            let mut record = pending.record.take().map_or_else(|| Record::new(RecordKind::External), |r| *r);
             record.seq = seq;
             record.time.clone_from(&time);
             record.prev = std::mem::replace(&mut hash, line_hash);
