@@ -13,7 +13,7 @@ import * as path from 'path';
 import { ApprovalBroker } from '../extension/src/approvals/broker';
 import { AgentRuntime } from '../extension/src/runtime/loop';
 import type { ApprovalsEngine } from '../extension/src/approvals/types';
-import { refusal, type Ask, type ChatChunk, type ChatRequest, type ModelProvider, type RuntimeEngine } from '../extension/src/runtime/types';
+import { refusal, type Ask, type ChatChunk, type ChatRequest, type ModelProvider, type RuntimeEngine, type Settlement } from '../extension/src/runtime/types';
 
 const ROOT = path.resolve(__dirname, '..');
 // A computed require: esbuild leaves the addon to be loaded at run time.
@@ -58,10 +58,15 @@ function workspace(): string {
 }
 
 /** Nanoseconds per tool call of one task of CALLS writes. */
-async function sample(root: string, engine: RuntimeEngine & ApprovalsEngine, bypassEngine: boolean, work: Work = 'write'): Promise<number> {
+/** One broker per engine, for the whole run: a broker subscribes to its engine's Pending changes. */
+function approverOf(engine: ApprovalsEngine): (request: Ask) => Promise<Settlement> {
   const broker = new ApprovalBroker({ engine, log: { info() {}, warn() {}, error() {} }, human: { arrived() {} } });
   // The caller approves at once: the figure holds no human time.
-  const ask = work === 'expansion' ? (request: Ask) => broker.ask(request, { review: (_p, context) => void context.decide({ action: 'approve' }) }) : async () => refusal('no');
+  return (request) => broker.ask(request, { review: (_p, context) => void context.decide({ action: 'approve' }) });
+}
+
+async function sample(root: string, engine: RuntimeEngine, bypassEngine: boolean, work: Work = 'write', approve?: (request: Ask) => Promise<Settlement>): Promise<number> {
+  const ask = approve ?? (async () => refusal('no'));
   const runtime = new AgentRuntime({ root, engine, provider: new InstantModel(work), bypassEngine, limits: { maxTurns: CALLS + 5 }, ask });
   let failed = '';
   let granted = 0;
@@ -86,7 +91,8 @@ async function main(): Promise<void> {
       await sample(dirs[0], engines[0], false);
       await sample(dirs[1], engines[1], true);
     }
-    await sample(dirs[2], engines[2], false, 'expansion');
+    const approve = approverOf(engines[2]);
+    await sample(dirs[2], engines[2], false, 'expansion', approve);
     const governed: number[] = [];
     const bypass: number[] = [];
     const asked: number[] = [];
@@ -94,7 +100,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < SAMPLES; i++) {
       governed.push(await sample(dirs[0], engines[0], false));
       bypass.push(await sample(dirs[1], engines[1], true));
-      asked.push(await sample(dirs[2], engines[2], false, 'expansion'));
+      asked.push(await sample(dirs[2], engines[2], false, 'expansion', approve));
     }
     console.log(JSON.stringify({ name: 'runtime.tool_call.bypass', samples: bypass }));
     console.log(JSON.stringify({ name: 'runtime.tool_call', baseline: 'runtime.tool_call.bypass', samples: governed }));

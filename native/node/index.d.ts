@@ -664,7 +664,8 @@ export interface Settlement {
    * when something does.
    */
   message: string
-  pending: PendingDict
+  /** The decided Pending; absent when there was none (an unknown id, or no Pending could be opened). */
+  pending?: PendingDict
 }
 
 /** A run of summarised turns that one summariser call reads. */

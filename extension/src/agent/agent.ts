@@ -14,7 +14,7 @@ import type { Compactor } from '../runtime/prompt';
 import { OpenAiProvider } from '../runtime/providers/openai';
 import { ScriptedProvider, loadScript } from '../runtime/providers/scripted';
 import { VsCodeLmProvider, listVsCodeModels } from './vscodeLm';
-import { refusal, type AskOutcome, type ModelChoice, type ModelProvider, type RuntimeEvent } from '../runtime/types';
+import { refusal, type Settlement, type ModelChoice, type ModelProvider, type RuntimeEvent } from '../runtime/types';
 
 export const SCRIPTED_DEMO = 'scripted:demo';
 const SECRET_KEY = 'chokepoint.openai.apiKey';
@@ -127,7 +127,7 @@ export class AgentHost implements vscode.Disposable {
       },
       // Stop also answers a question still open (a modal stays up until dismissed, the task does not
       // wait for it).
-      ask: (request) => Promise.race([this.approvals.ask(request), this.stopped.then((): AskOutcome => refusal('the task was stopped', 'stop'))]),
+      ask: (request) => Promise.race([this.approvals.ask(request), this.stopped.then((): Settlement => refusal('the task was stopped', 'stop'))]),
     });
     this.runtime = runtime;
     this.stopped = new Promise<void>((resolve) => (this.stop_ = resolve));

@@ -16,7 +16,7 @@
 //
 // Imports no `vscode` (like runtime/): the extension wires it (ui/approvalsView.ts, agent/agent.ts)
 // and the unit tests drive it in Node against the real binding.
-import { refusal, type Ask, type AskOutcome, type ModelProvider } from '../runtime/types';
+import { refusal, type Ask, type Settlement, type ModelProvider } from '../runtime/types';
 import { review } from './reviewer';
 import type { ApprovalsEngine, DecisionEffect, OpenedPending, PendingDict, PendingKind, PendingRoute, PendingTool } from './types';
 
@@ -153,7 +153,7 @@ export class ApprovalBroker {
 
   /** The runtime's `ask`: its Pending opened by the core, its route carried out, and what follows its
    *  decision (the core's settlement). An ask nobody can answer is a no, never a yes. */
-  async ask(request: Ask, options: AskOptions = {}): Promise<AskOutcome> {
+  async ask(request: Ask, options: AskOptions = {}): Promise<Settlement> {
     let opened: OpenedPending;
     try {
       const { regenerate: _regenerate, ...ask } = request;

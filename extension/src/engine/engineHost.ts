@@ -109,13 +109,12 @@ export class EngineHost implements vscode.Disposable {
 }
 
 export function toState(info: EngineInfo): EngineState {
-  const status = (s: string) => (s === 'loaded' || s === 'missing' ? s : 'invalid') as 'loaded' | 'missing' | 'invalid';
   return {
     status: 'ready',
     version: info.version,
     workspaceRoot: info.workspaceRoot,
-    hooks: { path: info.hooks.path, status: status(info.hooks.status), hookCount: info.hookCount, events: info.events, taskTypes: info.taskTypes },
-    intents: { path: info.intents.path, status: status(info.intents.status), ids: info.intentIds },
+    hooks: { path: info.hooks.path, status: info.hooks.status, hookCount: info.hookCount, events: info.events, taskTypes: info.taskTypes },
+    intents: { path: info.intents.path, status: info.intents.status, ids: info.intentIds },
     diagnostics: info.diagnostics.map((d) => ({ ...d })),
   };
 }

@@ -25,7 +25,7 @@ import { assemblePrompt, type Compactor } from './prompt';
 import { toolError, ToolCalls, type ToolOutcome } from './toolCall';
 import { toolDefinitions } from './tools';
 import { durableMs, hookView, ModelError } from './types';
-import type { Ask, AskOutcome, ChatMessage, ModelProvider, RuntimeEngine, RuntimeEvent, RuntimeLimits, Task, TaskSpec, TaskStatus, ToolCall } from './types';
+import type { Ask, Settlement, ChatMessage, ModelProvider, RuntimeEngine, RuntimeEvent, RuntimeLimits, Task, TaskSpec, TaskStatus, ToolCall } from './types';
 
 export const DEFAULT_LIMITS: RuntimeLimits = { maxTurns: 25, toolTimeoutMs: 120_000, maxSubmitRetries: 2, maxRecoveryTurns: 1 };
 
@@ -37,7 +37,7 @@ export interface RuntimeOptions {
   agentId?: string;
   limits?: Partial<RuntimeLimits>;
   /** Opens an ask's Pending and resolves with what follows its decision (the approvals broker). */
-  ask: (request: Ask) => Promise<AskOutcome>;
+  ask: (request: Ask) => Promise<Settlement>;
   compactor?: Compactor;
   /** Skips the engine entirely (benchmark baseline only: `runtime.tool_call.bypass`). */
   bypassEngine?: boolean;

@@ -8,7 +8,7 @@
 import type { EventName, Evaluation, Event as ChainEvent } from '../../../native/node/index';
 import { FileTools, ToolError } from './fileTools';
 import { validateToolCall, type ToolName } from './tools';
-import { durableMs, hookView, type Ask, type AskOutcome, type RuntimeEngine, type RuntimeEvent, type RuntimeLimits, type Task, type ToolCall } from './types';
+import { durableMs, hookView, type Ask, type Settlement, type RuntimeEngine, type RuntimeEvent, type RuntimeLimits, type Task, type ToolCall } from './types';
 
 /** The result of one tool call as the model will see it. */
 export interface ToolOutcome {
@@ -33,7 +33,7 @@ export interface ToolCallContext {
   readonly files: FileTools;
   readonly limits: RuntimeLimits;
   /** Opens the ask's Pending and resolves with what follows its decision (the approvals broker). */
-  ask(request: Ask): Promise<AskOutcome>;
+  ask(request: Ask): Promise<Settlement>;
   event(name: EventName, task: Task | undefined, extra?: Partial<ChainEvent>): ChainEvent;
   judge(event: ChainEvent): Promise<Evaluation>;
   lifecycle(name: EventName, task: Task | undefined, subject: unknown, turn?: number): Promise<Evaluation | undefined>;
@@ -59,8 +59,7 @@ export class ToolCalls {
     }
     let paths = writePaths(valid.name, valid.args);
     const pre = await this.ctx.judge(this.ctx.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
-    const decision = pre.decision as 'allow' | 'deny' | 'ask';
-    this.ctx.emit({ ...base, type: 'toolCall', decision, reason: pre.reason, hooks: (pre.outcomes ?? []).map(hookView), durableMs: durableMs(pre) });
+    this.ctx.emit({ ...base, type: 'toolCall', decision: pre.decision, reason: pre.reason, hooks: (pre.outcomes ?? []).map(hookView), durableMs: durableMs(pre) });
     let input = (pre.modified as Record<string, unknown> | undefined) ?? valid.args;
     if (pre.decision === 'deny') {
       return this.result(task, turn, call, { ok: false, content: toolError(pre.reason ?? 'denied', pre.remediation, pre.suggestedTool) });

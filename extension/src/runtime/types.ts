@@ -4,7 +4,7 @@
 // needs of its host (RuntimeEngine, the asks and what follows them, the limits, a task). Imports only the
 // binding's generated declarations, as types (no `vscode`, nothing loaded): the modules that only
 // need these types can be unit-tested in plain Node.
-import type { AskRequest, Engine, Evaluation, HookOutcome, PendingDict, Settlement } from '../../../native/node/index';
+import type { AskRequest, Engine, Evaluation, HookOutcome, Settlement } from '../../../native/node/index';
 
 /** One message of the conversation, in the Chat Completions shape (the providers translate it). */
 export type ChatMessage =
@@ -135,12 +135,12 @@ export type Ask = AskRequest & {
   regenerate?: (index: number, guidance: string) => string;
 };
 
-/** What follows an ask: the core's `Settlement` (`settlePending`). Without a Pending behind it (none
- *  could be opened, the task was stopped) it is a refusal made here (`refusal`). */
-export type AskOutcome = Omit<Settlement, 'pending'> & { pending?: PendingDict };
+/** What follows an ask is the core's `Settlement` (`settlePending`), or, without a Pending behind it
+ *  (none could be opened, the task was stopped), a `refusal` made here in the same shape. */
+export type { Settlement };
 
 /** An ask refused before (or without) a decision: nothing runs, and the model is told `message`. */
-export function refusal(message: string, by = 'chokepoint'): AskOutcome {
+export function refusal(message: string, by = 'chokepoint'): Settlement {
   return { next: 'refuse', by, message };
 }
 

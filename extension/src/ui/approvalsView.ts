@@ -10,7 +10,7 @@ import { previewOf } from '../approvals/preview';
 import type { PendingDict, PendingKind } from '../approvals/types';
 import type { EngineHost } from '../engine/engineHost';
 import type { Log } from './log';
-import { refusal, type Ask, type AskOutcome, type ModelProvider } from '../runtime/types';
+import { refusal, type Ask, type Settlement, type ModelProvider } from '../runtime/types';
 
 export class ApprovalsHost implements vscode.Disposable {
   private broker: ApprovalBroker | undefined;
@@ -47,7 +47,7 @@ export class ApprovalsHost implements vscode.Disposable {
   }
 
   /** The runtime's ask, through a Pending. Without Pendings nothing may be approved: the ask is refused. */
-  ask(request: Ask): Promise<AskOutcome> {
+  ask(request: Ask): Promise<Settlement> {
     const broker = this.current();
     if (!broker) return Promise.resolve(refusal('approvals are not available: the engine did not load'));
     return broker.ask(request);

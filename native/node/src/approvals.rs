@@ -157,7 +157,8 @@ pub struct JsSettlement {
     /// What the agent's model is told: the tool's result when nothing runs, context for its result
     /// when something does.
     pub message: String,
-    pub pending: JsPendingDict,
+    /// The decided Pending; absent when there was none (an unknown id, or no Pending could be opened).
+    pub pending: Option<JsPendingDict>,
 }
 
 /// A public action as a model's tool definition.
@@ -280,7 +281,7 @@ impl Engine {
             note: s.note,
             input: s.input,
             message: s.message,
-            pending: s.pending.into(),
+            pending: s.pending.map(Into::into),
         })
     }
 

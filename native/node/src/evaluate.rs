@@ -130,7 +130,8 @@ pub fn event_kind(name: &str) -> Result<core::EventKind> {
     name.parse::<core::EventKind>().map_err(invalid)
 }
 
-/// Builds a core event from the positional arguments of the synchronous entry.
+/// Builds a core event from the positional arguments of the synchronous entry (and, through
+/// `JsEvent::try_into_core`, from the object of the asynchronous one: one mapping of the ids).
 fn event_from_parts(name: &str, tool: Option<String>, paths: Option<Vec<String>>, context: Option<JsEventContext>) -> Result<core::Event> {
     let mut event = core::Event::new(event_kind(name)?);
     event.tool = tool;
@@ -169,22 +170,18 @@ impl From<&core::Event> for JsEvent {
 
 impl JsEvent {
     pub fn try_into_core(self) -> Result<core::Event> {
-        let kind = event_kind(&self.event)?;
-        let mut event = core::Event::new(kind);
-        event.ids = core::EventIds {
-            session: self.session_id,
-            agent: self.agent_id,
-            task: self.task_id,
-            plan: self.plan_id,
+        let context = JsEventContext {
+            session_id: self.session_id,
+            agent_id: self.agent_id,
+            task_id: self.task_id,
+            plan_id: self.plan_id,
             turn: self.turn,
+            task_type: self.task_type,
             model: self.model,
-            intent: None,
+            hook_depth: self.hook_depth,
         };
-        event.tool = self.tool;
-        event.task_type = self.task_type;
-        event.paths = self.paths.unwrap_or_default();
+        let mut event = event_from_parts(&self.event, self.tool, self.paths, Some(context))?;
         event.subject = self.input.unwrap_or(serde_json::Value::Null);
-        event.depth = self.hook_depth.unwrap_or(0);
         Ok(event)
     }
 }

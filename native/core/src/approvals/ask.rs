@@ -7,10 +7,8 @@ use super::error::ApprovalError;
 use super::kind::PendingKind;
 use crate::model::decision::Asked;
 use crate::model::event::EventKind;
+use crate::model::governance::SCOPE_EXPANSION_TOOL;
 use serde_json::{Value, json};
-
-/// The tool through which an agent asks for more scope; its ask is a `scope_expansion` Pending.
-pub const SCOPE_EXPANSION_TOOL: &str = "scope_expansion_request";
 
 /// An ask as the chain left it: the event it judged (its input as the chain saw it, after any
 /// rewrite) and the hooks that asked.

@@ -28,7 +28,7 @@ mod routing;
 mod settlement;
 
 pub use actions::{Action, ActionSpec};
-pub use ask::{Ask, SCOPE_EXPANSION_TOOL};
+pub use ask::Ask;
 pub use broker::{Applied, Approvals, ChangeListener, EffectiveConfig, FeedbackSource, OpenRequest, Opened, Policy, RecordSink, Rejection};
 pub use error::ApprovalError;
 pub use kind::{
@@ -38,5 +38,5 @@ pub use kind::{
 pub use pending::{Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult, auto_retry};
 pub use record::{Phase, approval_record};
 pub use routing::{ANY_KIND, Route, route};
-pub use settlement::{Next, Settlement};
+pub use settlement::{Next, Settlement, expansion};
 pub mod config;

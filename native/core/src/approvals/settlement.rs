@@ -2,7 +2,8 @@
 //! on, with the line its model is told. The engine (`engine::settle`) applies what needs applying
 //! (an expansion's grant, the approval's durability) before a host sees it.
 
-use super::kind::PendingKind;
+use super::error::ApprovalError;
+use super::kind::{PendingKind, ScopeExpansionSubject, Subject};
 use super::pending::{PendingDict, Status};
 use serde_json::Value;
 
@@ -52,7 +53,8 @@ pub struct Settlement {
     /// The line the agent's model is told: the tool's result when nothing runs, the context added to
     /// its result when something does.
     pub message: String,
-    pub pending: PendingDict,
+    /// The decided Pending; none when there was none to decide (an unknown id).
+    pub pending: Option<PendingDict>,
 }
 
 impl Settlement {
@@ -68,14 +70,9 @@ impl Settlement {
         let note_line = with(&note.as_ref().map(|n| format!("note from {by}: {n}")), "\n");
         let (next, message) = match (pending.status, pending.kind) {
             (Status::Approved, PendingKind::ScopeExpansion) => {
-                let paths =
-                    pending.subject.get("paths").and_then(Value::as_array).map(|p| p.iter().filter_map(Value::as_str).collect::<Vec<_>>());
-                let intent = pending.subject.get("intent_id").and_then(Value::as_str).unwrap_or("the intent");
+                let (intent, paths) = expansion(&pending).map_or_else(|| ("the intent".to_owned(), Vec::new()), |s| (s.intent_id, s.paths));
                 let saved = if decision.is_some_and(|d| d.save) { " and saved to active_intents.yaml" } else { "" };
-                (
-                    Next::Granted,
-                    format!("approved by {by}: {} added to the scope of {intent}{saved}{note_line}", paths.unwrap_or_default().join(", ")),
-                )
+                (Next::Granted, format!("approved by {by}: {} added to the scope of {intent}{saved}{note_line}", paths.join(", ")))
             }
             (Status::Approved, _) => (Next::Run, format!("approved by {by}{}", with(&note, ": "))),
             (Status::Modified, PendingKind::ToolCall) => {
@@ -97,25 +94,13 @@ impl Settlement {
             }
         };
         let input = if next == Next::RunModified { decision.and_then(|d| d.input.clone()) } else { None };
-        Settlement { next, by, reason, note, input, message, pending }
+        Settlement { next, by, reason, note, input, message, pending: Some(pending) }
     }
 
     /// The answer when the Pending cannot be found (never opened, or forgotten): a no.
-    pub fn unknown(id: &str, error: &super::error::ApprovalError) -> Settlement {
-        let pending = PendingDict {
-            id: id.to_owned(),
-            kind: PendingKind::ToolCall,
-            created_at: String::new(),
-            triggered_by: String::new(),
-            session_id: None,
-            task_id: None,
-            status: Status::TimedOut,
-            route: String::new(),
-            subject: Value::Null,
-            actions: Vec::new(),
-            decision: None,
-        };
-        Settlement::of(pending).refused(format!("the approval could not be awaited: {error}"))
+    pub fn unknown(error: &ApprovalError) -> Settlement {
+        let message = format!("the approval could not be awaited: {error}");
+        Settlement { next: Next::Refuse, by: "chokepoint".to_owned(), reason: None, note: None, input: None, message, pending: None }
     }
 
     /// The same Pending, refused because what its approval needs could not be done (recorded,
@@ -125,6 +110,15 @@ impl Settlement {
         self.input = None;
         self.message = why;
         self
+    }
+}
+
+/// A scope expansion's subject as its kind reads it (every subject was checked when it was opened or
+/// edited, so this fails only for another kind).
+pub fn expansion(pending: &PendingDict) -> Option<ScopeExpansionSubject> {
+    match Subject::parse(pending.kind, pending.subject.clone()) {
+        Ok(Subject::ScopeExpansion(subject)) => Some(subject),
+        _ => None,
     }
 }
 

@@ -5,9 +5,9 @@
 //! approved scope expansion is granted.
 
 use super::judge::Engine;
-use crate::approvals::{ApprovalError, Ask, Next, Opened, PendingKind, Settlement};
+use crate::approvals::{ApprovalError, Ask, Next, Opened, Settlement, expansion};
+use crate::scope::error::ScopeError;
 use crate::scope::expansion::Expansion;
-use serde_json::Value;
 use std::sync::Arc;
 
 impl Engine {
@@ -22,7 +22,7 @@ impl Engine {
     pub async fn settle(self: &Arc<Self>, id: &str) -> Settlement {
         let pending = match self.approvals().wait(id, None).await {
             Ok(pending) => pending,
-            Err(e) => return Settlement::unknown(id, &e),
+            Err(e) => return Settlement::unknown(&e),
         };
         let settlement = Settlement::of(pending);
         if settlement.next == Next::Refuse {
@@ -31,13 +31,11 @@ impl Engine {
         // The decision's record was queued when it was taken; the sync blocks, so it runs on a
         // blocking thread of the runtime, never on the caller's.
         let engine = Arc::clone(self);
-        let durable = tokio::task::spawn_blocking(move || engine.tracer().flush()).await;
-        let failure = match durable {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(e) => Some(e.to_string()),
+        let durable = match tokio::task::spawn_blocking(move || engine.tracer().flush()).await {
+            Ok(flushed) => flushed.map_err(|e| e.to_string()),
+            Err(panicked) => Err(panicked.to_string()),
         };
-        if let Some(e) = failure {
+        if let Err(e) = durable {
             return settlement.refused(format!("the approval could not be recorded in the trace ledger: {e}"));
         }
         if settlement.next == Next::Granted
@@ -49,17 +47,14 @@ impl Engine {
     }
 
     /// Applies an approved expansion: its paths as decided (the decider may have edited them).
-    fn grant(&self, settlement: &Settlement) -> Result<(), crate::scope::error::ScopeError> {
-        let pending = &settlement.pending;
-        debug_assert_eq!(pending.kind, PendingKind::ScopeExpansion);
-        let subject = &pending.subject;
-        let text = |key: &str| subject.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
-        let paths = subject.get("paths").and_then(Value::as_array).map(|p| p.iter().filter_map(Value::as_str).map(str::to_owned).collect());
+    fn grant(&self, settlement: &Settlement) -> Result<(), ScopeError> {
+        let pending = settlement.pending.as_ref().ok_or_else(|| ScopeError::from("no pending to grant".to_owned()))?;
+        let subject = expansion(pending).ok_or_else(|| ScopeError::from("the granted pending is not a scope expansion".to_owned()))?;
         let expansion = Expansion {
             session: pending.session_id.clone().unwrap_or_default(),
-            intent: text("intent_id"),
-            paths: paths.unwrap_or_default(),
-            justification: text("justification"),
+            intent: subject.intent_id,
+            paths: subject.paths,
+            justification: subject.justification.unwrap_or_default(),
             approved_by: settlement.by.clone(),
             approved_at_ms: crate::base::clock::now_ms(),
         };
