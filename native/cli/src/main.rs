@@ -13,6 +13,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod exec;
 mod explain;
+mod hook;
 mod info;
 mod intent;
 mod trace;
@@ -55,6 +56,11 @@ enum Command {
     /// (Landlock where the kernel has it) and snapshotted, with changes outside the scope undone and
     /// reported. Exit code: the command's, 4 if something was undone, 124 on timeout.
     Exec(exec::ExecArgs),
+    /// Answer another agent's hook (Claude Code, Codex, Gemini CLI, Copilot CLI, Cursor, VS Code's
+    /// agent): reads its hook input on stdin, judges it through the workspace's chain and prints the
+    /// answer in that agent's format. A gate that cannot be judged is denied (exit 2 or a JSON deny),
+    /// never let through.
+    Hook(hook::HookArgs),
     /// The trace ledger (`.orchestration/agent_trace.jsonl`): verify it, record into it.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
@@ -81,6 +87,7 @@ fn main() -> ExitCode {
         Command::Intent(command) => intent::run(command),
         Command::Explain(args) => explain::run(args),
         Command::Exec(args) => exec::run(args),
+        Command::Hook(args) => hook::run(args),
         Command::Trace(command) => trace::run(command),
     }
 }

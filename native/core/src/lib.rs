@@ -22,7 +22,8 @@
 //! 6. `scope`: canonical paths, intents, leases, scope expansions, the intent gatekeeper;
 //! 7. `approvals`: one Pending model for every ask;
 //! 8. `config`: hooks.yaml, composed of the sections the layers below define, and its schemas;
-//! 9. `engine`: the engine that loads a workspace and judges its events, and its trace.
+//! 9. `engine`: the engine that loads a workspace and judges its events, and its trace;
+//! 10. `agents`: other agents' hooks, read, judged by the engine and answered in their format.
 //!
 //! Inside the crate, code names the layer (`crate::scope::gatekeeper::Gatekeeper`); the re-exports
 //! below are the API for the binding, the CLI, the tests and the benches.
@@ -35,6 +36,7 @@ mod hooks;
 mod model;
 mod scope;
 
+pub mod agents;
 pub mod approvals;
 pub mod containment;
 pub mod ledger;

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers, lowest first. A layer may use itself and the ones before it.
-const LAYERS: &[&str] = &["base", "model", "budget", "ledger", "hooks", "containment", "scope", "approvals", "config", "engine"];
+const LAYERS: &[&str] = &["base", "model", "budget", "ledger", "hooks", "containment", "scope", "approvals", "config", "engine", "agents"];
 
 /// Items of the crate root a layer may name: defined there, not re-exported.
 const ROOT_ITEMS: &[&str] = &["VERSION"];

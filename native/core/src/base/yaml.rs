@@ -9,12 +9,27 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
     pub key: String,
+    /// The key's value, when the problem is about one item of a list (`tool: save_note`).
+    pub value: Option<String>,
     pub message: String,
 }
 
 impl Problem {
     pub fn new(key: impl Into<String>, message: impl Into<String>) -> Problem {
-        Problem { key: key.into(), message: message.into() }
+        Problem { key: key.into(), value: None, message: message.into() }
+    }
+
+    /// A problem with the item whose `key` is `value`.
+    pub fn at(key: impl Into<String>, value: impl Into<String>, message: impl Into<String>) -> Problem {
+        Problem { key: key.into(), value: Some(value.into()), message: message.into() }
+    }
+
+    /// Where the problem is in `text`: 1-based line and column.
+    pub(crate) fn locate(&self, text: &str) -> (u32, u32) {
+        match &self.value {
+            Some(value) => locate_value(text, &self.key, value),
+            None => locate_key(text, &self.key),
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 
 use crate::approvals::config::ApprovalsConfig;
 use crate::base::diagnostic::Diagnostic;
-use crate::base::yaml::{check_version, locate_key, locate_value};
+use crate::base::yaml::{check_version, locate_value};
 use crate::hooks::priority::{FailureMode, Priority};
 use crate::model::event::EventKind;
 use crate::scope::settings::GatekeeperConfig;
@@ -193,7 +193,7 @@ impl HooksConfig {
         let sections = [("gatekeeper", config.gatekeeper.problems()), ("approvals", config.approvals.problems())];
         for (code, found) in sections {
             for problem in found {
-                let (line, column) = locate_key(text, &problem.key);
+                let (line, column) = problem.locate(text);
                 problems.push(Diagnostic { file: file.to_path_buf(), line, column, code, message: problem.message });
             }
         }

@@ -340,6 +340,11 @@ impl Engine {
         }
     }
 
+    /// The intents of the last good active_intents.yaml, in file order.
+    pub fn intents(&self) -> Vec<crate::scope::intents::Intent> {
+        self.snapshot().intents.active_intents.clone()
+    }
+
     /// Runs the event's chain synchronously and combines the hooks' answers into one decision.
     ///
     /// Fails only when a hook that applies to this event cannot run synchronously (a command, builtin

@@ -242,6 +242,9 @@ pub fn evaluation_record(
             .collect(),
     });
     record.files = files;
+    if let Some(subagent) = &event.ids.subagent {
+        record.data = Some(serde_json::json!({ "subagent": subagent }));
+    }
     record
 }
 

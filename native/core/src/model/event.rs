@@ -115,6 +115,9 @@ pub struct EventIds {
     /// The model that produced the action (`gpt-4o`, ...), when the caller knows it; recorded in the
     /// trace.
     pub model: Option<String>,
+    /// The sub-agent that acted for the session (Claude Code's `agent_type:agent_id`), when one did:
+    /// governed under the session's intent, recorded as its own.
+    pub subagent: Option<String>,
 }
 
 /// One event as it reaches the chain.

@@ -14,11 +14,13 @@ pub enum Agent {
     GeminiCli,
     VsCode,
     Codex,
+    Copilot,
 }
 
 impl Agent {
-    pub const ALL: [Agent; 5] = [Agent::ClaudeCode, Agent::Cursor, Agent::GeminiCli, Agent::VsCode, Agent::Codex];
+    pub const ALL: [Agent; 6] = [Agent::ClaudeCode, Agent::Cursor, Agent::GeminiCli, Agent::VsCode, Agent::Codex, Agent::Copilot];
 
+    /// The agent's name for people.
     pub fn as_str(self) -> &'static str {
         match self {
             Agent::ClaudeCode => "Claude Code",
@@ -26,7 +28,26 @@ impl Agent {
             Agent::GeminiCli => "Gemini CLI",
             Agent::VsCode => "VS Code agent hooks",
             Agent::Codex => "Codex CLI",
+            Agent::Copilot => "Copilot CLI",
         }
+    }
+
+    /// The agent's id: `chokepoint hook --agent <id>`, the prefix of its sessions (`claude:<session>`)
+    /// and the `agent` of its records, which is how the gatekeeper finds the agent's own tools.
+    pub fn id(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "claude",
+            Agent::Cursor => "cursor",
+            Agent::GeminiCli => "gemini",
+            Agent::VsCode => "vscode",
+            Agent::Codex => "codex",
+            Agent::Copilot => "copilot",
+        }
+    }
+
+    /// The agent an id names, if any.
+    pub fn from_id(id: &str) -> Option<Agent> {
+        Agent::ALL.into_iter().find(|a| a.id() == id)
     }
 }
 
@@ -50,57 +71,114 @@ const fn row(
     ExternalEvent { agent, name, maps_to, tool, note }
 }
 
-use Agent::{ClaudeCode, Codex, Cursor, GeminiCli, VsCode};
+use Agent::{ClaudeCode, Codex, Copilot, Cursor, GeminiCli, VsCode};
 use EventKind::*;
 
 pub const EXTERNAL_EVENTS: &[ExternalEvent] = &[
-    row(ClaudeCode, "SessionStart", Some(SessionStart), None, ""),
+    row(
+        ClaudeCode,
+        "SessionStart",
+        Some(SessionStart),
+        None,
+        "also after a compaction (`source: compact`): the rules are handed over again",
+    ),
     row(ClaudeCode, "UserPromptSubmit", Some(TaskStart), None, "a prompt starts a task"),
     row(ClaudeCode, "PreToolUse", Some(PreToolUse), None, ""),
-    row(ClaudeCode, "PermissionRequest", Some(PreToolUse), None, "the permission step of the same call; judged as PreToolUse"),
+    row(
+        ClaudeCode,
+        "PermissionRequest",
+        Some(PreToolUse),
+        None,
+        "the permission step of the same call; judged as PreToolUse (not installed: PreToolUse already judged it)",
+    ),
     row(ClaudeCode, "PostToolUse", Some(PostToolUse), None, ""),
+    row(ClaudeCode, "PostToolUseFailure", Some(PostToolUse), None, "a tool that failed; recorded"),
     row(ClaudeCode, "Notification", None, None, "informational; nothing to decide"),
+    row(ClaudeCode, "SubagentStart", Some(TaskStart), None, "a sub-agent's task; it works under the session's intent"),
     row(ClaudeCode, "Stop", Some(BeforeSubmit), None, "blocking it makes the agent continue: a completion gate"),
     row(ClaudeCode, "SubagentStop", Some(BeforeSubmit), None, "a sub-agent's completion gate; sub-agents are governed like agents"),
-    row(ClaudeCode, "PreCompact", Some(PreCompact), None, "`manual` or `auto` in the subject"),
-    row(ClaudeCode, "SessionEnd", Some(SessionEnd), None, ""),
-    row(Cursor, "sessionStart", Some(SessionStart), None, ""),
-    row(Cursor, "beforeSubmitPrompt", Some(TaskStart), None, "a prompt starts a task"),
-    row(Cursor, "preToolUse", Some(PreToolUse), None, ""),
-    row(Cursor, "beforeShellExecution", Some(PreToolUse), Some("execute_command"), ""),
-    row(Cursor, "beforeMCPExecution", Some(PreToolUse), None, "tool is the MCP tool's name"),
-    row(Cursor, "beforeReadFile", Some(PreToolUse), Some("read_file"), ""),
-    row(Cursor, "postToolUse", Some(PostToolUse), None, ""),
-    row(Cursor, "afterShellExecution", Some(PostToolUse), Some("execute_command"), ""),
-    row(Cursor, "afterFileEdit", Some(PostToolUse), Some("write_to_file"), "observes an edit already made"),
-    row(Cursor, "preCompact", Some(PreCompact), None, ""),
-    row(Cursor, "stop", Some(BeforeSubmit), None, "a completion gate"),
-    row(Cursor, "sessionEnd", Some(SessionEnd), None, ""),
+    row(
+        ClaudeCode,
+        "PreCompact",
+        Some(PreCompact),
+        None,
+        "`manual` or `auto` in the subject; the context goes back at the SessionStart that follows",
+    ),
+    row(ClaudeCode, "PostCompact", None, None, "after the fact; SessionStart (`compact`) follows"),
+    row(ClaudeCode, "PermissionDenied", None, None, "after the fact; the denial is already recorded"),
+    row(ClaudeCode, "SessionEnd", Some(SessionEnd), None, "releases the session's intent"),
+    row(Codex, "SessionStart", Some(SessionStart), None, ""),
+    row(Codex, "UserPromptSubmit", Some(TaskStart), None, "a prompt starts a task"),
+    row(Codex, "PreToolUse", Some(PreToolUse), None, "has no `ask`: an ask is a deny that names who approves"),
+    row(Codex, "PermissionRequest", Some(PreToolUse), None, "the permission step of the same call (not installed)"),
+    row(Codex, "PostToolUse", Some(PostToolUse), None, ""),
+    row(Codex, "PreCompact", Some(PreCompact), None, "takes no context"),
+    row(Codex, "PostCompact", None, None, "after the fact"),
+    row(Codex, "SubagentStart", Some(TaskStart), None, "a sub-agent's task"),
+    row(Codex, "SubagentStop", Some(BeforeSubmit), None, "a sub-agent's completion gate"),
+    row(Codex, "Stop", Some(BeforeSubmit), None, "a completion gate"),
+    row(Codex, "Interrupt", None, None, "informational"),
+    row(Codex, "SessionEnd", Some(SessionEnd), None, "releases the session's intent"),
     row(GeminiCli, "SessionStart", Some(SessionStart), None, ""),
     row(GeminiCli, "BeforeAgent", Some(TaskStart), None, "after the prompt, before planning"),
     row(GeminiCli, "BeforeModel", Some(TurnPrepare), None, "the last point before inference"),
     row(GeminiCli, "BeforeToolSelection", Some(TurnPrepare), None, "may narrow the tools offered"),
-    row(GeminiCli, "AfterModel", Some(TurnEnd), None, ""),
+    row(GeminiCli, "AfterModel", None, None, "fires for every streamed chunk, not once per turn"),
     row(GeminiCli, "BeforeTool", Some(PreToolUse), None, ""),
     row(GeminiCli, "AfterTool", Some(PostToolUse), None, ""),
-    row(GeminiCli, "AfterAgent", Some(BeforeSubmit), None, "after the agent loop; a completion gate"),
-    row(GeminiCli, "PreCompress", Some(PreCompact), None, ""),
+    row(GeminiCli, "AfterAgent", Some(BeforeSubmit), None, "after the agent's answer; a deny retries with the reason: a completion gate"),
+    row(GeminiCli, "PreCompress", Some(PreCompact), None, "fired asynchronously; advisory"),
     row(GeminiCli, "Notification", None, None, "informational; nothing to decide"),
-    row(GeminiCli, "SessionEnd", Some(SessionEnd), None, ""),
+    row(GeminiCli, "SessionEnd", Some(SessionEnd), None, "not awaited by the agent"),
+    row(Copilot, "sessionStart", Some(SessionStart), None, "fires after the first prompt's events"),
+    row(Copilot, "userPromptSubmitted", Some(TaskStart), None, "a prompt starts a task"),
+    row(Copilot, "userPromptTransformed", None, None, "informational"),
+    row(Copilot, "preToolUse", Some(PreToolUse), None, ""),
+    row(Copilot, "permissionRequest", Some(PreToolUse), None, "the permission step of the same call (not installed)"),
+    row(Copilot, "preMcpToolCall", Some(PreToolUse), None, "the MCP tool's call (not installed: preToolUse sees it)"),
+    row(Copilot, "postToolUse", Some(PostToolUse), None, ""),
+    row(Copilot, "postToolUseFailure", Some(PostToolUse), None, "a tool that failed; recorded"),
+    row(Copilot, "agentStop", Some(BeforeSubmit), None, "a completion gate"),
+    row(Copilot, "subagentStart", Some(TaskStart), None, "a sub-agent's task"),
+    row(Copilot, "subagentStop", Some(BeforeSubmit), None, "a sub-agent's completion gate"),
+    row(Copilot, "preCompact", Some(PreCompact), None, ""),
+    row(Copilot, "notification", None, None, "informational"),
+    row(Copilot, "errorOccurred", Some(Error), None, ""),
+    row(Copilot, "sessionEnd", Some(SessionEnd), None, "releases the session's intent"),
+    row(Cursor, "sessionStart", Some(SessionStart), None, ""),
+    row(Cursor, "beforeSubmitPrompt", Some(TaskStart), None, "a prompt starts a task"),
+    row(Cursor, "preToolUse", Some(PreToolUse), None, "the one installed: it sees every tool and may rewrite"),
+    row(
+        Cursor,
+        "beforeShellExecution",
+        Some(PreToolUse),
+        Some("execute_command"),
+        "the same call as preToolUse: not installed, or it is judged twice",
+    ),
+    row(Cursor, "beforeMCPExecution", Some(PreToolUse), None, "tool is the MCP tool's name; the same call as preToolUse (not installed)"),
+    row(Cursor, "beforeReadFile", Some(PreToolUse), Some("read_file"), ""),
+    row(Cursor, "postToolUse", Some(PostToolUse), None, ""),
+    row(Cursor, "postToolUseFailure", Some(PostToolUse), None, "a tool that failed; recorded"),
+    row(Cursor, "afterShellExecution", Some(PostToolUse), Some("execute_command"), ""),
+    row(Cursor, "afterMCPExecution", Some(PostToolUse), None, ""),
+    row(Cursor, "afterFileEdit", Some(PostToolUse), Some("write_to_file"), "observes an edit already made"),
+    row(Cursor, "subagentStart", Some(TaskStart), None, "a sub-agent's task"),
+    row(Cursor, "subagentStop", Some(BeforeSubmit), None, "a sub-agent's completion gate"),
+    row(Cursor, "preCompact", Some(PreCompact), None, ""),
+    row(Cursor, "afterAgentResponse", None, None, "informational"),
+    row(Cursor, "afterAgentThought", None, None, "informational"),
+    row(Cursor, "stop", Some(BeforeSubmit), None, "a completion gate"),
+    row(Cursor, "sessionEnd", Some(SessionEnd), None, ""),
+    row(Cursor, "beforeTabFileRead", None, None, "Tab completions, not the agent"),
+    row(Cursor, "afterTabFileEdit", None, None, "Tab completions, not the agent"),
     row(VsCode, "SessionStart", Some(SessionStart), None, ""),
     row(VsCode, "UserPromptSubmit", Some(TaskStart), None, "a prompt starts a task"),
     row(VsCode, "PreToolUse", Some(PreToolUse), None, ""),
-    row(VsCode, "PostToolUse", Some(PostToolUse), None, ""),
+    row(VsCode, "PostToolUse", Some(PostToolUse), None, "does not fire for a denied call"),
     row(VsCode, "PreCompact", Some(PreCompact), None, ""),
     row(VsCode, "SubagentStart", Some(TaskStart), None, "a sub-agent's task"),
     row(VsCode, "SubagentStop", Some(BeforeSubmit), None, "a sub-agent's completion gate"),
     row(VsCode, "Stop", Some(BeforeSubmit), None, "a completion gate"),
-    row(Codex, "SessionStart", Some(SessionStart), None, ""),
-    row(Codex, "UserPromptSubmit", Some(TaskStart), None, "a prompt starts a task"),
-    row(Codex, "PreToolUse", Some(PreToolUse), None, ""),
-    row(Codex, "PermissionRequest", Some(PreToolUse), None, "the permission step of the same call"),
-    row(Codex, "PostToolUse", Some(PostToolUse), None, ""),
-    row(Codex, "Stop", Some(BeforeSubmit), None, "a completion gate"),
 ];
 
 /// The canonical event (and implied tool) for another agent's event name, if it has one.
@@ -112,7 +190,7 @@ pub fn lookup(agent: Agent, name: &str) -> Option<&'static ExternalEvent> {
 pub fn render_markdown() -> String {
     let mut out = String::from(
         "# How other agents' hook events map onto Chokepoint's\n\n\
-         Generated from `native/core/src/external_events.rs` (`UPDATE_DOCS=1 cargo test -p chokepoint-core --test engine`);\n\
+         Generated from `native/core/src/model/external_events.rs` (`UPDATE_DOCS=1 cargo test -p chokepoint-core --test engine`);\n\
          do not edit by hand. An event that maps to nothing is listed with the reason, so a hook that never\n\
          fires is documented rather than discovered.\n",
     );

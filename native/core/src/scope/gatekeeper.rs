@@ -20,12 +20,15 @@ use crate::base::sidecar::Sidecar;
 use crate::hooks::chain::NativeHook;
 use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
 use crate::model::event::{Event, EventKind, ResolvedPath};
+use crate::model::external_events::Agent;
 use crate::scope::canonical::{PathRefusal, Workspace};
 use crate::scope::error::ScopeError;
 use crate::scope::expansion::{Expansion, Expansions};
 use crate::scope::intents::{Intent, IntentSet, IntentStatus};
 use crate::scope::leases::{AcquireError, Holder, Leases};
+use crate::scope::patch;
 use crate::scope::settings::GatekeeperConfig;
+use crate::scope::tools::{ToolRole, ToolTable};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -38,17 +41,6 @@ pub const HOOK_NAME: &str = "gatekeeper";
 // this layer, protects the same files and names the same tool.
 pub use crate::model::governance::{GOVERNANCE_FILES, SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
 
-/// Which tools write, and which input fields hold their paths: our agent's tools and Claude Code's.
-/// `gatekeeper.write_tools` in hooks.yaml adds to it.
-pub const DEFAULT_WRITE_TOOLS: &[(&str, &[&str])] = &[
-    ("write_to_file", &["path"]),
-    ("apply_diff", &["path"]),
-    ("Write", &["file_path"]),
-    ("Edit", &["file_path"]),
-    ("MultiEdit", &["file_path"]),
-    ("NotebookEdit", &["notebook_path"]),
-];
-
 /// How long a session's selection is trusted without asking the lease table again.
 pub const RECHECK: Duration = Duration::from_secs(1);
 
@@ -60,18 +52,34 @@ struct GateConfig {
     gating: bool,
     intents: IntentSet,
     scopes: HashMap<String, (usize, GlobSet)>,
-    write_tools: HashMap<String, Vec<String>>,
+    tools: ToolTable,
     settings: GatekeeperConfig,
 }
 
 impl GateConfig {
     fn new(intents: IntentSet, gating: bool, settings: GatekeeperConfig) -> GateConfig {
-        let mut write_tools: HashMap<String, Vec<String>> =
-            DEFAULT_WRITE_TOOLS.iter().map(|(t, f)| ((*t).to_owned(), f.iter().map(|s| (*s).to_owned()).collect())).collect();
-        write_tools.extend(settings.write_tools.clone());
+        let tools = settings.tool_table();
         let scopes =
             intents.active_intents.iter().enumerate().map(|(i, intent)| (intent.id.clone(), (i, glob_set(&intent.owned_scope)))).collect();
-        GateConfig { gating, intents, scopes, write_tools, settings }
+        GateConfig { gating, intents, scopes, tools, settings }
+    }
+
+    /// What the event's tool does, for the agent that called it, when it writes: a write tool, a
+    /// patch, or a shell command that carries a patch.
+    fn write_role(&self, event: &Event) -> Option<&ToolRole> {
+        let tool = event.tool.as_deref()?;
+        let agent = event.ids.agent.as_deref().and_then(Agent::from_id);
+        let role = self.tools.role(agent, tool)?;
+        match role {
+            ToolRole::Shell(field) => event
+                .subject
+                .get(field)
+                .or(Some(&event.subject))
+                .and_then(|c| c.as_str())
+                .is_some_and(patch::contains_patch)
+                .then_some(role),
+            _ => Some(role),
+        }
     }
 
     fn intent(&self, id: &str) -> Option<(&Intent, &GlobSet)> {
@@ -272,20 +280,44 @@ impl Gatekeeper {
         }
     }
 
-    /// The paths a write names: the event's own, else the tool's path fields of its input.
-    fn write_paths(event: &Event, fields: &[String]) -> Vec<String> {
+    /// The paths a write names: the event's own, else those its input holds where the tool's row
+    /// says (path fields, each a string or a list of strings; or the files of a patch). A patch that
+    /// cannot be read is one path that cannot be judged.
+    fn write_paths(event: &Event, role: &ToolRole) -> Vec<Result<String, String>> {
         if !event.paths.is_empty() {
-            return event.paths.clone();
+            return event.paths.iter().cloned().map(Ok).collect();
         }
-        fields.iter().filter_map(|f| event.subject.get(f).and_then(|v| v.as_str()).map(str::to_owned)).collect()
+        match role {
+            ToolRole::Write(fields) => fields
+                .iter()
+                .filter_map(|f| event.subject.get(f))
+                .flat_map(|v| match v {
+                    serde_json::Value::String(one) => vec![Ok(one.clone())],
+                    serde_json::Value::Array(items) => items.iter().filter_map(|i| i.as_str()).map(|p| Ok(p.to_owned())).collect(),
+                    _ => Vec::new(),
+                })
+                .collect(),
+            ToolRole::Patch(field) | ToolRole::Shell(field) => {
+                // An agent that sends the tool's argument alone (Copilot CLI's patch) sends a string.
+                let text = event.subject.get(field).or(Some(&event.subject)).and_then(|v| v.as_str()).unwrap_or_default();
+                match patch::paths(text) {
+                    Ok(paths) => paths.into_iter().map(Ok).collect(),
+                    Err(e) => vec![Err(format!("cannot read the patch: {e}"))],
+                }
+            }
+        }
     }
 
     /// What the canonicaliser makes of every path this event writes (empty for a tool that does not
     /// write). For `chokepoint explain`.
     pub fn judged_paths(&self, event: &Event) -> Vec<JudgedPath> {
         let config = self.config();
-        let Some(fields) = event.tool.as_deref().and_then(|t| config.write_tools.get(t)) else { return Vec::new() };
-        Self::write_paths(event, fields).into_iter().map(|raw| JudgedPath { canonical: self.workspace.canonicalize(&raw), raw }).collect()
+        let Some(role) = config.write_role(event) else { return Vec::new() };
+        Self::write_paths(event, role)
+            .into_iter()
+            .filter_map(Result::ok)
+            .map(|raw| JudgedPath { canonical: self.workspace.canonicalize(&raw), raw })
+            .collect()
     }
 
     /// Every path a write tool's event names, made canonical: what the engine resolves once per
@@ -293,20 +325,28 @@ impl Gatekeeper {
     /// `None` for a tool that writes nothing.
     pub fn resolve_writes(&self, event: &Event) -> Option<Arc<[ResolvedPath]>> {
         let config = self.config();
-        let fields = event.tool.as_deref().and_then(|t| config.write_tools.get(t))?;
-        Some(self.resolve(event, fields))
+        let role = config.write_role(event)?;
+        Some(self.resolve(event, role))
     }
 
-    fn resolve(&self, event: &Event, fields: &[String]) -> Arc<[ResolvedPath]> {
-        Self::write_paths(event, fields)
+    /// What `tool` does when `agent` calls it, by the tool table of the last good configuration.
+    pub fn tool_role(&self, agent: Option<Agent>, tool: &str) -> Option<ToolRole> {
+        self.config().tools.role(agent, tool).cloned()
+    }
+
+    fn resolve(&self, event: &Event, role: &ToolRole) -> Arc<[ResolvedPath]> {
+        Self::write_paths(event, role)
             .into_iter()
-            .map(|raw| ResolvedPath { canonical: self.workspace.canonicalize(&raw).map_err(|refusal| refusal.to_string()), raw })
+            .map(|raw| match raw {
+                Ok(raw) => ResolvedPath { canonical: self.workspace.canonicalize(&raw).map_err(|refusal| refusal.to_string()), raw },
+                Err(unreadable) => ResolvedPath { raw: event.tool.clone().unwrap_or_default(), canonical: Err(unreadable) },
+            })
             .collect()
     }
 
-    fn judge_write(&self, event: &Event, fields: &[String], config: &GateConfig) -> Answer {
+    fn judge_write(&self, event: &Event, role: &ToolRole, config: &GateConfig) -> Answer {
         // Resolved by the engine before the chain ran, unless this event came another way.
-        let resolved = event.writes.clone().unwrap_or_else(|| self.resolve(event, fields));
+        let resolved = event.writes.clone().unwrap_or_else(|| self.resolve(event, role));
         if resolved.is_empty() {
             return deny(&format!("`{}` names no path to write", event.tool.as_deref().unwrap_or_default()), None);
         }
@@ -561,8 +601,8 @@ impl NativeHook for Gatekeeper {
         match tool {
             SELECT_INTENT_TOOL => Ok(self.select(event, &config)),
             SCOPE_EXPANSION_TOOL => Ok(self.request_expansion(event, &config).into()),
-            _ => match config.write_tools.get(tool) {
-                Some(fields) => Ok(self.judge_write(event, fields, &config).into()),
+            _ => match config.write_role(event) {
+                Some(role) => Ok(self.judge_write(event, role, &config).into()),
                 None => Ok(Answer::Allow.into()),
             },
         }
@@ -572,7 +612,7 @@ impl NativeHook for Gatekeeper {
         // The input is read for the handshake and expansion requests, and for writes whose paths did
         // not come separately.
         event.tool.as_deref().is_some_and(|t| {
-            t == SELECT_INTENT_TOOL || t == SCOPE_EXPANSION_TOOL || (event.paths.is_empty() && self.config().write_tools.contains_key(t))
+            t == SELECT_INTENT_TOOL || t == SCOPE_EXPANSION_TOOL || (event.paths.is_empty() && self.config().tools.role(None, t).is_some())
         })
     }
 }

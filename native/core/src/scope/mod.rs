@@ -1,6 +1,7 @@
 //! The scope layer: the path canonicaliser (`canonical.rs`), the intents of active_intents.yaml
 //! (`intents.rs`), the leases shared by every process on a workspace (`leases.rs`), approved scope
-//! expansions (`expansion.rs`), and the intent gatekeeper, the critical native hook every engine
+//! expansions (`expansion.rs`), which tools write or run shell commands, per agent (`tools.rs`), the
+//! paths inside a patch (`patch.rs`), and the intent gatekeeper, the critical native hook every engine
 //! registers first (`gatekeeper.rs`).
 
 pub mod canonical;
@@ -9,4 +10,6 @@ pub mod expansion;
 pub mod gatekeeper;
 pub mod intents;
 pub mod leases;
+pub mod patch;
 pub mod settings;
+pub mod tools;

@@ -3,6 +3,8 @@
 //! into hooks.yaml.
 
 use crate::base::yaml::Problem;
+use crate::model::external_events::Agent;
+use crate::scope::tools::{ToolRole, ToolTable};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -22,6 +24,12 @@ pub struct GatekeeperConfig {
     /// snapshot-and-revert everywhere).
     #[serde(default = "default_shell_tools")]
     pub shell_tools: Vec<String>,
+    /// More rows of the tool table, per agent (`scope/tools.rs` holds the built-in ones: Claude Code,
+    /// Codex, Gemini CLI, Copilot CLI, Cursor, VS Code): which input fields hold the paths a tool
+    /// writes (`writes`), the patch it applies (`patch`) or the shell command it runs (`shell`). A
+    /// row with the agent and tool of a built-in one replaces it.
+    #[serde(default)]
+    pub tools: Vec<ToolRow>,
     /// Directories outside the workspace that contained shell commands may write (temp dirs).
     /// `$TMPDIR` is added when set.
     #[serde(default = "default_writable")]
@@ -37,6 +45,48 @@ pub struct GatekeeperConfig {
     /// How long an intent lock lasts without activity, in seconds. Active sessions renew it.
     #[serde(default = "default_lease_seconds")]
     pub lease_seconds: u64,
+}
+
+/// One row of `gatekeeper.tools`: a tool, the agent it belongs to, and exactly one of what it does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRow {
+    /// The agent whose tool this is (`claude`, `codex`, `gemini`, `copilot`, `cursor`, `vscode`);
+    /// absent for a tool of any agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The tool's name as the agent's hook input reports it.
+    pub tool: String,
+    /// The input fields that hold the paths the tool writes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<String>,
+    /// The input field that holds a patch in Codex's `apply_patch` format.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
+    /// The input field that holds a shell command, run contained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<String>,
+}
+
+impl ToolRow {
+    fn role(&self) -> Result<ToolRole, String> {
+        match (self.writes.is_empty(), &self.patch, &self.shell) {
+            (false, None, None) => Ok(ToolRole::Write(self.writes.clone())),
+            (true, Some(field), None) => Ok(ToolRole::Patch(field.clone())),
+            (true, None, Some(field)) => Ok(ToolRole::Shell(field.clone())),
+            _ => Err(format!("tool `{}` must say exactly one of `writes`, `patch` or `shell`", self.tool)),
+        }
+    }
+
+    fn agent(&self) -> Result<Option<Agent>, String> {
+        match &self.agent {
+            None => Ok(None),
+            Some(id) => Agent::from_id(id).map(Some).ok_or_else(|| {
+                let known: Vec<&str> = Agent::ALL.iter().map(|a| a.id()).collect();
+                format!("unknown agent `{id}`; known agents: {}", known.join(", "))
+            }),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -68,6 +118,7 @@ impl Default for GatekeeperConfig {
         GatekeeperConfig {
             write_tools: BTreeMap::new(),
             shell_tools: default_shell_tools(),
+            tools: Vec::new(),
             writable: default_writable(),
             landlock: LandlockSetting::default(),
             max_held_mib: default_max_held_mib(),
@@ -90,9 +141,36 @@ impl GatekeeperConfig {
                 problems.push(Problem::new("writable", format!("writable directory `{dir}` must be an absolute path")));
             }
         }
+        for row in &self.tools {
+            if let Err(e) = row.role() {
+                problems.push(Problem::at("tool", &row.tool, e));
+            }
+            if let (Err(e), Some(agent)) = (row.agent(), &row.agent) {
+                problems.push(Problem::at("agent", agent, e));
+            }
+        }
         if self.lease_seconds == 0 {
             problems.push(Problem::new("lease_seconds", "`lease_seconds` must be at least 1"));
         }
         problems
+    }
+
+    /// The tool table these settings make: the built-in rows, then `shell_tools` and `write_tools`
+    /// (for any agent), then `tools`. A row with a problem is left out (the configuration that holds
+    /// it does not load anyway).
+    pub fn tool_table(&self) -> ToolTable {
+        let mut table = ToolTable::builtin();
+        for tool in &self.shell_tools {
+            table.insert(None, tool, ToolRole::Shell("command".to_owned()));
+        }
+        for (tool, fields) in &self.write_tools {
+            table.insert(None, tool, ToolRole::Write(fields.clone()));
+        }
+        for row in &self.tools {
+            if let (Ok(role), Ok(agent)) = (row.role(), row.agent()) {
+                table.insert(agent, &row.tool, role);
+            }
+        }
+        table
     }
 }

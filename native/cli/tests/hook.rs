@@ -1,0 +1,360 @@
+//! `chokepoint hook --agent <agent>` against every agent's documented (or recorded) hook inputs, in
+//! `tests/fixtures/agents/<agent>/` (docs/agents/protocols.md says where each came from), in four
+//! workspaces: no intent selected, the session holding an intent, a hooks.yaml rule that asks, and a
+//! hooks.yaml that does not load. Each answer is compared with the golden one in
+//! `tests/fixtures/agents/<agent>/expected.json` (`UPDATE_GOLDEN=1` rewrites them; read the diff),
+//! and the rules that must hold whatever the goldens say are asserted on their own: a gate we cannot
+//! judge is denied in the agent's blocking form, nothing else is ever blocked on our account, and no
+//! answer uses an exit code that lets a call through by accident.
+
+use chokepoint_core::agents::reply::Reply;
+use chokepoint_core::external_events::{Agent, lookup};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const AGENTS: [Agent; 5] = [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCli, Agent::Copilot, Agent::Cursor];
+/// The project folders the fixtures were written in; replaced by the test's workspace.
+const FIXTURE_ROOTS: [&str; 2] = ["/work/demo", "/Users/dev/ai-tc"];
+
+const INTENTS: &str = "version: 1
+active_intents:
+  - id: INT-SRC
+    name: Sources
+    status: IN_PROGRESS
+    owned_scope: ['src/**']
+  - id: INT-DOCS
+    name: Documentation
+    status: PLANNED
+    owned_scope: ['docs/**']
+";
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Scenario {
+    /// The session has not selected an intent.
+    Unselected,
+    /// The session holds INT-SRC.
+    Selected,
+    /// The session holds INT-SRC, and hooks.yaml asks a person about every tool call.
+    Ask,
+    /// hooks.yaml does not load.
+    Broken,
+}
+
+impl Scenario {
+    const ALL: [Scenario; 4] = [Scenario::Unselected, Scenario::Selected, Scenario::Ask, Scenario::Broken];
+
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::Unselected => "unselected",
+            Scenario::Selected => "selected",
+            Scenario::Ask => "ask",
+            Scenario::Broken => "broken",
+        }
+    }
+
+    fn hooks_yaml(self) -> &'static str {
+        match self {
+            Scenario::Ask => "version: 1\nhooks:\n  PreToolUse:\n    - name: confirm\n      ask: a person confirms every tool call\n",
+            Scenario::Broken => "version: 1\nhooks:\n  PreToolUse:\n    - name: confirm\n      priorty: high\n      ask: x\n",
+            _ => "version: 1\n",
+        }
+    }
+}
+
+fn program() -> &'static str {
+    env!("CARGO_BIN_EXE_chokepoint")
+}
+
+fn fixtures(agent: Agent) -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/agents").join(agent.id());
+    let mut out: Vec<(String, String)> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.file_name().is_some_and(|n| n != "expected.json"))
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), fs::read_to_string(&p).unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// A workspace for `scenario`, with `session` holding INT-SRC first where the scenario says (taken
+/// before hooks.yaml asks about every call, the selection included).
+fn workspace_for(scenario: Scenario, session: Option<(Agent, &str)>) -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    fs::create_dir_all(ws.path().join(".orchestration")).unwrap();
+    fs::create_dir_all(ws.path().join("src")).unwrap();
+    fs::write(ws.path().join(".orchestration/active_intents.yaml"), INTENTS).unwrap();
+    fs::write(ws.path().join(".orchestration/hooks.yaml"), Scenario::Unselected.hooks_yaml()).unwrap();
+    if let (Scenario::Selected | Scenario::Ask, Some((agent, session))) = (scenario, session) {
+        select(ws.path(), agent, session);
+    }
+    fs::write(ws.path().join(".orchestration/hooks.yaml"), scenario.hooks_yaml()).unwrap();
+    ws
+}
+
+fn workspace(scenario: Scenario) -> tempfile::TempDir {
+    workspace_for(scenario, None)
+}
+
+/// The event a fixture is for: in its input, or (Copilot CLI, which does not say) its file name.
+fn event_flag(agent: Agent, name: &str) -> Option<String> {
+    (agent == Agent::Copilot).then(|| name.split('-').next().unwrap().to_owned())
+}
+
+fn session_of(agent: Agent, input: &Value) -> Option<String> {
+    ["session_id", "sessionId", "conversation_id"]
+        .iter()
+        .find_map(|k| input.get(k).and_then(Value::as_str))
+        .map(|s| format!("{}:{s}", agent.id()))
+}
+
+fn hook(agent: Agent, ws: &Path, event: Option<&str>, input: &str) -> Reply {
+    let mut command = Command::new(program());
+    command.args(["hook", "--agent", agent.id(), "--workspace", ws.to_str().unwrap()]);
+    if let Some(event) = event {
+        command.args(["--event", event]);
+    }
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    Reply {
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+        exit: out.status.code().expect("the hook exits, not killed by a signal") as u8,
+    }
+}
+
+fn select(ws: &Path, agent: Agent, session: &str) {
+    let out = Command::new(program())
+        .args(["intent", "select", "--workspace", ws.to_str().unwrap(), "--session", session, "--agent", agent.id(), "INT-SRC"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A reply as the golden files hold it: paths of this run replaced, stdout parsed when it is JSON.
+fn golden(reply: &Reply, ws: &Path) -> Value {
+    let ws = ws.to_str().unwrap();
+    let clean = |s: &str| s.replace(program(), "chokepoint").replace(ws, "/WORKSPACE");
+    let stdout = clean(&reply.stdout);
+    json!({
+        "exit": reply.exit,
+        "stdout": serde_json::from_str::<Value>(&stdout).unwrap_or(Value::String(stdout)),
+        "stderr": clean(&reply.stderr),
+    })
+}
+
+struct Run {
+    agent: Agent,
+    fixture: String,
+    scenario: Scenario,
+    gate: bool,
+    reply: Reply,
+    golden: Value,
+}
+
+fn run_all(agent: Agent) -> Vec<Run> {
+    let mut runs = Vec::new();
+    for (fixture, text) in fixtures(agent) {
+        let session = session_of(agent, &serde_json::from_str(&text).unwrap());
+        for scenario in Scenario::ALL {
+            let ws = workspace_for(scenario, session.as_deref().map(|s| (agent, s)));
+            let root = fs::canonicalize(ws.path()).unwrap();
+            let mut input = text.clone();
+            for r in FIXTURE_ROOTS {
+                input = input.replace(r, root.to_str().unwrap());
+            }
+            let parsed: Value = serde_json::from_str(&input).unwrap();
+            let event = event_flag(agent, &fixture);
+            let name = event.clone().or_else(|| parsed["hook_event_name"].as_str().map(str::to_owned)).unwrap();
+            let gate = lookup(agent, &name).and_then(|r| r.maps_to) == Some(chokepoint_core::EventKind::PreToolUse);
+            let reply = hook(agent, &root, event.as_deref(), &input);
+            let golden = golden(&reply, &root);
+            runs.push(Run { agent, fixture: fixture.clone(), scenario, gate, reply, golden });
+        }
+    }
+    runs
+}
+
+fn check_goldens(agent: Agent, runs: &[Run]) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/agents").join(agent.id()).join("expected.json");
+    let got: BTreeMap<String, Value> = runs.iter().map(|r| (format!("{}/{}", r.fixture, r.scenario.name()), r.golden.clone())).collect();
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        fs::write(&path, serde_json::to_string_pretty(&got).unwrap() + "\n").unwrap();
+    }
+    let want: BTreeMap<String, Value> = serde_json::from_str(&fs::read_to_string(&path).unwrap_or_else(|_| "{}".into())).unwrap();
+    let mut differences = Vec::new();
+    for (key, value) in &got {
+        if want.get(key) != Some(value) {
+            differences.push(format!("{key}:\n  got  {value}\n  want {}", want.get(key).map_or("(none)".into(), |v| v.to_string())));
+        }
+    }
+    for key in want.keys().filter(|k| !got.contains_key(*k)) {
+        differences.push(format!("{key}: golden answer with no fixture"));
+    }
+    assert!(
+        differences.is_empty(),
+        "{}: {} answers differ from {} (UPDATE_GOLDEN=1 rewrites it):\n{}",
+        agent.as_str(),
+        differences.len(),
+        path.display(),
+        differences.join("\n")
+    );
+}
+
+/// The rules every answer keeps, whatever the goldens say.
+fn check_rules(runs: &[Run]) {
+    for r in runs {
+        let what = format!("{} {} ({})", r.agent.as_str(), r.fixture, r.scenario.name());
+        // Only 0 and 2 are answers; anything else lets the call through by accident.
+        assert!(r.reply.exit == 0 || r.reply.exit == 2, "{what}: exit {}\n{}", r.reply.exit, r.reply.stderr);
+        // An answer on stdout is one JSON object or nothing.
+        assert!(
+            r.reply.stdout.is_empty() || serde_json::from_str::<Value>(&r.reply.stdout).is_ok_and(|v| v.is_object()),
+            "{what}: stdout is not one JSON object: {}",
+            r.reply.stdout
+        );
+        if r.scenario == Scenario::Broken {
+            if r.gate {
+                assert!(r.reply.blocks(r.agent), "{what}: a gate with a broken configuration was not denied: {:?}", r.reply);
+                let text = format!("{}{}", r.reply.stdout, r.reply.stderr);
+                assert!(
+                    text.contains("hooks.yaml:5:7") && text.contains("priorty"),
+                    "{what}: the reason names no file:line:column: {text}"
+                );
+            } else {
+                assert!(!r.reply.blocks(r.agent), "{what}: a non-gate blocked on our account: {:?}", r.reply);
+            }
+        }
+        if r.scenario == Scenario::Ask && r.gate && !r.fixture.to_lowercase().starts_with("permissionrequest") {
+            // Every tool call is asked about: a person decides, or (no prompt of the agent's own) it is
+            // refused; it never runs unasked. (A permission request is a person being asked already.)
+            let v: Value = serde_json::from_str(&r.reply.stdout).unwrap_or(Value::Null);
+            let decision = [
+                "/hookSpecificOutput/permissionDecision",
+                "/decision",
+                "/permissionDecision",
+                "/permission",
+                "/hookSpecificOutput/decision/behavior",
+            ]
+            .iter()
+            .find_map(|p| v.pointer(p).and_then(Value::as_str))
+            .unwrap_or_default()
+            .to_owned();
+            assert!(decision == "ask" || decision == "deny", "{what}: an ask was answered `{decision}`: {}", r.reply.stdout);
+        }
+    }
+}
+
+fn agent_test(agent: Agent) {
+    let runs = run_all(agent);
+    assert!(runs.iter().any(|r| r.gate), "{}: no fixture of a gate", agent.as_str());
+    check_rules(&runs);
+    check_goldens(agent, &runs);
+}
+
+#[test]
+fn claude_code_protocol() {
+    agent_test(Agent::ClaudeCode);
+}
+
+#[test]
+fn codex_protocol() {
+    agent_test(Agent::Codex);
+}
+
+#[test]
+fn gemini_cli_protocol() {
+    agent_test(Agent::GeminiCli);
+}
+
+#[test]
+fn copilot_cli_protocol() {
+    agent_test(Agent::Copilot);
+}
+
+#[test]
+fn cursor_protocol() {
+    agent_test(Agent::Cursor);
+}
+
+#[test]
+fn input_that_cannot_be_read_blocks_in_every_agent() {
+    let ws = workspace(Scenario::Unselected);
+    for agent in AGENTS {
+        for garbage in ["", "not json", "[1,2]", "{\"hook_event_name\": 3}", "{\"tool_name\":\"Write\"}"] {
+            let event = (agent == Agent::Copilot).then_some("preToolUse");
+            let reply = hook(agent, ws.path(), event, garbage);
+            assert!(reply.blocks(agent), "{} on {garbage:?}: {reply:?}", agent.as_str());
+            assert!(reply.stderr.contains("could not read") || reply.stdout.contains("could not read"), "{reply:?}");
+        }
+    }
+}
+
+#[test]
+fn a_workspace_that_cannot_be_opened_denies_a_gate() {
+    let missing = PathBuf::from("/nonexistent/chokepoint/workspace");
+    let input = fixtures(Agent::ClaudeCode).into_iter().find(|(n, _)| n == "PreToolUse-Write").unwrap().1;
+    let reply = hook(Agent::ClaudeCode, &missing, None, &input);
+    assert!(reply.blocks(Agent::ClaudeCode), "{reply:?}");
+    assert!(reply.stdout.contains("cannot open the workspace"), "{reply:?}");
+}
+
+#[test]
+fn a_write_before_the_handshake_names_the_next_step_with_this_session() {
+    let ws = workspace(Scenario::Unselected);
+    let input =
+        r#"{"session_id":"s-42","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"src/a.ts","content":""}}"#;
+    let reply = hook(Agent::ClaudeCode, ws.path(), None, input);
+    assert!(reply.blocks(Agent::ClaudeCode));
+    assert!(reply.stdout.contains("select_active_intent") && reply.stdout.contains("intent select"), "{}", reply.stdout);
+    assert!(reply.stdout.contains("--session 'claude:s-42'"), "{}", reply.stdout);
+}
+
+#[test]
+fn a_codex_patch_with_one_path_out_of_scope_is_refused_whole_and_one_inside_passes() {
+    let ws = workspace(Scenario::Selected);
+    select(ws.path(), Agent::Codex, "codex:p1");
+    let patch = |body: &str| {
+        json!({"session_id":"p1","hook_event_name":"PreToolUse","tool_name":"apply_patch","tool_input":{"command": body}}).to_string()
+    };
+    let inside = hook(Agent::Codex, ws.path(), None, &patch("*** Begin Patch\n*** Add File: src/a.ts\n+x\n*** End Patch\n"));
+    assert_eq!(inside, Reply::default(), "an allowed patch passes silently");
+    let mixed = hook(
+        Agent::Codex,
+        ws.path(),
+        None,
+        &patch("*** Begin Patch\n*** Add File: src/a.ts\n+x\n*** Update File: docs/b.md\n@@\n-a\n+b\n*** End Patch\n"),
+    );
+    assert!(mixed.blocks(Agent::Codex) && mixed.stdout.contains("docs/b.md"), "{mixed:?}");
+    // The same patch as a heredoc through the shell.
+    let shell = json!({"session_id":"p1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: docs/b.md\n*** End Patch\nEOF"}});
+    let heredoc = hook(Agent::Codex, ws.path(), None, &shell.to_string());
+    assert!(heredoc.blocks(Agent::Codex) && heredoc.stdout.contains("docs/b.md"), "{heredoc:?}");
+}
+
+#[test]
+fn a_shell_command_is_rewritten_to_run_contained_for_its_session() {
+    let ws = workspace(Scenario::Selected);
+    let input = r#"{"session_id":"s1","permission_mode":"bypassPermissions","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"echo hi > src/x.md","description":"d"}}"#;
+    let reply = hook(Agent::ClaudeCode, ws.path(), None, input);
+    let v: Value = serde_json::from_str(&reply.stdout).unwrap();
+    let command = v["hookSpecificOutput"]["updatedInput"]["command"].as_str().unwrap().to_owned();
+    assert_eq!(v["hookSpecificOutput"]["updatedInput"]["description"], "d", "the rest of the input is kept");
+    assert!(command.contains(" exec --workspace ") && command.contains("--session 'claude:s1'"), "{command}");
+    // The rewritten command, run as the agent's shell would, changes nothing outside the scope (the
+    // session holds no intent here, so nothing in the workspace): Landlock refuses the write where the
+    // kernel has it, the snapshot undoes it (exit 4) everywhere else, and either way the output says so.
+    let out = Command::new("bash").arg("-c").arg(&command).current_dir(ws.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(!ws.path().join("src/x.md").exists(), "{stderr}");
+    assert!(stderr.contains("src/x.md"), "{stderr}");
+    // What the agent sends back is not wrapped twice.
+    let again = json!({"session_id":"s1","permission_mode":"bypassPermissions","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command": command}});
+    assert_eq!(hook(Agent::ClaudeCode, ws.path(), None, &again.to_string()), Reply::default());
+}

@@ -1,0 +1,49 @@
+//! What an external agent's model is told at session start (and after a compaction): that this
+//! workspace is governed, the intents it may work on and who holds each, and the one next step before
+//! a write. Our own agent learns the same from its prompt; an external agent learns it here, as the
+//! hook's additional context.
+
+use crate::agents::input::Call;
+use crate::agents::shell::quote;
+use crate::engine::judge::Engine;
+use crate::model::governance::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
+use crate::scope::intents::IntentStatus;
+use std::path::Path;
+
+/// The handshake's rules for `call`'s session, with the intents as they stand.
+pub fn handshake(engine: &Engine, call: &Call, program: Option<&Path>) -> String {
+    let session = call.session.as_deref().unwrap_or("<session>");
+    let intents = engine.intents();
+    let holders = engine.gatekeeper().holders().unwrap_or_default();
+    let held = call.session.as_deref().and_then(|s| engine.gatekeeper().selected(s));
+    let program = program.map_or_else(|| "chokepoint".to_owned(), |p| quote(&p.to_string_lossy()));
+    let mut text = format!("<chokepoint>\nThis workspace is governed by Chokepoint. Your session is `{session}`.\n");
+    if intents.is_empty() {
+        text.push_str(
+            "It declares no intents: you may write anywhere except the governance files (.orchestration/ and the agents' hook settings).\n",
+        );
+    } else {
+        match &held {
+            Some(intent) => text.push_str(&format!("This session holds intent `{intent}`.\n")),
+            None => text.push_str(&format!(
+                "Before any write, declare the intent you work on: call the MCP tool `{SELECT_INTENT_TOOL}` (server `chokepoint`) with its id, or run `{program} intent select --session {} <intent_id>`.\n",
+                quote(session)
+            )),
+        }
+        text.push_str(&format!(
+            "Writes outside the intent's owned_scope are refused; ask for more with `{SCOPE_EXPANSION_TOOL}` (a person approves). Shell commands run contained: what they change outside the scope is undone and reported. Governance files (.orchestration/, the agents' hook settings) are never writable.\nIntents:\n"
+        ));
+        for intent in &intents {
+            let holder = holders.iter().find(|l| l.intent == intent.id).map(|l| format!(", held by `{}`", l.session)).unwrap_or_default();
+            let status = match intent.status {
+                IntentStatus::Planned => "PLANNED",
+                IntentStatus::InProgress => "IN_PROGRESS",
+                IntentStatus::Blocked => "BLOCKED",
+                IntentStatus::Completed => "COMPLETED",
+            };
+            text.push_str(&format!("- {} ({}) [{status}{holder}] scope: {}\n", intent.id, intent.name, intent.owned_scope.join(", ")));
+        }
+    }
+    text.push_str("</chokepoint>");
+    text
+}

@@ -1,0 +1,14 @@
+//! The agents layer, the top: other agents' hooks (Claude Code, Codex, Gemini CLI, Copilot CLI,
+//! Cursor, VS Code's agent) answered by the same engine as our own agent. An agent's hook input is
+//! read into one shape (`input.rs`), judged through the workspace's chain with the external agent's
+//! needs met (`hook.rs`: contained shell commands (`shell.rs`), the handshake's next step, the rules
+//! at session start (`context.rs`)), and answered in that agent's format and exit codes
+//! (`reply.rs`). No argv, no process: the CLI's `chokepoint hook` reads stdin and prints the
+//! [`reply::Reply`]; a live engine can answer the same calls.
+
+pub mod context;
+pub mod error;
+pub mod hook;
+pub mod input;
+pub mod reply;
+pub mod shell;

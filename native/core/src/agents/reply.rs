@@ -1,0 +1,251 @@
+//! What we answer another agent, in that agent's format and with its exit codes
+//! (docs/agents/protocols.md holds the sources). Every agent blocks only on exit code 2 or on a
+//! well-formed JSON deny, and lets anything else through; so a deny is always one of those two, and
+//! a failure of ours whose event we cannot even tell is exit 2 with the reason on stderr, which
+//! blocks wherever blocking is possible and is shown to the person everywhere else.
+
+use crate::agents::input::Call;
+use crate::model::event::EventKind;
+use crate::model::external_events::Agent;
+use serde_json::{Map, Value, json};
+
+/// The exit code that blocks in every agent, with the reason on stderr.
+pub const EXIT_BLOCK: u8 = 2;
+
+/// What was decided for one call, before it is put in the agent's words.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Nothing to say: the agent goes on as it would without us (its own permission prompts stay).
+    Pass,
+    /// Goes on with this input instead of the agent's (a contained shell command, a hook's rewrite).
+    Rewrite(Value),
+    Deny(String),
+    /// A person must decide, through the agent's own prompt.
+    Ask(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub outcome: Outcome,
+    /// Context for the model (the handshake's rules at session start, hooks' additional context).
+    pub context: Vec<String>,
+}
+
+impl Verdict {
+    pub fn pass() -> Verdict {
+        Verdict { outcome: Outcome::Pass, context: Vec::new() }
+    }
+}
+
+/// What the hook process prints and how it exits.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Reply {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit: u8,
+}
+
+impl Reply {
+    fn json(value: Value) -> Reply {
+        Reply { stdout: value.to_string(), ..Reply::default() }
+    }
+
+    /// Exit 2, the reason on stderr: blocks a tool, a prompt or a stop in every agent that can block
+    /// them, and is shown to the person where it cannot.
+    pub fn block(reason: &str) -> Reply {
+        Reply { stderr: format!("{reason}\n"), exit: EXIT_BLOCK, ..Reply::default() }
+    }
+
+    /// Whether this reply lets the call through (for the fuzz target and the tests: a gate's reply
+    /// must never).
+    pub fn blocks(&self, agent: Agent) -> bool {
+        if self.exit == EXIT_BLOCK {
+            return true;
+        }
+        if self.exit != 0 {
+            return false;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(&self.stdout) else { return false };
+        let said = |key: &str, value: &str| v.pointer(key).and_then(Value::as_str).is_some_and(|s| s == value);
+        match agent {
+            Agent::ClaudeCode | Agent::Codex | Agent::VsCode => {
+                said("/hookSpecificOutput/permissionDecision", "deny")
+                    || said("/hookSpecificOutput/decision/behavior", "deny")
+                    || said("/decision", "block")
+            }
+            Agent::GeminiCli => said("/decision", "deny") || said("/decision", "block"),
+            Agent::Copilot => said("/permissionDecision", "deny"),
+            Agent::Cursor => said("/permission", "deny") || v.get("continue") == Some(&Value::Bool(false)),
+        }
+    }
+}
+
+/// The verdict for `call`, in its agent's words.
+pub fn render(call: &Call, verdict: &Verdict) -> Reply {
+    let Some(kind) = call.kind else { return Reply::default() };
+    match call.agent {
+        Agent::ClaudeCode | Agent::Codex | Agent::VsCode => claude(call, kind, verdict),
+        Agent::GeminiCli => gemini(call, kind, verdict),
+        Agent::Copilot => copilot(kind, verdict),
+        Agent::Cursor => cursor(call, kind, verdict),
+    }
+}
+
+/// Claude Code's format, which Codex and VS Code's agent share: `hookSpecificOutput` with a
+/// `permissionDecision` on PreToolUse, a top-level `decision: "block"` on the events that block
+/// otherwise, `additionalContext` for the model. Codex refuses a key its event does not list (and
+/// then lets the call through), so each event says only what it takes.
+fn claude(call: &Call, kind: EventKind, verdict: &Verdict) -> Reply {
+    let codex = call.agent == Agent::Codex;
+    let mut specific = Map::new();
+    specific.insert("hookEventName".into(), Value::String(call.event.clone()));
+    let mut out = Map::new();
+    let event = call.event.as_str();
+    match (event, &verdict.outcome) {
+        (_, Outcome::Pass) => {}
+        ("PermissionRequest", Outcome::Deny(reason)) => {
+            specific.insert("decision".into(), json!({ "behavior": "deny", "message": reason }));
+        }
+        // A person is being asked already; a rewrite was made at PreToolUse.
+        ("PermissionRequest", _) => {}
+        (_, Outcome::Deny(reason)) if kind == EventKind::PreToolUse => {
+            specific.insert("permissionDecision".into(), "deny".into());
+            specific.insert("permissionDecisionReason".into(), reason.clone().into());
+        }
+        // Codex has no prompt of its own for a hook's ask (an `ask` there lets the call through).
+        (_, Outcome::Ask(reason)) if kind == EventKind::PreToolUse && codex => {
+            specific.insert("permissionDecision".into(), "deny".into());
+            specific.insert(
+                "permissionDecisionReason".into(),
+                format!("{reason}. Codex cannot ask a person from a hook: tell the user what needs approving, and retry once they have.")
+                    .into(),
+            );
+        }
+        (_, Outcome::Ask(reason)) if kind == EventKind::PreToolUse => {
+            specific.insert("permissionDecision".into(), "ask".into());
+            specific.insert("permissionDecisionReason".into(), reason.clone().into());
+        }
+        (_, Outcome::Rewrite(input)) if kind == EventKind::PreToolUse => {
+            // A rewrite must carry a decision. `allow` also skips the person's own permission
+            // prompt, so Claude Code gets it only where it would not ask anyway; Codex takes a
+            // rewrite only with `allow`.
+            let skip_prompt = codex || matches!(call.permission_mode.as_deref(), Some("bypassPermissions" | "acceptEdits" | "dontAsk"));
+            specific.insert("permissionDecision".into(), if skip_prompt { "allow" } else { "ask" }.into());
+            if !codex {
+                specific.insert(
+                    "permissionDecisionReason".into(),
+                    "Chokepoint runs this command contained to the session's intent scope".into(),
+                );
+            }
+            specific.insert("updatedInput".into(), input.clone());
+        }
+        ("UserPromptSubmit" | "PostToolUse" | "Stop" | "SubagentStop", Outcome::Deny(reason) | Outcome::Ask(reason)) => {
+            out.insert("decision".into(), "block".into());
+            out.insert("reason".into(), reason.clone().into());
+        }
+        // The rest cannot block: the person hears why.
+        (_, Outcome::Deny(reason) | Outcome::Ask(reason)) => {
+            out.insert("systemMessage".into(), reason.clone().into());
+        }
+        (_, Outcome::Rewrite(_)) => {}
+    }
+    if !verdict.context.is_empty() && matches!(event, "SessionStart" | "UserPromptSubmit" | "PostToolUse" | "SubagentStart" | "PreToolUse")
+    {
+        specific.insert("additionalContext".into(), verdict.context.join("\n\n").into());
+    }
+    if specific.len() > 1 {
+        out.insert("hookSpecificOutput".into(), Value::Object(specific));
+    }
+    if out.is_empty() { Reply::default() } else { Reply::json(Value::Object(out)) }
+}
+
+/// Gemini CLI's format: a top-level `decision` (`allow`, `deny`, `ask`), `reason`, and
+/// `hookSpecificOutput` with `additionalContext` or, on BeforeTool, the whole rewritten `tool_input`.
+fn gemini(call: &Call, kind: EventKind, verdict: &Verdict) -> Reply {
+    let mut out = Map::new();
+    let blocks = matches!(kind, EventKind::PreToolUse | EventKind::PostToolUse | EventKind::TaskStart | EventKind::BeforeSubmit);
+    match &verdict.outcome {
+        Outcome::Pass => {}
+        Outcome::Deny(reason) if blocks => {
+            out.insert("decision".into(), "deny".into());
+            out.insert("reason".into(), reason.clone().into());
+        }
+        Outcome::Ask(reason) if kind == EventKind::PreToolUse => {
+            out.insert("decision".into(), "ask".into());
+            out.insert("reason".into(), reason.clone().into());
+            out.insert("systemMessage".into(), reason.clone().into());
+        }
+        Outcome::Ask(reason) if blocks => {
+            out.insert("decision".into(), "deny".into());
+            out.insert("reason".into(), reason.clone().into());
+        }
+        // These cannot be blocked; the person still hears why.
+        Outcome::Deny(reason) | Outcome::Ask(reason) => {
+            out.insert("systemMessage".into(), reason.clone().into());
+        }
+        Outcome::Rewrite(input) => {
+            out.insert("decision".into(), "allow".into());
+            out.insert("hookSpecificOutput".into(), json!({ "hookEventName": call.event, "tool_input": input }));
+        }
+    }
+    if !verdict.context.is_empty() && matches!(kind, EventKind::SessionStart | EventKind::TaskStart | EventKind::PostToolUse) {
+        let specific = out.entry("hookSpecificOutput").or_insert_with(|| json!({ "hookEventName": call.event }));
+        specific["additionalContext"] = verdict.context.join("\n\n").into();
+    }
+    if out.is_empty() { Reply::default() } else { Reply::json(Value::Object(out)) }
+}
+
+/// Copilot CLI's format: only `preToolUse` decides, with `permissionDecision` (`deny`, `ask`) or a
+/// rewrite in `modifiedArgs`; an allow prints nothing (some versions read any object as a deny).
+fn copilot(kind: EventKind, verdict: &Verdict) -> Reply {
+    match (kind, &verdict.outcome) {
+        (EventKind::PreToolUse, Outcome::Deny(reason)) => {
+            Reply::json(json!({ "permissionDecision": "deny", "permissionDecisionReason": reason }))
+        }
+        (EventKind::PreToolUse, Outcome::Ask(reason)) => {
+            Reply::json(json!({ "permissionDecision": "ask", "permissionDecisionReason": reason }))
+        }
+        (EventKind::PreToolUse, Outcome::Rewrite(input)) => Reply::json(json!({ "modifiedArgs": input })),
+        _ => Reply::default(),
+    }
+}
+
+/// Cursor's format: `permission` (`allow`, `deny`, `ask`) with `user_message` and `agent_message`
+/// (what the model reads) on the before-events, `updated_input` on `preToolUse`, `continue: false`
+/// to stop a prompt, `followup_message` to send the agent back to work, `additional_context` at
+/// session start and after a tool.
+fn cursor(call: &Call, kind: EventKind, verdict: &Verdict) -> Reply {
+    let context = (!verdict.context.is_empty()).then(|| verdict.context.join("\n\n"));
+    match (kind, &verdict.outcome) {
+        (EventKind::PreToolUse, Outcome::Deny(reason)) => {
+            Reply::json(json!({ "permission": "deny", "user_message": reason, "agent_message": reason }))
+        }
+        (EventKind::PreToolUse, Outcome::Ask(reason)) => {
+            Reply::json(json!({ "permission": "ask", "user_message": reason, "agent_message": reason }))
+        }
+        (EventKind::PreToolUse, Outcome::Rewrite(input)) if call.event == "preToolUse" => {
+            Reply::json(json!({ "permission": "allow", "updated_input": input }))
+        }
+        (EventKind::TaskStart, Outcome::Deny(reason)) if call.event == "beforeSubmitPrompt" => {
+            Reply::json(json!({ "continue": false, "user_message": reason }))
+        }
+        (EventKind::BeforeSubmit, Outcome::Deny(reason)) if call.event == "stop" || call.event == "subagentStop" => {
+            Reply::json(json!({ "followup_message": reason }))
+        }
+        (EventKind::SessionStart | EventKind::PostToolUse, _) if context.is_some() && call.event != "afterFileEdit" => {
+            Reply::json(json!({ "additional_context": context }))
+        }
+        _ => Reply::default(),
+    }
+}
+
+/// The reply when we could not judge `call` (our own failure): a gate is denied with `reason`, in
+/// the form that blocks in its agent; any other event goes on, and its person hears why.
+pub fn failure(call: &Call, reason: &str) -> Reply {
+    if call.is_gate() {
+        return render(call, &Verdict { outcome: Outcome::Deny(reason.to_owned()), context: Vec::new() });
+    }
+    // Not a gate: never block on our account. stderr of a successful hook is shown to the person
+    // (in verbose or debug output) by every agent, and to nobody as a decision.
+    Reply { stderr: format!("chokepoint: {reason}\n"), ..Reply::default() }
+}

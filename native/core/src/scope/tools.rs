@@ -1,0 +1,139 @@
+//! Which tools write and which run shell commands, per agent, as data: the gatekeeper reads this
+//! table to find the paths a tool call writes, and `chokepoint hook` to find the shell command it
+//! contains. Every agent names its tools differently (Claude Code's `Write`, Gemini CLI's
+//! `write_file`, Codex's `apply_patch`, VS Code's `create_file`), so a row names the agent it is for,
+//! or none for a tool of any agent (our own agent's). hooks.yaml adds rows (`gatekeeper.tools`, and
+//! the older `write_tools` and `shell_tools`), and a configured row replaces a built-in one with the
+//! same agent and tool.
+
+use crate::model::external_events::Agent;
+use std::collections::HashMap;
+
+/// What a tool does that the gatekeeper judges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolRole {
+    /// Writes the paths held by these input fields (each a string or an array of strings).
+    Write(Vec<String>),
+    /// Writes the files named inside the patch held by this input field (`patch.rs`).
+    Patch(String),
+    /// Runs the shell command held by this input field: contained, and judged as a patch when it
+    /// carries one (Codex's `apply_patch` heredoc).
+    Shell(String),
+}
+
+impl ToolRole {
+    pub fn writes(&self) -> bool {
+        !matches!(self, ToolRole::Shell(_))
+    }
+}
+
+use Agent::{ClaudeCode, Codex, Copilot, Cursor, GeminiCli, VsCode};
+
+const fn write(fields: &'static [&'static str]) -> Builtin {
+    Builtin::Write(fields)
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Builtin {
+    Write(&'static [&'static str]),
+    Patch(&'static str),
+    Shell(&'static str),
+}
+
+/// The built-in rows: our agent's tools (for any agent), then each agent's own, as their hook input
+/// reports them (docs/agents/protocols.md says where each is documented).
+const BUILTIN: &[(Option<Agent>, &str, Builtin)] = &[
+    (None, "write_to_file", write(&["path"])),
+    (None, "apply_diff", write(&["path"])),
+    (None, "execute_command", Builtin::Shell("command")),
+    (Some(ClaudeCode), "Write", write(&["file_path"])),
+    (Some(ClaudeCode), "Edit", write(&["file_path"])),
+    (Some(ClaudeCode), "MultiEdit", write(&["file_path"])),
+    (Some(ClaudeCode), "NotebookEdit", write(&["notebook_path"])),
+    (Some(ClaudeCode), "Bash", Builtin::Shell("command")),
+    (Some(Codex), "apply_patch", Builtin::Patch("command")),
+    (Some(Codex), "Bash", Builtin::Shell("command")),
+    (Some(GeminiCli), "write_file", write(&["file_path"])),
+    (Some(GeminiCli), "replace", write(&["file_path"])),
+    (Some(GeminiCli), "run_shell_command", Builtin::Shell("command")),
+    (Some(Copilot), "create", write(&["path"])),
+    (Some(Copilot), "edit", write(&["path"])),
+    (Some(Copilot), "str_replace_editor", write(&["path"])),
+    (Some(Copilot), "apply_patch", Builtin::Patch("patch")),
+    (Some(Copilot), "bash", Builtin::Shell("command")),
+    (Some(Cursor), "Write", write(&["file_path"])),
+    (Some(Cursor), "Edit", write(&["file_path"])),
+    (Some(Cursor), "Delete", write(&["file_path"])),
+    (Some(Cursor), "Shell", Builtin::Shell("command")),
+    (Some(Cursor), "execute_command", Builtin::Shell("command")),
+    (Some(VsCode), "create_file", write(&["filePath"])),
+    (Some(VsCode), "replace_string_in_file", write(&["filePath"])),
+    (Some(VsCode), "multi_replace_string_in_file", write(&["filePath"])),
+    (Some(VsCode), "insert_edit_into_file", write(&["filePath"])),
+    (Some(VsCode), "create_directory", write(&["dirPath"])),
+    (Some(VsCode), "run_in_terminal", Builtin::Shell("command")),
+];
+
+/// The table: built-in rows, then the configured ones over them. Keyed by tool name, so a look-up is
+/// one hash of the name (no key built) and a scan of the agents that name that tool (one or two).
+#[derive(Debug, Clone, Default)]
+pub struct ToolTable {
+    rows: HashMap<String, Vec<(Option<Agent>, ToolRole)>>,
+}
+
+impl ToolTable {
+    /// The built-in rows only.
+    pub fn builtin() -> ToolTable {
+        let mut table = ToolTable::default();
+        for (agent, tool, role) in BUILTIN {
+            let role = match role {
+                Builtin::Write(fields) => ToolRole::Write(fields.iter().map(|f| (*f).to_owned()).collect()),
+                Builtin::Patch(field) => ToolRole::Patch((*field).to_owned()),
+                Builtin::Shell(field) => ToolRole::Shell((*field).to_owned()),
+            };
+            table.insert(*agent, tool, role);
+        }
+        table
+    }
+
+    /// Adds a row, replacing one with the same agent and tool.
+    pub fn insert(&mut self, agent: Option<Agent>, tool: &str, role: ToolRole) {
+        let rows = self.rows.entry(tool.to_owned()).or_default();
+        match rows.iter_mut().find(|(a, _)| *a == agent) {
+            Some(row) => row.1 = role,
+            None => rows.push((agent, role)),
+        }
+    }
+
+    /// What `tool` does when `agent` calls it: the agent's own row, else a row for any agent. A
+    /// caller that does not say which agent it is gets any agent's row of that name: judging a call
+    /// as a write it might be is the safe mistake.
+    pub fn role(&self, agent: Option<Agent>, tool: &str) -> Option<&ToolRole> {
+        let rows = self.rows.get(tool)?;
+        let find = |a: Option<Agent>| rows.iter().find(|(ra, _)| *ra == a).map(|(_, r)| r);
+        match agent {
+            Some(a) => find(Some(a)).or_else(|| find(None)),
+            None => find(None).or_else(|| rows.first().map(|(_, r)| r)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agents_own_row_comes_first_then_any_agents() {
+        let mut table = ToolTable::builtin();
+        assert_eq!(table.role(Some(GeminiCli), "write_file"), Some(&ToolRole::Write(vec!["file_path".into()])));
+        assert_eq!(table.role(Some(Codex), "apply_patch"), Some(&ToolRole::Patch("command".into())));
+        // Our agent's tools are any agent's.
+        assert_eq!(table.role(Some(ClaudeCode), "write_to_file"), Some(&ToolRole::Write(vec!["path".into()])));
+        // Another agent's tool of the same name is not this agent's...
+        assert_eq!(table.role(Some(GeminiCli), "Write"), None);
+        // ...but a caller that does not say who it is is judged as if it might be.
+        assert!(table.role(None, "Write").is_some());
+        table.insert(Some(GeminiCli), "write_file", ToolRole::Write(vec!["target".into()]));
+        assert_eq!(table.role(Some(GeminiCli), "write_file"), Some(&ToolRole::Write(vec!["target".into()])));
+    }
+}
