@@ -340,6 +340,12 @@ impl Engine {
         }
     }
 
+    /// The intents of the last good active_intents.yaml (none when it is missing or was never
+    /// valid): what the gatekeeper judges with, for edges that show them (`chokepoint mcp`).
+    pub fn intents(&self) -> IntentSet {
+        self.snapshot().intents.clone()
+    }
+
     /// Runs the event's chain synchronously and combines the hooks' answers into one decision.
     ///
     /// Fails only when a hook that applies to this event cannot run synchronously (a command, builtin
