@@ -16,6 +16,7 @@ mod explain;
 mod hook;
 mod info;
 mod intent;
+mod mcp;
 mod trace;
 
 use chokepoint_core::Engine;
@@ -64,6 +65,10 @@ enum Command {
     /// The trace ledger (`.orchestration/agent_trace.jsonl`): verify it, record into it.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
+    /// Serve the intent handshake to an agent as an MCP server over stdio (list_intents,
+    /// select_active_intent, intent_context, scope_expansion_request). Read-only: the agent's hooks
+    /// bind its session to the intent. Exit code: 0 when the client closes stdin.
+    Mcp(mcp::McpArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -89,6 +94,7 @@ fn main() -> ExitCode {
         Command::Exec(args) => exec::run(args),
         Command::Hook(args) => hook::run(args),
         Command::Trace(command) => trace::run(command),
+        Command::Mcp(args) => mcp::run(args),
     }
 }
 

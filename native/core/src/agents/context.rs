@@ -13,7 +13,7 @@ use std::path::Path;
 /// The handshake's rules for `call`'s session, with the intents as they stand.
 pub fn handshake(engine: &Engine, call: &Call, program: Option<&Path>) -> String {
     let session = call.session.as_deref().unwrap_or("<session>");
-    let intents = engine.intents();
+    let intents = engine.intents().active_intents;
     let holders = engine.gatekeeper().holders().unwrap_or_default();
     let held = call.session.as_deref().and_then(|s| engine.gatekeeper().selected(s));
     let program = program.map_or_else(|| "chokepoint".to_owned(), |p| quote(&p.to_string_lossy()));

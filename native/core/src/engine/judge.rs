@@ -340,9 +340,10 @@ impl Engine {
         }
     }
 
-    /// The intents of the last good active_intents.yaml, in file order.
-    pub fn intents(&self) -> Vec<crate::scope::intents::Intent> {
-        self.snapshot().intents.active_intents.clone()
+    /// The intents of the last good active_intents.yaml (none when it is missing or was never
+    /// valid): what the gatekeeper judges with, for edges that show them (`chokepoint mcp`).
+    pub fn intents(&self) -> IntentSet {
+        self.snapshot().intents.clone()
     }
 
     /// Runs the event's chain synchronously and combines the hooks' answers into one decision.
