@@ -126,6 +126,10 @@ const CLIENTS = {
       write: (ws, rel, content) => ({ name: 'Write', input: { file_path: path.join(ws, rel), content } }),
       edit: (ws, rel, oldText, newText) => ({ name: 'Edit', input: { file_path: path.join(ws, rel), old_string: oldText, new_string: newText } }),
       shell: (command) => ({ name: 'Bash', input: { command, description: 'Run a command' } }),
+      // MCP tools are deferred behind ToolSearch: the model selects one before it can call it.
+      mcp: (tool, input) => [{ tools: [{ name: 'ToolSearch', input: { query: `select:mcp__chokepoint__${tool}`, max_results: 5 } }] }, { tools: [{ name: `mcp__chokepoint__${tool}`, input }] }],
+      // A sub-agent in the foreground: its own model requests come next, then the main loop resumes.
+      subagent: (steps) => [{ tools: [{ name: 'Agent', input: { description: 'Write a file', prompt: 'Write the file you are asked to.', subagent_type: 'general-purpose', run_in_background: false } }] }, ...steps, { text: 'Sub-agent done.' }],
     },
   },
 
@@ -186,6 +190,9 @@ const CLIENTS = {
       write: (ws, rel, content) => ({ name: 'apply_patch', input: `*** Begin Patch\n*** Add File: ${rel}\n${content.replace(/\n$/, '').split('\n').map((l) => `+${l}`).join('\n')}\n*** End Patch\n` }),
       edit: (ws, rel, oldText, newText) => ({ name: 'apply_patch', input: `*** Begin Patch\n*** Update File: ${rel}\n@@\n-${oldText}\n+${newText}\n*** End Patch\n` }),
       shell: (command) => ({ name: 'exec_command', input: { cmd: command } }),
+      // MCP tools are deferred behind the client-executed tool_search; its answer exposes the
+      // namespace mcp__chokepoint, whose functions are then called with `namespace` set.
+      mcp: (tool, input) => [{ tools: [{ name: 'tool_search', input: { query: tool, limit: 8 } }] }, { tools: [{ name: `mcp__chokepoint__${tool}`, input }] }],
     },
   },
 
@@ -226,6 +233,7 @@ const CLIENTS = {
       write: (ws, rel, content) => ({ name: 'write_file', input: { file_path: path.join(ws, rel), content } }),
       edit: (ws, rel, oldText, newText) => ({ name: 'replace', input: { file_path: path.join(ws, rel), old_string: oldText, new_string: newText, instruction: 'Edit the file.' } }),
       shell: (command) => ({ name: 'run_shell_command', input: { command, description: 'Run a command' } }),
+      mcp: (tool, input) => [{ tools: [{ name: `mcp_chokepoint_${tool}`, input }] }],
     },
   },
 
@@ -273,6 +281,8 @@ const CLIENTS = {
       write: (ws, rel, content) => ({ name: 'create', input: { path: path.join(ws, rel), file_text: content } }),
       edit: (ws, rel, oldText, newText) => ({ name: 'edit', input: { path: path.join(ws, rel), old_str: oldText, new_str: newText } }),
       shell: (command) => ({ name: 'bash', input: { command, description: 'Run a command', mode: 'sync', initial_wait: 30 } }),
+      mcp: (tool, input) => [{ tools: [{ name: `chokepoint-${tool}`, input }] }],
+      subagent: (steps) => [{ tools: [{ name: 'task', input: { name: 'writer', description: 'Write a file', prompt: 'Write the file you are asked to.', agent_type: 'general-purpose', mode: 'sync' } }] }, ...steps, { text: 'Sub-agent done.' }],
     },
   },
 };
