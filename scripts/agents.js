@@ -14,8 +14,8 @@ const AGENTS = {
   claude: { pkg: '@anthropic-ai/claude-code', version: '2.1.331', bin: 'claude' },
   codex: { pkg: '@openai/codex', version: '0.169.0', bin: 'codex' },
   gemini: { pkg: '@google/gemini-cli', version: '0.61.0', bin: 'gemini' },
-  // Installed and probed, but not driven by the tests: it needs a GitHub sign-in (docs/agents/clients.md).
-  copilot: { pkg: '@github/copilot', version: '1.0.102', bin: 'copilot', optional: true },
+  // Runs offline without a GitHub sign-in through its BYOK provider variables (docs/agents/clients.md).
+  copilot: { pkg: '@github/copilot', version: '1.0.102', bin: 'copilot' },
 };
 
 const AGENTS_CACHE = path.join(CACHE, 'agents');
@@ -68,11 +68,11 @@ async function ensureAgent(name) {
   return { bin: binPath(name), version };
 }
 
-/** Installs the clients the tests drive (claude, codex, gemini); with `{ optional: true }` also the
- *  ones only probed (copilot). Returns { name: { bin, version } }. Fails naming the package that
- *  could not be installed. */
-async function ensureAgents({ optional = false, only } = {}) {
-  const names = only || Object.keys(AGENTS).filter((n) => optional || !AGENTS[n].optional);
+/** Installs the pinned clients (all of them, or `only` those named). Returns
+ *  { claude: { bin, version }, codex: …, gemini: …, copilot: … }. Fails naming the package that could
+ *  not be installed. */
+async function ensureAgents({ only } = {}) {
+  const names = only || Object.keys(AGENTS);
   const out = {};
   for (const name of names) out[name] = await ensureAgent(name);
   return out;
@@ -81,7 +81,7 @@ async function ensureAgents({ optional = false, only } = {}) {
 module.exports = { AGENTS, AGENTS_CACHE, ensureAgents, ensureAgent, installDir };
 
 if (require.main === module) {
-  ensureAgents({ optional: true })
+  ensureAgents()
     .then((agents) => {
       for (const [name, a] of Object.entries(agents)) log('agents', `${name.padEnd(8)} ${AGENTS[name].pkg}@${a.version}  ${a.bin}`);
     })
