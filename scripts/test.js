@@ -7,6 +7,9 @@
 //   extension  mocha inside the real VS Code extension host (code-server), tests/extension
 //   ui         the sidebar driven in Debian's Chromium with playwright-core, against the packed .vsix;
 //              npm start's lifetime and password (tests/ui/start.test.js)
+//   agents     the real agent CLIs (claude, codex, gemini, copilot; pinned in scripts/agents.js, installed
+//              into the cache folder) run headless against scripted model servers: their hooks fire and
+//              a deny blocks (tests/agents). A client that cannot be installed fails the layer.
 //
 // `npm test -- cargo node` runs only the named layers. Exit code 0 only if every test passed.
 'use strict';
@@ -16,8 +19,9 @@ const { ROOT, log, capture } = require('./lib');
 const { build } = require('./build');
 const { fuzz } = require('./fuzz');
 const vscode = require('./vscode');
+const { ensureAgents } = require('./agents');
 
-const LAYERS = ['cargo', 'node', 'extension', 'ui'];
+const LAYERS = ['cargo', 'node', 'extension', 'ui', 'agents'];
 
 /** Workbench errors that come from this machine having no network (gallery look-ups, sign-in
  *  providers) and from tearing the window down; anything else is printed. */
@@ -180,13 +184,21 @@ async function extensionLayer() {
   }
 }
 
+/** The agents layer: installs the pinned clients (a failed install throws, failing the layer), then
+ *  node --test tests/agents. */
+async function agentsLayer() {
+  await ensureAgents();
+  return nodeTestLayer('tests/agents');
+}
+
 async function main() {
   const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
   for (const a of asked) if (!LAYERS.includes(a)) throw new Error(`unknown test layer \`${a}\`; the layers are ${LAYERS.join(', ')}`);
   const layers = asked.length ? asked : LAYERS;
   const needsVsCode = layers.includes('extension') || layers.includes('ui');
   if (needsVsCode) await vscode.ensureSystemPackages();
-  if (layers.some((l) => l !== 'cargo')) await build();
+  // The agents layer drives the clients only (no Chokepoint build yet): it does not need the build.
+  if (layers.some((l) => l !== 'cargo' && l !== 'agents')) await build();
   if (needsVsCode) await vscode.ensureVsCode();
 
   const treeBefore = workTree();
@@ -199,6 +211,7 @@ async function main() {
         layer === 'cargo' ? await cargoLayer()
         : layer === 'node' ? await nodeLayer()
         : layer === 'extension' ? await extensionLayer()
+        : layer === 'agents' ? await agentsLayer()
         : await nodeTestLayer('tests/ui');
     } catch (e) {
       console.error(`error: layer ${layer} could not run: ${e.stack || e.message}`);
