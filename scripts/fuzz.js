@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// `npm run fuzz [-- SECONDS] [--asan]`: builds the fuzz target `canonicalize` (fuzz/) and runs libFuzzer
-// over its seed corpus for SECONDS (default 20; `node scripts/fuzz.js 600` for a long run by hand).
-// `npm test` runs it briefly as part of the cargo layer.
+// `npm run fuzz [-- SECONDS] [--asan]`: builds the fuzz targets (fuzz/: `canonicalize`, the path
+// canonicaliser; `hook_input`, what `chokepoint hook` answers an agent's input it cannot judge) and runs
+// libFuzzer over each one's seed corpus for SECONDS each (default 20; `node scripts/fuzz.js 600` for a
+// long run by hand). `npm test` runs them briefly as part of the cargo layer.
 //
 // No nightly and no cargo-fuzz needed: a plain `cargo build` with the coverage flags cargo-fuzz passes,
 // all of them stable `-C` flags. Left out by default is cargo-fuzz's default AddressSanitizer: the code
@@ -18,7 +19,13 @@ const fs = require('fs');
 const path = require('path');
 const { ROOT, log, capture } = require('./lib');
 
-const TARGET = 'canonicalize';
+/** Each target, with its dictionary if it has one. */
+// canonicalize: long enough for a name past NAME_MAX (255), short enough that one input is not
+// thousands of lookups; hook_input: a whole hook input (the seeds are the agents' documented ones).
+const TARGETS = [
+  { name: 'canonicalize', dict: true, maxLen: 512 },
+  { name: 'hook_input', dict: false, maxLen: 8192 },
+];
 const FUZZ_DIR = path.join(ROOT, 'fuzz');
 const TARGET_DIR = path.join(FUZZ_DIR, 'target');
 
@@ -46,7 +53,7 @@ async function hostTriple() {
   return m[1];
 }
 
-/** Builds the target; returns the binary's path, or throws with cargo's output already shown. */
+/** Builds the targets; returns the folder of their binaries, or throws with cargo's output already shown. */
 async function buildTarget({ asan = false } = {}) {
   // An explicit --target keeps RUSTFLAGS away from build scripts and proc macros, which would otherwise
   // be instrumented too and fail to link without libFuzzer's runtime (cargo-fuzz does the same).
@@ -59,7 +66,7 @@ async function buildTarget({ asan = false } = {}) {
     'cargo',
     // --locked: `npm test` leaves the work tree as it found it. A fuzz/Cargo.lock that no longer
     // matches the core's dependencies fails the build, with the command that brings it up to date.
-    ['build', '--release', '--locked', '--manifest-path', path.join(FUZZ_DIR, 'Cargo.toml'), '--target-dir', targetDir, '--target', triple, '--bin', TARGET, '--color', 'never'],
+    ['build', '--release', '--locked', '--manifest-path', path.join(FUZZ_DIR, 'Cargo.toml'), '--target-dir', targetDir, '--target', triple, ...TARGETS.flatMap((t) => ['--bin', t.name]), '--color', 'never'],
     {
       echo: true,
       env: {
@@ -78,20 +85,30 @@ async function buildTarget({ asan = false } = {}) {
       : '';
     throw new Error(`the fuzz target did not build (cargo exit code ${r.code})${stale}`);
   }
-  return path.join(targetDir, triple, 'release', TARGET);
+  return path.join(targetDir, triple, 'release');
 }
 
-/** Builds and runs the fuzzer for `seconds`; returns `{ passed, failed }`: 1 passed, or 1 failed.
+/** Builds the targets and runs each for `seconds`; returns `{ passed, failed }`, one count per target.
  *  `echo` shows libFuzzer's progress as it runs (for a long run by hand); `asan` adds AddressSanitizer. */
 async function fuzz(seconds = 20, { echo = false, asan = false } = {}) {
-  log('fuzz', `building ${TARGET}`);
-  let binary;
+  log('fuzz', `building ${TARGETS.map((t) => t.name).join(', ')}`);
+  let bin;
   try {
-    binary = await buildTarget({ asan });
+    bin = await buildTarget({ asan });
   } catch (e) {
     console.error(`error: ${e.message}`);
-    return { passed: 0, failed: 1 };
+    return { passed: 0, failed: TARGETS.length };
   }
+  const counts = { passed: 0, failed: 0 };
+  for (const target of TARGETS) {
+    const one = await fuzzOne(target, path.join(bin, target.name), seconds, { echo, asan });
+    counts.passed += one.passed;
+    counts.failed += one.failed;
+  }
+  return counts;
+}
+
+async function fuzzOne({ name: TARGET, dict, maxLen }, binary, seconds, { echo, asan }) {
   const seeds = path.join(FUZZ_DIR, 'corpus', TARGET);
   const found = path.join(TARGET_DIR, 'corpus', TARGET);
   const artifacts = path.join(FUZZ_DIR, 'artifacts', TARGET);
@@ -110,10 +127,9 @@ async function fuzz(seconds = 20, { echo = false, asan = false } = {}) {
     [
       `-max_total_time=${seconds}`,
       '-timeout=10',
-      // Long enough for a name past NAME_MAX (255), short enough that one input is not thousands of lookups.
-      '-max_len=512',
+      `-max_len=${maxLen}`,
       '-print_final_stats=1',
-      `-dict=${path.join(FUZZ_DIR, `${TARGET}.dict`)}`,
+      ...(dict ? [`-dict=${path.join(FUZZ_DIR, `${TARGET}.dict`)}`] : []),
       `-artifact_prefix=${artifacts}/`,
       found,
       seeds,

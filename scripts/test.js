@@ -16,7 +16,7 @@
 const fs = require('fs');
 const path = require('path');
 const { ROOT, log, capture } = require('./lib');
-const { build } = require('./build');
+const { build, buildNative } = require('./build');
 const { fuzz } = require('./fuzz');
 const vscode = require('./vscode');
 const { ensureAgents } = require('./agents');
@@ -54,7 +54,7 @@ async function cargoLayer() {
     passed += ok ? 1 : 0;
     failed += ok ? 0 : 1;
   }
-  const fuzzed = await fuzz(15); // the path canonicaliser under libFuzzer, briefly (scripts/fuzz.js)
+  const fuzzed = await fuzz(10); // each fuzz target under libFuzzer, briefly (scripts/fuzz.js)
   return { passed: passed + fuzzed.passed, failed: failed + fuzzed.failed };
 }
 
@@ -197,8 +197,9 @@ async function main() {
   const layers = asked.length ? asked : LAYERS;
   const needsVsCode = layers.includes('extension') || layers.includes('ui');
   if (needsVsCode) await vscode.ensureSystemPackages();
-  // The agents layer drives the clients only (no Chokepoint build yet): it does not need the build.
   if (layers.some((l) => l !== 'cargo' && l !== 'agents')) await build();
+  // The agents layer needs only the release CLI (`chokepoint hook`, `init`, `mcp`): built by buildNative.
+  else if (layers.includes('agents')) await buildNative();
   if (needsVsCode) await vscode.ensureVsCode();
 
   const treeBefore = workTree();

@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 const AGENTS: [Agent; 5] = [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCli, Agent::Copilot, Agent::Cursor];
-/// The project folders the fixtures were written in; replaced by the test's workspace.
-const FIXTURE_ROOTS: [&str; 2] = ["/work/demo", "/Users/dev/ai-tc"];
+/// The project folders the fixtures were written (or captured and sanitised) in; replaced by the
+/// test's workspace.
+const FIXTURE_ROOTS: [&str; 3] = ["/work/demo", "/Users/dev/ai-tc", "/WORKSPACE"];
 
 const INTENTS: &str = "version: 1
 active_intents:
@@ -69,16 +70,26 @@ fn program() -> &'static str {
     env!("CARGO_BIN_EXE_chokepoint")
 }
 
+/// The agent's hook inputs: the documented ones (`tests/fixtures/agents/<agent>/<Event>[-<tool>].json`),
+/// then those captured from the real client (`tests/agents/fixtures/<agent>/<nn>-<Event>[-<tool>].json`,
+/// named `captured/…`; Cursor has no client here).
 fn fixtures(agent: Agent) -> Vec<(String, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/agents").join(agent.id());
-    let mut out: Vec<(String, String)> = fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.file_name().is_some_and(|n| n != "expected.json"))
-        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), fs::read_to_string(&p).unwrap()))
-        .collect();
-    out.sort();
-    out
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let read = |dir: PathBuf, prefix: &str| -> Vec<(String, String)> {
+        let Ok(entries) = fs::read_dir(&dir) else { return Vec::new() };
+        let mut out: Vec<(String, String)> = entries
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .filter(|p| p.file_name().is_some_and(|n| n != "expected.json" && !n.to_string_lossy().starts_with('_')))
+            .map(|p| (format!("{prefix}{}", p.file_stem().unwrap().to_string_lossy()), fs::read_to_string(&p).unwrap()))
+            .collect();
+        out.sort();
+        out
+    };
+    let mut all = read(repo.join("tests/fixtures/agents").join(agent.id()), "");
+    assert!(!all.is_empty(), "no documented fixtures for {}", agent.as_str());
+    all.extend(read(repo.join("tests/agents/fixtures").join(agent.id()), "captured/"));
+    all
 }
 
 /// A workspace for `scenario`, with `session` holding INT-SRC first where the scenario says (taken
@@ -100,8 +111,10 @@ fn workspace(scenario: Scenario) -> tempfile::TempDir {
     workspace_for(scenario, None)
 }
 
-/// The event a fixture is for: in its input, or (Copilot CLI, which does not say) its file name.
+/// The event a fixture is for: in its input, or (Copilot CLI, which does not say) its file name
+/// (`<Event>-<tool>`, or `captured/<nn>-<Event>-<tool>`).
 fn event_flag(agent: Agent, name: &str) -> Option<String> {
+    let name = name.strip_prefix("captured/").map_or(name, |n| n.split_once('-').map_or(n, |(_, rest)| rest));
     (agent == Agent::Copilot).then(|| name.split('-').next().unwrap().to_owned())
 }
 

@@ -94,11 +94,14 @@ pub fn parse(agent: Agent, bytes: &[u8], event: Option<&str>) -> Result<Call, In
         _ => text("session_id"),
     };
     call.session = session.map(|s| format!("{}:{s}", agent.id()));
-    if let (Some(kind), Some(id)) = (text("agent_type"), text("agent_id")) {
-        call.subagent = Some(format!("{kind}:{id}"));
-    } else if let Some(id) = text("agent_id") {
-        call.subagent = Some(id);
-    }
+    // Claude Code and Codex say `agent_id`/`agent_type`, Copilot CLI `agentId`/`agentType`.
+    let sub_id = text("agent_id").or_else(|| text("agentId"));
+    let sub_type = text("agent_type").or_else(|| text("agentType"));
+    call.subagent = match (sub_type, sub_id) {
+        (Some(kind), Some(id)) => Some(format!("{kind}:{id}")),
+        (None, Some(id)) => Some(id),
+        _ => None,
+    };
     if call.cwd.is_none() {
         call.cwd = input.get("workspace_roots").and_then(|r| r.get(0)).and_then(Value::as_str).map(str::to_owned);
     }
@@ -139,8 +142,8 @@ fn tool_subject(agent: Agent, input: &Value, kind: Option<EventKind>, implied: b
     } else {
         match agent {
             // Copilot CLI sends the arguments as an object, or (older versions) a JSON string;
-            // its permission request as `toolInput`.
-            Agent::Copilot => match input.get("toolArgs").or_else(|| input.get("toolInput")) {
+            // its permission request as `toolInput`, its MCP call (`preMcpToolCall`) as `arguments`.
+            Agent::Copilot => match input.get("toolArgs").or_else(|| input.get("toolInput")).or_else(|| input.get("arguments")) {
                 Some(Value::String(s)) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
                 Some(v) => v.clone(),
                 None => Value::Null,

@@ -1,0 +1,112 @@
+//! `chokepoint hook` as an agent pays for it: one whole process per hook call, its input on stdin, its
+//! answer on stdout. Four figures, timed in one run and interleaved (each round runs each once, so the
+//! machine's noise falls on all of them alike):
+//!
+//! - `hook.spawn_true`: spawning `/bin/true` with the same input piped in: the floor of any hook;
+//! - `hook.claude.pre_tool_use`: `chokepoint hook --agent claude` answering a Claude Code PreToolUse of
+//!   a write inside the session's intent in a governed workspace (the gatekeeper, the lease, and the
+//!   ledger's one sync included), compared with the spawn (target: ≤ 3×);
+//! - `hook.python` and `hook.node`: a minimal Python and Node hook doing the same JSON round trip
+//!   (read the input, answer allow), compared with `hook.claude.pre_tool_use` (target: Python ≥ 30×).
+//!
+//! Samples go to `target/bench-samples/` (see scripts/bench.js).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+#[path = "../../core/benches/samples/mod.rs"]
+mod samples;
+
+const ROUNDS: usize = 200;
+
+const PYTHON_HOOK: &str = "import json,sys\nd=json.load(sys.stdin)\nprint(json.dumps({'hookSpecificOutput':{'hookEventName':d['hook_event_name'],'permissionDecision':'allow'}}))";
+const NODE_HOOK: &str = "let s='';process.stdin.on('data',c=>s+=c).on('end',()=>{const d=JSON.parse(s);process.stdout.write(JSON.stringify({hookSpecificOutput:{hookEventName:d.hook_event_name,permissionDecision:'allow'}}))})";
+
+/// Runs `command` with `input` on stdin to its end, reads all it prints; the time of the whole.
+fn round_trip(command: &mut Command, input: &[u8]) -> u64 {
+    let start = Instant::now();
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    // /bin/true may be gone before it reads: a closed pipe is fine.
+    let _ = child.stdin.take().expect("stdin").write_all(input);
+    let out = child.wait_with_output().expect("wait");
+    let elapsed = start.elapsed().as_nanos() as u64;
+    assert!(out.status.code().is_some(), "killed by a signal");
+    elapsed
+}
+
+fn main() {
+    let program = env!("CARGO_BIN_EXE_chokepoint");
+    let ws = tempfile::tempdir().expect("a temporary workspace");
+    let root = ws.path();
+    std::fs::create_dir_all(root.join(".orchestration")).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(
+        root.join(".orchestration/active_intents.yaml"),
+        "version: 1\nactive_intents:\n  - id: INT-1\n    name: Sources\n    status: IN_PROGRESS\n    owned_scope: ['src/**']\n",
+    )
+    .unwrap();
+    std::fs::write(root.join(".orchestration/hooks.yaml"), "version: 1\n").unwrap();
+    let selected = Command::new(program)
+        .args(["intent", "select", "--workspace", root.to_str().unwrap(), "--session", "claude:bench", "INT-1"])
+        .output()
+        .unwrap();
+    assert!(selected.status.success(), "{}", String::from_utf8_lossy(&selected.stderr));
+    let input = serde_json::json!({
+        "session_id": "bench",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": root,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": { "file_path": root.join("src/flags.ts"), "content": "export const verbose = false;\n" },
+        "tool_use_id": "toolu_01",
+    })
+    .to_string();
+    let input = input.as_bytes();
+
+    let hook = || {
+        let mut c = Command::new(program);
+        c.args(["hook", "--agent", "claude", "--workspace", root.to_str().unwrap()]);
+        c
+    };
+    // The answer is what the agent would act on: checked once, outside the timing.
+    let out = hook().stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut c| {
+        c.stdin.take().unwrap().write_all(input)?;
+        c.wait_with_output()
+    });
+    let out = out.expect("the hook runs");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty(), "a write in scope passes silently: {}", String::from_utf8_lossy(&out.stdout));
+    // The baselines are part of the figure: without them there is nothing to compare with.
+    let python = which("python3").expect("python3 on PATH (the Python hook's baseline)");
+    let node = which("node").expect("node on PATH (the Node hook's baseline)");
+
+    let (mut t_true, mut t_hook, mut t_python, mut t_node) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        t_true.push(round_trip(&mut Command::new("/bin/true"), input));
+        t_hook.push(round_trip(&mut hook(), input));
+        t_python.push(round_trip(Command::new(&python).args(["-c", PYTHON_HOOK]), input));
+        t_node.push(round_trip(Command::new(&node).args(["-e", NODE_HOOK]), input));
+    }
+    samples::write("hook.spawn_true", None, &t_true);
+    samples::write("hook.claude.pre_tool_use", Some("hook.spawn_true"), &t_hook);
+    samples::write("hook.python", Some("hook.claude.pre_tool_use"), &t_python);
+    samples::write("hook.node", Some("hook.claude.pre_tool_use"), &t_node);
+    let median = |v: &mut Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2] as f64 / 1e6
+    };
+    println!(
+        "hook: /bin/true {:.2} ms, chokepoint hook {:.2} ms, python {:.2} ms, node {:.2} ms (medians of {ROUNDS})",
+        median(&mut t_true),
+        median(&mut t_hook),
+        median(&mut t_python),
+        median(&mut t_node),
+    );
+}
+
+fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(program)).find(|p| p.is_file())
+}
