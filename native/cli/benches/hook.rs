@@ -10,6 +10,7 @@
 //!   (read the input, answer allow), compared with `hook.claude.pre_tool_use` (target: Python ≥ 30×).
 //!
 //! Samples go to `target/bench-samples/` (see scripts/bench.js).
+#![allow(clippy::print_stdout)] // a bench reports what it measured
 
 use std::io::Write;
 use std::path::Path;
