@@ -15,6 +15,7 @@ mod exec;
 mod explain;
 mod hook;
 mod info;
+mod init;
 mod intent;
 mod mcp;
 mod trace;
@@ -69,6 +70,11 @@ enum Command {
     /// select_active_intent, intent_context, scope_expansion_request). Read-only: the agent's hooks
     /// bind its session to the intent. Exit code: 0 when the client closes stdin.
     Mcp(mcp::McpArgs),
+    /// Set an agent up to be governed in a workspace: its hooks run `chokepoint hook` on every event
+    /// we judge, its MCP servers include `chokepoint`, and the runtime files are git-ignored. Merges
+    /// with what is there (the user's hooks, servers and settings stay); a second run changes
+    /// nothing. Exit code: 0 done, 2 a file that cannot be read (nothing is written then).
+    Init(init::InitArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -95,6 +101,7 @@ fn main() -> ExitCode {
         Command::Hook(args) => hook::run(args),
         Command::Trace(command) => trace::run(command),
         Command::Mcp(args) => mcp::run(args),
+        Command::Init(args) => init::run(args),
     }
 }
 

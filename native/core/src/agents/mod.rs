@@ -10,5 +10,7 @@ pub mod context;
 pub mod error;
 pub mod hook;
 pub mod input;
+pub mod json;
 pub mod reply;
+pub mod setup;
 pub mod shell;
