@@ -154,15 +154,11 @@ fn notes(setup: &Setup, plan: &[PlannedFile]) -> Vec<String> {
              VS Code's agent reads .claude/settings.json only with `chat.useClaudeHooks`."
                 .to_owned(),
         ),
-        Agent::Copilot => {
-            let server = serde_json::json!({ "mcpServers": { setup::SERVER: {
-                "command": setup.program.to_string_lossy(), "args": setup::server_args(&setup.workspace) } } });
-            notes.push(format!(
-                "note: Copilot CLI's project MCP files are unverified, so the MCP server was not written: add it to ~/.copilot/mcp-config.json \
-                 as {server}; without it the handshake works only through `chokepoint intent select`. \
-                 The hooks run through `bash` (Linux, macOS): Copilot CLI on Windows runs `powershell`, which is not set up."
-            ));
-        }
+        Agent::Copilot => notes.push(format!(
+            "note: Copilot CLI loads a project's hooks and .mcp.json only in a trusted folder: trust {workspace} when it asks \
+             (`COPILOT_ALLOW_ALL=true` trusts the working directory). The hooks run through `bash` (Linux, macOS): \
+             Copilot CLI on Windows runs `powershell`, which is not set up."
+        )),
         Agent::Cursor => notes.push(
             "note: Cursor's hook timeout unit is unverified (seconds per its docs); the gate is set to fail closed (`failClosed`), \
              so a hook that runs out of time denies rather than lets the call through."

@@ -11,6 +11,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod doctor;
 mod exec;
 mod explain;
 mod hook;
@@ -75,6 +76,11 @@ enum Command {
     /// with what is there (the user's hooks, servers and settings stay); a second run changes
     /// nothing. Exit code: 0 done, 2 a file that cannot be read (nothing is written then).
     Init(init::InitArgs),
+    /// For every agent set up in the workspace, every guard that cannot fire and why: a hook's
+    /// program missing, an event or tool not hooked, a timeout below the deadline, hooks switched
+    /// off, the MCP server missing; and each gate hook is sent a write outside the workspace, as the
+    /// agent would send it, and must deny it. Exit code: 1 when a guard is inert, 0 otherwise.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -102,6 +108,7 @@ fn main() -> ExitCode {
         Command::Trace(command) => trace::run(command),
         Command::Mcp(args) => mcp::run(args),
         Command::Init(args) => init::run(args),
+        Command::Doctor(args) => doctor::run(args),
     }
 }
 

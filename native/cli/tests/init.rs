@@ -183,6 +183,8 @@ fn each_agent_gets_its_hooks_in_its_format_and_timeout_unit() {
         );
     }
 
+    assert_eq!(read_json(ws, ".mcp.json"), json!({ "mcpServers": { "chokepoint": server } }), "Claude Code's and Copilot CLI's");
+
     // Cursor: flat, seconds; the gates fail closed.
     let cursor = read_json(ws, ".cursor/hooks.json");
     assert_eq!(cursor["version"], 1);

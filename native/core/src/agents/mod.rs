@@ -10,6 +10,7 @@ pub mod context;
 pub mod error;
 pub mod hook;
 pub mod input;
+pub mod inspect;
 pub mod json;
 pub mod reply;
 pub mod setup;

@@ -93,16 +93,15 @@ pub fn hooks_file(agent: Agent) -> Option<&'static str> {
     }
 }
 
-/// Where the agent reads the project's MCP servers. `None` for Copilot CLI, whose project MCP files
-/// are unverified (docs/agents/protocols.md §4.2): its server is set up in the user's
-/// `~/.copilot/mcp-config.json`.
+/// Where the agent reads the project's MCP servers. Copilot CLI 1.0.102 was seen loading the
+/// workspace's `.mcp.json` (docs/agents/clients.md; protocols.md §4.2, older, calls it unverified).
 pub fn mcp_file(agent: Agent) -> Option<&'static str> {
     match agent {
-        Agent::ClaudeCode => Some(".mcp.json"),
+        Agent::ClaudeCode | Agent::Copilot => Some(".mcp.json"),
         Agent::Codex => Some(".codex/config.toml"),
         Agent::GeminiCli => Some(".gemini/settings.json"),
         Agent::Cursor => Some(".cursor/mcp.json"),
-        Agent::Copilot | Agent::VsCode => None,
+        Agent::VsCode => None,
     }
 }
 
