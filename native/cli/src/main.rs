@@ -11,10 +11,12 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod doctor;
 mod exec;
 mod explain;
 mod hook;
 mod info;
+mod init;
 mod intent;
 mod mcp;
 mod trace;
@@ -69,6 +71,16 @@ enum Command {
     /// select_active_intent, intent_context, scope_expansion_request). Read-only: the agent's hooks
     /// bind its session to the intent. Exit code: 0 when the client closes stdin.
     Mcp(mcp::McpArgs),
+    /// Set an agent up to be governed in a workspace: its hooks run `chokepoint hook` on every event
+    /// we judge, its MCP servers include `chokepoint`, and the runtime files are git-ignored. Merges
+    /// with what is there (the user's hooks, servers and settings stay); a second run changes
+    /// nothing. Exit code: 0 done, 2 a file that cannot be read (nothing is written then).
+    Init(init::InitArgs),
+    /// For every agent set up in the workspace, every guard that cannot fire and why: a hook's
+    /// program missing, an event or tool not hooked, a timeout below the deadline, hooks switched
+    /// off, the MCP server missing; and each gate hook is sent a write outside the workspace, as the
+    /// agent would send it, and must deny it. Exit code: 1 when a guard is inert, 0 otherwise.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -95,6 +107,8 @@ fn main() -> ExitCode {
         Command::Hook(args) => hook::run(args),
         Command::Trace(command) => trace::run(command),
         Command::Mcp(args) => mcp::run(args),
+        Command::Init(args) => init::run(args),
+        Command::Doctor(args) => doctor::run(args),
     }
 }
 

@@ -23,7 +23,8 @@
 //! 7. `approvals`: one Pending model for every ask;
 //! 8. `config`: hooks.yaml, composed of the sections the layers below define, and its schemas;
 //! 9. `engine`: the engine that loads a workspace and judges its events, and its trace;
-//! 10. `agents`: other agents' hooks, read, judged by the engine and answered in their format.
+//! 10. `agents`: other agents' hooks, read, judged by the engine and answered in their format;
+//!     the plan of their hook files, and what those files say about whether a guard can fire.
 //!
 //! Inside the crate, code names the layer (`crate::scope::gatekeeper::Gatekeeper`); the re-exports
 //! below are the API for the binding, the CLI, the tests and the benches.

@@ -83,10 +83,11 @@ fn paths_in(line: &str, module: &[String], is_mod_rs: bool) -> Vec<Vec<String>> 
     let mut i = 0;
     while i < bytes.len() {
         let starts_word = i == 0 || !ident(bytes[i - 1]);
-        let rest = &line[i..];
-        let (mut base, mut at) = if starts_word && rest.starts_with("crate::") {
+        // Bytes, not `&line[i..]`: `i` may fall inside a multi-byte character of a string literal.
+        let rest = &bytes[i..];
+        let (mut base, mut at) = if starts_word && rest.starts_with(b"crate::") {
             (Vec::new(), i + "crate::".len())
-        } else if starts_word && rest.starts_with("super::") {
+        } else if starts_word && rest.starts_with(b"super::") {
             // `super` of `a/b.rs` is `a`; of `a/mod.rs` (module `a`) it is the root.
             let mut base = module.to_vec();
             if !is_mod_rs || !base.is_empty() {

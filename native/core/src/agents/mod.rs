@@ -5,10 +5,17 @@
 //! at session start (`context.rs`)), and answered in that agent's format and exit codes
 //! (`reply.rs`). No argv, no process: the CLI's `chokepoint hook` reads stdin and prints the
 //! [`reply::Reply`]; a live engine can answer the same calls.
+//!
+//! Setting an agent up is here too, as data: `setup.rs` plans the agent's files (`chokepoint init`)
+//! on an order-keeping JSON document (`json.rs`), and `inspect.rs` reads them back for `chokepoint
+//! doctor` (why a guard cannot fire, and the synthetic call it sends the gate).
 
 pub mod context;
 pub mod error;
 pub mod hook;
 pub mod input;
+pub mod inspect;
+pub mod json;
 pub mod reply;
+pub mod setup;
 pub mod shell;

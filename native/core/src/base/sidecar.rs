@@ -6,6 +6,25 @@ use std::path::{Path, PathBuf};
 /// The name of the sidecar folder at the root of a governed workspace.
 pub const SIDECAR_DIR: &str = ".orchestration";
 
+/// The sidecar's `.gitignore`, relative to the workspace root.
+pub const IGNORE_FILE: &str = ".orchestration/.gitignore";
+
+/// The engine's runtime files, as lines of the sidecar's `.gitignore`: state, not configuration.
+pub const RUNTIME_FILES: &[&str] = &["state.db", "state.db-*", "trace.db", "trace.db-*", "agent_trace.lock", "snapshots/"];
+
+/// The first line of a `.gitignore` Chokepoint writes.
+pub const IGNORE_HEADER: &str = "# Written by Chokepoint: runtime state, not configuration.";
+
+/// The whole `.gitignore` of a sidecar that has none: the header and [`RUNTIME_FILES`].
+pub fn runtime_ignore() -> String {
+    let mut text = format!("{IGNORE_HEADER}\n");
+    for line in RUNTIME_FILES {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
 /// Paths of the governance files of one workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sidecar {
@@ -61,10 +80,7 @@ impl Sidecar {
     pub fn ignore_runtime_files(&self) {
         let file = self.dir().join(".gitignore");
         if self.exists() && !file.exists() {
-            let _ = std::fs::write(
-                file,
-                "# Written by Chokepoint: runtime state, not configuration.\nstate.db\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\n",
-            );
+            let _ = std::fs::write(file, runtime_ignore());
         }
     }
 

@@ -74,6 +74,12 @@ const BUILTIN: &[(Option<Agent>, &str, Builtin)] = &[
     (Some(VsCode), "run_in_terminal", Builtin::Shell("command")),
 ];
 
+/// The tools the built-in table names for `agent` itself (not our own agent's): the tools of that
+/// agent that write or run shell commands, which its gate hook must see.
+pub fn builtin_tools(agent: Agent) -> impl Iterator<Item = &'static str> {
+    BUILTIN.iter().filter(move |(a, _, _)| *a == Some(agent)).map(|(_, tool, _)| *tool)
+}
+
 /// The table: built-in rows, then the configured ones over them. Keyed by tool name, so a look-up is
 /// one hash of the name (no key built) and a scan of the agents that name that tool (one or two).
 #[derive(Debug, Clone, Default)]

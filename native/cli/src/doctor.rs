@@ -1,0 +1,337 @@
+//! `chokepoint doctor`: for every agent configured in a workspace (a hooks file of that agent is
+//! there), every guard that cannot fire and why. The files are read by the core
+//! (`agents::inspect`); this file checks what only a process can: that each hook's program is there
+//! and executable, and that the gate hooks, sent a write outside the workspace exactly as the agent
+//! would send it (`sh -c`, the input on stdin), answer with a deny. Exit code: 1 when a guard is
+//! inert, 0 otherwise, 2 when the workspace cannot be opened.
+
+use crate::{EXIT_CONFIG, EXIT_DENY};
+use chokepoint_core::Engine;
+use chokepoint_core::agents::inspect::{self, ConfiguredHook, Finding, Severity};
+use chokepoint_core::agents::reply::Reply;
+use chokepoint_core::agents::setup;
+use chokepoint_core::external_events::Agent;
+use serde_json::json;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+/// The longest doctor waits for one probed hook, whatever the agent would.
+const PROBE_LIMIT_SECS: f64 = 60.0;
+
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// Print machine-readable JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+struct Report {
+    agent: Agent,
+    files: Vec<String>,
+    findings: Vec<Finding>,
+}
+
+pub fn run(args: DoctorArgs) -> ExitCode {
+    let workspace = match std::fs::canonicalize(&args.workspace) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: cannot open workspace `{}`: {e}", args.workspace.display());
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let reports: Vec<Report> = setup::AGENTS.into_iter().filter_map(|agent| examine(&workspace, agent)).collect();
+    let inert = reports.iter().flat_map(|r| &r.findings).filter(|f| f.severity == Severity::Inert).count();
+    if args.json {
+        let agents: Vec<_> = reports
+            .iter()
+            .map(|r| {
+                let findings: Vec<_> = r
+                    .findings
+                    .iter()
+                    .map(|f| json!({ "severity": f.severity.as_str(), "file": f.file, "event": f.event, "problem": f.problem, "fix": f.fix }))
+                    .collect();
+                json!({ "agent": r.agent.id(), "name": r.agent.as_str(), "files": r.files, "findings": findings })
+            })
+            .collect();
+        println!("{}", json!({ "workspace": workspace, "agents": agents, "inert": inert }));
+    } else {
+        print_text(&workspace, &reports, inert);
+    }
+    if inert > 0 { ExitCode::from(EXIT_DENY) } else { ExitCode::SUCCESS }
+}
+
+fn print_text(workspace: &Path, reports: &[Report], inert: usize) {
+    if reports.is_empty() {
+        println!(
+            "no agent is set up in {}: `chokepoint init --agent <claude|codex|gemini|copilot|cursor>` sets one up",
+            workspace.display()
+        );
+        return;
+    }
+    for report in reports {
+        let count = |s: Severity| report.findings.iter().filter(|f| f.severity == s).count();
+        let state = match (count(Severity::Inert), count(Severity::Warning)) {
+            (0, 0) => "every guard can fire".to_owned(),
+            (0, w) => format!("every guard can fire; {w} to check"),
+            (i, w) => format!("{i} inert{}", if w > 0 { format!("; {w} to check") } else { String::new() }),
+        };
+        println!("{} ({}): {state}", report.agent.as_str(), report.files.join(", "));
+        for f in &report.findings {
+            let event = f.event.as_deref().map(|e| format!(" {e}")).unwrap_or_default();
+            println!("  {}: {}{event}: {}", f.severity.as_str(), f.file, f.problem);
+            println!("    fix: {}", f.fix);
+        }
+    }
+    if inert > 0 {
+        println!("{inert} inert: a call these guards should judge goes through unjudged");
+    }
+}
+
+/// The report of one agent, if it is set up in the workspace.
+fn examine(workspace: &Path, agent: Agent) -> Option<Report> {
+    let files = hook_files(workspace, agent);
+    if files.is_empty() {
+        return None;
+    }
+    let mut findings = Vec::new();
+    let mut hooks = Vec::new();
+    for file in &files {
+        let text = match std::fs::read_to_string(workspace.join(file)) {
+            Ok(text) => text,
+            Err(e) => {
+                findings.push(Finding::inert(file, None, format!("cannot be read: {e}"), "make it readable".into()));
+                continue;
+            }
+        };
+        match inspect::hooks_in(agent, file, &text) {
+            Ok(found) => hooks.extend(found),
+            Err(d) => findings.push(Finding::inert(
+                file,
+                None,
+                format!("is not valid JSON ({d}): {} reads none of its hooks", agent.as_str()),
+                format!("fix the file, then run `chokepoint init --agent {}`", agent.id()),
+            )),
+        }
+    }
+    let read = |path: &str| std::fs::read_to_string(workspace.join(path)).ok();
+    findings.extend(inspect::check(agent, &hooks, read));
+    findings.extend(programs(workspace, agent, &hooks));
+    if agent == Agent::Codex {
+        findings.extend(codex_trust(workspace));
+    }
+    findings.extend(probe(workspace, agent, &hooks));
+    // Inert first, then what to check; each in the order found.
+    findings.sort_by_key(|f| f.severity != Severity::Inert);
+    Some(Report { agent, files, findings })
+}
+
+/// The agent's hooks files present in the workspace: Copilot CLI reads every `.github/hooks/*.json`.
+fn hook_files(workspace: &Path, agent: Agent) -> Vec<String> {
+    let Some(file) = setup::hooks_file(agent) else { return Vec::new() };
+    if agent != Agent::Copilot {
+        return if workspace.join(file).is_file() { vec![file.to_owned()] } else { Vec::new() };
+    }
+    let mut files: Vec<String> = std::fs::read_dir(workspace.join(".github/hooks"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json") && e.path().is_file())
+        .map(|e| format!(".github/hooks/{}", e.file_name().to_string_lossy()))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Each program a hook of ours runs, there and executable (once per file and program).
+fn programs(workspace: &Path, agent: Agent, hooks: &[ConfiguredHook]) -> Vec<Finding> {
+    let env = inspect::hook_env(agent, workspace);
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for hook in hooks.iter().filter(|h| h.ours(agent)) {
+        let Some(program) = inspect::program_of(&hook.command, &env) else { continue };
+        if seen.contains(&(&hook.file, program.clone())) {
+            continue;
+        }
+        seen.push((&hook.file, program.clone()));
+        if let Err(why) = runnable(workspace, &program) {
+            out.push(Finding::inert(
+                &hook.file,
+                Some(&hook.event),
+                format!("the hook's program `{program}` {why}: the agent cannot start it and goes on as if it were not there"),
+                format!("install chokepoint there, or run `chokepoint init --agent {}` with the chokepoint you mean to use", agent.id()),
+            ));
+        }
+    }
+    out
+}
+
+/// Whether `program` (a path, or a name on `PATH`) can be started from the workspace.
+fn runnable(workspace: &Path, program: &str) -> Result<(), String> {
+    if !program.contains('/') {
+        let found = std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .any(|dir| executable(&dir.join(program)));
+        return if found { Ok(()) } else { Err("is not on PATH".into()) };
+    }
+    let path = workspace.join(program);
+    if !path.exists() {
+        return Err("does not exist".into());
+    }
+    if !executable(&path) {
+        return Err("is not an executable file".into());
+    }
+    Ok(())
+}
+
+fn executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
+}
+
+/// Codex's trust of the project, from the user's `config.toml` (`$CODEX_HOME`, else `~/.codex`):
+/// `[projects."<workspace>"] trust_level = "trusted"`. What it keeps of each hook's review is not
+/// readable here (a warning of `inspect::check` says how to look).
+fn codex_trust(workspace: &Path) -> Option<Finding> {
+    let home =
+        std::env::var_os("CODEX_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".codex")))?;
+    let file = home.join("config.toml");
+    let doc = std::fs::read_to_string(&file).ok().and_then(|t| t.parse::<toml_edit::DocumentMut>().ok());
+    let trusted = doc.as_ref().and_then(|d| d.get("projects")).and_then(|p| p.as_table_like()).is_some_and(|projects| {
+        projects
+            .iter()
+            .any(|(path, project)| Path::new(path) == workspace && project.get("trust_level").and_then(|t| t.as_str()) == Some("trusted"))
+    });
+    (!trusted).then(|| {
+        Finding::inert(
+            ".codex/hooks.json",
+            None,
+            format!("the project is not marked trusted in {}: Codex skips its hooks and .codex/config.toml without a word", file.display()),
+            "open `codex` in the workspace and trust it (it writes `[projects.\"<workspace>\"] trust_level = \"trusted\"`)".into(),
+        )
+    })
+}
+
+/// The gate, tried: every handler the agent would run for a write on its gate event is sent a write
+/// outside the workspace; one of them must block it.
+fn probe(workspace: &Path, agent: Agent, hooks: &[ConfiguredHook]) -> Option<Finding> {
+    let probe = inspect::probe(agent, workspace, std::process::id())?;
+    let gates: Vec<&ConfiguredHook> = hooks.iter().filter(|h| h.event == probe.event && h.matches(agent, probe.tool)).collect();
+    if gates.is_empty() {
+        return None; // `check` reports the missing gate
+    }
+    let env = inspect::hook_env(agent, workspace);
+    let mut answers = Vec::new();
+    let mut blocked = false;
+    for hook in &gates {
+        let limit = hook.timeout_secs.unwrap_or(setup::TOOL_TIMEOUT_SECS as f64).clamp(0.1, PROBE_LIMIT_SECS);
+        let answer = match send(&hook.command, &probe.input, workspace, &env, Duration::from_secs_f64(limit)) {
+            Ok(Some(reply)) if reply.blocks(agent) => {
+                blocked = true;
+                continue;
+            }
+            Ok(Some(reply)) if reply.exit == 0 => "answered allow".to_owned(),
+            Ok(Some(reply)) => format!("exited with code {} ({})", reply.exit, reply.stderr.trim().lines().last().unwrap_or("no message")),
+            Ok(None) => format!("did not answer within {limit} s"),
+            Err(e) => format!("could not be started: {e}"),
+        };
+        answers.push(format!("`{}` {answer}", hook.command));
+    }
+    release(workspace, agent, &probe.session);
+    if blocked {
+        return None;
+    }
+    let file = gates.first().map_or("", |h| h.file.as_str());
+    Some(Finding::inert(
+        file,
+        Some(probe.event),
+        format!(
+            "a {} of {} (outside the workspace) sent to the `{}` hooks was let through: {}",
+            probe.tool,
+            probe.path.display(),
+            probe.event,
+            answers.join("; ")
+        ),
+        format!("make the gate run chokepoint: `chokepoint init --agent {}`", agent.id()),
+    ))
+}
+
+/// Runs `command` as the agent does (`sh -c`, in the workspace, the input on stdin), in its own
+/// process group, killed whole if it runs past `limit`. `None`: it did not answer in time.
+fn send(command: &str, input: &str, workspace: &Path, env: &[(&str, PathBuf)], limit: Duration) -> std::io::Result<Option<Reply>> {
+    let mut sh = Command::new("sh");
+    sh.arg("-c").arg(command).current_dir(workspace).env_remove("CHOKEPOINT_HOOK_DEPTH");
+    for (k, v) in env {
+        sh.env(k, v);
+    }
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut sh, 0);
+    let mut child = sh.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let mut stdin = child.stdin.take();
+    let input = input.to_owned();
+    // Written from a thread: a hook that never reads its input must not block us.
+    std::thread::spawn(move || {
+        if let Some(stdin) = stdin.as_mut() {
+            let _ = stdin.write_all(input.as_bytes());
+        }
+    });
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped")));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if start.elapsed() >= limit {
+            kill_group(&mut child);
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let reply = Reply {
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+        exit: status.code().map_or(u8::MAX, |c| u8::try_from(c).unwrap_or(u8::MAX)),
+    };
+    Ok(Some(reply))
+}
+
+fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    {
+        if let Ok(pid) = i32::try_from(child.id()) {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Whatever the probe's session holds is let go (it never selects an intent; this is the
+/// guarantee). Only where the lease table exists: doctor creates no state of its own.
+fn release(workspace: &Path, agent: Agent, session: &str) {
+    if !chokepoint_core::Sidecar::new(workspace).state_db().exists() {
+        return;
+    }
+    if let Ok(engine) = Engine::open(workspace) {
+        let _ = engine.gatekeeper().release(&format!("{}:{session}", agent.id()));
+    }
+}

@@ -1,0 +1,170 @@
+//! `chokepoint init --agent <agent>`: writes the agent's hook configuration for a workspace, so that
+//! every event of the agent we judge runs `chokepoint hook`, with its MCP server and the sidecar's
+//! `.gitignore`. The plan (which file becomes what) is the core's (`agents::setup`); this file reads
+//! the files, writes them (or prints the diff), and says what the person must still do in the agent.
+
+use crate::EXIT_CONFIG;
+use chokepoint_core::agents::setup::{self, PlannedFile, Setup};
+use chokepoint_core::external_events::Agent;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// The agent to set up: claude, codex, gemini, copilot, cursor.
+    #[arg(long, value_parser = parse_agent)]
+    agent: Agent,
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// Print a unified diff of every file that would change, and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// The `chokepoint` program the hooks and the MCP server run. Default: this program's absolute
+    /// path.
+    #[arg(long)]
+    program: Option<PathBuf>,
+}
+
+pub fn parse_agent(id: &str) -> Result<Agent, String> {
+    setup::AGENTS.into_iter().find(|a| a.id() == id).ok_or_else(|| {
+        let known: Vec<&str> = setup::AGENTS.iter().map(|a| a.id()).collect();
+        format!("unknown agent `{id}`; chokepoint sets up: {}", known.join(", "))
+    })
+}
+
+pub fn run(args: InitArgs) -> ExitCode {
+    let workspace = match std::fs::canonicalize(&args.workspace) {
+        Ok(w) => w,
+        Err(e) => return usage(&format!("cannot open workspace `{}`: {e}", args.workspace.display())),
+    };
+    let program = match program(args.program.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return usage(&e),
+    };
+    let setup = Setup { agent: args.agent, workspace: workspace.clone(), program };
+    let mut current = Vec::new();
+    for path in setup::files(args.agent) {
+        match std::fs::read_to_string(workspace.join(path)) {
+            Ok(text) => current.push((path, text)),
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return usage(&format!("cannot read {}: {e}; nothing was written", workspace.join(path).display())),
+        }
+    }
+    let plan = match setup::plan(&setup, |path| current.iter().find(|(p, _)| *p == path).map(|(_, t)| t.clone())) {
+        Ok(plan) => plan,
+        Err(e) => return usage(&format!("{e}; nothing was written")),
+    };
+    let changed = plan.iter().any(PlannedFile::changed);
+    if args.dry_run {
+        for file in plan.iter().filter(|f| f.changed()) {
+            print!("{}", diff(file));
+        }
+        if !changed {
+            println!("{}: already set up in {}; nothing would change", args.agent.as_str(), workspace.display());
+        }
+    } else {
+        for file in &plan {
+            let what = match (&file.before, file.changed()) {
+                (_, false) => "unchanged",
+                (None, true) => "created",
+                (Some(_), true) => "updated",
+            };
+            if file.changed()
+                && let Err(e) = write(&workspace.join(file.path), &file.after)
+            {
+                eprintln!("error: cannot write {}: {e}", workspace.join(file.path).display());
+                return ExitCode::from(crate::EXIT_DENY);
+            }
+            println!("{what:>9} {}", file.path);
+        }
+        if !changed {
+            println!("{}: already set up; nothing changed", args.agent.as_str());
+        }
+    }
+    for note in notes(&setup, &plan) {
+        println!("{note}");
+    }
+    ExitCode::SUCCESS
+}
+
+fn usage(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(EXIT_CONFIG)
+}
+
+/// The program the hooks run: `--program` (made absolute when it is a path, kept when it is a name
+/// to find on `PATH`), else this very program.
+fn program(given: Option<&Path>) -> Result<PathBuf, String> {
+    match given {
+        Some(p) if p.components().count() > 1 && p.is_relative() => std::path::absolute(p).map_err(|e| format!("--program: {e}")),
+        Some(p) => Ok(p.to_path_buf()),
+        None => std::env::current_exe()
+            .and_then(std::fs::canonicalize)
+            .map_err(|e| format!("cannot tell where this program is ({e}); pass --program")),
+    }
+}
+
+/// Replaces the file in one step (a reader never sees half of it), with the mode it had; through a
+/// symbolic link, its target.
+fn write(path: &Path, text: &str) -> std::io::Result<()> {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let dir = path.parent().ok_or_else(|| std::io::Error::other("no parent folder"))?;
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = dir.join(format!(".{name}.chokepoint-{}", std::process::id()));
+    std::fs::write(&temp, text)?;
+    if let Ok(meta) = std::fs::metadata(&path) {
+        let _ = std::fs::set_permissions(&temp, meta.permissions());
+    }
+    std::fs::rename(&temp, &path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })
+}
+
+/// A unified diff of one planned file, `/dev/null` for one that does not exist yet.
+fn diff(file: &PlannedFile) -> String {
+    let before = file.before.as_deref().unwrap_or_default();
+    let old = if file.before.is_some() { format!("a/{}", file.path) } else { "/dev/null".to_owned() };
+    similar::TextDiff::from_lines(before, file.after.as_str())
+        .unified_diff()
+        .context_radius(3)
+        .header(&old, &format!("b/{}", file.path))
+        .to_string()
+}
+
+/// What the person must still do in the agent, or know about it (docs/agents/protocols.md).
+fn notes(setup: &Setup, plan: &[PlannedFile]) -> Vec<String> {
+    let hooks_changed = plan.iter().any(|f| Some(f.path) == setup::hooks_file(setup.agent) && f.changed());
+    let workspace = setup.workspace.display();
+    let mut notes = Vec::new();
+    match setup.agent {
+        Agent::Codex if hooks_changed => notes.push(format!(
+            "warning: Codex runs a new or changed project hook only once it is trusted, and skips it without a word until then: \
+             open `codex` in {workspace}, trust the project, and review and trust the hooks in `/hooks` \
+             (`codex exec --dangerously-bypass-hook-trust` runs them untrusted). The MCP server in .codex/config.toml also loads only in a trusted project. \
+             `chokepoint doctor` lists what it can check."
+        )),
+        Agent::GeminiCli => notes.push(format!(
+            "note: Gemini CLI loads a project's hooks and servers only in a trusted folder, and says so only in its debug log: \
+             trust {workspace} when Gemini CLI asks at start (or list it in ~/.gemini/trustedFolders.json)."
+        )),
+        Agent::ClaudeCode if hooks_changed => notes.push(
+            "note: Claude Code reads its hooks when a session starts: restart running sessions (or review the change in `/hooks`). \
+             VS Code's agent reads .claude/settings.json only with `chat.useClaudeHooks`."
+                .to_owned(),
+        ),
+        Agent::Copilot => notes.push(format!(
+            "note: Copilot CLI loads a project's hooks and .mcp.json only in a trusted folder: trust {workspace} when it asks \
+             (`COPILOT_ALLOW_ALL=true` trusts the working directory). The hooks run through `bash` (Linux, macOS): \
+             Copilot CLI on Windows runs `powershell`, which is not set up."
+        )),
+        Agent::Cursor => notes.push(
+            "note: Cursor's hook timeout unit is unverified (seconds per its docs); the gate is set to fail closed (`failClosed`), \
+             so a hook that runs out of time denies rather than lets the call through."
+                .to_owned(),
+        ),
+        _ => {}
+    }
+    notes
+}

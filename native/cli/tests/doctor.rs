@@ -1,0 +1,215 @@
+//! `chokepoint doctor` on temporary workspaces: one set up by `chokepoint init` passes for each
+//! agent (its gate hook, sent a write outside the workspace, denies it; no lease is left), and each
+//! inert guard of a broken one is found, naming the file and the fix, with exit code 1.
+
+use serde_json::{Value, json};
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const AGENTS: [&str; 5] = ["claude", "codex", "gemini", "copilot", "cursor"];
+
+fn program() -> &'static str {
+    env!("CARGO_BIN_EXE_chokepoint")
+}
+
+/// A workspace with intents, set up for `agent` by `chokepoint init`.
+fn workspace(agent: &str) -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    fs::create_dir_all(ws.path().join(".orchestration")).unwrap();
+    fs::write(
+        ws.path().join(".orchestration/active_intents.yaml"),
+        "version: 1\nactive_intents:\n  - id: INT-SRC\n    name: Sources\n    status: IN_PROGRESS\n    owned_scope: ['src/**']\n",
+    )
+    .unwrap();
+    let out = Command::new(program()).args(["init", "--agent", agent, "--workspace", ws.path().to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    ws
+}
+
+/// Runs doctor with a Codex home of its own, which trusts the workspace unless told otherwise.
+fn doctor(ws: &Path, codex_trusts: bool, json: bool) -> Output {
+    let home = ws.join(".test-codex-home");
+    fs::create_dir_all(&home).unwrap();
+    let real = fs::canonicalize(ws).unwrap();
+    let trust = if codex_trusts { format!("[projects.{:?}]\ntrust_level = \"trusted\"\n", real.to_str().unwrap()) } else { String::new() };
+    fs::write(home.join("config.toml"), format!("model = \"gpt-5.5\"\n{trust}")).unwrap();
+    let mut command = Command::new(program());
+    command.args(["doctor", "--workspace", ws.to_str().unwrap()]).env("CODEX_HOME", &home);
+    if json {
+        command.arg("--json");
+    }
+    command.output().unwrap()
+}
+
+fn report(ws: &Path, codex_trusts: bool) -> (Option<i32>, Value) {
+    let out = doctor(ws, codex_trusts, true);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    (out.status.code(), serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}")))
+}
+
+fn inert(report: &Value) -> Vec<&Value> {
+    report["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| a["findings"].as_array().unwrap())
+        .filter(|f| f["severity"] == "inert")
+        .collect()
+}
+
+#[test]
+fn a_workspace_set_up_by_init_passes_for_each_agent() {
+    for agent in AGENTS {
+        let ws = workspace(agent);
+        let (code, report) = report(ws.path(), true);
+        assert_eq!(inert(&report), Vec::<&Value>::new(), "{agent}: {report:#}");
+        assert_eq!(code, Some(0), "{agent}");
+        assert_eq!(report["agents"].as_array().unwrap().len(), 1, "{agent}: only the agent set up is examined");
+        assert_eq!(report["agents"][0]["agent"], agent);
+
+        // The probe reached the gate, was denied, and holds nothing.
+        let trace = fs::read_to_string(ws.path().join(".orchestration/agent_trace.jsonl")).unwrap();
+        let probe: Value = trace.lines().map(|l| serde_json::from_str(l).unwrap()).find(|r: &Value| r["event"] == "PreToolUse").unwrap();
+        assert!(probe["session"].as_str().unwrap().starts_with(&format!("{agent}:doctor-")), "{probe}");
+        assert_eq!(probe["decision"]["decision"], "deny", "{probe}");
+        let out = Command::new(program()).args(["intent", "list", "--json", "--workspace", ws.path().to_str().unwrap()]).output().unwrap();
+        let intents: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(intents, json!([{ "id": "INT-SRC", "holder": null, "agent": null, "since": null, "expires": null }]));
+    }
+}
+
+/// Edits a JSON file of the workspace.
+fn edit(ws: &Path, file: &str, change: impl FnOnce(&mut Value)) {
+    let path = ws.join(file);
+    let mut doc: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    change(&mut doc);
+    fs::write(path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+}
+
+fn pre_tool_use(doc: &mut Value) -> &mut Value {
+    &mut doc["hooks"]["PreToolUse"][0]["hooks"][0]
+}
+
+/// Breaks a workspace set up for `agent` with `change`, and expects doctor to find an inert guard
+/// in `file` whose problem says `says`, with a fix.
+fn finds(agent: &str, change: impl FnOnce(&Path), file: &str, says: &str) {
+    let ws = workspace(agent);
+    change(ws.path());
+    let (code, report) = report(ws.path(), true);
+    assert_eq!(code, Some(1), "{says}: {report:#}");
+    let found = inert(&report)
+        .into_iter()
+        .find(|f| f["problem"].as_str().unwrap().contains(says))
+        .unwrap_or_else(|| panic!("`{says}` in {report:#}"));
+    assert_eq!(found["file"], file, "{found:#}");
+    assert!(!found["fix"].as_str().unwrap().is_empty(), "{found:#}");
+}
+
+#[test]
+fn a_hook_whose_program_is_missing_is_inert() {
+    let missing = |ws: &Path| {
+        let text = fs::read_to_string(ws.join(".claude/settings.json")).unwrap();
+        let me = fs::canonicalize(program()).unwrap();
+        fs::write(ws.join(".claude/settings.json"), text.replace(me.to_str().unwrap(), "/nonexistent/bin/chokepoint")).unwrap();
+    };
+    finds("claude", missing, ".claude/settings.json", "the hook's program `/nonexistent/bin/chokepoint` does not exist");
+    // And the gate, tried, does not answer: the shell cannot start it.
+    finds("claude", missing, ".claude/settings.json", "exited with code 127");
+}
+
+#[test]
+fn a_matcher_that_misses_the_write_tools_is_inert() {
+    let read_only = |ws: &Path| edit(ws, ".claude/settings.json", |d| d["hooks"]["PreToolUse"][0]["matcher"] = json!("Read"));
+    finds(
+        "claude",
+        read_only,
+        ".claude/settings.json",
+        "the matcher `Read` of the Chokepoint hook on `PreToolUse` does not select Write, Edit, MultiEdit, NotebookEdit, Bash",
+    );
+    let bash_only = |ws: &Path| edit(ws, ".gemini/settings.json", |d| d["hooks"]["BeforeTool"][0]["matcher"] = json!("run_shell_command"));
+    finds("gemini", bash_only, ".gemini/settings.json", "does not select write_file, replace");
+}
+
+#[test]
+fn a_gate_that_answers_allow_is_inert() {
+    let allow = |ws: &Path| edit(ws, ".claude/settings.json", |d| pre_tool_use(d)["command"] = json!("true"));
+    finds("claude", allow, ".claude/settings.json", "`true` answered allow");
+    finds("claude", allow, ".claude/settings.json", "no Chokepoint hook runs on `PreToolUse`");
+    let copilot = |ws: &Path| edit(ws, ".github/hooks/chokepoint.json", |d| d["hooks"]["preToolUse"][0]["bash"] = json!("exit 1"));
+    finds("copilot", copilot, ".github/hooks/chokepoint.json", "`exit 1` exited with code 1");
+}
+
+#[test]
+fn a_timeout_not_above_the_deadline_is_inert() {
+    let short = |ws: &Path| edit(ws, ".claude/settings.json", |d| pre_tool_use(d)["timeout"] = json!(20));
+    finds("claude", short, ".claude/settings.json", "timeout (20 s) is not above its --deadline (25 s)");
+    // Gemini CLI counts milliseconds: 25 written as if seconds is 25 ms.
+    let seconds = |ws: &Path| edit(ws, ".gemini/settings.json", |d| d["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"] = json!(25));
+    finds("gemini", seconds, ".gemini/settings.json", "timeout (25 ms (0.025 s)) is not above its --deadline (25 s)");
+}
+
+#[test]
+fn a_missing_mcp_server_is_inert() {
+    finds("claude", |ws| fs::remove_file(ws.join(".mcp.json")).unwrap(), ".mcp.json", "no MCP server `chokepoint`");
+    let unapproved =
+        |ws: &Path| edit(ws, ".claude/settings.json", |d| d.as_object_mut().unwrap().remove("enabledMcpjsonServers").map(drop).unwrap());
+    finds("claude", unapproved, ".claude/settings.json", "is not approved");
+    let codex = |ws: &Path| fs::write(ws.join(".codex/config.toml"), "# nothing\n").unwrap();
+    finds("codex", codex, ".codex/config.toml", "no MCP server `chokepoint`");
+}
+
+#[test]
+fn an_event_the_agent_does_not_know_and_hooks_switched_off_are_inert() {
+    let renamed = |ws: &Path| {
+        edit(ws, ".claude/settings.json", |d| {
+            let hooks = d["hooks"].as_object_mut().unwrap();
+            let entry = hooks.remove("PreToolUse").unwrap();
+            hooks.insert("preToolUse".into(), entry);
+        })
+    };
+    finds("claude", renamed, ".claude/settings.json", "`preToolUse` is not an event Claude Code fires");
+    let off = |ws: &Path| edit(ws, ".gemini/settings.json", |d| d["hooksConfig"]["enabled"] = json!(false));
+    finds("gemini", off, ".gemini/settings.json", "`hooksConfig.enabled: false`");
+    let codex_off = |ws: &Path| {
+        fs::write(
+            ws.join(".codex/config.toml"),
+            fs::read_to_string(ws.join(".codex/config.toml")).unwrap() + "\n[features]\nhooks = false\n",
+        )
+        .unwrap()
+    };
+    finds("codex", codex_off, ".codex/config.toml", "`[features] hooks = false`");
+}
+
+#[test]
+fn an_untrusted_codex_project_is_inert() {
+    let ws = workspace("codex");
+    let (code, report) = report(ws.path(), false);
+    assert_eq!(code, Some(1));
+    let found = inert(&report);
+    assert_eq!(found.len(), 1, "{report:#}");
+    assert!(found[0]["problem"].as_str().unwrap().contains("is not marked trusted"), "{report:#}");
+}
+
+#[test]
+fn the_text_report_names_the_file_the_problem_and_the_fix() {
+    let ws = workspace("claude");
+    edit(ws.path(), ".claude/settings.json", |d| pre_tool_use(d)["timeout"] = json!(25));
+    let out = doctor(ws.path(), true, false);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Claude Code (.claude/settings.json): 1 inert; 1 to check"), "{text}");
+    assert!(
+        text.contains("  inert: .claude/settings.json PreToolUse: the Chokepoint hook's timeout (25 s) is not above its --deadline (25 s)"),
+        "{text}"
+    );
+    assert!(text.contains("    fix: raise `timeout` above the deadline (`chokepoint init` writes 30 for a --deadline of 25)"), "{text}");
+}
+
+#[test]
+fn a_workspace_without_agents_has_nothing_inert() {
+    let ws = tempfile::tempdir().unwrap();
+    let out = doctor(ws.path(), true, false);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8(out.stdout).unwrap().contains("no agent is set up"));
+}

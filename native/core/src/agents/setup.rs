@@ -1,0 +1,486 @@
+//! How an agent is set up to be governed, as a plan: given the agent, the workspace, the
+//! `chokepoint` program and the current text of each file the agent reads, the new text of each.
+//! Pure: the caller reads the files and writes the plan (`chokepoint init`; the extension later,
+//! through the binding).
+//!
+//! Every event of the agent that maps onto ours (`external_events`) runs
+//! `'<program>' hook --agent <id> --deadline <s>`, except the rows that say they are not installed
+//! (another event already judges the same call). The agent's timeout for the hook is a margin above
+//! our deadline, so that we answer (a deny, for a gate we could not judge) before the agent gives up
+//! on us and lets the call through. The MCP server `chokepoint` goes where the agent reads project
+//! servers, and the runtime files go into the sidecar's `.gitignore`.
+//!
+//! A plan merges: the user's other hooks, servers and settings stay, in their order; an earlier
+//! entry of ours (a command holding ` hook --agent <id>`) is replaced where it was; a plan of a file
+//! already set up leaves its text as it is, byte for byte.
+
+use crate::agents::error::SetupError;
+use crate::agents::json::{Json, Object};
+use crate::agents::shell::quote;
+use crate::base::diagnostic::Diagnostic;
+use crate::base::sidecar::{IGNORE_FILE, IGNORE_HEADER, RUNTIME_FILES, runtime_ignore};
+use crate::model::event::EventKind;
+use crate::model::external_events::{Agent, EXTERNAL_EVENTS};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The agents whose configuration Chokepoint writes.
+pub const AGENTS: [Agent; 5] = [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCli, Agent::Copilot, Agent::Cursor];
+
+/// The name of our MCP server in every agent's configuration (its tools reach hooks as
+/// `mcp__chokepoint__<tool>` and the like).
+pub const SERVER: &str = "chokepoint";
+
+/// The agent's timeout and our deadline for a hook that judges a tool call or a prompt.
+pub const TOOL_TIMEOUT_SECS: u64 = 30;
+pub const TOOL_DEADLINE_SECS: u64 = 25;
+/// The same for a completion gate, which runs the configured BeforeSubmit hooks (tests, linters).
+pub const GATE_TIMEOUT_SECS: u64 = 600;
+pub const GATE_DEADLINE_SECS: u64 = 590;
+/// `chokepoint hook`'s deadline when its command line gives none.
+pub const DEFAULT_DEADLINE_SECS: u64 = 25;
+
+/// What to set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setup {
+    pub agent: Agent,
+    /// Absolute: the MCP server is started from wherever the agent runs.
+    pub workspace: PathBuf,
+    /// The `chokepoint` program the hooks run: an absolute path, or a name on `PATH`.
+    pub program: PathBuf,
+}
+
+/// One event of the agent that runs our hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Installed {
+    /// The agent's name for it.
+    pub event: &'static str,
+    pub kind: EventKind,
+    /// What the agent waits, in seconds (written in the agent's unit).
+    pub timeout_secs: u64,
+    /// Ours (`--deadline`), below the agent's.
+    pub deadline_secs: u64,
+}
+
+/// The events of `agent` that run our hook, in the table's order: every row that maps onto one of
+/// ours, but those whose note says they are not installed (the same call is judged by another).
+pub fn installed(agent: Agent) -> Vec<Installed> {
+    EXTERNAL_EVENTS
+        .iter()
+        .filter(|row| row.agent == agent && !row.note.contains("not installed"))
+        .filter_map(|row| {
+            let kind = row.maps_to?;
+            let (timeout_secs, deadline_secs) = if kind == EventKind::BeforeSubmit {
+                (GATE_TIMEOUT_SECS, GATE_DEADLINE_SECS)
+            } else {
+                (TOOL_TIMEOUT_SECS, TOOL_DEADLINE_SECS)
+            };
+            Some(Installed { event: row.name, kind, timeout_secs, deadline_secs })
+        })
+        .collect()
+}
+
+/// The file that holds the agent's hooks (relative to the workspace, `/`-separated). `None`: an
+/// agent we do not set up.
+pub fn hooks_file(agent: Agent) -> Option<&'static str> {
+    match agent {
+        Agent::ClaudeCode => Some(".claude/settings.json"),
+        Agent::Codex => Some(".codex/hooks.json"),
+        Agent::GeminiCli => Some(".gemini/settings.json"),
+        Agent::Copilot => Some(".github/hooks/chokepoint.json"),
+        Agent::Cursor => Some(".cursor/hooks.json"),
+        Agent::VsCode => None,
+    }
+}
+
+/// Where the agent reads the project's MCP servers. Copilot CLI 1.0.102 was seen loading the
+/// workspace's `.mcp.json` (docs/agents/clients.md; protocols.md §4.2, older, calls it unverified).
+pub fn mcp_file(agent: Agent) -> Option<&'static str> {
+    match agent {
+        Agent::ClaudeCode | Agent::Copilot => Some(".mcp.json"),
+        Agent::Codex => Some(".codex/config.toml"),
+        Agent::GeminiCli => Some(".gemini/settings.json"),
+        Agent::Cursor => Some(".cursor/mcp.json"),
+        Agent::VsCode => None,
+    }
+}
+
+/// Every file a plan for `agent` reads and may write, in the order it reports them.
+pub fn files(agent: Agent) -> Vec<&'static str> {
+    let mut files: Vec<&'static str> = hooks_file(agent).into_iter().chain(mcp_file(agent)).collect();
+    files.dedup();
+    if hooks_file(agent).is_some() {
+        files.push(IGNORE_FILE);
+    }
+    files
+}
+
+/// How a hook of ours is recognised in any agent's file: its command holds this.
+pub fn marker(agent: Agent) -> String {
+    format!(" hook --agent {}", agent.id())
+}
+
+/// Whether a configured command is a hook of ours for `agent`.
+pub fn is_ours(agent: Agent, command: &str) -> bool {
+    command.contains(&marker(agent))
+}
+
+/// The hook's command line for one event.
+pub fn command(agent: Agent, program: &Path, hook: &Installed) -> String {
+    // Copilot CLI's input does not name its event: the command line does.
+    let event = if agent == Agent::Copilot { format!(" --event {}", hook.event) } else { String::new() };
+    format!("{}{}{event} --deadline {}", quote(&program.to_string_lossy()), marker(agent), hook.deadline_secs)
+}
+
+/// The key and unit of a handler's timeout in the agent's file: seconds, but Gemini CLI's
+/// milliseconds and Copilot CLI's `timeoutSec`.
+pub fn timeout_key(agent: Agent) -> (&'static str, u64) {
+    match agent {
+        Agent::GeminiCli => ("timeout", 1000),
+        Agent::Copilot => ("timeoutSec", 1),
+        _ => ("timeout", 1),
+    }
+}
+
+/// The MCP server's command line: `<program> mcp --workspace <workspace>`.
+pub fn server_args(workspace: &Path) -> [String; 3] {
+    ["mcp".to_owned(), "--workspace".to_owned(), workspace.to_string_lossy().into_owned()]
+}
+
+/// One file of the plan. `after == before` when it needs no change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedFile {
+    /// Relative to the workspace, `/`-separated.
+    pub path: &'static str,
+    /// Its text now; `None` when it does not exist.
+    pub before: Option<String>,
+    pub after: String,
+}
+
+impl PlannedFile {
+    pub fn changed(&self) -> bool {
+        self.before.as_deref() != Some(self.after.as_str())
+    }
+}
+
+/// The plan: every file of [`files`] with its new text. `current` gives a file's text, or `None`
+/// when it does not exist. A file that cannot be read as its format is an error, and then nothing
+/// of the plan should be written.
+pub fn plan(setup: &Setup, current: impl Fn(&str) -> Option<String>) -> Result<Vec<PlannedFile>, SetupError> {
+    let Some(hooks_path) = hooks_file(setup.agent) else { return Err(SetupError::Unsupported(setup.agent)) };
+    let mut out = Vec::new();
+    for path in files(setup.agent) {
+        let before = current(path);
+        let after = if path == IGNORE_FILE {
+            ignore(before.as_deref())
+        } else if path.ends_with(".toml") {
+            codex_config(setup, path, before.as_deref())?
+        } else {
+            let mut doc = JsonFile::parse(setup, path, before.as_deref())?;
+            if path == hooks_path {
+                set_hooks(setup, &mut doc)?;
+                if setup.agent == Agent::ClaudeCode {
+                    enable_claude_server(&mut doc)?;
+                }
+            }
+            if mcp_file(setup.agent) == Some(path) {
+                set_server(setup, &mut doc)?;
+            }
+            doc.text(before.as_deref())
+        };
+        out.push(PlannedFile { path, before, after });
+    }
+    Ok(out)
+}
+
+/// A JSON file being planned: its document, as read, and as it becomes.
+struct JsonFile<'a> {
+    setup: &'a Setup,
+    path: &'static str,
+    read: Json,
+    doc: Object,
+    indent: String,
+}
+
+impl<'a> JsonFile<'a> {
+    fn parse(setup: &'a Setup, path: &'static str, text: Option<&str>) -> Result<JsonFile<'a>, SetupError> {
+        let text = text.unwrap_or_default();
+        let read = if text.trim().is_empty() {
+            Json::Object(Object::default())
+        } else {
+            serde_json::from_str::<Json>(text).map_err(|e| {
+                let (line, column) = (e.line() as u32, e.column() as u32);
+                let message = e.to_string().replacen(&format!(" at line {line} column {column}"), "", 1);
+                SetupError::Invalid(Diagnostic { file: setup.workspace.join(path), line, column, code: "json", message })
+            })?
+        };
+        let Json::Object(doc) = read.clone() else {
+            return Err(invalid(setup, path, format!("the file holds {}, not a JSON object", read.kind())));
+        };
+        Ok(JsonFile { setup, path, read, doc, indent: indent_of(text) })
+    }
+
+    /// The object at `key`, made when it is not there.
+    fn object<'o>(&self, parent: &'o mut Object, key: &str) -> Result<&'o mut Object, SetupError> {
+        let value = parent.entry(key, || Json::Object(Object::default()));
+        let kind = value.kind();
+        value.as_object_mut().ok_or_else(|| invalid(self.setup, self.path, format!("`{key}` is {kind}, not an object")))
+    }
+
+    /// The new text: the text as it was when nothing changed, so a second run rewrites nothing.
+    fn text(self, before: Option<&str>) -> String {
+        let doc = Json::Object(self.doc);
+        match before {
+            Some(before) if doc == self.read => before.to_owned(),
+            _ => doc.to_text(&self.indent),
+        }
+    }
+}
+
+fn invalid(setup: &Setup, path: &str, message: String) -> SetupError {
+    SetupError::Invalid(Diagnostic { file: setup.workspace.join(path), line: 0, column: 0, code: "agent-settings", message })
+}
+
+/// The indentation the file uses (of its first indented line), two spaces for a new one.
+fn indent_of(text: &str) -> String {
+    text.lines()
+        .skip(1)
+        .map(|line| &line[..line.len() - line.trim_start().len()])
+        .find(|indent| !indent.is_empty())
+        .unwrap_or("  ")
+        .to_owned()
+}
+
+/// Whether the agent nests handlers in matcher groups (`{"matcher":…,"hooks":[…]}`), as Claude
+/// Code, Codex and Gemini CLI do, or lists them flat under the event (Copilot CLI, Cursor).
+fn nested(agent: Agent) -> bool {
+    matches!(agent, Agent::ClaudeCode | Agent::Codex | Agent::GeminiCli)
+}
+
+fn handler_is_ours(agent: Agent, handler: &Json) -> bool {
+    ["command", "bash"].iter().any(|key| handler.get(key).and_then(Json::as_str).is_some_and(|c| is_ours(agent, c)))
+}
+
+/// One handler of ours, in the agent's words.
+fn handler(setup: &Setup, hook: &Installed) -> Json {
+    let command = Json::from(command(setup.agent, &setup.program, hook));
+    let (key, unit) = timeout_key(setup.agent);
+    let timeout = Json::from(hook.timeout_secs * unit);
+    match setup.agent {
+        Agent::GeminiCli => Json::object([("type", "command".into()), ("name", SERVER.into()), ("command", command), (key, timeout)]),
+        Agent::Copilot => Json::object([("type", "command".into()), ("bash", command), (key, timeout)]),
+        // Cursor's timeout unit is disputed (seconds in its docs' examples, milliseconds by a third
+        // party): `failClosed` makes a gate whose hook ran out of time deny rather than allow.
+        Agent::Cursor if hook.kind == EventKind::PreToolUse => {
+            Json::object([("command", command), (key, timeout), ("failClosed", true.into())])
+        }
+        Agent::Cursor => Json::object([("command", command), (key, timeout)]),
+        _ => Json::object([("type", "command".into()), ("command", command), (key, timeout)]),
+    }
+}
+
+/// Our entries in the agent's hooks file: every earlier one removed, the new ones in the place of
+/// the first removed of their event (else at its end), and the event keys left empty by the removal
+/// dropped.
+fn set_hooks(setup: &Setup, file: &mut JsonFile<'_>) -> Result<(), SetupError> {
+    let agent = setup.agent;
+    let mut doc = std::mem::take(&mut file.doc);
+    if matches!(agent, Agent::Copilot | Agent::Cursor) {
+        doc.entry("version", || Json::from(1u64));
+    }
+    let hooks = file.object(&mut doc, "hooks")?;
+    let mut places: HashMap<String, usize> = HashMap::new();
+    for (event, entries) in hooks.iter_mut() {
+        let Some(entries) = entries.as_array_mut() else { continue };
+        let mut kept = Vec::with_capacity(entries.len());
+        for mut entry in entries.drain(..) {
+            let removed_whole = if nested(agent) {
+                match entry.as_object_mut().and_then(|group| group.get_mut("hooks")).and_then(Json::as_array_mut) {
+                    Some(handlers) => {
+                        let before = handlers.len();
+                        handlers.retain(|h| !handler_is_ours(agent, h));
+                        handlers.len() < before && handlers.is_empty()
+                    }
+                    None => false,
+                }
+            } else {
+                handler_is_ours(agent, &entry)
+            };
+            if removed_whole {
+                places.entry(event.to_owned()).or_insert(kept.len());
+            } else {
+                kept.push(entry);
+            }
+        }
+        *entries = kept;
+    }
+    for hook in installed(agent) {
+        let handler = handler(setup, &hook);
+        let entry = if nested(agent) { Json::object([("matcher", "*".into()), ("hooks", Json::Array(vec![handler]))]) } else { handler };
+        let entries = hooks.entry(hook.event, || Json::Array(Vec::new()));
+        let kind = entries.kind();
+        let Some(entries) = entries.as_array_mut() else {
+            return Err(invalid(setup, file.path, format!("`hooks.{}` is {kind}, not an array", hook.event)));
+        };
+        let at = places.remove(hook.event).unwrap_or(entries.len()).min(entries.len());
+        entries.insert(at, entry);
+    }
+    // What only held entries of ours for an event we no longer install.
+    hooks.retain(|event, entries| !(places.contains_key(event) && entries.as_array().is_some_and(Vec::is_empty)));
+    if agent == Agent::GeminiCli {
+        // The master switch is on by default; a user's explicit `false` is theirs (doctor reports it).
+        file.object(&mut doc, "hooksConfig")?.entry("enabled", || true.into());
+    }
+    file.doc = doc;
+    Ok(())
+}
+
+/// Claude Code loads a project's `.mcp.json` servers only once approved; headless (`-p`) nobody
+/// approves, so the approval is written: our server by name, unless all project servers already are.
+fn enable_claude_server(file: &mut JsonFile<'_>) -> Result<(), SetupError> {
+    if file.doc.get("enableAllProjectMcpServers").and_then(Json::as_bool) == Some(true) {
+        return Ok(());
+    }
+    let list = file.doc.entry("enabledMcpjsonServers", || Json::Array(Vec::new()));
+    let kind = list.kind();
+    let Some(list) = list.as_array_mut() else {
+        return Err(invalid(file.setup, file.path, format!("`enabledMcpjsonServers` is {kind}, not an array")));
+    };
+    if !list.iter().any(|s| s.as_str() == Some(SERVER)) {
+        list.push(SERVER.into());
+    }
+    Ok(())
+}
+
+/// `mcpServers.chokepoint`: its command and arguments set, anything else the user gave it (`env`)
+/// kept.
+fn set_server(setup: &Setup, file: &mut JsonFile<'_>) -> Result<(), SetupError> {
+    let mut doc = std::mem::take(&mut file.doc);
+    let servers = file.object(&mut doc, "mcpServers")?;
+    let server = file.object(servers, SERVER)?;
+    server.insert("command", setup.program.to_string_lossy().into_owned().into());
+    server.insert("args", Json::Array(server_args(&setup.workspace).into_iter().map(Json::from).collect()));
+    file.doc = doc;
+    Ok(())
+}
+
+/// `.codex/config.toml` with `[mcp_servers.chokepoint]`, edited in place: comments, order and
+/// formatting of the rest stay as they are.
+fn codex_config(setup: &Setup, path: &'static str, text: Option<&str>) -> Result<String, SetupError> {
+    use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
+    let text = text.unwrap_or_default();
+    let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        let (line, column) = e.span().map_or((0, 0), |span| line_column(text, span.start));
+        SetupError::Invalid(Diagnostic { file: setup.workspace.join(path), line, column, code: "toml", message: e.message().to_owned() })
+    })?;
+    let servers = doc.entry("mcp_servers").or_insert_with(|| {
+        let mut table = Table::new();
+        table.set_implicit(true);
+        Item::Table(table)
+    });
+    let inline = servers.is_inline_table();
+    let Some(servers) = servers.as_table_like_mut() else {
+        return Err(invalid(setup, path, "`mcp_servers` is not a table".to_owned()));
+    };
+    let server = servers
+        .entry(SERVER)
+        .or_insert_with(|| if inline { Item::Value(Value::InlineTable(InlineTable::new())) } else { Item::Table(Table::new()) });
+    let Some(server) = server.as_table_like_mut() else {
+        return Err(invalid(setup, path, format!("`mcp_servers.{SERVER}` is not a table")));
+    };
+    let program = setup.program.to_string_lossy().into_owned();
+    if server.get("command").and_then(Item::as_str) != Some(program.as_str()) {
+        server.insert("command", toml_edit::value(program));
+    }
+    let args = server_args(&setup.workspace);
+    let current: Option<Vec<&str>> = server.get("args").and_then(Item::as_array).map(|a| a.iter().filter_map(Value::as_str).collect());
+    if current.as_deref() != Some(&args.iter().map(String::as_str).collect::<Vec<_>>()[..]) {
+        server.insert("args", toml_edit::value(args.iter().map(String::as_str).collect::<Array>()));
+    }
+    // toml_edit writes what it did not touch as it read it: an unchanged document is the same text.
+    Ok(doc.to_string())
+}
+
+/// 1-based line and column of a byte offset.
+fn line_column(text: &str, offset: usize) -> (u32, u32) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line as u32, column as u32)
+}
+
+/// The sidecar's `.gitignore` with every runtime file in it: the lines missing from the user's
+/// file added at its end.
+fn ignore(text: Option<&str>) -> String {
+    let Some(text) = text else { return runtime_ignore() };
+    let present: Vec<&str> = text.lines().map(str::trim).collect();
+    let missing: Vec<&str> = RUNTIME_FILES.iter().copied().filter(|line| !present.contains(line)).collect();
+    if missing.is_empty() {
+        return text.to_owned();
+    }
+    let mut out = text.to_owned();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    if !present.contains(&IGNORE_HEADER) {
+        out.push_str(IGNORE_HEADER);
+        out.push('\n');
+    }
+    for line in missing {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rows_not_installed_are_the_ones_judged_elsewhere() {
+        let skipped: Vec<(Agent, &str)> = EXTERNAL_EVENTS
+            .iter()
+            .filter(|r| r.maps_to.is_some() && !installed(r.agent).iter().any(|i| i.event == r.name))
+            .map(|r| (r.agent, r.name))
+            .collect();
+        assert_eq!(
+            skipped,
+            [
+                (Agent::ClaudeCode, "PermissionRequest"),
+                (Agent::Codex, "PermissionRequest"),
+                (Agent::Copilot, "permissionRequest"),
+                (Agent::Copilot, "preMcpToolCall"),
+                (Agent::Cursor, "beforeShellExecution"),
+                (Agent::Cursor, "beforeMCPExecution"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_completion_gate_waits_longer_than_a_tool_call() {
+        let gemini = installed(Agent::GeminiCli);
+        let after_agent = gemini.iter().find(|i| i.event == "AfterAgent").unwrap();
+        assert_eq!((after_agent.timeout_secs, after_agent.deadline_secs), (GATE_TIMEOUT_SECS, GATE_DEADLINE_SECS));
+        let before_tool = gemini.iter().find(|i| i.event == "BeforeTool").unwrap();
+        assert_eq!((before_tool.timeout_secs, before_tool.deadline_secs), (TOOL_TIMEOUT_SECS, TOOL_DEADLINE_SECS));
+        assert_eq!(
+            command(Agent::Copilot, Path::new("/bin/it's"), before_tool),
+            r"'/bin/it'\''s' hook --agent copilot --event BeforeTool --deadline 25"
+        );
+    }
+
+    #[test]
+    fn a_user_gitignore_gets_only_the_missing_lines() {
+        assert_eq!(
+            ignore(Some("state.db\ncustom")),
+            format!("state.db\ncustom\n{IGNORE_HEADER}\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\n")
+        );
+        assert_eq!(ignore(Some(&runtime_ignore())), runtime_ignore());
+    }
+
+    #[test]
+    fn toml_errors_are_located() {
+        assert_eq!(line_column("a = 1\nb = \n", 10), (2, 5));
+    }
+}
