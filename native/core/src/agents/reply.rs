@@ -196,7 +196,8 @@ fn gemini(call: &Call, kind: EventKind, verdict: &Verdict) -> Reply {
 }
 
 /// Copilot CLI's format: only `preToolUse` decides, with `permissionDecision` (`deny`, `ask`) or a
-/// rewrite in `modifiedArgs`; an allow prints nothing (some versions read any object as a deny).
+/// rewrite in `modifiedArgs` with `allow`; a plain allow prints nothing (some versions read any object
+/// as a deny).
 fn copilot(kind: EventKind, verdict: &Verdict) -> Reply {
     match (kind, &verdict.outcome) {
         (EventKind::PreToolUse, Outcome::Deny(reason)) => {
@@ -205,7 +206,9 @@ fn copilot(kind: EventKind, verdict: &Verdict) -> Reply {
         (EventKind::PreToolUse, Outcome::Ask(reason)) => {
             Reply::json(json!({ "permissionDecision": "ask", "permissionDecisionReason": reason }))
         }
-        (EventKind::PreToolUse, Outcome::Rewrite(input)) => Reply::json(json!({ "modifiedArgs": input })),
+        // Without `allow`, Copilot CLI asks a person about the rewritten call again, and denies it
+        // when nobody can answer (headless): seen with 1.0.102 (tests/agents/governed.test.js).
+        (EventKind::PreToolUse, Outcome::Rewrite(input)) => Reply::json(json!({ "permissionDecision": "allow", "modifiedArgs": input })),
         _ => Reply::default(),
     }
 }

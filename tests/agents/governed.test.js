@@ -1,5 +1,3 @@
-// NOT RUN YET: needs `chokepoint init` (in progress). When init lands, rename this file to
-// governed.test.js so that the agents layer runs it (scripts/test.js runs tests/agents/*.test.js).
 // The real agent CLIs governed by Chokepoint: hooks written by `chokepoint init --agent <a>`, every
 // hook answered by `chokepoint hook` (the release build), the handshake through `chokepoint mcp`.
 // Per client, one scripted session: a write before the handshake (denied, with the next step), the
@@ -119,7 +117,7 @@ for (const name of RUNNABLE) {
 
     it("refuses the intent another session holds, and takes the free one through the MCP tool", () => {
       told(s.results, 'locked by session `other:holder`');
-      const selected = ledger(ws).find((rec) => rec.tool === 'select_active_intent' && rec.decision && rec.decision.decision === 'allow');
+      const selected = ledger(ws).find((rec) => rec.tool === 'select_active_intent' && rec.agent === name && rec.decision && rec.decision.decision === 'allow');
       assert.ok(selected, 'no allowed select_active_intent in the ledger');
       assert.equal(selected.intent, 'INT-SRC');
       assert.equal(selected.agent, name);
