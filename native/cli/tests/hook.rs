@@ -371,3 +371,15 @@ fn a_shell_command_is_rewritten_to_run_contained_for_its_session() {
     let again = json!({"session_id":"s1","permission_mode":"bypassPermissions","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command": command}});
     assert_eq!(hook(Agent::ClaudeCode, ws.path(), None, &again.to_string()), Reply::default());
 }
+
+#[test]
+fn vs_codes_agent_running_claude_codes_hooks_has_its_writes_judged() {
+    // VS Code's agent runs .claude/settings.json hooks (chat.useClaudeHooks) as Claude Code's, with
+    // its own tools and absolute `filePath`s.
+    let ws = workspace(Scenario::Unselected);
+    let root = fs::canonicalize(ws.path()).unwrap();
+    let input = json!({"session_id":"v1","hook_event_name":"PreToolUse","tool_name":"create_file","tool_input":{"filePath": root.join("src/a.ts"),"content":"x"}});
+    let reply = hook(Agent::ClaudeCode, &root, None, &input.to_string());
+    assert!(reply.blocks(Agent::ClaudeCode), "{reply:?}");
+    assert!(reply.stdout.contains("no intent is selected"), "{}", reply.stdout);
+}

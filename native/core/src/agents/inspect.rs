@@ -273,19 +273,17 @@ fn switches(agent: Agent, read: &impl Fn(&str) -> Option<String>) -> Vec<Finding
                     ));
                 }
             }
-            // VS Code's agent reads this file too, but only when told to, and then as Claude Code's.
+            // VS Code's agent reads this file too, but only when told to; it then runs these hooks as
+            // Claude Code's, and its own write tools are judged through the tool table's fallback.
             let vscode = json(".vscode/settings.json").and_then(|d| d.get("chat.useClaudeHooks").and_then(Json::as_bool));
-            let problem = if vscode == Some(true) {
-                "VS Code's agent runs these hooks (`chat.useClaudeHooks`) as Claude Code's: its own write tools (create_file, replace_string_in_file, …) are not Claude Code's, so its writes are not judged"
-            } else {
-                "VS Code's agent runs .claude/settings.json hooks only with `chat.useClaudeHooks` (and a window reload); even then its own write tools (create_file, …) are not judged as Claude Code's"
-            };
-            out.push(Finding::warning(
-                ".vscode/settings.json",
-                None,
-                problem.into(),
-                "govern VS Code's agent through Chokepoint's extension; these hooks govern Claude Code".into(),
-            ));
+            if vscode != Some(true) {
+                out.push(Finding::warning(
+                    ".vscode/settings.json",
+                    None,
+                    "VS Code's agent does not run .claude/settings.json hooks: `chat.useClaudeHooks` is not on".into(),
+                    "to govern VS Code's agent with these hooks too, set `\"chat.useClaudeHooks\": true` and reload the window".into(),
+                ));
+            }
         }
         Agent::Codex => {
             let config = read(".codex/config.toml").and_then(|t| t.parse::<toml_edit::DocumentMut>().ok());

@@ -111,16 +111,14 @@ impl ToolTable {
         }
     }
 
-    /// What `tool` does when `agent` calls it: the agent's own row, else a row for any agent. A
-    /// caller that does not say which agent it is gets any agent's row of that name: judging a call
-    /// as a write it might be is the safe mistake.
+    /// What `tool` does when `agent` calls it: the agent's own row, else a row for any agent, else
+    /// another agent's row of that name. Judging a call as the write it might be is the safe mistake:
+    /// an agent may run another's hooks (VS Code's agent runs Claude Code's `.claude/settings.json`
+    /// hooks, as `--agent claude`, with its own `create_file`), and a caller may not say who it is.
     pub fn role(&self, agent: Option<Agent>, tool: &str) -> Option<&ToolRole> {
         let rows = self.rows.get(tool)?;
         let find = |a: Option<Agent>| rows.iter().find(|(ra, _)| *ra == a).map(|(_, r)| r);
-        match agent {
-            Some(a) => find(Some(a)).or_else(|| find(None)),
-            None => find(None).or_else(|| rows.first().map(|(_, r)| r)),
-        }
+        agent.and_then(|a| find(Some(a))).or_else(|| find(None)).or_else(|| rows.first().map(|(_, r)| r))
     }
 }
 
@@ -135,10 +133,11 @@ mod tests {
         assert_eq!(table.role(Some(Codex), "apply_patch"), Some(&ToolRole::Patch("command".into())));
         // Our agent's tools are any agent's.
         assert_eq!(table.role(Some(ClaudeCode), "write_to_file"), Some(&ToolRole::Write(vec!["path".into()])));
-        // Another agent's tool of the same name is not this agent's...
-        assert_eq!(table.role(Some(GeminiCli), "Write"), None);
-        // ...but a caller that does not say who it is is judged as if it might be.
+        // Another agent's tool of the same name is judged as that agent's (VS Code's agent runs
+        // Claude Code's hooks with its own tools), and so is a caller that does not say who it is.
+        assert_eq!(table.role(Some(ClaudeCode), "create_file"), Some(&ToolRole::Write(vec!["filePath".into()])));
         assert!(table.role(None, "Write").is_some());
+        assert_eq!(table.role(Some(GeminiCli), "no_such_tool"), None);
         table.insert(Some(GeminiCli), "write_file", ToolRole::Write(vec!["target".into()]));
         assert_eq!(table.role(Some(GeminiCli), "write_file"), Some(&ToolRole::Write(vec!["target".into()])));
     }
