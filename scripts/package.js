@@ -2,12 +2,17 @@
 // `npm run package`: production bundles plus the release addon, packed by @vscode/vsce into
 // chokepoint-<version>.vsix at the repository root. Prints the .vsix path last.
 'use strict';
+const fs = require('fs');
 const path = require('path');
 const { ROOT, log, run } = require('./lib');
 const { build } = require('./build');
 
 async function packageVsix() {
   await build({ production: true });
+  // The program other agents' hooks run (`chokepoint init`, from the command palette, writes its path).
+  fs.mkdirSync(path.join(ROOT, 'bin'), { recursive: true });
+  fs.copyFileSync(path.join(ROOT, 'target/release/chokepoint'), path.join(ROOT, 'bin/chokepoint'));
+  fs.chmodSync(path.join(ROOT, 'bin/chokepoint'), 0o755);
   const { version } = require(path.join(ROOT, 'package.json'));
   const out = path.join(ROOT, `chokepoint-${version}.vsix`);
   log('package', `packing ${path.basename(out)}`);

@@ -13,6 +13,7 @@ import { evaluate, type ChainDecision, type ChainEvent } from './engine/chokepoi
 import { EngineHost, describe } from './engine/engineHost';
 import { Log } from './ui/log';
 import { loadNative } from './engine/native';
+import { setUpAgent } from './ui/setUpAgent';
 import { SidebarProvider } from './ui/sidebar';
 import { StatusBar } from './ui/statusBar';
 import { Trace, showProvenance, type ProvenanceReport } from './ui/trace';
@@ -95,6 +96,9 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     vscode.commands.registerCommand('chokepoint.runDemoTask', () => runTask(agent, log, () => agent.runDemo())),
     vscode.commands.registerCommand('chokepoint.stopTask', () => agent.stop()),
     vscode.commands.registerCommand('chokepoint.setApiKey', () => agent.setApiKey()),
+    vscode.commands.registerCommand('chokepoint.setUpAgent', (agentId?: unknown) =>
+      setUpAgent(context.extensionPath, log, typeof agentId === 'string' ? agentId : undefined),
+    ),
     vscode.commands.registerCommand('chokepoint.showProvenance', (uri?: unknown, line?: unknown) =>
       showProvenance(trace, (intent) => sidebar.showTrace(intent), uri instanceof vscode.Uri ? uri : undefined, typeof line === 'number' ? line : undefined),
     ),

@@ -170,3 +170,35 @@ describe('the chokepoint', () => {
     assert.strictEqual((await chokepoint.evaluate(write('src/auth/a.js', 'small'))).decision, 'deny');
   });
 });
+
+describe('setting another agent up', () => {
+  // What init may create here; what was there before stays.
+  let created: string[] = [];
+  before(() => {
+    created = ['.claude', '.mcp.json', path.join('.orchestration', '.gitignore')].filter((f) => !fs.existsSync(path.join(root(), f)));
+  });
+  after(() => {
+    for (const f of created) fs.rmSync(path.join(root(), f), { recursive: true, force: true });
+  });
+
+  it('writes Claude Code\'s hooks through chokepoint init, naming a program that is there', async () => {
+    await api();
+    const result = await vscode.commands.executeCommand<{ ok: boolean; agent?: string; output: string }>('chokepoint.setUpAgent', 'claude');
+    assert.ok(result && result.ok, JSON.stringify(result));
+    const settings = JSON.parse(fs.readFileSync(path.join(root(), '.claude', 'settings.json'), 'utf8'));
+    const pre = settings.hooks.PreToolUse[0].hooks[0];
+    assert.match(pre.command, / hook --agent claude /);
+    const program = /^'([^']+)'/.exec(pre.command)![1];
+    assert.ok(fs.existsSync(program), `the hook's program ${program} is missing`);
+    assert.deepStrictEqual(Object.keys(JSON.parse(fs.readFileSync(path.join(root(), '.mcp.json'), 'utf8')).mcpServers), ['chokepoint']);
+    // Run again: nothing changes.
+    const again = await vscode.commands.executeCommand<{ ok: boolean; output: string }>('chokepoint.setUpAgent', 'claude');
+    assert.ok(again.ok && /unchanged/.test(again.output), again.output);
+  });
+
+  it('refuses an agent it does not know, writing nothing', async () => {
+    const result = await vscode.commands.executeCommand<{ ok: boolean; output: string }>('chokepoint.setUpAgent', 'nosuch');
+    assert.strictEqual(result.ok, false);
+    assert.match(result.output, /unknown agent `nosuch`/);
+  });
+});
