@@ -10,6 +10,7 @@
 //! expansion or writes the ledger.
 
 use crate::{EXIT_CONFIG, EXIT_DENY};
+use chokepoint_core::agents::shell::word;
 use chokepoint_core::gatekeeper::{SCOPE_EXPANSION_TOOL, intent_context};
 use chokepoint_core::leases::Lease;
 use chokepoint_core::{Engine, Intent, IntentSet, IntentStatus};
@@ -114,7 +115,7 @@ before select_active_intent.")]
                     "{}  {}  [{}]  scope: {}  {}\n",
                     intent.id,
                     intent.name,
-                    status(intent.status),
+                    intent.status.as_str(),
                     intent.owned_scope.join(", "),
                     holder.map_or("free".to_owned(), |l| format!("held by {}", holder_text(l)))
                 ));
@@ -159,10 +160,10 @@ nothing was selected and every write will be denied. Install the hooks (`chokepo
                         id = intent.id,
                         blocked = match intent.status {
                             IntentStatus::Blocked | IntentStatus::Completed =>
-                                format!(" (it is {} and takes no work)", status(intent.status)),
+                                format!(" (it is {} and takes no work)", intent.status.as_str()),
                             IntentStatus::Planned | IntentStatus::InProgress => String::new(),
                         },
-                        ws = shell_word(&workspace.display().to_string()),
+                        ws = word(&workspace.display().to_string()),
                     ),
                     structured,
                 ),
@@ -190,14 +191,14 @@ scope.")]
             let intent = find(intents, &args.intent_id)?;
             let mut command = format!(
                 "chokepoint intent approve --workspace {} --session <the session id your hook reported> --intent {}",
-                shell_word(&workspace.display().to_string()),
-                shell_word(&intent.id)
+                word(&workspace.display().to_string()),
+                word(&intent.id)
             );
             for path in &args.paths {
-                command.push_str(&format!(" --path {}", shell_word(path)));
+                command.push_str(&format!(" --path {}", word(path)));
             }
             if !args.justification.trim().is_empty() {
-                command.push_str(&format!(" --justification {}", shell_word(args.justification.trim())));
+                command.push_str(&format!(" --justification {}", word(args.justification.trim())));
             }
             Ok(Reply::ok(
                 format!(
@@ -309,7 +310,7 @@ fn intent_json(intent: &Intent, holder: Option<&Lease>) -> Value {
     json!({
         "id": intent.id,
         "name": intent.name,
-        "status": status(intent.status),
+        "status": intent.status.as_str(),
         "owned_scope": intent.owned_scope,
         "holder": holder.map(holder_json),
     })
@@ -331,15 +332,4 @@ fn holder_text(lease: &Lease) -> String {
         lease.session,
         lease.agent.as_ref().map(|a| format!(" of agent `{a}`")).unwrap_or_default()
     )
-}
-
-/// The status as active_intents.yaml spells it.
-fn status(status: IntentStatus) -> String {
-    serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-}
-
-/// `word` as one POSIX shell word: bare when it is plainly safe, else single-quoted.
-fn shell_word(word: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./=:,@+".contains(c);
-    if !word.is_empty() && word.chars().all(safe) { word.to_owned() } else { format!("'{}'", word.replace('\'', r"'\''")) }
 }

@@ -4,10 +4,9 @@
 //! hook's additional context.
 
 use crate::agents::input::Call;
-use crate::agents::shell::quote;
+use crate::agents::shell::{program_word, quote};
 use crate::engine::judge::Engine;
 use crate::model::governance::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
-use crate::scope::intents::IntentStatus;
 use std::path::Path;
 
 /// The handshake's rules for `call`'s session, with the intents as they stand.
@@ -15,8 +14,9 @@ pub fn handshake(engine: &Engine, call: &Call, program: Option<&Path>) -> String
     let session = call.session.as_deref().unwrap_or("<session>");
     let intents = engine.intents().active_intents;
     let holders = engine.gatekeeper().holders().unwrap_or_default();
-    let held = call.session.as_deref().and_then(|s| engine.gatekeeper().selected(s));
-    let program = program.map_or_else(|| "chokepoint".to_owned(), |p| quote(&p.to_string_lossy()));
+    // The session's own intent is one of the holders: no second look-up of the lease table.
+    let held = holders.iter().find(|l| Some(l.session.as_str()) == call.session.as_deref()).map(|l| l.intent.clone());
+    let program = program_word(program);
     let mut text = format!("<chokepoint>\nThis workspace is governed by Chokepoint. Your session is `{session}`.\n");
     if intents.is_empty() {
         text.push_str(
@@ -35,12 +35,7 @@ pub fn handshake(engine: &Engine, call: &Call, program: Option<&Path>) -> String
         ));
         for intent in &intents {
             let holder = holders.iter().find(|l| l.intent == intent.id).map(|l| format!(", held by `{}`", l.session)).unwrap_or_default();
-            let status = match intent.status {
-                IntentStatus::Planned => "PLANNED",
-                IntentStatus::InProgress => "IN_PROGRESS",
-                IntentStatus::Blocked => "BLOCKED",
-                IntentStatus::Completed => "COMPLETED",
-            };
+            let status = intent.status.as_str();
             text.push_str(&format!("- {} ({}) [{status}{holder}] scope: {}\n", intent.id, intent.name, intent.owned_scope.join(", ")));
         }
     }

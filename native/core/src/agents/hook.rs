@@ -7,7 +7,7 @@
 
 use crate::agents::input::Call;
 use crate::agents::reply::{self, Outcome, Reply, Verdict};
-use crate::agents::shell::{exec_command, exec_prefix, quote};
+use crate::agents::shell::{exec_command, exec_prefix, program_word, quote};
 use crate::engine::judge::Engine;
 use crate::model::decision::{Decision, Denial};
 use crate::model::event::{Event, EventKind};
@@ -126,7 +126,7 @@ fn denial_text(engine: &Engine, call: &Call, denial: &Denial, options: &HookOpti
     if handshake {
         text.push_str(&format!(
             " Next step: call the MCP tool `{SELECT_INTENT_TOOL}` of server `chokepoint` with an intent id, or run: {} intent select --workspace {} --session {} <intent_id>",
-            program_name(options),
+            program_word(options.program.as_deref()),
             quote(&engine.sidecar().workspace_root().to_string_lossy()),
             quote(call.session.as_deref().unwrap_or("<session>")),
         ));
@@ -146,14 +146,10 @@ fn expansion_text(engine: &Engine, call: &Call, decision: &Decision, options: &H
     format!(
         "Chokepoint: {}. A person must approve it; they run: {} intent approve --workspace {} --session {} --intent {} {}. Tell the user, and retry the write once it is approved.",
         decision.ask_reasons().join("; "),
-        program_name(options),
+        program_word(options.program.as_deref()),
         quote(&engine.sidecar().workspace_root().to_string_lossy()),
         quote(call.session.as_deref().unwrap_or("<session>")),
         quote(intent),
         paths.iter().map(|p| format!("--path {p}")).collect::<Vec<_>>().join(" ")
     )
-}
-
-fn program_name(options: &HookOptions) -> String {
-    options.program.as_deref().map_or_else(|| "chokepoint".to_owned(), |p| quote(&p.to_string_lossy()))
 }

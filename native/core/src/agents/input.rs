@@ -76,18 +76,10 @@ pub fn parse(agent: Agent, bytes: &[u8], event: Option<&str>) -> Result<Call, In
         None => return Err(InputError::new("the hook input names no event (`hook_event_name`), and `--event` was not given")),
     };
     let row = external_events::lookup(agent, &name);
-    let mut call = Call {
-        agent,
-        kind: row.and_then(|r| r.maps_to),
-        event: name,
-        session: None,
-        subagent: None,
-        model: text("model"),
-        tool: None,
-        subject: Value::Null,
-        cwd: text("cwd"),
-        permission_mode: text("permission_mode"),
-    };
+    let mut call = Call::bare(agent, &name);
+    call.model = text("model");
+    call.cwd = text("cwd");
+    call.permission_mode = text("permission_mode");
     let session = match agent {
         Agent::Cursor => text("conversation_id").or_else(|| text("session_id")),
         Agent::Copilot => text("sessionId").or_else(|| text("session_id")),

@@ -25,6 +25,18 @@ pub fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
+/// One POSIX shell word for a person to read: bare when it is plainly safe, else [`quote`]d.
+pub fn word(text: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./=:,@+".contains(c);
+    if !text.is_empty() && text.chars().all(safe) { text.to_owned() } else { quote(text) }
+}
+
+/// The `chokepoint` program as a shell word in a next step the model is told: this program when the
+/// edge said which it is, else the name on `PATH`.
+pub fn program_word(program: Option<&Path>) -> String {
+    program.map_or_else(|| "chokepoint".to_owned(), |p| quote(&p.to_string_lossy()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

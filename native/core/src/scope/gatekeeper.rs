@@ -245,11 +245,8 @@ impl Gatekeeper {
             .into();
         };
         if matches!(intent.status, IntentStatus::Blocked | IntentStatus::Completed) {
-            return deny(
-                &format!("intent `{id}` is {} and takes no work; {}", status_name(intent.status), available(&config.intents)),
-                None,
-            )
-            .into();
+            return deny(&format!("intent `{id}` is {} and takes no work; {}", intent.status.as_str(), available(&config.intents)), None)
+                .into();
         }
         let leases = match self.leases() {
             Ok(l) => l,
@@ -344,9 +341,8 @@ impl Gatekeeper {
             .collect()
     }
 
-    fn judge_write(&self, event: &Event, role: &ToolRole, config: &GateConfig) -> Answer {
-        // Resolved by the engine before the chain ran, unless this event came another way.
-        let resolved = event.writes.clone().unwrap_or_else(|| self.resolve(event, role));
+    /// Judges a write whose paths are `resolved` (made canonical once, by the engine's `begin`).
+    fn judge_write(&self, event: &Event, resolved: Arc<[ResolvedPath]>, config: &GateConfig) -> Answer {
         if resolved.is_empty() {
             return deny(&format!("`{}` names no path to write", event.tool.as_deref().unwrap_or_default()), None);
         }
@@ -570,15 +566,6 @@ fn touches_governance(glob: &str) -> bool {
     probes.iter().any(|p| set.is_match(p))
 }
 
-fn status_name(status: IntentStatus) -> &'static str {
-    match status {
-        IntentStatus::Planned => "PLANNED",
-        IntentStatus::InProgress => "IN_PROGRESS",
-        IntentStatus::Blocked => "BLOCKED",
-        IntentStatus::Completed => "COMPLETED",
-    }
-}
-
 fn deny(reason: &str, remediation: Option<&str>) -> Answer {
     Answer::Deny(Denial { reason: reason.to_owned(), remediation: remediation.map(str::to_owned), suggested_tool: None })
 }
@@ -601,9 +588,14 @@ impl NativeHook for Gatekeeper {
         match tool {
             SELECT_INTENT_TOOL => Ok(self.select(event, &config)),
             SCOPE_EXPANSION_TOOL => Ok(self.request_expansion(event, &config).into()),
-            _ => match config.write_role(event) {
-                Some(role) => Ok(self.judge_write(event, role, &config).into()),
-                None => Ok(Answer::Allow.into()),
+            // The engine resolved the paths of a write before the chain ran (it looked the tool up
+            // then); only an event that came another way is looked up here.
+            _ => match &event.writes {
+                Some(resolved) => Ok(self.judge_write(event, Arc::clone(resolved), &config).into()),
+                None => match config.write_role(event) {
+                    Some(role) => Ok(self.judge_write(event, self.resolve(event, role), &config).into()),
+                    None => Ok(Answer::Allow.into()),
+                },
             },
         }
     }

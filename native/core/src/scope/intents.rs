@@ -29,6 +29,18 @@ pub enum IntentStatus {
     Completed,
 }
 
+impl IntentStatus {
+    /// The status as active_intents.yaml spells it (`IN_PROGRESS`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntentStatus::Planned => "PLANNED",
+            IntentStatus::InProgress => "IN_PROGRESS",
+            IntentStatus::Blocked => "BLOCKED",
+            IntentStatus::Completed => "COMPLETED",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Intent {
