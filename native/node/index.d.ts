@@ -144,6 +144,12 @@ export declare class Engine {
    */
   watch(onReload: (problems: number) => void): ConfigWatch
   /**
+   * Serves this engine to other agents' hooks (`chokepoint hook` hands its calls to it) on the
+   * workspace's local socket, until the returned handle is closed. Throws (`EENGINE`) when another
+   * engine already serves the workspace or the socket's folder cannot be trusted.
+   */
+  serve(): HookServer
+  /**
    * Releases the JavaScript functions registered as host hooks, so that they no longer keep Node
    * running. A host hook that is called afterwards fails (and its failure mode applies).
    */
@@ -206,6 +212,16 @@ export declare class Engine {
    * are made durable by `settlePending`). Throws (`ELEDGER`) when the ledger cannot be written.
    */
   flushTrace(): void
+}
+
+/** The engine serving other agents' hooks (see `Engine.serve`). */
+export declare class HookServer {
+  /** The socket it listens on. */
+  get socket(): string
+  /** Hook calls answered so far. */
+  served(): number
+  /** Stops serving and removes the socket: hooks judge alone again. Idempotent. */
+  close(): void
 }
 
 export interface AppliedDecision {

@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.ConfigWatch = nativeBinding.ConfigWatch
 module.exports.Engine = nativeBinding.Engine
+module.exports.HookServer = nativeBinding.HookServer
 module.exports.countTokens = nativeBinding.countTokens
 module.exports.countTokensAsync = nativeBinding.countTokensAsync
 module.exports.noop = nativeBinding.noop

@@ -1,5 +1,6 @@
 // The extension in the real VS Code extension host: activation, the engine it loaded, the commands.
 import * as assert from 'assert';
+import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -105,6 +106,35 @@ describe('configuration reload', () => {
       const s = chokepoint.engineState;
       return s.status === 'ready' && s.hooks.hookCount === 4 ? s : undefined;
     }, 20000); // the file watcher lives in the server process; under load its first event can be slow
+  });
+});
+
+describe('the live engine', () => {
+  restoreHooksYamlAfterwards();
+  const program = () => path.join(__dirname, '../../../target/release/chokepoint');
+  /** `chokepoint hook --agent claude` on this workspace, as Claude Code runs it, with this host's
+   *  environment (so the same runtime folder); returns what it printed. */
+  const sessionStart = (...extra: string[]) => {
+    const input = JSON.stringify({ session_id: 'ext-live', transcript_path: '/tmp/t.jsonl', cwd: root(), hook_event_name: 'SessionStart', source: 'startup' });
+    const run = spawnSync(program(), ['hook', '--agent', 'claude', '--workspace', root(), ...extra], { input, encoding: 'utf8' });
+    assert.strictEqual(run.status, 0, run.stderr);
+    return run.stdout;
+  };
+
+  it('answers other agents\' hooks from the engine this window loaded', async () => {
+    const chokepoint = await api();
+    assert.ok(fs.existsSync(program()), `build the CLI first: ${program()}`);
+    // A bad edit: this window's engine keeps the last good configuration; a hook alone has none.
+    fs.writeFileSync(hooksYaml(), 'version: 1\nhooks: [\n');
+    await until('the watcher to see the bad edit', () => {
+      const s = chokepoint.engineState;
+      return s.status === 'ready' && s.diagnostics.length > 0 ? s : undefined;
+    }, 20000);
+    const served = sessionStart();
+    assert.match(served, /the last good configuration keeps running/, served);
+    assert.match(served, /hooks\.yaml:2:/, served);
+    const alone = sessionStart('--local');
+    assert.match(alone, /no write is allowed until it is fixed/, alone);
   });
 });
 

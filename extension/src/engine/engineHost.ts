@@ -60,9 +60,23 @@ export class EngineHost implements vscode.Disposable {
     } catch (e) {
       this.log.warn(`configuration changes will not be picked up automatically: ${(e as Error).message}`);
     }
+    this.serveHooks(engine);
     const info = this.engine.info();
     this.log.info(`engine ${info.version} opened on ${root} (${this.native.file})`);
     return toState(info);
+  }
+
+  /** Other agents' hooks on this workspace are answered by this engine while the window is open
+   *  (`chokepoint.serveHooks`); without it each hook judges alone, which is as safe and slower. */
+  private serveHooks(engine: NativeEngine): void {
+    if (!vscode.workspace.getConfiguration('chokepoint').get<boolean>('serveHooks', true)) return;
+    try {
+      const server = engine.serve();
+      this.disposables.push({ dispose: () => server.close() });
+      this.log.info(`answering other agents' hooks at ${server.socket}`);
+    } catch (e) {
+      this.log.warn(`other agents' hooks judge alone: ${(e as Error).message}`);
+    }
   }
 
   /** Re-reads the configuration now; returns the new state (unchanged when no engine is loaded). */

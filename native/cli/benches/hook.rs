@@ -1,11 +1,15 @@
 //! `chokepoint hook` as an agent pays for it: one whole process per hook call, its input on stdin, its
-//! answer on stdout. Four figures, timed in one run and interleaved (each round runs each once, so the
+//! answer on stdout. Five figures, timed in one run and interleaved (each round runs each once, so the
 //! machine's noise falls on all of them alike):
 //!
 //! - `hook.spawn_true`: spawning `/bin/true` with the same input piped in: the floor of any hook;
-//! - `hook.claude.pre_tool_use`: `chokepoint hook --agent claude` answering a Claude Code PreToolUse of
-//!   a write inside the session's intent in a governed workspace (the gatekeeper, the lease, and the
-//!   ledger's one sync included), compared with the spawn (target: ≤ 3×);
+//! - `hook.claude.pre_tool_use`: `chokepoint hook --agent claude --local` answering a Claude Code
+//!   PreToolUse of a write inside the session's intent in a governed workspace, alone: the process
+//!   opens the configuration, the state database and the ledger (the gatekeeper, the lease, and the
+//!   ledger's one sync included); compared with the spawn (target: ≤ 3×);
+//! - `hook.claude.pre_tool_use.served`: the same call handed to the workspace's live engine
+//!   (`chokepoint serve`, as VS Code with Chokepoint runs it), which judges it and syncs its record;
+//!   compared with the spawn (target: ≤ 3×);
 //! - `hook.python` and `hook.node`: a minimal Python and Node hook doing the same JSON round trip
 //!   (read the input, answer allow), compared with `hook.claude.pre_tool_use` (target: Python ≥ 30×).
 //!
@@ -67,11 +71,18 @@ fn main() {
     .to_string();
     let input = input.as_bytes();
 
-    let hook = || {
+    // The live engine's socket goes in a private folder of this run.
+    let runtime = tempfile::tempdir().expect("a runtime folder");
+    std::fs::set_permissions(runtime.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let hook_in = |local: bool| {
         let mut c = Command::new(program);
-        c.args(["hook", "--agent", "claude", "--workspace", root.to_str().unwrap()]);
+        c.args(["hook", "--agent", "claude", "--workspace", root.to_str().unwrap()]).env("XDG_RUNTIME_DIR", runtime.path());
+        if local {
+            c.arg("--local");
+        }
         c
     };
+    let hook = || hook_in(true);
     // The answer is what the agent would act on: checked once, outside the timing.
     let out = hook().stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut c| {
         c.stdin.take().unwrap().write_all(input)?;
@@ -84,28 +95,56 @@ fn main() {
     let python = which("python3").expect("python3 on PATH (the Python hook's baseline)");
     let node = which("node").expect("node on PATH (the Node hook's baseline)");
 
-    let (mut t_true, mut t_hook, mut t_python, mut t_node) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut server = Command::new(program)
+        .args(["serve", "--workspace", root.to_str().unwrap()])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chokepoint serve starts");
+    // It says where it listens once it does.
+    let mut said = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stderr.as_mut().unwrap()), &mut said).unwrap();
+    assert!(said.contains("serving"), "{said}");
+    let out = hook_in(false).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut c| {
+        c.stdin.take().unwrap().write_all(input)?;
+        c.wait_with_output()
+    });
+    let out = out.expect("the served hook runs");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty(), "served, a write in scope passes silently: {}", String::from_utf8_lossy(&out.stdout));
+
+    let (mut t_true, mut t_hook, mut t_served, mut t_python, mut t_node) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         t_true.push(round_trip(&mut Command::new("/bin/true"), input));
         t_hook.push(round_trip(&mut hook(), input));
+        t_served.push(round_trip(&mut hook_in(false), input));
         t_python.push(round_trip(Command::new(&python).args(["-c", PYTHON_HOOK]), input));
         t_node.push(round_trip(Command::new(&node).args(["-e", NODE_HOOK]), input));
     }
     samples::write("hook.spawn_true", None, &t_true);
     samples::write("hook.claude.pre_tool_use", Some("hook.spawn_true"), &t_hook);
+    samples::write("hook.claude.pre_tool_use.served", Some("hook.spawn_true"), &t_served);
     samples::write("hook.python", Some("hook.claude.pre_tool_use"), &t_python);
     samples::write("hook.node", Some("hook.claude.pre_tool_use"), &t_node);
     let median = |v: &mut Vec<u64>| {
         v.sort_unstable();
         v[v.len() / 2] as f64 / 1e6
     };
+    let _ = nix_kill(&server);
+    let _ = server.wait();
     println!(
-        "hook: /bin/true {:.2} ms, chokepoint hook {:.2} ms, python {:.2} ms, node {:.2} ms (medians of {ROUNDS})",
+        "hook: /bin/true {:.2} ms, chokepoint hook alone {:.2} ms, served {:.2} ms, python {:.2} ms, node {:.2} ms (medians of {ROUNDS})",
         median(&mut t_true),
         median(&mut t_hook),
+        median(&mut t_served),
         median(&mut t_python),
         median(&mut t_node),
     );
+}
+
+/// Stops the server as a person would (SIGTERM), so that it removes its socket.
+fn nix_kill(child: &std::process::Child) -> nix::Result<()> {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM)
 }
 
 fn which(program: &str) -> Option<std::path::PathBuf> {

@@ -9,15 +9,18 @@
 //! fix, and any other event goes on with the reason on stderr.
 
 use chokepoint_core::Engine;
+use chokepoint_core::agents::bounded;
 use chokepoint_core::agents::hook::{HookOptions, answer};
-use chokepoint_core::agents::input::{self, Call};
+use chokepoint_core::agents::input::Call;
 use chokepoint_core::agents::reply::{self, Reply};
 use chokepoint_core::external_events::Agent;
+use chokepoint_core::serve::client::{Forwarded, forward};
+use chokepoint_core::serve::endpoint::Endpoint;
+use chokepoint_core::serve::protocol::Request;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The most we read from stdin: a hook input is a few KiB (a write's content included, up to a few
 /// MiB); more is not an agent's hook input.
@@ -40,6 +43,10 @@ pub struct HookArgs {
     /// agent's timeout for the hook.
     #[arg(long, default_value_t = 25)]
     deadline: u64,
+    /// Judge in this process even when a live engine serves the workspace (VS Code with Chokepoint,
+    /// or `chokepoint serve`); by default the call is handed to it, which answers faster.
+    #[arg(long)]
+    local: bool,
 }
 
 fn parse_agent(id: &str) -> Result<Agent, String> {
@@ -60,57 +67,51 @@ pub fn run(args: HookArgs) -> ExitCode {
 }
 
 fn judge(args: &HookArgs) -> Reply {
+    let started = Instant::now();
+    let deadline = Duration::from_secs(args.deadline);
     let mut bytes = Vec::new();
     if let Err(e) = std::io::stdin().take(MAX_INPUT).read_to_end(&mut bytes) {
         return Reply::block(&format!("Chokepoint could not read the hook input: {e}"));
     }
-    let call = match input::parse(args.agent, &bytes, args.event.as_deref()) {
+    let call = match bounded::read(args.agent, &bytes, args.event.as_deref()) {
         Ok(call) => call,
-        Err(e) => {
-            let reason = format!(
-                "Chokepoint could not read this {} hook input ({e}); check that the hook is `chokepoint hook --agent {}`",
-                args.agent.as_str(),
-                args.agent.id()
-            );
-            return match &args.event {
-                // The command line says which event: answered in its format (a gate is denied).
-                Some(event) => reply::failure(&Call::bare(args.agent, event), &reason),
-                // We cannot tell which event this is: exit 2 blocks wherever blocking is possible.
-                None => Reply::block(&reason),
-            };
-        }
+        Err(refused) => return refused,
     };
     if call.kind.is_none() {
         return Reply::default();
     }
     let workspace = args.workspace.clone().unwrap_or_else(|| workspace_of(&call));
     let options = HookOptions { program: std::env::current_exe().ok(), depth: crate::hook_depth() };
-    let (send, receive) = mpsc::channel();
-    let judged = call.clone();
-    let spawned = std::thread::Builder::new().name("chokepoint-hook".into()).spawn(move || {
-        // A panic is caught here and answered below: the channel closes without a reply.
-        let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| judge_in(&workspace, &judged, &options)));
-        if let Ok(reply) = reply {
-            let _ = send.send(reply);
+    let mut note = String::new();
+    if !args.local {
+        match served(args, &workspace, bytes, &options, deadline) {
+            Forwarded::Answered(reply) => return reply,
+            Forwarded::NotServed(_) => {}
+            Forwarded::Failed(why) => {
+                if started.elapsed() >= deadline {
+                    return reply::failure(&call, &format!("Chokepoint's live engine did not answer in time ({why})"));
+                }
+                note = format!("chokepoint: judged without the live engine: {why}\n");
+            }
         }
-    });
-    if let Err(e) = spawned {
-        return reply::failure(&call, &format!("Chokepoint could not start judging: {e}"));
     }
-    match receive.recv_timeout(Duration::from_secs(args.deadline)) {
-        Ok(reply) => reply,
-        Err(mpsc::RecvTimeoutError::Timeout) => reply::failure(
-            &call,
-            &format!(
-                "Chokepoint did not decide within {} s (a hook of .orchestration/hooks.yaml may be slow); raise `--deadline` together with the agent's hook timeout, or make the hook faster",
-                args.deadline
-            ),
-        ),
-        Err(mpsc::RecvTimeoutError::Disconnected) => reply::failure(
-            &call,
-            "Chokepoint's hook crashed while judging this call (the message is above); please report it with the hook input",
-        ),
-    }
+    let judged = call.clone();
+    let reply = bounded::within(&call, deadline.saturating_sub(started.elapsed()), move || judge_in(&workspace, &judged, &options));
+    Reply { stderr: note + &reply.stderr, ..reply }
+}
+
+/// Hands the call to the workspace's live engine, if one is up, and waits for it until our deadline.
+fn served(args: &HookArgs, workspace: &Path, bytes: Vec<u8>, options: &HookOptions, deadline: Duration) -> Forwarded {
+    // Not UTF-8 cannot be an agent's JSON: judged alone, which says so in the agent's format.
+    let Ok(input) = String::from_utf8(bytes) else { return Forwarded::NotServed("the input is not UTF-8".into()) };
+    let request = Request {
+        agent: args.agent.id().to_owned(),
+        event: args.event.clone(),
+        input,
+        depth: options.depth,
+        program: options.program.clone(),
+    };
+    forward(&Endpoint::for_workspace(workspace), &request, deadline)
 }
 
 fn judge_in(workspace: &Path, call: &Call, options: &HookOptions) -> Reply {

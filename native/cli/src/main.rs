@@ -21,6 +21,7 @@ mod info;
 mod init;
 mod intent;
 mod mcp;
+mod serve;
 mod trace;
 
 use chokepoint_core::Engine;
@@ -66,6 +67,10 @@ enum Command {
     /// answer in that agent's format. A gate that cannot be judged is denied (exit 2 or a JSON deny),
     /// never let through.
     Hook(hook::HookArgs),
+    /// Keep the workspace's engine loaded and answer every agent's `chokepoint hook` calls from it,
+    /// over a socket only this user can reach: faster than a process per call, and one ledger writer.
+    /// VS Code with Chokepoint does the same while it runs. Stops on Ctrl-C or SIGTERM.
+    Serve(serve::ServeArgs),
     /// The trace ledger (`.orchestration/agent_trace.jsonl`): verify it, record into it.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
@@ -98,7 +103,25 @@ pub const EXIT_DENY: u8 = 1;
 pub const EXIT_CONFIG: u8 = 2;
 pub const EXIT_ASK: u8 = 3;
 
+/// `chokepoint hook` parsed on its own: the same arguments, without building the parser of every
+/// other command first. A hook runs once per tool call of another agent, and building the whole
+/// command tree was a measurable part of its start.
+#[derive(Debug, Parser)]
+#[command(
+    name = "chokepoint hook",
+    bin_name = "chokepoint hook",
+    version,
+    about = "Answer another agent's hook (see `chokepoint help hook`)"
+)]
+struct HookCli {
+    #[command(flatten)]
+    args: hook::HookArgs,
+}
+
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).is_some_and(|a| a == "hook") {
+        return hook::run(HookCli::parse_from(std::env::args_os().skip(1)).args);
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Info { workspace, json } => with_engine(&workspace, |engine| info::info(engine, json)),
@@ -107,6 +130,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(args),
         Command::Exec(args) => exec::run(args),
         Command::Hook(args) => hook::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Trace(command) => trace::run(command),
         Command::Mcp(args) => mcp::run(args),
         Command::Init(args) => init::run(args),

@@ -24,7 +24,8 @@
 //! 8. `config`: hooks.yaml, composed of the sections the layers below define, and its schemas;
 //! 9. `engine`: the engine that loads a workspace and judges its events, and its trace;
 //! 10. `agents`: other agents' hooks, read, judged by the engine and answered in their format;
-//!     the plan of their hook files, and what those files say about whether a guard can fire.
+//!     the plan of their hook files, and what those files say about whether a guard can fire;
+//! 11. `serve`: the live engine, answering other agents' hooks over a local socket.
 //!
 //! Inside the crate, code names the layer (`crate::scope::gatekeeper::Gatekeeper`); the re-exports
 //! below are the API for the binding, the CLI, the tests and the benches.
@@ -41,6 +42,8 @@ pub mod agents;
 pub mod approvals;
 pub mod containment;
 pub mod ledger;
+#[cfg(unix)]
+pub mod serve;
 
 // The modules a consumer uses by name, at the paths they have always had.
 pub use base::clock;

@@ -55,6 +55,7 @@ fn invalid_reload_keeps_the_last_good_configuration() {
     let info = engine.info();
     assert_eq!(info.hooks.status, FileStatus::Invalid);
     assert_eq!(info.hook_count, 1, "the last good hooks keep running");
+    assert!(engine.runs_good_configuration(), "what runs is the user's last good configuration");
     assert_eq!(info.intents.status, FileStatus::Loaded, "a bad hooks.yaml does not touch the intents");
 
     // A second bad edit still keeps the first good configuration, not the default.
@@ -72,9 +73,17 @@ fn invalid_reload_keeps_the_last_good_configuration() {
 #[test]
 fn a_file_that_was_never_good_runs_the_default() {
     let ws = workspace(Some("version: 1\nhooks: [\n"), Some(INTENTS));
-    let info = Engine::open(ws.path()).unwrap().info();
+    let engine = Engine::open(ws.path()).unwrap();
+    let info = engine.info();
     assert_eq!((info.hooks.status, info.hook_count), (FileStatus::Invalid, 0));
     assert_eq!(info.diagnostics.len(), 1);
+    assert!(!engine.runs_good_configuration(), "the defaults stand in for a file that never loaded");
+    // Still broken on a reload: still not the user's configuration.
+    engine.reload();
+    assert!(!engine.runs_good_configuration());
+    write(ws.path(), "hooks.yaml", "version: 1\n");
+    engine.reload();
+    assert!(engine.runs_good_configuration());
 }
 
 #[test]

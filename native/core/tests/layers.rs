@@ -15,7 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers, lowest first. A layer may use itself and the ones before it.
-const LAYERS: &[&str] = &["base", "model", "budget", "ledger", "hooks", "containment", "scope", "approvals", "config", "engine", "agents"];
+const LAYERS: &[&str] =
+    &["base", "model", "budget", "ledger", "hooks", "containment", "scope", "approvals", "config", "engine", "agents", "serve"];
 
 /// Items of the crate root a layer may name: defined there, not re-exported.
 const ROOT_ITEMS: &[&str] = &["VERSION"];

@@ -114,6 +114,15 @@ impl Engine {
         Ok(ConfigWatch { inner: Some(watcher) })
     }
 
+    /// Serves this engine to other agents' hooks (`chokepoint hook` hands its calls to it) on the
+    /// workspace's local socket, until the returned handle is closed. Throws (`EENGINE`) when another
+    /// engine already serves the workspace or the socket's folder cannot be trusted.
+    #[napi(catch_unwind)]
+    pub fn serve(&self) -> Result<HookServer> {
+        let server = core::serve::server::Server::start(Arc::clone(&self.inner)).map_err(as_error(Code::Engine))?;
+        Ok(HookServer { inner: Some(server) })
+    }
+
     /// Releases the JavaScript functions registered as host hooks, so that they no longer keep Node
     /// running. A host hook that is called afterwards fails (and its failure mode applies).
     #[napi]
@@ -131,6 +140,33 @@ pub struct ConfigWatch {
 #[napi]
 impl ConfigWatch {
     /// Stops watching. Idempotent.
+    #[napi]
+    pub fn close(&mut self) {
+        self.inner = None;
+    }
+}
+
+/// The engine serving other agents' hooks (see `Engine.serve`).
+#[napi]
+pub struct HookServer {
+    inner: Option<core::serve::server::Server>,
+}
+
+#[napi]
+impl HookServer {
+    /// The socket it listens on.
+    #[napi(getter)]
+    pub fn socket(&self) -> String {
+        self.inner.as_ref().map(|s| s.endpoint().socket().display().to_string()).unwrap_or_default()
+    }
+
+    /// Hook calls answered so far.
+    #[napi]
+    pub fn served(&self) -> u32 {
+        self.inner.as_ref().map_or(0, |s| s.served() as u32)
+    }
+
+    /// Stops serving and removes the socket: hooks judge alone again. Idempotent.
     #[napi]
     pub fn close(&mut self) {
         self.inner = None;

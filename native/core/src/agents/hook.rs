@@ -40,15 +40,24 @@ pub fn rewrites_input(call: &Call) -> bool {
 pub async fn answer(engine: &Engine, call: &Call, options: &HookOptions) -> Reply {
     let Some(kind) = call.kind else { return Reply::default() };
     let info = engine.info();
+    // A file that does not load denies every gate, unless its last good version keeps running (a
+    // live engine that loaded it before): then the calls are judged by that, and the person is told.
+    let last_good = engine.runs_good_configuration();
     let broken = (!info.diagnostics.is_empty()).then(|| {
         let list: Vec<String> = info.diagnostics.iter().map(ToString::to_string).collect();
+        let consequence = if last_good {
+            "the last good configuration keeps running until it is fixed"
+        } else {
+            "so no write is allowed until it is fixed"
+        };
         format!(
-            "Chokepoint's configuration does not load, so no write is allowed until it is fixed: {}. Fix the file (`chokepoint config check` lists every problem).",
+            "Chokepoint's configuration does not load, {consequence}: {}. Fix the file (`chokepoint config check` lists every problem).",
             list.join("; ")
         )
     });
     if let Some(broken) = &broken
         && call.is_gate()
+        && !last_good
     {
         return reply::failure(call, broken);
     }

@@ -3,13 +3,15 @@
 //! read into one shape (`input.rs`), judged through the workspace's chain with the external agent's
 //! needs met (`hook.rs`: contained shell commands (`shell.rs`), the handshake's next step, the rules
 //! at session start (`context.rs`)), and answered in that agent's format and exit codes
-//! (`reply.rs`). No argv, no process: the CLI's `chokepoint hook` reads stdin and prints the
+//! (`reply.rs`); `bounded.rs` takes a call from its bytes to its reply within a deadline, for the
+//! hook process and the live engine alike. No argv, no process: the CLI's `chokepoint hook` reads stdin and prints the
 //! [`reply::Reply`]; a live engine can answer the same calls.
 //!
 //! Setting an agent up is here too, as data: `setup.rs` plans the agent's files (`chokepoint init`)
 //! on an order-keeping JSON document (`json.rs`), and `inspect.rs` reads them back for `chokepoint
 //! doctor` (why a guard cannot fire, and the synthetic call it sends the gate).
 
+pub mod bounded;
 pub mod context;
 pub mod error;
 pub mod hook;

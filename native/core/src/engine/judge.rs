@@ -207,6 +207,11 @@ struct Loaded {
     hooks_status: Option<FileStatus>,
     intents: IntentSet,
     intents_status: Option<FileStatus>,
+    /// Per file, whether what runs is the user's: loaded, missing (the defaults are then what the
+    /// user chose), or invalid with an earlier good version kept running. False while a file has been
+    /// invalid since this engine opened: the defaults stand in for a configuration that never loaded.
+    hooks_good: bool,
+    intents_good: bool,
     diagnostics: Vec<Diagnostic>,
     chains: Chains,
 }
@@ -294,6 +299,8 @@ impl Engine {
             load_file(&self.sidecar.hooks_yaml(), HooksConfig::parse, &previous.hooks, previous.hooks_status, &mut diagnostics);
         let (intents, intents_status) =
             load_file(&self.sidecar.active_intents_yaml(), IntentSet::parse, &previous.intents, previous.intents_status, &mut diagnostics);
+        let hooks_good = hooks_status != FileStatus::Invalid || previous.hooks_good;
+        let intents_good = intents_status != FileStatus::Invalid || previous.intents_good;
         self.gatekeeper.configure(intents.clone(), intents_status != FileStatus::Missing, hooks.gatekeeper.clone());
         self.approvals.configure(&hooks.approvals);
         let chains = Chains::build(&hooks, &registrations);
@@ -304,6 +311,8 @@ impl Engine {
             intents,
             intents_status: Some(intents_status),
             diagnostics: diagnostics.clone(),
+            hooks_good,
+            intents_good,
         };
         *self.loaded.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
         diagnostics
@@ -338,6 +347,14 @@ impl Engine {
             intent_ids: loaded.intents.active_intents.iter().map(|i| i.id.clone()).collect(),
             diagnostics: loaded.diagnostics.clone(),
         }
+    }
+
+    /// Whether the configuration in force is the user's: each file loaded, missing, or invalid with
+    /// its last good version still running. False when a file has not loaded since the engine opened
+    /// (defaults stand in for it): a gate of another agent is then denied until it is fixed.
+    pub fn runs_good_configuration(&self) -> bool {
+        let loaded = self.snapshot();
+        loaded.hooks_good && loaded.intents_good
     }
 
     /// The intents of the last good active_intents.yaml (none when it is missing or was never

@@ -1,0 +1,77 @@
+//! `chokepoint serve`: the workspace's engine kept loaded, answering the `chokepoint hook` calls of
+//! every agent on the workspace over a local socket (`chokepoint_core::serve`), for people who work
+//! without VS Code (whose Chokepoint extension serves its own engine). Configuration edits are picked
+//! up as they are saved; a configuration that stops loading keeps the last good one running and says
+//! so here. Runs until SIGINT or SIGTERM, then removes its socket: hooks judge alone again.
+
+use chokepoint_core::Engine;
+use chokepoint_core::serve::server::Server;
+use chokepoint_core::watch::DEFAULT_DEBOUNCE;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The workspace to serve.
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+}
+
+pub fn run(args: ServeArgs) -> ExitCode {
+    let engine = match Engine::open(&args.workspace) {
+        Ok(engine) => Arc::new(engine),
+        Err(e) => {
+            eprintln!("error: cannot open workspace `{}`: {e}", args.workspace.display());
+            return ExitCode::from(crate::EXIT_CONFIG);
+        }
+    };
+    for d in &engine.info().diagnostics {
+        eprintln!("warning: {d} (gates are denied until the configuration loads)");
+    }
+    let watcher = engine.watch(DEFAULT_DEBOUNCE, |diagnostics| {
+        if diagnostics.is_empty() {
+            eprintln!("chokepoint: configuration reloaded");
+        }
+        for d in &diagnostics {
+            eprintln!("warning: {d} (the last good configuration keeps running)");
+        }
+    });
+    if let Err(e) = &watcher {
+        eprintln!("warning: configuration edits will not be picked up ({e}); restart `chokepoint serve` after editing");
+    }
+    let mut server = match Server::start(Arc::clone(&engine)) {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    eprintln!(
+        "chokepoint: serving {} at {} (stop with Ctrl-C)",
+        engine.sidecar().workspace_root().display(),
+        server.endpoint().socket().display()
+    );
+    let stopped = crate::block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r,
+            _ = term.recv() => Ok(()),
+        }
+    });
+    server.stop();
+    if let Err(e) = engine.tracer().flush() {
+        eprintln!("error: the trace could not be written: {e}");
+        return ExitCode::from(1);
+    }
+    match stopped {
+        Ok(()) => {
+            eprintln!("chokepoint: stopped after {} calls", server.served());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cannot wait for a signal: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

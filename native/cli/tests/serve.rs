@@ -1,0 +1,249 @@
+//! `chokepoint serve` and `chokepoint hook` handing calls to it: a real server process, real hook
+//! processes, a real socket.
+//!
+//! How a test tells a served answer from a local one: the server keeps the last configuration that
+//! loaded, while a hook judging alone reads the files again. So after hooks.yaml breaks, the served
+//! hook still allows a write in scope and `--local` denies it naming the file.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_chokepoint");
+
+struct Served {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    socket: PathBuf,
+}
+
+impl Served {
+    /// Starts `chokepoint serve` and waits for it to say where it listens.
+    fn start(ws: &Path, runtime: &Path) -> Served {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--workspace", ws.to_str().unwrap()])
+            .env("XDG_RUNTIME_DIR", runtime)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("chokepoint serve starts");
+        let (send, lines) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = send.send(line);
+            }
+        });
+        let mut served = Served { child, lines, socket: PathBuf::new() };
+        let line = served.wait_for(" at ");
+        served.socket = PathBuf::from(line.split(" at ").nth(1).unwrap().split(" (").next().unwrap());
+        served
+    }
+
+    /// The next line of its stderr that contains `text` (the lines before it are dropped).
+    fn wait_for(&self, text: &str) -> String {
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(text) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("chokepoint serve never said `{text}`: {e}"),
+            }
+        }
+    }
+
+    fn terminate(mut self) -> std::process::ExitStatus {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Served {
+    /// A failed test does not leave its server running.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".orchestration")).unwrap();
+    std::fs::create_dir_all(ws.path().join("src")).unwrap();
+    std::fs::write(
+        ws.path().join(".orchestration/active_intents.yaml"),
+        "version: 1\nactive_intents:\n  - id: INT-1\n    name: Sources\n    status: IN_PROGRESS\n    owned_scope: ['src/**']\n",
+    )
+    .unwrap();
+    std::fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\n").unwrap();
+    ws
+}
+
+fn runtime_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+fn write_input(ws: &Path, file: &str) -> String {
+    serde_json::json!({
+        "session_id": "s1",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": ws,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": { "file_path": ws.join(file), "content": "x\n" },
+        "tool_use_id": "toolu_01",
+    })
+    .to_string()
+}
+
+/// Runs `chokepoint hook --agent claude` with `input`; (exit code, stdout, stderr).
+fn hook(ws: &Path, runtime: &Path, input: &str, extra: &[&str]) -> (i32, String, String) {
+    let mut child = Command::new(BIN)
+        .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
+        .args(extra)
+        .env("XDG_RUNTIME_DIR", runtime)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+fn select(ws: &Path) {
+    let out = Command::new(BIN)
+        .args(["intent", "select", "--workspace", ws.to_str().unwrap(), "--session", "claude:s1", "INT-1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn records(ws: &Path) -> usize {
+    std::fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl")).map(|t| t.lines().count()).unwrap_or(0)
+}
+
+#[test]
+fn a_served_hook_answers_from_the_live_engine_and_a_stopped_one_judges_alone() {
+    let (ws, runtime) = (workspace(), runtime_dir());
+    select(ws.path());
+    let server = Served::start(ws.path(), runtime.path());
+    assert!(server.socket.starts_with(runtime.path().join("chokepoint")), "{}", server.socket.display());
+    let mode = std::fs::metadata(&server.socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "only the user may connect");
+
+    let before = records(ws.path());
+    let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
+    assert_eq!((code, stdout.as_str()), (0, ""), "a write in scope passes");
+    let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "README.md"), &[]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("\"permissionDecision\":\"deny\"") && stdout.contains("INT-1"), "{stdout}");
+    assert_eq!(records(ws.path()), before + 2, "both calls are in the ledger, written by the server");
+
+    // The configuration breaks: the server keeps the last good one and says so; alone, a hook denies.
+    std::fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\nhooks: [\n").unwrap();
+    server.wait_for("the last good configuration keeps running");
+    let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
+    assert_eq!(code, 0);
+    assert!(!stdout.contains("permissionDecision"), "served: judged by the last good configuration: {stdout}");
+    assert!(stdout.contains("the last good configuration keeps running") && stdout.contains("hooks.yaml:2:"), "and told so: {stdout}");
+    let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &["--local"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("\"permissionDecision\":\"deny\"") && stdout.contains("hooks.yaml:"), "alone: {stdout}");
+
+    // A second server on the same workspace is refused; the first keeps serving.
+    let second = Command::new(BIN)
+        .args(["serve", "--workspace", ws.path().to_str().unwrap()])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&second.stderr).contains("already serves"), "{}", String::from_utf8_lossy(&second.stderr));
+    assert!(server.socket.exists());
+
+    let socket = server.socket.clone();
+    let status = server.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(!socket.exists(), "the socket is removed on SIGTERM");
+    let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("\"permissionDecision\":\"deny\""), "no server: judged alone, on the broken file: {stdout}");
+}
+
+#[test]
+fn malformed_oversized_and_slow_requests_are_refused_before_the_engine() {
+    let (ws, runtime) = (workspace(), runtime_dir());
+    let server = Served::start(ws.path(), runtime.path());
+    let answer = |stream: &mut UnixStream| {
+        let mut len = [0u8; 4];
+        stream.read_exact(&mut len).unwrap();
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        stream.read_exact(&mut body).unwrap();
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap()
+    };
+    // Not a request.
+    let mut stream = UnixStream::connect(&server.socket).unwrap();
+    stream.write_all(&5u32.to_be_bytes()).unwrap();
+    stream.write_all(b"hello").unwrap();
+    let refused = answer(&mut stream);
+    assert_eq!(refused["kind"], "refused", "{refused}");
+    // Announces more than the limit: refused before a byte of it is read.
+    let mut stream = UnixStream::connect(&server.socket).unwrap();
+    stream.write_all(&u32::MAX.to_be_bytes()).unwrap();
+    let refused = answer(&mut stream);
+    assert!(refused["reason"].as_str().unwrap().contains("over the limit"), "{refused}");
+    // Sends half a request and stalls: cut off, not waited for.
+    let mut stream = UnixStream::connect(&server.socket).unwrap();
+    stream.write_all(&100u32.to_be_bytes()).unwrap();
+    stream.write_all(b"{\"agent\":").unwrap();
+    let started = Instant::now();
+    let refused = answer(&mut stream);
+    assert_eq!(refused["kind"], "refused", "{refused}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // An unknown agent.
+    let mut stream = UnixStream::connect(&server.socket).unwrap();
+    let body = br#"{"agent":"nobody","event":null,"input":"{}","depth":0,"program":null}"#;
+    stream.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    assert!(answer(&mut stream)["reason"].as_str().unwrap().contains("unknown agent"));
+    assert_eq!(records(ws.path()), 0, "nothing reached the engine");
+    assert!(server.terminate().success());
+}
+
+#[test]
+fn another_user_cannot_reach_the_socket() {
+    let python = Path::new("/usr/bin/python3");
+    if !nix::unistd::getuid().is_root() || !Path::new("/usr/bin/setpriv").exists() || !python.exists() {
+        eprintln!("skipped: needs root, setpriv and /usr/bin/python3 to act as a second user");
+        return;
+    }
+    let (ws, runtime) = (workspace(), runtime_dir());
+    select(ws.path());
+    let server = Served::start(ws.path(), runtime.path());
+    // What tells a served answer from a local one (see the top of the file).
+    std::fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\nhooks: [\n").unwrap();
+    server.wait_for("the last good configuration keeps running");
+    // `nobody` tries to connect: the folder (0700) and the socket (0600) stop it.
+    let out = Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(python).arg("-c")
+        .arg("import socket,sys\ns=socket.socket(socket.AF_UNIX)\ntry:\n s.connect(sys.argv[1]); print('connected')\nexcept OSError as e: print(type(e).__name__)")
+        .arg(&server.socket)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(said.trim(), "PermissionError", "{said} {}", String::from_utf8_lossy(&out.stderr));
+    // And a folder others may enter is not trusted by a hook: it judges alone.
+    std::fs::set_permissions(runtime.path().join("chokepoint"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, stdout, stderr) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("\"permissionDecision\":\"deny\"") && stdout.contains("hooks.yaml:"), "judged alone, on the broken file: {stdout} {stderr}");
+    assert!(server.terminate().success());
+}

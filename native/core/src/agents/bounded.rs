@@ -1,0 +1,96 @@
+//! One hook call from the agent's bytes to its reply, within a deadline: what `chokepoint hook` runs
+//! alone and what the live engine runs for it, so that the two fail the same way.
+//!
+//! - Input that cannot be read is answered in the event's format when the event is known (a gate is
+//!   denied), else with exit 2, which blocks wherever an agent can block.
+//! - The judging runs on its own thread: a panic there, or a judgment still running at the deadline,
+//!   is answered as a failure (a gate denied, saying what to do), never by letting the call through.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::agents::input::{self, Call};
+use crate::agents::reply::{self, Reply};
+use crate::model::external_events::Agent;
+
+/// Reads the agent's hook input into a [`Call`], or the reply that refuses it.
+pub fn read(agent: Agent, bytes: &[u8], event: Option<&str>) -> Result<Call, Reply> {
+    input::parse(agent, bytes, event).map_err(|e| {
+        let reason = format!(
+            "Chokepoint could not read this {} hook input ({e}); check that the hook is `chokepoint hook --agent {}`",
+            agent.as_str(),
+            agent.id()
+        );
+        match event {
+            // The command line says which event: answered in its format (a gate is denied).
+            Some(event) => reply::failure(&Call::bare(agent, event), &reason),
+            // We cannot tell which event this is: exit 2 blocks wherever blocking is possible.
+            None => Reply::block(&reason),
+        }
+    })
+}
+
+/// Runs `judge` on a thread of its own and waits at most `deadline` for its reply; a panic or the
+/// deadline is answered with [`reply::failure`] for `call`. A judge still running at the deadline is
+/// left to finish on its own: its answer no longer counts.
+pub fn within(call: &Call, deadline: Duration, judge: impl FnOnce() -> Reply + Send + 'static) -> Reply {
+    let (send, receive) = mpsc::channel();
+    let spawned = std::thread::Builder::new().name("chokepoint-hook".into()).spawn(move || {
+        // A panic is caught here and answered below: the channel closes without a reply.
+        if let Ok(reply) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(judge)) {
+            let _ = send.send(reply);
+        }
+    });
+    if let Err(e) = spawned {
+        return reply::failure(call, &format!("Chokepoint could not start judging: {e}"));
+    }
+    match receive.recv_timeout(deadline) {
+        Ok(reply) => reply,
+        Err(mpsc::RecvTimeoutError::Timeout) => reply::failure(
+            call,
+            &format!(
+                "Chokepoint did not decide within {} s (a hook of .orchestration/hooks.yaml may be slow); raise `--deadline` together with the agent's hook timeout, or make the hook faster",
+                deadline.as_secs_f64().round()
+            ),
+        ),
+        Err(mpsc::RecvTimeoutError::Disconnected) => reply::failure(
+            call,
+            "Chokepoint's hook crashed while judging this call (the message is above); please report it with the hook input",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate() -> Call {
+        read(
+            Agent::ClaudeCode,
+            br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"a","content":""}}"#,
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_panic_and_a_deadline_deny_a_gate() {
+        let call = gate();
+        let panicked = within(&call, Duration::from_secs(5), || panic!("judging failed"));
+        assert!(panicked.blocks(Agent::ClaudeCode) && panicked.stdout.contains("crashed"), "{panicked:?}");
+        let late = within(&call, Duration::from_millis(50), || {
+            std::thread::sleep(Duration::from_secs(2));
+            Reply::default()
+        });
+        assert!(late.blocks(Agent::ClaudeCode) && late.stdout.contains("did not decide"), "{late:?}");
+        assert_eq!(within(&call, Duration::from_secs(5), Reply::default), Reply::default());
+    }
+
+    #[test]
+    fn unreadable_input_blocks() {
+        let refused = read(Agent::ClaudeCode, b"not json", None).unwrap_err();
+        assert_eq!(refused.exit, 2);
+        let refused = read(Agent::Copilot, b"not json", Some("preToolUse")).unwrap_err();
+        assert!(refused.blocks(Agent::Copilot), "{refused:?}");
+    }
+}

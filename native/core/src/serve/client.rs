@@ -1,0 +1,53 @@
+//! The hook's side: hand the call to the workspace's live engine when one is up.
+//!
+//! A hook that finds no engine (no socket, nobody listening, a folder it cannot trust) judges alone;
+//! so does one whose request was refused or whose connection broke early. Only the caller knows
+//! whether time is left for that, so a failure is returned, never answered here.
+
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use super::endpoint::Endpoint;
+use super::protocol::{Answer, MAX_ANSWER, Request, read_frame, write_frame};
+use crate::agents::reply::Reply;
+
+/// What became of a forwarded call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Forwarded {
+    /// The engine answered.
+    Answered(Reply),
+    /// No engine serves this workspace (or its endpoint is not to be trusted): judge alone.
+    NotServed(String),
+    /// An engine was reached but did not answer (it refused the request, or broke off): judge alone
+    /// if there is time.
+    Failed(String),
+}
+
+/// Sends `request` to the engine at `endpoint` and waits at most `timeout` for its answer.
+pub fn forward(endpoint: &Endpoint, request: &Request, timeout: Duration) -> Forwarded {
+    if !endpoint.socket().exists() {
+        return Forwarded::NotServed("no engine is serving this workspace".into());
+    }
+    if let Err(e) = endpoint.check() {
+        return Forwarded::NotServed(e.to_string());
+    }
+    let mut stream = match UnixStream::connect(endpoint.socket()) {
+        Ok(stream) => stream,
+        Err(e) => return Forwarded::NotServed(format!("the engine's socket does not answer: {e}")),
+    };
+    let sent = (|| {
+        stream.set_write_timeout(Some(timeout))?;
+        stream.set_read_timeout(Some(timeout))?;
+        let body = serde_json::to_vec(request).map_err(std::io::Error::other)?;
+        write_frame(&mut stream, &body)?;
+        stream.flush()?;
+        let answer = read_frame(&mut stream, MAX_ANSWER)?;
+        serde_json::from_slice::<Answer>(&answer).map_err(std::io::Error::other)
+    })();
+    match sent {
+        Ok(Answer::Reply { stdout, stderr, exit }) => Forwarded::Answered(Reply { stdout, stderr, exit }),
+        Ok(Answer::Refused { reason }) => Forwarded::Failed(format!("the engine refused the call: {reason}")),
+        Err(e) => Forwarded::Failed(format!("the engine did not answer: {e}")),
+    }
+}

@@ -1,0 +1,131 @@
+//! Where a workspace's live engine listens: `<runtime dir>/chokepoint/<workspace hash>.sock`.
+//!
+//! - **Why a private folder.** The socket file's own permissions are not checked by every system
+//!   when connecting, but a folder's are: a folder owned by the user with no access for anyone else
+//!   (0700) keeps every other user out, before the server's own check of the peer's user id.
+//! - **Why a hash.** A Unix socket's path is limited to about a hundred bytes; a workspace's path is
+//!   not. The hash of the workspace's canonical path names it in 16 hex digits, the same for the
+//!   server and for every hook, however each spelled the path.
+//! - **Which runtime dir.** `$XDG_RUNTIME_DIR` (per user, on tmpfs, emptied at logout) when it is
+//!   set, else the system's temporary folder with the user id in the name.
+
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::error::ServeError;
+
+/// The socket of one workspace's engine and the folder that guards it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    dir: PathBuf,
+    socket: PathBuf,
+}
+
+impl Endpoint {
+    /// The endpoint of the workspace at `root`, in the user's runtime folder.
+    pub fn for_workspace(root: &Path) -> Endpoint {
+        Endpoint::in_dir(&runtime_dir(), root)
+    }
+
+    /// The endpoint of the workspace at `root` in `dir` (which must be private to the user).
+    pub fn in_dir(dir: &Path, root: &Path) -> Endpoint {
+        let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
+        let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
+        let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        Endpoint { dir: dir.to_owned(), socket: dir.join(format!("{name}.sock")) }
+    }
+
+    /// The socket file.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The folder that holds it.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Creates the folder (0700) if it is missing, then checks it ([`Endpoint::check`]).
+    pub(crate) fn prepare(&self) -> Result<(), ServeError> {
+        if !self.dir.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&self.dir)
+                .map_err(|e| ServeError::from(format!("cannot create the endpoint folder {}: {e}", self.dir.display())))?;
+        }
+        self.check()
+    }
+
+    /// Refuses a folder that another user owns, that others may enter, or that is a symbolic link:
+    /// a socket found there could be anyone's.
+    pub fn check(&self) -> Result<(), ServeError> {
+        let meta = std::fs::symlink_metadata(&self.dir)
+            .map_err(|e| ServeError::from(format!("the endpoint folder {} cannot be read: {e}", self.dir.display())))?;
+        let me = nix::unistd::getuid().as_raw();
+        if !meta.is_dir() {
+            return Err(format!("{} is not a folder (a symbolic link is refused); remove it", self.dir.display()).into());
+        }
+        if meta.uid() != me {
+            return Err(format!(
+                "the endpoint folder {} belongs to user {}, not to this user ({me}); remove it",
+                self.dir.display(),
+                meta.uid()
+            )
+            .into());
+        }
+        if meta.permissions().mode() & 0o077 != 0 {
+            return Err(format!(
+                "the endpoint folder {} may be entered by other users (mode {:o}); run `chmod 700 {}`",
+                self.dir.display(),
+                meta.permissions().mode() & 0o777,
+                self.dir.display()
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
+fn runtime_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() && dir.is_dir() => dir.join("chokepoint"),
+        _ => std::env::temp_dir().join(format!("chokepoint-{}", nix::unistd::getuid().as_raw())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_workspace_one_socket_however_it_is_spelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join("sub")).unwrap();
+        let a = Endpoint::in_dir(dir.path(), ws.path());
+        let b = Endpoint::in_dir(dir.path(), &ws.path().join("sub/.."));
+        assert_eq!(a, b);
+        assert_ne!(a, Endpoint::in_dir(dir.path(), &ws.path().join("sub")));
+        let name = a.socket().file_name().unwrap().to_str().unwrap();
+        assert!(name.len() == 21 && name.ends_with(".sock"), "{name}");
+    }
+
+    #[test]
+    fn a_folder_others_may_enter_is_refused_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let private = dir.path().join("run");
+        let endpoint = Endpoint::in_dir(&private, dir.path());
+        endpoint.prepare().unwrap();
+        assert_eq!(std::fs::metadata(&private).unwrap().permissions().mode() & 0o777, 0o700);
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let refused = endpoint.check().unwrap_err().to_string();
+        assert!(refused.contains("chmod 700"), "{refused}");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&private, &link).unwrap();
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(Endpoint::in_dir(&link, dir.path()).check().unwrap_err().to_string().contains("symbolic link"));
+    }
+}

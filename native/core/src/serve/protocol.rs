@@ -1,0 +1,80 @@
+//! One request and one answer per connection, each a 4-byte big-endian length and that many bytes of
+//! JSON. The request carries the hook's input as the agent sent it: the server reads it exactly as
+//! `chokepoint hook` would, so the two cannot judge the same call differently.
+
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The most a request may hold: the hook's own limit on its input (a write's content included), and
+/// a little for the fields around it.
+pub const MAX_REQUEST: u32 = 64 * 1024 * 1024 + 64 * 1024;
+
+/// The most an answer may hold (a rewritten command, the rules at session start).
+pub const MAX_ANSWER: u32 = 16 * 1024 * 1024;
+
+/// A hook call to judge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// The agent's id (`claude`, `codex`, …).
+    pub agent: String,
+    /// The event, for an agent that does not name it in its input (`--event`).
+    pub event: Option<String>,
+    /// The hook's input, as read from its stdin.
+    pub input: String,
+    /// `CHOKEPOINT_HOOK_DEPTH` of the hook's process.
+    pub depth: u32,
+    /// The `chokepoint` program the hook runs as, for the commands a rewrite and a next step name.
+    pub program: Option<PathBuf>,
+}
+
+/// The server's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Answer {
+    /// What the hook prints and how it exits.
+    Reply { stdout: String, stderr: String, exit: u8 },
+    /// The request was not judged (malformed, too large, too slow): the hook judges it alone.
+    Refused { reason: String },
+}
+
+/// Writes one frame.
+pub fn write_frame(to: &mut impl Write, body: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(body.len()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a frame over 4 GiB"))?;
+    to.write_all(&len.to_be_bytes())?;
+    to.write_all(body)?;
+    to.flush()
+}
+
+/// Reads one frame of at most `max` bytes; a longer one is refused before any of its body is read.
+pub fn read_frame(from: &mut impl Read, max: u32) -> io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    from.read_exact(&mut len)?;
+    let len = u32::from_be_bytes(len);
+    if len > max {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a frame of {len} bytes, over the limit of {max}")));
+    }
+    let mut body = vec![0u8; len as usize];
+    from.read_exact(&mut body)?;
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_an_oversized_one_is_refused_unread() {
+        let mut wire = Vec::new();
+        write_frame(&mut wire, b"{\"a\":1}").unwrap();
+        assert_eq!(read_frame(&mut wire.as_slice(), 100).unwrap(), b"{\"a\":1}");
+        let mut huge = (1000u32).to_be_bytes().to_vec();
+        huge.extend_from_slice(b"xx");
+        let refused = read_frame(&mut huge.as_slice(), 100).unwrap_err();
+        assert_eq!(refused.kind(), io::ErrorKind::InvalidData);
+        let mut short = (10u32).to_be_bytes().to_vec();
+        short.extend_from_slice(b"xx");
+        assert_eq!(read_frame(&mut short.as_slice(), 100).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+    }
+}

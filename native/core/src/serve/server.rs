@@ -1,0 +1,189 @@
+//! The live engine's listener: one Unix socket per workspace, one thread per connection, one request
+//! and one answer per connection.
+//!
+//! Who may ask, checked before the engine sees anything: only a process of the same user (the
+//! endpoint's folder is 0700 and the socket 0600, and the peer's user id, which the kernel reports,
+//! must be ours). What they may send: one frame of at most [`MAX_REQUEST`] bytes, all of it within
+//! [`READ_TIMEOUT`]; anything else is refused and the hook judges alone (`client.rs`).
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::endpoint::Endpoint;
+use super::error::ServeError;
+use super::protocol::{Answer, MAX_REQUEST, Request, read_frame, write_frame};
+use crate::agents::bounded;
+use crate::agents::hook::{HookOptions, answer};
+use crate::engine::judge::Engine;
+use crate::model::external_events::Agent;
+
+/// How long a client may take to send its request: a slow or stalled one is cut off.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Counters of one server since it started.
+#[derive(Debug, Default)]
+struct Counters {
+    served: AtomicU64,
+    refused: AtomicU64,
+}
+
+/// A running server; dropping it stops it and removes its socket.
+#[derive(Debug)]
+pub struct Server {
+    endpoint: Endpoint,
+    stopping: Arc<AtomicBool>,
+    counters: Arc<Counters>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Serves `engine` at its workspace's endpoint ([`Endpoint::for_workspace`]).
+    pub fn start(engine: Arc<Engine>) -> Result<Server, ServeError> {
+        let endpoint = Endpoint::for_workspace(engine.sidecar().workspace_root());
+        Server::start_at(engine, endpoint)
+    }
+
+    /// Serves `engine` at `endpoint`. Refused when another live server holds it; a socket left by a
+    /// server that died is replaced.
+    pub fn start_at(engine: Arc<Engine>, endpoint: Endpoint) -> Result<Server, ServeError> {
+        endpoint.prepare()?;
+        let socket = endpoint.socket();
+        if socket.exists() {
+            if UnixStream::connect(socket).is_ok() {
+                return Err(format!(
+                    "another engine already serves this workspace at {} (a VS Code window or `chokepoint serve` on it); hooks reach that one",
+                    socket.display()
+                )
+                .into());
+            }
+            std::fs::remove_file(socket)
+                .map_err(|e| ServeError::from(format!("cannot remove the stale socket {}: {e}", socket.display())))?;
+        }
+        let listener = UnixListener::bind(socket).map_err(|e| ServeError::from(format!("cannot listen at {}: {e}", socket.display())))?;
+        std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| ServeError::from(format!("cannot restrict {}: {e}", socket.display())))?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let counters = Arc::new(Counters::default());
+        let accept = std::thread::Builder::new()
+            .name("chokepoint-serve".into())
+            .spawn({
+                let (stopping, counters) = (Arc::clone(&stopping), Arc::clone(&counters));
+                move || accept_loop(&listener, &engine, &stopping, &counters)
+            })
+            .map_err(|e| ServeError::from(format!("cannot start the server thread: {e}")))?;
+        Ok(Server { endpoint, stopping, counters, accept: Some(accept) })
+    }
+
+    /// Where it listens.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Requests answered so far.
+    pub fn served(&self) -> u64 {
+        self.counters.served.load(Ordering::Acquire)
+    }
+
+    /// Connections refused so far (another user, a malformed, oversized or slow request).
+    pub fn refused(&self) -> u64 {
+        self.counters.refused.load(Ordering::Acquire)
+    }
+
+    /// Stops accepting (requests being judged finish on their threads) and removes the socket, so
+    /// hooks judge alone from now on.
+    pub fn stop(&mut self) {
+        let Some(accept) = self.accept.take() else { return };
+        self.stopping.store(true, Ordering::Release);
+        // Wakes the accept loop, which then sees `stopping`.
+        let _ = UnixStream::connect(self.endpoint.socket());
+        let _ = accept.join();
+        let _ = std::fs::remove_file(self.endpoint.socket());
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn accept_loop(listener: &UnixListener, engine: &Arc<Engine>, stopping: &AtomicBool, counters: &Arc<Counters>) {
+    for stream in listener.incoming() {
+        if stopping.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        let (engine, counters) = (Arc::clone(engine), Arc::clone(counters));
+        let spawned = std::thread::Builder::new().name("chokepoint-serve-call".into()).spawn(move || {
+            let counter = if serve(stream, engine) { &counters.served } else { &counters.refused };
+            counter.fetch_add(1, Ordering::AcqRel);
+        });
+        // Out of threads: the connection is dropped, and the hook judges alone.
+        drop(spawned);
+    }
+}
+
+/// Answers one connection; `false` when it was refused.
+fn serve(mut stream: UnixStream, engine: Arc<Engine>) -> bool {
+    if !same_user(&stream) {
+        // Not even an answer: someone else's process learns nothing.
+        return false;
+    }
+    let request = match read_request(&mut stream) {
+        Ok(request) => request,
+        Err(reason) => {
+            let _ = send(&mut stream, &Answer::Refused { reason });
+            return false;
+        }
+    };
+    let Some(agent) = Agent::from_id(&request.agent) else {
+        let _ = send(&mut stream, &Answer::Refused { reason: format!("unknown agent `{}`", request.agent) });
+        return false;
+    };
+    let reply = match bounded::read(agent, request.input.as_bytes(), request.event.as_deref()) {
+        Err(reply) => reply,
+        Ok(call) if call.kind.is_none() => crate::agents::reply::Reply::default(),
+        Ok(call) => {
+            let options = HookOptions { program: request.program.clone(), depth: request.depth };
+            // Judged on this connection's thread: the hook waits only until its own deadline and then
+            // denies a gate itself (`chokepoint hook`), so no second thread bounds the time here; a
+            // panic is answered as a failure.
+            let judged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+                match runtime {
+                    Ok(runtime) => runtime.block_on(answer(&engine, &call, &options)),
+                    Err(e) => crate::agents::reply::failure(&call, &format!("Chokepoint could not start judging: {e}")),
+                }
+            }));
+            judged.unwrap_or_else(|_| {
+                crate::agents::reply::failure(&call, "Chokepoint's live engine crashed while judging this call (its log has the message); please report it with the hook input")
+            })
+        }
+    };
+    send(&mut stream, &Answer::Reply { stdout: reply.stdout, stderr: reply.stderr, exit: reply.exit }).is_ok()
+}
+
+fn read_request(stream: &mut UnixStream) -> Result<Request, String> {
+    stream.set_read_timeout(Some(READ_TIMEOUT)).map_err(|e| e.to_string())?;
+    let body = read_frame(stream, MAX_REQUEST).map_err(|e| format!("the request could not be read: {e}"))?;
+    serde_json::from_slice(&body).map_err(|e| format!("the request is not one: {e}"))
+}
+
+fn send(stream: &mut UnixStream, answer: &Answer) -> std::io::Result<()> {
+    let body = serde_json::to_vec(answer).map_err(std::io::Error::other)?;
+    write_frame(stream, &body)?;
+    stream.flush()
+}
+
+/// Whether the peer runs as this process's user (the kernel's word, not the peer's).
+fn same_user(stream: &UnixStream) -> bool {
+    match nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials) {
+        Ok(peer) => peer.uid() == nix::unistd::getuid().as_raw(),
+        Err(_) => false,
+    }
+}
