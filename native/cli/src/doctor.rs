@@ -11,6 +11,8 @@ use chokepoint_core::agents::inspect::{self, ConfiguredHook, Finding, Severity};
 use chokepoint_core::agents::reply::Reply;
 use chokepoint_core::agents::setup;
 use chokepoint_core::external_events::Agent;
+use chokepoint_core::serve::client;
+use chokepoint_core::serve::endpoint::Endpoint;
 use serde_json::json;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -45,6 +47,9 @@ pub fn run(args: DoctorArgs) -> ExitCode {
     };
     let reports: Vec<Report> = setup::AGENTS.into_iter().filter_map(|agent| examine(&workspace, agent)).collect();
     let inert = reports.iter().flat_map(|r| &r.findings).filter(|f| f.severity == Severity::Inert).count();
+    // Not a guard: without a live engine each hook judges alone, as safely and more slowly.
+    let endpoint = Endpoint::for_workspace(&workspace);
+    let live = client::probe(&endpoint);
     if args.json {
         let agents: Vec<_> = reports
             .iter()
@@ -57,9 +62,16 @@ pub fn run(args: DoctorArgs) -> ExitCode {
                 json!({ "agent": r.agent.id(), "name": r.agent.as_str(), "files": r.files, "findings": findings })
             })
             .collect();
-        println!("{}", json!({ "workspace": workspace, "agents": agents, "inert": inert }));
+        let live_engine = json!({ "serving": live.is_ok(), "socket": endpoint.socket(), "reason": live.as_ref().err() });
+        println!("{}", json!({ "workspace": workspace, "agents": agents, "inert": inert, "live_engine": live_engine }));
     } else {
         print_text(&workspace, &reports, inert);
+        match &live {
+            Ok(()) => println!("live engine: answering hooks at {}", endpoint.socket().display()),
+            Err(why) => println!(
+                "live engine: none ({why}); each hook judges alone, which is slower: open the workspace in VS Code with Chokepoint, or run `chokepoint serve`"
+            ),
+        }
     }
     if inert > 0 { ExitCode::from(EXIT_DENY) } else { ExitCode::SUCCESS }
 }

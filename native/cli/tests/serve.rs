@@ -127,6 +127,13 @@ fn select(ws: &Path) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// `chokepoint doctor --json`, as JSON.
+fn doctor(ws: &Path, runtime: &Path) -> serde_json::Value {
+    let out =
+        Command::new(BIN).args(["doctor", "--json", "--workspace", ws.to_str().unwrap()]).env("XDG_RUNTIME_DIR", runtime).output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
 fn records(ws: &Path) -> usize {
     std::fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl")).map(|t| t.lines().count()).unwrap_or(0)
 }
@@ -139,6 +146,7 @@ fn a_served_hook_answers_from_the_live_engine_and_a_stopped_one_judges_alone() {
     assert!(server.socket.starts_with(runtime.path().join("chokepoint")), "{}", server.socket.display());
     let mode = std::fs::metadata(&server.socket).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "only the user may connect");
+    assert_eq!(doctor(ws.path(), runtime.path())["live_engine"]["serving"], true);
 
     let before = records(ws.path());
     let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
@@ -173,6 +181,9 @@ fn a_served_hook_answers_from_the_live_engine_and_a_stopped_one_judges_alone() {
     let status = server.terminate();
     assert!(status.success(), "{status:?}");
     assert!(!socket.exists(), "the socket is removed on SIGTERM");
+    let live = doctor(ws.path(), runtime.path())["live_engine"].clone();
+    assert_eq!(live["serving"], false, "{live}");
+    assert!(live["reason"].as_str().unwrap().contains("no engine"), "{live}");
     let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
     assert_eq!(code, 0);
     assert!(stdout.contains("\"permissionDecision\":\"deny\""), "no server: judged alone, on the broken file: {stdout}");
@@ -244,6 +255,9 @@ fn another_user_cannot_reach_the_socket() {
     std::fs::set_permissions(runtime.path().join("chokepoint"), std::fs::Permissions::from_mode(0o755)).unwrap();
     let (code, stdout, stderr) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
     assert_eq!(code, 0);
-    assert!(stdout.contains("\"permissionDecision\":\"deny\"") && stdout.contains("hooks.yaml:"), "judged alone, on the broken file: {stdout} {stderr}");
+    assert!(
+        stdout.contains("\"permissionDecision\":\"deny\"") && stdout.contains("hooks.yaml:"),
+        "judged alone, on the broken file: {stdout} {stderr}"
+    );
     assert!(server.terminate().success());
 }

@@ -24,6 +24,16 @@ pub enum Forwarded {
     Failed(String),
 }
 
+/// Whether an engine serves the workspace of `endpoint` now: `Err` says why not (for `chokepoint
+/// doctor`). Connects and hangs up without a request, which the server counts as refused.
+pub fn probe(endpoint: &Endpoint) -> Result<(), String> {
+    if !endpoint.socket().exists() {
+        return Err("no engine is serving this workspace".into());
+    }
+    endpoint.check().map_err(|e| e.to_string())?;
+    UnixStream::connect(endpoint.socket()).map(drop).map_err(|e| format!("the engine's socket does not answer: {e}"))
+}
+
 /// Sends `request` to the engine at `endpoint` and waits at most `timeout` for its answer.
 pub fn forward(endpoint: &Endpoint, request: &Request, timeout: Duration) -> Forwarded {
     if !endpoint.socket().exists() {
