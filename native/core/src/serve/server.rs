@@ -39,6 +39,8 @@ pub struct Server {
     stopping: Arc<AtomicBool>,
     counters: Arc<Counters>,
     accept: Option<JoinHandle<()>>,
+    /// The socket file's inode, to remove only our own.
+    inode: u64,
 }
 
 impl Server {
@@ -67,6 +69,9 @@ impl Server {
         let listener = UnixListener::bind(socket).map_err(|e| ServeError::from(format!("cannot listen at {}: {e}", socket.display())))?;
         std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
             .map_err(|e| ServeError::from(format!("cannot restrict {}: {e}", socket.display())))?;
+        let inode = std::fs::metadata(socket)
+            .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+            .map_err(|e| ServeError::from(format!("cannot read {}: {e}", socket.display())))?;
         let stopping = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(Counters::default());
         let accept = std::thread::Builder::new()
@@ -76,7 +81,7 @@ impl Server {
                 move || accept_loop(&listener, &engine, &stopping, &counters)
             })
             .map_err(|e| ServeError::from(format!("cannot start the server thread: {e}")))?;
-        Ok(Server { endpoint, stopping, counters, accept: Some(accept) })
+        Ok(Server { endpoint, stopping, counters, accept: Some(accept), inode })
     }
 
     /// Where it listens.
@@ -99,9 +104,13 @@ impl Server {
     pub fn stop(&mut self) {
         let Some(accept) = self.accept.take() else { return };
         self.stopping.store(true, Ordering::Release);
-        // Wakes the accept loop, which then sees `stopping`.
-        let _ = UnixStream::connect(self.endpoint.socket());
+        // The accept loop looks at `stopping` at least every POLL.
         let _ = accept.join();
+        // Only our own socket: another server may have taken the path since (after someone removed
+        // ours), and its socket is not ours to remove.
+        if std::fs::metadata(self.endpoint.socket()).ok().map(|m| std::os::unix::fs::MetadataExt::ino(&m)) != Some(self.inode) {
+            return;
+        }
         let _ = std::fs::remove_file(self.endpoint.socket());
     }
 }
@@ -112,12 +121,22 @@ impl Drop for Server {
     }
 }
 
+/// How often the accept loop looks whether it should stop while nobody connects.
+const POLL: Duration = Duration::from_millis(100);
+
 fn accept_loop(listener: &UnixListener, engine: &Arc<Engine>, stopping: &AtomicBool, counters: &Arc<Counters>) {
-    for stream in listener.incoming() {
-        if stopping.load(Ordering::Acquire) {
-            return;
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    while !stopping.load(Ordering::Acquire) {
+        let mut ready = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+        if !matches!(poll(&mut ready, PollTimeout::try_from(POLL).unwrap_or(PollTimeout::NONE)), Ok(n) if n > 0) {
+            continue;
         }
-        let Ok(stream) = stream else { continue };
+        let Ok((stream, _)) = listener.accept() else {
+            // Out of file descriptors, say: let some close instead of spinning.
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
         let (engine, counters) = (Arc::clone(engine), Arc::clone(counters));
         let spawned = std::thread::Builder::new().name("chokepoint-serve-call".into()).spawn(move || {
             let counter = if serve(stream, engine) { &counters.served } else { &counters.refused };
@@ -185,5 +204,29 @@ fn same_user(stream: &UnixStream) -> bool {
     match nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials) {
         Ok(peer) => peer.uid() == nix::unistd::getuid().as_raw(),
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stopping_leaves_another_servers_socket_alone() {
+        let (ws, run) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let engine = Arc::new(Engine::open(ws.path()).unwrap());
+        let endpoint = Endpoint::in_dir(&run.path().join("chokepoint"), ws.path());
+        let mut first = Server::start_at(Arc::clone(&engine), endpoint.clone()).unwrap();
+        assert!(Server::start_at(Arc::clone(&engine), endpoint.clone()).unwrap_err().to_string().contains("already serves"));
+        // Someone removes the first one's socket; a second server takes the path.
+        std::fs::remove_file(endpoint.socket()).unwrap();
+        let second = Server::start_at(Arc::clone(&engine), endpoint.clone()).unwrap();
+        let started = std::time::Instant::now();
+        first.stop();
+        assert!(started.elapsed() < Duration::from_secs(2), "stop does not wait on a socket nobody can reach");
+        assert!(endpoint.socket().exists(), "the second server's socket is not the first one's to remove");
+        assert!(UnixStream::connect(endpoint.socket()).is_ok());
+        drop(second);
+        assert!(!endpoint.socket().exists());
     }
 }
