@@ -37,8 +37,8 @@ impl Verdict {
     }
 }
 
-/// What the hook process prints and how it exits.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// What the hook process prints and how it exits (also what the live engine sends the hook back).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Reply {
     pub stdout: String,
     pub stderr: String,

@@ -4,7 +4,6 @@
 //! so does one whose request was refused or whose connection broke early. Only the caller knows
 //! whether time is left for that, so a failure is returned, never answered here.
 
-use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -27,36 +26,34 @@ pub enum Forwarded {
 /// Whether an engine serves the workspace of `endpoint` now: `Err` says why not (for `chokepoint
 /// doctor`). Connects and hangs up without a request, which the server counts as refused.
 pub fn probe(endpoint: &Endpoint) -> Result<(), String> {
+    connect(endpoint).map(drop)
+}
+
+/// A connection to the engine at `endpoint`, once its folder is one to trust; `Err` says why not.
+fn connect(endpoint: &Endpoint) -> Result<UnixStream, String> {
     if !endpoint.socket().exists() {
         return Err("no engine is serving this workspace".into());
     }
     endpoint.check().map_err(|e| e.to_string())?;
-    UnixStream::connect(endpoint.socket()).map(drop).map_err(|e| format!("the engine's socket does not answer: {e}"))
+    UnixStream::connect(endpoint.socket()).map_err(|e| format!("the engine's socket does not answer: {e}"))
 }
 
 /// Sends `request` to the engine at `endpoint` and waits at most `timeout` for its answer.
 pub fn forward(endpoint: &Endpoint, request: &Request, timeout: Duration) -> Forwarded {
-    if !endpoint.socket().exists() {
-        return Forwarded::NotServed("no engine is serving this workspace".into());
-    }
-    if let Err(e) = endpoint.check() {
-        return Forwarded::NotServed(e.to_string());
-    }
-    let mut stream = match UnixStream::connect(endpoint.socket()) {
+    let mut stream = match connect(endpoint) {
         Ok(stream) => stream,
-        Err(e) => return Forwarded::NotServed(format!("the engine's socket does not answer: {e}")),
+        Err(why) => return Forwarded::NotServed(why),
     };
     let sent = (|| {
         stream.set_write_timeout(Some(timeout))?;
         stream.set_read_timeout(Some(timeout))?;
         let body = serde_json::to_vec(request).map_err(std::io::Error::other)?;
         write_frame(&mut stream, &body)?;
-        stream.flush()?;
         let answer = read_frame(&mut stream, MAX_ANSWER)?;
         serde_json::from_slice::<Answer>(&answer).map_err(std::io::Error::other)
     })();
     match sent {
-        Ok(Answer::Reply { stdout, stderr, exit }) => Forwarded::Answered(Reply { stdout, stderr, exit }),
+        Ok(Answer::Reply(reply)) => Forwarded::Answered(reply),
         Ok(Answer::Refused { reason }) => Forwarded::Failed(format!("the engine refused the call: {reason}")),
         Err(e) => Forwarded::Failed(format!("the engine did not answer: {e}")),
     }

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::agents::reply::Reply;
+
 /// The most a request may hold: the hook's own limit on its input (a write's content included), and
 /// a little for the fields around it.
 pub const MAX_REQUEST: u32 = 64 * 1024 * 1024 + 64 * 1024;
@@ -34,7 +36,7 @@ pub struct Request {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Answer {
     /// What the hook prints and how it exits.
-    Reply { stdout: String, stderr: String, exit: u8 },
+    Reply(Reply),
     /// The request was not judged (malformed, too large, too slow): the hook judges it alone.
     Refused { reason: String },
 }

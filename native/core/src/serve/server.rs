@@ -6,7 +6,6 @@
 //! must be ours). What they may send: one frame of at most [`MAX_REQUEST`] bytes, all of it within
 //! [`READ_TIMEOUT`]; anything else is refused and the hook judges alone (`client.rs`).
 
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
@@ -184,7 +183,7 @@ fn serve(mut stream: UnixStream, engine: Arc<Engine>) -> bool {
             })
         }
     };
-    send(&mut stream, &Answer::Reply { stdout: reply.stdout, stderr: reply.stderr, exit: reply.exit }).is_ok()
+    send(&mut stream, &Answer::Reply(reply)).is_ok()
 }
 
 fn read_request(stream: &mut UnixStream) -> Result<Request, String> {
@@ -195,8 +194,7 @@ fn read_request(stream: &mut UnixStream) -> Result<Request, String> {
 
 fn send(stream: &mut UnixStream, answer: &Answer) -> std::io::Result<()> {
     let body = serde_json::to_vec(answer).map_err(std::io::Error::other)?;
-    write_frame(stream, &body)?;
-    stream.flush()
+    write_frame(stream, &body)
 }
 
 /// Whether the peer runs as this process's user (the kernel's word, not the peer's).
