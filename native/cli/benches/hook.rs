@@ -1,6 +1,7 @@
 //! `chokepoint hook` as an agent pays for it: one whole process per hook call, its input on stdin, its
 //! answer on stdout. Five figures, timed in one run and interleaved (each round runs each once, so the
-//! machine's noise falls on all of them alike):
+//! machine's noise falls on all of them alike; the served rounds come last, once a live engine is up,
+//! each with its own spawn of `/bin/true`):
 //!
 //! - `hook.spawn_true`: spawning `/bin/true` with the same input piped in: the floor of any hook;
 //! - `hook.claude.pre_tool_use`: `chokepoint hook --agent claude --local` answering a Claude Code
@@ -12,6 +13,9 @@
 //!   compared with the spawn (target: ≤ 3×);
 //! - `hook.python` and `hook.node`: a minimal Python and Node hook doing the same JSON round trip
 //!   (read the input, answer allow), compared with `hook.claude.pre_tool_use` (target: Python ≥ 30×).
+//!
+//! The program timed is `CHOKEPOINT_BENCH_PROGRAM` when set (`npm run bench` sets it to the program as
+//! shipped, statically linked; see scripts/build.js), else cargo's own build of it.
 //!
 //! Samples go to `target/bench-samples/` (see scripts/bench.js).
 #![allow(clippy::print_stdout)] // a bench reports what it measured
@@ -42,7 +46,8 @@ fn round_trip(command: &mut Command, input: &[u8]) -> u64 {
 }
 
 fn main() {
-    let program = env!("CARGO_BIN_EXE_chokepoint");
+    let program = std::env::var("CHOKEPOINT_BENCH_PROGRAM").unwrap_or_else(|_| env!("CARGO_BIN_EXE_chokepoint").to_owned());
+    let program = program.as_str();
     let ws = tempfile::tempdir().expect("a temporary workspace");
     let root = ws.path();
     std::fs::create_dir_all(root.join(".orchestration")).unwrap();
@@ -95,6 +100,16 @@ fn main() {
     let python = which("python3").expect("python3 on PATH (the Python hook's baseline)");
     let node = which("node").expect("node on PATH (the Node hook's baseline)");
 
+    // Alone first, with no live engine up: then nothing else holds the state database open, as when
+    // VS Code is closed, and the process pays for opening (and closing) it by itself.
+    let (mut t_true, mut t_hook, mut t_served, mut t_python, mut t_node) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        t_true.push(round_trip(&mut Command::new("/bin/true"), input));
+        t_hook.push(round_trip(&mut hook(), input));
+        t_python.push(round_trip(Command::new(&python).args(["-c", PYTHON_HOOK]), input));
+        t_node.push(round_trip(Command::new(&node).args(["-e", NODE_HOOK]), input));
+    }
+
     let mut server = Command::new(program)
         .args(["serve", "--workspace", root.to_str().unwrap()])
         .env("XDG_RUNTIME_DIR", runtime.path())
@@ -112,15 +127,13 @@ fn main() {
     let out = out.expect("the served hook runs");
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty(), "served, a write in scope passes silently: {}", String::from_utf8_lossy(&out.stdout));
-
-    let (mut t_true, mut t_hook, mut t_served, mut t_python, mut t_node) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // The spawn is timed in these rounds too, so the baseline covers both halves of the run.
     for _ in 0..ROUNDS {
         t_true.push(round_trip(&mut Command::new("/bin/true"), input));
-        t_hook.push(round_trip(&mut hook(), input));
         t_served.push(round_trip(&mut hook_in(false), input));
-        t_python.push(round_trip(Command::new(&python).args(["-c", PYTHON_HOOK]), input));
-        t_node.push(round_trip(Command::new(&node).args(["-e", NODE_HOOK]), input));
     }
+    let _ = nix_kill(&server);
+    let _ = server.wait();
     samples::write("hook.spawn_true", None, &t_true);
     samples::write("hook.claude.pre_tool_use", Some("hook.spawn_true"), &t_hook);
     samples::write("hook.claude.pre_tool_use.served", Some("hook.spawn_true"), &t_served);
@@ -130,8 +143,6 @@ fn main() {
         v.sort_unstable();
         v[v.len() / 2] as f64 / 1e6
     };
-    let _ = nix_kill(&server);
-    let _ = server.wait();
     println!(
         "hook: /bin/true {:.2} ms, chokepoint hook alone {:.2} ms, served {:.2} ms, python {:.2} ms, node {:.2} ms (medians of {ROUNDS})",
         median(&mut t_true),

@@ -248,3 +248,43 @@ fn the_asynchronous_entry_answers_a_write_only_once_its_before_image_is_taken() 
         assert_eq!(ranges, [(line, line)], "round {round}: only the appended line is the write's");
     }
 }
+
+/// The files of `.orchestration/state.db` this process has open (Linux: `/proc/self/fd`).
+#[cfg(target_os = "linux")]
+fn open_state_dbs(ws: &tempfile::TempDir) -> usize {
+    let db = fs::canonicalize(ws.path().join(".orchestration")).unwrap().join("state.db");
+    fs::read_dir("/proc/self/fd").unwrap().filter_map(|fd| fs::read_link(fd.ok()?.path()).ok()).filter(|target| *target == db).count()
+}
+
+/// A `chokepoint hook` judging alone opens the engine for one call: one connection to state.db for
+/// the gatekeeper's lease, the expansions and the ledger's head (each connection reads the whole
+/// schema first), and the write-ahead log left for the next process, kept short, instead of a
+/// checkpoint and its syncs at every close.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_engine_opens_the_state_database_once_and_leaves_a_short_log_behind() {
+    let (ws, _) = governed();
+    let wal = ws.path().join(".orchestration/state.db-wal");
+    let write = event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": "src/auth/a.js", "content": "a" }));
+    let select = event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }));
+    for round in 0..60 {
+        let engine = Engine::open(ws.path()).unwrap();
+        if round == 0 {
+            engine.evaluate(select.clone()).unwrap();
+        }
+        assert_eq!(engine.evaluate(write.clone()).unwrap().decision, Decision::Allow);
+        engine.tracer().flush().unwrap();
+        if round == 0 {
+            // Leases and expansions (the gate), the head (the ledger's writer and syncer).
+            assert_eq!(open_state_dbs(&ws), 1, "one connection to state.db per engine");
+        }
+        drop(engine);
+        let pages = fs::metadata(&wal).map(|m| m.len()).unwrap_or(0) / 4096;
+        if round == 0 {
+            assert!(pages > 0, "the log stays when the last connection closes");
+        }
+        // Checkpointed and truncated from 32 pages on; a commit here writes a few pages.
+        assert!(pages <= 40, "round {round}: the log is checkpointed before it grows long ({pages} pages)");
+    }
+    assert_eq!(ledger(&ws).len(), 61);
+}

@@ -1,8 +1,13 @@
-//! How every SQLite connection of the engine waits for a lock another process holds: the leases and
-//! the ledger's head share `state.db`, and wait for it the same way.
+//! The state database (`.orchestration/state.db`): how a connection to it is opened and waits for a
+//! lock another process holds, and [`StateDb`], the one connection a process shares between the
+//! stores kept in it (the leases, the scope expansions, the ledger's head).
 
-use rusqlite::ErrorCode;
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, ErrorCode};
 use std::hash::{BuildHasher, RandomState};
+use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How long one statement waits for another connection's lock ([`busy_wait`]) before answering busy.
@@ -41,4 +46,101 @@ pub(crate) fn busy_wait() -> impl FnMut(i32) -> bool + Send + 'static {
 
 pub(crate) fn is_busy(error: &rusqlite::Error) -> bool {
     matches!(error.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+}
+
+/// How long a write-ahead log a closing connection leaves for the next process: 32 pages (the log
+/// holds a 24-byte header and the page for each).
+///
+/// Why a bound: the first process to open the database after all others closed it rebuilds the
+/// log's index by reading the whole log (SQLite keeps that index in shared memory, discarded with
+/// the last connection), and forgets that a checkpoint had copied it, so the log is never started
+/// over until a checkpoint runs and a write follows in one sitting. A `chokepoint hook` judging alone
+/// commits a page or two, so a log left as it is grows by that at each call, and so does the read.
+/// Past this length, the closing connection checkpoints and truncates it (three syncs), about every
+/// twenty calls; below, reading it costs tens of microseconds.
+const LONG_LOG_BYTES: u64 = 32 * (24 + 4096);
+
+/// Opens a connection to the state database at `db` (creating the file if missing) that waits for
+/// other connections' locks with [`busy_wait`] and leaves the write-ahead log in place when it closes.
+///
+/// Why no checkpoint on close: SQLite's last connection to close a WAL database copies the log into
+/// the database and deletes it, and the next connection to write creates it again. For a process
+/// per hook call (`chokepoint hook` judging alone) that was five syncs per call besides the ledger's
+/// one (the new log's header and its folder, then the log, the folder and the database at the
+/// checkpoint), about a millisecond. Left in place, the log is checkpointed by SQLite's automatic
+/// checkpoint while a process keeps the database open (VS Code, `chokepoint serve`), and by
+/// [`StateDb`]'s drop once it is long ([`LONG_LOG_BYTES`]).
+fn open(db: &Path) -> rusqlite::Result<Connection> {
+    let mut conn = Connection::open(db)?;
+    conn.busy_handler(Some(busy_wait()))?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    Ok(conn)
+}
+
+/// One connection to a state database, opened on first use and shared by every store of one engine
+/// that keeps its table there.
+///
+/// Why one: each SQLite connection reads and parses the whole schema before its first statement, and
+/// the first one after all others closed also rebuilds the write-ahead log's index. With a connection
+/// per store (leases, expansions, and the head for the ledger's writer and for its syncer), a cold
+/// `chokepoint hook` opened the database four times, about a third of its judging. The stores take
+/// the connection for one statement or one transaction at a time, so none holds it across another's
+/// work; other processes open their own.
+#[derive(Debug)]
+pub(crate) struct StateDb {
+    path: PathBuf,
+    conn: Mutex<Option<Connection>>,
+}
+
+/// The connection, held: other threads of this process wait for it.
+pub(crate) struct StateGuard<'a>(MutexGuard<'a, Option<Connection>>);
+
+impl Deref for StateGuard<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.0.as_ref().expect("a guard is handed out only once the connection is open")
+    }
+}
+
+impl DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Connection {
+        self.0.as_mut().expect("a guard is handed out only once the connection is open")
+    }
+}
+
+impl Drop for StateDb {
+    /// Checkpoints and truncates a long write-ahead log ([`LONG_LOG_BYTES`]), without waiting: while
+    /// another connection reads or writes, this is not the last one, and a later close does it.
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.get_mut().unwrap_or_else(PoisonError::into_inner).as_mut() else { return };
+        let mut log = self.path.clone().into_os_string();
+        log.push("-wal");
+        if std::fs::metadata(&log).is_ok_and(|m| m.len() > LONG_LOG_BYTES) && conn.busy_handler(None::<fn(i32) -> bool>).is_ok() {
+            // Its answer (busy or not, frames copied) changes nothing here.
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
+    }
+}
+
+impl StateDb {
+    /// The database at `path`; nothing is opened (nor created) until [`StateDb::lock`].
+    pub(crate) fn new(path: impl Into<PathBuf>) -> StateDb {
+        StateDb { path: path.into(), conn: Mutex::new(None) }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection, opened (and the file created, its folder must exist) on the first call; a
+    /// failed open is tried again by the next call.
+    pub(crate) fn lock(&self) -> rusqlite::Result<StateGuard<'_>> {
+        // A panic in another thread mid-transaction rolled that transaction back as it unwound, so
+        // the connection behind a poisoned lock is still usable.
+        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        if conn.is_none() {
+            *conn = Some(open(&self.path)?);
+        }
+        Ok(StateGuard(conn))
+    }
 }

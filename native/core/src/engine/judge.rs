@@ -253,8 +253,13 @@ impl Engine {
             ));
         }
         let sidecar = Sidecar::new(root);
-        let gatekeeper =
-            Arc::new(crate::scope::gatekeeper::Gatekeeper::new(crate::scope::canonical::Workspace::new(root)?, sidecar.clone()));
+        // One connection to state.db for the gatekeeper's leases and expansions and the ledger's head.
+        let state = Arc::new(crate::base::sqlite::StateDb::new(sidecar.state_db()));
+        let gatekeeper = Arc::new(crate::scope::gatekeeper::Gatekeeper::sharing(
+            crate::scope::canonical::Workspace::new(root)?,
+            sidecar.clone(),
+            Arc::clone(&state),
+        ));
         let mut all = vec![Registration::native(
             crate::scope::gatekeeper::HOOK_NAME,
             Priority::Critical,
@@ -262,7 +267,7 @@ impl Engine {
             gatekeeper.clone(),
         )];
         all.extend(registrations);
-        let tracer = Arc::new(crate::engine::trace::Tracer::new(Sidecar::new(root)));
+        let tracer = Arc::new(crate::engine::trace::Tracer::sharing(sidecar.clone(), state));
         let engine = Engine {
             approvals: crate::approvals::Approvals::new(Some(approval_sink(Arc::clone(&tracer)))),
             sidecar,

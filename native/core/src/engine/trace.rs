@@ -13,6 +13,7 @@
 //! reader sees every record that is durable, whichever process wrote it.
 
 use crate::base::sidecar::Sidecar;
+use crate::base::sqlite::StateDb;
 use crate::ledger::blame::BlameLine;
 use crate::ledger::index::{Filter, Index};
 use crate::ledger::writer::{Appended, Ledger, Recovery};
@@ -34,6 +35,7 @@ const MAX_IMAGE_BYTES: u64 = 8 * 1024 * 1024;
 #[derive(Debug)]
 pub struct Tracer {
     sidecar: Sidecar,
+    state: Arc<StateDb>,
     ledger: OnceLock<Ledger>,
     images: Arc<Images>,
     recovery: Mutex<Option<Recovery>>,
@@ -56,8 +58,15 @@ const NOT_GOVERNED: &str = "the workspace has no .orchestration folder; nothing 
 
 impl Tracer {
     pub fn new(sidecar: Sidecar) -> Tracer {
+        let state = Arc::new(StateDb::new(sidecar.state_db()));
+        Tracer::sharing(sidecar, state)
+    }
+
+    /// A tracer whose ledger keeps its head on `state`, the connection the engine shares between its
+    /// stores.
+    pub(crate) fn sharing(sidecar: Sidecar, state: Arc<StateDb>) -> Tracer {
         let images = Arc::new(Images { root: sidecar.workspace_root().to_path_buf(), before: Mutex::default() });
-        Tracer { sidecar, ledger: OnceLock::new(), images, recovery: Mutex::default(), index: OnceLock::new() }
+        Tracer { sidecar, state, ledger: OnceLock::new(), images, recovery: Mutex::default(), index: OnceLock::new() }
     }
 
     /// The ledger, opened on first use; `Err` when the workspace is not governed or the ledger cannot
@@ -72,7 +81,8 @@ impl Tracer {
             return Err(NOT_GOVERNED.to_owned().into());
         }
         self.sidecar.ignore_runtime_files();
-        let (ledger, recovery) = Ledger::open(&self.sidecar).map_err(|e| format!("cannot open the trace ledger: {e}"))?;
+        let (ledger, recovery) =
+            Ledger::open_sharing(&self.sidecar, Arc::clone(&self.state)).map_err(|e| format!("cannot open the trace ledger: {e}"))?;
         if self.ledger.set(ledger).is_ok() {
             *self.recovery.lock().unwrap_or_else(|p| p.into_inner()) = recovery;
         }

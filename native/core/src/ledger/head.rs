@@ -17,11 +17,13 @@
 //!   database for its schema; the head's schema is versioned by its table name instead.
 
 use std::hash::{BuildHasher, RandomState};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::base::sqlite::StateDb;
 
 use super::error::LedgerError;
 
@@ -39,20 +41,25 @@ const SCHEMA: &str = "
 /// How long an operation retries a busy database before it fails with [`LedgerError::Busy`].
 const BUSY_GIVE_UP: Duration = Duration::from_secs(10);
 
-/// A connection to the head's table. Not shared between threads: the ledger's writer thread owns one.
-#[derive(Debug)]
+/// The head's table, on the state database's connection (shared with the engine's other stores, and
+/// between the ledger's writer and syncer threads).
+#[derive(Debug, Clone)]
 pub struct HeadStore {
-    db: PathBuf,
-    conn: Connection,
+    state: Arc<StateDb>,
 }
 
 impl HeadStore {
     /// Opens the state database at `db` (creating it and the head's table if missing); its folder must
     /// exist.
     pub fn open(db: &Path) -> Result<HeadStore, LedgerError> {
-        let conn = Connection::open(db).map_err(sqlite(db, "open"))?;
-        let mut store = HeadStore { db: db.to_owned(), conn };
-        store.conn.busy_handler(Some(crate::base::sqlite::busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
+        HeadStore::on(Arc::new(StateDb::new(db)))
+    }
+
+    /// The head's table in `state`, the connection the engine shares between its stores.
+    pub(crate) fn on(state: Arc<StateDb>) -> Result<HeadStore, LedgerError> {
+        // Opened here, so that a database that cannot be opened says so rather than "set up" failing.
+        drop(state.lock().map_err(|source| LedgerError::Sqlite { db: state.path().to_owned(), op: "open", source: Arc::new(source) })?);
+        let mut store = HeadStore { state };
         store.retrying("set up the ledger head", |conn| {
             // WAL as the lease module sets it: the mode is stored in the file, so whichever module
             // opens the database first sets it for both; a file system without shared memory keeps
@@ -66,7 +73,7 @@ impl HeadStore {
 
     /// The database file.
     pub fn path(&self) -> &Path {
-        &self.db
+        self.state.path()
     }
 
     /// The head, or `None` if no append has written one yet.
@@ -104,14 +111,14 @@ impl HeadStore {
         let jitter = RandomState::new();
         let mut tries = 0u32;
         loop {
-            match attempt(&self.conn) {
+            match self.state.lock().and_then(|conn| attempt(&conn)) {
                 Ok(value) => return Ok(value),
                 Err(error) if crate::base::sqlite::is_busy(&error) => {}
-                Err(source) => return Err(LedgerError::Sqlite { db: self.db.clone(), op, source: Arc::new(source) }),
+                Err(source) => return Err(LedgerError::Sqlite { db: self.path().to_owned(), op, source: Arc::new(source) }),
             }
             let waited = started.elapsed();
             if waited >= BUSY_GIVE_UP {
-                return Err(LedgerError::Busy { db: self.db.clone(), waited });
+                return Err(LedgerError::Busy { db: self.path().to_owned(), waited });
             }
             let ceiling = 100u64 << tries.min(8);
             let micros = ceiling / 2 + jitter.hash_one(tries) % (ceiling / 2 + 1);
@@ -127,9 +134,7 @@ pub fn read(db: &Path) -> Result<Option<Head>, LedgerError> {
     if !db.exists() {
         return Ok(None);
     }
-    let conn = Connection::open(db).map_err(sqlite(db, "open"))?;
-    let mut store = HeadStore { db: db.to_owned(), conn };
-    store.conn.busy_handler(Some(crate::base::sqlite::busy_wait())).map_err(sqlite(db, "set the busy timeout"))?;
+    let mut store = HeadStore { state: Arc::new(StateDb::new(db)) };
     let exists = store.retrying("read the ledger head", |conn| {
         conn.prepare_cached("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'ledger_head_v1'")?.exists([])
     })?;
@@ -137,10 +142,6 @@ pub fn read(db: &Path) -> Result<Option<Head>, LedgerError> {
         return Ok(None);
     }
     store.read()
-}
-
-fn sqlite<'a>(db: &'a Path, op: &'static str) -> impl FnOnce(rusqlite::Error) -> LedgerError + 'a {
-    move |source| LedgerError::Sqlite { db: db.to_owned(), op, source: Arc::new(source) }
 }
 
 /// A count or time as SQLite's signed INTEGER; nothing written here comes near `i64::MAX`.
@@ -166,7 +167,7 @@ mod tests {
         store.write(3, "abc", 17).unwrap();
         store.write(4, "def", 18).unwrap();
         assert_eq!(read(&db).unwrap(), Some(Head { count: 4, hash: "def".into(), updated_at_ms: 18 }));
-        let version: i64 = store.conn.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
+        let version: i64 = store.state.lock().unwrap().query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
         assert_eq!(version, 0, "user_version belongs to the lease module");
         // The lease module opens the same database afterwards and finds its schema to create.
         crate::scope::leases::Leases::open(&db).unwrap();

@@ -58,6 +58,7 @@ use super::ticket::{self, Settle};
 pub use super::ticket::{Reply, Ticket};
 use crate::base::clock;
 use crate::base::sidecar::Sidecar;
+use crate::base::sqlite::StateDb;
 
 /// At most this many records go into one write and one sync, so that a flood of enqueues still sees
 /// its first records acknowledged after one bounded write.
@@ -206,6 +207,12 @@ impl Ledger {
     /// head: a ledger shorter than its head, or whose head record differs, is refused
     /// ([`LedgerError::HeadMismatch`]).
     pub fn open(sidecar: &Sidecar) -> Result<(Ledger, Option<Recovery>), LedgerError> {
+        Ledger::open_sharing(sidecar, Arc::new(StateDb::new(sidecar.state_db())))
+    }
+
+    /// [`Ledger::open`] keeping the head on `state`, the connection the engine shares between its
+    /// stores.
+    pub(crate) fn open_sharing(sidecar: &Sidecar, state: Arc<StateDb>) -> Result<(Ledger, Option<Recovery>), LedgerError> {
         let ledger_path = sidecar.trace_ledger();
         let lock_path = ledger_path.with_extension("lock");
         let lock = OpenOptions::new()
@@ -215,7 +222,7 @@ impl Ledger {
             .truncate(false)
             .open(&lock_path)
             .map_err(io_error(&lock_path, "open the lock file"))?;
-        let head = HeadStore::open(&sidecar.state_db())?;
+        let head = HeadStore::on(state)?;
         let file = open_ledger(&ledger_path)?;
         let mut writer = Writer {
             identity: identity(&file),
@@ -257,9 +264,9 @@ impl Ledger {
             durable_seq: AtomicU64::new(0),
             sync_failed: Mutex::new(None),
         });
-        // Its own connection: the head is read under the lock by the writer and written after each
-        // sync by the syncer.
-        let syncer = Syncer { head: HeadStore::open(&sidecar.state_db())?, ledger: writer.ledger.clone(), failed: None };
+        // The head is read under the lock by the writer and written after each sync by the syncer,
+        // each taking the connection for one statement.
+        let syncer = Syncer { head: writer.head.clone(), ledger: writer.ledger.clone(), failed: None };
         let thread = std::thread::Builder::new()
             .name("chokepoint-ledger".into())
             .spawn({

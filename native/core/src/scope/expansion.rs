@@ -7,12 +7,12 @@
 //! way, and the approval is a fact worth keeping (who approved what, when, and why it was asked).
 //! Saving it into `active_intents.yaml` for good is a separate, explicit step ([`write_back`]).
 
+use crate::base::sqlite::StateDb;
 use crate::scope::error::ScopeError;
 use crate::scope::intents::IntentSet;
-use rusqlite::{Connection, params};
+use rusqlite::params;
 use std::path::Path;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::Arc;
 
 /// One approved expansion.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub struct Expansion {
 /// The approved expansions of one workspace.
 #[derive(Debug)]
 pub struct Expansions {
-    db: Mutex<Connection>,
+    state: Arc<StateDb>,
 }
 
 fn db_error(e: rusqlite::Error) -> String {
@@ -39,10 +39,14 @@ fn db_error(e: rusqlite::Error) -> String {
 
 impl Expansions {
     pub fn open(db: &Path) -> Result<Expansions, ScopeError> {
-        let conn = Connection::open(db).map_err(db_error)?;
+        Expansions::on(Arc::new(StateDb::new(db)))
+    }
+
+    /// The expansions in `state`, the connection the engine shares between its stores.
+    pub(crate) fn on(state: Arc<StateDb>) -> Result<Expansions, ScopeError> {
         // The database is shared with the lease table and with other processes: wait for a writer
         // rather than fail, and let readers run beside it (WAL).
-        conn.busy_timeout(Duration::from_secs(5)).map_err(db_error)?;
+        let conn = state.lock().map_err(db_error)?;
         conn.pragma_update(None, "journal_mode", "WAL").map_err(db_error)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS scope_expansions_v1 (
@@ -56,12 +60,13 @@ impl Expansions {
              CREATE INDEX IF NOT EXISTS scope_expansions_v1_by_session ON scope_expansions_v1 (session, intent);",
         )
         .map_err(db_error)?;
-        Ok(Expansions { db: Mutex::new(conn) })
+        drop(conn);
+        Ok(Expansions { state })
     }
 
     /// Records an approval. The paths must have passed [`check_globs`].
     pub fn approve(&self, expansion: &Expansion) -> Result<(), ScopeError> {
-        let db = self.db.lock().unwrap_or_else(|p| p.into_inner());
+        let db = self.state.lock().map_err(db_error)?;
         db.execute(
             "INSERT INTO scope_expansions_v1 (session, intent, paths, justification, approved_by, approved_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![
@@ -84,7 +89,7 @@ impl Expansions {
 
     /// The approvals of one session, or of every session, oldest first.
     pub fn list(&self, session: Option<&str>) -> Result<Vec<Expansion>, ScopeError> {
-        let db = self.db.lock().unwrap_or_else(|p| p.into_inner());
+        let db = self.state.lock().map_err(db_error)?;
         let mut stmt = db
             .prepare_cached(
                 "SELECT session, intent, paths, justification, approved_by, approved_at_ms FROM scope_expansions_v1

@@ -17,6 +17,7 @@
 //! protected whether it has one or not.
 
 use crate::base::sidecar::Sidecar;
+use crate::base::sqlite::StateDb;
 use crate::hooks::chain::NativeHook;
 use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
 use crate::model::event::{Event, EventKind, ResolvedPath};
@@ -130,6 +131,7 @@ impl ShellScope {
 pub struct Gatekeeper {
     workspace: Workspace,
     sidecar: Sidecar,
+    state: Arc<StateDb>,
     governance: GlobSet,
     config: RwLock<Arc<GateConfig>>,
     // Opened on first use: judging a read-only workspace, or one nobody selects intents in, creates
@@ -144,9 +146,17 @@ impl Gatekeeper {
     /// A gatekeeper for `workspace`, with intent gating off until [`Gatekeeper::configure`] gives it
     /// intents.
     pub fn new(workspace: Workspace, sidecar: Sidecar) -> Gatekeeper {
+        let state = Arc::new(StateDb::new(sidecar.state_db()));
+        Gatekeeper::sharing(workspace, sidecar, state)
+    }
+
+    /// A gatekeeper whose leases and expansions are kept on `state`, the connection the engine shares
+    /// between its stores.
+    pub(crate) fn sharing(workspace: Workspace, sidecar: Sidecar, state: Arc<StateDb>) -> Gatekeeper {
         Gatekeeper {
             workspace,
             sidecar,
+            state,
             governance: governance_set(),
             config: RwLock::new(Arc::new(GateConfig::new(IntentSet::default(), false, GatekeeperConfig::default()))),
             leases: OnceLock::new(),
@@ -173,14 +183,15 @@ impl Gatekeeper {
         self.leases
             .get_or_init(|| {
                 self.sidecar.ignore_runtime_files();
-                Leases::open(&self.sidecar.state_db()).map_err(|e| format!("cannot open the intent lock database: {e}"))
+                Leases::on(Arc::clone(&self.state), crate::base::clock::now_ms)
+                    .map_err(|e| format!("cannot open the intent lock database: {e}"))
             })
             .as_ref()
             .map_err(Clone::clone)
     }
 
     fn expansion_store(&self) -> Result<&Expansions, ScopeError> {
-        self.expansions.get_or_init(|| Expansions::open(&self.sidecar.state_db())).as_ref().map_err(Clone::clone)
+        self.expansions.get_or_init(|| Expansions::on(Arc::clone(&self.state))).as_ref().map_err(Clone::clone)
     }
 
     fn forget(&self, session: &str) {

@@ -28,13 +28,13 @@
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use crate::base::clock;
-use crate::base::sqlite::{busy_wait, is_busy};
+use crate::base::sqlite::{StateDb, is_busy};
 
 /// The schema version this build writes, kept in `PRAGMA user_version`. A database with a newer one
 /// is refused rather than misread.
@@ -200,17 +200,16 @@ impl std::error::Error for AcquireError {
     }
 }
 
-/// The lease table of one workspace. One connection, shared by the threads of this process; other
-/// processes open their own.
+/// The lease table of one workspace. One connection, shared by the threads of this process (and with
+/// the engine's other stores in `state.db`); other processes open their own.
 pub struct Leases {
-    db: PathBuf,
-    conn: Mutex<Connection>,
+    state: Arc<StateDb>,
     clock: Box<dyn Fn() -> u64 + Send + Sync>,
 }
 
 impl fmt::Debug for Leases {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Leases").field("db", &self.db).finish_non_exhaustive()
+        f.debug_struct("Leases").field("db", &self.state.path()).finish_non_exhaustive()
     }
 }
 
@@ -290,10 +289,15 @@ impl Leases {
     /// [`Leases::open`] with another source of "now" in unix milliseconds (tests move time by hand).
     /// Every process on one database must agree on the clock, so outside tests use [`Leases::open`].
     pub fn open_with_clock(db: &Path, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Result<Leases, LeaseError> {
-        let sqlite = |op| move |source| LeaseError::Sqlite { db: db.to_owned(), op, source };
-        let mut conn = Connection::open(db).map_err(sqlite("open"))?;
-        conn.busy_handler(Some(busy_wait())).map_err(sqlite("set the busy timeout"))?;
-        let leases = Leases { db: db.to_owned(), conn: Mutex::new(conn), clock: Box::new(clock) };
+        Leases::on(Arc::new(StateDb::new(db)), clock)
+    }
+
+    /// The lease table in `state`, the connection the engine shares between its stores.
+    pub(crate) fn on(state: Arc<StateDb>, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Result<Leases, LeaseError> {
+        let db = state.path().to_owned();
+        // Opened here, so that a database that cannot be opened says so rather than "set up" failing.
+        drop(state.lock().map_err(|source| LeaseError::Sqlite { db: db.clone(), op: "open", source })?);
+        let leases = Leases { state, clock: Box::new(clock) };
         // Several processes may open a new database at once: switching it to WAL and creating the
         // schema can meet a busy database like any write, so both go through the same retries.
         leases
@@ -319,13 +323,13 @@ impl Leases {
                 tx.commit()?;
                 Ok(Step::Done(Ok(())))
             })?
-            .map_err(|found| LeaseError::NewerSchema { db: db.to_owned(), found, supported: SCHEMA_VERSION })?;
+            .map_err(|found| LeaseError::NewerSchema { db, found, supported: SCHEMA_VERSION })?;
         Ok(leases)
     }
 
     /// The database file this opened.
     pub fn path(&self) -> &Path {
-        &self.db
+        self.state.path()
     }
 
     /// Takes `intent` for `holder` for `ttl`: free, released or expired (another session's lease is
@@ -508,21 +512,16 @@ impl Leases {
         let jitter = RandomState::new();
         let mut tries = 0u32;
         loop {
-            let outcome = {
-                // A panic in another thread mid-transaction rolled that transaction back when it
-                // unwound, so the connection behind a poisoned lock is still usable.
-                let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-                attempt(&mut conn)
-            };
+            let outcome = self.state.lock().and_then(|mut conn| attempt(&mut conn));
             match outcome {
                 Ok(Step::Done(value)) => return Ok(value),
                 Ok(Step::Retry) => {}
                 Err(error) if is_busy(&error) => {}
-                Err(source) => return Err(LeaseError::Sqlite { db: self.db.clone(), op, source }),
+                Err(source) => return Err(LeaseError::Sqlite { db: self.path().to_owned(), op, source }),
             }
             let waited = started.elapsed();
             if waited >= BUSY_GIVE_UP {
-                return Err(LeaseError::Busy { db: self.db.clone(), waited });
+                return Err(LeaseError::Busy { db: self.path().to_owned(), waited });
             }
             // 0.1 ms doubling to a 25 ms ceiling, each sleep drawn uniformly from its upper half.
             let ceiling = 100u64 << tries.min(8);
@@ -642,7 +641,7 @@ mod tests {
         let winner = leases.acquire("INT-001", &Holder::new("s-2", None), ttl).unwrap();
         assert_eq!(winner.version, 2);
 
-        let mut conn = leases.conn.lock().unwrap();
+        let mut conn = leases.state.lock().unwrap();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
         let stale = Lease { version: 2, ..first };
         assert!(!cas(&tx, 1, &stale, None).unwrap(), "version 1 is gone");
