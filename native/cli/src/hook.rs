@@ -127,11 +127,18 @@ fn judge_in(workspace: &Path, call: &Call, options: &HookOptions) -> Reply {
             );
         }
     };
-    let reply = crate::block_on(answer(&engine, call, options));
+    // The ledger is opened beside the judging (its lock, its tail, its writer thread), so that the
+    // event's record waits only for its write and sync: a process per call pays for opening it each
+    // time, and a second core is idle meanwhile. The judging waits for this open when it gets there
+    // first, and a gate whose record cannot be made is denied as ever.
+    let reply = std::thread::scope(|scope| {
+        scope.spawn(|| drop(engine.tracer().ledger()));
+        crate::block_on(answer(&engine, call, options))
+    });
     // What nobody waited for (a session's start, a tool's result) is made durable before the process
     // ends; a gate's record already was, before its answer.
-    // The databases are closed as usual: a process that left SQLite's log unchecked would make the
-    // next one read the whole log back when it opens (measured: slower than the checkpoint's syncs).
+    // The engine is dropped as usual: the state database's connection checkpoints a long log as it
+    // closes (see chokepoint_core's base::sqlite), which bounds what the next process reads back.
     if let Err(e) = engine.tracer().flush()
         && !call.is_gate()
     {

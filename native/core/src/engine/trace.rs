@@ -37,6 +37,7 @@ pub struct Tracer {
     sidecar: Sidecar,
     state: Arc<StateDb>,
     ledger: OnceLock<Ledger>,
+    opening: Mutex<()>,
     images: Arc<Images>,
     recovery: Mutex<Option<Recovery>>,
     /// The index, opened on the first read. A failure to open is not kept: the next read tries again
@@ -66,12 +67,26 @@ impl Tracer {
     /// stores.
     pub(crate) fn sharing(sidecar: Sidecar, state: Arc<StateDb>) -> Tracer {
         let images = Arc::new(Images { root: sidecar.workspace_root().to_path_buf(), before: Mutex::default() });
-        Tracer { sidecar, state, ledger: OnceLock::new(), images, recovery: Mutex::default(), index: OnceLock::new() }
+        Tracer {
+            sidecar,
+            state,
+            ledger: OnceLock::new(),
+            opening: Mutex::default(),
+            images,
+            recovery: Mutex::default(),
+            index: OnceLock::new(),
+        }
     }
 
     /// The ledger, opened on first use; `Err` when the workspace is not governed or the ledger cannot
     /// be opened (the reason, for the output channel).
     pub fn ledger(&self) -> Result<&Ledger, TraceError> {
+        if let Some(ledger) = self.ledger.get() {
+            return Ok(ledger);
+        }
+        // One opener at a time: a caller that comes while another opens it (`chokepoint hook` opens
+        // it ahead, beside the judging) waits for that ledger rather than opening a second one.
+        let _opening = self.opening.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(ledger) = self.ledger.get() {
             return Ok(ledger);
         }

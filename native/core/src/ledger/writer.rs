@@ -392,8 +392,9 @@ impl Drop for Ledger {
     }
 }
 
-/// The writer thread: takes the queue, writes it as one batch and hands it to the syncer thread, until
-/// closed; then waits for the syncer to settle what it was handed.
+/// The writer thread: takes the queue, writes it as one batch and settles it, or hands it to the syncer
+/// thread while another is in flight, until closed; then waits for the syncer to settle what it was
+/// handed.
 fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
     let syncer = Arc::new(Mutex::new(syncer));
     /// Marks the writer stopped and fails whatever is still queued, also if a bug makes the thread
@@ -412,14 +413,9 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
         }
     }
     let _stop = Stop(shared);
-    let (to_syncer, written) = mpsc::channel::<Stage>();
-    let syncing = std::thread::Builder::new().name("chokepoint-ledger-sync".into()).spawn({
-        let shared = Arc::clone(shared);
-        let syncer = Arc::clone(&syncer);
-        move || Syncer::run(&syncer, &shared, &written)
-    });
-    // Without a syncer nothing could be acknowledged: `Stop` fails what is queued.
-    let Ok(syncing) = syncing else { return };
+    // Started at the first hand-off: a process that writes one batch at a time (a `chokepoint hook`
+    // judging alone) settles each on this thread and never needs it.
+    let mut syncing: Option<(mpsc::Sender<Stage>, JoinHandle<()>)> = None;
     let mut batch: Vec<Pending> = Vec::new();
     loop {
         {
@@ -466,13 +462,31 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
             syncer.lock().unwrap_or_else(PoisonError::into_inner).settle(shared, vec![stage]);
             continue;
         }
+        if syncing.is_none() {
+            let (to_syncer, written) = mpsc::channel::<Stage>();
+            let started = std::thread::Builder::new().name("chokepoint-ledger-sync".into()).spawn({
+                let shared = Arc::clone(shared);
+                let syncer = Arc::clone(&syncer);
+                move || Syncer::run(&syncer, &shared, &written)
+            });
+            // Without a syncer thread this one settles every batch itself, without the overlap.
+            if let Ok(thread) = started {
+                syncing = Some((to_syncer, thread));
+            }
+        }
+        let Some((to_syncer, _)) = &syncing else {
+            syncer.lock().unwrap_or_else(PoisonError::into_inner).settle(shared, vec![stage]);
+            continue;
+        };
         shared.staged.fetch_add(1, Ordering::AcqRel);
         if to_syncer.send(stage).is_err() {
             break;
         }
     }
-    drop(to_syncer);
-    let _ = syncing.join();
+    if let Some((to_syncer, thread)) = syncing {
+        drop(to_syncer);
+        let _ = thread.join();
+    }
 }
 
 /// How the writer thread builds a record a producer deferred ([`Ledger::enqueue_deferred`]).
