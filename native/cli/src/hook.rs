@@ -136,10 +136,11 @@ fn judge_in(workspace: &Path, call: &Call, options: &HookOptions) -> Reply {
         crate::block_on(answer(&engine, call, options))
     });
     // What nobody waited for (a session's start, a tool's result) is made durable before the process
-    // ends; a gate's record already was, before its answer.
-    // The engine is dropped as usual: the state database's connection checkpoints a long log as it
-    // closes (see chokepoint_core's base::sqlite), which bounds what the next process reads back.
-    if let Err(e) = engine.tracer().flush()
+    // ends; a gate's record already was, before its answer. Then the engine is left to the exit that
+    // follows (`Engine::before_exit` says why).
+    let flushed = engine.before_exit();
+    std::mem::forget(engine);
+    if let Err(e) = flushed
         && !call.is_gate()
     {
         return Reply { stderr: format!("{}chokepoint: the trace could not be written: {e}\n", reply.stderr), ..reply };

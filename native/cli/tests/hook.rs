@@ -383,3 +383,21 @@ fn vs_codes_agent_running_claude_codes_hooks_has_its_writes_judged() {
     assert!(reply.blocks(Agent::ClaudeCode), "{reply:?}");
     assert!(reply.stdout.contains("no intent is selected"), "{}", reply.stdout);
 }
+
+/// A hook judging alone leaves its engine to the process's exit (`Engine::before_exit`): every call
+/// is still in the ledger, and SQLite's log is still kept short for the next process, which reads it
+/// back whole.
+#[test]
+fn hooks_judging_alone_record_every_call_and_leave_a_short_log() {
+    let ws = workspace_for(Scenario::Selected, Some((Agent::ClaudeCode, "claude:s1")));
+    let ledger = ws.path().join(".orchestration/agent_trace.jsonl");
+    let records = || fs::read_to_string(&ledger).unwrap_or_default().lines().count();
+    let before = records();
+    let write = json!({"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path": ws.path().join("src/a.ts"),"content":"x"}});
+    for round in 0..50 {
+        assert_eq!(hook(Agent::ClaudeCode, ws.path(), None, &write.to_string()), Reply::default(), "round {round}");
+        let log = fs::metadata(ws.path().join(".orchestration/state.db-wal")).map_or(0, |m| m.len());
+        assert!(log <= 40 * (24 + 4096), "round {round}: the log holds {log} bytes");
+    }
+    assert_eq!(records() - before, 50, "one record per call, durable before the process exited");
+}

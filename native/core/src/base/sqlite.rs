@@ -109,16 +109,8 @@ impl DerefMut for StateGuard<'_> {
 }
 
 impl Drop for StateDb {
-    /// Checkpoints and truncates a long write-ahead log ([`LONG_LOG_BYTES`]), without waiting: while
-    /// another connection reads or writes, this is not the last one, and a later close does it.
     fn drop(&mut self) {
-        let Some(conn) = self.conn.get_mut().unwrap_or_else(PoisonError::into_inner).as_mut() else { return };
-        let mut log = self.path.clone().into_os_string();
-        log.push("-wal");
-        if std::fs::metadata(&log).is_ok_and(|m| m.len() > LONG_LOG_BYTES) && conn.busy_handler(None::<fn(i32) -> bool>).is_ok() {
-            // Its answer (busy or not, frames copied) changes nothing here.
-            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
-        }
+        self.shorten_log();
     }
 }
 
@@ -130,6 +122,21 @@ impl StateDb {
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Checkpoints and truncates the write-ahead log if it is long ([`LONG_LOG_BYTES`]), without
+    /// waiting: while another connection reads or writes, this is not the last one, and a later close
+    /// does it. Done when the connection closes, and by a process that exits without closing it.
+    pub(crate) fn shorten_log(&self) {
+        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(conn) = conn.as_mut() else { return };
+        let mut log = self.path.clone().into_os_string();
+        log.push("-wal");
+        if std::fs::metadata(&log).is_ok_and(|m| m.len() > LONG_LOG_BYTES) && conn.busy_handler(None::<fn(i32) -> bool>).is_ok() {
+            // Its answer (busy or not, frames copied) changes nothing here.
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+            let _ = conn.busy_handler(Some(busy_wait()));
+        }
     }
 
     /// The connection, opened (and the file created, its folder must exist) on the first call; a

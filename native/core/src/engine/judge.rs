@@ -226,6 +226,8 @@ pub struct Engine {
     /// The cancel flag of each session's contained command while it runs (queued or running).
     running: std::sync::Mutex<HashMap<String, Arc<std::sync::atomic::AtomicBool>>>,
     tracer: Arc<crate::engine::trace::Tracer>,
+    /// The connection to state.db that the gatekeeper and the tracer share.
+    state: Arc<crate::base::sqlite::StateDb>,
     /// The Pendings of this engine; reconfigured from the last good hooks.yaml on every load.
     approvals: crate::approvals::Approvals,
     registrations: RwLock<Vec<Registration>>,
@@ -267,7 +269,7 @@ impl Engine {
             gatekeeper.clone(),
         )];
         all.extend(registrations);
-        let tracer = Arc::new(crate::engine::trace::Tracer::sharing(sidecar.clone(), state));
+        let tracer = Arc::new(crate::engine::trace::Tracer::sharing(sidecar.clone(), Arc::clone(&state)));
         let engine = Engine {
             approvals: crate::approvals::Approvals::new(Some(approval_sink(Arc::clone(&tracer)))),
             sidecar,
@@ -275,6 +277,7 @@ impl Engine {
             containment: Default::default(),
             running: Default::default(),
             tracer,
+            state,
             registrations: RwLock::new(all),
             piped: Default::default(),
             loaded: RwLock::new(Arc::default()),
@@ -515,6 +518,17 @@ impl Engine {
         let wait = waits == Waits::IfGate && awaits_durability(kind);
         let ticket = ledger.enqueue_deferred(!wait, move || start.record(&images, intent, recorded));
         if wait { Durable::After(ticket) } else { Durable::Now }
+    }
+
+    /// For a process that exits right after judging (`chokepoint hook` alone): makes every record
+    /// queued so far durable and leaves the state database's log short, after which the process may
+    /// exit without dropping the engine. Dropping it (the ledger's threads joined, the database
+    /// closed, everything it built freed) was measured at about 0.9 ms of a 4 ms hook process, work
+    /// the operating system does at exit anyway and faster.
+    pub fn before_exit(&self) -> Result<(), crate::engine::trace::TraceError> {
+        let flushed = self.tracer.flush();
+        self.state.shorten_log();
+        flushed
     }
 
     /// The Pendings of this engine (asks waiting for a human, a reviewer or a policy).
