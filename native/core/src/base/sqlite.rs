@@ -70,10 +70,23 @@ const LONG_LOG_BYTES: u64 = 32 * (24 + 4096);
 /// checkpoint), about a millisecond. Left in place, the log is checkpointed by SQLite's automatic
 /// checkpoint while a process keeps the database open (VS Code, `chokepoint serve`), and by
 /// [`StateDb`]'s drop once it is long ([`LONG_LOG_BYTES`]).
+///
+/// Why WAL: readers (the sidebar's list, the gate's checks) proceed while a write is under way, and a
+/// commit is one append instead of a rollback journal's several writes. The mode is stored in the
+/// file; a file system without shared memory keeps the rollback journal, slower but as correct, so
+/// the answer is not checked. Switching a new database can meet another process doing the same:
+/// the busy answer fails this open, and the stores' retries open again.
+///
+/// Why `synchronous = NORMAL`: in WAL mode it syncs at checkpoints, not at every commit. A power cut
+/// can lose the last few changes but never corrupts the file. Leases are runtime state whose holders
+/// die in the same power cut; the ledger's head may lag (see ledger::head); an expansion lost is asked
+/// again, and its approval is in the ledger. Per-commit syncs would cost every one of them.
 fn open(db: &Path) -> rusqlite::Result<Connection> {
     let mut conn = Connection::open(db)?;
     conn.busy_handler(Some(busy_wait()))?;
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
     Ok(conn)
 }
 

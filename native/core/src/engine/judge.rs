@@ -257,7 +257,7 @@ impl Engine {
         let sidecar = Sidecar::new(root);
         // One connection to state.db for the gatekeeper's leases and expansions and the ledger's head.
         let state = Arc::new(crate::base::sqlite::StateDb::new(sidecar.state_db()));
-        let gatekeeper = Arc::new(crate::scope::gatekeeper::Gatekeeper::sharing(
+        let gatekeeper = Arc::new(crate::scope::gatekeeper::Gatekeeper::new(
             crate::scope::canonical::Workspace::new(root)?,
             sidecar.clone(),
             Arc::clone(&state),
@@ -269,7 +269,7 @@ impl Engine {
             gatekeeper.clone(),
         )];
         all.extend(registrations);
-        let tracer = Arc::new(crate::engine::trace::Tracer::sharing(sidecar.clone(), Arc::clone(&state)));
+        let tracer = Arc::new(crate::engine::trace::Tracer::new(sidecar.clone(), Arc::clone(&state)));
         let engine = Engine {
             approvals: crate::approvals::Approvals::new(Some(approval_sink(Arc::clone(&tracer)))),
             sidecar,

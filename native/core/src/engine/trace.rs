@@ -58,14 +58,9 @@ pub struct Images {
 const NOT_GOVERNED: &str = "the workspace has no .orchestration folder; nothing is recorded";
 
 impl Tracer {
-    pub fn new(sidecar: Sidecar) -> Tracer {
-        let state = Arc::new(StateDb::new(sidecar.state_db()));
-        Tracer::sharing(sidecar, state)
-    }
-
     /// A tracer whose ledger keeps its head on `state`, the connection the engine shares between its
     /// stores.
-    pub(crate) fn sharing(sidecar: Sidecar, state: Arc<StateDb>) -> Tracer {
+    pub(crate) fn new(sidecar: Sidecar, state: Arc<StateDb>) -> Tracer {
         let images = Arc::new(Images { root: sidecar.workspace_root().to_path_buf(), before: Mutex::default() });
         Tracer {
             sidecar,

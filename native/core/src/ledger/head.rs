@@ -10,9 +10,10 @@
 //!   fewer records than the ledger holds, which is harmless: the next append catches it up. A head
 //!   that counted more would be indistinguishable from a truncation. Only a reseal (`reseal.rs`)
 //!   clears it, under the ledger's lock, as it starts a new chain.
-//! - **Why `synchronous = NORMAL`.** A power cut can lose the latest head updates (a lagging head,
-//!   allowed above) but never corrupts the database; a per-commit fsync would double the cost of every
-//!   batch of appends for nothing the ledger's own fsync does not already give.
+//! - **Why `synchronous = NORMAL`** (set for the whole state database, `base::sqlite`). A power cut can
+//!   lose the latest head updates (a lagging head, allowed above) but never corrupts the database; a
+//!   per-commit fsync would double the cost of every batch of appends for nothing the ledger's own
+//!   fsync does not already give.
 //! - **Why its own table and no `user_version`.** The lease module owns `PRAGMA user_version` of this
 //!   database for its schema; the head's schema is versioned by its table name instead.
 
@@ -57,17 +58,10 @@ impl HeadStore {
 
     /// The head's table in `state`, the connection the engine shares between its stores.
     pub(crate) fn on(state: Arc<StateDb>) -> Result<HeadStore, LedgerError> {
-        // Opened here, so that a database that cannot be opened says so rather than "set up" failing.
-        drop(state.lock().map_err(|source| LedgerError::Sqlite { db: state.path().to_owned(), op: "open", source: Arc::new(source) })?);
         let mut store = HeadStore { state };
-        store.retrying("set up the ledger head", |conn| {
-            // WAL as the lease module sets it: the mode is stored in the file, so whichever module
-            // opens the database first sets it for both; a file system without shared memory keeps
-            // the rollback journal, which is slower but as correct, so the answer is not checked.
-            conn.pragma_update(None, "journal_mode", "WAL")?;
-            conn.pragma_update(None, "synchronous", "NORMAL")?;
-            conn.execute_batch(SCHEMA)
-        })?;
+        // The connection first, so that a database that cannot be opened says so.
+        store.retrying("open", |_| Ok(()))?;
+        store.retrying("set up the ledger head", |conn| conn.execute_batch(SCHEMA))?;
         Ok(store)
     }
 

@@ -458,29 +458,26 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
         // Nothing in flight and nothing queued since: settle it here, which spares the record someone
         // waits for a hand-off to the syncer thread. Otherwise hand it on, so that the next batch is
         // written while this one syncs (only this thread sends, so `staged` cannot grow meanwhile).
-        if shared.staged.load(Ordering::Acquire) == 0 && shared.lock().pending.is_empty() {
-            syncer.lock().unwrap_or_else(PoisonError::into_inner).settle(shared, vec![stage]);
-            continue;
-        }
-        if syncing.is_none() {
+        // The syncer thread starts at the first hand-off; without one, this thread settles every
+        // batch itself, without the overlap.
+        let idle = shared.staged.load(Ordering::Acquire) == 0 && shared.lock().pending.is_empty();
+        if !idle && syncing.is_none() {
             let (to_syncer, written) = mpsc::channel::<Stage>();
             let started = std::thread::Builder::new().name("chokepoint-ledger-sync".into()).spawn({
                 let shared = Arc::clone(shared);
                 let syncer = Arc::clone(&syncer);
                 move || Syncer::run(&syncer, &shared, &written)
             });
-            // Without a syncer thread this one settles every batch itself, without the overlap.
-            if let Ok(thread) = started {
-                syncing = Some((to_syncer, thread));
-            }
+            syncing = started.ok().map(|thread| (to_syncer, thread));
         }
-        let Some((to_syncer, _)) = &syncing else {
-            syncer.lock().unwrap_or_else(PoisonError::into_inner).settle(shared, vec![stage]);
-            continue;
-        };
-        shared.staged.fetch_add(1, Ordering::AcqRel);
-        if to_syncer.send(stage).is_err() {
-            break;
+        match &syncing {
+            Some((to_syncer, _)) if !idle => {
+                shared.staged.fetch_add(1, Ordering::AcqRel);
+                if to_syncer.send(stage).is_err() {
+                    break;
+                }
+            }
+            _ => syncer.lock().unwrap_or_else(PoisonError::into_inner).settle(shared, vec![stage]),
         }
     }
     if let Some((to_syncer, thread)) = syncing {

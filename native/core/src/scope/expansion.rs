@@ -44,10 +44,9 @@ impl Expansions {
 
     /// The expansions in `state`, the connection the engine shares between its stores.
     pub(crate) fn on(state: Arc<StateDb>) -> Result<Expansions, ScopeError> {
-        // The database is shared with the lease table and with other processes: wait for a writer
-        // rather than fail, and let readers run beside it (WAL).
+        // The database is shared with the lease table and with other processes (base::sqlite: WAL, and
+        // waits for a writer rather than failing).
         let conn = state.lock().map_err(db_error)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(db_error)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS scope_expansions_v1 (
                  session TEXT NOT NULL,

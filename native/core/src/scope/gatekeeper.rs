@@ -144,15 +144,9 @@ pub struct Gatekeeper {
 
 impl Gatekeeper {
     /// A gatekeeper for `workspace`, with intent gating off until [`Gatekeeper::configure`] gives it
-    /// intents.
-    pub fn new(workspace: Workspace, sidecar: Sidecar) -> Gatekeeper {
-        let state = Arc::new(StateDb::new(sidecar.state_db()));
-        Gatekeeper::sharing(workspace, sidecar, state)
-    }
-
-    /// A gatekeeper whose leases and expansions are kept on `state`, the connection the engine shares
+    /// intents; its leases and expansions are kept on `state`, the connection the engine shares
     /// between its stores.
-    pub(crate) fn sharing(workspace: Workspace, sidecar: Sidecar, state: Arc<StateDb>) -> Gatekeeper {
+    pub(crate) fn new(workspace: Workspace, sidecar: Sidecar, state: Arc<StateDb>) -> Gatekeeper {
         Gatekeeper {
             workspace,
             sidecar,

@@ -295,22 +295,14 @@ impl Leases {
     /// The lease table in `state`, the connection the engine shares between its stores.
     pub(crate) fn on(state: Arc<StateDb>, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Result<Leases, LeaseError> {
         let db = state.path().to_owned();
-        // Opened here, so that a database that cannot be opened says so rather than "set up" failing.
-        drop(state.lock().map_err(|source| LeaseError::Sqlite { db: db.clone(), op: "open", source })?);
         let leases = Leases { state, clock: Box::new(clock) };
-        // Several processes may open a new database at once: switching it to WAL and creating the
-        // schema can meet a busy database like any write, so both go through the same retries.
+        // Several processes may open a new database at once: switching it to WAL (as the connection
+        // opens, base::sqlite) and creating the schema can meet a busy database like any write, so
+        // both go through the same retries. The connection first, so that a database that cannot be
+        // opened says so.
+        leases.retrying("open", |_| Ok(Step::Done(())))?;
         leases
             .retrying("set up", |conn| {
-                // WAL lets readers (the sidebar's list, the gate's checks) proceed while a write is under
-                // way, and makes a commit one append instead of a rollback journal's several writes. The
-                // mode is stored in the file; if the file system cannot share memory for WAL, SQLite keeps
-                // the rollback journal, which is slower but just as correct, so the answer is not checked.
-                conn.pragma_update(None, "journal_mode", "WAL")?;
-                // NORMAL in WAL mode syncs at checkpoints, not at every commit: a power cut can lose the
-                // last few lease changes but never corrupts the file. Leases are runtime state whose holders
-                // die in the same power cut, so per-commit fsyncs would buy nothing and cost every acquire.
-                conn.pragma_update(None, "synchronous", "NORMAL")?;
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
                 if found > SCHEMA_VERSION {
