@@ -6,6 +6,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { AgentHost, type Approver } from './agent/agent';
+import { ChatModels } from './agent/chatModels';
+import { registerIntentTools } from './agent/intentTools';
 import type { ApprovalHandler } from './approvals/broker';
 import type { PendingDict, PendingKind } from './approvals/types';
 import { ApprovalsHost } from './ui/approvalsView';
@@ -73,6 +75,8 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   // The reviewer's model comes from the agent's providers (declared below; called only later).
   const approvals: ApprovalsHost = new ApprovalsHost(engine, log, (modelId): Promise<ModelProvider> => agent.providerFor(modelId));
   const agent: AgentHost = new AgentHost(engine, context.secrets, log, approvals, compactor);
+  // VS Code's own agent runs on our models too (the scripted demo, the configured endpoint).
+  const chatModels = new ChatModels(log, (model) => agent.providerFor(`openai:${model}`));
   const sidebar = new SidebarProvider(context.extensionUri, engine, trace, agent, approvals, log);
   // Menus that only make sense in a governed workspace (the editor's "Show Provenance of Line").
   const setGoverned = (state: EngineState) =>
@@ -85,6 +89,10 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     approvals,
     statusBar,
     sidebar,
+    chatModels,
+    chatModels.register(),
+    // VS Code's agent declares its intent through these; its hooks bind its chat session.
+    ...registerIntentTools(engine, (context.extension.packageJSON as { contributes?: { languageModelTools?: { name: string }[] } }).contributes?.languageModelTools ?? []),
     engine.onDidChange((state) => {
       statusBar.update(state);
       setGoverned(state);
@@ -99,6 +107,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     vscode.commands.registerCommand('chokepoint.setUpAgent', (agentId?: unknown) =>
       setUpAgent(context.extensionPath, log, typeof agentId === 'string' ? agentId : undefined),
     ),
+    vscode.commands.registerCommand('chokepoint.connectVsCodeAgent', () => setUpAgent(context.extensionPath, log, 'vscode')),
     vscode.commands.registerCommand('chokepoint.showProvenance', (uri?: unknown, line?: unknown) =>
       showProvenance(trace, (intent) => sidebar.showTrace(intent), uri instanceof vscode.Uri ? uri : undefined, typeof line === 'number' ? line : undefined),
     ),

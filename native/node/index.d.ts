@@ -176,6 +176,13 @@ export declare class Engine {
   /** The piped hook output waiting for this session's next turn, oldest first; empties the queue. */
   drainPiped(sessionId: string): Array<Piped>
   /**
+   * Answers a call of the handshake tool `name`. Read-only: the agent's PreToolUse hook took the
+   * intent's lease before this runs. `connect` says how a person sets the agent's hooks up, for
+   * the answer that says they did not see the call. Never throws for the tool's own failures (an
+   * unknown tool or intent, a bad input, a configuration that does not load): they are answers.
+   */
+  handshakeTool(name: string, input: any, connect: string): HandshakeAnswer
+  /**
    * Registers an async JavaScript function as a hook: `async (event) => answer`. It runs in
    * the chain of every event it lists, at its priority, on the asynchronous path.
    */
@@ -506,6 +513,23 @@ export interface EventContext {
   model?: string
   hookDepth?: number
 }
+
+/** A handshake tool's answer: text for the model, the same as data, and whether it is an error. */
+export interface HandshakeAnswer {
+  text: string
+  structured: any
+  isError: boolean
+}
+
+/** One of the handshake's tools: its name, what the model reads, its input's JSON Schema. */
+export interface HandshakeTool {
+  name: string
+  description: string
+  inputSchema: any
+}
+
+/** The handshake's tools, in the order an agent lists them. */
+export declare function handshakeTools(): Array<HandshakeTool>
 
 /** What a host hook answers. */
 export interface HookAnswer {

@@ -840,6 +840,7 @@ module.exports.Engine = nativeBinding.Engine
 module.exports.HookServer = nativeBinding.HookServer
 module.exports.countTokens = nativeBinding.countTokens
 module.exports.countTokensAsync = nativeBinding.countTokensAsync
+module.exports.handshakeTools = nativeBinding.handshakeTools
 module.exports.noop = nativeBinding.noop
 module.exports.planCompaction = nativeBinding.planCompaction
 module.exports.tokenizerInfo = nativeBinding.tokenizerInfo

@@ -3,17 +3,23 @@
 // gets its own (node --test runs files one after another, each in its own process).
 'use strict';
 const fs = require('fs');
+const os = require('os');
 const path = require('path');
 const vscode = require('../../scripts/vscode');
 const { packageVsix } = require('../../scripts/package');
 
-/** Starts everything; `stop()` ends what it started and removes its folder. */
-async function startVsCode() {
+/**
+ * Starts everything; `stop()` ends what it started and removes its folders. `outsideHome`: the
+ * workspace goes into the system's temporary folder instead of the cache under ~/.cache, because VS
+ * Code's agent asks before editing any file under a dot-folder of the home directory ("system files").
+ */
+async function startVsCode({ outsideHome = false } = {}) {
   const vsix = await packageVsix();
   const runDir = fs.mkdtempSync(path.join(vscode.CACHE, 'run-ui-tests-'));
   const extensionsDir = path.join(runDir, 'extensions');
   const installLog = vscode.installExtension(vsix, { runDir, extensionsDir });
-  const workspace = vscode.makeSampleWorkspace(path.join(runDir, 'workspace'));
+  const workspaceParent = outsideHome ? fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-ui-')) : runDir;
+  const workspace = vscode.makeSampleWorkspace(path.join(workspaceParent, 'workspace'));
   let server, browser, page;
   try {
     server = await vscode.startCodeServer({ runDir, extensionsDir });
@@ -25,6 +31,7 @@ async function startVsCode() {
     if (browser) await browser.close().catch(() => {});
     if (server) await server.stop();
     fs.rmSync(runDir, { recursive: true, force: true, maxRetries: 3 });
+    fs.rmSync(workspaceParent, { recursive: true, force: true, maxRetries: 3 });
     throw e;
   }
   return {
@@ -45,6 +52,7 @@ async function startVsCode() {
       await browser.close().catch(() => {});
       await server.stop();
       fs.rmSync(runDir, { recursive: true, force: true, maxRetries: 3 });
+      fs.rmSync(workspaceParent, { recursive: true, force: true, maxRetries: 3 });
     },
   };
 }

@@ -3,7 +3,7 @@
 //! Thin by design (see ARCHITECTURE.md): every export converts its arguments into core types, calls
 //! the core, and converts the answer back. No logic lives here. Split by domain, each file holding
 //! its object types next to its exports: `engine.rs` (open, reload, info, watch), `evaluate.rs`
-//! (judging events), `host.rs` (JavaScript hooks), `approvals.rs` (Pendings, asks and their
+//! (judging events), `host.rs` (JavaScript hooks), `handshake.rs` (the intent tools VS Code's agent calls), `approvals.rs` (Pendings, asks and their
 //! settlement), `scope.rs` (intents, leases, expansions), `containment.rs` (contained commands),
 //! `trace.rs` (the ledger read back), `tokens.rs` (token counts, compaction plans). Expected
 //! outcomes (a decision, a configuration diagnostic) are returned as data; errors are thrown with a
@@ -21,6 +21,7 @@ mod containment;
 mod engine;
 mod errors;
 mod evaluate;
+pub mod handshake; // free functions: public so that rustc sees napi's exports as used
 mod host;
 mod scope;
 pub mod tokens; // free functions: public so that rustc sees napi's exports as used

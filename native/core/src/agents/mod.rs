@@ -7,6 +7,9 @@
 //! hook process and the live engine alike. No argv, no process: the CLI's `chokepoint hook` reads stdin and prints the
 //! [`reply::Reply`]; a live engine can answer the same calls.
 //!
+//! The intent handshake's tools (`handshake.rs`: list, select, context, expansion) are answered here
+//! once, for the MCP server (`chokepoint mcp`) and the extension's language model tools alike.
+//!
 //! Setting an agent up is here too, as data: `setup.rs` plans the agent's files (`chokepoint init`)
 //! on an order-keeping JSON document (`json.rs`), and `inspect.rs` reads them back for `chokepoint
 //! doctor` (why a guard cannot fire, and the synthetic call it sends the gate).
@@ -14,6 +17,7 @@
 pub mod bounded;
 pub mod context;
 pub mod error;
+pub mod handshake;
 pub mod hook;
 pub mod input;
 pub mod inspect;

@@ -1,0 +1,149 @@
+// VS Code's own agent governed in a real VS Code: connected with the command "Chokepoint: Connect
+// VS Code's Agent" (which writes .github/hooks/chokepoint.json), run in the Chat view's Agent mode on
+// a scripted model this extension contributes, with the intent tools this extension contributes.
+// The agent selects its intent through the contributed tool, writes in scope (allowed, recorded),
+// writes out of scope (denied, the file unchanged, the reason in the model's next request), runs a
+// shell command that writes out of scope (run contained: undone, and reported), and makes a write a
+// hook escalates with `ask`, approved on its card in the sidebar, after which the tool runs.
+// Each step of the script checks what the model was told before it answers: a script gone off the
+// rails answers HTTP 400 and the chat shows an error instead of the last step's text.
+'use strict';
+const { before, after, test } = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const path = require('path');
+const { ROOT } = require('../../scripts/lib');
+const { startVsCode } = require('./harness');
+
+const version = require(path.join(ROOT, 'package.json')).version;
+delete process.env.NODE_TEST_CONTEXT;
+
+const HOOKS = `version: 1
+hooks:
+  PreToolUse:
+    - name: review-sessions
+      tool: create_file
+      paths: ["src/auth/session.js"]
+      ask: "new session code is reviewed"
+`;
+const LOCKOUT = "'use strict';\n// Five failures in a minute lock the account (INT-001).\nmodule.exports = { MAX_FAILURES: 5 };\n";
+const SESSION = "'use strict';\nmodule.exports = { ttlMs: 15 * 60 * 1000 };\n";
+const DONE = 'All done within INT-001.';
+
+function script(ws) {
+  const at = (rel) => path.join(ws, rel);
+  return {
+    model: 'scripted-vscode-chat',
+    steps: [
+      { text: 'Declaring my intent.', toolCalls: [{ name: 'select_active_intent', arguments: { intent_id: 'INT-001' } }] },
+      {
+        toolCalls: [{ name: 'create_file', arguments: { filePath: at('src/auth/lockout.js'), content: LOCKOUT } }],
+        // The contributed tool answered the intent's context: the hook gave this chat session INT-001.
+        expect: { lastMessageIncludes: '<intent_context>' },
+      },
+      { toolCalls: [{ name: 'create_file', arguments: { filePath: at('src/billing/invoice.js'), content: '// rewritten\n' } }] },
+      {
+        toolCalls: [
+          {
+            name: 'run_in_terminal',
+            arguments: { command: 'echo "// by the shell" >> src/billing/invoice.js; echo "// ok" > src/auth/shell.js', explanation: 'note it', goal: 'note it', mode: 'sync' },
+          },
+        ],
+        // The denial of the write out of scope, as the model reads it.
+        expect: { lastMessageIncludes: 'outside' },
+      },
+      {
+        toolCalls: [{ name: 'create_file', arguments: { filePath: at('src/auth/session.js'), content: SESSION } }],
+        // The contained command's report: what was undone.
+        expect: { anyMessageIncludes: 'src/billing/invoice.js' },
+      },
+      { text: DONE },
+    ],
+  };
+}
+
+let vsc, page, sidebar;
+const chat = () => page.locator('.interactive-session');
+const approvals = () => sidebar().getByTestId('approvals');
+
+/** Runs a command from the palette. */
+async function command(title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ timeout: 10000 });
+  await input.fill(`>${title}`);
+  await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: title }).first().click({ timeout: 15000 });
+}
+
+let invoiceBefore;
+before(async () => {
+  vsc = await startVsCode({ outsideHome: true });
+  ({ page, sidebar } = vsc);
+  await page.locator('.statusbar').getByText(`Chokepoint ${version}`).waitFor({ timeout: 90000 });
+  const ws = vsc.workspace;
+  fs.writeFileSync(path.join(ws, '.orchestration/hooks.yaml'), HOOKS);
+  fs.writeFileSync(path.join(ws, 'chat.script.json'), JSON.stringify(script(ws)));
+  invoiceBefore = fs.readFileSync(path.join(ws, 'src/billing/invoice.js'), 'utf8');
+  fs.mkdirSync(path.join(ws, '.vscode'), { recursive: true });
+  fs.writeFileSync(path.join(ws, '.vscode/settings.json'), JSON.stringify({ 'chokepoint.chat.scripts': ['chat.script.json'] }));
+  // A fresh profile turns the built-in chat extension off until chat is set up; this turns it on.
+  await command('Extensions: Enable All Extensions');
+});
+
+after(async () => {
+  if (vsc) await vsc.stop();
+});
+
+function ledger() {
+  const file = path.join(vsc.workspace, '.orchestration/agent_trace.jsonl');
+  return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+}
+
+test('"Connect VS Code\'s Agent" writes the hooks VS Code runs', async () => {
+  await command("Chokepoint: Connect VS Code's Agent (Chat View) to Chokepoint");
+  const file = path.join(vsc.workspace, '.github/hooks/chokepoint.json');
+  for (let i = 0; i < 100 && !fs.existsSync(file); i++) await page.waitForTimeout(200);
+  const hooks = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const pre = hooks.hooks.preToolUse ?? hooks.hooks.PreToolUse;
+  assert.ok(pre?.length === 1, JSON.stringify(hooks));
+  assert.match(pre[0].bash ?? pre[0].command, / hook --agent /);
+});
+
+test("VS Code's agent: intent through the contributed tool, writes judged, the shell contained, an ask approved on its card", async () => {
+  const ws = vsc.workspace;
+  await command('Chat: Open Chat (Agent)');
+  const input = chat().locator('.interactive-input-part .monaco-editor').first();
+  await input.waitFor({ timeout: 60000 });
+  // Our scripted model, picked in the chat's model picker.
+  await chat().locator('.interactive-input-part').getByText('Chokepoint demo (scripted)').first().click({ timeout: 60000 });
+  await page.getByText('Scripted: chat.script.json').first().click({ timeout: 30000 });
+  await input.click();
+  await page.keyboard.type('Add the lockout (INT-001).');
+  await page.keyboard.press('Enter');
+
+  // VS Code asks before running the contained command (Chokepoint's answer keeps its confirmation).
+  const confirm = chat().getByRole('button', { name: /^(Allow|Run|Continue)/ }).first();
+  await confirm.waitFor({ timeout: 90000 });
+  await confirm.click();
+
+  // The escalated write: a card in the sidebar, naming VS Code's agent, approved there.
+  await vsc.openSidebar();
+  const card = approvals().getByTestId('pending').filter({ hasText: 'session.js' });
+  await card.waitFor({ timeout: 90000 });
+  assert.match(await card.textContent(), /new session code is reviewed/);
+  await card.locator('[data-action="approve"]').click();
+  await card.waitFor({ state: 'detached', timeout: 15000 });
+
+  // The script's last step answers only if every expectation before it held.
+  await chat().getByText(DONE).waitFor({ timeout: 90000 });
+
+  assert.strictEqual(fs.readFileSync(path.join(ws, 'src/auth/lockout.js'), 'utf8'), LOCKOUT);
+  assert.strictEqual(fs.readFileSync(path.join(ws, 'src/billing/invoice.js'), 'utf8'), invoiceBefore, 'neither the denied write nor the shell changed billing');
+  assert.strictEqual(fs.readFileSync(path.join(ws, 'src/auth/shell.js'), 'utf8'), '// ok\n', "the shell's write in scope stayed");
+  assert.strictEqual(fs.readFileSync(path.join(ws, 'src/auth/session.js'), 'utf8'), SESSION, 'the approved write ran');
+
+  const records = ledger().filter((r) => r.agent === 'vscode');
+  const calls = records.filter((r) => r.event === 'PreToolUse').map((r) => `${r.tool}:${r.decision.decision}`);
+  assert.deepStrictEqual(calls.filter((c) => !c.startsWith('select_active_intent')).slice(0, 2), ['create_file:allow', 'create_file:deny'], JSON.stringify(calls));
+  assert.ok(records.every((r) => /^vscode:/.test(r.session)), 'every record names the chat session');
+});
