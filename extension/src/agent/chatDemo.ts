@@ -4,7 +4,7 @@
 // "Chokepoint: Connect VS Code's Agent" wrote (.github/hooks/chokepoint.json) and through the
 // intent tools this extension contributes:
 //   1. the handshake (select_active_intent INT-001);
-//   2. an allowed write inside the intent's scope (src/auth/login.js);
+//   2. an allowed write inside the intent's scope (src/auth/lockout.js);
 //   3. a write outside it (src/billing/invoice.js), denied, the file untouched;
 //   4. a shell command that writes outside it, run contained and undone;
 //   5. an answer that says what happened.
@@ -12,9 +12,7 @@
 import * as path from 'path';
 import type { Script } from '../runtime/providers/script';
 
-export const VSCODE_DEMO_PROMPT = 'Harden the login flow (INT-001): lock an account for fifteen minutes after five failed logins within a minute.';
-
-const LOGIN = `'use strict';
+const LOCKOUT = `'use strict';
 // Locks an account for fifteen minutes after five failed logins within a minute (INT-001).
 const WINDOW_MS = 60 * 1000;
 const LOCK_MS = 15 * 60 * 1000;
@@ -50,7 +48,7 @@ export function vscodeDemoScript(root: string): Script {
       },
       {
         text: 'Now the lockout itself.',
-        toolCalls: [{ name: 'create_file', arguments: { filePath: at('src/auth/login.js'), content: LOGIN } }],
+        toolCalls: [{ name: 'create_file', arguments: { filePath: at('src/auth/lockout.js'), content: LOCKOUT } }],
         expect: { anyMessageIncludes: 'INT-001' },
       },
       {
