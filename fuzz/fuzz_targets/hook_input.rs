@@ -11,6 +11,7 @@
 //! Run it with `npm run fuzz [-- SECONDS]`, or `cargo fuzz run hook_input`.
 #![no_main]
 
+use chokepoint_core::agents::bounded;
 use chokepoint_core::agents::input::{self, Call};
 use chokepoint_core::agents::reply::{self, Outcome, Reply, Verdict};
 use chokepoint_core::external_events::Agent;
@@ -36,14 +37,14 @@ fn check(call: &Call) {
     well_formed(&failed, &what);
     if call.is_gate() {
         assert!(failed.blocks(call.agent), "{what}: a failure let a gate through: {failed:?}");
-        let deny = reply::render(call, &Verdict { outcome: Outcome::Deny("no".into()), context: Vec::new() });
+        let deny = reply::render(call, &Verdict::of(Outcome::Deny("no".into())));
         well_formed(&deny, &what);
         assert!(deny.blocks(call.agent), "{what}: a deny did not block: {deny:?}");
     } else {
         assert!(!failed.blocks(call.agent), "{what}: a failure blocked an event that is not a gate: {failed:?}");
     }
     for outcome in [Outcome::Pass, Outcome::Ask("a person decides".into()), Outcome::Rewrite(serde_json::json!({ "command": "true" }))] {
-        let reply = reply::render(call, &Verdict { outcome, context: vec!["context".into()] });
+        let reply = reply::render(call, &Verdict { context: vec!["context".into()], ..Verdict::of(outcome) });
         well_formed(&reply, &what);
     }
 }
@@ -56,20 +57,21 @@ fuzz_target!(|data: &[u8]| {
         Ok(call) => check(&call),
         Err(e) => {
             assert!(!e.message().is_empty());
-            // What the hook answers: the event's blocking form when the command line names it, else exit 2.
-            match event {
-                Some(event) => {
-                    let call = Call::bare(agent, event);
-                    let reply = reply::failure(&call, e.message());
-                    well_formed(&reply, event);
-                    if call.is_gate() {
-                        assert!(reply.blocks(agent), "{}: unreadable input let a gate through: {reply:?}", agent.as_str());
-                    }
-                }
-                None => {
-                    let reply = Reply::block(e.message());
-                    well_formed(&reply, "unreadable");
-                    assert!(reply.blocks(agent));
+            // What the hook answers (`bounded::read`): the event's blocking form when the command
+            // line (or VS Code's input) names it, else exit 2; in the form of the agent the input
+            // shows, or of both VS Code's agent and Copilot CLI when their shared file's input
+            // shows neither.
+            let reply = bounded::read(agent, stdin, event).expect_err("input that does not parse is refused");
+            well_formed(&reply, "unreadable");
+            let readers = match input::agent_of_bytes(agent, stdin) {
+                Some(reader) => vec![reader],
+                None => vec![Agent::Copilot, Agent::VsCode],
+            };
+            let value = serde_json::from_slice::<serde_json::Value>(stdin).ok();
+            for reader in readers {
+                let name = value.as_ref().and_then(|v| input::event_name(reader, v, event)).or(event.map(str::to_owned));
+                if name.is_none_or(|name| Call::bare(reader, &name).is_gate()) {
+                    assert!(reply.blocks(reader), "{}: unreadable input let a gate through: {reply:?}", reader.as_str());
                 }
             }
         }

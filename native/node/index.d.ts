@@ -200,6 +200,21 @@ export declare class Engine {
    */
   approveScopeExpansion(expansion: ScopeExpansion): void
   /**
+   * The sessions working in the workspace, most recently active first: every session with a
+   * trace record in the last 24 hours (at most 50), and every session holding a lease or revoked.
+   * An ungoverned workspace has none. Throws (`ELEDGER`) when the trace's index or the lease
+   * table cannot be read.
+   */
+  sessions(): Array<SessionView>
+  /**
+   * A person revokes a session's lease: released and remembered in the workspace's state database,
+   * so the session's next write is denied saying who revoked it and why (in this engine at once,
+   * in another process within a second), and recorded in the trace. `by` names the person and
+   * where (`alice via VS Code`). Null when the session held no lease. Throws (`ESCOPE`) when the
+   * lease table cannot be written or the revocation cannot be recorded (the message says which).
+   */
+  revokeLease(sessionId: string, by: string, reason?: string | undefined | null): LeaseRevocation | null
+  /**
    * The trace ledger's records that match `filter`, newest first, read through its index (brought
    * up to date with the ledger first, so every durable record is there, whichever process wrote
    * it). An ungoverned workspace has none. Throws (`ELEDGER`) when the index cannot be read or
@@ -575,6 +590,21 @@ export interface IntentHolder {
   expires: number
 }
 
+/**
+ * A person's revocation of a session's lease, which the session has not answered by selecting an
+ * intent again.
+ */
+export interface LeaseRevocation {
+  sessionId: string
+  intentId: string
+  agentId?: string
+  /** Who revoked it and where (`alice via VS Code`). */
+  by: string
+  reason?: string
+  /** Unix milliseconds. */
+  at: number
+}
+
 /** Does nothing. The baseline of the binding benchmarks: the cost of crossing napi and no more. */
 export declare function noop(): void
 
@@ -682,6 +712,46 @@ export interface ScopeExpansion {
   approvedBy: string
   /** Also add the paths to the intent's owned_scope in active_intents.yaml. */
   save?: boolean
+}
+
+/** One record of a session, in short. */
+export interface SessionAction {
+  seq: number
+  /** RFC 3339 UTC with milliseconds. */
+  time: string
+  kind: 'tool_call' | 'lifecycle' | 'approval' | 'containment' | 'external'
+  event?: string
+  tool?: string
+  /** What it touched: the files a write changed, a contained command, a revocation. */
+  summary?: string
+  /** `allow`, `deny`, `ask`; an approval's status; `revoked` for a person's revocation. */
+  decision?: string
+  reason?: string
+  subagent?: string
+}
+
+/** A session working in the workspace: seen in the trace in the last 24 hours, or holding a lease. */
+export interface SessionView {
+  /** `<agent>:<its session id>` for another agent's session (`claude:…`), a plain id for ours. */
+  sessionId: string
+  /** `claude`, `codex`, `gemini`, `vscode`, `copilot`, `cursor`, `chokepoint`, when known. */
+  agentId?: string
+  /** The agent's name for people (`Claude Code`, `VS Code agent`, `Chokepoint agent`). */
+  label: string
+  subagents: Array<string>
+  model?: string
+  /** The intent it holds now and until when. */
+  lease?: IntentHolder
+  revoked?: LeaseRevocation
+  /** Newest first, at most five. */
+  actions: Array<SessionAction>
+  /** Its records, allowed and denied tool calls in the last 24 hours. */
+  records: number
+  allowed: number
+  denied: number
+  lastDenial?: SessionAction
+  /** When it last acted or renewed its lease (unix milliseconds). */
+  lastSeen?: number
 }
 
 /** What follows a decided Pending (`settlePending`). */

@@ -155,3 +155,42 @@ test('the webview refuses malformed task panel notifications', () => {
     assert.ok(r.error.length > 0);
   }
 });
+
+test('the Sessions section: a revocation the page may ask for, and the sessions the host sends', () => {
+  const { MAX_REVOKE_REASON } = m.exports;
+  assert.ok(accepts(WebviewMessage, { type: 'revokeLease', session: 'claude:S1' }));
+  assert.ok(accepts(WebviewMessage, { type: 'revokeLease', session: 'claude:S1', reason: 'hands off' }));
+  for (const msg of [
+    { type: 'revokeLease' },
+    { type: 'revokeLease', session: '' },
+    { type: 'revokeLease', session: 7 },
+    { type: 'revokeLease', session: 'claude:S1', reason: 'x'.repeat(MAX_REVOKE_REASON + 1) },
+  ]) {
+    assert.ok(!accepts(WebviewMessage, msg), JSON.stringify(msg).slice(0, 200));
+  }
+  const action = { seq: 3, time: '2026-11-26T10:00:00.000Z', kind: 'tool_call', event: 'PreToolUse', tool: 'Write', decision: 'deny', reason: 'no' };
+  const session = {
+    sessionId: 'claude:S1',
+    agentId: 'claude',
+    label: 'Claude Code',
+    subagents: ['general-purpose:a1'],
+    lease: { intentId: 'INT-001', sessionId: 'claude:S1', agentId: 'claude', since: 1, expires: 2 },
+    actions: [action],
+    records: 3,
+    allowed: 2,
+    denied: 1,
+    lastDenial: action,
+    lastSeen: 5,
+  };
+  assert.ok(accepts(HostMessage, { type: 'sessions', outcome: { ok: true, sessions: [session] } }));
+  assert.ok(accepts(HostMessage, { type: 'sessions', outcome: { ok: false, error: 'the index is locked' } }));
+  assert.ok(accepts(HostMessage, { type: 'revokeResult', session: 'claude:S1', ok: true, revoked: true, message: 'revoked' }));
+  for (const msg of [
+    { type: 'sessions', outcome: { ok: true, sessions: [{ ...session, label: undefined }] } },
+    { type: 'sessions', outcome: { ok: true, sessions: [{ ...session, actions: [{ ...action, kind: 'html' }] }] } },
+    { type: 'sessions', outcome: { ok: true, sessions: [{ ...session, denied: -1 }] } },
+    { type: 'revokeResult', ok: true },
+  ]) {
+    assert.ok(!accepts(HostMessage, msg), JSON.stringify(msg).slice(0, 200));
+  }
+});

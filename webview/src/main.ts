@@ -2,14 +2,16 @@
 // protocol/messages.ts, validates every message it receives, and renders with textContent only (no
 // HTML from data ever reaches the DOM).
 //
-// Four regions: the Approvals section (approvals.ts: a card per open Pending, updated in place), the
+// Five regions: the Approvals section (approvals.ts: a card per open Pending, updated in place), the
 // Task section (taskPanel.ts: the prompt, the model, the transcript appended event by event), the
+// Sessions section (sessions.ts: every agent's session, its lease with a Revoke button), the
 // engine (re-rendered whenever its state arrives) and the Trace section (its filter and list updated
 // in place, so a ledger refresh never steals the keyboard focus).
 import './main.css';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
 import { HostMessage, PROTOCOL_VERSION, parseMessage, type EngineState, type ReloadResult, type TraceEntry, type WebviewMessage } from '../../protocol/messages';
 import { approvalsSection } from './approvals';
+import { sessionsSection } from './sessions';
 import { button, el } from './dom';
 import { taskPanel } from './taskPanel';
 
@@ -37,9 +39,10 @@ const taskRegion = taskPanel({
   onDraft: (draft) => persist({ draft }),
 });
 const approvalsRegion = approvalsSection({ post: (m) => vscode.postMessage(m) });
+const sessionsRegion = sessionsSection({ post: (m) => vscode.postMessage(m) });
 const engineRegion = el('div', { class: 'engine' });
 const traceRegion = traceSection();
-app.replaceChildren(approvalsRegion.section, taskRegion.section, engineRegion, traceRegion.section);
+app.replaceChildren(approvalsRegion.section, taskRegion.section, sessionsRegion.section, engineRegion, traceRegion.section);
 let state: EngineState | undefined;
 let nextRequestId = 1;
 const pending = new Map<number, (r: ReloadResult) => void>();
@@ -66,6 +69,7 @@ function fileTone(status: 'loaded' | 'missing' | 'invalid'): 'ok' | 'warn' | 'er
 function render(): void {
   engineRegion.replaceChildren();
   traceRegion.section.hidden = state?.status !== 'ready';
+  sessionsRegion.section.hidden = state?.status !== 'ready';
   if (!state) {
     engineRegion.append(el('p', { class: 'muted', text: 'Waiting for the engine…' }));
     return;
@@ -164,6 +168,12 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       return;
     case 'approvalResult':
       approvalsRegion.result(msg.id, msg.ok, msg.error);
+      return;
+    case 'sessions':
+      sessionsRegion.show(msg.outcome);
+      return;
+    case 'revokeResult':
+      sessionsRegion.result(msg.session, msg.ok, msg.revoked, msg.message, msg.error);
       return;
     case 'response': {
       const resolve = pending.get(msg.id);

@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import {
   HostMessage,
   MAX_PENDINGS,
+  MAX_SESSIONS,
   MAX_TRANSCRIPT_EVENTS,
   PROTOCOL_VERSION,
   WebviewMessage,
@@ -21,6 +22,7 @@ import type { ApprovalsHost } from './approvalsView';
 import type { EngineHost } from '../engine/engineHost';
 import type { Log } from './log';
 import type { RuntimeEvent } from '../runtime/types';
+import { SessionsView } from './sessionsView';
 import type { Trace } from './trace';
 
 // The protocol mirrors the runtime's events with a zod schema (protocol/ imports only zod): this
@@ -45,6 +47,8 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
   /** What the page was last told: a task runs (its own or one started by a command). */
   private running = false;
   private readonly subscriptions: vscode.Disposable[] = [];
+  /** The Sessions section's host side (the sessions from the core, a revocation confirmed here). */
+  private readonly sessions: SessionsView;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -55,12 +59,18 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     private readonly log: Log,
   ) {
     approvals.isVisible = () => this.view?.visible === true && this.ready;
+    this.sessions = new SessionsView(engine, log);
     this.subscriptions.push(
       engine.onDidChange((state) => {
         this.pushState(state);
         this.pushTrace();
+        this.pushSessions();
       }),
-      trace.onDidChange(() => this.pushTrace()),
+      // Whichever process appended (another agent's hook, the CLI), the sessions changed with the trace.
+      trace.onDidChange(() => {
+        this.pushTrace();
+        this.pushSessions();
+      }),
       agent.onEvent((e) => this.record(e)),
       // A run started elsewhere (the Run Demo Task command) shows as running until the agent is idle
       // again; a run started here is the panel's own to show (`starting`).
@@ -147,6 +157,7 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
         this.post({ type: 'transcript', events: this.transcript });
         this.post({ type: 'taskState', running: this.running });
         this.pushApprovals();
+        this.pushSessions();
         void this.pushModels();
         return;
       case 'request': {
@@ -195,6 +206,9 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
         this.postIfReady(r.ok ? { type: 'approvalResult', id: msg.id, ok: true, effect: r.effect } : { type: 'approvalResult', id: msg.id, ok: false, error: r.error });
         return;
       }
+      case 'revokeLease':
+        void this.revokeLease(msg.session, msg.reason);
+        return;
     }
   }
 
@@ -294,6 +308,21 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
       this.view.badge = n ? { value: n, tooltip: `${n} approval${n === 1 ? '' : 's'} waiting` } : undefined;
     }
     this.postIfReady({ type: 'approvals', available: this.approvals.available, pendings: pendings.slice(0, MAX_PENDINGS) });
+  }
+
+  // ---- the Sessions section -------------------------------------------------------------------
+
+  private pushSessions(): void {
+    if (!this.ready || this.engine.state.status !== 'ready') return;
+    const outcome = this.sessions.list();
+    this.post({ type: 'sessions', outcome: outcome.ok ? { ok: true, sessions: outcome.sessions.slice(0, MAX_SESSIONS) } : outcome });
+  }
+
+  /** Confirmed in a modal dialog here, never on the page's word alone; the page hears the outcome. */
+  private async revokeLease(session: string, reason: string | undefined): Promise<void> {
+    const r = await this.sessions.revoke(session, reason);
+    this.postIfReady(r.ok ? { type: 'revokeResult', session, ok: true, revoked: r.revoked, message: r.message } : { type: 'revokeResult', session, ok: false, error: r.error });
+    this.pushSessions();
   }
 
   private pushTrace(): void {

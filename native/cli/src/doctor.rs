@@ -79,7 +79,7 @@ pub fn run(args: DoctorArgs) -> ExitCode {
 fn print_text(workspace: &Path, reports: &[Report], inert: usize) {
     if reports.is_empty() {
         println!(
-            "no agent is set up in {}: `chokepoint init --agent <claude|codex|gemini|copilot|cursor>` sets one up",
+            "no agent is set up in {}: `chokepoint init --agent <claude|codex|gemini|copilot|cursor|vscode>` sets one up",
             workspace.display()
         );
         return;
@@ -141,10 +141,11 @@ fn examine(workspace: &Path, agent: Agent) -> Option<Report> {
     Some(Report { agent, files, findings })
 }
 
-/// The agent's hooks files present in the workspace: Copilot CLI reads every `.github/hooks/*.json`.
+/// The agent's hooks files present in the workspace: Copilot CLI and VS Code's agent read every
+/// `.github/hooks/*.json`.
 fn hook_files(workspace: &Path, agent: Agent) -> Vec<String> {
     let Some(file) = setup::hooks_file(agent) else { return Vec::new() };
-    if agent != Agent::Copilot {
+    if setup::written_as(agent) != Agent::Copilot {
         return if workspace.join(file).is_file() { vec![file.to_owned()] } else { Vec::new() };
     }
     let mut files: Vec<String> = std::fs::read_dir(workspace.join(".github/hooks"))
@@ -239,7 +240,7 @@ fn codex_trust(workspace: &Path) -> Option<Finding> {
 /// outside the workspace; one of them must block it.
 fn probe(workspace: &Path, agent: Agent, hooks: &[ConfiguredHook]) -> Option<Finding> {
     let probe = inspect::probe(agent, workspace, std::process::id())?;
-    let gates: Vec<&ConfiguredHook> = hooks.iter().filter(|h| h.event == probe.event && h.matches(agent, probe.tool)).collect();
+    let gates: Vec<&ConfiguredHook> = hooks.iter().filter(|h| h.runs_on(agent, probe.event) && h.matches(agent, probe.tool)).collect();
     if gates.is_empty() {
         return None; // `check` reports the missing gate
     }

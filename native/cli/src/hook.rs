@@ -16,10 +16,11 @@ use chokepoint_core::agents::reply::{self, Reply};
 use chokepoint_core::external_events::Agent;
 use chokepoint_core::serve::client::{Forwarded, forward};
 use chokepoint_core::serve::endpoint::Endpoint;
-use chokepoint_core::serve::protocol::Request;
+use chokepoint_core::serve::protocol::HookRequest;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The most we read from stdin: a hook input is a few KiB (a write's content included, up to a few
@@ -81,10 +82,11 @@ fn judge(args: &HookArgs) -> Reply {
         return Reply::default();
     }
     let workspace = args.workspace.clone().unwrap_or_else(|| workspace_of(&call));
-    let options = HookOptions { program: std::env::current_exe().ok(), depth: crate::hook_depth() };
+    // Alone, nobody could see an ask's Pending: `decide_by` stays unset and the fallback answers.
+    let options = HookOptions { program: std::env::current_exe().ok(), depth: crate::hook_depth(), decide_by: None };
     let mut note = String::new();
     if !args.local {
-        match served(args, &workspace, bytes, &options, deadline) {
+        match served(args, &workspace, bytes, &options, deadline.saturating_sub(started.elapsed())) {
             Forwarded::Answered(reply) => return reply,
             Forwarded::NotServed(_) => {}
             Forwarded::Failed(why) => {
@@ -100,23 +102,25 @@ fn judge(args: &HookArgs) -> Reply {
     Reply { stderr: note + &reply.stderr, ..reply }
 }
 
-/// Hands the call to the workspace's live engine, if one is up, and waits for it until our deadline.
-fn served(args: &HookArgs, workspace: &Path, bytes: Vec<u8>, options: &HookOptions, deadline: Duration) -> Forwarded {
+/// Hands the call to the workspace's live engine, if one is up, and waits for it until our deadline
+/// (`left`), which travels with it: an ask waits for a person until a little before it.
+fn served(args: &HookArgs, workspace: &Path, bytes: Vec<u8>, options: &HookOptions, left: Duration) -> Forwarded {
     // Not UTF-8 cannot be an agent's JSON: judged alone, which says so in the agent's format.
     let Ok(input) = String::from_utf8(bytes) else { return Forwarded::NotServed("the input is not UTF-8".into()) };
-    let request = Request {
+    let request = HookRequest {
         agent: args.agent.id().to_owned(),
         event: args.event.clone(),
         input,
         depth: options.depth,
         program: options.program.clone(),
+        deadline_ms: Some(u64::try_from(left.as_millis()).unwrap_or(u64::MAX)),
     };
-    forward(&Endpoint::for_workspace(workspace), &request, deadline)
+    forward(&Endpoint::for_workspace(workspace), request, left)
 }
 
 fn judge_in(workspace: &Path, call: &Call, options: &HookOptions) -> Reply {
     let engine = match Engine::open(workspace) {
-        Ok(engine) => engine,
+        Ok(engine) => Arc::new(engine),
         Err(e) => {
             return reply::failure(
                 call,

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
-    /// The agent to set up: claude, codex, gemini, copilot, cursor.
+    /// The agent to set up: claude, codex, gemini, copilot, cursor, vscode (VS Code's own agent).
     #[arg(long, value_parser = parse_agent)]
     agent: Agent,
     #[arg(long, default_value = ".")]
@@ -158,6 +158,12 @@ fn notes(setup: &Setup, plan: &[PlannedFile]) -> Vec<String> {
             "note: Copilot CLI loads a project's hooks and .mcp.json only in a trusted folder: trust {workspace} when it asks \
              (`COPILOT_ALLOW_ALL=true` trusts the working directory). The hooks run through `bash` (Linux, macOS): \
              Copilot CLI on Windows runs `powershell`, which is not set up."
+        )),
+        Agent::VsCode => notes.push(format!(
+            "note: VS Code's agent runs the hooks of .github/hooks/*.json at once (`chat.useHooks`, on by default). \
+             Copilot CLI reads the same file: both run these entries (`--agent copilot`), and each call is answered as the agent that made it. \
+             The model declares its intent with the tools the Chokepoint extension contributes, or a person runs `chokepoint intent select --workspace {workspace} --session vscode:<session> <intent>`; \
+             no MCP server is written for VS Code."
         )),
         Agent::Cursor => notes.push(
             "note: Cursor's hook timeout unit is unverified (seconds per its docs); the gate is set to fail closed (`failClosed`), \

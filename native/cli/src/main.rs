@@ -13,6 +13,7 @@
 // an 8 ms answer. Its gain, the p99 of a long-lived engine whose writer thread frees what the judge
 // allocated, does not arise in a process that judges one call.
 
+mod approvals;
 mod doctor;
 mod exec;
 mod explain;
@@ -21,7 +22,9 @@ mod info;
 mod init;
 mod intent;
 mod mcp;
+mod review;
 mod serve;
+mod sessions;
 mod trace;
 
 use chokepoint_core::Engine;
@@ -71,6 +74,14 @@ enum Command {
     /// over a socket only this user can reach: faster than a process per call, and one ledger writer.
     /// VS Code with Chokepoint does the same while it runs. Stops on Ctrl-C or SIGTERM.
     Serve(serve::ServeArgs),
+    /// The sessions working in the workspace (every agent's): intent and lease, last actions,
+    /// denials; `sessions revoke <session>` takes a session's lease away.
+    Sessions(sessions::SessionsArgs),
+    /// The Pendings of the workspace's live engine (VS Code with Chokepoint, or `chokepoint serve`):
+    /// list, show, approve, reject, modify them, or review them as they open. Exit code: 1 when no
+    /// live engine runs (Pendings exist only while one does) or the decision is refused.
+    #[command(subcommand)]
+    Approvals(approvals::ApprovalsCommand),
     /// The trace ledger (`.orchestration/agent_trace.jsonl`): verify it, record into it.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
@@ -131,6 +142,8 @@ fn main() -> ExitCode {
         Command::Exec(args) => exec::run(args),
         Command::Hook(args) => hook::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Approvals(command) => approvals::run(command),
+        Command::Sessions(args) => sessions::run(args),
         Command::Trace(command) => trace::run(command),
         Command::Mcp(args) => mcp::run(args),
         Command::Init(args) => init::run(args),

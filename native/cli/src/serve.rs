@@ -3,6 +3,9 @@
 //! without VS Code (whose Chokepoint extension serves its own engine). Configuration edits are picked
 //! up as they are saved; a configuration that stops loading keeps the last good one running and says
 //! so here. Runs until SIGINT or SIGTERM, then removes its socket: hooks judge alone again.
+//!
+//! With `--review`, the person at this terminal decides the asks of every agent's hooks as they open
+//! (`review.rs`), on a thread beside the server, until stdin ends.
 
 use chokepoint_core::Engine;
 use chokepoint_core::serve::server::Server;
@@ -16,6 +19,10 @@ pub struct ServeArgs {
     /// The workspace to serve.
     #[arg(long, default_value = ".")]
     workspace: PathBuf,
+    /// Print each Pending as it opens (a hook's ask about an agent's tool call) and decide it here:
+    /// approve, reject with a reason, or modify its input in $EDITOR. Until stdin ends.
+    #[arg(long)]
+    review: bool,
 }
 
 pub fn run(args: ServeArgs) -> ExitCode {
@@ -52,6 +59,20 @@ pub fn run(args: ServeArgs) -> ExitCode {
         engine.sidecar().workspace_root().display(),
         server.endpoint().socket().display()
     );
+    if args.review {
+        let desk = crate::approvals::Local { engine: Arc::clone(&engine), by: crate::approvals::by() };
+        // The review ends with its input; the server keeps serving until a signal. Its thread is left
+        // to the exit: a read of the terminal cannot be interrupted.
+        let spawned = std::thread::Builder::new().name("chokepoint-review".into()).spawn(move || {
+            let (stdin, mut stdout) = (std::io::stdin(), std::io::stdout());
+            if let Err(e) = crate::review::run(&desk, None, &mut stdin.lock(), &mut stdout) {
+                eprintln!("error: the review stopped: {e}");
+            }
+        });
+        if let Err(e) = spawned {
+            eprintln!("warning: cannot start the review ({e}); decide with `chokepoint approvals` from another terminal");
+        }
+    }
     let stopped = crate::block_on(async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {

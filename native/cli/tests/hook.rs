@@ -118,6 +118,14 @@ fn event_flag(agent: Agent, name: &str) -> Option<String> {
     (agent == Agent::Copilot).then(|| name.split('-').next().unwrap().to_owned())
 }
 
+/// The key of `.github/hooks/chokepoint.json` whose entry VS Code's agent runs on its `event`.
+fn vscode_key(event: &str) -> Option<&'static str> {
+    chokepoint_core::external_events::VSCODE_FILE_KEYS
+        .iter()
+        .find(|(key, e)| *e == event && key.starts_with(|c: char| c.is_ascii_lowercase()))
+        .map(|(key, _)| *key)
+}
+
 fn session_of(agent: Agent, input: &Value) -> Option<String> {
     ["session_id", "sessionId", "conversation_id"]
         .iter()
@@ -126,8 +134,14 @@ fn session_of(agent: Agent, input: &Value) -> Option<String> {
 }
 
 fn hook(agent: Agent, ws: &Path, event: Option<&str>, input: &str) -> Reply {
+    hook_as(agent.id(), ws, event, input)
+}
+
+/// `chokepoint hook --agent <id>`: VS Code's agent runs the `--agent copilot` entries of the file it
+/// shares with Copilot CLI.
+fn hook_as(id: &str, ws: &Path, event: Option<&str>, input: &str) -> Reply {
     let mut command = Command::new(program());
-    command.args(["hook", "--agent", agent.id(), "--workspace", ws.to_str().unwrap()]);
+    command.args(["hook", "--agent", id, "--workspace", ws.to_str().unwrap()]);
     if let Some(event) = event {
         command.args(["--event", event]);
     }
@@ -185,7 +199,11 @@ fn run_all(agent: Agent) -> Vec<Run> {
             let event = event_flag(agent, &fixture);
             let name = event.clone().or_else(|| parsed["hook_event_name"].as_str().map(str::to_owned)).unwrap();
             let gate = lookup(agent, &name).and_then(|r| r.maps_to) == Some(chokepoint_core::EventKind::PreToolUse);
-            let reply = hook(agent, &root, event.as_deref(), &input);
+            let reply = match (agent, vscode_key(&name)) {
+                // As `chokepoint init --agent vscode` writes it: the shared entry of its event.
+                (Agent::VsCode, Some(key)) => hook_as("copilot", &root, Some(key), &input),
+                _ => hook(agent, &root, event.as_deref(), &input),
+            };
             let golden = golden(&reply, &root);
             runs.push(Run { agent, fixture: fixture.clone(), scenario, gate, reply, golden });
         }
@@ -293,6 +311,11 @@ fn copilot_cli_protocol() {
 #[test]
 fn cursor_protocol() {
     agent_test(Agent::Cursor);
+}
+
+#[test]
+fn vs_code_protocol() {
+    agent_test(Agent::VsCode);
 }
 
 #[test]

@@ -221,7 +221,7 @@ fn malformed_oversized_and_slow_requests_are_refused_before_the_engine() {
     assert!(started.elapsed() < Duration::from_secs(10));
     // An unknown agent.
     let mut stream = UnixStream::connect(&server.socket).unwrap();
-    let body = br#"{"agent":"nobody","event":null,"input":"{}","depth":0,"program":null}"#;
+    let body = br#"{"kind":"hook","agent":"nobody","event":null,"input":"{}","depth":0,"program":null}"#;
     stream.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
     stream.write_all(body).unwrap();
     assert!(answer(&mut stream)["reason"].as_str().unwrap().contains("unknown agent"));

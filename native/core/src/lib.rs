@@ -50,14 +50,14 @@ pub use base::clock;
 pub use budget::{compaction, tokens};
 pub use config::schema;
 pub use containment::{sandbox, snapshot};
-pub use engine::{trace, watch};
+pub use engine::{sessions, trace, watch};
 pub use hooks::{builtin, command, pipe, template};
 pub use model::external_events;
 pub use scope::expansion as scope_expansion;
 pub use scope::{canonical, gatekeeper, leases};
 
 // The types of the engine's API.
-pub use approvals::config::{ApprovalRoute, ApprovalsConfig, Escalation, ReviewerConfig};
+pub use approvals::config::{ApprovalRoute, ApprovalsConfig, AskFallback, Escalation, ReviewerConfig};
 pub use base::diagnostic::Diagnostic;
 pub use base::sidecar::Sidecar;
 pub use config::hooks::{HookSpec, HooksConfig};

@@ -11,21 +11,39 @@ use std::time::Duration;
 
 use crate::agents::input::{self, Call};
 use crate::agents::reply::{self, Reply};
-use crate::model::external_events::Agent;
+use crate::model::external_events::{self, Agent};
 
 /// Reads the agent's hook input into a [`Call`], or the reply that refuses it.
 pub fn read(agent: Agent, bytes: &[u8], event: Option<&str>) -> Result<Call, Reply> {
     input::parse(agent, bytes, event).map_err(|e| {
+        // Answered as the agent whose input this is: VS Code's agent runs the `--agent copilot`
+        // hooks of the file it shares with Copilot CLI, and blocks only on a deny in its own format.
+        let writer = input::agent_of_bytes(agent, bytes);
         let reason = format!(
             "Chokepoint could not read this {} hook input ({e}); check that the hook is `chokepoint hook --agent {}`",
-            agent.as_str(),
+            writer.unwrap_or(agent).as_str(),
             agent.id()
         );
-        match event {
+        let vscode_event = || {
+            let input = serde_json::from_slice::<serde_json::Value>(bytes).ok()?;
+            input::event_name(Agent::VsCode, &input, event)
+        };
+        match (writer, event) {
+            (Some(Agent::VsCode), _) => match vscode_event() {
+                Some(name) => reply::failure(&Call::bare(Agent::VsCode, &name), &reason),
+                None => Reply::block(&reason),
+            },
             // The command line says which event: answered in its format (a gate is denied).
-            Some(event) => reply::failure(&Call::bare(agent, event), &reason),
+            (Some(writer), Some(event)) => reply::failure(&Call::bare(writer, event), &reason),
+            // Not even a JSON object, on the file VS Code's agent and Copilot CLI share: a deny that
+            // each of them reads as one.
+            (None, Some(event)) => reply::failure_to_either(
+                &Call::bare(Agent::Copilot, event),
+                &Call::bare(Agent::VsCode, external_events::vscode_event_of_key(event).unwrap_or(event)),
+                &reason,
+            ),
             // We cannot tell which event this is: exit 2 blocks wherever blocking is possible.
-            None => Reply::block(&reason),
+            (_, None) => Reply::block(&reason),
         }
     })
 }
@@ -92,5 +110,25 @@ mod tests {
         assert_eq!(refused.exit, 2);
         let refused = read(Agent::Copilot, b"not json", Some("preToolUse")).unwrap_err();
         assert!(refused.blocks(Agent::Copilot), "{refused:?}");
+    }
+
+    #[test]
+    fn unreadable_input_on_the_shared_file_blocks_whichever_agent_sent_it() {
+        // VS Code's agent's gate without its tool input, through the `--agent copilot` entry: denied
+        // in VS Code's format, the only one it reads.
+        let vscode = br#"{"hook_event_name":"PreToolUse","session_id":"v","tool_name":"create_file"}"#;
+        for id in [Agent::Copilot, Agent::VsCode] {
+            let refused = read(id, vscode, Some("preToolUse")).unwrap_err();
+            assert!(refused.blocks(Agent::VsCode), "{refused:?}");
+            assert!(refused.stdout.contains("VS Code"), "{refused:?}");
+        }
+        // Not even an object: a deny for both.
+        for garbage in [&b"not json"[..], b"[1]", b""] {
+            let refused = read(Agent::Copilot, garbage, Some("preToolUse")).unwrap_err();
+            assert!(refused.blocks(Agent::VsCode) && refused.blocks(Agent::Copilot), "{refused:?}");
+        }
+        // Neither a gate: nothing blocks on our account.
+        let refused = read(Agent::Copilot, b"not json", Some("sessionStart")).unwrap_err();
+        assert!(!refused.blocks(Agent::VsCode) && !refused.blocks(Agent::Copilot), "{refused:?}");
     }
 }

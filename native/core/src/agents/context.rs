@@ -6,8 +6,18 @@
 use crate::agents::input::Call;
 use crate::agents::shell::{program_word, quote};
 use crate::engine::judge::Engine;
+use crate::model::external_events::Agent;
 use crate::model::governance::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
 use std::path::Path;
+
+/// Where the agent's model finds the handshake's tool: VS Code's agent gets it from the Chokepoint
+/// extension (a language model tool), the others from our MCP server.
+pub fn select_tool(agent: Agent) -> String {
+    match agent {
+        Agent::VsCode => format!("the tool `{SELECT_INTENT_TOOL}` that the Chokepoint extension contributes"),
+        _ => format!("the MCP tool `{SELECT_INTENT_TOOL}` of server `chokepoint`"),
+    }
+}
 
 /// The handshake's rules for `call`'s session, with the intents as they stand.
 pub fn handshake(engine: &Engine, call: &Call, program: Option<&Path>) -> String {
@@ -26,7 +36,11 @@ pub fn handshake(engine: &Engine, call: &Call, program: Option<&Path>) -> String
         match &held {
             Some(intent) => text.push_str(&format!("This session holds intent `{intent}`.\n")),
             None => text.push_str(&format!(
-                "Before any write, declare the intent you work on: call the MCP tool `{SELECT_INTENT_TOOL}` (server `chokepoint`) with its id, or run `{program} intent select --session {} <intent_id>`.\n",
+                "Before any write, declare the intent you work on: call {} with its id, or run `{program} intent select --session {} <intent_id>`.\n",
+                match call.agent {
+                    Agent::VsCode => select_tool(call.agent),
+                    _ => format!("the MCP tool `{SELECT_INTENT_TOOL}` (server `chokepoint`)"),
+                },
                 quote(session)
             )),
         }

@@ -2,19 +2,27 @@
 //! (the same gatekeeper, hooks.yaml and ledger as our own agent), and answered in the agent's words.
 //! What only an external agent needs happens here: a shell command rewritten to run contained
 //! (`chokepoint exec`), the handshake's next step spelled out in a denial, the rules handed over at
-//! session start, and a configuration that does not load denying every gate instead of running on
-//! defaults.
+//! session start, a configuration that does not load denying every gate instead of running on
+//! defaults, and a hook's `ask` about a tool call taken to a person (`ask_person`): a Pending the
+//! live engine shows (VS Code's sidebar, `chokepoint approvals`) while the hook waits, then the
+//! configured fallback (`approvals.fallback`).
 
 use crate::agents::input::Call;
 use crate::agents::reply::{self, Outcome, Reply, Verdict};
 use crate::agents::shell::{exec_command, exec_prefix, program_word, quote};
+use crate::approvals::config::AskFallback;
+use crate::approvals::{Ask, Next, Settlement};
 use crate::engine::judge::Engine;
-use crate::model::decision::{Decision, Denial};
+use crate::hooks::chain::Evaluation;
+use crate::model::decision::{Asked, Decision, Denial};
 use crate::model::event::{Event, EventKind};
 use crate::model::external_events::Agent;
 use crate::model::governance::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
 use crate::scope::tools::ToolRole;
+use serde_json::Value;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
 
 /// What the edge that runs the hook knows and the core does not.
 #[derive(Debug, Clone, Default)]
@@ -24,6 +32,10 @@ pub struct HookOptions {
     pub program: Option<PathBuf>,
     /// `CHOKEPOINT_HOOK_DEPTH` of the process: a call raised from inside one of our hooks.
     pub depth: u32,
+    /// Until when a person may decide an ask about this call: set by the live engine (the hook's
+    /// deadline less a margin), where the Pending is seen; `None` when the hook judges alone, where
+    /// nobody could see it, so the configured fallback answers at once.
+    pub decide_by: Option<Instant>,
 }
 
 /// Whether the agent obeys a rewritten tool input from this event (docs/agents/protocols.md): all
@@ -35,9 +47,15 @@ pub fn rewrites_input(call: &Call) -> bool {
     }
 }
 
+/// Whether the agent is asking its person already: the permission step of a call whose PreToolUse
+/// was judged (Claude Code's and Codex's `PermissionRequest`, Copilot CLI's `permissionRequest`).
+fn asking_already(call: &Call) -> bool {
+    call.event == "PermissionRequest" || call.event == "permissionRequest"
+}
+
 /// Judges `call` and answers it. Never fails: what goes wrong is a deny of a gate, and a note on
 /// anything else.
-pub async fn answer(engine: &Engine, call: &Call, options: &HookOptions) -> Reply {
+pub async fn answer(engine: &Arc<Engine>, call: &Call, options: &HookOptions) -> Reply {
     let Some(kind) = call.kind else { return Reply::default() };
     let info = engine.info();
     // A file that does not load denies every gate, unless its last good version keeps running (a
@@ -61,15 +79,7 @@ pub async fn answer(engine: &Engine, call: &Call, options: &HookOptions) -> Repl
     {
         return reply::failure(call, broken);
     }
-    let mut event = Event::new(kind);
-    event.tool = call.tool.clone();
-    event.subject = call.subject.clone();
-    event.depth = options.depth;
-    event.ids.session = call.session.clone();
-    event.ids.agent = Some(call.agent.id().to_owned());
-    event.ids.model = call.model.clone();
-    event.ids.subagent = call.subagent.clone();
-    let evaluation = engine.evaluate_async(event, None).await;
+    let evaluation = engine.evaluate_async(event_of(call, kind, call.subject.clone(), options), None).await;
 
     let mut verdict = Verdict::pass();
     verdict.context = evaluation.additional_context.clone();
@@ -78,19 +88,12 @@ pub async fn answer(engine: &Engine, call: &Call, options: &HookOptions) -> Repl
         Decision::Ask { .. } if call.tool.as_deref() == Some(SCOPE_EXPANSION_TOOL) => {
             Outcome::Deny(expansion_text(engine, call, &evaluation.decision, options))
         }
+        Decision::Ask { asks } if call.is_gate() && !asking_already(call) => {
+            ask_person(engine, call, &evaluation, asks, options, &mut verdict).await
+        }
         Decision::Ask { .. } => Outcome::Ask(format!("Chokepoint asks a person: {}", evaluation.decision.ask_reasons().join("; "))),
         Decision::Allow if kind == EventKind::PreToolUse => {
-            let input = evaluation.modified.clone();
-            match (contained(engine, call, input.as_ref().unwrap_or(&call.subject), options), input) {
-                (Some(rewritten), _) => Outcome::Rewrite(rewritten),
-                (None, Some(input)) if rewrites_input(call) => Outcome::Rewrite(input),
-                // A hook rewrote the call and this agent cannot take a rewrite: the original must not run.
-                (None, Some(_)) => Outcome::Deny(format!(
-                    "a Chokepoint hook rewrote this call, and {} cannot run a rewritten tool input; the original is refused",
-                    call.agent.as_str()
-                )),
-                (None, None) => Outcome::Pass,
-            }
+            allowed(engine, call, evaluation.modified.clone(), options, "a Chokepoint hook")
         }
         Decision::Allow => Outcome::Pass,
     };
@@ -101,6 +104,165 @@ pub async fn answer(engine: &Engine, call: &Call, options: &HookOptions) -> Repl
         verdict.context.insert(0, broken);
     }
     reply::render(call, &verdict)
+}
+
+/// The event of `call` with `subject` as its tool input (the agent's, or a person's modification).
+fn event_of(call: &Call, kind: EventKind, subject: Value, options: &HookOptions) -> Event {
+    let mut event = Event::new(kind);
+    event.tool = call.tool.clone();
+    event.subject = subject;
+    event.depth = options.depth;
+    event.ids.session = call.session.clone();
+    event.ids.agent = Some(call.agent.id().to_owned());
+    event.ids.model = call.model.clone();
+    event.ids.subagent = call.subagent.clone();
+    event
+}
+
+/// An allowed tool call: as the agent made it, or with `modified` as its input (a hook's rewrite, a
+/// person's modification, made by `who`), and a shell command contained either way.
+fn allowed(engine: &Engine, call: &Call, modified: Option<Value>, options: &HookOptions, who: &str) -> Outcome {
+    match (contained(engine, call, modified.as_ref().unwrap_or(&call.subject), options), modified) {
+        (Some(rewritten), _) => Outcome::Rewrite(rewritten),
+        (None, Some(input)) if rewrites_input(call) => Outcome::Rewrite(input),
+        // The call was rewritten and this agent cannot take a rewrite: the original must not run.
+        (None, Some(_)) => Outcome::Deny(format!(
+            "{who} rewrote this call, and {} cannot run a rewritten tool input; the original is refused",
+            call.agent.as_str()
+        )),
+        (None, None) => Outcome::Pass,
+    }
+}
+
+/// A hook asked about a tool call: the Pending is opened on this engine (its subject names the
+/// agent, the session and the tool input, for VS Code's Approvals and `chokepoint approvals`) and
+/// waited for until `options.decide_by`; undecided then, it times out (recorded, so it does not
+/// linger) and the configured fallback answers. A hook judging alone has nobody to show it to: the
+/// fallback answers at once. Whatever fails here refuses the call.
+async fn ask_person(
+    engine: &Arc<Engine>,
+    call: &Call,
+    evaluation: &Evaluation,
+    asks: &[Asked],
+    options: &HookOptions,
+    verdict: &mut Verdict,
+) -> Outcome {
+    let reasons = evaluation.decision.ask_reasons().join("; ");
+    let fallback = engine.approvals().config().fallback;
+    let Some(decide_by) = options.decide_by else {
+        return unanswered(engine, call, &reasons, fallback, None, options);
+    };
+    let input = evaluation.modified.clone().unwrap_or_else(|| call.subject.clone());
+    let ask = Ask {
+        event: EventKind::PreToolUse,
+        tool: call.tool.clone(),
+        paths: written(engine, call, &input, options),
+        input,
+        asked: asks.to_vec(),
+        session_id: call.session.clone(),
+        task_id: None,
+        review: false,
+    };
+    let opened = match engine.open_agent_ask(ask, call.agent) {
+        Ok(opened) => opened,
+        Err(e) => {
+            return Outcome::Deny(format!(
+                "Chokepoint: {reasons}. A person must approve this call, and its approval could not be opened ({e}); the call is refused"
+            ));
+        }
+    };
+    let id = opened.pending.id;
+    let wait = decide_by.saturating_duration_since(Instant::now());
+    // Brings the Pending's deadline forward to the hook's: nobody decides after the agent gave up.
+    let _ = engine.approvals().wait(&id, Some(wait)).await;
+    let settlement = engine.settle(&id).await;
+    match settlement.next {
+        Next::Run | Next::Granted | Next::Override => {
+            verdict.context.push(format!("Chokepoint: this call was {}", settlement.message));
+            allowed(engine, call, evaluation.modified.clone(), options, "a Chokepoint hook")
+        }
+        Next::RunModified => modified(engine, call, asks, &settlement, options, verdict).await,
+        Next::Refuse if settlement.by == "timeout" => unanswered(engine, call, &reasons, fallback, Some((&id, wait)), options),
+        Next::Refuse | Next::Retry => Outcome::Deny(format!(
+            "Chokepoint: {reasons}. A person was asked, and this call was {}. Take it into account and choose another way.",
+            settlement.message
+        )),
+    }
+}
+
+/// A person approved the call with another input: judged again first (the decider may not run what
+/// the chain refuses), then run as the agent runs a rewrite.
+async fn modified(
+    engine: &Arc<Engine>,
+    call: &Call,
+    asks: &[Asked],
+    settlement: &Settlement,
+    options: &HookOptions,
+    verdict: &mut Verdict,
+) -> Outcome {
+    let Some(input) = settlement.input.clone() else {
+        return Outcome::Deny("Chokepoint: the modification of this call carries no input; the call is refused".into());
+    };
+    let again = engine.evaluate_async(event_of(call, EventKind::PreToolUse, input.clone(), options), None).await;
+    match &again.decision {
+        Decision::Deny(denial) => {
+            return Outcome::Deny(format!(
+                "Chokepoint: the call as {} modified it was denied: {}",
+                settlement.by,
+                denial_text(engine, call, denial, options)
+            ));
+        }
+        // The hook that asked was answered by the person who wrote this input; another hook's
+        // question about it is one nobody has answered, and an unanswered question is a no.
+        Decision::Ask { asks: again_asks } if again_asks.first().map(|a| &a.hook) != asks.first().map(|a| &a.hook) => {
+            return Outcome::Deny(format!(
+                "Chokepoint: the call as {} modified it raises another question nobody has answered ({}); retry it to have that decided",
+                settlement.by,
+                again.decision.ask_reasons().join("; ")
+            ));
+        }
+        _ => {}
+    }
+    verdict.context.push(format!("Chokepoint: this call was {}", settlement.message));
+    verdict.reason = Some(format!("Chokepoint: {} modified this call before approving it", settlement.by));
+    allowed(engine, call, Some(again.modified.unwrap_or(input)), options, "the person who approved it")
+}
+
+/// What the call becomes when no person decided it: `timed_out` names the Pending and how long it
+/// waited (none: no live engine could show it to anyone).
+fn unanswered(
+    engine: &Engine,
+    call: &Call,
+    reasons: &str,
+    fallback: AskFallback,
+    timed_out: Option<(&str, std::time::Duration)>,
+    options: &HookOptions,
+) -> Outcome {
+    if fallback == AskFallback::Agent {
+        return Outcome::Ask(format!("Chokepoint asks a person: {reasons}"));
+    }
+    let program = program_word(options.program.as_deref());
+    let workspace = quote(&engine.sidecar().workspace_root().to_string_lossy());
+    let how = format!(
+        "To approve it, retry it and decide it while the agent waits: in VS Code's Chokepoint sidebar (Approvals), or with `{program} approvals review --workspace {workspace}` (or `approvals list` and `approvals approve <id>`)"
+    );
+    match timed_out {
+        Some((id, waited)) => Outcome::Deny(format!(
+            "Chokepoint: {reasons}. Nobody decided this call (pending `{id}`) within {} s, so it is refused. {how}; `approvals.fallback: agent` in hooks.yaml hands such calls to {}'s own prompt instead. Tell the user.",
+            waited.as_secs_f64().round(),
+            call.agent.as_str()
+        )),
+        None => Outcome::Deny(format!(
+            "Chokepoint: {reasons}. A person must approve this call, and no live engine runs on this workspace to ask one, so it is refused. Start one (open the workspace in VS Code with Chokepoint, or run `{program} serve --review --workspace {workspace}`). {how}. Tell the user."
+        )),
+    }
+}
+
+/// The workspace paths `call` writes with `input`, as the gatekeeper resolves them (for a write's
+/// diff in the Pending).
+fn written(engine: &Engine, call: &Call, input: &Value, options: &HookOptions) -> Vec<String> {
+    let event = event_of(call, EventKind::PreToolUse, input.clone(), options);
+    engine.gatekeeper().judged_paths(&event).into_iter().filter_map(|p| p.canonical.ok()).collect()
 }
 
 /// The agent's shell command, rewritten to run through `chokepoint exec` for this session, when the
@@ -134,7 +296,8 @@ fn denial_text(engine: &Engine, call: &Call, denial: &Denial, options: &HookOpti
     let handshake = denial.reason.contains(SELECT_INTENT_TOOL) || denial.suggested_tool.as_deref() == Some(SELECT_INTENT_TOOL);
     if handshake {
         text.push_str(&format!(
-            " Next step: call the MCP tool `{SELECT_INTENT_TOOL}` of server `chokepoint` with an intent id, or run: {} intent select --workspace {} --session {} <intent_id>",
+            " Next step: call {} with an intent id, or run: {} intent select --workspace {} --session {} <intent_id>",
+            crate::agents::context::select_tool(call.agent),
             program_word(options.program.as_deref()),
             quote(&engine.sidecar().workspace_root().to_string_lossy()),
             quote(call.session.as_deref().unwrap_or("<session>")),

@@ -63,15 +63,49 @@ impl Call {
     }
 }
 
+/// Which agent wrote `input`, a hook input given to `chokepoint hook --agent <agent>`. VS Code's
+/// agent and Copilot CLI run the same entries of `.github/hooks/chokepoint.json` (`setup.rs` says
+/// why), so for either id the input's shape decides: VS Code's names its event in snake_case
+/// (`hook_event_name`, with `session_id`, `tool_name`, `tool_input`), Copilot CLI's under its
+/// camelCase keys never does (`sessionId`, `toolName`, `toolArgs`). Any other agent is as the
+/// command line says. `None`: the input is not a JSON object, and for those two ids nobody can tell.
+pub fn agent_of(agent: Agent, input: &Value) -> Option<Agent> {
+    if !matches!(agent, Agent::Copilot | Agent::VsCode) {
+        return Some(agent);
+    }
+    let map = input.as_object()?;
+    Some(if map.get("hook_event_name").is_some_and(Value::is_string) { Agent::VsCode } else { Agent::Copilot })
+}
+
+/// [`agent_of`] on the input's bytes, for an answer to input that could not be read.
+pub fn agent_of_bytes(agent: Agent, bytes: &[u8]) -> Option<Agent> {
+    if !matches!(agent, Agent::Copilot | Agent::VsCode) {
+        return Some(agent);
+    }
+    agent_of(agent, &serde_json::from_slice(bytes).ok()?)
+}
+
+/// The event of `agent`'s call: VS Code's agent names its own in the input, and that name wins
+/// over the command line's (whose `--event` is the shared file's Copilot CLI key); the others take
+/// the command line's, else the input's.
+pub fn event_name(agent: Agent, input: &Value, event: Option<&str>) -> Option<String> {
+    let text = |key: &str| input.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
+    if agent == Agent::VsCode {
+        return text("hook_event_name").or_else(|| event.map(|key| external_events::vscode_event_of_key(key).unwrap_or(key).to_owned()));
+    }
+    event.map(str::to_owned).or_else(|| text("hook_event_name")).or_else(|| text("hookEventName"))
+}
+
 /// Reads `bytes`, the hook input `agent` wrote to our stdin. `event` names the event when the agent
-/// does not put it in the input (Copilot CLI), from the hook's command line.
+/// does not put it in the input (Copilot CLI), from the hook's command line. The call's agent is
+/// the one the input shows ([`agent_of`]), which for `copilot` and `vscode` may be the other.
 pub fn parse(agent: Agent, bytes: &[u8], event: Option<&str>) -> Result<Call, InputError> {
     let input: Value = serde_json::from_slice(bytes).map_err(|e| InputError::new(format!("the hook input is not JSON: {e}")))?;
-    if !input.is_object() {
+    let Some(agent) = agent_of(agent, &input).filter(|_| input.is_object()) else {
         return Err(InputError::new("the hook input is not a JSON object"));
-    }
+    };
     let text = |key: &str| input.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
-    let name = match event.map(str::to_owned).or_else(|| text("hook_event_name")).or_else(|| text("hookEventName")) {
+    let name = match event_name(agent, &input, event) {
         Some(name) => name,
         None => return Err(InputError::new("the hook input names no event (`hook_event_name`), and `--event` was not given")),
     };
@@ -196,6 +230,44 @@ mod tests {
         let call = parse(Agent::ClaudeCode, input, None).unwrap();
         assert_eq!(call.session.as_deref(), Some("claude:abc"));
         assert_eq!(call.subagent.as_deref(), Some("general-purpose:a1"));
+    }
+
+    /// VS Code's agent's input, as it runs the entries of the file it shares with Copilot CLI.
+    const VSCODE: &[u8] = br#"{"timestamp":"2026-11-26T10:00:00.000Z","hook_event_name":"PreToolUse","session_id":"v-1","transcript_path":"/t.json","tool_name":"create_file","tool_input":{"filePath":"/ws/src/a.ts","content":"x"},"tool_use_id":"call_1","cwd":"/ws"}"#;
+    /// Copilot CLI's input for the same entries: camelCase, no event name.
+    const COPILOT: &[u8] =
+        br#"{"sessionId":"c-1","timestamp":1795587897007,"cwd":"/ws","toolName":"create","toolArgs":{"path":"src/a.ts","file_text":"x"}}"#;
+
+    #[test]
+    fn the_shared_entries_tell_vs_code_from_copilot_cli_by_the_inputs_shape() {
+        for id in [Agent::Copilot, Agent::VsCode] {
+            let vscode = parse(id, VSCODE, Some("preToolUse")).unwrap();
+            assert_eq!(vscode.agent, Agent::VsCode, "under --agent {}", id.id());
+            assert_eq!(vscode.event, "PreToolUse", "VS Code's own name wins over --event");
+            assert_eq!(vscode.kind, Some(EventKind::PreToolUse));
+            assert_eq!(vscode.session.as_deref(), Some("vscode:v-1"));
+            assert_eq!(vscode.tool.as_deref(), Some("create_file"));
+            assert_eq!(vscode.subject["filePath"], "/ws/src/a.ts");
+
+            let copilot = parse(id, COPILOT, Some("preToolUse")).unwrap();
+            assert_eq!(copilot.agent, Agent::Copilot, "under --agent {}", id.id());
+            assert_eq!(copilot.event, "preToolUse");
+            assert_eq!(copilot.session.as_deref(), Some("copilot:c-1"));
+            assert_eq!(copilot.subject["path"], "src/a.ts");
+        }
+        // `agentStop` runs on VS Code's Stop, which its input names.
+        let stop = br#"{"hook_event_name":"Stop","session_id":"v-1","stop_hook_active":false}"#;
+        let call = parse(Agent::Copilot, stop, Some("agentStop")).unwrap();
+        assert_eq!((call.agent, call.event.as_str(), call.kind), (Agent::VsCode, "Stop", Some(EventKind::BeforeSubmit)));
+        // Without a name in the input, VS Code's is the key's.
+        assert_eq!(event_name(Agent::VsCode, &serde_json::json!({}), Some("agentStop")).as_deref(), Some("Stop"));
+        // Any other agent is what its command line says, whatever the input looks like.
+        assert_eq!(agent_of(Agent::ClaudeCode, &serde_json::from_slice(VSCODE).unwrap()), Some(Agent::ClaudeCode));
+        assert_eq!(agent_of(Agent::Cursor, &serde_json::from_slice(COPILOT).unwrap()), Some(Agent::Cursor));
+        // Not an object: nobody can tell, and it is not a call.
+        assert_eq!(agent_of_bytes(Agent::Copilot, b"[1]"), None);
+        assert_eq!(agent_of_bytes(Agent::VsCode, b"not json"), None);
+        assert!(parse(Agent::VsCode, b"[1]", Some("preToolUse")).is_err());
     }
 
     #[test]

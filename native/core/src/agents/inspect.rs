@@ -5,11 +5,11 @@
 //! what only a process can (the program is there, the hook answers the probe built here with a
 //! deny).
 
-use crate::agents::json::Json;
+use crate::agents::json::{Json, without_comments};
 use crate::agents::setup::{self, DEFAULT_DEADLINE_SECS, SERVER};
 use crate::base::diagnostic::Diagnostic;
 use crate::model::event::EventKind;
-use crate::model::external_events::{Agent, EXTERNAL_EVENTS, lookup};
+use crate::model::external_events::{Agent, EXTERNAL_EVENTS, lookup, vscode_event_of_key};
 use crate::scope::tools::builtin_tools;
 use std::path::{Path, PathBuf};
 
@@ -49,6 +49,21 @@ impl ConfiguredHook {
     /// Whether the agent runs this handler for `tool`.
     pub fn matches(&self, agent: Agent, tool: &str) -> bool {
         matcher_matches(agent, self.matcher.as_deref(), tool)
+    }
+
+    /// Whether the agent runs this handler on its event `event` (its own name for it).
+    pub fn runs_on(&self, agent: Agent, event: &str) -> bool {
+        event_of_key(agent, &self.event) == Some(event)
+    }
+}
+
+/// The agent's name for the event that a hooks file's `key` runs on, `None` when the agent ignores
+/// the key: the key itself for most, but VS Code's agent reads Copilot CLI's and Claude Code's keys
+/// too (`agentStop` runs on its `Stop`), which is how it reads the file it shares with Copilot CLI.
+pub fn event_of_key(agent: Agent, key: &str) -> Option<&'static str> {
+    match agent {
+        Agent::VsCode => vscode_event_of_key(key),
+        _ => lookup(agent, key).map(|row| row.name),
     }
 }
 
@@ -102,6 +117,10 @@ pub fn hooks_in(agent: Agent, file: &str, text: &str) -> Result<Vec<ConfiguredHo
 /// for Claude Code, found anywhere for the others (Codex's `common.rs`, Gemini CLI's `RegExp.test`).
 /// Codex's `Write` and `Edit` select its `apply_patch`.
 pub fn matcher_matches(agent: Agent, matcher: Option<&str>, tool: &str) -> bool {
+    // VS Code 1.139 reads no matcher from a hooks file: each handler runs for every tool.
+    if agent == Agent::VsCode {
+        return true;
+    }
     let Some(matcher) = matcher.map(str::trim).filter(|m| !m.is_empty() && *m != "*") else { return true };
     let names: &[&str] = match (agent, tool) {
         (Agent::Codex, "apply_patch") => &["apply_patch", "Write", "Edit"],
@@ -191,7 +210,10 @@ pub fn check(agent: Agent, hooks: &[ConfiguredHook], read: impl Fn(&str) -> Opti
     let ours: Vec<&ConfiguredHook> = hooks.iter().filter(|h| h.ours(agent)).collect();
 
     for hook in &ours {
-        if lookup(agent, &hook.event).is_none() {
+        // In the file VS Code's agent shares with Copilot CLI, a key only Copilot CLI reads is
+        // Copilot CLI's hook, not one that VS Code misses.
+        let other = setup::written_as(agent);
+        if event_of_key(agent, &hook.event).is_none() && (other == agent || lookup(other, &hook.event).is_none()) {
             out.push(Finding::inert(
                 &hook.file,
                 Some(&hook.event),
@@ -210,7 +232,7 @@ pub fn check(agent: Agent, hooks: &[ConfiguredHook], read: impl Fn(&str) -> Opti
                     "the Chokepoint hook's timeout ({shown}) is not above its --deadline ({deadline} s): {name} gives up on it first and lets the call through"
                 ),
                 {
-                    let (t, d) = setup::installed(agent)
+                    let (t, d) = setup::installed(setup::written_as(agent))
                         .iter()
                         .find(|i| i.event == hook.event)
                         .map_or((setup::TOOL_TIMEOUT_SECS, setup::TOOL_DEADLINE_SECS), |i| (i.timeout_secs, i.deadline_secs));
@@ -220,8 +242,33 @@ pub fn check(agent: Agent, hooks: &[ConfiguredHook], read: impl Fn(&str) -> Opti
         }
     }
 
+    // Two entries of ours on one event (another hooks file VS Code's agent or Copilot CLI reads, a
+    // copy by hand): each call judged and recorded twice.
+    let mut seen: Vec<&str> = Vec::new();
+    for hook in &ours {
+        let Some(event) = event_of_key(agent, &hook.event) else { continue };
+        if seen.contains(&event) {
+            continue;
+        }
+        seen.push(event);
+        let files: Vec<&str> = ours.iter().filter(|h| h.runs_on(agent, event)).map(|h| h.file.as_str()).collect();
+        if files.len() > 1 {
+            out.push(Finding::warning(
+                &hook.file,
+                Some(event),
+                format!(
+                    "{} Chokepoint hooks run on `{event}` ({}): each call is judged and recorded {} times",
+                    files.len(),
+                    files.join(", "),
+                    files.len()
+                ),
+                format!("keep one: remove the others, then {}", rerun(agent)),
+            ));
+        }
+    }
+
     for (event, kind) in needed_events(agent) {
-        let on_event: Vec<&&ConfiguredHook> = ours.iter().filter(|h| h.event == event).collect();
+        let on_event: Vec<&&ConfiguredHook> = ours.iter().filter(|h| h.runs_on(agent, event)).collect();
         let file = on_event.first().map_or(home, |h| h.file.as_str());
         if on_event.is_empty() {
             let consequence = if kind == EventKind::PreToolUse {
@@ -339,8 +386,63 @@ fn switches(agent: Agent, read: &impl Fn(&str) -> Option<String>) -> Vec<Finding
             "Copilot CLI loads a project's hooks and MCP servers only in a trusted folder".into(),
             "trust the workspace when Copilot CLI asks (`COPILOT_ALLOW_ALL=true` trusts the working directory)".into(),
         )),
-        Agent::Cursor | Agent::VsCode => {}
+        Agent::VsCode => out.extend(vscode_switches(&read)),
+        Agent::Cursor => {}
     }
+    out
+}
+
+/// VS Code's switches: `chat.useHooks` (on by default), the hooks folders it reads
+/// (`chat.hookFilesLocations`), and a hooks file's own `disableAllHooks`.
+fn vscode_switches(read: &impl Fn(&str) -> Option<String>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let settings_file = ".vscode/settings.json";
+    let home = setup::hooks_file(Agent::VsCode).unwrap_or_default();
+    match read(settings_file).map(|text| serde_json::from_str::<Json>(&without_comments(&text))) {
+        Some(Ok(settings)) => {
+            if settings.get("chat.useHooks").and_then(Json::as_bool) == Some(false) {
+                out.push(Finding::inert(
+                    settings_file,
+                    None,
+                    "`\"chat.useHooks\": false` turns off every hook of VS Code's agent".into(),
+                    "remove `chat.useHooks` (it is on by default)".into(),
+                ));
+            }
+            let folder = home.rsplit_once('/').map_or(home, |(dir, _)| dir);
+            let locations = settings.get("chat.hookFilesLocations");
+            if locations.and_then(|l| l.get(folder)).and_then(Json::as_bool) == Some(false) {
+                out.push(Finding::inert(
+                    settings_file,
+                    None,
+                    format!("`chat.hookFilesLocations` turns `{folder}` off: VS Code's agent does not read {home}"),
+                    format!("set `\"{folder}\": true` in `chat.hookFilesLocations`, or remove the entry"),
+                ));
+            }
+        }
+        Some(Err(e)) => out.push(Finding::warning(
+            settings_file,
+            None,
+            format!("cannot be read ({e}): whether it turns `chat.useHooks` off is not known"),
+            "fix the file, and check that `chat.useHooks` is not false".into(),
+        )),
+        None => {}
+    }
+    if read(home).and_then(|t| serde_json::from_str::<Json>(&t).ok()).and_then(|d| d.get("disableAllHooks").and_then(Json::as_bool))
+        == Some(true)
+    {
+        out.push(Finding::inert(
+            home,
+            None,
+            "`disableAllHooks: true` makes VS Code's agent skip every hook of this file".into(),
+            "remove `disableAllHooks`".into(),
+        ));
+    }
+    out.push(Finding::warning(
+        settings_file,
+        None,
+        "VS Code's user settings and the `ChatHooks` policy can turn `chat.useHooks` off, which the workspace's files cannot show".into(),
+        "check that `chat.useHooks` is on in VS Code's settings (Preferences: Open Settings, search `chat.useHooks`)".into(),
+    ));
     out
 }
 
@@ -348,6 +450,18 @@ fn switches(agent: Agent, read: &impl Fn(&str) -> Option<String>) -> Vec<Finding
 fn server(agent: Agent, read: &impl Fn(&str) -> Option<String>) -> Vec<Finding> {
     let Some(file) = setup::mcp_file(agent) else { return Vec::new() };
     let missing = || {
+        // Copilot CLI's hooks file is VS Code's agent's too (`init --agent vscode` writes it and no
+        // MCP file): the file does not show that Copilot CLI works here at all.
+        if agent == Agent::Copilot {
+            return vec![Finding::warning(
+                file,
+                None,
+                format!(
+                    "if Copilot CLI works here: no MCP server `{SERVER}`, so its model cannot select an intent itself, only a person through `chokepoint intent select` (VS Code's agent, which reads the same .github/hooks, needs none)"
+                ),
+                rerun(agent),
+            )];
+        }
         vec![Finding::inert(
             file,
             None,
@@ -414,10 +528,16 @@ pub fn probe(agent: Agent, workspace: &Path, pid: u32) -> Option<Probe> {
     let (p, ws) = (path.to_string_lossy(), workspace.to_string_lossy());
     let content = "written by chokepoint doctor; a guard must refuse it\n";
     let (tool, input) = match agent {
-        Agent::ClaudeCode | Agent::VsCode => (
+        Agent::ClaudeCode => (
             "Write",
             serde_json::json!({ "session_id": session, "transcript_path": "", "cwd": ws, "permission_mode": "default",
                 "hook_event_name": event, "tool_name": "Write", "tool_input": { "file_path": p, "content": content }, "tool_use_id": "doctor" }),
+        ),
+        Agent::VsCode => (
+            "create_file",
+            serde_json::json!({ "timestamp": "1970-01-01T00:00:00.000Z", "hook_event_name": event, "session_id": session,
+                "transcript_path": "", "tool_name": "create_file", "tool_input": { "filePath": p, "content": content },
+                "tool_use_id": "doctor", "cwd": ws }),
         ),
         Agent::Codex => (
             "apply_patch",

@@ -260,9 +260,64 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 }
 
+/// `text`, a file VS Code reads as JSON with comments (`.vscode/settings.json`), as plain JSON: its
+/// `//` and `/* */` comments and its trailing commas blanked out, strings untouched, so that a
+/// serde reader takes it and its errors keep their line and column.
+pub fn without_comments(text: &str) -> String {
+    let mut out = text.as_bytes().to_vec();
+    // First the comments, then (on what is left) the commas before a closing bracket.
+    let mut in_string = false;
+    let mut i = 0;
+    while i < out.len() {
+        match (in_string, out[i]) {
+            (true, b'\\') => i += 1,
+            (_, b'"') => in_string = !in_string,
+            (false, b'/') if matches!(out.get(i + 1), Some(b'/' | b'*')) => {
+                let line = out[i + 1] == b'/';
+                let mut j = i + 2;
+                while j < out.len() && !(if line { out[j] == b'\n' } else { out[j - 1] == b'*' && out[j] == b'/' && j > i + 2 }) {
+                    j += 1;
+                }
+                let end = if line { j } else { (j + 1).min(out.len()) };
+                for b in &mut out[i..end] {
+                    if *b != b'\n' {
+                        *b = b' ';
+                    }
+                }
+                i = end;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    in_string = false;
+    i = 0;
+    while i < out.len() {
+        match (in_string, out[i]) {
+            (true, b'\\') => i += 1,
+            (_, b'"') => in_string = !in_string,
+            (false, b',') if matches!(out[i + 1..].iter().find(|b| !b.is_ascii_whitespace()), Some(b'}' | b']')) => out[i] = b' ',
+            _ => {}
+        }
+        i += 1;
+    }
+    // Only ASCII bytes outside strings were replaced, by spaces: still UTF-8.
+    String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vs_codes_json_with_comments_reads_as_json() {
+        let text = "{\n  // off for now\n  \"chat.useHooks\": false, /* a \"quoted\" note */\n  \"url\": \"http://x//y\",\n  \"list\": [1, 2,],\n}\n";
+        let plain = without_comments(text);
+        let value: serde_json::Value = serde_json::from_str(&plain).unwrap_or_else(|e| panic!("{e}: {plain}"));
+        assert_eq!(value, serde_json::json!({ "chat.useHooks": false, "url": "http://x//y", "list": [1, 2] }));
+        assert_eq!(plain.lines().count(), text.lines().count(), "lines kept");
+    }
 
     #[test]
     fn keys_keep_their_order_through_a_round_trip() {

@@ -29,11 +29,18 @@ pub struct Verdict {
     pub outcome: Outcome,
     /// Context for the model (the handshake's rules at session start, hooks' additional context).
     pub context: Vec<String>,
+    /// Why the input was rewritten, for an agent that shows it with the rewrite (Claude Code); none:
+    /// the shell command is contained.
+    pub reason: Option<String>,
 }
 
 impl Verdict {
     pub fn pass() -> Verdict {
-        Verdict { outcome: Outcome::Pass, context: Vec::new() }
+        Verdict { outcome: Outcome::Pass, context: Vec::new(), reason: None }
+    }
+
+    pub fn of(outcome: Outcome) -> Verdict {
+        Verdict { outcome, ..Verdict::pass() }
     }
 }
 
@@ -132,10 +139,8 @@ fn claude(call: &Call, kind: EventKind, verdict: &Verdict) -> Reply {
             let skip_prompt = codex || matches!(call.permission_mode.as_deref(), Some("bypassPermissions" | "acceptEdits" | "dontAsk"));
             specific.insert("permissionDecision".into(), if skip_prompt { "allow" } else { "ask" }.into());
             if !codex {
-                specific.insert(
-                    "permissionDecisionReason".into(),
-                    "Chokepoint runs this command contained to the session's intent scope".into(),
-                );
+                let reason = verdict.reason.as_deref().unwrap_or("Chokepoint runs this command contained to the session's intent scope");
+                specific.insert("permissionDecisionReason".into(), reason.into());
             }
             specific.insert("updatedInput".into(), input.clone());
         }
@@ -246,9 +251,32 @@ fn cursor(call: &Call, kind: EventKind, verdict: &Verdict) -> Reply {
 /// the form that blocks in its agent; any other event goes on, and its person hears why.
 pub fn failure(call: &Call, reason: &str) -> Reply {
     if call.is_gate() {
-        return render(call, &Verdict { outcome: Outcome::Deny(reason.to_owned()), context: Vec::new() });
+        return render(call, &Verdict::of(Outcome::Deny(reason.to_owned())));
     }
     // Not a gate: never block on our account. stderr of a successful hook is shown to the person
     // (in verbose or debug output) by every agent, and to nobody as a decision.
     Reply { stderr: format!("chokepoint: {reason}\n"), ..Reply::default() }
+}
+
+/// The reply when we could not judge a call that either of two agents may have made and we cannot
+/// tell which (VS Code's agent and Copilot CLI run the same `.github/hooks` entries, and the input
+/// did not show whose it is): each agent's deny in one JSON object, which each reads by its own
+/// keys (VS Code's agent only `hookSpecificOutput`, Copilot CLI the top-level `permissionDecision`).
+pub fn failure_to_either(first: &Call, second: &Call, reason: &str) -> Reply {
+    let (one, two) = (failure(first, reason), failure(second, reason));
+    let object = |reply: &Reply| match serde_json::from_str::<Value>(&reply.stdout) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    };
+    match (object(&one), object(&two)) {
+        (Some(mut merged), Some(other)) => {
+            for (key, value) in other {
+                merged.entry(key).or_insert(value);
+            }
+            Reply::json(Value::Object(merged))
+        }
+        // A gate for one of them only: a JSON deny would not block the other; exit 2 blocks both.
+        (Some(_), None) | (None, Some(_)) => Reply::block(reason),
+        (None, None) => one,
+    }
 }

@@ -13,6 +13,19 @@
 //! A plan merges: the user's other hooks, servers and settings stay, in their order; an earlier
 //! entry of ours (a command holding ` hook --agent <id>`) is replaced where it was; a plan of a file
 //! already set up leaves its text as it is, byte for byte.
+//!
+//! **VS Code's agent and Copilot CLI share one file.** Both run the hooks of every
+//! `.github/hooks/*.json`, so two sets of entries of ours there would judge each call twice (and
+//! each with the other's parser). `init --agent vscode` and `init --agent copilot` therefore write
+//! the same `.github/hooks/chokepoint.json`, byte for byte: Copilot CLI's format, which VS Code
+//! reads too (`bash` as its command, `timeoutSec` as its timeout, the camelCase keys mapped by
+//! `external_events::VSCODE_FILE_KEYS`), and each takes the other's entries for its own, so whichever
+//! ran last replaces them in place. The entries say `--agent copilot --event <key>`: Copilot CLI's
+//! input does not name its event, so its command line must, while VS Code's input names the event
+//! and has its own shape (snake_case, `hook_event_name`), by which `chokepoint hook` recognises it
+//! whatever `--agent` says (`input::parse`). Saying `copilot` keeps every file `init --agent
+//! copilot` already wrote correct for VS Code, with nothing to rewrite. VS Code's PreCompact and
+//! SubagentStart have no key in that format and are left out (the event table's notes say so).
 
 use crate::agents::error::SetupError;
 use crate::agents::json::{Json, Object};
@@ -25,7 +38,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The agents whose configuration Chokepoint writes.
-pub const AGENTS: [Agent; 5] = [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCli, Agent::Copilot, Agent::Cursor];
+pub const AGENTS: [Agent; 6] = [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCli, Agent::Copilot, Agent::Cursor, Agent::VsCode];
 
 /// The name of our MCP server in every agent's configuration (its tools reach hooks as
 /// `mcp__chokepoint__<tool>` and the like).
@@ -87,14 +100,37 @@ pub fn hooks_file(agent: Agent) -> Option<&'static str> {
         Agent::ClaudeCode => Some(".claude/settings.json"),
         Agent::Codex => Some(".codex/hooks.json"),
         Agent::GeminiCli => Some(".gemini/settings.json"),
-        Agent::Copilot => Some(".github/hooks/chokepoint.json"),
+        // The same file for both: they read each other's (see the module's comment).
+        Agent::Copilot | Agent::VsCode => Some(".github/hooks/chokepoint.json"),
         Agent::Cursor => Some(".cursor/hooks.json"),
-        Agent::VsCode => None,
+    }
+}
+
+/// The agent whose format and entries the hooks file of `agent` holds: its own, but VS Code's
+/// agent's, which are Copilot CLI's (the two share `.github/hooks/chokepoint.json`).
+pub fn written_as(agent: Agent) -> Agent {
+    match agent {
+        Agent::VsCode => Agent::Copilot,
+        other => other,
+    }
+}
+
+/// The agents whose entries of ours in `agent`'s hooks file are the same entries: VS Code's agent
+/// and Copilot CLI take each other's for their own.
+fn sharing(agent: Agent) -> &'static [Agent] {
+    match agent {
+        Agent::Copilot | Agent::VsCode => &[Agent::Copilot, Agent::VsCode],
+        Agent::ClaudeCode => &[Agent::ClaudeCode],
+        Agent::Codex => &[Agent::Codex],
+        Agent::GeminiCli => &[Agent::GeminiCli],
+        Agent::Cursor => &[Agent::Cursor],
     }
 }
 
 /// Where the agent reads the project's MCP servers. Copilot CLI 1.0.102 was seen loading the
 /// workspace's `.mcp.json` (docs/agents/clients.md; protocols.md §4.2, older, calls it unverified).
+/// VS Code's agent gets the handshake's tools from the Chokepoint extension (language model tools),
+/// not from an MCP server: none is written for it.
 pub fn mcp_file(agent: Agent) -> Option<&'static str> {
     match agent {
         Agent::ClaudeCode | Agent::Copilot => Some(".mcp.json"),
@@ -120,13 +156,15 @@ pub fn marker(agent: Agent) -> String {
     format!(" hook --agent {}", agent.id())
 }
 
-/// Whether a configured command is a hook of ours for `agent`.
+/// Whether a configured command is a hook of ours for `agent`: one with its marker, or (VS Code's
+/// agent, Copilot CLI) with the marker of the agent it shares the file with.
 pub fn is_ours(agent: Agent, command: &str) -> bool {
-    command.contains(&marker(agent))
+    sharing(agent).iter().any(|a| command.contains(&marker(*a)))
 }
 
 /// The hook's command line for one event.
 pub fn command(agent: Agent, program: &Path, hook: &Installed) -> String {
+    let agent = written_as(agent);
     // Copilot CLI's input does not name its event: the command line does.
     let event = if agent == Agent::Copilot { format!(" --event {}", hook.event) } else { String::new() };
     format!("{}{}{event} --deadline {}", quote(&program.to_string_lossy()), marker(agent), hook.deadline_secs)
@@ -137,7 +175,7 @@ pub fn command(agent: Agent, program: &Path, hook: &Installed) -> String {
 pub fn timeout_key(agent: Agent) -> (&'static str, u64) {
     match agent {
         Agent::GeminiCli => ("timeout", 1000),
-        Agent::Copilot => ("timeoutSec", 1),
+        Agent::Copilot | Agent::VsCode => ("timeoutSec", 1),
         _ => ("timeout", 1),
     }
 }
@@ -254,7 +292,7 @@ fn indent_of(text: &str) -> String {
 /// Whether the agent nests handlers in matcher groups (`{"matcher":…,"hooks":[…]}`), as Claude
 /// Code, Codex and Gemini CLI do, or lists them flat under the event (Copilot CLI, Cursor).
 fn nested(agent: Agent) -> bool {
-    matches!(agent, Agent::ClaudeCode | Agent::Codex | Agent::GeminiCli)
+    matches!(written_as(agent), Agent::ClaudeCode | Agent::Codex | Agent::GeminiCli)
 }
 
 fn handler_is_ours(agent: Agent, handler: &Json) -> bool {
@@ -266,7 +304,7 @@ fn handler(setup: &Setup, hook: &Installed) -> Json {
     let command = Json::from(command(setup.agent, &setup.program, hook));
     let (key, unit) = timeout_key(setup.agent);
     let timeout = Json::from(hook.timeout_secs * unit);
-    match setup.agent {
+    match written_as(setup.agent) {
         Agent::GeminiCli => Json::object([("type", "command".into()), ("name", SERVER.into()), ("command", command), (key, timeout)]),
         Agent::Copilot => Json::object([("type", "command".into()), ("bash", command), (key, timeout)]),
         // Cursor's timeout unit is disputed (seconds in its docs' examples, milliseconds by a third
@@ -285,7 +323,7 @@ fn handler(setup: &Setup, hook: &Installed) -> Json {
 fn set_hooks(setup: &Setup, file: &mut JsonFile<'_>) -> Result<(), SetupError> {
     let agent = setup.agent;
     let mut doc = std::mem::take(&mut file.doc);
-    if matches!(agent, Agent::Copilot | Agent::Cursor) {
+    if matches!(written_as(agent), Agent::Copilot | Agent::Cursor) {
         doc.entry("version", || Json::from(1u64));
     }
     let hooks = file.object(&mut doc, "hooks")?;
@@ -314,7 +352,9 @@ fn set_hooks(setup: &Setup, file: &mut JsonFile<'_>) -> Result<(), SetupError> {
         }
         *entries = kept;
     }
-    for hook in installed(agent) {
+    // VS Code's agent gets Copilot CLI's entries, all of them: the file is the same whichever of
+    // the two set it up last (VS Code ignores the keys it does not read).
+    for hook in installed(written_as(agent)) {
         let handler = handler(setup, &hook);
         let entry = if nested(agent) { Json::object([("matcher", "*".into()), ("hooks", Json::Array(vec![handler]))]) } else { handler };
         let entries = hooks.entry(hook.event, || Json::Array(Vec::new()));
@@ -436,6 +476,7 @@ fn ignore(text: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::external_events;
 
     #[test]
     fn the_rows_not_installed_are_the_ones_judged_elsewhere() {
@@ -453,8 +494,39 @@ mod tests {
                 (Agent::Copilot, "preMcpToolCall"),
                 (Agent::Cursor, "beforeShellExecution"),
                 (Agent::Cursor, "beforeMCPExecution"),
+                (Agent::VsCode, "PreCompact"),
+                (Agent::VsCode, "SubagentStart"),
             ]
         );
+    }
+
+    #[test]
+    fn vs_code_and_copilot_cli_write_one_file_alike() {
+        let setup = |agent| Setup { agent, workspace: PathBuf::from("/ws"), program: PathBuf::from("/bin/chokepoint") };
+        let hooks = |agent, current: Option<String>| {
+            plan(&setup(agent), |p| if Some(p) == hooks_file(agent) { current.clone() } else { None })
+                .unwrap()
+                .into_iter()
+                .find(|f| Some(f.path) == hooks_file(agent))
+                .unwrap()
+                .after
+        };
+        let copilot = hooks(Agent::Copilot, None);
+        assert_eq!(hooks(Agent::VsCode, None), copilot);
+        // Each takes the other's entries for its own: replaced, never added beside them.
+        assert_eq!(hooks(Agent::VsCode, Some(copilot.clone())), copilot);
+        let by_hand = copilot.replace("--agent copilot", "--agent vscode");
+        assert_eq!(hooks(Agent::Copilot, Some(by_hand.clone())), copilot);
+        assert_eq!(hooks(Agent::VsCode, Some(by_hand)), copilot);
+        assert_eq!(files(Agent::VsCode), [".github/hooks/chokepoint.json", IGNORE_FILE], "no MCP file");
+        // Every event VS Code's agent runs our hook on has its key in the shared file.
+        for hook in installed(Agent::VsCode) {
+            assert!(
+                installed(Agent::Copilot).iter().any(|c| external_events::vscode_event_of_key(c.event) == Some(hook.event)),
+                "{}",
+                hook.event
+            );
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ use super::error::ApprovalError;
 use super::kind::PendingKind;
 use crate::model::decision::Asked;
 use crate::model::event::EventKind;
+use crate::model::external_events::Agent;
 use crate::model::governance::SCOPE_EXPANSION_TOOL;
 use serde_json::{Value, json};
 
@@ -44,16 +45,29 @@ impl Ask {
 
     /// The request that opens its Pending: the kind, the subject in the kind's shape, and who asked.
     pub fn into_request(self) -> Result<OpenRequest, ApprovalError> {
+        self.into_request_of(None)
+    }
+
+    /// The request of an ask about `agent`'s call (another agent's hook, served by the live engine):
+    /// a tool call's subject also names the agent (`agent`, its id: `claude`, `codex`, …), so whoever
+    /// decides knows which agent waits; the session (`<agent>:<its id>`) is the Pending's own.
+    pub fn into_request_of(self, agent: Option<Agent>) -> Result<OpenRequest, ApprovalError> {
         let kind = self.kind()?;
         let reason = (!self.asked.is_empty()).then(|| self.asked.iter().map(|a| a.reason.as_str()).collect::<Vec<_>>().join("; "));
         let field = |name: &str| self.input.get(name).cloned().unwrap_or(Value::Null);
         let subject = match kind {
-            PendingKind::ToolCall => json!({
-                "tool": self.tool,
-                "input": self.input,
-                "paths": (!self.paths.is_empty()).then_some(&self.paths),
-                "reason": reason,
-            }),
+            PendingKind::ToolCall => {
+                let mut subject = json!({
+                    "tool": self.tool,
+                    "input": self.input,
+                    "paths": (!self.paths.is_empty()).then_some(&self.paths),
+                    "reason": reason,
+                });
+                if let Some(agent) = agent {
+                    subject["agent"] = agent.id().into();
+                }
+                subject
+            }
             PendingKind::ScopeExpansion => {
                 json!({ "intent_id": field("intent_id"), "paths": field("paths"), "justification": field("justification") })
             }

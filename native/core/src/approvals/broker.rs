@@ -17,7 +17,7 @@ use super::kind::PendingKind;
 use super::pending::{Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult};
 use super::record::{Phase, approval_record};
 use super::routing::{ANY_KIND, Route, merged_handlers, route};
-use crate::approvals::config::{ApprovalRoute, ApprovalsConfig, ReviewerConfig};
+use crate::approvals::config::{ApprovalRoute, ApprovalsConfig, AskFallback, ReviewerConfig};
 use crate::ledger::Record;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -123,6 +123,8 @@ pub struct EffectiveConfig {
     /// handler's name).
     pub handlers: BTreeMap<String, String>,
     pub reviewer: Option<ReviewerConfig>,
+    /// What an external agent's hook answers when nobody decides its ask in time.
+    pub fallback: AskFallback,
 }
 
 /// The Pendings of one engine. Not `Clone`: its owner's drop stops its timer thread.
@@ -219,6 +221,7 @@ impl Approvals {
             timeout_seconds: state.config.timeout_seconds,
             handlers: merged_handlers(&state.config.handlers, &state.registered).into_iter().map(|(k, r)| (k, r.handler_name())).collect(),
             reviewer: state.config.reviewer.clone(),
+            fallback: state.config.fallback,
         }
     }
 

@@ -25,6 +25,33 @@ pub struct ApprovalsConfig {
     /// The reviewing model, for the `reviewer` route.
     #[serde(default)]
     pub reviewer: Option<ReviewerConfig>,
+    /// What another agent's hook (Claude Code, Codex, …) answers when a hook asks about its tool call
+    /// and nobody decides the Pending within the hook's deadline, or no live engine (VS Code with
+    /// Chokepoint, or `chokepoint serve`) runs to show it to anyone: `deny` (the default) refuses the
+    /// call saying how to approve it next time; `agent` leaves it to the agent's own permission prompt
+    /// (Codex has none: it is refused there too).
+    #[serde(default)]
+    pub fallback: AskFallback,
+}
+
+/// What an external agent's ask becomes when no person decides it in time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AskFallback {
+    /// Refuse the call, saying that nobody decided and how to approve it next time.
+    #[default]
+    Deny,
+    /// Hand the question to the agent's own permission prompt.
+    Agent,
+}
+
+impl AskFallback {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AskFallback::Deny => "deny",
+            AskFallback::Agent => "agent",
+        }
+    }
 }
 
 /// Who answers a Pending.
@@ -96,6 +123,7 @@ impl Default for ApprovalsConfig {
             timeout_seconds: default_approval_timeout(),
             handlers: BTreeMap::new(),
             reviewer: None,
+            fallback: AskFallback::default(),
         }
     }
 }

@@ -15,6 +15,7 @@
 //! - `record.rs`: the ledger records of Pendings.
 //! - `ask.rs`: which Pending an ask opens, with the subject built from the event the chain judged.
 //! - `settlement.rs`: what a decision means for the agent (`Next`) and the line its model is told.
+//! - `preview.rs`: what a tool call's Pending would do to its file, for whoever decides it.
 //! - `error.rs`: refusals, lower-case, naming what is allowed.
 
 mod actions;
@@ -23,6 +24,7 @@ mod broker;
 mod error;
 mod kind;
 mod pending;
+mod preview;
 mod record;
 mod routing;
 mod settlement;
@@ -36,6 +38,7 @@ pub use kind::{
     ToolCallSubject,
 };
 pub use pending::{Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult, auto_retry};
+pub use preview::{Preview, preview};
 pub use record::{Phase, approval_record};
 pub use routing::{ANY_KIND, Route, route};
 pub use settlement::{Next, Settlement, expansion};

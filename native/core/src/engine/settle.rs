@@ -6,6 +6,7 @@
 
 use super::judge::Engine;
 use crate::approvals::{ApprovalError, Ask, Next, Opened, Settlement, expansion};
+use crate::model::external_events::Agent;
 use crate::scope::error::ScopeError;
 use crate::scope::expansion::Expansion;
 use std::sync::Arc;
@@ -14,6 +15,11 @@ impl Engine {
     /// Opens the Pending of an ask and routes it; the automatic routes have decided it on return.
     pub fn open_ask(&self, ask: Ask) -> Result<Opened, ApprovalError> {
         self.approvals().open(ask.into_request()?)
+    }
+
+    /// [`Engine::open_ask`] for another agent's call: its subject also names the agent (`agent`).
+    pub fn open_agent_ask(&self, ask: Ask, agent: Agent) -> Result<Opened, ApprovalError> {
+        self.approvals().open(ask.into_request_of(Some(agent))?)
     }
 
     /// Waits (without holding a thread) until the Pending `id` is decided or times out, then makes

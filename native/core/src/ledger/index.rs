@@ -550,12 +550,12 @@ impl Index {
         Ok(value)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
         // A panic mid-transaction rolled the transaction back as it unwound: the connection is usable.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn failed(&self, op: &str, error: rusqlite::Error) -> String {
+    pub(super) fn failed(&self, op: &str, error: rusqlite::Error) -> String {
         format!("the trace index {}: {op} failed: {error}", self.db.display())
     }
 
@@ -664,11 +664,11 @@ fn line_hash_bytes(bytes: &[u8]) -> String {
 }
 
 /// A seq, offset or time as SQLite stores it (signed 64-bit); none of ours comes near the top half.
-fn int(value: u64) -> i64 {
+pub(super) fn int(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-fn uint(value: i64) -> u64 {
+pub(super) fn uint(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 

@@ -10,10 +10,12 @@
 //! - `head.rs`: the chain head and record count kept in SQLite, so truncation is detected;
 //! - `ranges.rs`: which line ranges a write changed, with their content hashes;
 //! - `index.rs`: the SQLite index and its queries; `blame.rs`: who last wrote a line, by content;
+//! - `activity.rs`: what each session did lately, counted in the index (the Sessions view);
 //! - `export.rs`: Agent Trace v0.1;
 //! - `reseal.rs`: the way forward from a ledger that fails verification (moved aside, a new chain
 //!   begun with a record that says so).
 
+pub mod activity;
 pub mod blame;
 pub mod error;
 pub mod export;

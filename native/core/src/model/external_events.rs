@@ -26,7 +26,7 @@ impl Agent {
             Agent::ClaudeCode => "Claude Code",
             Agent::Cursor => "Cursor",
             Agent::GeminiCli => "Gemini CLI",
-            Agent::VsCode => "VS Code agent hooks",
+            Agent::VsCode => "VS Code's agent",
             Agent::Codex => "Codex CLI",
             Agent::Copilot => "Copilot CLI",
         }
@@ -171,15 +171,66 @@ pub const EXTERNAL_EVENTS: &[ExternalEvent] = &[
     row(Cursor, "sessionEnd", Some(SessionEnd), None, ""),
     row(Cursor, "beforeTabFileRead", None, None, "Tab completions, not the agent"),
     row(Cursor, "afterTabFileEdit", None, None, "Tab completions, not the agent"),
-    row(VsCode, "SessionStart", Some(SessionStart), None, ""),
-    row(VsCode, "UserPromptSubmit", Some(TaskStart), None, "a prompt starts a task"),
-    row(VsCode, "PreToolUse", Some(PreToolUse), None, ""),
-    row(VsCode, "PostToolUse", Some(PostToolUse), None, "does not fire for a denied call"),
-    row(VsCode, "PreCompact", Some(PreCompact), None, ""),
-    row(VsCode, "SubagentStart", Some(TaskStart), None, "a sub-agent's task"),
-    row(VsCode, "SubagentStop", Some(BeforeSubmit), None, "a sub-agent's completion gate"),
-    row(VsCode, "Stop", Some(BeforeSubmit), None, "a completion gate"),
+    row(
+        VsCode,
+        "SessionStart",
+        Some(SessionStart),
+        None,
+        "runs the `sessionStart` entry of .github/hooks/chokepoint.json, the file VS Code shares with Copilot CLI",
+    ),
+    row(VsCode, "UserPromptSubmit", Some(TaskStart), None, "a prompt starts a task; runs the `userPromptSubmitted` entry"),
+    row(VsCode, "PreToolUse", Some(PreToolUse), None, "runs the `preToolUse` entry"),
+    row(VsCode, "PostToolUse", Some(PostToolUse), None, "does not fire for a denied call; runs the `postToolUse` entry"),
+    row(
+        VsCode,
+        "PreCompact",
+        Some(PreCompact),
+        None,
+        "not installed: the shared file is in Copilot CLI's format, which has no key VS Code runs on PreCompact",
+    ),
+    row(
+        VsCode,
+        "SubagentStart",
+        Some(TaskStart),
+        None,
+        "a sub-agent's task; not installed: VS Code does not read Copilot CLI's `subagentStart` key",
+    ),
+    row(VsCode, "SubagentStop", Some(BeforeSubmit), None, "a sub-agent's completion gate; runs the `subagentStop` entry"),
+    row(VsCode, "Stop", Some(BeforeSubmit), None, "a completion gate; runs the `agentStop` entry"),
+    row(VsCode, "SessionEnd", Some(SessionEnd), None, "read in a hooks file (`sessionEnd`), never fired by Copilot Chat 0.67"),
+    row(VsCode, "ErrorOccurred", Some(Error), None, "read in a hooks file (`errorOccurred`), never fired by Copilot Chat 0.67"),
 ];
+
+/// The keys VS Code's agent reads in a hooks file and the event each runs on (its own, Claude
+/// Code's and Copilot CLI's spellings, from the table in VS Code 1.139's workbench). Every
+/// `.github/hooks/*.json` is read by both VS Code and Copilot CLI, so `chokepoint init` writes the
+/// shared file in Copilot CLI's keys; this is how a key of that file becomes VS Code's event. A key
+/// not listed is ignored by VS Code.
+pub const VSCODE_FILE_KEYS: &[(&str, &str)] = &[
+    ("SessionStart", "SessionStart"),
+    ("SessionEnd", "SessionEnd"),
+    ("UserPromptSubmit", "UserPromptSubmit"),
+    ("PreToolUse", "PreToolUse"),
+    ("PostToolUse", "PostToolUse"),
+    ("PreCompact", "PreCompact"),
+    ("SubagentStart", "SubagentStart"),
+    ("SubagentStop", "SubagentStop"),
+    ("Stop", "Stop"),
+    ("ErrorOccurred", "ErrorOccurred"),
+    ("sessionStart", "SessionStart"),
+    ("sessionEnd", "SessionEnd"),
+    ("userPromptSubmitted", "UserPromptSubmit"),
+    ("preToolUse", "PreToolUse"),
+    ("postToolUse", "PostToolUse"),
+    ("agentStop", "Stop"),
+    ("subagentStop", "SubagentStop"),
+    ("errorOccurred", "ErrorOccurred"),
+];
+
+/// The event VS Code's agent runs a hooks file's `key` on, if it reads that key.
+pub fn vscode_event_of_key(key: &str) -> Option<&'static str> {
+    VSCODE_FILE_KEYS.iter().find(|(k, _)| *k == key).map(|(_, event)| *event)
+}
 
 /// The canonical event (and implied tool) for another agent's event name, if it has one.
 pub fn lookup(agent: Agent, name: &str) -> Option<&'static ExternalEvent> {

@@ -26,7 +26,7 @@ use crate::scope::canonical::{PathRefusal, Workspace};
 use crate::scope::error::ScopeError;
 use crate::scope::expansion::{Expansion, Expansions};
 use crate::scope::intents::{Intent, IntentSet, IntentStatus};
-use crate::scope::leases::{AcquireError, Holder, Leases};
+use crate::scope::leases::{AcquireError, Holder, Leases, Revocation};
 use crate::scope::patch;
 use crate::scope::settings::GatekeeperConfig;
 use crate::scope::tools::{ToolRole, ToolTable};
@@ -234,6 +234,56 @@ impl Gatekeeper {
         self.leases()?.release_session(session).map_err(|e| e.to_string().into())
     }
 
+    /// A person takes the session's lease away (`chokepoint sessions revoke`, the sidebar's Revoke).
+    /// This process forgets the session's selection at once; another process that cached it (a live
+    /// engine serving the session's hooks) asks the lease table again within [`RECHECK`], so the
+    /// session's next write after that bound is denied with the revocation. `None` when the session
+    /// held nothing.
+    pub fn revoke(&self, session: &str, by: &str, reason: Option<&str>) -> Result<Option<Revocation>, ScopeError> {
+        self.forget(session);
+        let revoked = self.leases()?.revoke(session, by, reason).map_err(|e| ScopeError::from(e.to_string()))?;
+        // A write judged while the revocation was being made may have cached the selection again.
+        self.forget(session);
+        Ok(revoked)
+    }
+
+    /// Revocations sessions have not answered yet (by selecting an intent again), newest first.
+    pub fn revocations(&self) -> Result<Vec<Revocation>, ScopeError> {
+        if !self.sidecar.state_db().exists() {
+            return Ok(Vec::new());
+        }
+        self.leases()?.revocations().map_err(|e| e.to_string().into())
+    }
+
+    /// Why a session that holds no intent cannot write: its lease was revoked by a person (said with
+    /// who, when and why, and what to do), else it never selected one.
+    fn unselected(&self, session: &str, config: &GateConfig, generic: impl FnOnce() -> Answer) -> Answer {
+        let leases = match self.leases() {
+            Ok(leases) => leases,
+            Err(e) => return deny(&format!("cannot tell which intent this session holds: {e}"), None),
+        };
+        let revocation = match leases.revocation(session) {
+            Ok(Some(revocation)) => revocation,
+            Ok(None) => return generic(),
+            Err(e) => return deny(&format!("cannot tell which intent this session holds: {e}"), None),
+        };
+        let now = match leases.get(&revocation.intent) {
+            Ok(Some(lease)) => format!("intent `{}` is held by session `{}` now", revocation.intent, lease.session),
+            Ok(None) if config.intent(&revocation.intent).is_some() => format!("intent `{}` is free now", revocation.intent),
+            Ok(None) => format!("intent `{}` is no longer declared; {}", revocation.intent, available(&config.intents)),
+            Err(e) => format!("whether intent `{}` is free cannot be read: {e}", revocation.intent),
+        };
+        Answer::Deny(Denial {
+            reason: format!("{revocation}; this session holds no intent and may not write; {now}"),
+            remediation: Some(format!(
+                "Stop writing and ask the person who revoked the lease before going on. If they agree, call \
+                 {SELECT_INTENT_TOOL}(\"{}\") again (it works while the intent is free), then retry the write.",
+                revocation.intent
+            )),
+            suggested_tool: Some(SELECT_INTENT_TOOL.to_owned()),
+        })
+    }
+
     fn select(&self, event: &Event, config: &GateConfig) -> HookAnswer {
         let Some(session) = &event.ids.session else {
             return deny("select_active_intent needs a session id", None).into();
@@ -290,15 +340,9 @@ impl Gatekeeper {
             return event.paths.iter().cloned().map(Ok).collect();
         }
         match role {
-            ToolRole::Write(fields) => fields
-                .iter()
-                .filter_map(|f| event.subject.get(f))
-                .flat_map(|v| match v {
-                    serde_json::Value::String(one) => vec![Ok(one.clone())],
-                    serde_json::Value::Array(items) => items.iter().filter_map(|i| i.as_str()).map(|p| Ok(p.to_owned())).collect(),
-                    _ => Vec::new(),
-                })
-                .collect(),
+            ToolRole::Write(fields) => {
+                fields.iter().flat_map(|f| crate::scope::tools::paths_in(&event.subject, f)).map(|p| Ok(p.to_owned())).collect()
+            }
             ToolRole::Patch(field) | ToolRole::Shell(field) => {
                 // An agent that sends the tool's argument alone (Copilot CLI's patch) sends a string.
                 let text = event.subject.get(field).or(Some(&event.subject)).and_then(|v| v.as_str()).unwrap_or_default();
@@ -373,7 +417,8 @@ impl Gatekeeper {
         let Some(session) = event.ids.session.as_deref() else { return no_selection() };
         let selection = match self.selection(session, config) {
             Ok(Some(s)) => s,
-            Ok(None) => return no_selection(),
+            // Only a write without a selection looks for a revocation: the hot path never reads it.
+            Ok(None) => return self.unselected(session, config, no_selection),
             Err(e) => return deny(&format!("cannot tell which intent this session holds: {e}"), None),
         };
         let Some((intent, scope)) = config.intent(&selection.intent) else {

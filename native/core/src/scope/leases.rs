@@ -69,6 +69,43 @@ pub struct Lease {
     pub expires_at_ms: u64,
 }
 
+/// A person's revocation of a session's lease, kept so that the session's next write is told why it
+/// holds nothing (rather than "select an intent first") by whichever process judges it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revocation {
+    pub session: String,
+    pub intent: String,
+    /// The agent of the revoked lease, if it said.
+    pub agent: Option<String>,
+    /// The tenure that was revoked (the lease's version).
+    pub version: u64,
+    /// Who revoked it: a person's name and where they did it (`alice via chokepoint sessions revoke`).
+    pub by: String,
+    pub reason: Option<String>,
+    pub at_ms: u64,
+}
+
+impl fmt::Display for Revocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the lease of session `{}` on intent `{}` was revoked by a person ({}) at {}",
+            self.session,
+            self.intent,
+            self.by,
+            clock::format_utc(self.at_ms)
+        )?;
+        match self.reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+            Some(reason) => write!(f, ": {reason}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// How long a revocation is remembered for a session that never comes back: its row is pruned by
+/// the next revocation after that. A session that selects an intent again forgets it at once.
+pub const REVOCATION_KEPT: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// A failure of the lock database itself: I/O, a busy database, a newer schema, or misuse.
 #[derive(Debug)]
 pub enum LeaseError {
@@ -276,6 +313,21 @@ const SCHEMA: &str = "
         taken_from  TEXT               -- whose expired lease this tenure took over, to tell them so
     ) STRICT;
 ";
+/// The revocations a person made, one row per session (its latest). Created at every open, not under
+/// `user_version`: a table added later must reach databases already at this schema version, and a
+/// versioned name (as the other stores of state.db have) lets an older build leave it alone.
+const REVOCATIONS: &str = "
+    CREATE TABLE IF NOT EXISTS lease_revocations_v1 (
+        session     TEXT PRIMARY KEY NOT NULL,
+        intent      TEXT NOT NULL,
+        agent       TEXT,
+        version     INTEGER NOT NULL,  -- the revoked tenure
+        revoked_by  TEXT NOT NULL,
+        reason      TEXT,
+        revoked_at  INTEGER NOT NULL   -- unix milliseconds
+    ) STRICT;
+";
+
 // No index on `holder`: the table has one row per intent ever taken (tens, perhaps hundreds), which a
 // scan reads faster than an index lookup, and an index would be one more page written by every
 // acquire and release, i.e. a WAL checkpoint (and its fsyncs) twice as often.
@@ -312,6 +364,7 @@ impl Leases {
                     tx.execute_batch(SCHEMA)?;
                     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
                 }
+                tx.execute_batch(REVOCATIONS)?;
                 tx.commit()?;
                 Ok(Step::Done(Ok(())))
             })?
@@ -375,6 +428,9 @@ impl Leases {
                  expires_at = MIN(expires_at, ?3) WHERE holder = ?1 AND intent <> ?2",
             )?
             .execute(params![session, intent, int(now)])?;
+            // A session that selects an intent again has heard of its revocation: its writes are
+            // judged by its new lease from now on.
+            tx.prepare_cached("DELETE FROM lease_revocations_v1 WHERE session = ?1")?.execute(params![session])?;
             Ok(Step::Done(Ok(lease)))
         })?
     }
@@ -435,6 +491,74 @@ impl Leases {
             let sql = "UPDATE leases SET holder = NULL, agent = NULL, taken_from = NULL,
                        expires_at = MIN(expires_at, ?2) WHERE holder = ?1";
             Ok(Step::Done(tx.prepare_cached(sql)?.execute(params![session, int(now)])?))
+        })
+    }
+
+    /// A person takes `session`'s lease away: the lease is released (an expired one nobody took over
+    /// too, since the session could still renew it) and the revocation is kept, in the same
+    /// transaction, so every process that judges the session's next write can say why it holds
+    /// nothing. `None` when the session holds no lease (nothing is kept then).
+    pub fn revoke(&self, session: &str, by: &str, reason: Option<&str>) -> Result<Option<Revocation>, LeaseError> {
+        check_id(session, "the session id is empty")?;
+        check_id(by, "who revokes the lease is not said")?;
+        let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+        let sql = format!("SELECT intent, {} FROM leases WHERE holder = ?1 ORDER BY renewed_at DESC", Row::COLUMNS);
+        self.write("revoke a lease", |tx, now| {
+            let held = {
+                let mut statement = tx.prepare_cached(&sql)?;
+                statement.query_map(params![session], read_intent_row)?.collect::<rusqlite::Result<Vec<_>>>()?
+            };
+            // A session holds at most one intent (`acquire` releases the previous one); the newest is
+            // named if an older database ever holds more, and all are released.
+            let Some((intent, row)) = held.into_iter().next() else { return Ok(Step::Done(None)) };
+            tx.prepare_cached(
+                "UPDATE leases SET holder = NULL, agent = NULL, taken_from = NULL,
+                 expires_at = MIN(expires_at, ?2) WHERE holder = ?1",
+            )?
+            .execute(params![session, int(now)])?;
+            let revocation = Revocation {
+                session: session.to_owned(),
+                intent,
+                agent: row.agent,
+                version: row.version,
+                by: by.to_owned(),
+                reason: reason.map(str::to_owned),
+                at_ms: now,
+            };
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO lease_revocations_v1 (session, intent, agent, version, revoked_by, reason, revoked_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                revocation.session,
+                revocation.intent,
+                revocation.agent,
+                int(revocation.version),
+                revocation.by,
+                revocation.reason,
+                int(now)
+            ])?;
+            let kept_since = now.saturating_sub(u64::try_from(REVOCATION_KEPT.as_millis()).unwrap_or(u64::MAX));
+            tx.prepare_cached("DELETE FROM lease_revocations_v1 WHERE revoked_at < ?1")?.execute(params![int(kept_since)])?;
+            Ok(Step::Done(Some(revocation)))
+        })
+    }
+
+    /// The revocation `session` has not yet answered by selecting an intent again, if any.
+    pub fn revocation(&self, session: &str) -> Result<Option<Revocation>, LeaseError> {
+        let sql = format!("SELECT {REVOCATION_COLUMNS} FROM lease_revocations_v1 WHERE session = ?1");
+        self.read("read a session's revocation", |conn, _| {
+            conn.prepare_cached(&sql)?.query_row(params![session], read_revocation).optional()
+        })
+    }
+
+    /// Every revocation not yet answered, newest first.
+    pub fn revocations(&self) -> Result<Vec<Revocation>, LeaseError> {
+        let sql = format!("SELECT {REVOCATION_COLUMNS} FROM lease_revocations_v1 ORDER BY revoked_at DESC");
+        self.read("list revocations", |conn, _| {
+            let mut statement = conn.prepare_cached(&sql)?;
+            let rows = statement.query_map([], read_revocation)?;
+            rows.collect()
         })
     }
 
@@ -572,6 +696,21 @@ fn read_row(conn: &Connection, intent: &str) -> rusqlite::Result<Option<Row>> {
 /// A `SELECT intent, <Row::COLUMNS>` result.
 fn read_intent_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Row)> {
     Ok((row.get(0)?, Row::read(row, 1)?))
+}
+
+const REVOCATION_COLUMNS: &str = "session, intent, agent, version, revoked_by, reason, revoked_at";
+
+/// A `SELECT <REVOCATION_COLUMNS>` result.
+fn read_revocation(row: &rusqlite::Row<'_>) -> rusqlite::Result<Revocation> {
+    Ok(Revocation {
+        session: row.get(0)?,
+        intent: row.get(1)?,
+        agent: row.get(2)?,
+        version: uint(row.get(3)?),
+        by: row.get(4)?,
+        reason: row.get(5)?,
+        at_ms: uint(row.get(6)?),
+    })
 }
 
 /// Writes `lease` over its intent's row if the row still has version `expected`: the compare-and-swap.

@@ -12,7 +12,8 @@ use std::collections::HashMap;
 /// What a tool does that the gatekeeper judges.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolRole {
-    /// Writes the paths held by these input fields (each a string or an array of strings).
+    /// Writes the paths held by these input fields (each a string or an array of strings; see
+    /// [`paths_in`] for a field inside a list of objects).
     Write(Vec<String>),
     /// Writes the files named inside the patch held by this input field (`patch.rs`).
     Patch(String),
@@ -68,11 +69,30 @@ const BUILTIN: &[(Option<Agent>, &str, Builtin)] = &[
     (Some(Cursor), "execute_command", Builtin::Shell("command")),
     (Some(VsCode), "create_file", write(&["filePath"])),
     (Some(VsCode), "replace_string_in_file", write(&["filePath"])),
-    (Some(VsCode), "multi_replace_string_in_file", write(&["filePath"])),
+    // Copilot Chat 0.67 sends `{explanation, replacements: [{filePath, oldString, newString}]}`.
+    (Some(VsCode), "multi_replace_string_in_file", write(&["filePath", "replacements[].filePath"])),
     (Some(VsCode), "insert_edit_into_file", write(&["filePath"])),
+    (Some(VsCode), "edit_notebook_file", write(&["filePath"])),
     (Some(VsCode), "create_directory", write(&["dirPath"])),
+    // `{input: <patch>, explanation}`, the patch in Codex's format with absolute paths.
+    (Some(VsCode), "apply_patch", Builtin::Patch("input")),
     (Some(VsCode), "run_in_terminal", Builtin::Shell("command")),
 ];
+
+/// The paths a write tool's input holds in `field`: a string, or a list of strings. A field named
+/// `<list>[].<field>` is that field of every object of the list (VS Code's
+/// `multi_replace_string_in_file` names its files as `replacements[].filePath`).
+pub fn paths_in<'a>(input: &'a serde_json::Value, field: &str) -> Vec<&'a str> {
+    use serde_json::Value;
+    if let Some((list, inner)) = field.split_once("[].") {
+        return input.get(list).and_then(Value::as_array).into_iter().flatten().flat_map(|item| paths_in(item, inner)).collect();
+    }
+    match input.get(field) {
+        Some(Value::String(one)) => vec![one.as_str()],
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
 
 /// The tools the built-in table names for `agent` itself (not our own agent's): the tools of that
 /// agent that write or run shell commands, which its gate hook must see.
@@ -125,6 +145,16 @@ impl ToolTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_are_read_from_strings_lists_and_lists_of_objects() {
+        let input = serde_json::json!({ "filePath": "/a", "paths": ["/b", 3, "/c"],
+            "replacements": [{ "filePath": "/d", "oldString": "x" }, { "oldString": "y" }, { "filePath": "/e" }] });
+        assert_eq!(paths_in(&input, "filePath"), ["/a"]);
+        assert_eq!(paths_in(&input, "paths"), ["/b", "/c"]);
+        assert_eq!(paths_in(&input, "replacements[].filePath"), ["/d", "/e"]);
+        assert!(paths_in(&input, "missing[].filePath").is_empty() && paths_in(&input, "missing").is_empty());
+    }
 
     #[test]
     fn an_agents_own_row_comes_first_then_any_agents() {

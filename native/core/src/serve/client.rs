@@ -1,4 +1,5 @@
-//! The hook's side: hand the call to the workspace's live engine when one is up.
+//! The client's side: a hook handing its call to the workspace's live engine when one is up, and
+//! `chokepoint approvals` asking it about its Pendings.
 //!
 //! A hook that finds no engine (no socket, nobody listening, a folder it cannot trust) judges alone;
 //! so does one whose request was refused or whose connection broke early. Only the caller knows
@@ -8,7 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use super::endpoint::Endpoint;
-use super::protocol::{Answer, MAX_ANSWER, Request, read_frame, write_frame};
+use super::protocol::{Answer, HookRequest, MAX_ANSWER, Request, read_frame, write_frame};
 use crate::agents::reply::Reply;
 
 /// What became of a forwarded call.
@@ -38,12 +39,18 @@ fn connect(endpoint: &Endpoint) -> Result<UnixStream, String> {
     UnixStream::connect(endpoint.socket()).map_err(|e| format!("the engine's socket does not answer: {e}"))
 }
 
+/// Why a request had no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unanswered {
+    /// No engine serves this workspace (or its endpoint is not to be trusted).
+    NotServed(String),
+    /// An engine was reached but broke off, or did not answer in time.
+    Failed(String),
+}
+
 /// Sends `request` to the engine at `endpoint` and waits at most `timeout` for its answer.
-pub fn forward(endpoint: &Endpoint, request: &Request, timeout: Duration) -> Forwarded {
-    let mut stream = match connect(endpoint) {
-        Ok(stream) => stream,
-        Err(why) => return Forwarded::NotServed(why),
-    };
+pub fn exchange(endpoint: &Endpoint, request: &Request, timeout: Duration) -> Result<Answer, Unanswered> {
+    let mut stream = connect(endpoint).map_err(Unanswered::NotServed)?;
     let sent = (|| {
         stream.set_write_timeout(Some(timeout))?;
         stream.set_read_timeout(Some(timeout))?;
@@ -52,9 +59,16 @@ pub fn forward(endpoint: &Endpoint, request: &Request, timeout: Duration) -> For
         let answer = read_frame(&mut stream, MAX_ANSWER)?;
         serde_json::from_slice::<Answer>(&answer).map_err(std::io::Error::other)
     })();
-    match sent {
+    sent.map_err(|e| Unanswered::Failed(format!("the engine did not answer: {e}")))
+}
+
+/// Hands a hook call to the engine at `endpoint` and waits at most `timeout` for its reply.
+pub fn forward(endpoint: &Endpoint, request: HookRequest, timeout: Duration) -> Forwarded {
+    match exchange(endpoint, &Request::Hook(request), timeout) {
         Ok(Answer::Reply(reply)) => Forwarded::Answered(reply),
         Ok(Answer::Refused { reason }) => Forwarded::Failed(format!("the engine refused the call: {reason}")),
-        Err(e) => Forwarded::Failed(format!("the engine did not answer: {e}")),
+        Ok(_) => Forwarded::Failed("the engine answered something else than a reply".into()),
+        Err(Unanswered::NotServed(why)) => Forwarded::NotServed(why),
+        Err(Unanswered::Failed(why)) => Forwarded::Failed(why),
     }
 }

@@ -2,15 +2,18 @@
 //! a local socket, so that a hook call costs a connection instead of a process that opens the
 //! configuration, the databases and the ledger again. The extension serves its own engine while VS
 //! Code runs (through the binding); `chokepoint serve` runs the same server without it; and
-//! `chokepoint hook` forwards to whichever is up (`client.rs`), judging alone when none is.
+//! `chokepoint hook` forwards to whichever is up (`client.rs`), judging alone when none is. The
+//! Pendings its asks open live in that engine, so `chokepoint approvals` asks it about them here too.
 //!
 //! - `endpoint.rs`: where a workspace's engine listens, in a folder only its user can enter;
-//! - `protocol.rs`: one request (the hook's raw input) and one answer per connection, framed;
+//! - `protocol.rs`: one request (a hook's raw input, or a question or decision about the Pendings)
+//!   and one answer per connection, framed;
 //! - `server.rs`: the listener, who may connect, and the limits on what they send;
-//! - `client.rs`: the hook's side.
+//! - `client.rs`: the client's side.
 //!
 //! Invariant: a served answer is the answer `chokepoint hook` would give alone with the same
-//! configuration (both run `agents::hook`); the server adds only who may ask and how much.
+//! configuration (both run `agents::hook`); the server adds only who may ask and how much, and the
+//! time a person has to decide an ask (a hook alone has no one to show it to).
 
 pub mod client;
 pub mod endpoint;

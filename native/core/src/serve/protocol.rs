@@ -1,11 +1,14 @@
 //! One request and one answer per connection, each a 4-byte big-endian length and that many bytes of
-//! JSON. The request carries the hook's input as the agent sent it: the server reads it exactly as
-//! `chokepoint hook` would, so the two cannot judge the same call differently.
+//! JSON, tagged by `kind`. A hook's request carries its input as the agent sent it: the server reads
+//! it exactly as `chokepoint hook` would, so the two cannot judge the same call differently. The
+//! other requests are the engine's Pendings, for `chokepoint approvals` (list, read, decide): one
+//! protocol, one server, one client, with the same checks of who asks and how much.
 
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::agents::reply::Reply;
 
@@ -13,12 +16,27 @@ use crate::agents::reply::Reply;
 /// a little for the fields around it.
 pub const MAX_REQUEST: u32 = 64 * 1024 * 1024 + 64 * 1024;
 
-/// The most an answer may hold (a rewritten command, the rules at session start).
+/// The most an answer may hold (a rewritten command, the rules at session start, the open Pendings).
 pub const MAX_ANSWER: u32 = 16 * 1024 * 1024;
+
+/// What one connection asks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Request {
+    /// Judge a hook call.
+    Hook(HookRequest),
+    /// The open Pendings, oldest first.
+    Pendings,
+    /// One Pending, open or decided a short while ago.
+    Pending { id: String },
+    /// Decide a Pending: `decision` as `apply_decision` takes it (`{ "action": …, …its arguments }`),
+    /// by `by` (`cli:<user>`), recorded in the ledger with it.
+    Decide { id: String, decision: Value, by: String },
+}
 
 /// A hook call to judge.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Request {
+pub struct HookRequest {
     /// The agent's id (`claude`, `codex`, …).
     pub agent: String,
     /// The event, for an agent that does not name it in its input (`--event`).
@@ -29,16 +47,28 @@ pub struct Request {
     pub depth: u32,
     /// The `chokepoint` program the hook runs as, for the commands a rewrite and a next step name.
     pub program: Option<PathBuf>,
+    /// Milliseconds the hook still waits for its answer (its `--deadline`, less what it spent before
+    /// sending): a person deciding an ask has that, less a margin, before the fallback answers.
+    /// Absent (an older hook): the fallback answers an ask at once.
+    #[serde(default)]
+    pub deadline_ms: Option<u64>,
 }
 
 /// The server's answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Answer {
     /// What the hook prints and how it exits.
     Reply(Reply),
-    /// The request was not judged (malformed, too large, too slow): the hook judges it alone.
+    /// The request was not judged (malformed, too large, too slow): the hook judges it alone. For a
+    /// request about Pendings: why it was refused (an unknown id, an action the kind does not allow).
     Refused { reason: String },
+    /// The open Pendings (each as `PendingDict` serialises).
+    Pendings { pendings: Vec<Value> },
+    /// One Pending.
+    Pending { pending: Value },
+    /// A decision taken: the Pending as it is now, and the line that says what happened.
+    Decided { pending: Value, text: String },
 }
 
 /// Writes one frame.

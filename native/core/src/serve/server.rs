@@ -1,5 +1,6 @@
 //! The live engine's listener: one Unix socket per workspace, one thread per connection, one request
-//! and one answer per connection.
+//! and one answer per connection: a hook call to judge, or a question or decision about the engine's
+//! Pendings (`chokepoint approvals`).
 //!
 //! Who may ask, checked before the engine sees anything: only a process of the same user (the
 //! endpoint's folder is 0700 and the socket 0600, and the peer's user id, which the kernel reports,
@@ -11,18 +12,23 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::endpoint::Endpoint;
 use super::error::ServeError;
-use super::protocol::{Answer, MAX_REQUEST, Request, read_frame, write_frame};
+use super::protocol::{Answer, HookRequest, MAX_REQUEST, Request, read_frame, write_frame};
 use crate::agents::bounded;
 use crate::agents::hook::{HookOptions, answer};
+use crate::approvals::PendingDict;
 use crate::engine::judge::Engine;
 use crate::model::external_events::Agent;
 
 /// How long a client may take to send its request: a slow or stalled one is cut off.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What a person deciding an ask leaves of the hook's deadline: the time to make the decision
+/// durable, answer, and have the hook print it before it gives up and denies on its own.
+pub const ASK_MARGIN: Duration = Duration::from_secs(1);
 
 /// Counters of one server since it started.
 #[derive(Debug, Default)]
@@ -152,6 +158,7 @@ fn serve(mut stream: UnixStream, engine: Arc<Engine>) -> bool {
         // Not even an answer: someone else's process learns nothing.
         return false;
     }
+    let received = Instant::now();
     let request = match read_request(&mut stream) {
         Ok(request) => request,
         Err(reason) => {
@@ -159,15 +166,31 @@ fn serve(mut stream: UnixStream, engine: Arc<Engine>) -> bool {
             return false;
         }
     };
-    let Some(agent) = Agent::from_id(&request.agent) else {
-        let _ = send(&mut stream, &Answer::Refused { reason: format!("unknown agent `{}`", request.agent) });
-        return false;
+    let answer = match request {
+        Request::Hook(hook) => match judge(hook, engine, received) {
+            Ok(reply) => Answer::Reply(reply),
+            Err(reason) => {
+                let _ = send(&mut stream, &Answer::Refused { reason });
+                return false;
+            }
+        },
+        other => pendings(other, &engine),
     };
-    let reply = match bounded::read(agent, request.input.as_bytes(), request.event.as_deref()) {
+    send(&mut stream, &answer).is_ok()
+}
+
+/// A hook call, judged as `chokepoint hook` would judge it alone, except that an ask waits for a
+/// person until the hook's deadline less [`ASK_MARGIN`]; `Err` when it names no agent we know.
+fn judge(request: HookRequest, engine: Arc<Engine>, received: Instant) -> Result<crate::agents::reply::Reply, String> {
+    let Some(agent) = Agent::from_id(&request.agent) else {
+        return Err(format!("unknown agent `{}`", request.agent));
+    };
+    Ok(match bounded::read(agent, request.input.as_bytes(), request.event.as_deref()) {
         Err(reply) => reply,
         Ok(call) if call.kind.is_none() => crate::agents::reply::Reply::default(),
         Ok(call) => {
-            let options = HookOptions { program: request.program.clone(), depth: request.depth };
+            let decide_by = request.deadline_ms.map(|ms| received + Duration::from_millis(ms).saturating_sub(ASK_MARGIN));
+            let options = HookOptions { program: request.program.clone(), depth: request.depth, decide_by };
             // Judged on this connection's thread: the hook waits only until its own deadline and then
             // denies a gate itself (`chokepoint hook`), so no second thread bounds the time here; a
             // panic is answered as a failure.
@@ -182,8 +205,28 @@ fn serve(mut stream: UnixStream, engine: Arc<Engine>) -> bool {
                 crate::agents::reply::failure(&call, "Chokepoint's live engine crashed while judging this call (its log has the message); please report it with the hook input")
             })
         }
-    };
-    send(&mut stream, &Answer::Reply(reply)).is_ok()
+    })
+}
+
+/// A question or decision about the engine's Pendings. A decision goes through the registry's
+/// `apply_decision`, like every other decider's: only the kind's actions, only while it is open,
+/// recorded in the ledger with `by`.
+fn pendings(request: Request, engine: &Engine) -> Answer {
+    let approvals = engine.approvals();
+    let refused = |reason: String| Answer::Refused { reason };
+    match request {
+        Request::Pendings => Answer::Pendings { pendings: approvals.list().iter().map(PendingDict::to_json).collect() },
+        Request::Pending { id } => match approvals.get(&id) {
+            Some(pending) => Answer::Pending { pending: pending.to_json() },
+            None => refused(format!("no pending `{id}` here: it was never opened by this engine, or was decided long ago")),
+        },
+        Request::Decide { by, .. } if by.trim().is_empty() => refused("a decision must say who took it (`by`)".into()),
+        Request::Decide { id, decision, by } => match approvals.apply_decision(&id, &decision, &by) {
+            Ok(applied) => Answer::Decided { pending: applied.pending.to_json(), text: applied.text },
+            Err(e) => refused(e.to_string()),
+        },
+        Request::Hook(_) => refused("a hook call is judged, not looked up".into()),
+    }
 }
 
 fn read_request(stream: &mut UnixStream) -> Result<Request, String> {

@@ -1,0 +1,363 @@
+//! `chokepoint approvals list|show|approve|reject|modify|review`: the Pendings of the workspace's
+//! live engine (VS Code with Chokepoint, or `chokepoint serve`), for people outside VS Code. Pendings
+//! live in the memory of the engine that opened them, so every command asks that engine over its
+//! socket (`chokepoint_core::serve`: the same protocol, server and checks as a hook's call); with no
+//! engine up there is nothing to list or decide, and the command says so (exit 1). A decision is the
+//! engine's `apply_decision`, by `cli:<user>`, recorded in the ledger with it.
+//!
+//! Also here: the Pending printed for a person (`describe`), which `approvals show` and the
+//! interactive review (`review.rs`) share, and the two desks the review works at.
+
+use crate::review::{self, Desk};
+use chokepoint_core::Engine;
+use chokepoint_core::approvals::{PendingDict, PendingKind, preview};
+use chokepoint_core::external_events::Agent;
+use chokepoint_core::serve::client::{Unanswered, exchange};
+use chokepoint_core::serve::endpoint::Endpoint;
+use chokepoint_core::serve::protocol::{Answer, Request};
+use serde_json::{Value, json};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a question to the engine may take: it answers from memory.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ApprovalsCommand {
+    /// The open Pendings, oldest first: id, kind, agent, session, tool, why it was asked.
+    List(Target),
+    /// One Pending in full: kind, agent, session, tool, its input and, for a write, the diff
+    /// against the file on disk.
+    Show {
+        id: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Approve a Pending: the call runs as the agent asked.
+    Approve {
+        id: String,
+        /// A note for the agent, delivered with the result.
+        #[arg(long)]
+        note: Option<String>,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Reject a Pending: the agent is told the reason as the tool's result.
+    Reject {
+        id: String,
+        /// Why, as the agent's model should read it: say what to do instead.
+        #[arg(long)]
+        reason: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Approve a tool call with another input: a JSON object, the tool's whole input, from a file or
+    /// `-` for stdin. The chain judges it again before it runs.
+    Modify {
+        id: String,
+        /// The file holding the new input (`-`: stdin).
+        #[arg(long = "input", value_name = "FILE|-")]
+        input: String,
+        /// What was changed and why, for the agent.
+        #[arg(long)]
+        note: Option<String>,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Decide Pendings one by one as they open (or only `<id>`): each is printed, then approve,
+    /// reject with a reason, modify its input in $EDITOR (then confirm), or skip. Ends at the end of
+    /// stdin, or after `<id>`.
+    Review {
+        id: Option<String>,
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Target {
+    /// The workspace whose live engine holds the Pendings.
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// Print machine-readable JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(command: ApprovalsCommand) -> ExitCode {
+    let (target, request) = match &command {
+        ApprovalsCommand::List(target) => (target, Request::Pendings),
+        ApprovalsCommand::Show { id, target } => (target, Request::Pending { id: id.clone() }),
+        ApprovalsCommand::Approve { id, note, target } => (target, decide(id, json!({ "action": "approve", "note": note }))),
+        ApprovalsCommand::Reject { id, reason, target } => (target, decide(id, json!({ "action": "reject", "reason": reason }))),
+        ApprovalsCommand::Modify { id, input, note, target } => match read_input(input) {
+            Ok(input) => (target, decide(id, json!({ "action": "modify", "input": input, "note": note }))),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(crate::EXIT_CONFIG);
+            }
+        },
+        ApprovalsCommand::Review { id, target } => {
+            let desk = match Remote::new(&target.workspace) {
+                Ok(desk) => desk,
+                Err(e) => return failed(&e),
+            };
+            let (stdin, mut stdout) = (std::io::stdin(), std::io::stdout());
+            return match review::run(&desk, id.as_deref(), &mut stdin.lock(), &mut stdout) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => failed(&e),
+            };
+        }
+    };
+    let remote = match Remote::new(&target.workspace) {
+        Ok(remote) => remote,
+        Err(e) => return failed(&e),
+    };
+    match remote.ask(request) {
+        Ok(Answer::Pendings { pendings }) if target.json => print_json(&Value::Array(pendings)),
+        Ok(Answer::Pendings { pendings }) if pendings.is_empty() => println!("no open pendings"),
+        Ok(Answer::Pendings { pendings }) => {
+            for pending in &pendings {
+                println!("{}", line(pending));
+            }
+        }
+        Ok(Answer::Pending { pending }) if target.json => print_json(&pending),
+        Ok(Answer::Pending { pending }) => print!("{}", describe(&pending, &remote.root)),
+        Ok(Answer::Decided { pending, .. }) if target.json => print_json(&pending),
+        Ok(Answer::Decided { text, .. }) => println!("{text}"),
+        Ok(Answer::Refused { reason }) => return failed(&reason),
+        Ok(Answer::Reply(_)) => return failed("the engine answered a hook's reply to a question about its pendings"),
+        Err(e) => return failed(&e),
+    }
+    ExitCode::SUCCESS
+}
+
+fn decide(id: &str, mut decision: Value) -> Request {
+    // An absent note is no note, not `null` (which the action's arguments would refuse).
+    if let Some(object) = decision.as_object_mut() {
+        object.retain(|_, v| !v.is_null());
+    }
+    Request::Decide { id: id.to_owned(), decision, by: by() }
+}
+
+fn failed(why: &str) -> ExitCode {
+    eprintln!("error: {why}");
+    ExitCode::from(1)
+}
+
+fn print_json(value: &Value) {
+    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+}
+
+/// A modification's input: a JSON object, from `path` or stdin (`-`).
+fn read_input(path: &str) -> Result<Value, String> {
+    let text = if path == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read the input from stdin: {e}"))?;
+        text
+    } else {
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read the input file `{path}`: {e}"))?
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(value) if value.is_object() => Ok(value),
+        Ok(_) => Err(format!("the input in `{path}` must be a JSON object: the tool's whole input")),
+        Err(e) => Err(format!("the input in `{path}` is not JSON: {e}")),
+    }
+}
+
+/// Who decides from this terminal: `cli:<user>`.
+pub fn by() -> String {
+    let uid = nix::unistd::getuid();
+    let name = nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| uid.to_string());
+    format!("cli:{name}")
+}
+
+/// The workspace's live engine, over its socket.
+pub struct Remote {
+    endpoint: Endpoint,
+    root: PathBuf,
+    by: String,
+}
+
+impl Remote {
+    /// The engine of `workspace`; `Err` when none runs, saying where Pendings come from.
+    pub fn new(workspace: &Path) -> Result<Remote, String> {
+        let root = std::fs::canonicalize(workspace).map_err(|e| format!("cannot open workspace `{}`: {e}", workspace.display()))?;
+        let remote = Remote { endpoint: Endpoint::for_workspace(&root), root, by: by() };
+        // Asked once here, so that "nothing is running" is said before anything else.
+        remote.ask(Request::Pendings).map(drop)?;
+        Ok(remote)
+    }
+
+    fn ask(&self, request: Request) -> Result<Answer, String> {
+        exchange(&self.endpoint, &request, TIMEOUT).map_err(|e| match e {
+            Unanswered::NotServed(why) => format!(
+                "no live engine serves {} ({why}); Pendings exist only while one runs: VS Code with the Chokepoint extension on this workspace, or `chokepoint serve` in it",
+                self.root.display()
+            ),
+            Unanswered::Failed(why) => format!("the live engine of {} did not answer: {why}", self.root.display()),
+        })
+    }
+}
+
+impl Desk for Remote {
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn open(&self) -> Result<Vec<Value>, String> {
+        match self.ask(Request::Pendings)? {
+            Answer::Pendings { pendings } => Ok(pendings),
+            Answer::Refused { reason } => Err(reason),
+            _ => Err("the engine answered something else than its pendings".into()),
+        }
+    }
+
+    fn get(&self, id: &str) -> Result<Value, String> {
+        match self.ask(Request::Pending { id: id.to_owned() })? {
+            Answer::Pending { pending } => Ok(pending),
+            Answer::Refused { reason } => Err(reason),
+            _ => Err("the engine answered something else than the pending".into()),
+        }
+    }
+
+    fn decide(&self, id: &str, decision: Value) -> Result<String, String> {
+        match self.ask(Request::Decide { id: id.to_owned(), decision, by: self.by.clone() })? {
+            Answer::Decided { text, .. } => Ok(text),
+            Answer::Refused { reason } => Err(reason),
+            _ => Err("the engine answered something else than the decision".into()),
+        }
+    }
+}
+
+/// The engine of this process (`chokepoint serve --review`): its Pendings without a socket.
+pub struct Local {
+    pub engine: Arc<Engine>,
+    pub by: String,
+}
+
+impl Desk for Local {
+    fn root(&self) -> &Path {
+        self.engine.sidecar().workspace_root()
+    }
+
+    fn open(&self) -> Result<Vec<Value>, String> {
+        Ok(self.engine.approvals().list().iter().map(PendingDict::to_json).collect())
+    }
+
+    fn get(&self, id: &str) -> Result<Value, String> {
+        self.engine.approvals().get(id).map(|p| p.to_json()).ok_or_else(|| format!("no pending `{id}` here"))
+    }
+
+    fn decide(&self, id: &str, decision: Value) -> Result<String, String> {
+        self.engine.approvals().apply_decision(id, &decision, &self.by).map(|a| a.text).map_err(|e| e.to_string())
+    }
+}
+
+fn text<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
+    value.pointer(pointer).and_then(Value::as_str)
+}
+
+/// `agent` of a subject, by name and id (`Claude Code (claude)`).
+fn agent(pending: &Value) -> Option<String> {
+    let id = text(pending, "/subject/agent")?;
+    Some(Agent::from_id(id).map_or_else(|| id.to_owned(), |a| format!("{} ({id})", a.as_str())))
+}
+
+/// One line per Pending, for `list`.
+fn line(pending: &Value) -> String {
+    let mut parts = vec![text(pending, "/id").unwrap_or("?").to_owned(), text(pending, "/kind").unwrap_or("?").to_owned()];
+    parts.extend(agent(pending));
+    parts.extend(text(pending, "/session_id").map(|s| format!("session {s}")));
+    parts.extend(text(pending, "/subject/tool").map(|t| format!("tool {t}")));
+    if let Some(paths) = pending.pointer("/subject/paths").and_then(Value::as_array).filter(|p| !p.is_empty()) {
+        parts.push(paths.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "));
+    }
+    parts.extend(text(pending, "/subject/reason").map(|r| format!("({r})")));
+    parts.join("  ")
+}
+
+/// A Pending as a person reads it: what it is, who waits, what the call holds and, for a write, the
+/// diff against the file on disk in the workspace at `root`.
+pub fn describe(pending: &Value, root: &Path) -> String {
+    let kind = text(pending, "/kind").unwrap_or("?");
+    let mut out = format!("pending {}  {kind}  {}\n", text(pending, "/id").unwrap_or("?"), text(pending, "/status").unwrap_or("?"));
+    let mut field = |name: &str, value: Option<String>| {
+        if let Some(value) = value {
+            out.push_str(&format!("  {name:<9}{value}\n"));
+        }
+    };
+    field("agent", agent(pending));
+    field("session", text(pending, "/session_id").map(str::to_owned));
+    field("tool", text(pending, "/subject/tool").map(str::to_owned));
+    field(
+        "paths",
+        pending
+            .pointer("/subject/paths")
+            .and_then(Value::as_array)
+            .filter(|p| !p.is_empty())
+            .map(|p| p.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")),
+    );
+    field("asked", text(pending, "/subject/reason").or(text(pending, "/triggered_by")).map(str::to_owned));
+    field("opened", text(pending, "/created_at").map(|c| format!("{c}, route {}", text(pending, "/route").unwrap_or("?"))));
+    field(
+        "actions",
+        pending.get("actions").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")),
+    );
+    if let Some(decision) = pending.get("decision").filter(|d| !d.is_null()) {
+        let said = text(decision, "/reason").or(text(decision, "/note")).map(|s| format!(": {s}")).unwrap_or_default();
+        field("decided", Some(format!("{} by {}{said}", text(decision, "/action").unwrap_or("?"), text(decision, "/by").unwrap_or("?"))));
+    }
+    let subject = pending.get("subject").cloned().unwrap_or(Value::Null);
+    let shown = if kind == PendingKind::ToolCall.as_str() { subject.get("input").cloned().unwrap_or(Value::Null) } else { subject.clone() };
+    out.push_str(if kind == PendingKind::ToolCall.as_str() { "  input\n" } else { "  subject\n" });
+    out.push_str(&indent(&serde_json::to_string_pretty(&shorten(shown)).unwrap_or_default(), 4));
+    let write = PendingKind::parse(kind).ok().and_then(|kind| preview(kind, &subject, root));
+    if let Some(write) = write {
+        if let Some(patch) = &write.patch {
+            out.push_str("  patch\n");
+            out.push_str(&indent(patch.trim_end(), 4));
+        } else if let (Some(path), Some(after)) = (&write.path, &write.after) {
+            out.push_str(&format!("  diff of {path} (on disk, then as the call leaves it)\n"));
+            out.push_str(&indent(diff(&write.before, after, path).trim_end(), 4));
+        }
+        if let Some(note) = &write.note {
+            out.push_str(&format!("  ({note})\n"));
+        }
+    }
+    out
+}
+
+/// A unified diff of `before` and `after`, both called `name`.
+pub fn diff(before: &str, after: &str, name: &str) -> String {
+    let diff = similar::TextDiff::from_lines(before, after);
+    let text = diff.unified_diff().context_radius(3).header(&format!("a/{name}"), &format!("b/{name}")).to_string();
+    if text.is_empty() { "(no change)\n".to_owned() } else { text }
+}
+
+fn indent(text: &str, by: usize) -> String {
+    let pad = " ".repeat(by);
+    text.lines().map(|l| format!("{pad}{l}\n")).collect()
+}
+
+/// Long strings cut, for the printed input (a write's content is in its diff).
+fn shorten(value: Value) -> Value {
+    const KEEP: usize = 400;
+    match value {
+        Value::String(s) if s.chars().count() > KEEP => {
+            let total = s.chars().count();
+            Value::String(format!("{}… ({total} characters in all)", s.chars().take(KEEP).collect::<String>()))
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(shorten).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, shorten(v))).collect()),
+        other => other,
+    }
+}

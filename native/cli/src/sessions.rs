@@ -1,0 +1,164 @@
+//! `chokepoint sessions`: the sessions working in the workspace (every agent's, from the trace and
+//! the leases, as the sidebar's Sessions section shows them), and a person's revocation of a
+//! session's lease. Both are one call into the core (`Engine::sessions`, `Engine::revoke_lease`).
+
+use crate::EXIT_DENY;
+use chokepoint_core::clock::format_utc;
+use chokepoint_core::sessions::{SessionAction, SessionView};
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    command: Option<SessionsCommand>,
+    #[arg(long, default_value = ".", global = true)]
+    workspace: PathBuf,
+    /// Print machine-readable JSON.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionsCommand {
+    /// Take a session's lease away: its intent is free at once, and the session's next write is
+    /// denied saying who revoked it and why (within a second, in every process judging it).
+    /// Recorded in the trace. Exit code: 0 revoked, 1 the session held no lease.
+    Revoke {
+        /// The session, as `chokepoint sessions` lists it (`claude:<id>`, ...).
+        session: String,
+        /// Why, told to the session's agent.
+        #[arg(long)]
+        reason: Option<String>,
+        /// Who revokes it (default: the user name from $USER or $LOGNAME).
+        #[arg(long)]
+        by: Option<String>,
+    },
+}
+
+pub fn run(args: SessionsArgs) -> ExitCode {
+    let SessionsArgs { command, workspace, json } = args;
+    match command {
+        None => crate::with_engine(&workspace, |engine| match engine.sessions() {
+            Ok(sessions) if json => {
+                println!("{}", Value::Array(sessions.iter().map(session_json).collect()));
+                ExitCode::SUCCESS
+            }
+            Ok(sessions) => {
+                if sessions.is_empty() {
+                    println!("no session has acted in this workspace in the last 24 hours or holds an intent");
+                }
+                for session in &sessions {
+                    print_session(session);
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => failure(e.message()),
+        }),
+        Some(SessionsCommand::Revoke { session, reason, by }) => crate::with_engine(&workspace, |engine| {
+            let person = by
+                .or_else(|| ["USER", "LOGNAME"].iter().find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty())))
+                .unwrap_or_else(|| "an unnamed user".to_owned());
+            let by = format!("{person} via chokepoint sessions revoke");
+            match engine.revoke_lease(&session, &by, reason.as_deref()) {
+                Ok(Some(revocation)) if json => {
+                    println!("{}", revocation_json(&revocation));
+                    ExitCode::SUCCESS
+                }
+                Ok(Some(revocation)) => {
+                    println!("revoked: {revocation}");
+                    println!("intent `{}` is free; the session's next write is denied saying so", revocation.intent);
+                    ExitCode::SUCCESS
+                }
+                Ok(None) => failure(&format!(
+                    "session `{session}` holds no lease; nothing was revoked (`chokepoint sessions` lists who holds what)"
+                )),
+                Err(e) => failure(e.message()),
+            }
+        }),
+    }
+}
+
+fn print_session(s: &SessionView) {
+    let lease = match (&s.lease, &s.revoked) {
+        (Some(lease), _) => format!("holds {} until {}", lease.intent, format_utc(lease.expires_at_ms)),
+        (None, Some(revoked)) => format!("lease on {} revoked by {} at {}", revoked.intent, revoked.by, format_utc(revoked.at_ms)),
+        (None, None) => "holds no intent".to_owned(),
+    };
+    println!("{}  {}  {lease}  allowed {}  denied {}", s.session, s.label, s.allowed, s.denied);
+    if !s.subagents.is_empty() {
+        println!("  sub-agents: {}", s.subagents.join(", "));
+    }
+    if let Some(model) = &s.model {
+        println!("  model: {model}");
+    }
+    if let Some(denial) = &s.last_denial {
+        println!("  last denial: {}", action_line(denial));
+    }
+    for action in &s.actions {
+        println!("  {}", action_line(action));
+    }
+}
+
+fn action_line(a: &SessionAction) -> String {
+    let mut parts = vec![a.time.clone()];
+    parts.extend(a.event.clone().or_else(|| Some(a.kind.clone())));
+    parts.extend(a.tool.clone());
+    parts.extend(a.summary.clone());
+    parts.extend(a.decision.clone());
+    if let Some(subagent) = &a.subagent {
+        parts.push(format!("(sub-agent {subagent})"));
+    }
+    let line = parts.join(" ");
+    match (&a.reason, a.decision.as_deref()) {
+        (Some(reason), Some("deny" | "ask")) => format!("{line}: {reason}"),
+        _ => line,
+    }
+}
+
+fn action_json(a: &SessionAction) -> Value {
+    json!({
+        "seq": a.seq,
+        "time": a.time,
+        "kind": a.kind,
+        "event": a.event,
+        "tool": a.tool,
+        "summary": a.summary,
+        "decision": a.decision,
+        "reason": a.reason,
+        "subagent": a.subagent,
+    })
+}
+
+fn revocation_json(r: &chokepoint_core::leases::Revocation) -> Value {
+    json!({ "session": r.session, "intent": r.intent, "agent": r.agent, "by": r.by, "reason": r.reason, "at": format_utc(r.at_ms) })
+}
+
+fn session_json(s: &SessionView) -> Value {
+    json!({
+        "session": s.session,
+        "agent": s.agent,
+        "label": s.label,
+        "subagents": s.subagents,
+        "model": s.model,
+        "lease": s.lease.as_ref().map(|l| json!({
+            "intent": l.intent,
+            "since": format_utc(l.acquired_at_ms),
+            "expires": format_utc(l.expires_at_ms),
+        })),
+        "revoked": s.revoked.as_ref().map(revocation_json),
+        "allowed": s.allowed,
+        "denied": s.denied,
+        "records": s.records,
+        "last_denial": s.last_denial.as_ref().map(action_json),
+        "actions": s.actions.iter().map(action_json).collect::<Vec<_>>(),
+        "last_seen": s.last_seen_ms.map(format_utc),
+    })
+}
+
+fn failure(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(EXIT_DENY)
+}

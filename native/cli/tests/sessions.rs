@@ -1,0 +1,122 @@
+//! `chokepoint sessions` and `chokepoint sessions revoke` against real processes: a session selects
+//! from a terminal, Claude Code's hook (judging alone, `--local`) writes, a person revokes the lease
+//! from another process, and the hook's next write is denied with the revocation.
+
+use serde_json::{Value, json};
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const INTENTS: &str = "version: 1
+active_intents:
+  - id: INT-SRC
+    name: Sources
+    status: IN_PROGRESS
+    owned_scope: ['src/**']
+";
+
+fn program() -> &'static str {
+    env!("CARGO_BIN_EXE_chokepoint")
+}
+
+fn workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    fs::create_dir_all(ws.path().join(".orchestration")).unwrap();
+    fs::create_dir_all(ws.path().join("src")).unwrap();
+    fs::write(ws.path().join(".orchestration/active_intents.yaml"), INTENTS).unwrap();
+    fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\n").unwrap();
+    ws
+}
+
+fn chokepoint(ws: &Path, args: &[&str]) -> Output {
+    Command::new(program()).args(args).args(["--workspace", ws.to_str().unwrap()]).output().unwrap()
+}
+
+/// Claude Code's PreToolUse for a Write of `src/a.ts` in session `S1`, answered by a hook process
+/// that judges alone. Returns the permission decision and its reason (none when it lets it through).
+fn claude_writes(ws: &Path) -> Option<(String, String)> {
+    let input = json!({
+        "session_id": "S1",
+        "cwd": ws,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": { "file_path": ws.join("src/a.ts"), "content": "x\n" },
+        "tool_use_id": "t1",
+    });
+    let mut child = Command::new(program())
+        .args(["hook", "--agent", "claude", "--local", "--workspace", ws.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    if stdout.trim().is_empty() {
+        return None;
+    }
+    let answer: Value = serde_json::from_str(&stdout).unwrap();
+    let specific = &answer["hookSpecificOutput"];
+    Some((specific["permissionDecision"].as_str().unwrap().to_owned(), specific["permissionDecisionReason"].as_str().unwrap().to_owned()))
+}
+
+fn sessions_json(ws: &Path) -> Vec<Value> {
+    let out = chokepoint(ws, &["sessions", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().unwrap().clone()
+}
+
+#[test]
+fn a_revoked_session_is_denied_by_the_next_hook_process_with_who_and_why() {
+    let ws = workspace();
+    let ws = ws.path();
+    let out = chokepoint(ws, &["intent", "select", "--session", "claude:S1", "--agent", "claude", "INT-SRC"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(claude_writes(ws), None, "the holder writes in its scope");
+
+    let listed = sessions_json(ws);
+    let claude = listed.iter().find(|s| s["session"] == "claude:S1").expect("the session is listed");
+    assert_eq!(claude["label"], "Claude Code");
+    assert_eq!(claude["lease"]["intent"], "INT-SRC");
+    assert_eq!((claude["allowed"].as_u64(), claude["denied"].as_u64()), (Some(2), Some(0)));
+    assert_eq!(claude["actions"][0]["tool"], "Write");
+
+    let out = chokepoint(ws, &["sessions", "revoke", "claude:S1", "--reason", "this is not yours to change", "--by", "alice"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8(out.stdout).unwrap();
+    assert!(said.contains("intent `INT-SRC` is free"), "{said}");
+
+    let (decision, reason) = claude_writes(ws).expect("a revoked session's write is denied");
+    assert_eq!(decision, "deny");
+    assert!(
+        reason.contains(
+            "the lease of session `claude:S1` on intent `INT-SRC` was revoked by a person (alice via chokepoint sessions revoke)"
+        ),
+        "{reason}"
+    );
+    assert!(reason.contains("this is not yours to change") && reason.contains("ask the person"), "{reason}");
+    assert!(!reason.contains("no intent is selected"), "not the generic refusal: {reason}");
+
+    // Listed as revoked, with the denial counted and the revocation among its actions.
+    let listed = sessions_json(ws);
+    let claude = listed.iter().find(|s| s["session"] == "claude:S1").unwrap();
+    assert_eq!(claude["lease"], Value::Null);
+    assert_eq!(claude["revoked"]["by"], "alice via chokepoint sessions revoke");
+    assert_eq!(claude["denied"].as_u64(), Some(1));
+    assert!(claude["last_denial"]["reason"].as_str().unwrap().contains("was revoked by a person"));
+    let text = String::from_utf8(chokepoint(ws, &["sessions"]).stdout).unwrap();
+    assert!(text.contains("claude:S1  Claude Code  lease on INT-SRC revoked by alice via chokepoint sessions revoke"), "{text}");
+
+    // Nothing left to revoke: exit 1, said.
+    let again = chokepoint(ws, &["sessions", "revoke", "claude:S1"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("session `claude:S1` holds no lease"));
+
+    // The session selects again: its writes pass once more.
+    let out = chokepoint(ws, &["intent", "select", "--session", "claude:S1", "--agent", "claude", "INT-SRC"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(claude_writes(ws), None);
+}

@@ -1,0 +1,134 @@
+//! The sessions working in the workspace, as the sidebar's Sessions section lists them, and a
+//! person's revocation of a session's lease.
+
+use crate::Engine;
+use crate::errors::{Code, Result, as_error, invalid};
+use crate::scope::JsIntentHolder;
+use chokepoint_core as core;
+use napi_derive::napi;
+
+/// A person's revocation of a session's lease, which the session has not answered by selecting an
+/// intent again.
+#[napi(object, js_name = "LeaseRevocation")]
+pub struct JsLeaseRevocation {
+    pub session_id: String,
+    pub intent_id: String,
+    pub agent_id: Option<String>,
+    /// Who revoked it and where (`alice via VS Code`).
+    pub by: String,
+    pub reason: Option<String>,
+    /// Unix milliseconds.
+    pub at: f64,
+}
+
+impl From<core::leases::Revocation> for JsLeaseRevocation {
+    fn from(r: core::leases::Revocation) -> Self {
+        JsLeaseRevocation { session_id: r.session, intent_id: r.intent, agent_id: r.agent, by: r.by, reason: r.reason, at: r.at_ms as f64 }
+    }
+}
+
+/// One record of a session, in short.
+#[napi(object, js_name = "SessionAction")]
+pub struct JsSessionAction {
+    pub seq: f64,
+    /// RFC 3339 UTC with milliseconds.
+    pub time: String,
+    #[napi(ts_type = "'tool_call' | 'lifecycle' | 'approval' | 'containment' | 'external'")]
+    pub kind: String,
+    pub event: Option<String>,
+    pub tool: Option<String>,
+    /// What it touched: the files a write changed, a contained command, a revocation.
+    pub summary: Option<String>,
+    /// `allow`, `deny`, `ask`; an approval's status; `revoked` for a person's revocation.
+    pub decision: Option<String>,
+    pub reason: Option<String>,
+    pub subagent: Option<String>,
+}
+
+impl From<core::sessions::SessionAction> for JsSessionAction {
+    fn from(a: core::sessions::SessionAction) -> Self {
+        JsSessionAction {
+            seq: a.seq as f64,
+            time: a.time,
+            kind: a.kind,
+            event: a.event,
+            tool: a.tool,
+            summary: a.summary,
+            decision: a.decision,
+            reason: a.reason,
+            subagent: a.subagent,
+        }
+    }
+}
+
+/// A session working in the workspace: seen in the trace in the last 24 hours, or holding a lease.
+#[napi(object, js_name = "SessionView")]
+pub struct JsSessionView {
+    /// `<agent>:<its session id>` for another agent's session (`claude:…`), a plain id for ours.
+    pub session_id: String,
+    /// `claude`, `codex`, `gemini`, `vscode`, `copilot`, `cursor`, `chokepoint`, when known.
+    pub agent_id: Option<String>,
+    /// The agent's name for people (`Claude Code`, `VS Code agent`, `Chokepoint agent`).
+    pub label: String,
+    pub subagents: Vec<String>,
+    pub model: Option<String>,
+    /// The intent it holds now and until when.
+    pub lease: Option<JsIntentHolder>,
+    pub revoked: Option<JsLeaseRevocation>,
+    /// Newest first, at most five.
+    pub actions: Vec<JsSessionAction>,
+    /// Its records, allowed and denied tool calls in the last 24 hours.
+    pub records: f64,
+    pub allowed: f64,
+    pub denied: f64,
+    pub last_denial: Option<JsSessionAction>,
+    /// When it last acted or renewed its lease (unix milliseconds).
+    pub last_seen: Option<f64>,
+}
+
+impl From<core::sessions::SessionView> for JsSessionView {
+    fn from(s: core::sessions::SessionView) -> Self {
+        JsSessionView {
+            session_id: s.session,
+            agent_id: s.agent,
+            label: s.label,
+            subagents: s.subagents,
+            model: s.model,
+            lease: s.lease.map(Into::into),
+            revoked: s.revoked.map(Into::into),
+            actions: s.actions.into_iter().map(Into::into).collect(),
+            records: s.records as f64,
+            allowed: s.allowed as f64,
+            denied: s.denied as f64,
+            last_denial: s.last_denial.map(Into::into),
+            last_seen: s.last_seen_ms.map(|ms| ms as f64),
+        }
+    }
+}
+
+#[napi]
+impl Engine {
+    /// The sessions working in the workspace, most recently active first: every session with a
+    /// trace record in the last 24 hours (at most 50), and every session holding a lease or revoked.
+    /// An ungoverned workspace has none. Throws (`ELEDGER`) when the trace's index or the lease
+    /// table cannot be read.
+    #[napi(catch_unwind)]
+    pub fn sessions(&self) -> Result<Vec<JsSessionView>> {
+        let sessions = self.inner.sessions().map_err(as_error(Code::Ledger))?;
+        Ok(sessions.into_iter().map(Into::into).collect())
+    }
+
+    /// A person revokes a session's lease: released and remembered in the workspace's state database,
+    /// so the session's next write is denied saying who revoked it and why (in this engine at once,
+    /// in another process within a second), and recorded in the trace. `by` names the person and
+    /// where (`alice via VS Code`). Null when the session held no lease. Throws (`ESCOPE`) when the
+    /// lease table cannot be written or the revocation cannot be recorded (the message says which).
+    #[napi(catch_unwind)]
+    pub fn revoke_lease(&self, session_id: String, by: String, reason: Option<String>) -> Result<Option<JsLeaseRevocation>> {
+        if by.trim().is_empty() {
+            return Err(invalid("who revokes the lease is not said (`by` is empty)"));
+        }
+        let revoked = self.inner.revoke_lease(&session_id, &by, reason.as_deref()).map_err(as_error(Code::Scope))?;
+        Ok(revoked.map(Into::into))
+    }
+}
