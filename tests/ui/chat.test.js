@@ -54,8 +54,9 @@ function script(ws) {
       },
       {
         toolCalls: [{ name: 'create_file', arguments: { filePath: at('src/auth/session.js'), content: SESSION } }],
-        // The contained command's report: what was undone.
-        expect: { anyMessageIncludes: 'src/billing/invoice.js' },
+        // The contained command's report (its write outside the scope blocked, or undone), in the
+        // terminal's output the model read (wrapped at the terminal's width: a short needle).
+        expect: { lastMessageIncludes: 'src/billing/invoice.js' },
       },
       { text: DONE },
     ],
@@ -110,13 +111,33 @@ test('"Connect VS Code\'s Agent" writes the hooks VS Code runs', async () => {
 });
 
 test("VS Code's agent: intent through the contributed tool, writes judged, the shell contained, an ask approved on its card", async () => {
+  try {
+    await chatSession();
+  } catch (e) {
+    // What the chat shows (a scripted step's failed expectation is there, as the model error).
+    e.message += `\n--- the chat shows:\n${await chat().innerText().catch((err) => String(err))}`;
+    throw e;
+  }
+});
+
+async function chatSession() {
   const ws = vsc.workspace;
   await command('Chat: Open Chat (Agent)');
   const input = chat().locator('.interactive-input-part .monaco-editor').first();
   await input.waitFor({ timeout: 60000 });
-  // Our scripted model, picked in the chat's model picker.
-  await chat().locator('.interactive-input-part').getByText('Chokepoint demo (scripted)').first().click({ timeout: 60000 });
-  await page.getByText('Scripted: chat.script.json').first().click({ timeout: 30000 });
+  // Our scripted model, picked in the chat's model picker (it lists the first model and folds the
+  // others under "Other Models": searched instead). The models of chokepoint.chat.scripts may come
+  // a moment after the settings file: tried until the input shows the model.
+  const picked = chat().locator('.interactive-input-part').getByText('Scripted: chat.script.json');
+  for (let attempt = 0; attempt < 10 && !(await picked.first().isVisible()); attempt++) {
+    await chat().locator('.interactive-input-part').getByText(/Chokepoint demo \(scripted\)|Scripted:/).first().click({ timeout: 60000 });
+    await page.getByPlaceholder('Search models').fill('chat.script.json');
+    const item = page.locator('.quick-input-widget, .monaco-list').getByText('Scripted: chat.script.json').first();
+    if (await item.isVisible({ timeout: 3000 }).catch(() => false)) await item.click();
+    else await page.keyboard.press('Escape');
+    await page.waitForTimeout(1000);
+  }
+  await picked.first().waitFor({ timeout: 5000 });
   await input.click();
   await page.keyboard.type('Add the lockout (INT-001).');
   await page.keyboard.press('Enter');
@@ -146,4 +167,10 @@ test("VS Code's agent: intent through the contributed tool, writes judged, the s
   const calls = records.filter((r) => r.event === 'PreToolUse').map((r) => `${r.tool}:${r.decision.decision}`);
   assert.deepStrictEqual(calls.filter((c) => !c.startsWith('select_active_intent')).slice(0, 2), ['create_file:allow', 'create_file:deny'], JSON.stringify(calls));
   assert.ok(records.every((r) => /^vscode:/.test(r.session)), 'every record names the chat session');
-});
+
+  // The session on view: VS Code's agent holding INT-001, its denial.
+  const session = sidebar().getByTestId('sessions').getByTestId('session').filter({ hasText: 'VS Code' });
+  await session.waitFor({ timeout: 30000 });
+  assert.match(await session.getByTestId('session-lease').textContent(), /INT-001/);
+  assert.match(await session.getByTestId('session-last-denial').textContent(), /src\/billing\/invoice\.js/);
+}

@@ -264,6 +264,24 @@ hooks:
 }
 
 #[test]
+fn path_rules_match_the_writes_resolved_from_another_agents_tool_input() {
+    use chokepoint_core::{Decision, Event};
+    // Another agent's hook names no paths: only its tool's input does (absolute, as VS Code's).
+    let yaml = "version: 1\nhooks:\n  PreToolUse:\n    - name: review\n      paths: ['src/auth/**']\n      ask: auth is reviewed\n";
+    let ws = workspace(Some(yaml), None);
+    let engine = Engine::open(ws.path()).unwrap();
+    let root = std::fs::canonicalize(ws.path()).unwrap();
+    let create = |rel: &str| {
+        let mut event = Event::tool(EventKind::PreToolUse, "create_file", serde_json::json!({ "filePath": root.join(rel), "content": "x" }));
+        event.ids.agent = Some("vscode".into());
+        event
+    };
+    let e = engine.evaluate(create("src/auth/session.js")).unwrap();
+    assert_eq!(e.decision.ask_reasons(), ["review: auth is reviewed"]);
+    assert_eq!(engine.evaluate(create("src/billing/a.js")).unwrap().decision, Decision::Allow);
+}
+
+#[test]
 fn a_hook_with_two_kinds_is_refused() {
     let ws = workspace(Some("version: 1\nhooks:\n  PreToolUse:\n    - name: both\n      ask: why\n      context: hm\n"), None);
     let d = &Engine::open(ws.path()).unwrap().info().diagnostics;

@@ -113,8 +113,14 @@ impl Matcher {
     }
 }
 
+/// The paths a matcher sees: those the caller named, else the writes the engine resolved from the
+/// tool's input (another agent's hook gives only the input: without these, a `paths:` rule of
+/// hooks.yaml would never match Claude Code's `Write` or VS Code's `create_file`).
 fn candidates(event: &Event) -> Vec<globset::Candidate<'_>> {
-    event.paths.iter().map(globset::Candidate::new).collect()
+    if !event.paths.is_empty() {
+        return event.paths.iter().map(globset::Candidate::new).collect();
+    }
+    event.writes.iter().flat_map(|w| w.iter()).filter_map(|w| w.canonical.as_ref().ok()).map(globset::Candidate::new).collect()
 }
 
 /// Every hook's patterns of one chain in two combined sets, so that matching an event costs one
