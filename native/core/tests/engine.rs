@@ -272,7 +272,8 @@ fn path_rules_match_the_writes_resolved_from_another_agents_tool_input() {
     let engine = Engine::open(ws.path()).unwrap();
     let root = std::fs::canonicalize(ws.path()).unwrap();
     let create = |rel: &str| {
-        let mut event = Event::tool(EventKind::PreToolUse, "create_file", serde_json::json!({ "filePath": root.join(rel), "content": "x" }));
+        let mut event =
+            Event::tool(EventKind::PreToolUse, "create_file", serde_json::json!({ "filePath": root.join(rel), "content": "x" }));
         event.ids.agent = Some("vscode".into());
         event
     };
