@@ -336,7 +336,8 @@ fn reading_the_head_creates_nothing() {
     chokepoint_core::leases::Leases::open(&sidecar.state_db()).unwrap();
     assert_eq!(head::read(&sidecar.state_db()).unwrap(), None);
     let tables = rusqlite_tables(&sidecar.state_db());
-    assert_eq!(tables, ["leases"]);
+    // The lease module's schema: the leases and their revocations, nothing of the head's.
+    assert_eq!(tables, ["lease_revocations_v1", "leases"]);
     // The lease module's schema and the head's live side by side.
     drop(Ledger::open(&sidecar).unwrap());
     assert!(rusqlite_tables(&sidecar.state_db()).contains(&"ledger_head_v1".to_owned()));
