@@ -118,7 +118,7 @@ impl Engine {
     /// workspace's local socket, and to HTTP hooks on 127.0.0.1 (`httpUrl`; the token is in
     /// `.orchestration/serve.json`), until the returned handle is closed. `program` is the
     /// `chokepoint` program an HTTP hook's shell commands run contained through (without it they are
-    /// judged, not contained). Throws (`EENGINE`) when another engine already serves the workspace
+    /// refused). Throws (`EENGINE`) when another engine already serves the workspace
     /// or the socket's folder cannot be trusted.
     #[napi(catch_unwind)]
     pub fn serve(&self, program: Option<String>) -> Result<HookServer> {

@@ -52,6 +52,12 @@ pub(crate) fn answer(engine: &Arc<Engine>, call: HookCall, received: Instant, bo
         Ok(read) if read.kind.is_none() => return Reply::default(),
         Ok(read) => read,
     };
+    if call.program.is_none() && shell_command(engine, &read) {
+        return reply::failure(
+            &read,
+            "Chokepoint's live engine does not know where the chokepoint program is, so it cannot run this shell command contained; start it with `chokepoint serve` (or the Chokepoint extension as installed), or use the command hook `chokepoint hook --agent claude`",
+        );
+    }
     let decide_by = call.deadline.map(|d| received + d.saturating_sub(ASK_MARGIN));
     let options = HookOptions { program: call.program, depth: call.depth, decide_by };
     let judging = {
@@ -71,6 +77,16 @@ pub(crate) fn answer(engine: &Arc<Engine>, call: HookCall, received: Instant, bo
             )
         }),
     }
+}
+
+/// Whether `read` is a gate on a tool that runs shell commands, which the answer would rewrite to
+/// run contained (`<program> exec`): without the program, it would run uncontained.
+fn shell_command(engine: &Engine, read: &crate::agents::input::Call) -> bool {
+    read.kind == Some(crate::model::event::EventKind::PreToolUse)
+        && crate::agents::hook::rewrites_input(read)
+        && read.tool.as_deref().is_some_and(|tool| {
+            matches!(engine.gatekeeper().tool_role(Some(read.agent), tool), Some(crate::scope::tools::ToolRole::Shell(_)))
+        })
 }
 
 /// Counters of one server since it started, over both transports.

@@ -433,4 +433,36 @@ mod tests {
         assert_eq!(with("Content-Length: 2", "Content-Length: 2\r\n content-length: 3"), Some(400));
         assert_eq!(with("Content-Length: 2", "Content-Length: 2\r\nHost: 127.0.0.1:4000"), Some(400));
     }
+
+    #[test]
+    fn a_shell_command_that_could_not_run_contained_is_refused() {
+        use crate::serve::endpoint::Endpoint;
+        use crate::serve::server::{ServeOptions, Server};
+        let (ws, run) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let engine = Arc::new(Engine::open(ws.path()).unwrap());
+        // No program: the server cannot rewrite a shell command to `<program> exec`.
+        let server = Server::start_at(engine, Endpoint::in_dir(&run.path().join("c"), ws.path()), ServeOptions::default()).unwrap();
+        let access = Access::read(&ws.path().join(".orchestration/serve.json")).unwrap();
+        let host = access.url.strip_prefix("http://").unwrap();
+        let input = serde_json::json!({
+            "session_id": "s", "cwd": ws.path(), "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": { "command": "echo hi > a.txt" },
+        })
+        .to_string();
+        let mut stream = TcpStream::connect(host).unwrap();
+        write!(
+            stream,
+            "POST /hook/claude HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\nContent-Length: {}\r\n\r\n{input}",
+            access.token,
+            input.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+        let body: serde_json::Value = serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).unwrap();
+        assert_eq!(body["hookSpecificOutput"]["permissionDecision"], "deny", "{answer}");
+        assert!(body.to_string().contains("contained"), "{answer}");
+        drop(server);
+    }
 }

@@ -32,7 +32,7 @@ use crate::model::external_events::Agent;
 pub struct ServeOptions {
     /// The `chokepoint` program, for an HTTP hook's shell command run contained (`<program> exec`)
     /// and the commands its denials name; a hook through the socket sends its own. `None`: an HTTP
-    /// hook's shell commands are judged, not contained.
+    /// hook's shell commands are refused (`call.rs`), since they could not run contained.
     pub program: Option<PathBuf>,
     /// The HTTP endpoint's port on 127.0.0.1; 0 (the default): one the system picks.
     pub http_port: u16,
