@@ -15,7 +15,7 @@ import { evaluate, type ChainDecision, type ChainEvent } from './engine/chokepoi
 import { EngineHost, describe } from './engine/engineHost';
 import { Log } from './ui/log';
 import { loadNative } from './engine/native';
-import { setUpAgent } from './ui/setUpAgent';
+import { chokepointProgram, setUpAgent } from './ui/setUpAgent';
 import { SidebarProvider } from './ui/sidebar';
 import { StatusBar } from './ui/statusBar';
 import { Trace, showProvenance, type ProvenanceReport } from './ui/trace';
@@ -66,7 +66,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
       if (pick) log.channel.show();
     });
   }
-  const engine = new EngineHost(native, log);
+  const engine = new EngineHost(native, log, chokepointProgram(context.extensionPath));
   const statusBar = new StatusBar();
   statusBar.update(engine.state);
   const trace = new Trace(engine, log);

@@ -145,10 +145,13 @@ export declare class Engine {
   watch(onReload: (problems: number) => void): ConfigWatch
   /**
    * Serves this engine to other agents' hooks (`chokepoint hook` hands its calls to it) on the
-   * workspace's local socket, until the returned handle is closed. Throws (`EENGINE`) when another
-   * engine already serves the workspace or the socket's folder cannot be trusted.
+   * workspace's local socket, and to HTTP hooks on 127.0.0.1 (`httpUrl`; the token is in
+   * `.orchestration/serve.json`), until the returned handle is closed. `program` is the
+   * `chokepoint` program an HTTP hook's shell commands run contained through (without it they are
+   * refused). Throws (`EENGINE`) when another engine already serves the workspace
+   * or the socket's folder cannot be trusted.
    */
-  serve(): HookServer
+  serve(program?: string | undefined | null): HookServer
   /**
    * Releases the JavaScript functions registered as host hooks, so that they no longer keep Node
    * running. A host hook that is called afterwards fails (and its failure mode applies).
@@ -240,6 +243,8 @@ export declare class Engine {
 export declare class HookServer {
   /** The socket it listens on. */
   get socket(): string
+  /** Where agents' HTTP hooks post (`http://127.0.0.1:<port>`; a hook's URL adds `/hook/claude`). */
+  get httpUrl(): string
   /** Hook calls answered so far. */
   served(): number
   /** Stops serving and removes the socket: hooks judge alone again. Idempotent. */

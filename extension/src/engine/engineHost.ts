@@ -24,6 +24,8 @@ export class EngineHost implements vscode.Disposable {
   constructor(
     readonly native: NativeLoad,
     private readonly log: EngineLog,
+    /** The `chokepoint` program, through which an HTTP hook's shell commands run contained. */
+    private readonly program?: string,
   ) {
     this.current = this.open();
     this.publish();
@@ -71,9 +73,9 @@ export class EngineHost implements vscode.Disposable {
   private serveHooks(engine: NativeEngine): void {
     if (!vscode.workspace.getConfiguration('chokepoint').get<boolean>('serveHooks', true)) return;
     try {
-      const server = engine.serve();
+      const server = engine.serve(this.program);
       this.disposables.push({ dispose: () => server.close() });
-      this.log.info(`answering other agents' hooks at ${server.socket}`);
+      this.log.info(`answering other agents' hooks at ${server.socket}, and HTTP hooks at ${server.httpUrl}/hook/claude (token in .orchestration/serve.json)`);
     } catch (e) {
       this.log.warn(`other agents' hooks judge alone: ${(e as Error).message}`);
     }

@@ -11,6 +11,10 @@
 //! - `hook.claude.pre_tool_use.served`: the same call handed to the workspace's live engine
 //!   (`chokepoint serve`, as VS Code with Chokepoint runs it), which judges it and syncs its record;
 //!   compared with the spawn (target: ≤ 3×);
+//! - `hook.claude.pre_tool_use.http`: the same call posted by Claude Code's `type: "http"` hook to
+//!   the same live engine over 127.0.0.1 (a new connection per call, as an agent without keep-alive
+//!   makes it, with the run's token): no process at all; compared with the hook alone (target:
+//!   median ≤ 0.5 ms), and printed against the spawn and the Python hook too;
 //! - `hook.python` and `hook.node`: a minimal Python and Node hook doing the same JSON round trip
 //!   (read the input, answer allow), compared with `hook.claude.pre_tool_use` (target: Python ≥ 30×).
 //!
@@ -20,7 +24,7 @@
 //! Samples go to `target/bench-samples/` (see scripts/bench.js).
 #![allow(clippy::print_stdout)] // a bench reports what it measured
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -32,6 +36,26 @@ const ROUNDS: usize = 200;
 
 const PYTHON_HOOK: &str = "import json,sys\nd=json.load(sys.stdin)\nprint(json.dumps({'hookSpecificOutput':{'hookEventName':d['hook_event_name'],'permissionDecision':'allow'}}))";
 const NODE_HOOK: &str = "let s='';process.stdin.on('data',c=>s+=c).on('end',()=>{const d=JSON.parse(s);process.stdout.write(JSON.stringify({hookSpecificOutput:{hookEventName:d.hook_event_name,permissionDecision:'allow'}}))})";
+
+/// Posts `input` to the live engine's HTTP endpoint on a new connection, as an HTTP hook does, and
+/// reads its whole answer; the time of the whole.
+fn http_round(host: &str, token: &str, input: &[u8]) -> u64 {
+    let start = Instant::now();
+    let mut stream = std::net::TcpStream::connect(host).expect("connect");
+    let _ = stream.set_nodelay(true);
+    let head = format!(
+        "POST /hook/claude HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        input.len()
+    );
+    let mut request = head.into_bytes();
+    request.extend_from_slice(input);
+    stream.write_all(&request).expect("send");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).expect("read");
+    let elapsed = start.elapsed().as_nanos() as u64;
+    assert!(answer.starts_with(b"HTTP/1.1 200 "), "{}", String::from_utf8_lossy(&answer));
+    elapsed
+}
 
 /// Runs `command` with `input` on stdin to its end, reads all it prints; the time of the whole.
 fn round_trip(command: &mut Command, input: &[u8]) -> u64 {
@@ -103,6 +127,7 @@ fn main() {
     // Alone first, with no live engine up: then nothing else holds the state database open, as when
     // VS Code is closed, and the process pays for opening (and closing) it by itself.
     let (mut t_true, mut t_hook, mut t_served, mut t_python, mut t_node) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut t_http = Vec::new();
     for _ in 0..ROUNDS {
         t_true.push(round_trip(&mut Command::new("/bin/true"), input));
         t_hook.push(round_trip(&mut hook(), input));
@@ -127,22 +152,41 @@ fn main() {
     let out = out.expect("the served hook runs");
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty(), "served, a write in scope passes silently: {}", String::from_utf8_lossy(&out.stdout));
+    // Where HTTP hooks post, written before the server said it serves.
+    let access: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".orchestration/serve.json")).expect("serve.json")).unwrap();
+    let host = access["url"].as_str().unwrap().strip_prefix("http://").unwrap().to_owned();
+    let token = access["token"].as_str().unwrap().to_owned();
     // The spawn is timed in these rounds too, so the baseline covers both halves of the run.
     for _ in 0..ROUNDS {
         t_true.push(round_trip(&mut Command::new("/bin/true"), input));
         t_served.push(round_trip(&mut hook_in(false), input));
+        t_http.push(http_round(&host, &token, input));
     }
     let _ = nix_kill(&server);
     let _ = server.wait();
     samples::write("hook.spawn_true", None, &t_true);
     samples::write("hook.claude.pre_tool_use", Some("hook.spawn_true"), &t_hook);
     samples::write("hook.claude.pre_tool_use.served", Some("hook.spawn_true"), &t_served);
+    samples::write("hook.claude.pre_tool_use.http", Some("hook.claude.pre_tool_use"), &t_http);
     samples::write("hook.python", Some("hook.claude.pre_tool_use"), &t_python);
     samples::write("hook.node", Some("hook.claude.pre_tool_use"), &t_node);
     let median = |v: &mut Vec<u64>| {
         v.sort_unstable();
         v[v.len() / 2] as f64 / 1e6
     };
+    let p99 = |v: &mut Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() * 99 / 100] as f64 / 1e6
+    };
+    let http = median(&mut t_http);
+    println!(
+        "hook over http: median {http:.3} ms, p99 {:.3} ms (target: median <= 0.5 ms); /bin/true {:.1}x, chokepoint hook alone {:.1}x, python {:.1}x its median",
+        p99(&mut t_http),
+        median(&mut t_true) / http,
+        median(&mut t_hook) / http,
+        median(&mut t_python) / http,
+    );
     println!(
         "hook: /bin/true {:.2} ms, chokepoint hook alone {:.2} ms, served {:.2} ms, python {:.2} ms, node {:.2} ms (medians of {ROUNDS})",
         median(&mut t_true),

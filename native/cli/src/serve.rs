@@ -2,13 +2,15 @@
 //! every agent on the workspace over a local socket (`chokepoint_core::serve`), for people who work
 //! without VS Code (whose Chokepoint extension serves its own engine). Configuration edits are picked
 //! up as they are saved; a configuration that stops loading keeps the last good one running and says
-//! so here. Runs until SIGINT or SIGTERM, then removes its socket: hooks judge alone again.
+//! so here. Runs until SIGINT or SIGTERM, then removes its socket: hooks judge alone again. Beside
+//! the socket, agents whose hooks post to a URL (Claude Code's `type: "http"`) reach it on 127.0.0.1,
+//! with the URL and the run's token in `.orchestration/serve.json`.
 //!
 //! With `--review`, the person at this terminal decides the asks of every agent's hooks as they open
 //! (`review.rs`), on a thread beside the server, until stdin ends.
 
 use chokepoint_core::Engine;
-use chokepoint_core::serve::server::Server;
+use chokepoint_core::serve::server::{ServeOptions, Server};
 use chokepoint_core::watch::DEFAULT_DEBOUNCE;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,6 +25,10 @@ pub struct ServeArgs {
     /// approve, reject with a reason, or modify its input in $EDITOR. Until stdin ends.
     #[arg(long)]
     review: bool,
+    /// The port of the HTTP endpoint for agents' HTTP hooks, on 127.0.0.1. Default: one the system
+    /// picks (see .orchestration/serve.json).
+    #[arg(long, default_value_t = 0)]
+    http_port: u16,
 }
 
 pub fn run(args: ServeArgs) -> ExitCode {
@@ -47,7 +53,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
     if let Err(e) = &watcher {
         eprintln!("warning: configuration edits will not be picked up ({e}); restart `chokepoint serve` after editing");
     }
-    let mut server = match Server::start(Arc::clone(&engine)) {
+    let options = ServeOptions { program: std::env::current_exe().ok(), http_port: args.http_port };
+    let mut server = match Server::start(Arc::clone(&engine), options) {
         Ok(server) => server,
         Err(e) => {
             eprintln!("error: {e}");
@@ -59,6 +66,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         engine.sidecar().workspace_root().display(),
         server.endpoint().socket().display()
     );
+    eprintln!("chokepoint: http hooks post to {}/hook/claude (its token is in {})", server.http_url(), server.access_file().display());
     if args.review {
         let desk = crate::approvals::Local { engine: Arc::clone(&engine), by: crate::approvals::by() };
         // The review ends with its input; the server keeps serving until a signal. Its thread is left
@@ -87,7 +95,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     }
     match stopped {
         Ok(()) => {
-            eprintln!("chokepoint: stopped after {} calls", server.served());
+            eprintln!("chokepoint: stopped after {} calls ({} refused)", server.served(), server.refused());
             ExitCode::SUCCESS
         }
         Err(e) => {

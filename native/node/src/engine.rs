@@ -115,11 +115,15 @@ impl Engine {
     }
 
     /// Serves this engine to other agents' hooks (`chokepoint hook` hands its calls to it) on the
-    /// workspace's local socket, until the returned handle is closed. Throws (`EENGINE`) when another
-    /// engine already serves the workspace or the socket's folder cannot be trusted.
+    /// workspace's local socket, and to HTTP hooks on 127.0.0.1 (`httpUrl`; the token is in
+    /// `.orchestration/serve.json`), until the returned handle is closed. `program` is the
+    /// `chokepoint` program an HTTP hook's shell commands run contained through (without it they are
+    /// refused). Throws (`EENGINE`) when another engine already serves the workspace
+    /// or the socket's folder cannot be trusted.
     #[napi(catch_unwind)]
-    pub fn serve(&self) -> Result<HookServer> {
-        let server = core::serve::server::Server::start(Arc::clone(&self.inner)).map_err(as_error(Code::Engine))?;
+    pub fn serve(&self, program: Option<String>) -> Result<HookServer> {
+        let options = core::serve::server::ServeOptions { program: program.map(Into::into), http_port: 0 };
+        let server = core::serve::server::Server::start(Arc::clone(&self.inner), options).map_err(as_error(Code::Engine))?;
         Ok(HookServer { inner: Some(server) })
     }
 
@@ -158,6 +162,12 @@ impl HookServer {
     #[napi(getter)]
     pub fn socket(&self) -> String {
         self.inner.as_ref().map(|s| s.endpoint().socket().display().to_string()).unwrap_or_default()
+    }
+
+    /// Where agents' HTTP hooks post (`http://127.0.0.1:<port>`; a hook's URL adds `/hook/claude`).
+    #[napi(getter)]
+    pub fn http_url(&self) -> String {
+        self.inner.as_ref().map(|s| s.http_url().to_owned()).unwrap_or_default()
     }
 
     /// Hook calls answered so far.

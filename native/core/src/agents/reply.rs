@@ -63,6 +63,22 @@ impl Reply {
         Reply { stderr: format!("{reason}\n"), exit: EXIT_BLOCK, ..Reply::default() }
     }
 
+    /// This reply as the body of an HTTP hook's answer (Claude Code's `type: "http"`, always a 200):
+    /// what the hook would print. An HTTP hook has no exit code, and its failures let the call
+    /// through, so a reply that blocks by its exit code (input whose event we cannot tell) becomes
+    /// `continue: false`, which stops the agent wherever it is; a note on stderr becomes a
+    /// `systemMessage` the person sees.
+    pub fn http_body(&self) -> String {
+        let reason = self.stderr.trim();
+        if self.exit != 0 {
+            return json!({ "continue": false, "stopReason": reason, "decision": "block", "reason": reason }).to_string();
+        }
+        if self.stdout.trim().is_empty() && !reason.is_empty() {
+            return json!({ "systemMessage": reason }).to_string();
+        }
+        self.stdout.clone()
+    }
+
     /// Whether this reply lets the call through (for the fuzz target and the tests: a gate's reply
     /// must never).
     pub fn blocks(&self, agent: Agent) -> bool {

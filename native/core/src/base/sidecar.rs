@@ -10,7 +10,7 @@ pub const SIDECAR_DIR: &str = ".orchestration";
 pub const IGNORE_FILE: &str = ".orchestration/.gitignore";
 
 /// The engine's runtime files, as lines of the sidecar's `.gitignore`: state, not configuration.
-pub const RUNTIME_FILES: &[&str] = &["state.db", "state.db-*", "trace.db", "trace.db-*", "agent_trace.lock", "snapshots/"];
+pub const RUNTIME_FILES: &[&str] = &["state.db", "state.db-*", "trace.db", "trace.db-*", "agent_trace.lock", "snapshots/", "serve.json"];
 
 /// The first line of a `.gitignore` Chokepoint writes.
 pub const IGNORE_HEADER: &str = "# Written by Chokepoint: runtime state, not configuration.";
@@ -66,6 +66,11 @@ impl Sidecar {
     /// the state database, which a rebuild of the index never touches.)
     pub fn trace_index(&self) -> PathBuf {
         self.dir().join("trace.db")
+    }
+
+    /// Where a live engine says its HTTP endpoint's URL and token (0600, while it serves).
+    pub fn serve_file(&self) -> PathBuf {
+        self.dir().join("serve.json")
     }
 
     /// Where shell containment keeps the content it can restore (content-addressed).

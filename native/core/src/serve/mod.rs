@@ -1,5 +1,5 @@
 //! The serve layer, the top: a workspace's engine kept loaded and answering other agents' hooks over
-//! a local socket, so that a hook call costs a connection instead of a process that opens the
+//! a local socket (and loopback HTTP, for agents whose hooks post to a URL), so that a hook call costs a connection instead of a process that opens the
 //! configuration, the databases and the ledger again. The extension serves its own engine while VS
 //! Code runs (through the binding); `chokepoint serve` runs the same server without it; and
 //! `chokepoint hook` forwards to whichever is up (`client.rs`), judging alone when none is. The
@@ -9,14 +9,21 @@
 //! - `protocol.rs`: one request (a hook's raw input, or a question or decision about the Pendings)
 //!   and one answer per connection, framed;
 //! - `server.rs`: the listener, who may connect, and the limits on what they send;
+//! - `http.rs`: the loopback HTTP endpoint beside it (Claude Code's `type: "http"` hooks), with its
+//!   checks of Host, Origin, token, size and time;
+//! - `token.rs`: the HTTP endpoint's per-run token and `.orchestration/serve.json`, which says where;
+//! - `call.rs`: one hook call judged, whichever transport brought it;
 //! - `client.rs`: the client's side.
 //!
 //! Invariant: a served answer is the answer `chokepoint hook` would give alone with the same
 //! configuration (both run `agents::hook`); the server adds only who may ask and how much, and the
 //! time a person has to decide an ask (a hook alone has no one to show it to).
 
+mod call;
 pub mod client;
 pub mod endpoint;
 pub mod error;
+pub mod http;
 pub mod protocol;
 pub mod server;
+pub mod token;

@@ -1,6 +1,7 @@
 //! The live engine's listener: one Unix socket per workspace, one thread per connection, one request
 //! and one answer per connection: a hook call to judge, or a question or decision about the engine's
-//! Pendings (`chokepoint approvals`).
+//! Pendings (`chokepoint approvals`). Beside it, the loopback HTTP endpoint for agents whose hooks
+//! post to a URL (`http.rs`), started and stopped with it; both judge a hook call through `call.rs`.
 //!
 //! Who may ask, checked before the engine sees anything: only a process of the same user (the
 //! endpoint's folder is 0700 and the socket 0600, and the peer's user id, which the kernel reports,
@@ -9,32 +10,32 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+pub use super::call::ASK_MARGIN;
+use super::call::{self, Bound, Counters, HookCall};
 use super::endpoint::Endpoint;
 use super::error::ServeError;
+use super::http::Http;
+pub use super::http::READ_TIMEOUT;
 use super::protocol::{Answer, HookRequest, MAX_REQUEST, Request, read_frame, write_frame};
-use crate::agents::bounded;
-use crate::agents::hook::{HookOptions, answer};
 use crate::approvals::PendingDict;
 use crate::engine::judge::Engine;
 use crate::model::external_events::Agent;
 
-/// How long a client may take to send its request: a slow or stalled one is cut off.
-pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// What a person deciding an ask leaves of the hook's deadline: the time to make the decision
-/// durable, answer, and have the hook print it before it gives up and denies on its own.
-pub const ASK_MARGIN: Duration = Duration::from_secs(1);
-
-/// Counters of one server since it started.
-#[derive(Debug, Default)]
-struct Counters {
-    served: AtomicU64,
-    refused: AtomicU64,
+/// How a server is started beyond its engine.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// The `chokepoint` program, for an HTTP hook's shell command run contained (`<program> exec`)
+    /// and the commands its denials name; a hook through the socket sends its own. `None`: an HTTP
+    /// hook's shell commands are refused (`call.rs`), since they could not run contained.
+    pub program: Option<PathBuf>,
+    /// The HTTP endpoint's port on 127.0.0.1; 0 (the default): one the system picks.
+    pub http_port: u16,
 }
 
 /// A running server; dropping it stops it and removes its socket.
@@ -44,20 +45,22 @@ pub struct Server {
     stopping: Arc<AtomicBool>,
     counters: Arc<Counters>,
     accept: Option<JoinHandle<()>>,
+    http: Http,
     /// The socket file's inode, to remove only our own.
     inode: u64,
 }
 
 impl Server {
     /// Serves `engine` at its workspace's endpoint ([`Endpoint::for_workspace`]).
-    pub fn start(engine: Arc<Engine>) -> Result<Server, ServeError> {
+    pub fn start(engine: Arc<Engine>, options: ServeOptions) -> Result<Server, ServeError> {
         let endpoint = Endpoint::for_workspace(engine.sidecar().workspace_root());
-        Server::start_at(engine, endpoint)
+        Server::start_at(engine, endpoint, options)
     }
 
-    /// Serves `engine` at `endpoint`. Refused when another live server holds it; a socket left by a
-    /// server that died is replaced.
-    pub fn start_at(engine: Arc<Engine>, endpoint: Endpoint) -> Result<Server, ServeError> {
+    /// Serves `engine` at `endpoint`, and over HTTP on 127.0.0.1 (its URL and token in
+    /// `.orchestration/serve.json`). Refused when another live server holds the socket; a socket
+    /// left by a server that died is replaced.
+    pub fn start_at(engine: Arc<Engine>, endpoint: Endpoint, options: ServeOptions) -> Result<Server, ServeError> {
         endpoint.prepare()?;
         let socket = endpoint.socket();
         if socket.exists() {
@@ -79,14 +82,29 @@ impl Server {
             .map_err(|e| ServeError::from(format!("cannot read {}: {e}", socket.display())))?;
         let stopping = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(Counters::default());
+        // Only once the socket is ours: a second server on the workspace never replaces the first
+        // one's token file.
+        let file = engine.sidecar().serve_file();
+        let http = Http::start(&engine, options.http_port, options.program, file, &stopping, &counters).inspect_err(|_| {
+            let _ = std::fs::remove_file(socket);
+        })?;
         let accept = std::thread::Builder::new()
             .name("chokepoint-serve".into())
             .spawn({
                 let (stopping, counters) = (Arc::clone(&stopping), Arc::clone(&counters));
                 move || accept_loop(&listener, &engine, &stopping, &counters)
             })
-            .map_err(|e| ServeError::from(format!("cannot start the server thread: {e}")))?;
-        Ok(Server { endpoint, stopping, counters, accept: Some(accept), inode })
+            .map_err(|e| ServeError::from(format!("cannot start the server thread: {e}")));
+        let accept = match accept {
+            Ok(accept) => accept,
+            Err(e) => {
+                let mut http = http;
+                stopping.store(true, Ordering::Release);
+                http.stop();
+                return Err(e);
+            }
+        };
+        Ok(Server { endpoint, stopping, counters, accept: Some(accept), http, inode })
     }
 
     /// Where it listens.
@@ -94,12 +112,23 @@ impl Server {
         &self.endpoint
     }
 
+    /// Where agents' HTTP hooks post: `http://127.0.0.1:<port>` (a hook's URL adds `/hook/<agent>`).
+    pub fn http_url(&self) -> &str {
+        self.http.url()
+    }
+
+    /// The file with the HTTP endpoint's URL and token (`.orchestration/serve.json`, 0600).
+    pub fn access_file(&self) -> &std::path::Path {
+        self.http.file()
+    }
+
     /// Requests answered so far.
     pub fn served(&self) -> u64 {
         self.counters.served.load(Ordering::Acquire)
     }
 
-    /// Connections refused so far (another user, a malformed, oversized or slow request).
+    /// Connections refused so far (another user, a malformed, oversized or slow request, over
+    /// either transport; over HTTP also a wrong token, Host or Origin).
     pub fn refused(&self) -> u64 {
         self.counters.refused.load(Ordering::Acquire)
     }
@@ -111,6 +140,7 @@ impl Server {
         self.stopping.store(true, Ordering::Release);
         // The accept loop looks at `stopping` at least every POLL.
         let _ = accept.join();
+        self.http.stop();
         // Only our own socket: another server may have taken the path since (after someone removed
         // ours), and its socket is not ours to remove.
         if std::fs::metadata(self.endpoint.socket()).ok().map(|m| std::os::unix::fs::MetadataExt::ino(&m)) != Some(self.inode) {
@@ -144,8 +174,7 @@ fn accept_loop(listener: &UnixListener, engine: &Arc<Engine>, stopping: &AtomicB
         };
         let (engine, counters) = (Arc::clone(engine), Arc::clone(counters));
         let spawned = std::thread::Builder::new().name("chokepoint-serve-call".into()).spawn(move || {
-            let counter = if serve(stream, engine) { &counters.served } else { &counters.refused };
-            counter.fetch_add(1, Ordering::AcqRel);
+            counters.count(serve(stream, engine));
         });
         // Out of threads: the connection is dropped, and the hook judges alone.
         drop(spawned);
@@ -185,27 +214,17 @@ fn judge(request: HookRequest, engine: Arc<Engine>, received: Instant) -> Result
     let Some(agent) = Agent::from_id(&request.agent) else {
         return Err(format!("unknown agent `{}`", request.agent));
     };
-    Ok(match bounded::read(agent, request.input.as_bytes(), request.event.as_deref()) {
-        Err(reply) => reply,
-        Ok(call) if call.kind.is_none() => crate::agents::reply::Reply::default(),
-        Ok(call) => {
-            let decide_by = request.deadline_ms.map(|ms| received + Duration::from_millis(ms).saturating_sub(ASK_MARGIN));
-            let options = HookOptions { program: request.program.clone(), depth: request.depth, decide_by };
-            // Judged on this connection's thread: the hook waits only until its own deadline and then
-            // denies a gate itself (`chokepoint hook`), so no second thread bounds the time here; a
-            // panic is answered as a failure.
-            let judged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
-                match runtime {
-                    Ok(runtime) => runtime.block_on(answer(&engine, &call, &options)),
-                    Err(e) => crate::agents::reply::failure(&call, &format!("Chokepoint could not start judging: {e}")),
-                }
-            }));
-            judged.unwrap_or_else(|_| {
-                crate::agents::reply::failure(&call, "Chokepoint's live engine crashed while judging this call (its log has the message); please report it with the hook input")
-            })
-        }
-    })
+    let call = HookCall {
+        agent,
+        event: request.event,
+        input: request.input.into_bytes(),
+        depth: request.depth,
+        program: request.program,
+        deadline: request.deadline_ms.map(Duration::from_millis),
+    };
+    // The hook waits only until its own deadline and then denies a gate itself (`chokepoint
+    // hook`), so nothing bounds the time here.
+    Ok(call::answer(&engine, call, received, Bound::Caller))
 }
 
 /// A question or decision about the engine's Pendings. A decision goes through the registry's
@@ -257,11 +276,16 @@ mod tests {
         let (ws, run) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let engine = Arc::new(Engine::open(ws.path()).unwrap());
         let endpoint = Endpoint::in_dir(&run.path().join("chokepoint"), ws.path());
-        let mut first = Server::start_at(Arc::clone(&engine), endpoint.clone()).unwrap();
-        assert!(Server::start_at(Arc::clone(&engine), endpoint.clone()).unwrap_err().to_string().contains("already serves"));
+        let mut first = Server::start_at(Arc::clone(&engine), endpoint.clone(), ServeOptions::default()).unwrap();
+        assert!(
+            Server::start_at(Arc::clone(&engine), endpoint.clone(), ServeOptions::default())
+                .unwrap_err()
+                .to_string()
+                .contains("already serves")
+        );
         // Someone removes the first one's socket; a second server takes the path.
         std::fs::remove_file(endpoint.socket()).unwrap();
-        let second = Server::start_at(Arc::clone(&engine), endpoint.clone()).unwrap();
+        let second = Server::start_at(Arc::clone(&engine), endpoint.clone(), ServeOptions::default()).unwrap();
         let started = std::time::Instant::now();
         first.stop();
         assert!(started.elapsed() < Duration::from_secs(2), "stop does not wait on a socket nobody can reach");

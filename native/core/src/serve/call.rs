@@ -1,0 +1,105 @@
+//! One hook call answered by the live engine, whichever transport brought it (the Unix socket of
+//! `chokepoint hook`, or an agent's own HTTP hook): read as `chokepoint hook` reads it, judged by
+//! `agents::hook::answer`, and an ask shown to a person until the caller's deadline less
+//! [`ASK_MARGIN`]. The transports add only who may ask and how much; the judging is this one function.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::agents::bounded;
+use crate::agents::hook::{HookOptions, answer as judge};
+use crate::agents::reply::{self, Reply};
+use crate::engine::judge::Engine;
+use crate::model::external_events::Agent;
+
+/// What a person deciding an ask leaves of the hook's deadline: the time to make the decision
+/// durable, answer, and have the hook print it before it gives up and denies on its own.
+pub const ASK_MARGIN: Duration = Duration::from_secs(1);
+
+/// One hook call as a transport received it.
+#[derive(Debug, Clone)]
+pub(crate) struct HookCall {
+    pub agent: Agent,
+    /// The event, for an agent that does not name it in its input.
+    pub event: Option<String>,
+    /// The hook's input, as the agent sent it.
+    pub input: Vec<u8>,
+    /// `CHOKEPOINT_HOOK_DEPTH` of the hook's process (0 for an agent's own HTTP hook).
+    pub depth: u32,
+    /// The `chokepoint` program, for the commands a rewrite and a next step name.
+    pub program: Option<PathBuf>,
+    /// How long the caller waits for the answer from `received`: an ask waits for a person until
+    /// a little before it. `None`: the fallback answers an ask at once.
+    pub deadline: Option<Duration>,
+}
+
+/// Who keeps the deadline of the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// The caller: `chokepoint hook` denies a gate itself at its deadline, so the judging runs on
+    /// the connection's thread with nothing around it.
+    Caller,
+    /// This side: the caller lets the call through when we are late (an HTTP hook's timeout is a
+    /// non-blocking error), so the judging runs within the deadline and a late gate is denied here.
+    Here,
+}
+
+/// The reply to `call`, received at `received`. Never fails: what goes wrong denies a gate.
+pub(crate) fn answer(engine: &Arc<Engine>, call: HookCall, received: Instant, bound: Bound) -> Reply {
+    let read = match bounded::read(call.agent, &call.input, call.event.as_deref()) {
+        Err(reply) => return reply,
+        Ok(read) if read.kind.is_none() => return Reply::default(),
+        Ok(read) => read,
+    };
+    if call.program.is_none() && shell_command(engine, &read) {
+        return reply::failure(
+            &read,
+            "Chokepoint's live engine does not know where the chokepoint program is, so it cannot run this shell command contained; start it with `chokepoint serve` (or the Chokepoint extension as installed), or use the command hook `chokepoint hook --agent claude`",
+        );
+    }
+    let decide_by = call.deadline.map(|d| received + d.saturating_sub(ASK_MARGIN));
+    let options = HookOptions { program: call.program, depth: call.depth, decide_by };
+    let judging = {
+        let (engine, read) = (Arc::clone(engine), read.clone());
+        move || match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(runtime) => runtime.block_on(judge(&engine, &read, &options)),
+            Err(e) => reply::failure(&read, &format!("Chokepoint could not start judging: {e}")),
+        }
+    };
+    match (bound, call.deadline) {
+        (Bound::Here, Some(deadline)) => bounded::within(&read, deadline.saturating_sub(received.elapsed()), judging),
+        // A panic is answered as a failure, never by unwinding the server.
+        _ => std::panic::catch_unwind(std::panic::AssertUnwindSafe(judging)).unwrap_or_else(|_| {
+            reply::failure(
+                &read,
+                "Chokepoint's live engine crashed while judging this call (its log has the message); please report it with the hook input",
+            )
+        }),
+    }
+}
+
+/// Whether `read` is a gate on a tool that runs shell commands, which the answer would rewrite to
+/// run contained (`<program> exec`): without the program, it would run uncontained.
+fn shell_command(engine: &Engine, read: &crate::agents::input::Call) -> bool {
+    read.kind == Some(crate::model::event::EventKind::PreToolUse)
+        && crate::agents::hook::rewrites_input(read)
+        && read.tool.as_deref().is_some_and(|tool| {
+            matches!(engine.gatekeeper().tool_role(Some(read.agent), tool), Some(crate::scope::tools::ToolRole::Shell(_)))
+        })
+}
+
+/// Counters of one server since it started, over both transports.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub served: std::sync::atomic::AtomicU64,
+    pub refused: std::sync::atomic::AtomicU64,
+}
+
+impl Counters {
+    /// Counts one connection: answered (`true`) or refused.
+    pub fn count(&self, answered: bool) {
+        let counter = if answered { &self.served } else { &self.refused };
+        counter.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
