@@ -546,7 +546,7 @@ mod tests {
     fn a_user_gitignore_gets_only_the_missing_lines() {
         assert_eq!(
             ignore(Some("state.db\ncustom")),
-            format!("state.db\ncustom\n{IGNORE_HEADER}\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\n")
+            format!("state.db\ncustom\n{IGNORE_HEADER}\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\nserve.json\n")
         );
         assert_eq!(ignore(Some(&runtime_ignore())), runtime_ignore());
     }
