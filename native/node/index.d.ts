@@ -741,7 +741,7 @@ export interface SessionView {
   sessionId: string
   /** `claude`, `codex`, `gemini`, `vscode`, `copilot`, `cursor`, `chokepoint`, when known. */
   agentId?: string
-  /** The agent's name for people (`Claude Code`, `VS Code agent`, `Chokepoint agent`). */
+  /** The agent's name for people (`Claude Code`, `VS Code's agent`, `Chokepoint agent`). */
   label: string
   subagents: Array<string>
   model?: string

@@ -14,6 +14,7 @@ import { parseScript, type Script } from '../runtime/providers/script';
 import { ScriptedProvider } from '../runtime/providers/scripted';
 import type { ChatMessage, ModelProvider, ToolDefinition } from '../runtime/types';
 import type { Log } from '../ui/log';
+import { inputOf } from './vscodeLm';
 import { vscodeDemoScript } from './chatDemo';
 
 /** The vendor VS Code knows our models by (package.json `languageModelChatProviders`). */
@@ -214,14 +215,4 @@ function resultText(content: readonly unknown[]): string {
   return content
     .map((c) => (c instanceof vscode.LanguageModelTextPart ? c.value : c instanceof vscode.LanguageModelPromptTsxPart ? JSON.stringify(c.value) : ''))
     .join('');
-}
-
-/** A call's arguments as the object VS Code wants; a script may send invalid JSON on purpose. */
-function inputOf(args: string): object {
-  try {
-    const value: unknown = JSON.parse(args);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {};
-  } catch {
-    return {};
-  }
 }

@@ -113,8 +113,10 @@ function toLmMessages(messages: ChatMessage[]): vscode.LanguageModelChatMessage[
 /**
  * A past call's arguments as the object the API wants. Arguments the model wrote as invalid JSON were
  * answered with a tool error, which the next message carries; `{}` keeps the call paired with it.
+ * Also what chatModels.ts hands VS Code for a call our providers streamed (a script may send invalid
+ * JSON on purpose).
  */
-function inputOf(args: string): object {
+export function inputOf(args: string): object {
   try {
     const value: unknown = JSON.parse(args);
     return typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {};

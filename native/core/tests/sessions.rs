@@ -157,7 +157,7 @@ fn the_sessions_view_lists_every_agent_with_its_lease_actions_and_denials() {
         ("claude:S1", "Claude Code"),
         ("codex:C1", "Codex CLI"),
         ("gemini:G1", "Gemini CLI"),
-        ("vscode:V1", "VS Code agent"),
+        ("vscode:V1", "VS Code's agent"),
         ("0b1c-our-session", "Chokepoint agent"),
         ("copilot:P1", "Copilot CLI"),
     ] {

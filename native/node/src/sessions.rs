@@ -68,7 +68,7 @@ pub struct JsSessionView {
     pub session_id: String,
     /// `claude`, `codex`, `gemini`, `vscode`, `copilot`, `cursor`, `chokepoint`, when known.
     pub agent_id: Option<String>,
-    /// The agent's name for people (`Claude Code`, `VS Code agent`, `Chokepoint agent`).
+    /// The agent's name for people (`Claude Code`, `VS Code's agent`, `Chokepoint agent`).
     pub label: String,
     pub subagents: Vec<String>,
     pub model: Option<String>,

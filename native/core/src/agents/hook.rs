@@ -43,7 +43,7 @@ pub struct HookOptions {
 pub fn rewrites_input(call: &Call) -> bool {
     match call.agent {
         Agent::Cursor => call.event == "preToolUse",
-        _ => call.event != "PermissionRequest" && call.event != "permissionRequest",
+        _ => !asking_already(call),
     }
 }
 

@@ -40,7 +40,7 @@ pub struct SessionView {
     pub session: String,
     /// The agent's id (`claude`, `codex`, `gemini`, `vscode`, `chokepoint`), when known.
     pub agent: Option<String>,
-    /// The agent's name for people: `Claude Code`, `Codex CLI`, `VS Code agent`, `Chokepoint agent`.
+    /// The agent's name for people: `Claude Code`, `Codex CLI`, `VS Code's agent` (the agent table's names), `Chokepoint agent`.
     pub label: String,
     /// The sub-agents seen acting in the session (`<type>:<id>`), in the records read back.
     pub subagents: Vec<String>,
@@ -212,7 +212,6 @@ fn agent_of_session(session: &str) -> Option<String> {
 pub fn label(agent: Option<&str>) -> String {
     match agent {
         Some(OUR_AGENT) => "Chokepoint agent".to_owned(),
-        Some("vscode") => "VS Code agent".to_owned(),
         Some(id) => Agent::from_id(id).map_or_else(|| id.to_owned(), |agent| agent.as_str().to_owned()),
         None => "unknown agent".to_owned(),
     }
