@@ -80,12 +80,26 @@ async function buildBundles({ production = false } = {}) {
   ]);
 }
 
+/** The extension-host suite (tests/extension/*.ts) bundled into out/tests/extension: one bundle per
+ *  test file, plus index.js, the entry code-server's host runs. `vscode` and `mocha` stay external:
+ *  the host provides the first, each harness its own mocha. Both harnesses run these same files
+ *  (scripts/test.js in code-server, .vscode-test.mjs in desktop VS Code). Returns the folder. */
+async function bundleExtensionTests() {
+  const esbuild = require('esbuild');
+  const dir = path.join(ROOT, 'tests/extension');
+  const entryPoints = fs.readdirSync(dir).filter((f) => f.endsWith('.ts')).map((f) => path.join(dir, f));
+  const outdir = path.join(ROOT, 'out/tests/extension');
+  fs.rmSync(outdir, { recursive: true, force: true });
+  await esbuild.build({ entryPoints, outdir, bundle: true, platform: 'node', format: 'cjs', target: 'node20', sourcemap: 'inline', external: ['vscode', 'mocha'], logLevel: 'warning' });
+  return outdir;
+}
+
 async function build(opts = {}) {
   await buildNative(opts);
   await buildBundles(opts);
 }
 
-module.exports = { build, buildNative, buildBundles };
+module.exports = { build, buildNative, buildBundles, bundleExtensionTests };
 
 if (require.main === module) {
   build({ production: process.argv.includes('--production') }).catch((e) => {

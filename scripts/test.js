@@ -16,7 +16,7 @@
 const fs = require('fs');
 const path = require('path');
 const { ROOT, log, capture } = require('./lib');
-const { build, buildNative } = require('./build');
+const { build, buildNative, bundleExtensionTests } = require('./build');
 const { fuzz } = require('./fuzz');
 const vscode = require('./vscode');
 const { ensureAgents } = require('./agents');
@@ -119,16 +119,6 @@ async function bundleUnitTests() {
   return path.relative(ROOT, outdir);
 }
 
-async function bundleExtensionTests() {
-  const esbuild = require('esbuild');
-  const dir = path.join(ROOT, 'tests/extension');
-  const entryPoints = fs.readdirSync(dir).filter((f) => f.endsWith('.ts')).map((f) => path.join(dir, f));
-  const outdir = path.join(ROOT, 'out/tests/extension');
-  fs.rmSync(outdir, { recursive: true, force: true });
-  await esbuild.build({ entryPoints, outdir, bundle: true, platform: 'node', format: 'cjs', target: 'node20', sourcemap: 'inline', external: ['vscode', 'mocha'], logLevel: 'warning' });
-  return path.join(outdir, 'index.js');
-}
-
 /** The node layer: the TypeScript type check of the extension, the webview and the tests, then
  *  node --test over tests/node and the bundled tests/unit. */
 async function nodeLayer() {
@@ -143,7 +133,7 @@ async function nodeLayer() {
 
 /** Runs the mocha suite inside a real VS Code extension host and returns its counts. */
 async function extensionLayer() {
-  const entry = await bundleExtensionTests();
+  const entry = path.join(await bundleExtensionTests(), 'index.js');
   const runDir = fs.mkdtempSync(path.join(vscode.CACHE, 'run-extension-tests-'));
   const report = path.join(runDir, 'report.txt');
   const workspace = vscode.makeSampleWorkspace(path.join(runDir, 'workspace'));
