@@ -136,6 +136,10 @@ export const PendingView = z.object({
   kind: PendingKind,
   createdAt: z.string(),
   triggeredBy: z.string(),
+  /** The agent whose call asked, for people (`Claude Code`), when it is another agent's call. */
+  agent: z.string().nullable(),
+  /** The session the Pending belongs to (`claude:<id>` for another agent's). */
+  sessionId: z.string().nullable(),
   route: z.string(),
   /** Per kind, as the approvals contract has it; the page reads it defensively. */
   subject: z.record(z.string(), z.unknown()),

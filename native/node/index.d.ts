@@ -70,6 +70,12 @@ export declare class Engine {
   openPending(req: OpenPendingRequest): OpenedPending
   /** The Pending, open or recently decided; null if unknown. */
   getPending(id: string): PendingDict | null
+  /**
+   * What the write of the Pending `id` would do to its file, read now: the file on disk and as the
+   * call would leave it (any agent's write tool, read as the core reads it); null for an unknown
+   * Pending or one that writes no one file.
+   */
+  previewPending(id: string): WritePreview | null
   /** The open Pendings, oldest first. */
   listPending(): Array<PendingDict>
   /** The Pending's public actions as tool definitions for a model. */
@@ -250,6 +256,12 @@ export declare class HookServer {
   /** Stops serving and removes the socket: hooks judge alone again. Idempotent. */
   close(): void
 }
+
+/**
+ * An agent's name for people (`claude` → `Claude Code`), as the Sessions section names it: for a
+ * Pending whose subject names the agent that asked.
+ */
+export declare function agentLabel(agent: string): string
 
 export interface AppliedDecision {
   pending: PendingDict
@@ -851,3 +863,17 @@ export interface TraceRange {
 
 /** The version of the native core. */
 export declare function version(): string
+
+/** What a tool call's Pending would do to its file. */
+export interface WritePreview {
+  /** The workspace-relative path written (null for a patch, which names its own files). */
+  path: string | null
+  /** The file now; empty when it does not exist yet. */
+  before: string
+  /** The file as the call would leave it, when the input says so in full or as replacements. */
+  after: string | null
+  /** The patch the call applies, as the agent wrote it. */
+  patch: string | null
+  /** Why `after` could not be worked out. */
+  note: string | null
+}

@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.ConfigWatch = nativeBinding.ConfigWatch
 module.exports.Engine = nativeBinding.Engine
 module.exports.HookServer = nativeBinding.HookServer
+module.exports.agentLabel = nativeBinding.agentLabel
 module.exports.countTokens = nativeBinding.countTokens
 module.exports.countTokensAsync = nativeBinding.countTokensAsync
 module.exports.handshakeTools = nativeBinding.handshakeTools

@@ -7,9 +7,14 @@
 const { before, after, test } = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
+const { spawnSync } = require('child_process');
 const path = require('path');
 const { ROOT } = require('../../scripts/lib');
 const { startVsCode } = require('./harness');
+const { ensureAgents } = require('../../scripts/agents');
+const { CLIENTS, runAgent } = require('../agents/support/clients');
+
+const CLI = path.join(ROOT, 'target/release/chokepoint');
 
 const version = require(path.join(ROOT, 'package.json')).version;
 delete process.env.NODE_TEST_CONTEXT;
@@ -22,6 +27,9 @@ hooks:
       tool: write_to_file
       paths: ["src/auth/login.js"]
       ask: "changes to login.js are reviewed"
+    - name: confirm-claude-writes
+      tool: Write
+      ask: "a person confirms what Claude Code writes"
 `;
 const SCRIPT = {
   model: 'scripted-approvals',
@@ -126,4 +134,42 @@ test('a scope expansion approved and a write rejected with a reason on their car
   // Nothing waits any more: no badge, the empty state.
   await approvals().getByTestId('approvals-status').getByText('Nothing waits for approval.').waitFor({ timeout: 10000 });
   assert.strictEqual(await badgeText(), '');
+});
+
+test("Claude Code's ask waits on a card that names the agent and its session, and its write runs once approved there", async () => {
+  // The real Claude Code CLI on a scripted Anthropic server, its hooks set up by `chokepoint init`.
+  // Its hook process finds the extension's live engine by the socket in code-server's runtime folder,
+  // so the ask opens a Pending in VS Code and the hook waits on it.
+  await ensureAgents({ only: ['claude'] });
+  const ws = vsc.workspace;
+  const init = spawnSync(CLI, ['init', '--agent', 'claude', '--workspace', ws, '--program', CLI], { encoding: 'utf8' });
+  assert.strictEqual(init.status, 0, init.stderr);
+  const CONTENT = "'use strict';\n// written by Claude Code, approved in VS Code\n";
+  const t = CLIENTS.claude.tools;
+  const script = [...t.mcp('select_active_intent', { intent_id: 'INT-001' }), { tools: [t.write(ws, 'src/auth/claude.js', CONTENT)] }, { text: 'Done.' }];
+  const model = await CLIENTS.claude.startServer({ script });
+  const env = { XDG_RUNTIME_DIR: path.join(vsc.runDir, 'xdg', 'run') };
+  let r;
+  const run = runAgent('claude', { workspace: ws, prompt: 'Do as scripted.', serverUrl: model.url, timeoutMs: 150000, env });
+  try {
+    const card = approvals().getByTestId('pending').filter({ hasText: 'Claude Code' });
+    await card.waitFor({ timeout: 90000 });
+    assert.match(await card.getByTestId('pending-who').textContent(), /^Claude Code · session claude:\S+/);
+    assert.match(await card.textContent(), /a person confirms what Claude Code writes/);
+    assert.match(await card.getByTestId('pending-diff').textContent(), /\+\/\/ written by Claude Code, approved in VS Code/);
+    await card.getByTestId('action-approve').click();
+    await card.waitFor({ state: 'detached', timeout: 15000 });
+  } finally {
+    r = await run;
+    await model.close();
+  }
+  assert.strictEqual(r.timedOut, false, `claude timed out; stderr: ${r.stderr.slice(-800)}`);
+  assert.strictEqual(r.code, 0, `claude exited ${r.code}; stderr: ${r.stderr.slice(-800)}`);
+  assert.strictEqual(fs.readFileSync(path.join(ws, 'src/auth/claude.js'), 'utf8'), CONTENT, 'the approved write ran');
+
+  // The ledger has the person's decision on Claude Code's session.
+  const records = fs.readFileSync(path.join(ws, '.orchestration/agent_trace.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const decided = records.filter((x) => x.kind === 'approval' && x.data.phase === 'decision' && /^claude:/.test(x.session ?? ''));
+  assert.strictEqual(decided.length, 1, JSON.stringify(decided));
+  assert.strictEqual(decided[0].data.status, 'approved');
 });

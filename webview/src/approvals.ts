@@ -96,6 +96,13 @@ function pendingCard(initial: PendingView, post: (m: WebviewMessage) => void): C
   const by = el('span', { class: 'muted', text: `asked by ${p.triggeredBy}` });
   const route = el('span', { class: 'muted', testid: 'pending-route', text: p.route === 'human' ? '' : `· ${p.route}` });
   const head = el('div', { class: 'entry-head' }, title, by, route, time);
+  // Another agent's call: which agent and which session wait on this card.
+  const who = el('div', { class: 'muted pending-who', testid: 'pending-who' });
+  const renderWho = () => {
+    who.textContent = p.agent ? `${p.agent}${p.sessionId ? ` · session ${p.sessionId}` : ''}` : '';
+    who.hidden = !p.agent;
+  };
+  renderWho();
   const subject = el('div', { class: 'pending-subject', testid: 'pending-subject' });
 
   const reasonId = `reason-${p.id}`;
@@ -125,7 +132,7 @@ function pendingCard(initial: PendingView, post: (m: WebviewMessage) => void): C
   const actions = el('div', { class: 'actions' });
   const buttons: HTMLElement[] = [];
 
-  const element = el('li', { class: 'pending', testid: 'pending' }, head, subject, el('div', { class: 'reason-row' }, reasonLabel, reason), editorBox, actions, message);
+  const element = el('li', { class: 'pending', testid: 'pending' }, head, who, subject, el('div', { class: 'reason-row' }, reasonLabel, reason), editorBox, actions, message);
   element.dataset.kind = p.kind;
   element.dataset.id = p.id;
   element.tabIndex = -1;
@@ -253,6 +260,7 @@ function pendingCard(initial: PendingView, post: (m: WebviewMessage) => void): C
     },
     update(next: PendingView): void {
       p = next;
+      renderWho();
       const key = JSON.stringify([p.subject, p.preview]);
       if (key !== subjectKey) {
         subjectKey = key;
@@ -287,7 +295,7 @@ function renderSubject(node: HTMLElement, p: PendingView): void {
   switch (p.kind) {
     case 'tool_call': {
       const input = (s.input ?? {}) as Record<string, unknown>;
-      node.append(el('div', { class: 'call-head' }, el('span', { class: 'what mono', text: String(s.tool ?? '') }), el('span', { class: 'mono', text: typeof input.path === 'string' ? input.path : '' })));
+      node.append(el('div', { class: 'call-head' }, el('span', { class: 'what mono', text: String(s.tool ?? '') }), el('span', { class: 'mono', text: typeof input.path === 'string' ? input.path : strings(s.paths).join(', ') })));
       if (typeof s.reason === 'string' && s.reason) node.append(el('div', { class: 'reason', text: s.reason }));
       if (p.preview) node.append(diffView(p.preview.path, p.preview.before, p.preview.after));
       else node.append(el('pre', { class: 'mono subject-json', text: JSON.stringify(input, null, 2) }));

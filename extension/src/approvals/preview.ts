@@ -1,10 +1,13 @@
-// What the Approvals section shows of a write: the file before (read from disk now) and after (the
-// call's input: a whole file for write_to_file, the blocks applied for apply_diff). The page turns
-// the two into a diff. Read only, confined to the workspace, bounded; imports no `vscode`.
+// What the Approvals section shows of a write: the file before (read from disk now) and after. Any
+// agent's write tool is read by the core (`Engine.previewPending`: whole contents, replacements,
+// lists of edits); only our runtime's `apply_diff`, whose search/replace blocks this extension
+// parses and applies (runtime/applyDiff.ts), is worked out here. The page turns the two into a diff.
+// Read only, confined to the workspace, bounded; imports no `vscode`.
 import * as fs from 'fs';
 import { applyBlocks, parseBlocks } from '../runtime/applyDiff';
 import { FileTools } from '../runtime/fileTools';
 import type { PendingDict } from './types';
+import type { WritePreview as CorePreview } from '../../../native/node/index';
 
 /** Larger files are not previewed (the card shows the input instead). */
 const MAX_PREVIEW_BYTES = 256 * 1024;
@@ -15,34 +18,29 @@ export interface WritePreview {
   after: string;
 }
 
-export function previewOf(root: string, pending: PendingDict): WritePreview | null {
+export function previewOf(root: string, pending: PendingDict, core: (id: string) => CorePreview | null): WritePreview | null {
   if (pending.kind !== 'tool_call') return null;
   const subject = pending.subject as { tool?: unknown; input?: unknown };
-  const input = subject.input as { path?: unknown; content?: unknown; diff?: unknown } | undefined;
-  if (!input || typeof input.path !== 'string') return null;
-  let file: string;
-  try {
-    file = new FileTools(root).resolve(input.path);
-  } catch {
-    return null;
-  }
+  if (subject.tool === 'apply_diff') return applyDiffPreview(root, subject.input as { path?: unknown; diff?: unknown } | undefined);
+  const p = core(pending.id);
+  return p?.path && typeof p.after === 'string' && p.after.length <= MAX_PREVIEW_BYTES && p.before.length <= MAX_PREVIEW_BYTES ? { path: p.path, before: p.before, after: p.after } : null;
+}
+
+function applyDiffPreview(root: string, input: { path?: unknown; diff?: unknown } | undefined): WritePreview | null {
+  if (!input || typeof input.path !== 'string' || typeof input.diff !== 'string') return null;
   let before = '';
   try {
+    const file = new FileTools(root).resolve(input.path);
     const stat = fs.statSync(file);
     if (!stat.isFile() || stat.size > MAX_PREVIEW_BYTES) return null;
     before = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    // A new file has nothing before; a path outside the workspace is not previewed.
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') return null;
+  }
+  try {
+    return { path: input.path, before, after: applyBlocks(before, parseBlocks(input.diff)) };
   } catch {
-    // A new file: nothing before.
+    return null; // a diff that does not apply: the card shows the blocks as they are
   }
-  if (subject.tool === 'write_to_file' && typeof input.content === 'string') {
-    return input.content.length > MAX_PREVIEW_BYTES ? null : { path: input.path, before, after: input.content };
-  }
-  if (subject.tool === 'apply_diff' && typeof input.diff === 'string') {
-    try {
-      return { path: input.path, before, after: applyBlocks(before, parseBlocks(input.diff)) };
-    } catch {
-      return null; // a diff that does not apply: the card shows the blocks as they are
-    }
-  }
-  return null;
 }

@@ -65,15 +65,19 @@ export class ApprovalsHost implements vscode.Disposable {
   /** The open Pendings as the sidebar shows them. */
   views(): PendingView[] {
     const root = this.engine.state.status === 'ready' ? this.engine.state.workspaceRoot : undefined;
+    const binding = this.engine.native.ok ? this.engine.native.binding : undefined;
     return this.list().map((p) => ({
       id: p.id,
       kind: p.kind,
       createdAt: p.created_at,
       triggeredBy: p.triggered_by,
+      // Another agent's call (its hook judged by the live engine): which agent, which session.
+      agent: typeof p.subject?.agent === 'string' && binding ? binding.agentLabel(p.subject.agent) : null,
+      sessionId: p.session_id,
       route: p.route,
       subject: p.subject ?? {},
       actions: p.actions,
-      preview: root ? previewOf(root, p) : null,
+      preview: root ? previewOf(root, p, (id) => this.engine.nativeEngine?.previewPending(id) ?? null) : null,
     }));
   }
 

@@ -44,6 +44,8 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
   private transcriptSession: string | undefined;
   /** A run this view started has not ended yet. */
   private starting = false;
+  /** Refreshes the Sessions section when the first lease it shows runs out. */
+  private leaseExpiry: ReturnType<typeof setTimeout> | undefined;
   /** What the page was last told: a task runs (its own or one started by a command). */
   private running = false;
   private readonly subscriptions: vscode.Disposable[] = [];
@@ -316,6 +318,11 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     if (!this.ready || this.engine.state.status !== 'ready') return;
     const outcome = this.sessions.list();
     this.post({ type: 'sessions', outcome: outcome.ok ? { ok: true, sessions: outcome.sessions.slice(0, MAX_SESSIONS) } : outcome });
+    // A lease that runs out writes nothing to the trace: the section is refreshed when the first
+    // shown lease expires, so it never shows a session holding an intent it no longer holds.
+    clearTimeout(this.leaseExpiry);
+    const next = outcome.ok ? Math.min(...outcome.sessions.flatMap((s) => (s.lease ? [s.lease.expires] : []))) : Infinity;
+    if (Number.isFinite(next)) this.leaseExpiry = setTimeout(() => this.pushSessions(), Math.min(Math.max(next - Date.now() + 250, 1000), 2 ** 31 - 1));
   }
 
   /** Confirmed in a modal dialog here, never on the page's word alone; the page hears the outcome. */
@@ -346,6 +353,7 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
   }
 
   dispose(): void {
+    clearTimeout(this.leaseExpiry);
     for (const s of this.subscriptions) s.dispose();
   }
 }

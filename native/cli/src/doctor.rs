@@ -13,6 +13,7 @@ use chokepoint_core::agents::setup;
 use chokepoint_core::external_events::Agent;
 use chokepoint_core::serve::client;
 use chokepoint_core::serve::endpoint::Endpoint;
+use chokepoint_core::serve::token::Access;
 use serde_json::json;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -50,6 +51,12 @@ pub fn run(args: DoctorArgs) -> ExitCode {
     // Not a guard: without a live engine each hook judges alone, as safely and more slowly.
     let endpoint = Endpoint::for_workspace(&workspace);
     let live = client::probe(&endpoint);
+    // Where Claude Code's `type: "http"` hooks post while this engine runs (its serve file).
+    let http = live
+        .as_ref()
+        .ok()
+        .and_then(|()| Access::read(&chokepoint_core::Sidecar::new(&workspace).serve_file()).ok())
+        .map(|a| format!("{}/hook/claude", a.url));
     if args.json {
         let agents: Vec<_> = reports
             .iter()
@@ -62,12 +69,17 @@ pub fn run(args: DoctorArgs) -> ExitCode {
                 json!({ "agent": r.agent.id(), "name": r.agent.as_str(), "files": r.files, "findings": findings })
             })
             .collect();
-        let live_engine = json!({ "serving": live.is_ok(), "socket": endpoint.socket(), "reason": live.as_ref().err() });
+        let live_engine = json!({ "serving": live.is_ok(), "socket": endpoint.socket(), "http_url": http, "reason": live.as_ref().err() });
         println!("{}", json!({ "workspace": workspace, "agents": agents, "inert": inert, "live_engine": live_engine }));
     } else {
         print_text(&workspace, &reports, inert);
         match &live {
-            Ok(()) => println!("live engine: answering hooks at {}", endpoint.socket().display()),
+            Ok(()) => {
+                println!("live engine: answering hooks at {}", endpoint.socket().display());
+                if let Some(url) = &http {
+                    println!("  and Claude Code's HTTP hooks at {url} (the token is in .orchestration/serve.json)");
+                }
+            }
             Err(why) => println!(
                 "live engine: none ({why}); each hook judges alone, which is slower: open the workspace in VS Code with Chokepoint, or run `chokepoint serve`"
             ),

@@ -146,7 +146,11 @@ fn a_served_hook_answers_from_the_live_engine_and_a_stopped_one_judges_alone() {
     assert!(server.socket.starts_with(runtime.path().join("chokepoint")), "{}", server.socket.display());
     let mode = std::fs::metadata(&server.socket).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "only the user may connect");
-    assert_eq!(doctor(ws.path(), runtime.path())["live_engine"]["serving"], true);
+    let live = doctor(ws.path(), runtime.path())["live_engine"].clone();
+    assert_eq!(live["serving"], true);
+    // Where Claude Code's HTTP hooks post: the URL of the serve file, with the agent's path.
+    let access: serde_json::Value = serde_json::from_slice(&std::fs::read(ws.path().join(".orchestration/serve.json")).unwrap()).unwrap();
+    assert_eq!(live["http_url"], format!("{}/hook/claude", access["url"].as_str().unwrap()), "{live}");
 
     let before = records(ws.path());
     let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
@@ -183,6 +187,7 @@ fn a_served_hook_answers_from_the_live_engine_and_a_stopped_one_judges_alone() {
     assert!(!socket.exists(), "the socket is removed on SIGTERM");
     let live = doctor(ws.path(), runtime.path())["live_engine"].clone();
     assert_eq!(live["serving"], false, "{live}");
+    assert_eq!(live["http_url"], serde_json::Value::Null, "no HTTP URL without an engine: {live}");
     assert!(live["reason"].as_str().unwrap().contains("no engine"), "{live}");
     let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
     assert_eq!(code, 0);

@@ -48,6 +48,21 @@ pub struct JsOpenPendingRequest {
     pub review: Option<bool>,
 }
 
+/// What a tool call's Pending would do to its file.
+#[napi(object, js_name = "WritePreview", use_nullable = true)]
+pub struct JsWritePreview {
+    /// The workspace-relative path written (null for a patch, which names its own files).
+    pub path: Option<String>,
+    /// The file now; empty when it does not exist yet.
+    pub before: String,
+    /// The file as the call would leave it, when the input says so in full or as replacements.
+    pub after: Option<String>,
+    /// The patch the call applies, as the agent wrote it.
+    pub patch: Option<String>,
+    /// Why `after` could not be worked out.
+    pub note: Option<String>,
+}
+
 /// A Pending, as `to_dict()` gives it: every field present, `null` when empty.
 #[napi(object, js_name = "PendingDict", use_nullable = true)]
 pub struct JsPendingDict {
@@ -305,6 +320,20 @@ impl Engine {
     #[napi(catch_unwind)]
     pub fn get_pending(&self, id: String) -> Option<JsPendingDict> {
         self.inner.approvals().get(&id).map(Into::into)
+    }
+
+    /// What the write of the Pending `id` would do to its file, read now: the file on disk and as the
+    /// call would leave it (any agent's write tool, read as the core reads it); null for an unknown
+    /// Pending or one that writes no one file.
+    #[napi(catch_unwind)]
+    pub fn preview_pending(&self, id: String) -> Option<JsWritePreview> {
+        self.inner.pending_preview(&id).map(|p| JsWritePreview {
+            path: p.path,
+            before: p.before,
+            after: p.after,
+            patch: p.patch,
+            note: p.note,
+        })
     }
 
     /// The open Pendings, oldest first.

@@ -24,7 +24,7 @@ mod evaluate;
 pub mod handshake; // free functions: public so that rustc sees napi's exports as used
 mod host;
 mod scope;
-mod sessions;
+pub mod sessions; // agentLabel, a free function: public so that rustc sees it as used
 pub mod tokens; // free functions: public so that rustc sees napi's exports as used
 mod trace;
 

@@ -132,3 +132,10 @@ impl Engine {
         Ok(revoked.map(Into::into))
     }
 }
+
+/// An agent's name for people (`claude` → `Claude Code`), as the Sessions section names it: for a
+/// Pending whose subject names the agent that asked.
+#[napi(catch_unwind)]
+pub fn agent_label(agent: String) -> String {
+    core::sessions::label(Some(&agent))
+}

@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 /// How many decided Pendings stay readable (`get`, `wait`) after their decision.
 const KEEP_DECIDED: usize = 256;
@@ -168,7 +169,7 @@ struct Entry {
     /// timeout names it (not the time measured, which a busy machine makes jitter).
     timeout: Duration,
     deadline: Instant,
-    status: tokio::sync::watch::Sender<Status>,
+    status: watch::Sender<Status>,
 }
 
 /// Something that happened to a Pending, told to the trace, the listeners and the policy after the
@@ -419,15 +420,20 @@ impl Approvals {
         let entry = state.entries.get_mut(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
         let effect = f(&mut entry.pending)?;
         let (dict, text) = (entry.pending.to_dict(), entry.pending.result_text(action, &effect));
-        let happened = if effect == Effect::Decided {
-            entry.status.send_replace(entry.pending.status);
+        let (happened, waiters) = if effect == Effect::Decided {
+            let waiters = (entry.status.clone(), entry.pending.status);
             state.remember_decided(id);
-            Happened::Decided(dict.clone())
+            (Happened::Decided(dict.clone()), Some(waiters))
         } else {
-            Happened::Edited(dict.clone(), action.to_owned())
+            (Happened::Edited(dict.clone(), action.to_owned()), None)
         };
         drop(state);
         self.inner.after(vec![happened]);
+        // Only once the decision's record is queued: a waiter that makes it durable next (`settle`)
+        // must find it in the queue it flushes.
+        if let Some((sender, status)) = waiters {
+            sender.send_replace(status);
+        }
         Ok(Applied { pending: dict, effect, text })
     }
 
@@ -471,7 +477,7 @@ impl State {
     }
 
     /// Times out every open Pending whose deadline has passed.
-    fn expire(&mut self, now: Instant) -> Vec<Happened> {
+    fn expire(&mut self, now: Instant) -> Vec<(Happened, watch::Sender<Status>)> {
         let due: Vec<String> =
             self.entries.iter().filter(|(_, e)| e.pending.is_open() && e.deadline <= now).map(|(id, _)| id.clone()).collect();
         let mut happened = Vec::new();
@@ -484,8 +490,8 @@ impl State {
                 reason: Some(format!("no decision within {}", seconds(entry.timeout))),
                 ..Decision::new("timeout", "timeout")
             });
-            entry.status.send_replace(Status::TimedOut);
-            happened.push(Happened::Decided(entry.pending.to_dict()));
+            // The waiters are told by the timer once the record is queued (as `act` does).
+            happened.push((Happened::Decided(entry.pending.to_dict()), entry.status.clone()));
             self.remember_decided(&id);
         }
         happened
@@ -509,7 +515,11 @@ impl Inner {
             let expired = state.expire(now);
             if !expired.is_empty() {
                 drop(state);
-                self.after(expired);
+                let (happened, waiters): (Vec<_>, Vec<_>) = expired.into_iter().unzip();
+                self.after(happened);
+                for sender in waiters {
+                    sender.send_replace(Status::TimedOut);
+                }
                 state = self.lock();
                 continue;
             }

@@ -22,6 +22,14 @@ impl Engine {
         self.approvals().open(ask.into_request_of(Some(agent))?)
     }
 
+    /// What the write of the Pending `id` would do to its file, read now from the workspace (the card
+    /// a person decides on shows it as a diff); none for an unknown Pending or one that writes no
+    /// one file.
+    pub fn pending_preview(&self, id: &str) -> Option<crate::approvals::Preview> {
+        let pending = self.approvals().get(id)?;
+        crate::approvals::preview(pending.kind, &pending.subject, self.sidecar().workspace_root())
+    }
+
     /// Waits (without holding a thread) until the Pending `id` is decided or times out, then makes
     /// its approval durable and applies it. Never fails: whatever goes wrong (an unknown Pending, a
     /// ledger that cannot sync, a grant the scope refuses) is a refusal that says why.
@@ -31,16 +39,17 @@ impl Engine {
             Err(e) => return Settlement::unknown(&e),
         };
         let settlement = Settlement::of(pending);
-        if settlement.next == Next::Refuse {
-            return settlement;
-        }
-        // The decision's record was queued when it was taken; the sync blocks, so it runs on a
-        // blocking thread of the runtime, never on the caller's.
+        // The decision's record was queued before the waiters were told; made durable whatever it
+        // is, so a refusal or a timeout is in the ledger too when the agent hears it. The sync
+        // blocks, so it runs on a blocking thread of the runtime, never on the caller's.
         let engine = Arc::clone(self);
         let durable = match tokio::task::spawn_blocking(move || engine.tracer().flush()).await {
             Ok(flushed) => flushed.map_err(|e| e.to_string()),
             Err(panicked) => Err(panicked.to_string()),
         };
+        if settlement.next == Next::Refuse {
+            return settlement;
+        }
         if let Err(e) = durable {
             return settlement.refused(format!("the approval could not be recorded in the trace ledger: {e}"));
         }
