@@ -76,7 +76,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   const approvals: ApprovalsHost = new ApprovalsHost(engine, log, (modelId): Promise<ModelProvider> => agent.providerFor(modelId));
   const agent: AgentHost = new AgentHost(engine, context.secrets, log, approvals, compactor);
   // VS Code's own agent runs on our models too (the scripted demo, the configured endpoint).
-  const chatModels = new ChatModels(log, (model) => agent.providerFor(`openai:${model}`));
+  const chatModels = new ChatModels(log, (model) => agent.providerFor(`openai:${model}`), native.ok ? native.binding.countTokensAsync : undefined);
   const sidebar = new SidebarProvider(context.extensionUri, engine, trace, agent, approvals, log);
   // Menus that only make sense in a governed workspace (the editor's "Show Provenance of Line").
   const setGoverned = (state: EngineState) =>

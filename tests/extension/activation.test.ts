@@ -232,3 +232,18 @@ describe('setting another agent up', () => {
     assert.match(result.output, /unknown agent `nosuch`/);
   });
 });
+
+describe("Chokepoint's models in VS Code's language model API", () => {
+  it('lists the scripted demo, and VS Code counts its prompt with the core tokenizer', async () => {
+    await api();
+    const models = await vscode.lm.selectChatModels({ vendor: 'chokepoint' });
+    const demo = models.find((m) => m.name === 'Chokepoint demo (scripted)');
+    assert.ok(demo, `models of vendor chokepoint: ${models.map((m) => m.name).join(', ')}`);
+    const text = 'function lockedOut(failures: number[], now: number) { return failures.filter((t) => now - t < 60_000).length >= 5; }';
+    const load = loadNative(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath);
+    assert.ok(load.ok, 'the native engine loads');
+    const [expected] = load.binding.countTokens([text], demo.id);
+    assert.strictEqual(await demo.countTokens(text), expected);
+    assert.notStrictEqual(expected, Math.ceil(text.length / 3), 'the count is not the fallback estimate');
+  });
+});

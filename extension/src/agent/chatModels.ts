@@ -44,6 +44,8 @@ export class ChatModels implements vscode.LanguageModelChatProvider<ChatModel>, 
     private readonly log: Log,
     /** The OpenAI-compatible endpoint's provider, built from the settings and the stored key (agent.ts). */
     private readonly openai: (model: string) => Promise<ModelProvider>,
+    /** The core's token counter (the binding's `countTokensAsync`), when the native engine loaded. */
+    private readonly count?: (texts: string[], model: string) => Promise<number[]>,
   ) {
     this.disposables.push(
       this.changed,
@@ -104,11 +106,21 @@ export class ChatModels implements vscode.LanguageModelChatProvider<ChatModel>, 
     }
   }
 
-  async provideTokenCount(_model: ChatModel, text: string | vscode.LanguageModelChatRequestMessage): Promise<number> {
-    // An estimate that errs high (four characters a token is OpenAI's rule of thumb for English; code
-    // runs shorter): VS Code uses it to fit its prompt, and too high only trims early.
-    const chars = typeof text === 'string' ? text.length : JSON.stringify(text.content).length;
-    return Math.ceil(chars / 3);
+  async provideTokenCount(model: ChatModel, text: string | vscode.LanguageModelChatRequestMessage): Promise<number> {
+    // VS Code fits its prompt to the window with these counts: counted by the core's tokenizer for
+    // the model's family (the endpoint's model; a scripted model counts as the core's default).
+    const flat = typeof text === 'string' ? text : text.content.map((part) => (part instanceof vscode.LanguageModelTextPart ? part.value : JSON.stringify(part))).join('\n');
+    if (this.count) {
+      try {
+        const [tokens] = await this.count([flat], model.source.kind === 'openai' ? model.source.model : model.id);
+        if (typeof tokens === 'number') return tokens;
+      } catch (e) {
+        this.log.warn(`counting tokens for ${model.id} failed, estimating instead: ${(e as Error).message}`);
+      }
+    }
+    // Without the engine: an estimate that errs high (three characters a token; code runs shorter
+    // than English's four), which only trims the prompt early.
+    return Math.ceil(flat.length / 3);
   }
 
   /** The model's provider: the endpoint's, or a scripted server started for this conversation. */
