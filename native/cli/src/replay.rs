@@ -3,8 +3,8 @@
 //! printed for a person or as JSON. Appends nothing to the ledger.
 //!
 //! Exit codes: 0 the replay ran (whatever changed), 1 the workspace or its trace cannot be read, 2 a
-//! configuration to replay against that does not load (each problem with its file:line:column) or
-//! bad arguments.
+//! configuration to replay against that does not load (each problem with its file:line:column), a
+//! folder that holds none, or a `--since` that is not a time.
 
 use crate::EXIT_CONFIG;
 use chokepoint_core::replay::{ReplayError, ReplayOptions, ReplayReport};
@@ -55,6 +55,10 @@ pub fn run(args: ReplayArgs) -> ExitCode {
                 eprintln!("error: {d}");
             }
             eprintln!("error: the configuration to replay against does not load; fix it first");
+            ExitCode::from(EXIT_CONFIG)
+        }
+        Err(e @ ReplayError::BadOption(_)) => {
+            eprintln!("error: {e}");
             ExitCode::from(EXIT_CONFIG)
         }
         Err(e @ ReplayError::Unreadable(_)) => {

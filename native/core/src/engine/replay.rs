@@ -107,7 +107,9 @@ pub struct Skipped {
 pub enum ReplayError {
     /// The other configuration does not load: each problem with its file, line and column.
     Config(Vec<Diagnostic>),
-    /// The workspace, the configuration folder or the ledger's index cannot be read.
+    /// An option that means nothing (`since` that is not a time, a folder that holds no configuration).
+    BadOption(String),
+    /// The workspace or the ledger's index cannot be read.
     Unreadable(String),
 }
 
@@ -118,7 +120,7 @@ impl std::fmt::Display for ReplayError {
                 let lines: Vec<String> = diagnostics.iter().map(|d| d.to_string()).collect();
                 write!(f, "the configuration to replay against does not load: {}", lines.join("; "))
             }
-            ReplayError::Unreadable(message) => f.write_str(message),
+            ReplayError::BadOption(message) | ReplayError::Unreadable(message) => f.write_str(message),
         }
     }
 }
@@ -132,6 +134,9 @@ const NO_INPUT_KEPT: &str = "a handshake call recorded before the ledger kept it
 /// Judges the workspace's recorded tool calls again against `options.config` and reports what would
 /// change. Reads the ledger through its index (brought up to date); appends nothing to the ledger.
 pub async fn replay(workspace: &Path, options: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
+    if let Some(since) = &options.since {
+        crate::ledger::index::parse_time(since).map_err(|e| ReplayError::BadOption(format!("--since: {e}")))?;
+    }
     let files = config_files(workspace, &options.config)?;
     let engine = Engine::open_replaying(workspace, files.clone())
         .map_err(|e| ReplayError::Unreadable(format!("cannot open workspace `{}`: {e}", workspace.display())))?;
@@ -223,7 +228,7 @@ pub async fn replay(workspace: &Path, options: &ReplayOptions) -> Result<ReplayR
 /// is a checkout; a file it has not is the workspace's own.
 fn config_files(workspace: &Path, dir: &Path) -> Result<ConfigFiles, ReplayError> {
     if !dir.is_dir() {
-        return Err(ReplayError::Unreadable(format!("`{}` is not a folder holding hooks.yaml or active_intents.yaml", dir.display())));
+        return Err(ReplayError::BadOption(format!("`{}` is not a folder holding hooks.yaml or active_intents.yaml", dir.display())));
     }
     let own = crate::base::sidecar::Sidecar::new(workspace);
     let holds = |folder: &Path| folder.join("hooks.yaml").is_file() || folder.join("active_intents.yaml").is_file();
@@ -232,7 +237,7 @@ fn config_files(workspace: &Path, dir: &Path) -> Result<ConfigFiles, ReplayError
     } else if holds(&dir.join(crate::base::sidecar::SIDECAR_DIR)) {
         dir.join(crate::base::sidecar::SIDECAR_DIR)
     } else {
-        return Err(ReplayError::Unreadable(format!(
+        return Err(ReplayError::BadOption(format!(
             "`{}` holds neither hooks.yaml nor active_intents.yaml (nor a .orchestration folder with them)",
             dir.display()
         )));
