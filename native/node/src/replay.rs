@@ -3,8 +3,8 @@
 
 use crate::Engine;
 use crate::engine::JsDiagnostic;
-use crate::errors::{Code, error};
 use chokepoint_core as core;
+use napi::bindgen_prelude::{Error, Status};
 use napi_derive::napi;
 
 /// What to replay, and against what.
@@ -122,10 +122,11 @@ impl From<core::replay::ReplayReport> for JsReplayReport {
 impl Engine {
     /// Judges this workspace's recorded tool calls again against `options.config` and reports the
     /// decisions that would change. Appends nothing to the ledger and takes no lease; command hooks
-    /// are not run unless `runCommands`. Throws `EINVAL` for a folder that holds no configuration or a
-    /// `since` that is not a time, `ELEDGER` when the trace cannot be read.
+    /// are not run unless `runCommands`. Rejects (code `GenericFailure`: napi's async exports carry no
+    /// other) for a folder that holds no configuration, a `since` that is not a time, or a trace that
+    /// cannot be read; a configuration that does not load is data (`diagnostics`).
     #[napi(catch_unwind)]
-    pub async fn trace_replay(&self, options: JsReplayOptions) -> napi::Result<JsReplayResult, Code> {
+    pub async fn trace_replay(&self, options: JsReplayOptions) -> napi::Result<JsReplayResult> {
         let options = core::replay::ReplayOptions {
             config: options.config.into(),
             since: options.since,
@@ -137,8 +138,9 @@ impl Engine {
             Err(core::replay::ReplayError::Config(diagnostics)) => {
                 Ok(JsReplayResult { report: None, diagnostics: diagnostics.into_iter().map(Into::into).collect() })
             }
-            Err(e @ core::replay::ReplayError::BadOption(_)) => Err(error(Code::Invalid, e.to_string())),
-            Err(e @ core::replay::ReplayError::Unreadable(_)) => Err(error(Code::Ledger, e.to_string())),
+            Err(e @ (core::replay::ReplayError::BadOption(_) | core::replay::ReplayError::Unreadable(_))) => {
+                Err(Error::new(Status::GenericFailure, e.to_string()))
+            }
         }
     }
 }
