@@ -305,7 +305,7 @@ fn groups(changes: &[ReplayChange]) -> Vec<ChangeGroup> {
     let mut groups: Vec<ChangeGroup> =
         counts.into_iter().map(|((hook, intent, from, to), count)| ChangeGroup { hook, intent, from, to, count }).collect();
     // Most first; the map's order (hook, intent, direction) among equals.
-    groups.sort_by(|a, b| b.count.cmp(&a.count));
+    groups.sort_by_key(|g| std::cmp::Reverse(g.count));
     groups
 }
 
