@@ -46,10 +46,11 @@ function isHooksYaml(engine: EngineHost, uri: vscode.Uri): boolean {
   return state.status === 'ready' && uri.scheme === 'file' && path.resolve(uri.fsPath) === path.join(state.workspaceRoot, HOOKS);
 }
 
-/** hooks.yaml as git HEAD has it; undefined when the workspace is not a git repository or HEAD has none. */
+/** hooks.yaml as git HEAD has it; undefined when the workspace is not a git repository or HEAD has none.
+ *  `./` makes the path relative to the workspace, which may be a folder inside the repository. */
 function committedText(root: string): Promise<string | undefined> {
   return new Promise((resolve) =>
-    execFile('git', ['show', `HEAD:${HOOKS}`], { cwd: root, maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => resolve(error ? undefined : stdout)),
+    execFile('git', ['show', `HEAD:./${HOOKS}`], { cwd: root, maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => resolve(error ? undefined : stdout)),
   );
 }
 
