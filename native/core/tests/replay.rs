@@ -219,3 +219,31 @@ async fn a_write_recorded_without_its_paths_is_skipped_not_judged_as_naming_none
     );
     assert_eq!(report.changes, []);
 }
+
+#[tokio::test]
+async fn an_expansion_counts_for_the_calls_after_its_approval_only() {
+    let ws = workspace();
+    let ws = ws.path();
+    let engine = Engine::open(ws).unwrap();
+    let mut decided = vec![engine.evaluate_async(call("select_active_intent", json!({ "intent_id": "INT-SRC" }), &[]), None).await];
+    decided.push(engine.evaluate_async(write("docs/x.md"), None).await);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let expansion = chokepoint_core::scope_expansion::Expansion {
+        session: "S1".into(),
+        intent: "INT-SRC".into(),
+        paths: vec!["docs/**".into()],
+        justification: "the docs of the change".into(),
+        approved_by: "human".into(),
+        approved_at_ms: chokepoint_core::clock::now_ms(),
+    };
+    engine.gatekeeper().approve_expansion(&expansion, false).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    decided.push(engine.evaluate_async(write("docs/y.md"), None).await);
+    assert_eq!(decided.iter().map(|e| e.decision.as_str()).collect::<Vec<_>>(), ["allow", "deny", "allow"]);
+    engine.gatekeeper().release("S1").unwrap();
+    drop(engine);
+    // Against the same configuration: docs/x.md stays denied (the expansion came after it), docs/y.md
+    // stays allowed (it came before).
+    let report = replay(ws, &ReplayOptions { config: ws.join(".orchestration"), ..ReplayOptions::default() }).await.unwrap();
+    assert_eq!((report.replayed, report.unchanged), (3, 3), "{:?}", report.changes);
+}
