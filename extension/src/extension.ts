@@ -18,6 +18,7 @@ import { loadNative } from './engine/native';
 import { chokepointProgram, setUpAgent } from './ui/setUpAgent';
 import { SidebarProvider } from './ui/sidebar';
 import { StatusBar } from './ui/statusBar';
+import { registerReplay } from './ui/replay';
 import { Trace, showProvenance, type ProvenanceReport } from './ui/trace';
 import type { EngineState } from '../../protocol/messages';
 import type { CompactionItem } from './runtime/prompt';
@@ -108,6 +109,8 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
       setUpAgent(context.extensionPath, log, typeof agentId === 'string' ? agentId : undefined),
     ),
     vscode.commands.registerCommand('chokepoint.connectVsCodeAgent', () => setUpAgent(context.extensionPath, log, 'vscode')),
+    // Policy replay: the trace judged again against an edited hooks.yaml (editor title, CodeLens).
+    registerReplay(engine, log),
     vscode.commands.registerCommand('chokepoint.showProvenance', (uri?: unknown, line?: unknown) =>
       showProvenance(trace, (intent) => sidebar.showTrace(intent), uri instanceof vscode.Uri ? uri : undefined, typeof line === 'number' ? line : undefined),
     ),

@@ -196,6 +196,14 @@ export declare class Engine {
    * the chain of every event it lists, at its priority, on the asynchronous path.
    */
   registerHostHook(spec: HostHookSpec, hook: (event: Event) => Promise<HookAnswer>): void
+  /**
+   * Judges this workspace's recorded tool calls again against `options.config` and reports the
+   * decisions that would change. Appends nothing to the ledger and takes no lease; command hooks
+   * are not run unless `runCommands`. Rejects (code `GenericFailure`: napi's async exports carry no
+   * other) for a folder that holds no configuration, a `since` that is not a time, or a trace that
+   * cannot be read; a configuration that does not load is data (`diagnostics`).
+   */
+  traceReplay(options: ReplayOptions): Promise<ReplayResult>
   /** The intent a session holds, as every process on the workspace sees it; null if none. */
   selectedIntent(sessionId: string): string | null
   /** Who holds which intent now, across every process on the workspace. */
@@ -712,6 +720,77 @@ export interface PolicyRejection {
 
 export interface PolicySuccess {
   pending: PendingDict
+}
+
+/** One recorded call whose decision would change. */
+export interface ReplayChange {
+  seq: number
+  time: string
+  session?: string
+  agent?: string
+  intent?: string
+  tool: string
+  paths: Array<string>
+  from: DecisionName
+  to: DecisionName
+  /**
+   * The hook the change is down to: the one that decides now when it denies or asks, else the one
+   * that decided then.
+   */
+  hook?: string
+  reason?: string
+  /** The hooks not run for this call, and what stood in for each. */
+  standIns: Array<string>
+}
+
+/** The changes of one hook, intent and direction. */
+export interface ReplayGroup {
+  hook?: string
+  intent?: string
+  from: DecisionName
+  to: DecisionName
+  count: number
+}
+
+/** What to replay, and against what. */
+export interface ReplayOptions {
+  /**
+   * A folder holding the hooks.yaml and/or active_intents.yaml to judge with (or a checkout with
+   * them in `.orchestration/`); a file it lacks is the workspace's own.
+   */
+  config: string
+  /** Only calls recorded at or after this time: RFC 3339, a date, or unix milliseconds as a string. */
+  since?: string
+  /** Only calls made under this intent. */
+  intent?: string
+  /** Run command and builtin hooks (with their side effects) instead of their recorded answers. */
+  runCommands?: boolean
+}
+
+export interface ReplayReport {
+  hooksFile: string
+  intentsFile: string
+  replayed: number
+  unchanged: number
+  changes: Array<ReplayChange>
+  groups: Array<ReplayGroup>
+  skipped: Array<ReplaySkipped>
+  /** Calls judged with a command hook neither run nor named by their record (counted as allowing). */
+  unverified: number
+}
+
+/**
+ * A replay's report, or, when the configuration to replay against does not load, its problems
+ * (each with file, line and column) and no report.
+ */
+export interface ReplayResult {
+  report?: ReplayReport
+  diagnostics: Array<Diagnostic>
+}
+
+export interface ReplaySkipped {
+  reason: string
+  count: number
 }
 
 export interface ReviewerConfig {

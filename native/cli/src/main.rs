@@ -22,6 +22,7 @@ mod info;
 mod init;
 mod intent;
 mod mcp;
+mod replay;
 mod review;
 mod serve;
 mod sessions;

@@ -72,6 +72,10 @@ pub enum TraceCommand {
         #[arg(long, value_parser = ["agent-trace"], default_value = "agent-trace")]
         format: String,
     },
+    /// Judge the recorded tool calls again against another hooks.yaml / active_intents.yaml and list
+    /// the decisions that would change (allow -> deny, deny -> allow, -> ask), by hook and intent.
+    /// Appends nothing to the ledger and takes no lease; command hooks are not run unless asked.
+    Replay(crate::replay::ReplayArgs),
     /// Drop and rebuild the index from the ledger (the ledger is the source of truth).
     Reindex {
         #[arg(long, default_value = ".")]
@@ -101,6 +105,7 @@ pub fn run(command: TraceCommand) -> ExitCode {
             show(&workspace, &filter, json)
         }
         TraceCommand::Blame { workspace, target, json } => blame(&workspace, &target, json),
+        TraceCommand::Replay(args) => crate::replay::run(args),
         TraceCommand::Export { workspace, .. } => with_index(&workspace, |index| {
             let records = index.query(&Filter::default())?;
             let trace = chokepoint_core::ledger::export::agent_trace(records.into_iter().map(|r| r.record));

@@ -50,7 +50,7 @@ pub use base::clock;
 pub use budget::{compaction, tokens};
 pub use config::schema;
 pub use containment::{sandbox, snapshot};
-pub use engine::{sessions, trace, watch};
+pub use engine::{replay, sessions, trace, watch};
 pub use hooks::{builtin, command, pipe, template};
 pub use model::external_events;
 pub use scope::expansion as scope_expansion;

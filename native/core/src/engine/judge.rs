@@ -216,9 +216,20 @@ struct Loaded {
     chains: Chains,
 }
 
+/// The two configuration files an engine loads: the workspace's own, or for a replay of its ledger
+/// another version of them (`engine::replay`).
+#[derive(Debug, Clone)]
+pub(crate) struct ConfigFiles {
+    pub(crate) hooks: PathBuf,
+    pub(crate) intents: PathBuf,
+}
+
 #[derive(Debug)]
 pub struct Engine {
     sidecar: Sidecar,
+    files: ConfigFiles,
+    /// False for an engine that replays the ledger: it judges, and records nothing.
+    records: bool,
     gatekeeper: Arc<crate::scope::gatekeeper::Gatekeeper>,
     // One contained command at a time per engine: two at once would each see the other's changes as
     // their own. Keeps the last snapshot, so the next command mostly costs `stat`s.
@@ -247,7 +258,16 @@ impl Engine {
     /// Opens the engine with native hooks registered ahead of the configured ones (after the
     /// gatekeeper, which every engine registers first).
     pub fn open_with(workspace_root: impl AsRef<Path>, registrations: Vec<Registration>) -> std::io::Result<Engine> {
-        let root = workspace_root.as_ref();
+        Engine::open_in(workspace_root.as_ref(), registrations, None)
+    }
+
+    /// An engine for a replay of the workspace's ledger against `files` (`engine::replay`): the same
+    /// chains and judging path, but nothing is recorded and its gatekeeper takes no lease.
+    pub(crate) fn open_replaying(workspace_root: &Path, files: ConfigFiles) -> std::io::Result<Engine> {
+        Engine::open_in(workspace_root, Vec::new(), Some(files))
+    }
+
+    fn open_in(root: &Path, registrations: Vec<Registration>, replay: Option<ConfigFiles>) -> std::io::Result<Engine> {
         if !std::fs::metadata(root)?.is_dir() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::NotADirectory,
@@ -257,11 +277,9 @@ impl Engine {
         let sidecar = Sidecar::new(root);
         // One connection to state.db for the gatekeeper's leases and expansions and the ledger's head.
         let state = Arc::new(crate::base::sqlite::StateDb::new(sidecar.state_db()));
-        let gatekeeper = Arc::new(crate::scope::gatekeeper::Gatekeeper::new(
-            crate::scope::canonical::Workspace::new(root)?,
-            sidecar.clone(),
-            Arc::clone(&state),
-        ));
+        let gatekeeper =
+            crate::scope::gatekeeper::Gatekeeper::new(crate::scope::canonical::Workspace::new(root)?, sidecar.clone(), Arc::clone(&state));
+        let gatekeeper = Arc::new(if replay.is_some() { gatekeeper.replaying() } else { gatekeeper });
         let mut all = vec![Registration::native(
             crate::scope::gatekeeper::HOOK_NAME,
             Priority::Critical,
@@ -270,9 +288,13 @@ impl Engine {
         )];
         all.extend(registrations);
         let tracer = Arc::new(crate::engine::trace::Tracer::new(sidecar.clone(), Arc::clone(&state)));
+        let records = replay.is_none();
+        let files = replay.unwrap_or_else(|| ConfigFiles { hooks: sidecar.hooks_yaml(), intents: sidecar.active_intents_yaml() });
         let engine = Engine {
-            approvals: crate::approvals::Approvals::new(Some(approval_sink(Arc::clone(&tracer)))),
+            approvals: crate::approvals::Approvals::new(records.then(|| approval_sink(Arc::clone(&tracer)))),
             sidecar,
+            files,
+            records,
             gatekeeper,
             containment: Default::default(),
             running: Default::default(),
@@ -304,9 +326,9 @@ impl Engine {
         let previous = self.snapshot();
         let mut diagnostics = Vec::new();
         let (hooks, hooks_status) =
-            load_file(&self.sidecar.hooks_yaml(), HooksConfig::parse, &previous.hooks, previous.hooks_status, &mut diagnostics);
+            load_file(&self.files.hooks, HooksConfig::parse, &previous.hooks, previous.hooks_status, &mut diagnostics);
         let (intents, intents_status) =
-            load_file(&self.sidecar.active_intents_yaml(), IntentSet::parse, &previous.intents, previous.intents_status, &mut diagnostics);
+            load_file(&self.files.intents, IntentSet::parse, &previous.intents, previous.intents_status, &mut diagnostics);
         let hooks_good = hooks_status != FileStatus::Invalid || previous.hooks_good;
         let intents_good = intents_status != FileStatus::Invalid || previous.intents_good;
         self.gatekeeper.configure(intents.clone(), intents_status != FileStatus::Missing, hooks.gatekeeper.clone());
@@ -344,11 +366,8 @@ impl Engine {
         EngineInfo {
             version: crate::VERSION,
             workspace_root: self.sidecar.workspace_root().to_path_buf(),
-            hooks: ConfigStatus { path: self.sidecar.hooks_yaml(), status: loaded.hooks_status.unwrap_or(FileStatus::Missing) },
-            intents: ConfigStatus {
-                path: self.sidecar.active_intents_yaml(),
-                status: loaded.intents_status.unwrap_or(FileStatus::Missing),
-            },
+            hooks: ConfigStatus { path: self.files.hooks.clone(), status: loaded.hooks_status.unwrap_or(FileStatus::Missing) },
+            intents: ConfigStatus { path: self.files.intents.clone(), status: loaded.intents_status.unwrap_or(FileStatus::Missing) },
             hook_count: loaded.hooks.hook_count(),
             events: loaded.hooks.hooks.keys().copied().collect(),
             task_types: loaded.hooks.task_types.keys().cloned().collect(),
@@ -393,7 +412,7 @@ impl Engine {
         mut event: Event,
         subject: impl FnOnce() -> Result<serde_json::Value, E>,
     ) -> Result<Evaluation, crate::hooks::chain::SyncError<E>> {
-        if event.depth > 0 || !self.tracer.governed() {
+        if event.depth > 0 || !self.records || !self.tracer.governed() {
             let loaded = self.snapshot();
             return loaded.chains.resolve(event.kind, event.task_type.as_deref()).run_sync_with(event, subject);
         }
@@ -415,10 +434,15 @@ impl Engine {
     /// Piped output is routed by [`crate::hooks::pipe::Delivery`]: queued for the session's next turn (see
     /// [`Engine::drain_piped`]), or left in `Evaluation::piped` for an `Error` recovery prompt, or
     /// dropped on `SessionEnd`. The evaluation always lists what was piped, for the trace.
-    pub async fn evaluate_async(&self, mut event: Event, host: Option<Arc<dyn crate::hooks::chain::HostHooks>>) -> Evaluation {
-        let judging = self.begin(&mut event);
+    pub async fn evaluate_async(&self, event: Event, host: Option<Arc<dyn crate::hooks::chain::HostHooks>>) -> Evaluation {
         let mut ctx = RunContext::new(self.sidecar.workspace_root());
         ctx.host = host;
+        self.evaluate_in(event, ctx).await
+    }
+
+    /// `evaluate_async` with the run context given: a replay's stand-ins for the hooks it does not run.
+    pub(crate) async fn evaluate_in(&self, mut event: Event, ctx: RunContext) -> Evaluation {
+        let judging = self.begin(&mut event);
         let mut evaluation = judging.chain().judge(&mut event, &ctx).await;
         let kind = judging.kind;
         match self.conclude(judging, event, &mut evaluation, Waits::IfGate) {
@@ -475,7 +499,7 @@ impl Engine {
             event.writes = self.gatekeeper.resolve_writes(event);
         }
         // A hook's own question is not an agent's action; an ungoverned workspace keeps no ledger.
-        let traced = event.depth == 0 && self.tracer.governed();
+        let traced = event.depth == 0 && self.records && self.tracer.governed();
         let intent = if traced { event.ids.session.as_deref().and_then(|s| self.gatekeeper.selected(s)) } else { None };
         Judging { loaded, kind: event.kind, task_type: event.task_type.clone(), traced, intent }
     }

@@ -1,9 +1,11 @@
 //! The engine layer, the top: one workspace's loaded configuration and the judgment of every event, from
 //! its start to its record (`judge.rs`), what the engine writes into the trace ledger and reads back
-//! (`trace.rs`), asks from their Pending to what runs next (`settle.rs`), the configuration watcher (`watch.rs`), and the
-//! sessions working in the workspace with a person's revocation of a lease (`sessions.rs`).
+//! (`trace.rs`), asks from their Pending to what runs next (`settle.rs`), the configuration watcher (`watch.rs`), the
+//! sessions working in the workspace with a person's revocation of a lease (`sessions.rs`), and the
+//! recorded tool calls judged again against another configuration (`replay.rs`).
 
 pub mod judge;
+pub mod replay;
 pub mod sessions;
 pub mod settle;
 pub mod trace;

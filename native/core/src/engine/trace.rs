@@ -262,10 +262,91 @@ pub fn evaluation_record(
             .collect(),
     });
     record.files = files;
+    let mut data = serde_json::Map::new();
     if let Some(subagent) = &event.ids.subagent {
-        record.data = Some(serde_json::json!({ "subagent": subagent }));
+        data.insert("subagent".to_owned(), subagent.clone().into());
     }
+    if let Some(call) = RecordedCall::of(event) {
+        data.insert(RecordedCall::KEY.to_owned(), serde_json::to_value(call).expect("a recorded call serialises"));
+    }
+    record.data = (!data.is_empty()).then_some(serde_json::Value::Object(data));
     record
+}
+
+/// What a replay of a `PreToolUse` call needs besides the record's tool, agent, session and intent
+/// (`engine::replay`), kept under `data.call`: the task type that chose its chain, the paths the
+/// caller named (for path matchers), the writes as the gatekeeper resolved them, and the input of the
+/// handshake's tools (small, and what the gatekeeper judges). A write's input (file contents) stays
+/// out of the ledger, as `input_sha256` always said. Records written before it have none: a replay
+/// judges them when the tool writes nothing, and skips them, saying so, when it writes.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RecordedCall {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// `None` for a tool that writes nothing; empty for a write that named no path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<Vec<RecordedWrite>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
+}
+
+/// A path a write named and what the canonicaliser made of it ([`ResolvedPath`] as recorded).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RecordedWrite {
+    pub raw: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
+impl RecordedCall {
+    /// Its key in a record's `data`.
+    pub const KEY: &'static str = "call";
+
+    fn of(event: &Event) -> Option<RecordedCall> {
+        use crate::model::governance::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
+        if event.kind != EventKind::PreToolUse {
+            return None;
+        }
+        let handshake = matches!(event.tool.as_deref(), Some(SELECT_INTENT_TOOL | SCOPE_EXPANSION_TOOL));
+        let call = RecordedCall {
+            task_type: event.task_type.clone(),
+            paths: event.paths.clone(),
+            writes: event.writes.as_ref().map(|writes| {
+                writes
+                    .iter()
+                    .map(|w| RecordedWrite { raw: w.raw.clone(), canonical: w.canonical.clone().ok(), refused: w.canonical.clone().err() })
+                    .collect()
+            }),
+            input: handshake.then(|| event.subject.clone()),
+        };
+        (call != RecordedCall::default()).then_some(call)
+    }
+
+    /// The call of a record, if it kept one.
+    pub fn from_record(record: &Record) -> Option<RecordedCall> {
+        serde_json::from_value(record.data.as_ref()?.get(RecordedCall::KEY)?.clone()).ok()
+    }
+
+    /// The writes as the engine's event carries them.
+    pub fn resolved_writes(&self) -> Option<Arc<[crate::model::event::ResolvedPath]>> {
+        let writes = self.writes.as_ref()?;
+        Some(
+            writes
+                .iter()
+                .map(|w| crate::model::event::ResolvedPath {
+                    raw: w.raw.clone(),
+                    canonical: match (&w.canonical, &w.refused) {
+                        (Some(rel), _) => Ok(rel.clone()),
+                        (None, refused) => Err(refused.clone().unwrap_or_else(|| "refused".to_owned())),
+                    },
+                })
+                .collect(),
+        )
+    }
 }
 
 /// The record of a contained shell command: what it changed inside the scope (files, with their

@@ -7,7 +7,7 @@
 
 use crate::hooks::builtin::{self, BuiltinSpec};
 use crate::hooks::command::{self, CommandSpec};
-pub use crate::hooks::context::{HostHooks, RunContext};
+pub use crate::hooks::context::{HostHooks, RunContext, StandIn};
 use crate::hooks::priority::{FailureMode, Priority};
 use crate::model::decision::{Answer, Asked, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 use crate::model::event::Event;
@@ -372,30 +372,38 @@ impl Chain {
         let mut combiner = Combiner::new(event);
         for hook in hooks {
             let started = Instant::now();
-            let (result, output) = match &hook.imp {
-                HookImpl::Native(native) => (
-                    catch_unwind(AssertUnwindSafe(|| native.call(combiner.event)))
-                        .unwrap_or_else(|panic| Err(HookFailure::Crashed(panic_message(panic)))),
-                    None,
-                ),
-                HookImpl::Command(spec) => {
-                    let run = command::run(spec, combiner.event, &ctx.workspace, ctx.output_cap).await;
-                    (run.result, run.output)
-                }
-                HookImpl::Builtin(spec) => {
-                    let run = builtin::run(spec, combiner.event, ctx).await;
-                    for (k, v) in &run.context {
-                        combiner.context.insert(k.clone(), v.clone());
+            let stand_in = match (&hook.imp, &ctx.stand_in) {
+                (HookImpl::Native(_), _) | (_, None) => None,
+                (imp, Some(stand_in)) => stand_in.answer(&hook.name, imp.kind()),
+            };
+            let (result, output) = if let Some(answer) = stand_in {
+                (answer, None)
+            } else {
+                match &hook.imp {
+                    HookImpl::Native(native) => (
+                        catch_unwind(AssertUnwindSafe(|| native.call(combiner.event)))
+                            .unwrap_or_else(|panic| Err(HookFailure::Crashed(panic_message(panic)))),
+                        None,
+                    ),
+                    HookImpl::Command(spec) => {
+                        let run = command::run(spec, combiner.event, &ctx.workspace, ctx.output_cap).await;
+                        (run.result, run.output)
                     }
-                    (run.result, run.output)
-                }
-                HookImpl::Host(id) => match &ctx.host {
-                    None => (Err(HookFailure::Error(format!("host hook `{id}` is not registered"))), None),
-                    Some(host) => match tokio::time::timeout(ctx.host_timeout, host.call(id, combiner.event)).await {
-                        Ok(result) => (result, None),
-                        Err(_) => (Err(HookFailure::Timeout { after_ms: ctx.host_timeout.as_millis() as u64 }), None),
+                    HookImpl::Builtin(spec) => {
+                        let run = builtin::run(spec, combiner.event, ctx).await;
+                        for (k, v) in &run.context {
+                            combiner.context.insert(k.clone(), v.clone());
+                        }
+                        (run.result, run.output)
+                    }
+                    HookImpl::Host(id) => match &ctx.host {
+                        None => (Err(HookFailure::Error(format!("host hook `{id}` is not registered"))), None),
+                        Some(host) => match tokio::time::timeout(ctx.host_timeout, host.call(id, combiner.event)).await {
+                            Ok(result) => (result, None),
+                            Err(_) => (Err(HookFailure::Timeout { after_ms: ctx.host_timeout.as_millis() as u64 }), None),
+                        },
                     },
-                },
+                }
             };
             if hook.pipe_output
                 && let Some(text) = output.filter(|t| !t.is_empty())

@@ -14,6 +14,12 @@ pub trait HostHooks: Send + Sync + fmt::Debug {
     -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<HookAnswer, HookFailure>> + Send>>;
 }
 
+/// Answers for the hooks that are not to run (a replay of the ledger judges again without the side
+/// effects of command, builtin and host hooks): a hook's stand-in answer, or `None` to run it.
+pub trait StandIn: Send + Sync + fmt::Debug {
+    fn answer(&self, hook: &str, kind: &'static str) -> Option<Result<HookAnswer, HookFailure>>;
+}
+
 /// What the asynchronous driver needs besides the event.
 #[derive(Debug, Clone)]
 pub struct RunContext {
@@ -23,6 +29,8 @@ pub struct RunContext {
     pub host: Option<Arc<dyn HostHooks>>,
     /// How long a host hook may take.
     pub host_timeout: std::time::Duration,
+    /// Consulted before a command, builtin or host hook runs; native hooks always run.
+    pub stand_in: Option<Arc<dyn StandIn>>,
 }
 
 impl RunContext {
@@ -32,6 +40,7 @@ impl RunContext {
             output_cap: DEFAULT_OUTPUT_CAP,
             host: None,
             host_timeout: std::time::Duration::from_secs(DEFAULT_TIMEOUT_SECS),
+            stand_in: None,
         }
     }
 }

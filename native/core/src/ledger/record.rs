@@ -91,7 +91,9 @@ pub struct Record {
     /// The model that produced the action, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// Anything else the producer attaches (an external event's payload, a containment report).
+    /// Anything else the producer attaches (an external event's payload, a containment report; a
+    /// `PreToolUse` record's `call`: what a policy replay needs to judge it again, its task type,
+    /// named paths, resolved writes and, for the handshake's tools, its input).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<serde_json::Value>,
 }

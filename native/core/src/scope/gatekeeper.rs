@@ -140,6 +140,25 @@ pub struct Gatekeeper {
     expansions: OnceLock<Result<Expansions, ScopeError>>,
     // Shared, not cloned, on the hot path: a selection holds a compiled glob set.
     selections: RwLock<HashMap<String, Arc<Selection>>>,
+    /// Set for a replay of the ledger (`engine::replay`): the session's selection is the intent the
+    /// record holds (`Event::ids.intent`), with the expansions approved for it by the record's time,
+    /// and the lease table is never read or written.
+    replay: Option<ReplayClock>,
+}
+
+/// The time of the record a replaying gatekeeper judges (unix ms): expansions approved after it did
+/// not exist when the call was made. One record at a time: a replay judges its records in order.
+#[derive(Debug, Default)]
+pub(crate) struct ReplayClock(std::sync::atomic::AtomicU64);
+
+impl ReplayClock {
+    pub(crate) fn set(&self, at_ms: u64) {
+        self.0.store(at_ms, std::sync::atomic::Ordering::Release);
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 impl Gatekeeper {
@@ -156,7 +175,38 @@ impl Gatekeeper {
             leases: OnceLock::new(),
             expansions: OnceLock::new(),
             selections: RwLock::default(),
+            replay: None,
         }
+    }
+
+    /// A gatekeeper for a replay of the ledger: it judges with the intent each record holds and
+    /// takes, renews and releases no lease.
+    pub(crate) fn replaying(self) -> Gatekeeper {
+        Gatekeeper { replay: Some(ReplayClock::default()), ..self }
+    }
+
+    /// The clock of a replaying gatekeeper (`None` for a live one).
+    pub(crate) fn replay_clock(&self) -> Option<&ReplayClock> {
+        self.replay.as_ref()
+    }
+
+    /// The selection a write or an expansion request is judged with: the lease table's, or in a replay
+    /// the intent the record holds with the expansions approved for it by the record's time.
+    fn selection_of(&self, event: &Event, session: &str, config: &GateConfig) -> Result<Option<Arc<Selection>>, String> {
+        let Some(clock) = &self.replay else { return self.selection(session, config) };
+        let Some(intent) = event.ids.intent.clone() else { return Ok(None) };
+        let at = clock.get();
+        // A workspace without a state database approved nothing; a replay does not create one.
+        let approved = if self.sidecar.state_db().exists() { self.expansion_store()?.list(Some(session))? } else { Vec::new() };
+        let expansions: Vec<String> =
+            approved.into_iter().filter(|e| e.intent == intent && e.approved_at_ms <= at).flat_map(|e| e.paths).collect();
+        Ok(Some(Arc::new(Selection {
+            expansion_set: glob_set(&expansions),
+            expansions,
+            intent,
+            expires_at_ms: u64::MAX,
+            checked: Instant::now(),
+        })))
     }
 
     /// Takes the intents and settings of a (re)load. `gating` is false when the workspace has no
@@ -303,6 +353,15 @@ impl Gatekeeper {
             return deny(&format!("intent `{id}` is {} and takes no work; {}", intent.status.as_str(), available(&config.intents)), None)
                 .into();
         }
+        if self.replay.is_some() {
+            // Whether another session held the intent is a fact of that moment, not of the policy:
+            // the record says whether the lease was taken (its intent is the one selected).
+            return if event.ids.intent.as_deref() == Some(id) {
+                HookAnswer { answer: Answer::Allow, additional_context: Some(intent_context(intent)) }
+            } else {
+                deny(&format!("intent `{id}` was not taken when this call was made (a replay takes no lease)"), None).into()
+            };
+        }
         let leases = match self.leases() {
             Ok(l) => l,
             Err(e) => return deny(&e, None).into(),
@@ -415,8 +474,10 @@ impl Gatekeeper {
             )
         };
         let Some(session) = event.ids.session.as_deref() else { return no_selection() };
-        let selection = match self.selection(session, config) {
+        let selection = match self.selection_of(event, session, config) {
             Ok(Some(s)) => s,
+            // A replay judges the moment of the record: a revocation since then is not its reason.
+            Ok(None) if self.replay.is_some() => return no_selection(),
             // Only a write without a selection looks for a revocation: the hot path never reads it.
             Ok(None) => return self.unselected(session, config, no_selection),
             Err(e) => return deny(&format!("cannot tell which intent this session holds: {e}"), None),
@@ -455,7 +516,7 @@ impl Gatekeeper {
             Some(serde_json::Value::String(one)) => vec![one.clone()],
             _ => Vec::new(),
         };
-        let selected = event.ids.session.as_deref().and_then(|s| self.selection(s, config).ok().flatten());
+        let selected = event.ids.session.as_deref().and_then(|s| self.selection_of(event, s, config).ok().flatten());
         if selected.as_ref().is_none_or(|s| s.intent != id) {
             return deny(
                 &format!(
