@@ -80,3 +80,37 @@ describe('provenance of a line', () => {
     assert.match(manifest.contributes.menus['editor/context'][0].when, /chokepoint\.governed/);
   });
 });
+
+describe('policy replay from the editor', () => {
+  it('offers the replay on an edited hooks.yaml and names the recorded writes a new rule would deny', async () => {
+    await api();
+    const uri = vscode.Uri.file(path.join(root(), '.orchestration/hooks.yaml'));
+    const document = await vscode.workspace.openTextDocument(uri);
+    await vscode.window.showTextDocument(document);
+    // The demo task (agent.test.ts, run before this file) wrote src/auth/login.js, allowed. A draft,
+    // unsaved, freezes src/auth/: the replay must name that write as allow → deny.
+    const edit = new vscode.WorkspaceEdit();
+    const at = document.getText().indexOf('hooks:\n') + 'hooks:\n'.length;
+    edit.insert(uri, document.positionAt(at), "  PreToolUse:\n    - name: freeze-auth\n      paths: ['src/auth/**']\n      deny:\n        reason: auth is frozen\n");
+    assert.ok(await vscode.workspace.applyEdit(edit));
+    try {
+      assert.ok(document.isDirty);
+      const lenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri);
+      assert.ok(
+        lenses.some((l) => l.command?.command === 'chokepoint.replayTrace'),
+        `the lenses: ${lenses.map((l) => l.command?.title).join(', ')}`,
+      );
+      const report = await vscode.commands.executeCommand<string | undefined>('chokepoint.replayTrace', uri);
+      assert.ok(report, 'the replay produced a report');
+      assert.match(report, /\*\*[1-9]\d* would change\*\*/);
+      assert.match(report, /allow → deny \| `freeze-auth`/);
+      assert.match(report, /allow → \*\*deny\*\* `write_to_file` `src\/auth\/login\.js`/);
+      assert.ok(!/src\/billing/.test(report.split('## Changes')[1] ?? ''), 'nothing outside src/auth/ flips');
+    } finally {
+      // The report's preview took the focus: the draft's editor is brought back to revert it.
+      await vscode.window.showTextDocument(document);
+      await vscode.commands.executeCommand('workbench.action.files.revert');
+    }
+    assert.ok(!document.isDirty, 'the draft was reverted');
+  });
+});

@@ -96,12 +96,14 @@ class ReplayLenses implements vscode.CodeLensProvider, vscode.Disposable {
   }
 }
 
-async function replayCommand(engine: EngineHost, log: Log, uri: vscode.Uri | undefined): Promise<void> {
+/** Runs the replay and shows its report; returns the report's Markdown (for the API and the tests),
+ *  or undefined when there was nothing to show (no engine, a failure, a draft that does not load). */
+async function replayCommand(engine: EngineHost, log: Log, uri: vscode.Uri | undefined): Promise<string | undefined> {
   const native = engine.nativeEngine;
   const state = engine.state;
   if (!native || state.status !== 'ready') {
     void vscode.window.showErrorMessage('Chokepoint: the engine is not loaded; nothing to replay with');
-    return;
+    return undefined;
   }
   const target = uri ?? vscode.window.activeTextEditor?.document.uri ?? vscode.Uri.file(path.join(state.workspaceRoot, HOOKS));
   const document = await vscode.workspace.openTextDocument(target);
@@ -112,18 +114,20 @@ async function replayCommand(engine: EngineHost, log: Log, uri: vscode.Uri | und
   if ('error' in outcome) {
     log.error(`replay failed: ${outcome.error}`);
     void vscode.window.showErrorMessage(`Chokepoint: the replay failed: ${outcome.error}`);
-    return;
+    return undefined;
   }
   if (!outcome.result.report) {
     // The draft's problems, pointed back at the editor's file rather than the temporary copy.
     const problems = outcome.result.diagnostics.map((d) => `${document.uri.fsPath}:${d.line}:${d.column}: ${d.message}`);
     problems.forEach((p) => log.error(`replay: ${p}`));
     void vscode.window.showErrorMessage(`Chokepoint: this hooks.yaml does not load, so it cannot be replayed: ${problems.join('; ')}`);
-    return;
+    return undefined;
   }
   log.info(`replay against ${document.uri.fsPath}: ${outcome.result.report.changes.length} decisions would change`);
-  const preview = await vscode.workspace.openTextDocument({ language: 'markdown', content: renderReplay(outcome.result.report, document.uri.fsPath) });
+  const markdown = renderReplay(outcome.result.report, document.uri.fsPath);
+  const preview = await vscode.workspace.openTextDocument({ language: 'markdown', content: markdown });
   await vscode.commands.executeCommand('markdown.showPreview', preview.uri);
+  return markdown;
 }
 
 /** Replays `hooksText` (with the workspace's current active_intents.yaml) through the binding. */
