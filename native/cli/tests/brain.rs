@@ -114,15 +114,13 @@ fn init_creates_the_brain_with_the_hooks_in_force_and_a_second_run_keeps_what_pe
     assert_eq!(brain(ws), mine, "a section that is already true is not rewritten, nor anything around it");
 }
 
-#[test]
-fn two_agents_teach_lessons_while_a_person_edits_above_the_section_and_nothing_is_lost() {
-    let ws = workspace();
-    let ws = ws.path();
-    init(ws);
-    // Each agent is refused three times on each of its paths (governance files, so each refusal
-    // names its path): four lessons each, taught by separate processes at the same time.
+/// Two agents, each refused three times on each of four paths (governance files, so each refusal
+/// names its path): four lessons each, taught by separate processes at the same time. With
+/// `person`, a person adds a line above the section every few milliseconds meanwhile, saving the
+/// whole file as an editor does. Returns the person's lines.
+fn two_agents_teach(ws: &Path, person: bool) -> Vec<String> {
     let done = AtomicBool::new(false);
-    let person_lines = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let agents: Vec<_> = ["a", "b"]
             .into_iter()
             .map(|agent| {
@@ -138,11 +136,11 @@ fn two_agents_teach_lessons_while_a_person_edits_above_the_section_and_nothing_i
             .collect();
         let person = s.spawn(|| {
             let mut lines = Vec::new();
-            while !done.load(Ordering::Acquire) {
+            while person && !done.load(Ordering::Acquire) {
                 let line = format!("Person's note {}.", lines.len());
                 person_adds(ws, &line);
                 lines.push(line);
-                std::thread::sleep(std::time::Duration::from_millis(7));
+                std::thread::sleep(std::time::Duration::from_millis(20));
             }
             lines
         });
@@ -151,18 +149,14 @@ fn two_agents_teach_lessons_while_a_person_edits_above_the_section_and_nothing_i
         }
         done.store(true, Ordering::Release);
         person.join().unwrap()
-    });
-    assert!(person_lines.len() > 3, "the person wrote while the agents worked: {}", person_lines.len());
-    // The person's last save may have kept an older section (an editor saves its buffer whole); the
-    // lessons are kept in the state database, and the next rewrite (a session's start) has them all.
-    hook(ws, json!({ "session_id": "S-c", "cwd": ws, "hook_event_name": "SessionStart", "source": "startup" }));
-    let text = brain(ws);
-    for line in &person_lines {
-        assert!(text.contains(line), "the person's `{line}` is kept:\n{text}");
-    }
+    })
+}
+
+/// Every lesson the two agents taught is in `text`, once, in one sound section.
+fn has_every_lesson(text: &str) {
     assert_eq!(text.matches(BEGIN).count(), 1, "{text}");
     assert_eq!(text.matches(END).count(), 1, "{text}");
-    let lessons = lessons(&text);
+    let lessons = lessons(text);
     assert_eq!(lessons.len(), 8, "{lessons:#?}");
     for agent in ["a", "b"] {
         for n in 0..4 {
@@ -171,6 +165,37 @@ fn two_agents_teach_lessons_while_a_person_edits_above_the_section_and_nothing_i
             assert!(lesson.contains("refused `Write` 3 times") && lesson.contains("(ledger #"), "{lesson}");
         }
     }
+}
+
+#[test]
+fn two_agents_teaching_lessons_at_once_both_find_theirs_in_the_file() {
+    let ws = workspace();
+    let ws = ws.path();
+    init(ws);
+    two_agents_teach(ws, false);
+    // No rewrite after them: each process's own rewrite, serialised, left every lesson in.
+    has_every_lesson(&brain(ws));
+}
+
+#[test]
+fn two_agents_teach_lessons_while_a_person_edits_above_the_section_and_nothing_is_lost() {
+    let ws = workspace();
+    let ws = ws.path();
+    init(ws);
+    let person_lines = two_agents_teach(ws, true);
+    assert!(person_lines.len() > 3, "the person wrote while the agents worked: {}", person_lines.len());
+    let text = brain(ws);
+    for line in &person_lines {
+        assert!(text.contains(line), "the person's `{line}` is kept:\n{text}");
+    }
+    // The person's editor saves its buffer whole, so its last save may hold an older section; the
+    // lessons are kept in the state database, and the next rewrite (a session's start) has them all.
+    hook(ws, json!({ "session_id": "S-c", "cwd": ws, "hook_event_name": "SessionStart", "source": "startup" }));
+    let text = brain(ws);
+    for line in &person_lines {
+        assert!(text.contains(line), "the person's `{line}` is kept:\n{text}");
+    }
+    has_every_lesson(&text);
 }
 
 #[test]

@@ -11,8 +11,10 @@
 //!   folder, synced, then renamed over the file, under an exclusive lock of `brain.lock` (the
 //!   ledger's cross-process lock, `ledger::writer::lock_exclusive`). The section is rendered under
 //!   that lock from the state as it is then (the lessons' table, the lease table), so two processes
-//!   that each added a lesson both see both. Right before the rename the file is read again: a
-//!   person's save that landed since it was read is kept by starting over.
+//!   that each added a lesson both see both. People do not take the lock, so the new file is swapped
+//!   with the old one in one step (`renameat2(RENAME_EXCHANGE)`) and what the swap displaced is read
+//!   back: when it is not what was read (a person saved meanwhile), the person's text is spliced
+//!   again and swapped in, so no save is overwritten ([`swap`]).
 //! - **Off the judging thread, and only when something changed.** A gate's answer is handed to this
 //!   module after its record is durable ([`Brain::notice`]: a denial, a completion's round) and a
 //!   lease taken or released asks for a rewrite ([`Brain::refresh_later`]); both go to one worker
@@ -55,7 +57,7 @@ freely; Chokepoint keeps only the section between its markers below up to date.\
 pub const MAX_CONTEXT_BYTES: usize = 32 * 1024;
 
 /// How many times a rewrite starts over when the file changed between its read and its rename.
-const ATTEMPTS: usize = 5;
+const ATTEMPTS: usize = 20;
 
 crate::base::error::domain_error! {
     /// The brain could not be rewritten: its lock, its file, or the state it renders.
@@ -520,33 +522,97 @@ impl Inner {
         // Rendered under the lock: a lesson another process added before it took the lock is in.
         let lessons = self.lessons.list().map_err(|e| e.to_string())?;
         let section = render(&(self.facts)(), &lessons);
+        let read = || std::fs::read_to_string(&file);
+        let current = match read() {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => match self.create(&file, &section)? {
+                Some(created) => return Ok(created),
+                // Someone made it first: theirs is kept, and the section goes into it.
+                None => read().map_err(|e| format!("cannot read {}: {e}", file.display()))?,
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Refreshed::default()),
+            Err(e) => return Err(format!("cannot read {}: {e}", file.display()).into()),
+        };
+        let (mut next, mut damage) = splice(&current, &section);
+        if next == current {
+            return Ok(Refreshed { written: false, damage });
+        }
+        // What the file holds as far as this rewrite knows: a swap that displaces anything else
+        // displaced a person's save, which is spliced again rather than lost.
+        let mut expected = current;
+        let temp = self.temp();
         for _ in 0..ATTEMPTS {
-            let current = match std::fs::read_to_string(&file) {
-                Ok(text) => text,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => format!("{NEW_FILE}\n"),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Refreshed::default()),
-                Err(e) => return Err(format!("cannot read {}: {e}", file.display()).into()),
-            };
-            let (next, damage) = splice(&current, &section);
-            if next == current && file.exists() {
-                return Ok(Refreshed { written: false, damage });
-            }
-            let temp = self.sidecar.dir().join(format!(".CLAUDE.md.{}.tmp", std::process::id()));
             write_synced(&temp, &next).map_err(|e| format!("cannot write {}: {e}", temp.display()))?;
-            // A person's save between the read and here would be lost by the rename: start over.
-            let now = std::fs::read_to_string(&file).unwrap_or_else(|_| if create { format!("{NEW_FILE}\n") } else { String::new() });
-            if now != current {
-                let _ = std::fs::remove_file(&temp);
+            // Read again right before the swap: a save since the read is spliced before the file
+            // ever lacks it (an editor that reloads the file would otherwise see it gone, briefly).
+            if let Ok(now) = read()
+                && now != expected
+            {
+                (next, damage) = splice(&now, &section);
+                expected = now;
                 continue;
             }
-            if let Err(e) = std::fs::rename(&temp, &file) {
-                let _ = std::fs::remove_file(&temp);
-                return Err(format!("cannot replace {}: {e}", file.display()).into());
+            let displaced = match swap(&temp, &file, &expected) {
+                Ok(displaced) => displaced,
+                Err(e) => {
+                    let _ = std::fs::remove_file(&temp);
+                    return Err(format!("cannot replace {}: {e}", file.display()).into());
+                }
+            };
+            let _ = std::fs::remove_file(&temp);
+            match displaced {
+                None => return Ok(Refreshed { written: true, damage }),
+                Some(theirs) => {
+                    expected = std::mem::take(&mut next);
+                    (next, damage) = splice(&theirs, &section);
+                }
             }
-            return Ok(Refreshed { written: true, damage });
         }
         Err(format!("{} kept changing while its section was rewritten; it is rewritten at the next change", file.display()).into())
     }
+
+    /// A new file: the people's part and the section, linked into place only if nobody made the
+    /// file meanwhile (a link never replaces); `None` when somebody did.
+    fn create(&self, file: &Path, section: &str) -> Result<Option<Refreshed>, BrainError> {
+        let temp = self.temp();
+        write_synced(&temp, &format!("{NEW_FILE}\n{section}")).map_err(|e| format!("cannot write {}: {e}", temp.display()))?;
+        let linked = std::fs::hard_link(&temp, file);
+        let _ = std::fs::remove_file(&temp);
+        match linked {
+            Ok(()) => Ok(Some(Refreshed { written: true, damage: Vec::new() })),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+            Err(e) => Err(format!("cannot create {}: {e}", file.display()).into()),
+        }
+    }
+
+    /// A temporary file beside the brain (same file system, so a rename or swap is atomic).
+    fn temp(&self) -> std::path::PathBuf {
+        self.sidecar.dir().join(format!(".CLAUDE.md.{}.tmp", std::process::id()))
+    }
+}
+
+/// Puts `temp` in place of `file`, which should hold `expected`; `Some(what it held)` when that was
+/// something else (a person saved since it was read), for the caller to splice again.
+///
+/// On Linux the two are exchanged in one step (`renameat2(RENAME_EXCHANGE)`) and what was displaced
+/// is read back from `temp`'s name: a save that lands at any moment before the swap is caught, not
+/// overwritten. Elsewhere the file is read again right before a rename, which leaves the moment
+/// between the two.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn swap(temp: &Path, file: &Path, expected: &str) -> std::io::Result<Option<String>> {
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    renameat2(AT_FDCWD, temp, AT_FDCWD, file, RenameFlags::RENAME_EXCHANGE).map_err(std::io::Error::from)?;
+    let displaced = std::fs::read_to_string(temp)?;
+    Ok((displaced != expected).then_some(displaced))
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn swap(temp: &Path, file: &Path, expected: &str) -> std::io::Result<Option<String>> {
+    let now = std::fs::read_to_string(file)?;
+    if now != expected {
+        return Ok(Some(now));
+    }
+    std::fs::rename(temp, file).map(|()| None)
 }
 
 fn write_synced(path: &Path, text: &str) -> std::io::Result<()> {
