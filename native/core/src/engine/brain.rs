@@ -94,14 +94,17 @@ pub struct IntentRow {
     pub holder: Option<String>,
 }
 
+/// Each event's hooks, in chain order.
+pub type Chains = Vec<(EventKind, Vec<HookRow>)>;
+
 /// Everything the section says besides the lessons, read from the last good configuration and the
 /// lease table when the section is rendered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Facts {
     /// Per event, the project's chain (with the gatekeeper where it runs).
-    pub events: Vec<(EventKind, Vec<HookRow>)>,
+    pub events: Chains,
     /// Per task type: its description and the chains that replace the project's.
-    pub task_types: Vec<(String, Option<String>, Vec<(EventKind, Vec<HookRow>)>)>,
+    pub task_types: Vec<(String, Option<String>, Chains)>,
     pub intents: Vec<IntentRow>,
     /// Why the holders are missing, when the lease table could not be read.
     pub holders_unknown: Option<String>,
@@ -138,7 +141,7 @@ const GATEKEEPER_EVENTS: [EventKind; 3] = [EventKind::PreToolUse, EventKind::Tas
 /// registered first, then the file's order), as `Chain::new` sorts them. Only what every process on
 /// the workspace runs is listed: a host's own registrations (the extension's) would make the section
 /// differ by which process wrote it last.
-fn chains(by_event: &BTreeMap<EventKind, Vec<HookSpec>>, with_gatekeeper: bool) -> Vec<(EventKind, Vec<HookRow>)> {
+fn chains(by_event: &BTreeMap<EventKind, Vec<HookSpec>>, with_gatekeeper: bool) -> Chains {
     EventKind::ALL
         .iter()
         .filter_map(|kind| {
