@@ -142,6 +142,12 @@ export declare class Engine {
   static open(workspaceRoot: string): Engine
   /** Re-reads the configuration; returns the number of diagnostics of this load. */
   reload(): number
+  /**
+   * The shared brain (`.orchestration/CLAUDE.md`) as an agent is shown it: the file, at most 32
+   * KiB, in a `<shared_brain>` block; `null` when the workspace has none. The runtime pins it in
+   * every prompt (`kind: 'brain'` for `planCompaction`).
+   */
+  brainContext(): string | null
   info(): EngineInfo
   /**
    * Reloads the engine whenever hooks.yaml or active_intents.yaml changes (debounced), then calls
@@ -337,10 +343,10 @@ export interface BlameResult {
 /** One piece of the prompt, for `planCompaction`. */
 export interface CompactionItem {
   /**
-   * The system prompt, the intent context and pinned items are never sacrificed; turns go first
-   * (oldest first), then constraints, then acceptance criteria.
+   * The system prompt, the intent context, the shared brain and pinned items are never
+   * sacrificed; turns go first (oldest first), then constraints, then acceptance criteria.
    */
-  kind: 'systemPrompt' | 'intentContext' | 'constraint' | 'acceptanceCriterion' | 'turn'
+  kind: 'systemPrompt' | 'intentContext' | 'brain' | 'constraint' | 'acceptanceCriterion' | 'turn'
   /** Its tokens as `countTokens` gave them (message framing included). */
   tokens: number
   /**

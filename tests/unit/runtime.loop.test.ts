@@ -171,6 +171,44 @@ test('a history over the model\u2019s budget is compacted through the core befor
   assert.ok(!third.some((m) => String(m.content).includes('A paragraph of the manual')), 'the big result was summarised away');
 });
 
+test('the shared brain is in every prompt, and a compaction never takes it away', async () => {
+  const root = workspace('hooks: {}\n');
+  fs.writeFileSync(path.join(root, 'docs/big.md'), 'A paragraph of the manual that the agent reads in full. '.repeat(300));
+  const note = 'Lesson: login.js is generated; edit login.template instead.';
+  fs.writeFileSync(path.join(root, '.orchestration/CLAUDE.md'), `# Shared brain\n\n${note}\n`);
+  const engine = binding.Engine.open(root);
+  const provider = await ScriptedProvider.start({
+    model: 'gpt-4o',
+    contextTokens: 4096 + 2048,
+    steps: [
+      { toolCalls: [{ name: 'read_file', arguments: { path: 'docs/big.md' } }] },
+      { toolCalls: [{ name: 'list_files', arguments: { path: 'src' } }] },
+      { ...complete, expect: { anyMessageIncludes: '<summary of 1 earlier turn>' } },
+    ],
+  });
+  const runtime = new AgentRuntime({
+    root,
+    engine,
+    provider,
+    compactor: { count: (t, m) => binding.countTokens(t, m), plan: (items, budget) => binding.planCompaction(items, budget) },
+    ask: async () => refusal('no'),
+  });
+  try {
+    await runtime.run({ prompt: 'read the manual' });
+  } finally {
+    await provider.close();
+    engine.close();
+  }
+  const requests = provider.server.requests as Array<{ messages: Array<{ role: string; content?: string }> }>;
+  assert.equal(requests.length, 3);
+  for (const [i, r] of requests.entries()) {
+    const system = String(r.messages[0].content);
+    assert.equal(r.messages[0].role, 'system');
+    assert.ok(system.includes('<shared_brain file=".orchestration/CLAUDE.md">') && system.includes(note), `request ${i} holds the brain: ${system}`);
+  }
+  assert.ok(requests[2].messages.some((m) => String(m.content).includes('<summary of 1 earlier turn>')), 'the third request was compacted');
+});
+
 test('an inference failure fires Error; guidance a hook pipes for it drives one recovery turn', async () => {
   const hooks = 'hooks:\n  Error:\n    - name: advise\n      command: [echo, "the endpoint hiccuped: answer in smaller steps"]\n      pipe_output: true\n';
   const r = await run(hooks, { model: 'm', steps: [{ fault: 'http500' }, { ...complete, expect: { lastMessageIncludes: 'answer in smaller steps' } }] });

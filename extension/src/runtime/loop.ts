@@ -231,6 +231,8 @@ export class AgentRuntime {
       }
       const prompt = await assemblePrompt({
         conversation,
+        // Read every turn: a lesson another agent taught a moment ago is in the next request.
+        brain: this.options.bypassEngine ? undefined : (this.options.engine.brainContext() ?? undefined),
         intentContext: this.intentContext,
         provider: this.options.provider,
         compactor: this.options.compactor,

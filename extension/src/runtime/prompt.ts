@@ -1,12 +1,14 @@
 // The prompt, re-assembled from the conversation every turn (stateless prompt): the system prompt, the
-// selected intent's `<intent_context>`, then the conversation — compacted first when it would not fit
-// the model's budget.
+// shared brain (`.orchestration/CLAUDE.md`, as the engine shows it: `<shared_brain>`), the selected
+// intent's `<intent_context>`, then the conversation — compacted first when it would not fit the
+// model's budget.
 //
 // Compaction works on whole turns (a user message, the assistant's answer and its tool results), so a
 // tool call is never separated from its result. Which turns go is the native core's plan
 // (`planCompaction`, token counts from `countTokens`): oldest turns first (summarised, or dropped when
 // even a summary does not fit), the task's own prompt (its acceptance criterion) last; the system
-// prompt, the intent context and the newest turn are never touched. The summary is extractive (which tools ran on which
+// prompt, the shared brain (the planner's `brain` kind: a lesson compacted away is a mistake made
+// twice), the intent context and the newest turn are never touched. The summary is extractive (which tools ran on which
 // paths, what the model said first), so compaction needs no model call and cannot hallucinate.
 import type { ChatMessage, ModelProvider } from './types';
 
@@ -23,7 +25,7 @@ const ANSWER_RESERVE = 4096;
 
 /** One piece of the prompt as the core's planner sees it (the binding's `CompactionItem`). */
 export interface CompactionItem {
-  kind: 'systemPrompt' | 'intentContext' | 'constraint' | 'acceptanceCriterion' | 'turn';
+  kind: 'systemPrompt' | 'intentContext' | 'brain' | 'constraint' | 'acceptanceCriterion' | 'turn';
   tokens: number;
   turn?: number;
   pinned?: boolean;
@@ -55,6 +57,8 @@ export interface Proposal {
 
 export interface AssembleInput {
   conversation: ChatMessage[];
+  /** The shared brain as `Engine.brainContext()` gives it, read again every turn. */
+  brain?: string;
   intentContext?: string;
   provider: ModelProvider;
   compactor?: Compactor;
@@ -130,7 +134,7 @@ export function summarize(turns: ChatMessage[][]): string {
 }
 
 export async function assemblePrompt(input: AssembleInput): Promise<Prompt> {
-  const system = input.intentContext ? `${SYSTEM_PROMPT}\n\n${input.intentContext}` : SYSTEM_PROMPT;
+  const system = [SYSTEM_PROMPT, input.brain, input.intentContext].filter(Boolean).join('\n\n');
   const prompt = { system, messages: input.conversation };
   const compactor = input.compactor;
   if (!compactor) return prompt;
@@ -140,21 +144,23 @@ export async function assemblePrompt(input: AssembleInput): Promise<Prompt> {
   const [task, ...rest] = input.conversation;
   const turns = turnsOf(rest);
   const model = input.provider.model;
-  const [systemTokens, intentTokens] = compactor.count([SYSTEM_PROMPT, input.intentContext ?? ''], model);
+  const [systemTokens, brainTokens, intentTokens] = compactor.count([SYSTEM_PROMPT, input.brain ?? '', input.intentContext ?? ''], model);
+  const brain = input.brain ? brainTokens : 0;
   const taskTokens = task ? countOnce(compactor, [task], model)[0] : 0;
   const turnTokens = turns.map((t) => countOnce(compactor, t, model).reduce((a, b) => a + b, 0));
-  const total = systemTokens + (input.intentContext ? intentTokens : 0) + taskTokens + turnTokens.reduce((a, b) => a + b, 0);
+  const total = systemTokens + brain + (input.intentContext ? intentTokens : 0) + taskTokens + turnTokens.reduce((a, b) => a + b, 0);
   if (total <= budget) return prompt;
   const items: CompactionItem[] = [
     { kind: 'systemPrompt', tokens: systemTokens, pinned: true },
+    { kind: 'brain', tokens: brain, pinned: true },
     { kind: 'intentContext', tokens: input.intentContext ? intentTokens : 0, pinned: true },
     { kind: 'acceptanceCriterion', tokens: taskTokens },
     ...turns.map((_, i) => ({ kind: 'turn' as const, tokens: turnTokens[i], turn: i, pinned: i === turns.length - 1 })),
   ];
   const plan = compactor.plan(items, budget);
   if (plan.overBudget) return prompt; // even the pinned part does not fit: the provider will say so
-  const taskKept = plan.actions[2] === 'keep';
-  const actions = plan.actions.slice(3);
+  const taskKept = plan.actions[3] === 'keep';
+  const actions = plan.actions.slice(4);
   const summarized = turns.filter((_, i) => actions[i] === 'summarize');
   const dropped = actions.filter((a) => a === 'drop').length + (taskKept ? 0 : 1);
   const summary = summarized.length ? summarize(summarized) : '';

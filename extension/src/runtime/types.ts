@@ -122,7 +122,7 @@ export type RuntimeEvent =
 
 /** What the runtime calls of the engine: the binding's `Engine`, narrowed to these methods so that a
  *  test sees what the runtime depends on. */
-export type RuntimeEngine = Pick<Engine, 'evaluateAsync' | 'runContained' | 'cancelContained' | 'drainPiped' | 'selectedIntent'>;
+export type RuntimeEngine = Pick<Engine, 'evaluateAsync' | 'runContained' | 'cancelContained' | 'drainPiped' | 'selectedIntent' | 'brainContext'>;
 
 /** An `ask` the runtime needs answered before it goes on, as the chain left it: the event it judged
  *  (`PreToolUse` of a tool call or a scope expansion, `PlanSubmit`, `PreCompact`, a `BeforeSubmit`

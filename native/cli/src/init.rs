@@ -56,6 +56,7 @@ pub fn run(args: InitArgs) -> ExitCode {
         Err(e) => return usage(&format!("{e}; nothing was written")),
     };
     let changed = plan.iter().any(PlannedFile::changed);
+    let had_brain = workspace.join(chokepoint_core::BRAIN).exists();
     if args.dry_run {
         for file in plan.iter().filter(|f| f.changed()) {
             print!("{}", diff(file));
@@ -78,14 +79,32 @@ pub fn run(args: InitArgs) -> ExitCode {
             }
             println!("{what:>9} {}", file.path);
         }
-        if !changed {
-            println!("{}: already set up; nothing changed", args.agent.as_str());
+        match brain(&workspace) {
+            Ok(true) => println!("{:>9} {}", if had_brain { "updated" } else { "created" }, chokepoint_core::BRAIN),
+            Ok(false) if !changed => println!("{}: already set up; nothing changed", args.agent.as_str()),
+            Ok(false) => {}
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(crate::EXIT_DENY);
+            }
         }
     }
     for note in notes(&setup, &plan) {
         println!("{note}");
     }
     ExitCode::SUCCESS
+}
+
+/// Creates the shared brain, or brings its generated section up to date (`engine::brain`: only
+/// between its markers, what people wrote kept). True when the file was written; a damaged section
+/// is repaired and said.
+fn brain(workspace: &Path) -> Result<bool, String> {
+    let engine = chokepoint_core::Engine::open(workspace).map_err(|e| format!("cannot open workspace `{}`: {e}", workspace.display()))?;
+    let refreshed = engine.brain().refresh(true).map_err(|e| e.to_string())?;
+    for damage in &refreshed.damage {
+        eprintln!("warning: {}: {damage}; the text around it was kept, and a new section written at the end", chokepoint_core::BRAIN);
+    }
+    Ok(refreshed.written)
 }
 
 fn usage(message: &str) -> ExitCode {

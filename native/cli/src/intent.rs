@@ -95,6 +95,7 @@ pub fn run(command: IntentCommand) -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Ok(_) => {
+                    engine.brain().refresh_later();
                     println!("session `{session}` released its intent");
                     ExitCode::SUCCESS
                 }

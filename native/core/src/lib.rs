@@ -50,7 +50,7 @@ pub use base::clock;
 pub use budget::{compaction, tokens};
 pub use config::schema;
 pub use containment::{sandbox, snapshot};
-pub use engine::{replay, sessions, trace, watch};
+pub use engine::{brain, lessons, replay, sessions, trace, watch};
 pub use hooks::{builtin, command, pipe, template};
 pub use model::external_events;
 pub use scope::expansion as scope_expansion;
@@ -59,7 +59,7 @@ pub use scope::{canonical, gatekeeper, leases};
 // The types of the engine's API.
 pub use approvals::config::{ApprovalRoute, ApprovalsConfig, AskFallback, Escalation, ReviewerConfig};
 pub use base::diagnostic::Diagnostic;
-pub use base::sidecar::Sidecar;
+pub use base::sidecar::{BRAIN, Sidecar};
 pub use config::hooks::{HookSpec, HooksConfig};
 pub use engine::judge::{ConfigStatus, Engine, EngineInfo, FileStatus, Registration};
 pub use hooks::chain::{Chain, ChainHook, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext, SyncError};

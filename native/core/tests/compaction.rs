@@ -1,7 +1,7 @@
 //! Compaction planning and token counting (`compaction.rs`, `tokens.rs`).
 //!
 //! Scenarios are written in a small notation and checked by [`check`]: a prompt is a list of items,
-//! `sys:100` (system prompt), `ctx:50` (intent context), `con:20` (constraint), `acc:10` (acceptance
+//! `sys:100` (system prompt), `ctx:50` (intent context), `brain:40` (the shared brain), `con:20` (constraint), `acc:10` (acceptance
 //! criterion), `t3:200` (a message of turn 3), each pinned with a trailing `!`; the expected plan is
 //! one letter an item, `K`eep, `S`ummarize or `D`rop. Every plan, scenario or random, is also held to
 //! the invariants of [`invariants`].
@@ -18,6 +18,7 @@ fn parse(prompt: &str) -> Vec<Item> {
             let kind = match kind {
                 "sys" => ItemKind::SystemPrompt,
                 "ctx" => ItemKind::IntentContext,
+                "brain" => ItemKind::Brain,
                 "con" => ItemKind::Constraint,
                 "acc" => ItemKind::AcceptanceCriterion,
                 turn => ItemKind::Turn(turn.strip_prefix('t').expect("a turn is tN").parse().expect("a turn number")),
@@ -54,7 +55,7 @@ fn check(prompt: &str, budget: u32, expected: &str) -> Plan {
 }
 
 fn kept_forever(item: &Item) -> bool {
-    item.pinned || matches!(item.kind, ItemKind::SystemPrompt | ItemKind::IntentContext)
+    item.pinned || matches!(item.kind, ItemKind::SystemPrompt | ItemKind::IntentContext | ItemKind::Brain)
 }
 
 /// What every plan must satisfy, whatever the prompt.
@@ -166,6 +167,15 @@ fn the_system_prompt_the_intent_context_and_pinned_items_are_kept() {
     let prompt = "sys:300 ctx:200 con:50! con:50 acc:40! acc:40 t1:100! t1:100 t2:100 t3:100 t4:100 t5:100 t6:100";
     let plan = check(prompt, 300 + 200 + 50 + 40 + 200 + 400, "KK K D K D KK D KKKK");
     assert!(plan.summary.is_none());
+}
+
+#[test]
+fn the_shared_brain_is_kept_unpinned_while_everything_else_gives_way() {
+    // The runtime marks it pinned, but the planner knows the kind: a caller that forgets the pin
+    // still never loses a lesson to a compaction. Everything else goes before it does.
+    let plan = check("sys:100 brain:400 con:20 acc:15 t1:100 t2:100 t3:100", 100 + 400 + 100, "K K D D D D K");
+    assert!(plan.summary.is_none());
+    assert_eq!(plan_compaction(&parse("sys:100 brain:400 t1:10!"), 450).unwrap_err().required, 510);
 }
 
 #[test]

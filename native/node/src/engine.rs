@@ -95,6 +95,14 @@ impl Engine {
         self.inner.reload().len() as u32
     }
 
+    /// The shared brain (`.orchestration/CLAUDE.md`) as an agent is shown it: the file, at most 32
+    /// KiB, in a `<shared_brain>` block; `null` when the workspace has none. The runtime pins it in
+    /// every prompt (`kind: 'brain'` for `planCompaction`).
+    #[napi(catch_unwind)]
+    pub fn brain_context(&self) -> Option<String> {
+        self.inner.brain().context()
+    }
+
     #[napi(catch_unwind)]
     pub fn info(&self) -> JsEngineInfo {
         self.inner.info().into()

@@ -40,9 +40,9 @@ impl From<core::tokens::TokenCounter> for JsTokenizerInfo {
 /// One piece of the prompt, for `planCompaction`.
 #[napi(object, js_name = "CompactionItem")]
 pub struct JsCompactionItem {
-    /// The system prompt, the intent context and pinned items are never sacrificed; turns go first
-    /// (oldest first), then constraints, then acceptance criteria.
-    #[napi(ts_type = "'systemPrompt' | 'intentContext' | 'constraint' | 'acceptanceCriterion' | 'turn'")]
+    /// The system prompt, the intent context, the shared brain and pinned items are never
+    /// sacrificed; turns go first (oldest first), then constraints, then acceptance criteria.
+    #[napi(ts_type = "'systemPrompt' | 'intentContext' | 'brain' | 'constraint' | 'acceptanceCriterion' | 'turn'")]
     pub kind: String,
     /// Its tokens as `countTokens` gave them (message framing included).
     pub tokens: f64,
@@ -59,6 +59,7 @@ impl JsCompactionItem {
         let kind = match self.kind.as_str() {
             "systemPrompt" => ItemKind::SystemPrompt,
             "intentContext" => ItemKind::IntentContext,
+            "brain" => ItemKind::Brain,
             "constraint" => ItemKind::Constraint,
             "acceptanceCriterion" => ItemKind::AcceptanceCriterion,
             "turn" => match self.turn {
@@ -67,7 +68,7 @@ impl JsCompactionItem {
             },
             other => {
                 return Err(invalid(format!(
-                    "unknown item kind `{other}`; use systemPrompt, intentContext, constraint, acceptanceCriterion or turn"
+                    "unknown item kind `{other}`; use systemPrompt, intentContext, brain, constraint, acceptanceCriterion or turn"
                 )));
             }
         };

@@ -1,11 +1,12 @@
 //! What an external agent's model is told at session start (and after a compaction): that this
 //! workspace is governed, the intents it may work on and who holds each, and the one next step before
-//! a write. Our own agent learns the same from its prompt; an external agent learns it here, as the
-//! hook's additional context.
+//! a write; and the shared brain (`.orchestration/CLAUDE.md`). Our own agent learns the same from its
+//! prompt; an external agent learns it here, as the hook's additional context.
 
 use crate::agents::input::Call;
 use crate::agents::shell::{program_word, quote};
 use crate::engine::judge::Engine;
+use crate::model::event::EventKind;
 use crate::model::external_events::Agent;
 use crate::model::governance::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
 use std::path::Path;
@@ -55,4 +56,16 @@ pub fn handshake(engine: &Engine, call: &Call, program: Option<&Path>) -> String
     }
     text.push_str("</chokepoint>");
     text
+}
+
+/// The shared brain as the agent is shown it, `None` when the workspace has none. At a session's
+/// start its section is brought up to date first (a hooks.yaml edited while no engine watched it is
+/// then listed as it is): once per session, a rewrite only when something changed. After a
+/// compaction the file is read as it stands.
+pub fn shared_brain(engine: &Engine, kind: EventKind) -> Option<String> {
+    if kind == EventKind::SessionStart {
+        // A rewrite that fails leaves the file as it was, which is still worth reading.
+        let _ = engine.brain().refresh(false);
+    }
+    engine.brain().context()
 }

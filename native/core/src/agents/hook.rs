@@ -99,6 +99,9 @@ pub async fn answer(engine: &Arc<Engine>, call: &Call, options: &HookOptions) ->
     };
     if matches!(kind, EventKind::SessionStart | EventKind::PreCompact) {
         verdict.context.insert(0, crate::agents::context::handshake(engine, call, options.program.as_deref()));
+        if let Some(brain) = crate::agents::context::shared_brain(engine, kind) {
+            verdict.context.insert(1, brain);
+        }
     }
     if let Some(broken) = broken {
         verdict.context.insert(0, broken);

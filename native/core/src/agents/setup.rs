@@ -546,7 +546,9 @@ mod tests {
     fn a_user_gitignore_gets_only_the_missing_lines() {
         assert_eq!(
             ignore(Some("state.db\ncustom")),
-            format!("state.db\ncustom\n{IGNORE_HEADER}\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\nserve.json\n")
+            format!(
+                "state.db\ncustom\n{IGNORE_HEADER}\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\nserve.json\nbrain.lock\n"
+            )
         );
         assert_eq!(ignore(Some(&runtime_ignore())), runtime_ignore());
     }

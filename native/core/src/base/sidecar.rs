@@ -10,7 +10,12 @@ pub const SIDECAR_DIR: &str = ".orchestration";
 pub const IGNORE_FILE: &str = ".orchestration/.gitignore";
 
 /// The engine's runtime files, as lines of the sidecar's `.gitignore`: state, not configuration.
-pub const RUNTIME_FILES: &[&str] = &["state.db", "state.db-*", "trace.db", "trace.db-*", "agent_trace.lock", "snapshots/", "serve.json"];
+pub const RUNTIME_FILES: &[&str] =
+    &["state.db", "state.db-*", "trace.db", "trace.db-*", "agent_trace.lock", "snapshots/", "serve.json", "brain.lock"];
+
+/// The shared brain, relative to the workspace root: what people write for every agent, with one
+/// section Chokepoint generates (`engine::brain`). A governance file: no agent writes it.
+pub const BRAIN: &str = ".orchestration/CLAUDE.md";
 
 /// The first line of a `.gitignore` Chokepoint writes.
 pub const IGNORE_HEADER: &str = "# Written by Chokepoint: runtime state, not configuration.";
@@ -71,6 +76,16 @@ impl Sidecar {
     /// Where a live engine says its HTTP endpoint's URL and token (0600, while it serves).
     pub fn serve_file(&self) -> PathBuf {
         self.dir().join("serve.json")
+    }
+
+    /// The shared brain ([`BRAIN`]).
+    pub fn brain(&self) -> PathBuf {
+        self.root.join(BRAIN)
+    }
+
+    /// The lock file that serialises rewrites of the brain's generated section across processes.
+    pub fn brain_lock(&self) -> PathBuf {
+        self.dir().join("brain.lock")
     }
 
     /// Where shell containment keeps the content it can restore (content-addressed).

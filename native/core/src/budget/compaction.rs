@@ -13,7 +13,8 @@
 //! 2. Constraints that are not pinned, the last listed first.
 //! 3. Acceptance criteria that are not pinned, the last listed first: the last to go.
 //!
-//! The system prompt, the intent context (`<intent_context>`) and pinned items are never sacrificed;
+//! The system prompt, the intent context (`<intent_context>`), the shared brain and pinned items are
+//! never sacrificed;
 //! when they alone exceed the budget the answer is [`OverBudget`]. A turn is one unit: every item
 //! with the same turn number (the user's message, the assistant's message with its tool calls, the
 //! tool results) gets the same action, so a tool call is never separated from its result; a turn with
@@ -32,6 +33,10 @@ pub enum ItemKind {
     /// The active intent's `<intent_context>` block, without the constraints and acceptance criteria
     /// given as their own items. Never sacrificed.
     IntentContext,
+    /// The shared brain (`.orchestration/CLAUDE.md`): what people wrote for every agent, the hooks in
+    /// force, the intents and their holders, the lessons. Never sacrificed: a lesson compacted away
+    /// is a mistake made twice.
+    Brain,
     /// One of the intent's constraints; trimmed before acceptance criteria.
     Constraint,
     /// One of the intent's acceptance criteria; the last to go.
@@ -63,6 +68,10 @@ impl Item {
         Item::new(ItemKind::IntentContext, tokens)
     }
 
+    pub fn brain(tokens: u32) -> Item {
+        Item::new(ItemKind::Brain, tokens)
+    }
+
     pub fn constraint(tokens: u32) -> Item {
         Item::new(ItemKind::Constraint, tokens)
     }
@@ -82,7 +91,7 @@ impl Item {
 
     /// Kept whatever the budget: the system prompt, the intent context, anything pinned.
     fn kept_forever(&self) -> bool {
-        self.pinned || matches!(self.kind, ItemKind::SystemPrompt | ItemKind::IntentContext)
+        self.pinned || matches!(self.kind, ItemKind::SystemPrompt | ItemKind::IntentContext | ItemKind::Brain)
     }
 }
 

@@ -242,6 +242,11 @@ impl ContainReport {
             }
         }
         text.push('\n');
+        if self.reverted.iter().chain(self.not_reverted.iter().map(|n| &n.change)).any(|c| c.path == crate::base::sidecar::BRAIN) {
+            // The shared brain is not a matter of scope: no expansion would let the command write it.
+            text.push_str(&crate::model::governance::brain_refusal());
+            text.push_str(".\n");
+        }
         text.push_str(&advice("these paths"));
         Some(text)
     }

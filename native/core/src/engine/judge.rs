@@ -244,8 +244,10 @@ pub struct Engine {
     registrations: RwLock<Vec<Registration>>,
     piped: crate::hooks::pipe::PipeBuffer,
     // Readers take a cheap `Arc` clone; a reload swaps the whole snapshot so no caller ever sees a
-    // half-applied configuration.
-    loaded: RwLock<Arc<Loaded>>,
+    // half-applied configuration. Shared with the brain, which renders the snapshot of its time.
+    loaded: Arc<RwLock<Arc<Loaded>>>,
+    /// The shared brain `.orchestration/CLAUDE.md` and the worker that keeps its section true.
+    brain: Arc<crate::engine::brain::Brain>,
 }
 
 impl Engine {
@@ -290,6 +292,14 @@ impl Engine {
         let tracer = Arc::new(crate::engine::trace::Tracer::new(sidecar.clone(), Arc::clone(&state)));
         let records = replay.is_none();
         let files = replay.unwrap_or_else(|| ConfigFiles { hooks: sidecar.hooks_yaml(), intents: sidecar.active_intents_yaml() });
+        let loaded: Arc<RwLock<Arc<Loaded>>> = Arc::default();
+        let brain = {
+            let (loaded, gatekeeper) = (Arc::clone(&loaded), Arc::clone(&gatekeeper));
+            Arc::new(crate::engine::brain::Brain::new(sidecar.clone(), Arc::clone(&state), move || {
+                let loaded = loaded.read().unwrap_or_else(|p| p.into_inner()).clone();
+                crate::engine::brain::facts(&loaded.hooks, &loaded.intents, gatekeeper.holders().map_err(|e| e.to_string()))
+            }))
+        };
         let engine = Engine {
             approvals: crate::approvals::Approvals::new(records.then(|| approval_sink(Arc::clone(&tracer)))),
             sidecar,
@@ -302,7 +312,8 @@ impl Engine {
             state,
             registrations: RwLock::new(all),
             piped: Default::default(),
-            loaded: RwLock::new(Arc::default()),
+            loaded,
+            brain,
         };
         engine.reload();
         Ok(engine)
@@ -331,6 +342,9 @@ impl Engine {
             load_file(&self.files.intents, IntentSet::parse, &previous.intents, previous.intents_status, &mut diagnostics);
         let hooks_good = hooks_status != FileStatus::Invalid || previous.hooks_good;
         let intents_good = intents_status != FileStatus::Invalid || previous.intents_good;
+        // The brain lists hooks and intents: a reload that changed them (not the first load, which
+        // every hook process does) has its section rewritten, on the brain's worker.
+        let brain_stale = previous.hooks_status.is_some() && (hooks != previous.hooks || intents != previous.intents);
         self.gatekeeper.configure(intents.clone(), intents_status != FileStatus::Missing, hooks.gatekeeper.clone());
         self.approvals.configure(&hooks.approvals);
         let chains = Chains::build(&hooks, &registrations);
@@ -345,6 +359,9 @@ impl Engine {
             intents_good,
         };
         *self.loaded.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
+        if brain_stale {
+            self.brain.refresh_later();
+        }
         diagnostics
     }
 
@@ -422,7 +439,9 @@ impl Engine {
         let judging = self.begin(&mut event);
         let mut evaluation = judging.chain().judge_sync(&mut event).map_err(crate::hooks::chain::SyncError::NeedsAsync)?;
         // Nobody waits here: the record goes with the next sync someone waits for (or a flush).
-        drop(self.conclude(judging, event, &mut evaluation, Waits::No));
+        if let Durable::After(ticket, Some(watch)) = self.conclude(judging, event, &mut evaluation, Waits::No) {
+            ticket.then(move |reply| watch.seen(&reply));
+        }
         Ok(evaluation)
     }
 
@@ -447,11 +466,14 @@ impl Engine {
         let kind = judging.kind;
         match self.conclude(judging, event, &mut evaluation, Waits::IfGate) {
             Durable::Now => {}
-            Durable::After(ticket) => {
+            Durable::After(ticket, watch) => {
                 let waited = std::time::Instant::now();
-                let durable = ticket.settled().await.map(drop).map_err(|e| e.to_string());
+                let reply = ticket.settled().await;
                 evaluation.durable_wait_ns = waited.elapsed().as_nanos() as u64;
-                answer_once_recorded(kind, &mut evaluation, durable);
+                if let Some(watch) = watch {
+                    watch.seen(&reply);
+                }
+                answer_once_recorded(kind, &mut evaluation, reply.map(drop).map_err(|e| e.to_string()));
             }
         }
         evaluation
@@ -478,10 +500,13 @@ impl Engine {
         let kind = judging.kind;
         match self.conclude(judging, event, &mut evaluation, Waits::IfGate) {
             Durable::Now => done(evaluation),
-            Durable::After(ticket) => {
+            Durable::After(ticket, watch) => {
                 let waited = std::time::Instant::now();
                 ticket.then(move |reply| {
                     evaluation.durable_wait_ns = waited.elapsed().as_nanos() as u64;
+                    if let Some(watch) = watch {
+                        watch.seen(&reply);
+                    }
                     answer_once_recorded(kind, &mut evaluation, reply.map(drop).map_err(|e| e.to_string()));
                     done(evaluation);
                 })
@@ -540,8 +565,30 @@ impl Engine {
         };
         let images = Arc::clone(self.tracer.images());
         let wait = waits == Waits::IfGate && awaits_durability(kind);
+        let watch = self.brain_watch(kind, &start.event, &recorded.decision);
         let ticket = ledger.enqueue_deferred(!wait, move || start.record(&images, intent, recorded));
-        if wait { Durable::After(ticket) } else { Durable::Now }
+        if wait || watch.is_some() { Durable::After(ticket, watch) } else { Durable::Now }
+    }
+
+    /// What the shared brain learns from this judgment: a gate's denial and a completion's every
+    /// round are noticed once their record is durable (its `seq` is the lesson's link); a lease taken
+    /// or released has the section rewritten. Both on the brain's worker, never on this thread; an
+    /// allowed tool call costs the comparisons below and nothing else.
+    fn brain_watch(&self, kind: EventKind, event: &Event, decision: &crate::model::decision::Decision) -> Option<BrainWatch> {
+        use crate::model::decision::Decision;
+        let allowed = matches!(decision, Decision::Allow);
+        let handshake = event.tool.as_deref() == Some(crate::scope::gatekeeper::SELECT_INTENT_TOOL);
+        if matches!(kind, EventKind::TaskComplete | EventKind::SessionEnd) || (kind == EventKind::PreToolUse && handshake && allowed) {
+            self.brain.refresh_later();
+        }
+        let denied = matches!(decision, Decision::Deny(_));
+        (awaits_durability(kind) && (denied || kind == EventKind::BeforeSubmit)).then(|| BrainWatch {
+            brain: Arc::clone(&self.brain),
+            remediation: match decision {
+                Decision::Deny(denial) => denial.remediation.clone(),
+                _ => None,
+            },
+        })
     }
 
     /// For a process that exits right after judging (`chokepoint hook` alone): makes every record
@@ -551,8 +598,16 @@ impl Engine {
     /// the operating system does at exit anyway and faster.
     pub fn before_exit(&self) -> Result<(), crate::engine::trace::TraceError> {
         let flushed = self.tracer.flush();
+        // A lesson learnt from this process's call is written before it goes (only a denial, a
+        // completion or a lease change gave the brain anything to do).
+        self.brain.settle(BRAIN_SETTLE);
         self.state.shorten_log();
         flushed
+    }
+
+    /// The shared brain of this workspace (`.orchestration/CLAUDE.md`).
+    pub fn brain(&self) -> &crate::engine::brain::Brain {
+        &self.brain
     }
 
     /// The Pendings of this engine (asks waiting for a human, a reviewer or a policy).
@@ -653,10 +708,44 @@ enum Waits {
     IfGate,
 }
 
-/// Whether an answer waits for its record's sync.
+/// Whether an answer waits for its record's sync (or the brain for its `seq`).
 enum Durable {
     Now,
-    After(crate::ledger::ticket::Ticket),
+    After(crate::ledger::ticket::Ticket, Option<BrainWatch>),
+}
+
+/// How long a process that exits after judging waits for the brain's worker to finish what its
+/// call gave it: a lesson and a rewrite take milliseconds; a stuck lock must not hold the agent.
+const BRAIN_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A gate's answer the brain wants to see once its record is durable.
+struct BrainWatch {
+    brain: Arc<crate::engine::brain::Brain>,
+    remediation: Option<String>,
+}
+
+impl BrainWatch {
+    /// Hands the durable record to the brain's worker (a record that failed teaches nothing).
+    fn seen(self, reply: &crate::ledger::ticket::Reply) {
+        let Ok(appended) = reply else { return };
+        let record = &appended.record;
+        let decision = record.decision.as_ref();
+        self.brain.notice(crate::engine::lessons::Noticed {
+            seq: appended.seq,
+            hash: appended.hash.clone(),
+            time_ms: crate::base::clock::now_ms(),
+            event: record.event.clone().unwrap_or_default(),
+            tool: record.tool.clone(),
+            intent: record.intent.clone(),
+            task: record.task.clone().or_else(|| record.session.clone()),
+            denied: decision.is_some_and(|d| d.decision == "deny"),
+            hooks: decision
+                .map(|d| d.hooks.iter().filter(|h| h.outcome == "deny" || h.outcome == "failed_closed").map(|h| h.name.clone()).collect())
+                .unwrap_or_default(),
+            reason: decision.and_then(|d| d.reason.clone()),
+            remediation: self.remediation,
+        });
+    }
 }
 
 /// What an event's record is built from: the event as the agent sent it (its subject is the input

@@ -164,6 +164,8 @@ impl Engine {
         let Some(revocation) = self.gatekeeper().revoke(session, by, reason).map_err(|e| TraceError::from(e.to_string()))? else {
             return Ok(None);
         };
+        // The intent is free now: the shared brain says so.
+        self.brain().refresh_later();
         let mut record = Record::new(RecordKind::Lifecycle);
         record.session = Some(revocation.session.clone());
         record.agent = revocation.agent.clone();

@@ -19,3 +19,12 @@ pub const GOVERNANCE_FILES: &[&str] = &[
     ".github/hooks/**",
     ".codex/hooks.json",
 ];
+
+/// Why an agent may not write the shared brain, for a refusal of a write tool or of a shell command's
+/// change: it says what the file is and who writes it, so the agent does not try another way.
+pub fn brain_refusal() -> String {
+    format!(
+        "`{}` is the shared brain, a governance file: Chokepoint writes its generated section (hooks, intents, lessons) and people write the rest; agents never write it through a tool",
+        crate::base::sidecar::BRAIN
+    )
+}

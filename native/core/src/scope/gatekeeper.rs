@@ -457,6 +457,12 @@ impl Gatekeeper {
         let mut canonical = Vec::with_capacity(resolved.len());
         for path in resolved.iter() {
             match &path.canonical {
+                Ok(rel) if rel == crate::base::sidecar::BRAIN => {
+                    return deny(
+                        &crate::model::governance::brain_refusal(),
+                        Some("Leave the file as it is; say in your answer what a person should add to it."),
+                    );
+                }
                 Ok(rel) if self.governance.is_match(rel) => {
                     return deny(&format!("`{rel}` is a governance file; agents never write their own rules"), None);
                 }
