@@ -154,10 +154,15 @@ task_types:
     fn a_task_type_says_which_agents_may_work_on_it() {
         let ws = workspace(Some(TYPED), None);
         let engine = Engine::open(ws.path()).unwrap();
-        assert!(engine.may_work_on("bugfix", "implementer-2"));
-        assert!(!engine.may_work_on("bugfix", "reviewer-1"));
-        assert!(engine.may_work_on("docs", "reviewer-1"), "a type without `agents` is open to all");
-        assert!(engine.may_work_on("feature", "anyone"), "an undeclared type is open to all");
+        let lists = engine.allowlists();
+        assert_eq!(lists.check("bugfix", Some("implementer-2")), Ok(()));
+        assert!(lists.check("bugfix", Some("reviewer-1")).is_err());
+        assert_eq!(lists.check("docs", Some("reviewer-1")), Ok(()), "a type without `agents` is open to all");
+        assert_eq!(
+            lists.check("feature", Some("anyone")).unwrap_err().to_string(),
+            "unknown task type `feature`; the declared task types are bugfix, docs",
+            "an undeclared type is refused: a typo must not open a type's work to every agent"
+        );
     }
 
     #[derive(Debug)]

@@ -1,9 +1,12 @@
 //! The engine layer, the top: one workspace's loaded configuration and the judgment of every event, from
 //! its start to its record (`judge.rs`), what the engine writes into the trace ledger and reads back
 //! (`trace.rs`), asks from their Pending to what runs next (`settle.rs`), the configuration watcher (`watch.rs`), and the
-//! sessions working in the workspace with a person's revocation of a lease (`sessions.rs`).
+//! sessions working in the workspace with a person's revocation of a lease (`sessions.rs`), merge-side
+//! runs of a task's chain from CI or a merge queue (`merge.rs`), and a task claimed by an agent (`claim.rs`).
 
+pub mod claim;
 pub mod judge;
+pub mod merge;
 pub mod sessions;
 pub mod settle;
 pub mod trace;
