@@ -311,10 +311,21 @@ impl Gatekeeper {
         if let Some(task_type) = &intent.task_type
             && let Err(refusal) = config.claims.check(task_type, event.ids.agent.as_deref())
         {
+            // Point at the intents this agent may select, not at every intent.
+            let open = IntentSet {
+                active_intents: config
+                    .intents
+                    .active_intents
+                    .iter()
+                    .filter(|i| i.task_type.as_deref().is_none_or(|t| config.claims.check(t, event.ids.agent.as_deref()).is_ok()))
+                    .cloned()
+                    .collect(),
+                ..config.intents.clone()
+            };
             let remediation = format!(
-                "Intent `{id}` is a task of type `{task_type}`. Select an intent of a type this agent may work on ({}), or ask a person \
-                 to add the agent to the type's `agents` in hooks.yaml.",
-                available(&config.intents)
+                "Intent `{id}` is a task of type `{task_type}`. Select an intent this agent may work on ({}), or ask a person to add \
+                 the agent to the type's `agents` in hooks.yaml.",
+                available(&open)
             );
             return deny(&refusal.to_string(), Some(&remediation)).into();
         }
