@@ -2,10 +2,12 @@
 //! workspace, its hooks real commands and builtins, its records read back from the ledger on disk and
 //! the chain verified by `chokepoint trace verify`.
 
+mod common;
+
+use common::{chokepoint, program, records, stderr, stdout, verify};
 use serde_json::{Value, json};
 use std::fs;
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 /// Three task types: `product` gated by QA (the test suite, a builtin that fails here) after a lint
 /// that passes, with an architecture review after it and a write-only rule that never applies on a
@@ -56,41 +58,6 @@ active_intents:
     owned_scope: ['src/**']
 ";
 
-fn program() -> &'static str {
-    env!("CARGO_BIN_EXE_chokepoint")
-}
-
-fn workspace() -> tempfile::TempDir {
-    let ws = tempfile::tempdir().unwrap();
-    fs::create_dir_all(ws.path().join(".orchestration")).unwrap();
-    fs::write(ws.path().join(".orchestration/hooks.yaml"), HOOKS).unwrap();
-    fs::write(ws.path().join(".orchestration/active_intents.yaml"), INTENTS).unwrap();
-    ws
-}
-
-fn chokepoint(ws: &Path, args: &[&str]) -> Output {
-    Command::new(program()).args(args).args(["--workspace", ws.to_str().unwrap()]).env_remove("CHOKEPOINT_HOOK_DEPTH").output().unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8(out.stderr.clone()).unwrap()
-}
-
-/// The ledger's records, as written on disk.
-fn records(ws: &Path) -> Vec<Value> {
-    let text = fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl")).unwrap_or_default();
-    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
-fn verify(ws: &Path) {
-    let out = chokepoint(ws, &["trace", "verify"]);
-    assert!(out.status.success(), "the ledger's chain verifies: {}{}", stdout(&out), stderr(&out));
-}
-
 /// Every line with its durations blanked: they are the only part of a run that changes.
 fn without_durations(text: &str) -> String {
     text.lines()
@@ -104,7 +71,7 @@ fn without_durations(text: &str) -> String {
 
 #[test]
 fn before_merge_fails_on_a_failing_gatekeeper_of_one_type_and_accepts_a_type_without_any() {
-    let ws = workspace();
+    let ws = common::workspace(HOOKS, INTENTS);
     let ws = ws.path();
 
     let out = chokepoint(ws, &["run", "BeforeMerge", "--task-type", "product", "--task", "T-7", "--intent", "INT-001"]);
@@ -141,7 +108,12 @@ recorded in the trace ledger (.orchestration/agent_trace.jsonl)",
 
     let out = chokepoint(ws, &["run", "BeforeMerge", "--task-type", "review"]);
     assert_eq!(out.status.code(), Some(1), "nobody answers an ask on the merge side: {}", stdout(&out));
-    assert!(without_durations(&stdout(&out)).contains("  FAILURE  sign-off\n           asks for a person's decision: a maintainer signs off on reviews\n"), "{}", stdout(&out));
+    assert!(
+        without_durations(&stdout(&out))
+            .contains("  FAILURE  sign-off\n           asks for a person's decision: a maintainer signs off on reviews\n"),
+        "{}",
+        stdout(&out)
+    );
 
     let out = chokepoint(ws, &["run", "AfterMerge", "--task-type", "product", "--task", "T-7"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -153,7 +125,7 @@ recorded in the trace ledger (.orchestration/agent_trace.jsonl)",
 
 #[test]
 fn json_is_one_document_with_every_hook() {
-    let ws = workspace();
+    let ws = common::workspace(HOOKS, INTENTS);
     let ws = ws.path();
     let out = chokepoint(ws, &["run", "BeforeMerge", "--task-type", "product", "--task", "T-7", "--intent", "INT-001", "--json"]);
     assert_eq!(out.status.code(), Some(1));
@@ -201,9 +173,12 @@ fn json_is_one_document_with_every_hook() {
 
 #[test]
 fn every_run_is_recorded_with_its_task_intent_and_type_and_the_chain_verifies() {
-    let ws = workspace();
+    let ws = common::workspace(HOOKS, INTENTS);
     let ws = ws.path();
-    assert_eq!(chokepoint(ws, &["run", "BeforeMerge", "--task-type", "product", "--task", "T-7", "--intent", "INT-001"]).status.code(), Some(1));
+    assert_eq!(
+        chokepoint(ws, &["run", "BeforeMerge", "--task-type", "product", "--task", "T-7", "--intent", "INT-001"]).status.code(),
+        Some(1)
+    );
     assert_eq!(chokepoint(ws, &["run", "BeforeMerge", "--task-type", "infrastructure", "--task", "T-8"]).status.code(), Some(0));
     let records = records(ws);
     assert_eq!(records.len(), 2, "{records:#?}");
@@ -213,17 +188,24 @@ fn every_run_is_recorded_with_its_task_intent_and_type_and_the_chain_verifies() 
         (&json!("lifecycle"), &json!("BeforeMerge"), &json!("T-7"), &json!("INT-001"), &json!({ "task_type": "product" }))
     );
     assert_eq!(failed["decision"]["decision"], "deny");
-    let hooks: Vec<(&str, &str)> =
-        failed["decision"]["hooks"].as_array().unwrap().iter().map(|h| (h["name"].as_str().unwrap(), h["outcome"].as_str().unwrap())).collect();
+    let hooks: Vec<(&str, &str)> = failed["decision"]["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["name"].as_str().unwrap(), h["outcome"].as_str().unwrap()))
+        .collect();
     assert_eq!(hooks, [("lint", "allow"), ("flaky-notify", "failed_open"), ("qa", "deny")]);
     let accepted = &records[1];
-    assert_eq!((&accepted["task"], &accepted["decision"]["decision"], &accepted["data"]["task_type"]), (&json!("T-8"), &json!("allow"), &json!("infrastructure")));
+    assert_eq!(
+        (&accepted["task"], &accepted["decision"]["decision"], &accepted["data"]["task_type"]),
+        (&json!("T-8"), &json!("allow"), &json!("infrastructure"))
+    );
     verify(ws);
 }
 
 #[test]
 fn our_own_failures_exit_2_with_a_reason_and_never_report_success() {
-    let ws = workspace();
+    let ws = common::workspace(HOOKS, INTENTS);
     let ws = ws.path();
 
     // An undeclared task type: a typo must not fall through to the project's hooks, or to none.
@@ -235,7 +217,9 @@ fn our_own_failures_exit_2_with_a_reason_and_never_report_success() {
     assert_eq!((out.status.code(), stderr(&out)), (Some(2), "error: there is no intent `INT-404`; the intents are INT-001\n".to_owned()));
     let out = chokepoint(ws, &["run", "PreToolUse", "--task-type", "product"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("`PreToolUse` is not a merge-side event; the merge-side events are BeforeMerge, AfterMerge, AfterSubmit"));
+    assert!(
+        stderr(&out).contains("`PreToolUse` is not a merge-side event; the merge-side events are BeforeMerge, AfterMerge, AfterSubmit")
+    );
 
     // Bad configuration: named by file, line and column, and the defaults do not accept the merge.
     let broken = HOOKS.replace("    agents: [implementer-1]\n", "    agent: [implementer-1]\n");

@@ -3,11 +3,13 @@
 //! agent selecting an intent whose `task_type` has an allowlist (Claude Code's hook, judging alone),
 //! refused with the same text. Verdicts are read back from the ledger on disk.
 
+mod common;
+
+use common::{chokepoint, program, records, stderr, verify};
 use serde_json::{Value, json};
-use std::fs;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 const HOOKS: &str = "version: 1
 task_types:
@@ -39,31 +41,6 @@ active_intents:
 const REFUSAL: &str =
     "may not work on tasks of type `product`; the agents allowed are implementer-1, codex (hooks.yaml `task_types.product.agents`)";
 
-fn program() -> &'static str {
-    env!("CARGO_BIN_EXE_chokepoint")
-}
-
-fn workspace() -> tempfile::TempDir {
-    let ws = tempfile::tempdir().unwrap();
-    fs::create_dir_all(ws.path().join(".orchestration")).unwrap();
-    fs::write(ws.path().join(".orchestration/hooks.yaml"), HOOKS).unwrap();
-    fs::write(ws.path().join(".orchestration/active_intents.yaml"), INTENTS).unwrap();
-    ws
-}
-
-fn chokepoint(ws: &Path, args: &[&str]) -> Output {
-    Command::new(program()).args(args).args(["--workspace", ws.to_str().unwrap()]).output().unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8(out.stderr.clone()).unwrap()
-}
-
-fn records(ws: &Path) -> Vec<Value> {
-    let text = fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl")).unwrap_or_default();
-    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
 /// Claude Code selecting an intent through the MCP tool, as its PreToolUse hook sees the call,
 /// answered by a hook process judging alone. Returns the permission decision and its reason, or
 /// `None` when the call goes through.
@@ -86,8 +63,7 @@ fn claude_selects(ws: &Path, intent: &str) -> Option<(String, String)> {
     child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let answer: Value = serde_json::from_str(&stdout).ok()?;
+    let answer: Value = serde_json::from_slice(&out.stdout).ok()?;
     let specific = &answer["hookSpecificOutput"];
     let decision = specific["permissionDecision"].as_str()?;
     (decision != "allow").then(|| (decision.to_owned(), specific["permissionDecisionReason"].as_str().unwrap().to_owned()))
@@ -95,7 +71,7 @@ fn claude_selects(ws: &Path, intent: &str) -> Option<(String, String)> {
 
 #[test]
 fn a_claim_outside_the_types_allowlist_is_refused_and_every_verdict_is_recorded() {
-    let ws = workspace();
+    let ws = common::workspace(HOOKS, INTENTS);
     let ws = ws.path();
 
     let out = chokepoint(ws, &["task", "claim", "--agent", "reviewer-1", "--task-type", "product", "--task", "T-1"]);
@@ -105,7 +81,7 @@ fn a_claim_outside_the_types_allowlist_is_refused_and_every_verdict_is_recorded(
     let out = chokepoint(ws, &["task", "claim", "--agent", "implementer-1", "--task-type", "product", "--task", "T-1"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
+        common::stdout(&out),
         "claimed: agent `implementer-1` works on task `T-1` of type `product` (recorded in the trace ledger)\n"
     );
     let out = chokepoint(ws, &["task", "claim", "--agent", "reviewer-1", "--task-type", "docs"]);
@@ -129,13 +105,12 @@ fn a_claim_outside_the_types_allowlist_is_refused_and_every_verdict_is_recorded(
         "an undeclared type claims nothing and is not recorded"
     );
     assert_eq!(records(ws)[0]["decision"]["reason"], format!("agent `reviewer-1` {REFUSAL}"));
-    let out = chokepoint(ws, &["trace", "verify"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    verify(ws);
 }
 
 #[test]
 fn an_external_agent_selecting_an_intent_of_a_type_meets_the_same_allowlist() {
-    let ws = workspace();
+    let ws = common::workspace(HOOKS, INTENTS);
     let ws = ws.path();
 
     let (decision, reason) = claude_selects(ws, "INT-PRODUCT").expect("claude is not on product's list");

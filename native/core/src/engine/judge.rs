@@ -265,7 +265,7 @@ impl Engine {
         let mut all = vec![Registration::native(
             crate::scope::gatekeeper::HOOK_NAME,
             Priority::Critical,
-            vec![EventKind::PreToolUse, EventKind::TaskComplete, EventKind::SessionEnd],
+            vec![EventKind::PreToolUse, EventKind::TaskStart, EventKind::TaskComplete, EventKind::SessionEnd],
             gatekeeper.clone(),
         )];
         all.extend(registrations);

@@ -120,7 +120,11 @@ impl Engine {
     pub async fn run_merge_side(&self, run: MergeRun) -> Result<MergeReport, MergeRunError> {
         if !MERGE_SIDE.contains(&run.event) {
             let names: Vec<&str> = MERGE_SIDE.iter().map(|e| e.as_str()).collect();
-            return Err(MergeRunError::Refused(format!("`{}` is not a merge-side event; the merge-side events are {}", run.event, names.join(", "))));
+            return Err(MergeRunError::Refused(format!(
+                "`{}` is not a merge-side event; the merge-side events are {}",
+                run.event,
+                names.join(", ")
+            )));
         }
         if run.depth > 0 {
             return Err(MergeRunError::Refused(
@@ -136,7 +140,11 @@ impl Engine {
             let intents = self.intents();
             if !intents.active_intents.iter().any(|i| &i.id == intent) {
                 let ids: Vec<&str> = intents.active_intents.iter().map(|i| i.id.as_str()).collect();
-                let declared = if ids.is_empty() { "active_intents.yaml declares none".to_owned() } else { format!("the intents are {}", ids.join(", ")) };
+                let declared = if ids.is_empty() {
+                    "active_intents.yaml declares none".to_owned()
+                } else {
+                    format!("the intents are {}", ids.join(", "))
+                };
                 return Err(MergeRunError::Refused(format!("there is no intent `{intent}`; {declared}")));
             }
         }
@@ -222,7 +230,10 @@ fn summarise(
                 (
                     HookStatus::Failure,
                     Some(format!("asks for a person's decision: {}", asked.unwrap_or_default())),
-                    Some("a merge-side run has nobody to ask: make the hook allow or deny on this event, and decide before the merge".to_owned()),
+                    Some(
+                        "a merge-side run has nobody to ask: make the hook allow or deny on this event, and decide before the merge"
+                            .to_owned(),
+                    ),
                 )
             }
         };

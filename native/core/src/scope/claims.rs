@@ -1,11 +1,11 @@
 //! Who may work on a task of a type: the per-type agent allowlists of hooks.yaml
 //! (`task_types.<type>.agents`), and the one check every claim goes through.
 //!
-//! Two callers, one check: `chokepoint task claim` (through `Engine::claim_task`) and the gatekeeper's
-//! `select_active_intent`, when the intent an agent selects names its `task_type` in
-//! active_intents.yaml (external agents and our own runtime claim work that way). The check lives in
-//! this layer, below the configuration, because the gatekeeper that calls it does; the configuration
-//! hands it the allowlists on every load.
+//! One check, one refusal text, whoever claims: `chokepoint task claim` (through `Engine::claim_task`),
+//! the gatekeeper's `select_active_intent` when the intent names its `task_type` in active_intents.yaml
+//! (external agents claim work that way), and the gatekeeper on the `TaskStart` of a typed task (our
+//! runtime's). The check lives in this layer, below the configuration, because the gatekeeper that
+//! calls it does; the configuration hands it the allowlists on every load.
 
 use std::collections::BTreeMap;
 
@@ -85,7 +85,10 @@ mod tests {
     use super::*;
 
     fn lists() -> Allowlists {
-        Allowlists::new(BTreeMap::from([("product".to_owned(), vec!["impl-1".to_owned(), "impl-2".to_owned()]), ("docs".to_owned(), vec![])]))
+        Allowlists::new(BTreeMap::from([
+            ("product".to_owned(), vec!["impl-1".to_owned(), "impl-2".to_owned()]),
+            ("docs".to_owned(), vec![]),
+        ]))
     }
 
     #[test]

@@ -657,6 +657,18 @@ impl NativeHook for Gatekeeper {
                 }
                 return Ok(Answer::Allow.into());
             }
+            // Starting a task of a type claims it (our runtime's typed tasks): the type's allowlist.
+            EventKind::TaskStart => {
+                let refused = event.task_type.as_deref().and_then(|t| self.config().claims.check(t, event.ids.agent.as_deref()).err());
+                return Ok(match refused {
+                    Some(refusal) => deny(
+                        &refusal.to_string(),
+                        Some("Give the task to one of the agents its type allows, or ask a person to add this agent to the type's `agents` in hooks.yaml."),
+                    ),
+                    None => Answer::Allow,
+                }
+                .into());
+            }
             _ => return Ok(Answer::Allow.into()),
         }
         let Some(tool) = event.tool.as_deref() else { return Ok(Answer::Allow.into()) };
