@@ -24,8 +24,10 @@ mod intent;
 mod mcp;
 mod replay;
 mod review;
+mod run;
 mod serve;
 mod sessions;
+mod task;
 mod trace;
 
 use chokepoint_core::Engine;
@@ -83,6 +85,15 @@ enum Command {
     /// live engine runs (Pendings exist only while one does) or the decision is refused.
     #[command(subcommand)]
     Approvals(approvals::ApprovalsCommand),
+    /// Run a task's merge-side hooks (BeforeMerge, AfterMerge, AfterSubmit) from a CI job or a merge
+    /// queue: the task type's chain for the event, else the project's; each hook's SUCCESS, FAILURE
+    /// or SKIP with its remediation, recorded in the trace ledger with the task and intent. Exit
+    /// code: 0 passed (a type without before-merge hooks is accepted), 1 failed, 2 usage,
+    /// configuration or ledger error (never a pass).
+    Run(run::RunArgs),
+    /// Tasks and who may work on them: `task claim` checks a task type's `agents` allowlist.
+    #[command(subcommand)]
+    Task(task::TaskCommand),
     /// The trace ledger (`.orchestration/agent_trace.jsonl`): verify it, record into it.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
@@ -145,6 +156,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Approvals(command) => approvals::run(command),
         Command::Sessions(args) => sessions::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Task(command) => task::run(command),
         Command::Trace(command) => trace::run(command),
         Command::Mcp(args) => mcp::run(args),
         Command::Init(args) => init::run(args),

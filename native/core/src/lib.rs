@@ -50,7 +50,7 @@ pub use base::clock;
 pub use budget::{compaction, tokens};
 pub use config::schema;
 pub use containment::{sandbox, snapshot};
-pub use engine::{brain, lessons, replay, sessions, trace, watch};
+pub use engine::{brain, claim, lessons, merge, replay, sessions, trace, watch};
 pub use hooks::{builtin, command, pipe, template};
 pub use model::external_events;
 pub use scope::expansion as scope_expansion;
@@ -66,6 +66,7 @@ pub use hooks::chain::{Chain, ChainHook, Evaluation, HookImpl, HostHooks, Matche
 pub use hooks::priority::{DEFAULT_TIMEOUT_SECS, FailureMode, Priority};
 pub use model::decision::{Answer, Asked, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
 pub use model::event::{Event, EventIds, EventKind, ResolvedPath};
+pub use scope::claims::{Allowlists, ClaimRefusal};
 pub use scope::intents::{Intent, IntentSet, IntentStatus};
 pub use scope::settings::{GatekeeperConfig, LandlockSetting};
 

@@ -8,6 +8,7 @@ use crate::base::diagnostic::Diagnostic;
 use crate::base::yaml::{check_version, locate_value};
 use crate::hooks::priority::{FailureMode, Priority};
 use crate::model::event::EventKind;
+use crate::scope::claims::Allowlists;
 use crate::scope::settings::GatekeeperConfig;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -42,16 +43,17 @@ pub struct TaskType {
     pub description: Option<String>,
     #[serde(default)]
     pub hooks: BTreeMap<EventKind, Vec<HookSpec>>,
-    /// The agents (by id) that may work on tasks of this type. Empty: every agent.
+    /// The agents (by id) that may work on tasks of this type: claim one (`chokepoint task claim`) or
+    /// select an intent whose `task_type` it is. Empty: every agent.
     #[serde(default)]
     pub agents: Vec<String>,
 }
 
 impl HooksConfig {
-    /// Whether `agent` may work on a task of `task_type`. Types the configuration does not declare,
-    /// and declared types without an `agents` list, are open to every agent.
-    pub fn may_work_on(&self, task_type: &str, agent: &str) -> bool {
-        self.task_types.get(task_type).is_none_or(|t| t.agents.is_empty() || t.agents.iter().any(|a| a == agent))
+    /// The per-type agent allowlists, for the claim check (`scope::claims`): every declared type,
+    /// each with its `agents` (empty: every agent).
+    pub fn allowlists(&self) -> Allowlists {
+        Allowlists::new(self.task_types.iter().map(|(name, t)| (name.clone(), t.agents.clone())).collect())
     }
 }
 

@@ -285,7 +285,7 @@ impl Engine {
         let mut all = vec![Registration::native(
             crate::scope::gatekeeper::HOOK_NAME,
             Priority::Critical,
-            vec![EventKind::PreToolUse, EventKind::TaskComplete, EventKind::SessionEnd],
+            vec![EventKind::PreToolUse, EventKind::TaskStart, EventKind::TaskComplete, EventKind::SessionEnd],
             gatekeeper.clone(),
         )];
         all.extend(registrations);
@@ -345,7 +345,7 @@ impl Engine {
         // The brain lists hooks and intents: a reload that changed them (not the first load, which
         // every hook process does) has its section rewritten, on the brain's worker.
         let brain_stale = previous.hooks_status.is_some() && (hooks != previous.hooks || intents != previous.intents);
-        self.gatekeeper.configure(intents.clone(), intents_status != FileStatus::Missing, hooks.gatekeeper.clone());
+        self.gatekeeper.configure(intents.clone(), intents_status != FileStatus::Missing, hooks.gatekeeper.clone(), hooks.allowlists());
         self.approvals.configure(&hooks.approvals);
         let chains = Chains::build(&hooks, &registrations);
         let next = Loaded {
@@ -670,15 +670,23 @@ impl Engine {
         self.piped.drain(session)
     }
 
-    /// Whether `agent` may work on tasks of `task_type` (hooks.yaml `task_types.<type>.agents`).
-    pub fn may_work_on(&self, task_type: &str, agent: &str) -> bool {
-        self.snapshot().hooks.may_work_on(task_type, agent)
+    /// The per-type agent allowlists of the last good hooks.yaml (`task_types.<type>.agents`).
+    pub fn allowlists(&self) -> crate::scope::claims::Allowlists {
+        self.snapshot().hooks.allowlists()
     }
 
     /// The names of the hooks that would run for this event, in order (for `explain` and tests).
     pub fn plan(&self, event: &Event) -> Vec<String> {
+        self.chain_plan(event).into_iter().filter(|(_, matches)| *matches).map(|(name, _)| name.to_string()).collect()
+    }
+
+    /// Every hook of the chain this event resolves to, in chain order, each with whether it applies
+    /// to the event (its matchers). What ran is the applying ones, in this order, up to a deny.
+    pub(crate) fn chain_plan(&self, event: &Event) -> Vec<(Arc<str>, bool)> {
         let loaded = self.snapshot();
-        loaded.chains.resolve(event.kind, event.task_type.as_deref()).matching(event).iter().map(|h| h.name.to_string()).collect()
+        let chain = loaded.chains.resolve(event.kind, event.task_type.as_deref());
+        let matching = chain.matching(event);
+        chain.hooks().iter().map(|h| (Arc::clone(&h.name), matching.iter().any(|m| std::ptr::eq(*m, h)))).collect()
     }
 }
 

@@ -2,12 +2,15 @@
 //! its start to its record (`judge.rs`), what the engine writes into the trace ledger and reads back
 //! (`trace.rs`), asks from their Pending to what runs next (`settle.rs`), the configuration watcher (`watch.rs`), the
 //! sessions working in the workspace with a person's revocation of a lease (`sessions.rs`), the recorded
-//! tool calls judged again against another configuration (`replay.rs`), and the shared brain
-//! `.orchestration/CLAUDE.md` (`brain.rs`) with the lessons it renders (`lessons.rs`).
+//! tool calls judged again against another configuration (`replay.rs`), the shared brain
+//! `.orchestration/CLAUDE.md` (`brain.rs`) with the lessons it renders (`lessons.rs`), merge-side runs of a
+//! task's chain from CI or a merge queue (`merge.rs`), and a task claimed by an agent (`claim.rs`).
 
 pub mod brain;
+pub mod claim;
 pub mod judge;
 pub mod lessons;
+pub mod merge;
 pub mod replay;
 pub mod sessions;
 pub mod settle;

@@ -262,9 +262,13 @@ pub fn evaluation_record(
             .collect(),
     });
     record.files = files;
+    // The task's type links a record to the chain it was judged by (a merge-side run's above all).
     let mut data = serde_json::Map::new();
     if let Some(subagent) = &event.ids.subagent {
         data.insert("subagent".to_owned(), subagent.clone().into());
+    }
+    if let Some(task_type) = &event.task_type {
+        data.insert("task_type".to_owned(), task_type.clone().into());
     }
     if let Some(call) = RecordedCall::of(event) {
         data.insert(RecordedCall::KEY.to_owned(), serde_json::to_value(call).expect("a recorded call serialises"));

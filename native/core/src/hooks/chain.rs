@@ -248,6 +248,11 @@ impl Chain {
         Chain { hooks, index }
     }
 
+    /// Every hook of the chain, in chain order, whether it applies to an event or not.
+    pub fn hooks(&self) -> &[ChainHook] {
+        &self.hooks
+    }
+
     /// The hooks that apply to this event, in chain order.
     ///
     /// Chosen once, before the first hook runs: matchers see the event's tool and paths, which a

@@ -23,6 +23,7 @@ use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
 use crate::model::event::{Event, EventKind, ResolvedPath};
 use crate::model::external_events::Agent;
 use crate::scope::canonical::{PathRefusal, Workspace};
+use crate::scope::claims::Allowlists;
 use crate::scope::error::ScopeError;
 use crate::scope::expansion::{Expansion, Expansions};
 use crate::scope::intents::{Intent, IntentSet, IntentStatus};
@@ -55,14 +56,16 @@ struct GateConfig {
     scopes: HashMap<String, (usize, GlobSet)>,
     tools: ToolTable,
     settings: GatekeeperConfig,
+    /// Who may select an intent whose `task_type` has an allowlist.
+    claims: Allowlists,
 }
 
 impl GateConfig {
-    fn new(intents: IntentSet, gating: bool, settings: GatekeeperConfig) -> GateConfig {
+    fn new(intents: IntentSet, gating: bool, settings: GatekeeperConfig, claims: Allowlists) -> GateConfig {
         let tools = settings.tool_table();
         let scopes =
             intents.active_intents.iter().enumerate().map(|(i, intent)| (intent.id.clone(), (i, glob_set(&intent.owned_scope)))).collect();
-        GateConfig { gating, intents, scopes, tools, settings }
+        GateConfig { gating, intents, scopes, tools, settings, claims }
     }
 
     /// What the event's tool does, for the agent that called it, when it writes: a write tool, a
@@ -171,7 +174,7 @@ impl Gatekeeper {
             sidecar,
             state,
             governance: governance_set(),
-            config: RwLock::new(Arc::new(GateConfig::new(IntentSet::default(), false, GatekeeperConfig::default()))),
+            config: RwLock::new(Arc::new(GateConfig::new(IntentSet::default(), false, GatekeeperConfig::default(), Allowlists::default()))),
             leases: OnceLock::new(),
             expansions: OnceLock::new(),
             selections: RwLock::default(),
@@ -211,8 +214,8 @@ impl Gatekeeper {
 
     /// Takes the intents and settings of a (re)load. `gating` is false when the workspace has no
     /// active_intents.yaml at all.
-    pub fn configure(&self, intents: IntentSet, gating: bool, settings: GatekeeperConfig) {
-        *self.config.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(GateConfig::new(intents, gating, settings));
+    pub fn configure(&self, intents: IntentSet, gating: bool, settings: GatekeeperConfig, claims: Allowlists) {
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(GateConfig::new(intents, gating, settings, claims));
     }
 
     fn config(&self) -> Arc<GateConfig> {
@@ -352,6 +355,29 @@ impl Gatekeeper {
         if matches!(intent.status, IntentStatus::Blocked | IntentStatus::Completed) {
             return deny(&format!("intent `{id}` is {} and takes no work; {}", intent.status.as_str(), available(&config.intents)), None)
                 .into();
+        }
+        // Selecting an intent of a task type claims a task of that type: the same check, and the same
+        // refusal, as `chokepoint task claim`.
+        if let Some(task_type) = &intent.task_type
+            && let Err(refusal) = config.claims.check(task_type, event.ids.agent.as_deref())
+        {
+            // Point at the intents this agent may select, not at every intent.
+            let open = IntentSet {
+                active_intents: config
+                    .intents
+                    .active_intents
+                    .iter()
+                    .filter(|i| i.task_type.as_deref().is_none_or(|t| config.claims.check(t, event.ids.agent.as_deref()).is_ok()))
+                    .cloned()
+                    .collect(),
+                ..config.intents.clone()
+            };
+            let remediation = format!(
+                "Intent `{id}` is a task of type `{task_type}`. Select an intent this agent may work on ({}), or ask a person to add \
+                 the agent to the type's `agents` in hooks.yaml.",
+                available(&open)
+            );
+            return deny(&refusal.to_string(), Some(&remediation)).into();
         }
         if self.replay.is_some() {
             // Whether another session held the intent is a fact of that moment, not of the policy:
@@ -697,6 +723,18 @@ impl NativeHook for Gatekeeper {
                     self.release(session).map_err(|e| HookFailure::Error(e.to_string()))?;
                 }
                 return Ok(Answer::Allow.into());
+            }
+            // Starting a task of a type claims it (our runtime's typed tasks): the type's allowlist.
+            EventKind::TaskStart => {
+                let refused = event.task_type.as_deref().and_then(|t| self.config().claims.check(t, event.ids.agent.as_deref()).err());
+                return Ok(match refused {
+                    Some(refusal) => deny(
+                        &refusal.to_string(),
+                        Some("Give the task to one of the agents its type allows, or ask a person to add this agent to the type's `agents` in hooks.yaml."),
+                    ),
+                    None => Answer::Allow,
+                }
+                .into());
             }
             _ => return Ok(Answer::Allow.into()),
         }

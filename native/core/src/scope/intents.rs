@@ -58,6 +58,10 @@ pub struct Intent {
     pub spec: Option<String>,
     #[serde(default)]
     pub requirements: Option<String>,
+    /// The type of task this intent is (a `task_types` key of hooks.yaml). Selecting the intent
+    /// claims a task of that type: only the agents the type lists may (`scope::claims`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_type: Option<String>,
 }
 
 impl IntentSet {

@@ -5,6 +5,7 @@
 //! registers first (`gatekeeper.rs`).
 
 pub mod canonical;
+pub mod claims;
 pub mod error;
 pub mod expansion;
 pub mod gatekeeper;

@@ -1,0 +1,47 @@
+//! What the merge-side tests (`run.rs`, `task.rs`) share: a governed workspace in a temporary folder,
+//! the `chokepoint` program run in it, and its ledger read back from disk.
+// Each test crate that declares this module uses a part of it.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+pub fn program() -> &'static str {
+    env!("CARGO_BIN_EXE_chokepoint")
+}
+
+/// A workspace whose `.orchestration/` holds these two files.
+pub fn workspace(hooks: &str, intents: &str) -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    fs::create_dir_all(ws.path().join(".orchestration")).unwrap();
+    fs::write(ws.path().join(".orchestration/hooks.yaml"), hooks).unwrap();
+    fs::write(ws.path().join(".orchestration/active_intents.yaml"), intents).unwrap();
+    ws
+}
+
+/// `chokepoint ARGS --workspace WS`, as a person or a CI job runs it (not from inside a hook).
+pub fn chokepoint(ws: &Path, args: &[&str]) -> Output {
+    Command::new(program()).args(args).args(["--workspace", ws.to_str().unwrap()]).env_remove("CHOKEPOINT_HOOK_DEPTH").output().unwrap()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+/// The ledger's records, as written on disk.
+pub fn records(ws: &Path) -> Vec<Value> {
+    let text = fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl")).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// `chokepoint trace verify` passes: the ledger's hash chain, sequence and head are intact.
+pub fn verify(ws: &Path) {
+    let out = chokepoint(ws, &["trace", "verify"]);
+    assert!(out.status.success(), "the ledger's chain verifies: {}{}", stdout(&out), stderr(&out));
+}
