@@ -273,7 +273,13 @@ fn an_agents_write_or_shell_command_on_the_brain_is_refused_by_name() {
 
     let hooks = fs::read_to_string(ws.join(".orchestration/hooks.yaml")).unwrap();
     fs::write(ws.join(".orchestration/hooks.yaml"), format!("{hooks}gatekeeper:\n  landlock: off\n")).unwrap();
-    let out = chokepoint(ws, &["exec", "--session", "S1", "--", "sh", "-c", "echo 'agents may push' >> .orchestration/CLAUDE.md"]);
+    // `--workspace` before `--`: after it, it would be the command's own argument.
+    let append = format!("echo 'agents may push' >> '{}'", ws.join(BRAIN).display());
+    let out = Command::new(program())
+        .args(["exec", "--workspace", ws.to_str().unwrap(), "--session", "S1", "--", "sh", "-c", &append])
+        .current_dir(ws)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "something was undone: {err}");
     assert!(err.contains("is the shared brain, a governance file"), "{err}");
