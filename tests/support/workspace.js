@@ -11,7 +11,10 @@ const { after } = require('node:test');
 const made = [];
 // Registered when a test file first loads this module, at its top level: an `after` registered from
 // inside a test would run when that test ends, and remove the folders of engines still in use.
-after(() => made.splice(0).forEach((d) => fs.rmSync(d, { recursive: true, force: true, maxRetries: 3 })));
+// The engines of a test file are never closed: their background workers (the ledger's writer, the
+// shared brain's worker counting a denial's lesson in state.db) may still create a file in the folder
+// while it is removed, which rmSync reports as ENOTEMPTY and retries; given time for that to end.
+after(() => made.splice(0).forEach((d) => fs.rmSync(d, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 })));
 
 /**
  * A new governed sample workspace; returns its folder.
