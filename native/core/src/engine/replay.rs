@@ -274,7 +274,7 @@ fn event_of(engine: &Engine, record: &Record, tool: &str) -> Result<Event, &'sta
         subagent: record.data.as_ref().and_then(|d| d.get("subagent")).and_then(|s| s.as_str()).map(str::to_owned),
     };
     event.writes = call.resolved_writes();
-    event.task_type = call.task_type;
+    event.task_type = record.data.as_ref().and_then(|d| d.get("task_type")).and_then(|t| t.as_str()).map(str::to_owned);
     event.paths = call.paths;
     Ok(event)
 }

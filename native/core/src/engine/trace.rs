@@ -262,7 +262,8 @@ pub fn evaluation_record(
             .collect(),
     });
     record.files = files;
-    // The task's type links a record to the chain it was judged by (a merge-side run's above all).
+    // The task's type links a record to the chain it was judged by (a merge-side run's above all, and
+    // a replay's, which resolves the chain again by it).
     let mut data = serde_json::Map::new();
     if let Some(subagent) = &event.ids.subagent {
         data.insert("subagent".to_owned(), subagent.clone().into());
@@ -278,15 +279,12 @@ pub fn evaluation_record(
 }
 
 /// What a replay of a `PreToolUse` call needs besides the record's tool, agent, session and intent
-/// (`engine::replay`), kept under `data.call`: the task type that chose its chain, the paths the
-/// caller named (for path matchers), the writes as the gatekeeper resolved them, and the input of the
+/// (`engine::replay`), kept under `data.call`: the paths the caller named (for path matchers), the writes as the gatekeeper resolved them, and the input of the
 /// handshake's tools (small, and what the gatekeeper judges). A write's input (file contents) stays
 /// out of the ledger, as `input_sha256` always said. Records written before it have none: a replay
 /// judges them when the tool writes nothing, and skips them, saying so, when it writes.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RecordedCall {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_type: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<String>,
     /// `None` for a tool that writes nothing; empty for a write that named no path.
@@ -316,8 +314,8 @@ impl RecordedCall {
             return None;
         }
         let handshake = matches!(event.tool.as_deref(), Some(SELECT_INTENT_TOOL | SCOPE_EXPANSION_TOOL));
+        // The task type that chose its chain is the record's `data.task_type`, kept for every typed event.
         let call = RecordedCall {
-            task_type: event.task_type.clone(),
             paths: event.paths.clone(),
             writes: event.writes.as_ref().map(|writes| {
                 writes
