@@ -3,6 +3,10 @@
 //! `chokepoint approvals` (or at `chokepoint serve --review`'s prompt, with a scripted stdin and an
 //! `EDITOR` that is a small script). Real processes, a real socket, the real ledger.
 
+mod common;
+
+use common::runtime_dir;
+
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -94,12 +98,6 @@ fn workspace(hooks: &str) -> tempfile::TempDir {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     ws
-}
-
-fn runtime_dir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-    dir
 }
 
 fn write_input(ws: &Path, file: &str, mode: &str) -> String {

@@ -2,11 +2,12 @@
 //! Claude Code's hook processes (judging alone, `--local`) teach it lessons and read it at session
 //! start, a person writes in it meanwhile, and no agent may write it.
 
+mod common;
+
 use serde_json::{Value, json};
 use std::fs;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 const BRAIN: &str = ".orchestration/CLAUDE.md";
@@ -49,15 +50,7 @@ fn init(ws: &Path) -> Output {
 
 /// One call of Claude Code's hook, in a process of its own; its stdout as JSON (`Null` when empty).
 fn hook(ws: &Path, input: Value) -> Value {
-    let mut child = Command::new(program())
-        .args(["hook", "--agent", "claude", "--local", "--workspace", ws.to_str().unwrap()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::claude_hook(ws, &input);
     let stdout = String::from_utf8(out.stdout).unwrap();
     if stdout.trim().is_empty() { Value::Null } else { serde_json::from_str(&stdout).unwrap() }
 }

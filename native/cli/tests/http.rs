@@ -4,6 +4,10 @@
 //! A request the endpoint refuses must be refused before the engine sees it: the ledger gains no
 //! record and the server's count of answered calls (printed when it stops) does not move.
 
+mod common;
+
+use common::runtime_dir;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
@@ -112,12 +116,6 @@ fn workspace() -> tempfile::TempDir {
     .unwrap();
     std::fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\n").unwrap();
     ws
-}
-
-fn runtime_dir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-    dir
 }
 
 fn select(ws: &Path) {

@@ -5,6 +5,10 @@
 //! loaded, while a hook judging alone reads the files again. So after hooks.yaml breaks, the served
 //! hook still allows a write in scope and `--local` denies it naming the file.
 
+mod common;
+
+use common::runtime_dir;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
@@ -81,12 +85,6 @@ fn workspace() -> tempfile::TempDir {
     .unwrap();
     std::fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\n").unwrap();
     ws
-}
-
-fn runtime_dir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-    dir
 }
 
 fn write_input(ws: &Path, file: &str) -> String {

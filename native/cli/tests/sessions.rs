@@ -2,11 +2,12 @@
 //! from a terminal, Claude Code's hook (judging alone, `--local`) writes, a person revokes the lease
 //! from another process, and the hook's next write is denied with the revocation.
 
+mod common;
+
 use serde_json::{Value, json};
 use std::fs;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 const INTENTS: &str = "version: 1
 active_intents:
@@ -44,15 +45,7 @@ fn claude_writes(ws: &Path) -> Option<(String, String)> {
         "tool_input": { "file_path": ws.join("src/a.ts"), "content": "x\n" },
         "tool_use_id": "t1",
     });
-    let mut child = Command::new(program())
-        .args(["hook", "--agent", "claude", "--local", "--workspace", ws.to_str().unwrap()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::claude_hook(ws, &input);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8(out.stdout).unwrap();
     if stdout.trim().is_empty() {

@@ -5,11 +5,9 @@
 
 mod common;
 
-use common::{chokepoint, program, records, stderr, verify};
+use common::{chokepoint, records, stderr, verify};
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 const HOOKS: &str = "version: 1
 task_types:
@@ -53,15 +51,7 @@ fn claude_selects(ws: &Path, intent: &str) -> Option<(String, String)> {
         "tool_input": { "intent_id": intent },
         "tool_use_id": "t1",
     });
-    let mut child = Command::new(program())
-        .args(["hook", "--agent", "claude", "--local", "--workspace", ws.to_str().unwrap()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::claude_hook(ws, &input);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let answer: Value = serde_json::from_slice(&out.stdout).ok()?;
     let specific = &answer["hookSpecificOutput"];

@@ -1,12 +1,14 @@
-//! What the merge-side tests (`run.rs`, `task.rs`) share: a governed workspace in a temporary folder,
-//! the `chokepoint` program run in it, and its ledger read back from disk.
+//! What the CLI's test crates share: a governed workspace in a temporary folder, the `chokepoint`
+//! program run in it (as a person does, or as Claude Code's hook), and its ledger read back from disk.
 // Each test crate that declares this module uses a part of it.
 #![allow(dead_code)]
 
 use serde_json::Value;
 use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 pub fn program() -> &'static str {
     env!("CARGO_BIN_EXE_chokepoint")
@@ -24,6 +26,28 @@ pub fn workspace(hooks: &str, intents: &str) -> tempfile::TempDir {
 /// `chokepoint ARGS --workspace WS`, as a person or a CI job runs it (not from inside a hook).
 pub fn chokepoint(ws: &Path, args: &[&str]) -> Output {
     Command::new(program()).args(args).args(["--workspace", ws.to_str().unwrap()]).env_remove("CHOKEPOINT_HOOK_DEPTH").output().unwrap()
+}
+
+/// One call of Claude Code's hook (`chokepoint hook --agent claude --local`) in a process of its own,
+/// fed `input` on stdin as Claude Code feeds it; the process's output.
+pub fn claude_hook(ws: &Path, input: &Value) -> Output {
+    let mut child = Command::new(program())
+        .args(["hook", "--agent", "claude", "--local", "--workspace", ws.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// A folder for `$XDG_RUNTIME_DIR` that only this user may enter, as the live engine's socket folder
+/// requires.
+pub fn runtime_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
 }
 
 pub fn stdout(out: &Output) -> String {
