@@ -119,7 +119,7 @@ fn served(args: &HookArgs, workspace: &Path, bytes: Vec<u8>, options: &HookOptio
 }
 
 fn judge_in(workspace: &Path, call: &Call, options: &HookOptions) -> Reply {
-    let engine = match Engine::open(workspace) {
+    let engine = match Engine::open_for_one_call(workspace) {
         Ok(engine) => Arc::new(engine),
         Err(e) => {
             return reply::failure(
@@ -131,14 +131,10 @@ fn judge_in(workspace: &Path, call: &Call, options: &HookOptions) -> Reply {
             );
         }
     };
-    // The ledger is opened beside the judging (its lock, its tail, its writer thread), so that the
-    // event's record waits only for its write and sync: a process per call pays for opening it each
-    // time, and a second core is idle meanwhile. The judging waits for this open when it gets there
-    // first, and a gate whose record cannot be made is denied as ever.
-    let reply = std::thread::scope(|scope| {
-        scope.spawn(|| drop(engine.tracer().ledger()));
-        crate::block_on(answer(&engine, call, options))
-    });
+    // The ledger is being opened beside the judging (`Engine::open_for_one_call`), so that the
+    // event's record waits only for its write and sync. The judging waits for that open when it gets
+    // there first, and a gate whose record cannot be made is denied as ever.
+    let reply = crate::block_on(answer(&engine, call, options));
     // What nobody waited for (a session's start, a tool's result) is made durable before the process
     // ends; a gate's record already was, before its answer. Then the engine is left to the exit that
     // follows (`Engine::before_exit` says why).

@@ -236,6 +236,34 @@ fn a_torn_tail_is_moved_aside_and_reported_on_open() {
     assert!(verified(&sidecar).is_intact());
 }
 
+/// The tail is searched backwards a few KiB at first and more after: records and a torn end each
+/// longer than that first read are still found whole.
+#[test]
+fn records_and_a_torn_end_longer_than_the_first_read_back_are_found_whole() {
+    let (_dir, sidecar) = workspace();
+    let path = sidecar.trace_ledger();
+    let mut rng = Rng(11);
+    {
+        let (ledger, _) = Ledger::open(&sidecar).unwrap();
+        for n in 0..3 {
+            let mut record = sample(&mut rng, "a", false);
+            record.data = Some(serde_json::json!({ "payload": "y".repeat(20_000 + n * 7_000) }));
+            ledger.append(record).unwrap();
+        }
+    }
+    let intact = std::fs::read(&path).unwrap();
+    let torn = format!("{{\"v\":2,\"seq\":4,\"data\":\"{}", "z".repeat(50_000));
+    let mut bytes = intact.clone();
+    bytes.extend_from_slice(torn.as_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let (ledger, recovery) = Ledger::open(&sidecar).unwrap();
+    let recovery = recovery.expect("the torn end is found");
+    assert_eq!((recovery.from_offset, recovery.moved_bytes), (intact.len() as u64, torn.len() as u64));
+    assert_eq!(ledger.append(sample(&mut rng, "a", false)).unwrap().seq, 4, "the chain continues from the long last record");
+    drop(ledger);
+    assert!(verified(&sidecar).is_intact());
+}
+
 #[test]
 fn a_tail_torn_by_another_process_is_recovered_before_the_next_batch() {
     let (_dir, sidecar) = workspace();

@@ -486,15 +486,19 @@ fn work(inner: &Inner, receiver: &Receiver<Job>, pending: &(Mutex<usize>, Condva
     while let Ok(first) = receiver.recv() {
         let mut jobs = vec![first];
         jobs.extend(receiver.try_iter());
-        let mut rewrite = false;
-        for job in &jobs {
-            match job {
-                Job::Refresh => rewrite = true,
-                Job::Notice(noticed) => match inner.lessons.notice(noticed) {
-                    Ok(learnt) => rewrite |= learnt,
-                    Err(e) => *inner.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(Err(e.to_string().into())),
-                },
-            }
+        let taken = jobs.len();
+        let mut rewrite = jobs.iter().any(|job| matches!(job, Job::Refresh));
+        // What queued while the worker was busy is counted in one transaction.
+        let notices: Vec<Noticed> = jobs
+            .into_iter()
+            .filter_map(|job| match job {
+                Job::Notice(noticed) => Some(*noticed),
+                Job::Refresh => None,
+            })
+            .collect();
+        match inner.lessons.notice_all(&notices) {
+            Ok(learnt) => rewrite |= learnt,
+            Err(e) => *inner.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(Err(e.to_string().into())),
         }
         if rewrite {
             let result = inner.refresh(false);
@@ -502,7 +506,7 @@ fn work(inner: &Inner, receiver: &Receiver<Job>, pending: &(Mutex<usize>, Condva
         }
         let (count, done) = pending;
         let mut count = count.lock().unwrap_or_else(PoisonError::into_inner);
-        *count = count.saturating_sub(jobs.len());
+        *count = count.saturating_sub(taken);
         done.notify_all();
     }
 }

@@ -260,16 +260,25 @@ impl Engine {
     /// Opens the engine with native hooks registered ahead of the configured ones (after the
     /// gatekeeper, which every engine registers first).
     pub fn open_with(workspace_root: impl AsRef<Path>, registrations: Vec<Registration>) -> std::io::Result<Engine> {
-        Engine::open_in(workspace_root.as_ref(), registrations, None)
+        Engine::open_in(workspace_root.as_ref(), registrations, None, false)
+    }
+
+    /// Opens the engine for a process that judges one call and exits (`chokepoint hook` alone): as
+    /// [`Engine::open`], with the ledger opened on another thread from the start (the state
+    /// database, its log's index rebuilt, the ledger's lock and tail, its writer thread) while this
+    /// one parses the configuration. A cold process pays for both each time; on two cores the
+    /// record's open then hides behind the judging instead of following it.
+    pub fn open_for_one_call(workspace_root: impl AsRef<Path>) -> std::io::Result<Engine> {
+        Engine::open_in(workspace_root.as_ref(), Vec::new(), None, true)
     }
 
     /// An engine for a replay of the workspace's ledger against `files` (`engine::replay`): the same
     /// chains and judging path, but nothing is recorded and its gatekeeper takes no lease.
     pub(crate) fn open_replaying(workspace_root: &Path, files: ConfigFiles) -> std::io::Result<Engine> {
-        Engine::open_in(workspace_root, Vec::new(), Some(files))
+        Engine::open_in(workspace_root, Vec::new(), Some(files), false)
     }
 
-    fn open_in(root: &Path, registrations: Vec<Registration>, replay: Option<ConfigFiles>) -> std::io::Result<Engine> {
+    fn open_in(root: &Path, registrations: Vec<Registration>, replay: Option<ConfigFiles>, ledger_ahead: bool) -> std::io::Result<Engine> {
         if !std::fs::metadata(root)?.is_dir() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::NotADirectory,
@@ -279,6 +288,15 @@ impl Engine {
         let sidecar = Sidecar::new(root);
         // One connection to state.db for the gatekeeper's leases and expansions and the ledger's head.
         let state = Arc::new(crate::base::sqlite::StateDb::new(sidecar.state_db()));
+        // First, so that the ledger opened ahead starts before anything else is read.
+        let tracer = Arc::new(crate::engine::trace::Tracer::new(sidecar.clone(), Arc::clone(&state)));
+        let records = replay.is_none();
+        if ledger_ahead && records && tracer.governed() {
+            let tracer = Arc::clone(&tracer);
+            // Whoever needs the ledger first waits for this open (`Tracer::ledger`); one that failed
+            // is tried again, and reported, by the caller that needs it. No thread: opened on use.
+            let _ = std::thread::Builder::new().name("chokepoint-ledger-open".into()).spawn(move || drop(tracer.ledger()));
+        }
         let gatekeeper =
             crate::scope::gatekeeper::Gatekeeper::new(crate::scope::canonical::Workspace::new(root)?, sidecar.clone(), Arc::clone(&state));
         let gatekeeper = Arc::new(if replay.is_some() { gatekeeper.replaying() } else { gatekeeper });
@@ -289,8 +307,6 @@ impl Engine {
             gatekeeper.clone(),
         )];
         all.extend(registrations);
-        let tracer = Arc::new(crate::engine::trace::Tracer::new(sidecar.clone(), Arc::clone(&state)));
-        let records = replay.is_none();
         let files = replay.unwrap_or_else(|| ConfigFiles { hooks: sidecar.hooks_yaml(), intents: sidecar.active_intents_yaml() });
         let loaded: Arc<RwLock<Arc<Loaded>>> = Arc::default();
         let brain = {

@@ -21,6 +21,7 @@
 use crate::base::sqlite::StateDb;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How many times the same denial (hook, reason, intent) makes a lesson.
 pub const REPEATS: u32 = 3;
@@ -103,23 +104,41 @@ crate::base::error::domain_error! {
 #[derive(Debug)]
 pub(crate) struct Lessons {
     state: Arc<StateDb>,
+    /// Whether this process has made the tables: once, not in every transaction (parsing the schema
+    /// cost more than counting a denial). Cleared when a transaction fails, in case the database was
+    /// replaced under the process.
+    schema_made: AtomicBool,
 }
 
 impl Lessons {
     pub(crate) fn on(state: Arc<StateDb>) -> Lessons {
-        Lessons { state }
+        Lessons { state, schema_made: AtomicBool::new(false) }
     }
 
     /// Counts what `noticed` says and learns from it; `true` when a lesson was added.
+    #[cfg(test)]
     pub(crate) fn notice(&self, noticed: &Noticed) -> Result<bool, LessonError> {
+        self.notice_all(std::slice::from_ref(noticed))
+    }
+
+    /// Counts every notice, in order, in one transaction (the brain's worker takes what queued while
+    /// it was busy: a burst of denials is one commit, not one each); `true` when a lesson was added.
+    pub(crate) fn notice_all(&self, notices: &[Noticed]) -> Result<bool, LessonError> {
+        if !notices.iter().any(|n| n.denied || n.event == "BeforeSubmit") {
+            return Ok(false);
+        }
         self.transaction("learn from a gate", |tx| {
-            if noticed.event == "BeforeSubmit" {
-                submitted(tx, noticed)
-            } else if noticed.denied {
-                denied(tx, noticed)
-            } else {
-                Ok(false)
+            let mut learnt = false;
+            for noticed in notices {
+                learnt |= if noticed.event == "BeforeSubmit" {
+                    submitted(tx, noticed)?
+                } else if noticed.denied {
+                    denied(tx, noticed)?
+                } else {
+                    false
+                };
             }
+            Ok(learnt)
         })
     }
 
@@ -130,7 +149,7 @@ impl Lessons {
             return Ok(Vec::new());
         }
         self.transaction("read the lessons", |tx| {
-            let mut statement = tx.prepare("SELECT text, intent, seq, hash, time_ms FROM brain_lessons_v1 ORDER BY added")?;
+            let mut statement = tx.prepare_cached("SELECT text, intent, seq, hash, time_ms FROM brain_lessons_v1 ORDER BY added")?;
             let rows = statement.query_map([], |row| {
                 Ok(Lesson { text: row.get(0)?, intent: row.get(1)?, seq: uint(row.get(2)?), hash: row.get(3)?, time_ms: uint(row.get(4)?) })
             })?;
@@ -138,16 +157,22 @@ impl Lessons {
         })
     }
 
-    /// Runs `body` in one `BEGIN IMMEDIATE` transaction (the schema made first): another process's
-    /// count, dedup or bound is never interleaved with this one's. The connection's busy handler waits
-    /// for another process's transaction (`base::sqlite::BUSY_TIMEOUT`).
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction (the schema made first, once per process):
+    /// another process's count, dedup or bound is never interleaved with this one's. The
+    /// connection's busy handler waits for another process's transaction (`base::sqlite::BUSY_TIMEOUT`).
     fn transaction<T>(&self, op: &str, body: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>) -> Result<T, LessonError> {
-        let fail = |e: rusqlite::Error| LessonError::from(format!("cannot {op} in {}: {e}", self.state.path().display()));
+        let fail = |e: rusqlite::Error| {
+            self.schema_made.store(false, Ordering::Relaxed);
+            LessonError::from(format!("cannot {op} in {}: {e}", self.state.path().display()))
+        };
         let mut conn = self.state.lock().map_err(fail)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(fail)?;
-        tx.execute_batch(SCHEMA).map_err(fail)?;
+        if !self.schema_made.load(Ordering::Relaxed) {
+            tx.execute_batch(SCHEMA).map_err(fail)?;
+        }
         let value = body(&tx).map_err(fail)?;
         tx.commit().map_err(fail)?;
+        self.schema_made.store(true, Ordering::Relaxed);
         Ok(value)
     }
 }
@@ -159,21 +184,25 @@ fn denied(tx: &rusqlite::Transaction<'_>, noticed: &Noticed) -> rusqlite::Result
     let reason = noticed.reason.as_deref().unwrap_or("no reason given");
     let key = format!("denied\u{1f}{hook}\u{1f}{reason}\u{1f}{}", noticed.intent.as_deref().unwrap_or_default());
     let seen: Option<(i64, i64)> = tx
-        .query_row("SELECT count, time_ms FROM brain_denials_v1 WHERE key = ?1", [&key], |row| Ok((row.get(0)?, row.get(1)?)))
+        .prepare_cached("SELECT count, time_ms FROM brain_denials_v1 WHERE key = ?1")?
+        .query_row([&key], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?;
     let count = match seen {
         Some((count, time)) if noticed.time_ms.saturating_sub(uint(time)) <= COUNT_WINDOW_MS => uint(count) + 1,
         _ => 1,
     };
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO brain_denials_v1 (key, count, seq, time_ms) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (key) DO UPDATE SET count = excluded.count, seq = excluded.seq, time_ms = excluded.time_ms",
-        params![key, int(count), int(noticed.seq), int(noticed.time_ms)],
-    )?;
-    tx.execute(
-        "DELETE FROM brain_denials_v1 WHERE key NOT IN (SELECT key FROM brain_denials_v1 ORDER BY time_ms DESC, seq DESC LIMIT ?1)",
-        [COUNTERS_KEPT as i64],
-    )?;
+    )?
+    .execute(params![key, int(count), int(noticed.seq), int(noticed.time_ms)])?;
+    // Only a new counter can take the table past its bound.
+    if seen.is_none() {
+        tx.prepare_cached(
+            "DELETE FROM brain_denials_v1 WHERE key NOT IN (SELECT key FROM brain_denials_v1 ORDER BY time_ms DESC, seq DESC LIMIT ?1)",
+        )?
+        .execute([COUNTERS_KEPT as i64])?;
+    }
     if count != u64::from(REPEATS) {
         return Ok(false);
     }
@@ -223,10 +252,12 @@ fn learn(tx: &rusqlite::Transaction<'_>, key: &str, text: &str, noticed: &Notice
          VALUES (?1, (SELECT COALESCE(MAX(added), 0) + 1 FROM brain_lessons_v1), ?2, ?3, ?4, ?5, ?6)",
         params![key, text, noticed.intent, int(noticed.seq), noticed.hash, int(noticed.time_ms)],
     )? == 1;
-    tx.execute(
-        "DELETE FROM brain_lessons_v1 WHERE key NOT IN (SELECT key FROM brain_lessons_v1 ORDER BY added DESC LIMIT ?1)",
-        [KEPT as i64],
-    )?;
+    if added {
+        tx.execute(
+            "DELETE FROM brain_lessons_v1 WHERE key NOT IN (SELECT key FROM brain_lessons_v1 ORDER BY added DESC LIMIT ?1)",
+            [KEPT as i64],
+        )?;
+    }
     Ok(added)
 }
 
@@ -293,6 +324,18 @@ mod tests {
             "{}",
             list[0].text
         );
+    }
+
+    #[test]
+    fn a_burst_counted_in_one_transaction_teaches_what_one_at_a_time_would() {
+        let (_dir, lessons) = lessons();
+        let burst: Vec<Noticed> = (1..=REPEATS as u64 + 2).map(|seq| denial(seq, "outside the scope")).collect();
+        assert!(lessons.notice_all(&burst).unwrap(), "the burst reached the threshold");
+        let list = lessons.list().unwrap();
+        assert_eq!(list.len(), 1, "{list:?}");
+        assert_eq!(list[0].seq, u64::from(REPEATS), "linked to the denial that made the count, not the last of the burst");
+        assert!(!lessons.notice_all(&burst).unwrap(), "the same lesson is not learnt twice");
+        assert!(!lessons.notice_all(&[]).unwrap());
     }
 
     #[test]

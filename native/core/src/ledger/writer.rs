@@ -68,8 +68,11 @@ const MAX_BATCH: usize = 4096;
 /// `flush`), whose write and sync then cover them too.
 pub const LAZY_SYNC: Duration = Duration::from_millis(20);
 
-/// How much of the file a backward search for a line's start reads at a time.
+/// The most of the file a backward search for a line's start reads at a time.
 const TAIL_CHUNK: usize = 64 * 1024;
+
+/// The first read back from the end when looking for a line's start.
+const FIRST_TAIL_CHUNK: usize = 4 * 1024;
 
 /// The end of the ledger that was moved aside because a crash had left it torn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -900,16 +903,20 @@ fn chains(record: &Record, before: Option<&Line>) -> Result<(), String> {
 /// The position just after the last newline before `end` (0 if there is none): the start of the line
 /// that ends at `end`.
 fn line_start(file: &File, end: u64) -> io::Result<u64> {
-    let mut chunk = vec![0u8; TAIL_CHUNK];
+    // A record is a few hundred bytes: the first read is small (a cold `chokepoint hook` opens the
+    // tail three times), and each next one twice as large, up to [`TAIL_CHUNK`].
+    let mut size = FIRST_TAIL_CHUNK;
+    let mut chunk = Vec::new();
     let mut to = end;
     while to > 0 {
-        let from = to.saturating_sub(TAIL_CHUNK as u64);
-        let part = &mut chunk[..usize::try_from(to - from).expect("a chunk")];
-        read_at(file, from, part)?;
-        if let Some(at) = part.iter().rposition(|&b| b == b'\n') {
+        let from = to.saturating_sub(size as u64);
+        chunk.resize(usize::try_from(to - from).expect("a chunk"), 0);
+        read_at(file, from, &mut chunk)?;
+        if let Some(at) = chunk.iter().rposition(|&b| b == b'\n') {
             return Ok(from + at as u64 + 1);
         }
         to = from;
+        size = (size * 2).min(TAIL_CHUNK);
     }
     Ok(0)
 }
