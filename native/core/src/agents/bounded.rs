@@ -62,6 +62,13 @@ pub fn within(call: &Call, deadline: Duration, judge: impl FnOnce() -> Reply + S
     if let Err(e) = spawned {
         return reply::failure(call, &format!("Chokepoint could not start judging: {e}"));
     }
+    awaited(call, deadline, &receive)
+}
+
+/// The reply a judging started elsewhere sends on `receive`, waited for at most `deadline`; the
+/// deadline, or a judging that ended without replying (it panicked), is answered with
+/// [`reply::failure`] for `call`.
+pub fn awaited(call: &Call, deadline: Duration, receive: &mpsc::Receiver<Reply>) -> Reply {
     match receive.recv_timeout(deadline) {
         Ok(reply) => reply,
         Err(mpsc::RecvTimeoutError::Timeout) => reply::failure(

@@ -60,23 +60,62 @@ pub(crate) fn answer(engine: &Arc<Engine>, call: HookCall, received: Instant, bo
     }
     let decide_by = call.deadline.map(|d| received + d.saturating_sub(ASK_MARGIN));
     let options = HookOptions { program: call.program, depth: call.depth, decide_by };
-    let judging = {
-        let (engine, read) = (Arc::clone(engine), read.clone());
-        move || match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-            Ok(runtime) => runtime.block_on(judge(&engine, &read, &options)),
-            Err(e) => reply::failure(&read, &format!("Chokepoint could not start judging: {e}")),
-        }
-    };
     match (bound, call.deadline) {
-        (Bound::Here, Some(deadline)) => bounded::within(&read, deadline.saturating_sub(received.elapsed()), judging),
-        // A panic is answered as a failure, never by unwinding the server.
-        _ => std::panic::catch_unwind(std::panic::AssertUnwindSafe(judging)).unwrap_or_else(|_| {
+        // Judged on another of the pool's threads while this one keeps the deadline: a judging that
+        // does not end in time is denied here, and finishes on its own.
+        (Bound::Here, Some(deadline)) => {
+            let pool = match pool() {
+                Ok(pool) => pool,
+                Err(e) => return reply::failure(&read, &format!("Chokepoint could not start judging: {e}")),
+            };
+            let (send, receive) = std::sync::mpsc::channel();
+            let (engine, judged) = (Arc::clone(engine), read.clone());
+            // A panic ends the task without a reply, which `awaited` answers as a failure.
+            drop(pool.spawn_blocking(move || {
+                if let Ok(reply) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| judge_here(&engine, &judged, &options))) {
+                    let _ = send.send(reply);
+                }
+            }));
+            bounded::awaited(&read, deadline.saturating_sub(received.elapsed()), &receive)
+        }
+        // On this thread. A panic is answered as a failure, never by unwinding the server.
+        _ => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| judge_here(engine, &read, &options))).unwrap_or_else(|_| {
             reply::failure(
                 &read,
                 "Chokepoint's live engine crashed while judging this call (its log has the message); please report it with the hook input",
             )
         }),
     }
+}
+
+/// Judges `read` on this thread, on the runtime this thread keeps for it.
+///
+/// Why a runtime per thread of the pool, kept: building one per call (its event loop and timers)
+/// cost about a tenth of an HTTP hook's answer; a runtime shared by every thread (`block_on` from
+/// the pool's threads into a multi-threaded runtime) cost more again, in wake-ups across threads.
+fn judge_here(engine: &Arc<Engine>, read: &crate::agents::input::Call, options: &HookOptions) -> Reply {
+    thread_local! {
+        static RUNTIME: std::cell::OnceCell<Result<tokio::runtime::Runtime, String>> = const { std::cell::OnceCell::new() };
+    }
+    RUNTIME.with(|runtime| {
+        match runtime.get_or_init(|| tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())) {
+            Ok(runtime) => runtime.block_on(judge(engine, read, options)),
+            Err(e) => reply::failure(read, &format!("Chokepoint could not start judging: {e}")),
+        }
+    })
+}
+
+/// The threads the live engine serves connections and judges calls on, started at the first: a
+/// thread per connection, and another for the judging under a deadline, were started and ended for
+/// every call (with the unmapping of their stacks, a cross-core interrupt each). Idle threads are
+/// kept a while and reused. Shared by every server of the process.
+pub(crate) fn pool() -> Result<&'static tokio::runtime::Runtime, String> {
+    static POOL: std::sync::OnceLock<Result<tokio::runtime::Runtime, String>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("chokepoint-serve").build().map_err(|e| e.to_string())
+    })
+    .as_ref()
+    .map_err(Clone::clone)
 }
 
 /// Whether `read` is a gate on a tool that runs shell commands, which the answer would rewrite to

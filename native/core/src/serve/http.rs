@@ -128,10 +128,10 @@ fn accept_loop(listener: &TcpListener, engine: &Arc<Engine>, gate: &Arc<Gate>, s
             continue;
         };
         let (engine, gate, counters) = (Arc::clone(engine), Arc::clone(gate), Arc::clone(counters));
-        // Out of threads: the connection is dropped (for the agent, a failed hook).
-        drop(std::thread::Builder::new().name("chokepoint-http-call".into()).spawn(move || {
-            serve(stream, peer, &engine, &gate, &counters);
-        }));
+        // No runtime, or out of threads: the connection is dropped (for the agent, a failed hook).
+        if let Ok(runtime) = call::pool() {
+            drop(runtime.spawn_blocking(move || serve(stream, peer, &engine, &gate, &counters)));
+        }
     }
 }
 

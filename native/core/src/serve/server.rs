@@ -173,11 +173,10 @@ fn accept_loop(listener: &UnixListener, engine: &Arc<Engine>, stopping: &AtomicB
             continue;
         };
         let (engine, counters) = (Arc::clone(engine), Arc::clone(counters));
-        let spawned = std::thread::Builder::new().name("chokepoint-serve-call".into()).spawn(move || {
-            counters.count(serve(stream, engine));
-        });
-        // Out of threads: the connection is dropped, and the hook judges alone.
-        drop(spawned);
+        // No runtime, or out of threads: the connection is dropped, and the hook judges alone.
+        if let Ok(runtime) = super::call::pool() {
+            drop(runtime.spawn_blocking(move || counters.count(serve(stream, engine))));
+        }
     }
 }
 
