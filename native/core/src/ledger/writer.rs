@@ -577,9 +577,10 @@ impl Syncer {
         }
     }
 
-    /// Covers `stages` with one sync, raises the head, then settles them in order: the queue's
-    /// counters first (what a producer can ask once its ticket resolves, notices and `flush`, is
-    /// already there when it does), then the tickets.
+    /// Covers `stages` with one sync, then settles them in order: the writer's notices first (what a
+    /// producer can ask once its ticket resolves is already there when it does), then the tickets,
+    /// then the head raised, then the queue's counters, which `flush` waits for: a flush returns with
+    /// the head written, a ticket as soon as its record is durable.
     fn settle(&mut self, shared: &Shared, mut stages: Vec<Stage>) {
         let mut last: Option<(u64, String, u64)> = None;
         let mut synced: Vec<Arc<File>> = Vec::new();
@@ -606,44 +607,60 @@ impl Syncer {
                     stage.outcome = Err(error.clone());
                 }
             }
-        } else if let Some((seq, hash, now)) = last {
+        } else if let Some((seq, _, _)) = &last {
             let records: usize = stages.iter().filter_map(|s| s.outcome.as_ref().ok()).map(|b| b.appended.len()).sum();
-            shared.durable_seq.store(seq, Ordering::Release);
+            shared.durable_seq.store(*seq, Ordering::Release);
             shared.batches.fetch_add(1, Ordering::Release);
             shared.records.fetch_add(records as u64, Ordering::Release);
-            if let Err(error) = self.head.write(seq, &hash, now) {
-                stages.last_mut().expect("at least one").notices.push(Notice::HeadNotWritten(error));
+        }
+        // What the writer noticed is there before any ticket resolves (a producer may ask for it then).
+        {
+            let mut queue = shared.lock();
+            for stage in &mut stages {
+                queue.notices.append(&mut stage.notices);
             }
         }
-        let mut queue = shared.lock();
+        // The answers next: an agent's gate waits for its record's sync, not for the head, which may
+        // lag but never lead (head.rs). Writing the head is a write transaction in the state database,
+        // about a sixth of a served hook's answer when it came first. A flush (below) waits for both.
+        let mut counts = Vec::with_capacity(stages.len());
         for stage in &mut stages {
+            let replies = std::mem::take(&mut stage.replies);
+            counts.push(replies.len() as u64);
+            match &mut stage.outcome {
+                Ok(batch) => {
+                    for (reply, appended) in replies.into_iter().zip(batch.appended.drain(..)) {
+                        reply.send(Ok(appended));
+                    }
+                }
+                Err(error) => {
+                    for reply in replies {
+                        reply.send(Err(error.clone()));
+                    }
+                }
+            }
+        }
+        let head = match last {
+            Some((seq, hash, now)) if self.failed.is_none() => self.head.write(seq, &hash, now).err(),
+            _ => None,
+        };
+        let mut queue = shared.lock();
+        if let Some(error) = head {
+            queue.notices.push(Notice::HeadNotWritten(error));
+        }
+        for (stage, count) in stages.iter().zip(counts) {
             if let Err(error) = &stage.outcome
                 && queue.unreported.is_none()
             {
                 let first = queue.settled + 1;
                 queue.unreported = Some((first, error.clone()));
             }
-            queue.settled += stage.replies.len() as u64;
-            queue.notices.append(&mut stage.notices);
+            queue.settled += count;
         }
         let wake = queue.flush_waiters > 0;
         drop(queue);
         if wake {
             shared.settled.notify_all();
-        }
-        for stage in stages {
-            match stage.outcome {
-                Ok(batch) => {
-                    for (reply, appended) in stage.replies.into_iter().zip(batch.appended) {
-                        reply.send(Ok(appended));
-                    }
-                }
-                Err(error) => {
-                    for reply in stage.replies {
-                        reply.send(Err(error.clone()));
-                    }
-                }
-            }
         }
     }
 }
