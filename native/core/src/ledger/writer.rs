@@ -64,6 +64,18 @@ use crate::base::sqlite::StateDb;
 /// its first records acknowledged after one bounded write.
 const MAX_BATCH: usize = 4096;
 
+/// At most this many records wait in the queue: a producer that finds it full waits until the writer
+/// takes some (a producer on the ledger's own threads never waits; see [`ON_LEDGER_THREAD`]). Why:
+/// a flood of judgments outruns the writer, which builds, hashes and writes each record (more work
+/// than a judgment); unbounded, the queue of a benchmark's million calls grew past 2 GB.
+const MAX_QUEUED: usize = 4 * MAX_BATCH;
+
+thread_local! {
+    /// Set on the writer and syncer threads: a ticket's continuation they run may enqueue a record,
+    /// and waiting there for room only they can make would never end.
+    static ON_LEDGER_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// How long records enqueued lazily may wait to be written for a record someone waits for (or a
 /// `flush`), whose write and sync then cover them too.
 pub const LAZY_SYNC: Duration = Duration::from_millis(20);
@@ -153,6 +165,8 @@ struct Queue {
     urgent: bool,
     writer_waits: WriterWaits,
     flush_waiters: usize,
+    /// Producers waiting for room in a full queue ([`MAX_QUEUED`]).
+    room_waiters: usize,
     closing: bool,
     stopped: bool,
 }
@@ -172,9 +186,11 @@ enum WriterWaits {
 struct Shared {
     ledger: Arc<Path>,
     queue: Mutex<Queue>,
-    /// The writer thread waits here for records; `flush` waits on `settled`.
+    /// The writer thread waits here for records; `flush` waits on `settled`; a producer facing a full
+    /// queue on `room`.
     wake_writer: Condvar,
     settled: Condvar,
+    room: Condvar,
     batches: AtomicU64,
     /// Batches handed to the syncer thread and not yet settled by it.
     staged: AtomicUsize,
@@ -256,11 +272,13 @@ impl Ledger {
                 urgent: false,
                 writer_waits: WriterWaits::Busy,
                 flush_waiters: 0,
+                room_waiters: 0,
                 closing: false,
                 stopped: false,
             }),
             wake_writer: Condvar::new(),
             settled: Condvar::new(),
+            room: Condvar::new(),
             batches: AtomicU64::new(0),
             staged: AtomicUsize::new(0),
             records: AtomicU64::new(0),
@@ -324,6 +342,17 @@ impl Ledger {
     fn push(&self, record: Option<Box<Record>>, body: String, build: Option<Build>, lazy: bool) -> Ticket {
         let (reply, ticket) = ticket::pair(Arc::clone(&self.shared.ledger));
         let mut queue = self.shared.lock();
+        while queue.pending.len() >= MAX_QUEUED && !queue.stopped && !queue.closing && !ON_LEDGER_THREAD.with(std::cell::Cell::get) {
+            // Full: the writer is behind. It takes the queue at once if it waits (for lazy records'
+            // time to be up, say), and says when there is room.
+            queue.room_waiters += 1;
+            queue.urgent = true;
+            if queue.writer_waits != WriterWaits::Busy {
+                self.shared.wake_writer.notify_one();
+            }
+            queue = self.shared.room.wait(queue).unwrap_or_else(PoisonError::into_inner);
+            queue.room_waiters -= 1;
+        }
         if queue.stopped || queue.closing {
             reply.send(Err(LedgerError::Closed { ledger: self.path().to_owned() }));
             return ticket;
@@ -389,6 +418,7 @@ impl Drop for Ledger {
     fn drop(&mut self) {
         self.shared.lock().closing = true;
         self.shared.wake_writer.notify_one();
+        self.shared.room.notify_all();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -399,6 +429,7 @@ impl Drop for Ledger {
 /// thread while another is in flight, until closed; then waits for the syncer to settle what it was
 /// handed.
 fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
+    ON_LEDGER_THREAD.with(|on| on.set(true));
     let syncer = Arc::new(Mutex::new(syncer));
     /// Marks the writer stopped and fails whatever is still queued, also if a bug makes the thread
     /// unwind: producers then get `Closed` instead of waiting forever.
@@ -413,6 +444,7 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
             }
             drop(queue);
             self.0.settled.notify_all();
+            self.0.room.notify_all();
         }
     }
     let _stop = Stop(shared);
@@ -448,6 +480,9 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
             } else {
                 batch.extend(queue.pending.drain(..MAX_BATCH));
                 queue.urgent = queue.pending.iter().any(|pending| !pending.lazy);
+            }
+            if queue.room_waiters > 0 {
+                shared.room.notify_all();
             }
         }
         build_deferred(&mut batch, shared);
@@ -569,6 +604,7 @@ struct Syncer {
 impl Syncer {
     /// The syncer thread: takes every batch written since the last sync and settles them together.
     fn run(syncer: &Mutex<Syncer>, shared: &Shared, written: &Receiver<Stage>) {
+        ON_LEDGER_THREAD.with(|on| on.set(true));
         while let Ok(first) = written.recv() {
             let stages: Vec<Stage> = std::iter::once(first).chain(written.try_iter()).collect();
             let count = stages.len();
@@ -1068,6 +1104,47 @@ mod tests {
         assert_eq!(alone.seq, 7);
         assert!(started.elapsed() < LAZY_SYNC * 20, "{:?}", started.elapsed());
         assert!(ledger.stats().durable_seq >= 7);
+    }
+
+    #[test]
+    fn a_producer_that_outruns_the_writer_waits_for_room_and_nothing_is_lost() {
+        let (_dir, sidecar) = sidecar();
+        let (ledger, _) = Ledger::open(&sidecar).unwrap();
+        let ledger = Arc::new(ledger);
+        // The writer is held in the first record's build until released.
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (building, started) = std::sync::mpsc::channel::<()>();
+        let first = ledger.enqueue_deferred(false, move || {
+            let _ = building.send(());
+            let _ = held.recv();
+            Record::new(super::super::RecordKind::ToolCall)
+        });
+        started.recv().unwrap();
+        let total = MAX_QUEUED + 10;
+        let done = Arc::new(AtomicUsize::new(0));
+        let producer = std::thread::spawn({
+            let (ledger, done) = (Arc::clone(&ledger), Arc::clone(&done));
+            move || {
+                let mut tickets = Vec::new();
+                for _ in 0..total {
+                    tickets.push(ledger.enqueue_lazy(Record::new(super::super::RecordKind::Lifecycle)));
+                    done.fetch_add(1, Ordering::SeqCst);
+                }
+                tickets
+            }
+        });
+        // The producer fills the queue and then waits: it never holds more than its bound.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while done.load(Ordering::SeqCst) < MAX_QUEUED && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(done.load(Ordering::SeqCst), MAX_QUEUED, "the producer stopped at the bound");
+        assert!(ledger.shared.lock().pending.len() <= MAX_QUEUED);
+        release.send(()).unwrap();
+        let tickets = producer.join().unwrap();
+        assert_eq!(first.wait().unwrap().seq, 1);
+        assert_eq!(tickets.into_iter().map(|t| t.wait().unwrap().seq).last(), Some(total as u64 + 1), "every record written, in order");
     }
 
     #[test]
