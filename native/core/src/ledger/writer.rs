@@ -1191,6 +1191,8 @@ mod tests {
         let text = std::fs::read_to_string(sidecar.trace_ledger()).unwrap();
         assert_eq!(text, format!("{}\n{}\n", first.record.to_line(), second.record.to_line()));
         assert_eq!(second.offset as usize, text.find('\n').unwrap() + 1);
+        // An append is answered once its record is durable; the head follows, and a flush waits for it.
+        ledger.flush().unwrap();
         let head = super::super::head::read(&sidecar.state_db()).unwrap().unwrap();
         assert_eq!((head.count, head.hash), (2, second.hash));
     }

@@ -91,8 +91,8 @@ pub(crate) fn answer(engine: &Arc<Engine>, call: HookCall, received: Instant, bo
 /// Judges `read` on this thread, on the runtime this thread keeps for it.
 ///
 /// Why a runtime per thread of the pool, kept: building one per call (its event loop and timers)
-/// cost about a tenth of an HTTP hook's answer; a runtime shared by every thread (`block_on` from
-/// the pool's threads into a multi-threaded runtime) cost more again, in wake-ups across threads.
+/// cost about a tenth of an HTTP hook's answer; and a judging blocks its thread anyway (SQLite, the
+/// file system), so it runs where it is, with no hand-off to another runtime's threads.
 fn judge_here(engine: &Arc<Engine>, read: &crate::agents::input::Call, options: &HookOptions) -> Reply {
     thread_local! {
         static RUNTIME: std::cell::OnceCell<Result<tokio::runtime::Runtime, String>> = const { std::cell::OnceCell::new() };
