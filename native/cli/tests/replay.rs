@@ -3,10 +3,12 @@
 //! one rule changed, and the JSON a script reads; a draft that does not load is exit 2 with its
 //! file:line:column; the ledger's bytes are the same after every replay.
 
+mod common;
+
+use common::chokepoint;
 use serde_json::{Value, json};
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
 
 const INTENTS: &str = "version: 1
 active_intents:
@@ -22,16 +24,9 @@ fn hooks(guarded: &str) -> String {
     )
 }
 
-fn chokepoint(ws: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_chokepoint")).args(args).args(["--workspace", ws.to_str().unwrap()]).output().unwrap()
-}
-
 fn workspace() -> tempfile::TempDir {
-    let ws = tempfile::tempdir().unwrap();
-    fs::create_dir_all(ws.path().join(".orchestration")).unwrap();
+    let ws = common::workspace(&hooks("src/secret/**"), INTENTS);
     fs::create_dir_all(ws.path().join("src")).unwrap();
-    fs::write(ws.path().join(".orchestration/active_intents.yaml"), INTENTS).unwrap();
-    fs::write(ws.path().join(".orchestration/hooks.yaml"), hooks("src/secret/**")).unwrap();
     let out = chokepoint(ws.path(), &["intent", "select", "--session", "S1", "INT-SRC"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     for (path, code) in [("src/a.ts", 0), ("src/lib/b.ts", 0), ("src/secret/k.ts", 1)] {

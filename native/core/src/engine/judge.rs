@@ -581,7 +581,7 @@ impl Engine {
         };
         let images = Arc::clone(self.tracer.images());
         let wait = waits == Waits::IfGate && awaits_durability(kind);
-        let watch = self.brain_watch(kind, &start.event, &recorded.decision);
+        let watch = self.brain_watch(kind, handshake, &recorded.decision);
         let ticket = ledger.enqueue_deferred(!wait, move || start.record(&images, intent, recorded));
         if wait || watch.is_some() { Durable::After(ticket, watch) } else { Durable::Now }
     }
@@ -590,10 +590,9 @@ impl Engine {
     /// round are noticed once their record is durable (its `seq` is the lesson's link); a lease taken
     /// or released has the section rewritten. Both on the brain's worker, never on this thread; an
     /// allowed tool call costs the comparisons below and nothing else.
-    fn brain_watch(&self, kind: EventKind, event: &Event, decision: &crate::model::decision::Decision) -> Option<BrainWatch> {
+    fn brain_watch(&self, kind: EventKind, handshake: bool, decision: &crate::model::decision::Decision) -> Option<BrainWatch> {
         use crate::model::decision::Decision;
         let allowed = matches!(decision, Decision::Allow);
-        let handshake = event.tool.as_deref() == Some(crate::scope::gatekeeper::SELECT_INTENT_TOOL);
         if matches!(kind, EventKind::TaskComplete | EventKind::SessionEnd) || (kind == EventKind::PreToolUse && handshake && allowed) {
             self.brain.refresh_later();
         }

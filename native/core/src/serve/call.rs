@@ -112,7 +112,8 @@ fn judge_here(engine: &Arc<Engine>, read: &crate::agents::input::Call, options: 
 pub(crate) fn pool() -> Result<&'static tokio::runtime::Runtime, String> {
     static POOL: std::sync::OnceLock<Result<tokio::runtime::Runtime, String>> = std::sync::OnceLock::new();
     POOL.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("chokepoint-serve").build().map_err(|e| e.to_string())
+        // Only its pool of blocking threads is used, which runs without anyone driving the runtime.
+        tokio::runtime::Builder::new_current_thread().thread_name("chokepoint-serve").build().map_err(|e| e.to_string())
     })
     .as_ref()
     .map_err(Clone::clone)
