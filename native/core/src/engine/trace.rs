@@ -187,13 +187,31 @@ impl Images {
         }
     }
 
+    /// A file's content now. While the ledger builds a batch, each file is read once for the batch:
+    /// its records are built at one moment, and a tool call's after-image and the next call's
+    /// before-image (the same file, in the same batch of a burst) were otherwise two reads on the
+    /// path to the next gate's sync.
     fn read(&self, rel: &str) -> Option<String> {
         let file = self.root.join(rel);
-        let meta = std::fs::metadata(&file).ok()?;
-        if meta.len() > MAX_IMAGE_BYTES {
-            return None;
-        }
-        std::fs::read_to_string(file).ok()
+        let Some(batch) = crate::ledger::writer::batch_being_built() else { return read_image(&file) };
+        READ_IN_BATCH.with(|memo| {
+            let mut memo = memo.borrow_mut();
+            if memo.0 != batch {
+                *memo = (batch, Vec::new());
+            }
+            if let Some((_, image)) = memo.1.iter().find(|(path, _)| *path == file) {
+                return image.clone();
+            }
+            let image = read_image(&file);
+            // Kept until the thread's next batch: only small ones, and only a few.
+            if image.as_ref().is_none_or(|i| i.len() <= IMAGE_KEPT_BYTES) {
+                if memo.1.len() == IMAGES_PER_BATCH {
+                    memo.1.remove(0);
+                }
+                memo.1.push((file, image.clone()));
+            }
+            image
+        })
     }
 
     /// What a completed write changed in each file: ranges against the before-image when there is
@@ -215,6 +233,29 @@ impl Images {
             })
             .collect()
     }
+}
+
+fn read_image(file: &std::path::Path) -> Option<String> {
+    let meta = std::fs::metadata(file).ok()?;
+    if meta.len() > MAX_IMAGE_BYTES {
+        return None;
+    }
+    std::fs::read_to_string(file).ok()
+}
+
+/// The most images kept for the batch being built: enough for a multi-file edit's after-images and
+/// the next one's before-images.
+const IMAGES_PER_BATCH: usize = 8;
+
+/// The largest image kept for the batch being built (a larger one is read for each record).
+const IMAGE_KEPT_BYTES: usize = 256 * 1024;
+
+/// The images read for one batch: its number, then each file and its content.
+type BatchImages = (u64, Vec<(std::path::PathBuf, Option<String>)>);
+
+thread_local! {
+    /// The images read for the batch being built on this thread.
+    static READ_IN_BATCH: std::cell::RefCell<BatchImages> = const { std::cell::RefCell::new((0, Vec::new())) };
 }
 
 /// The record of one judged event.

@@ -76,9 +76,30 @@ thread_local! {
     static ON_LEDGER_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+thread_local! {
+    /// The batch whose deferred records this thread is building (see [`batch_being_built`]); 0 when
+    /// it builds none.
+    static BUILDING: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Numbers the batches built, across every ledger of the process, from 1.
+static BATCHES_BUILT: AtomicU64 = AtomicU64::new(0);
+
+/// Which batch the record being built on this thread (by a build of [`Ledger::enqueue_deferred`])
+/// belongs to: a number no other batch of this process has, or `None` outside a build. The records
+/// of one batch are built at one moment (just before their one write), so what a build reads from
+/// elsewhere (a file's image, say) may be read once for the batch and shared by its records.
+pub fn batch_being_built() -> Option<u64> {
+    Some(BUILDING.with(std::cell::Cell::get)).filter(|&batch| batch != 0)
+}
+
 /// How long records enqueued lazily may wait to be written for a record someone waits for (or a
 /// `flush`), whose write and sync then cover them too.
 pub const LAZY_SYNC: Duration = Duration::from_millis(20);
+
+/// How long the writer thread keeps looking at the queue every [`LAZY_SYNC`] after a batch, so that
+/// lazy records need not wake it (see the writer's loop).
+const LINGER: Duration = Duration::from_secs(2);
 
 /// The most of the file a backward search for a line's start reads at a time.
 const TAIL_CHUNK: usize = 64 * 1024;
@@ -134,6 +155,8 @@ pub struct Stats {
     /// The `seq` of the last record this writer synced (0 before the first); a record is acknowledged
     /// only once this has reached its `seq`.
     pub durable_seq: u64,
+    /// Times an enqueue woke the writer thread (each a system call on the producer's thread).
+    pub wakeups: u64,
 }
 
 struct Pending {
@@ -163,6 +186,9 @@ struct Queue {
     notices: Vec<Notice>,
     /// `pending` holds a record someone waits for.
     urgent: bool,
+    /// When the first record now in `pending` was queued: lazy ones wait at most [`LAZY_SYNC`] from
+    /// then.
+    first_queued_at: std::time::Instant,
     writer_waits: WriterWaits,
     flush_waiters: usize,
     /// Producers waiting for room in a full queue ([`MAX_QUEUED`]).
@@ -196,6 +222,7 @@ struct Shared {
     staged: AtomicUsize,
     records: AtomicU64,
     durable_seq: AtomicU64,
+    wakeups: AtomicU64,
     /// Set by the syncer when a sync fails; the writer then refuses further batches.
     sync_failed: Mutex<Option<LedgerError>>,
 }
@@ -271,6 +298,7 @@ impl Ledger {
                 notices: Vec::new(),
                 urgent: false,
                 writer_waits: WriterWaits::Busy,
+                first_queued_at: std::time::Instant::now(),
                 flush_waiters: 0,
                 room_waiters: 0,
                 closing: false,
@@ -283,6 +311,7 @@ impl Ledger {
             staged: AtomicUsize::new(0),
             records: AtomicU64::new(0),
             durable_seq: AtomicU64::new(0),
+            wakeups: AtomicU64::new(0),
             sync_failed: Mutex::new(None),
         });
         // The head is read under the lock by the writer and written after each sync by the syncer,
@@ -357,6 +386,9 @@ impl Ledger {
             reply.send(Err(LedgerError::Closed { ledger: self.path().to_owned() }));
             return ticket;
         }
+        if queue.pending.is_empty() {
+            queue.first_queued_at = std::time::Instant::now();
+        }
         queue.pending.push(Pending { record, body, build, reply, lazy });
         queue.enqueued += 1;
         queue.urgent |= !lazy;
@@ -369,6 +401,7 @@ impl Ledger {
         };
         drop(queue);
         if wake {
+            self.shared.wakeups.fetch_add(1, Ordering::Relaxed);
             self.shared.wake_writer.notify_one();
         }
         ticket
@@ -409,6 +442,7 @@ impl Ledger {
             batches: self.shared.batches.load(Ordering::Acquire),
             records: self.shared.records.load(Ordering::Acquire),
             durable_seq: self.shared.durable_seq.load(Ordering::Acquire),
+            wakeups: self.shared.wakeups.load(Ordering::Relaxed),
         }
     }
 }
@@ -452,16 +486,28 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
     // judging alone) settles each on this thread and never needs it.
     let mut syncing: Option<(mpsc::Sender<Stage>, JoinHandle<()>)> = None;
     let mut batch: Vec<Pending> = Vec::new();
+    // No linger before the first batch: a process that never writes never looks.
+    let mut last_batch: Option<std::time::Instant> = None;
     loop {
         {
             let mut queue = shared.lock();
+            // Idle. For a while after a batch (a burst of tool calls, each with lazy records around
+            // its gate), look at the queue every LAZY_SYNC instead of asking to be woken: a lazy
+            // record then costs its producer no wake-up (a futex wake of a sleeping thread on an idle
+            // core: ~7 µs on a VM, three per tool call of the agent runtime before this), and still
+            // waits no longer than LAZY_SYNC. Past the linger, sleep until anything comes.
             while queue.pending.is_empty() && !queue.closing {
-                queue.writer_waits = WriterWaits::ForAny;
-                queue = shared.wake_writer.wait(queue).unwrap_or_else(PoisonError::into_inner);
+                if last_batch.is_some_and(|at| at.elapsed() < LINGER) {
+                    queue.writer_waits = WriterWaits::ForUrgent;
+                    queue = shared.wake_writer.wait_timeout(queue, LAZY_SYNC).unwrap_or_else(PoisonError::into_inner).0;
+                } else {
+                    queue.writer_waits = WriterWaits::ForAny;
+                    queue = shared.wake_writer.wait(queue).unwrap_or_else(PoisonError::into_inner);
+                }
             }
             // Only lazy records: hold them back until a record someone waits for joins them, a flush
-            // waits for them, or their time is up.
-            let deadline = std::time::Instant::now() + LAZY_SYNC;
+            // waits for them, or LAZY_SYNC has passed since the first of them came.
+            let deadline = queue.first_queued_at + LAZY_SYNC;
             while !queue.urgent && queue.flush_waiters == 0 && !queue.closing {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
                 if left.is_zero() {
@@ -485,6 +531,7 @@ fn run(shared: &Arc<Shared>, mut writer: Writer, syncer: Syncer) {
                 shared.room.notify_all();
             }
         }
+        last_batch = Some(std::time::Instant::now());
         build_deferred(&mut batch, shared);
         if batch.is_empty() {
             continue;
@@ -537,6 +584,14 @@ fn build_deferred(batch: &mut Vec<Pending>, shared: &Shared) {
     }
     let mut failed = Vec::new();
     let mut kept = Vec::with_capacity(batch.len());
+    struct Building;
+    impl Drop for Building {
+        fn drop(&mut self) {
+            BUILDING.with(|b| b.set(0));
+        }
+    }
+    BUILDING.with(|b| b.set(BATCHES_BUILT.fetch_add(1, Ordering::Relaxed) + 1));
+    let building = Building;
     for mut pending in batch.drain(..) {
         let Some(build) = pending.build.take() else {
             kept.push(pending);
@@ -558,6 +613,7 @@ fn build_deferred(batch: &mut Vec<Pending>, shared: &Shared) {
             }
         }
     }
+    drop(building);
     *batch = kept;
     if failed.is_empty() {
         return;
@@ -1077,6 +1133,30 @@ mod tests {
         for line in ["", "{\"v\":1}", "é"] {
             assert_eq!(hash_line(line.as_bytes()), super::super::record::line_hash(line));
         }
+    }
+
+    #[test]
+    fn lazy_records_after_a_batch_wake_nobody_and_still_wait_at_most_lazy_sync() {
+        let (_dir, sidecar) = sidecar();
+        let (ledger, _) = Ledger::open(&sidecar).unwrap();
+        ledger.append(Record::new(super::super::RecordKind::Lifecycle)).unwrap();
+        // A burst: the writer wrote a batch a moment ago (and is back from it), so it looks at the
+        // queue itself.
+        ledger.flush().unwrap();
+        std::thread::sleep(LAZY_SYNC / 4);
+        let woken = ledger.stats().wakeups;
+        let started = std::time::Instant::now();
+        let lazy: Vec<Ticket> = (0..3).map(|_| ledger.enqueue_lazy(Record::new(super::super::RecordKind::Lifecycle))).collect();
+        assert_eq!(ledger.stats().wakeups, woken, "a lazy record in a burst woke the writer");
+        let seqs: Vec<u64> = lazy.into_iter().map(|t| t.wait().unwrap().seq).collect();
+        assert_eq!(seqs, vec![2, 3, 4]);
+        assert!(started.elapsed() < LAZY_SYNC * 20, "{:?}", started.elapsed());
+        // A record someone waits for still wakes it at once (once it is back from the batch).
+        ledger.flush().unwrap();
+        std::thread::sleep(LAZY_SYNC / 4);
+        let woken = ledger.stats().wakeups;
+        ledger.append(Record::new(super::super::RecordKind::ToolCall)).unwrap();
+        assert_eq!(ledger.stats().wakeups, woken + 1);
     }
 
     #[test]
