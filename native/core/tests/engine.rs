@@ -370,6 +370,35 @@ fn an_edit_is_picked_up_while_running_debounced_and_a_bad_one_keeps_the_last_goo
     assert_eq!(engine.plan(&chokepoint_core::Event::new(EventKind::TurnEnd)), ["h2"], "the last good configuration keeps running");
 }
 
+#[test]
+fn a_save_by_rename_is_picked_up_and_the_engines_own_writes_beside_it_are_not() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let ws = workspace(Some("version: 1\nhooks: {}\n"), Some(INTENTS));
+    let engine = std::sync::Arc::new(Engine::open(ws.path()).unwrap());
+    let (tx, rx) = mpsc::channel();
+    let _watch = engine.watch(Duration::from_millis(50), move |d| tx.send(d).unwrap()).unwrap();
+
+    // The ledger and the state database live in the same folder and change at every judged event;
+    // so does any other file there. None of it is configuration.
+    for _ in 0..20 {
+        let mut event = chokepoint_core::Event::new(EventKind::TurnStart);
+        event.ids.session = Some("s".into());
+        engine.evaluate(event).unwrap();
+    }
+    engine.tracer().flush().unwrap();
+    write(ws.path(), "notes.txt", "not configuration");
+    assert!(ws.path().join(".orchestration/agent_trace.jsonl").exists(), "the events were recorded beside the configuration");
+    assert!(rx.recv_timeout(Duration::from_millis(400)).is_err(), "a write that is not configuration reloaded the engine");
+
+    // Most editors save by writing a temporary file and renaming it over the old one.
+    write(ws.path(), ".hooks.yaml.swp", "version: 1\nhooks:\n  TurnEnd:\n    - name: renamed\n      command: ['true']\n");
+    fs::rename(ws.path().join(".orchestration/.hooks.yaml.swp"), ws.path().join(".orchestration/hooks.yaml")).unwrap();
+    let diagnostics = rx.recv_timeout(Duration::from_secs(10)).expect("a reload after the save by rename");
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    assert_eq!(engine.plan(&chokepoint_core::Event::new(EventKind::TurnEnd)), ["renamed"]);
+}
+
 /// The README's YAML examples are configurations this engine accepts, so the documentation cannot
 /// drift from the types.
 #[test]
