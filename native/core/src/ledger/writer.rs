@@ -155,7 +155,7 @@ pub struct Stats {
     /// The `seq` of the last record this writer synced (0 before the first); a record is acknowledged
     /// only once this has reached its `seq`.
     pub durable_seq: u64,
-    /// Times an enqueue woke the writer thread (each a system call on the producer's thread).
+    /// Times an enqueue or a flush woke the writer thread (each a system call on the caller's thread).
     pub wakeups: u64,
 }
 
@@ -413,15 +413,20 @@ impl Ledger {
     pub fn flush(&self) -> Result<(), LedgerError> {
         let mut queue = self.shared.lock();
         let target = queue.enqueued;
-        queue.flush_waiters += 1;
-        // Records held back for a later gate are written now.
-        if queue.writer_waits != WriterWaits::Busy {
-            self.shared.wake_writer.notify_one();
+        // Nothing outstanding (a batch counts as settled once its head is raised too): no wake-up of
+        // the writer thread, which is a system call here and a context switch there.
+        if queue.settled < target {
+            queue.flush_waiters += 1;
+            // Records held back for a later gate are written now.
+            if queue.writer_waits != WriterWaits::Busy {
+                self.shared.wakeups.fetch_add(1, Ordering::Relaxed);
+                self.shared.wake_writer.notify_one();
+            }
+            while queue.settled < target && !queue.stopped {
+                queue = self.shared.settled.wait(queue).unwrap_or_else(PoisonError::into_inner);
+            }
+            queue.flush_waiters -= 1;
         }
-        while queue.settled < target && !queue.stopped {
-            queue = self.shared.settled.wait(queue).unwrap_or_else(PoisonError::into_inner);
-        }
-        queue.flush_waiters -= 1;
         if queue.unreported.as_ref().is_some_and(|(first, _)| *first <= target) {
             return Err(queue.unreported.take().expect("checked").1);
         }
@@ -1136,7 +1141,7 @@ mod tests {
     }
 
     #[test]
-    fn lazy_records_after_a_batch_wake_nobody_and_still_wait_at_most_lazy_sync() {
+    fn lazy_records_in_a_burst_and_a_flush_with_nothing_to_wait_for_wake_nobody() {
         let (_dir, sidecar) = sidecar();
         let (ledger, _) = Ledger::open(&sidecar).unwrap();
         ledger.append(Record::new(super::super::RecordKind::Lifecycle)).unwrap();
@@ -1157,6 +1162,12 @@ mod tests {
         let woken = ledger.stats().wakeups;
         ledger.append(Record::new(super::super::RecordKind::ToolCall)).unwrap();
         assert_eq!(ledger.stats().wakeups, woken + 1);
+        // A flush with nothing outstanding wakes nobody either.
+        ledger.flush().unwrap();
+        std::thread::sleep(LAZY_SYNC / 4);
+        let woken = ledger.stats().wakeups;
+        ledger.flush().unwrap();
+        assert_eq!(ledger.stats().wakeups, woken, "a flush with nothing to wait for woke the writer");
     }
 
     #[test]
