@@ -26,13 +26,14 @@ fn write_1kib() -> Event {
     e
 }
 
-fn evaluate(c: &mut Criterion) {
-    let ws = workspace("version: 1\n");
-    let engine = Engine::open(ws.path()).unwrap();
-    let event = Event::tool(EventKind::PreToolUse, "read_file", serde_json::json!({ "path": "src/auth/login.js" }));
-    // Drained before each batch as engine.chain8.rust is (it says why), and at the end, so that its
-    // backlog does not run beside the next figure.
-    c.bench_function("engine.evaluate.rust", |b| {
+/// `engine.evaluate(event)` timed by criterion in batches of 256, the ledger drained before each,
+/// untimed: the figure is one judgment's cost to its caller, with its record queued and built on the
+/// ledger's thread as always. Without the drain, criterion's million back-to-back calls outran the
+/// ledger's thread (which builds, hashes and writes each record: more work per call than the
+/// judging) and its queue grew to gigabytes, so the figure timed fresh pages of that backlog rather
+/// than the judging. Agents call far apart; the ledger's own throughput is `ledger.append.*`.
+fn drained(c: &mut Criterion, name: &str, engine: &Engine, event: &Event) {
+    c.bench_function(name, |b| {
         b.iter_batched(
             || {
                 engine.tracer().flush().unwrap();
@@ -42,6 +43,14 @@ fn evaluate(c: &mut Criterion) {
             BatchSize::NumIterations(256),
         )
     });
+}
+
+fn evaluate(c: &mut Criterion) {
+    let ws = workspace("version: 1\n");
+    let engine = Engine::open(ws.path()).unwrap();
+    let event = Event::tool(EventKind::PreToolUse, "read_file", serde_json::json!({ "path": "src/auth/login.js" }));
+    // Drained at the end too, so that its backlog does not run beside the next figure.
+    drained(c, "engine.evaluate.rust", &engine, &event);
     engine.tracer().flush().unwrap();
 
     let yaml = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/chain8.hooks.yaml")).unwrap();
@@ -50,22 +59,7 @@ fn evaluate(c: &mut Criterion) {
     assert!(engine8.info().diagnostics.is_empty());
     let event = write_1kib();
     assert_eq!(engine8.evaluate(event.clone()).unwrap().additional_context.len(), 2, "the benchmark chain must do its work");
-    // The ledger is drained before each batch of 256, untimed: the figure is one judgment's cost to
-    // its caller, with its record queued and built on the ledger's thread as always. Without the
-    // drain, criterion's million back-to-back calls outran the ledger's thread (which builds,
-    // hashes and writes each record: more work per call than the judging) and its queue grew to
-    // gigabytes, so the figure timed fresh pages of that backlog rather than the judging. Agents
-    // call far apart; the ledger's own throughput is `ledger.append.*`.
-    c.bench_function("engine.chain8.rust", |b| {
-        b.iter_batched(
-            || {
-                engine8.tracer().flush().unwrap();
-                event.clone()
-            },
-            |e| engine8.evaluate(black_box(e)),
-            BatchSize::NumIterations(256),
-        )
-    });
+    drained(c, "engine.chain8.rust", &engine8, &event);
 }
 
 fn command_hook(c: &mut Criterion) {

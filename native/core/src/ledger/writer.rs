@@ -155,7 +155,8 @@ pub struct Stats {
     /// The `seq` of the last record this writer synced (0 before the first); a record is acknowledged
     /// only once this has reached its `seq`.
     pub durable_seq: u64,
-    /// Times an enqueue or a flush woke the writer thread (each a system call on the caller's thread).
+    /// Times the writer thread was woken (by an enqueue, a flush or closing): each a system call on the
+    /// caller's thread.
     pub wakeups: u64,
 }
 
@@ -231,6 +232,12 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         // Nothing panics while holding this lock with the queue half-changed.
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wakes the writer thread, counted in [`Stats::wakeups`]: a system call on the caller's thread.
+    fn wake_writer(&self) {
+        self.wakeups.fetch_add(1, Ordering::Relaxed);
+        self.wake_writer.notify_one();
     }
 }
 
@@ -377,7 +384,7 @@ impl Ledger {
             queue.room_waiters += 1;
             queue.urgent = true;
             if queue.writer_waits != WriterWaits::Busy {
-                self.shared.wake_writer.notify_one();
+                self.shared.wake_writer();
             }
             queue = self.shared.room.wait(queue).unwrap_or_else(PoisonError::into_inner);
             queue.room_waiters -= 1;
@@ -401,8 +408,7 @@ impl Ledger {
         };
         drop(queue);
         if wake {
-            self.shared.wakeups.fetch_add(1, Ordering::Relaxed);
-            self.shared.wake_writer.notify_one();
+            self.shared.wake_writer();
         }
         ticket
     }
@@ -419,8 +425,7 @@ impl Ledger {
             queue.flush_waiters += 1;
             // Records held back for a later gate are written now.
             if queue.writer_waits != WriterWaits::Busy {
-                self.shared.wakeups.fetch_add(1, Ordering::Relaxed);
-                self.shared.wake_writer.notify_one();
+                self.shared.wake_writer();
             }
             while queue.settled < target && !queue.stopped {
                 queue = self.shared.settled.wait(queue).unwrap_or_else(PoisonError::into_inner);
@@ -456,7 +461,7 @@ impl Drop for Ledger {
     /// Writes what is still queued, then stops the writer thread.
     fn drop(&mut self) {
         self.shared.lock().closing = true;
-        self.shared.wake_writer.notify_one();
+        self.shared.wake_writer();
         self.shared.room.notify_all();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
