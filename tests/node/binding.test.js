@@ -78,6 +78,21 @@ test('evaluate() refuses, loudly, a chain whose hooks must run as processes', ()
   );
 });
 
+test('an input that is not JSON-shaped (a cycle, nesting past 128 levels) is refused, not a crash of the host', () => {
+  const engine = binding.Engine.open(sample());
+  const cyclic = { path: 'src/a.js' };
+  cyclic.self = cyclic;
+  let deep = {};
+  for (let i = 0; i < 10000; i++) deep = { a: deep };
+  for (const input of [cyclic, deep]) {
+    assert.throws(() => engine.evaluate('PreToolUse', 'write_to_file', ['src/a.js'], input), (e) => e.code === 'EINVAL' && /the input cannot be judged: .*at most 128 levels deep/.test(e.message));
+    // napi converts the event object before our code runs: its own error, with napi's status as code.
+    assert.throws(() => engine.evaluateAsync({ event: 'PreToolUse', tool: 'write_to_file', paths: ['src/a.js'], input }), /Exceeded maximum JSON nesting depth on JsEvent.input/);
+  }
+  // The engine judges on afterwards.
+  assert.strictEqual(engine.evaluate('PreToolUse', 'read_file', ['src/a.js'], { path: 'src/a.js' }).decision, 'allow');
+});
+
 test('misuse throws: an unknown event name, a workspace that does not exist', () => {
   const engine = binding.Engine.open(sample());
   assert.throws(() => engine.evaluate('PreToolUze'), /unknown event `PreToolUze`/);

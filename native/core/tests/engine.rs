@@ -420,3 +420,17 @@ fn the_readme_examples_are_valid_configuration() {
         assert!(result.is_ok(), "README example does not load: {result:?}\n{block}");
     }
 }
+
+/// Outside a governed workspace nothing is recorded, and the chain runs on the caller's event as it
+/// came: a hook that reads the input reads the caller's (the synchronous entry once replaced it with
+/// what its "load the input" callback gave, nothing for `evaluate`, so a write named by its input
+/// alone was refused as naming no path).
+#[test]
+fn an_ungoverned_workspace_judges_the_input_the_caller_gave() {
+    use chokepoint_core::{Decision, Event};
+    let ws = tempfile::tempdir().unwrap();
+    let engine = Engine::open(ws.path()).unwrap();
+    let write = Event::tool(EventKind::PreToolUse, "write_to_file", serde_json::json!({ "path": "src/a.txt", "content": "x" }));
+    assert_eq!(engine.evaluate(write).unwrap().decision, Decision::Allow);
+    assert!(!ws.path().join(".orchestration").exists(), "judging never creates the sidecar folder");
+}

@@ -288,3 +288,26 @@ fn an_engine_opens_the_state_database_once_and_leaves_a_short_log_behind() {
     }
     assert_eq!(ledger(&ws).len(), 61);
 }
+
+/// A before-image is read from whatever the written path names. A FIFO there (an agent can make one
+/// with its shell) once blocked the ledger's writer thread in `open` until something wrote to the
+/// FIFO: every later record, and every gate waiting on one, waited with it.
+#[cfg(unix)]
+#[test]
+fn a_fifo_under_a_written_path_does_not_stall_the_ledger() {
+    let (ws, engine) = governed();
+    nix::unistd::mkfifo(&ws.path().join("src/auth/pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
+    let write = event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": "src/auth/pipe", "content": "x" }));
+    assert_eq!(engine.evaluate(write).unwrap().decision, Decision::Allow, "a FIFO in scope is not refused");
+    let engine = std::sync::Arc::new(engine);
+    let (done, flushed) = std::sync::mpsc::channel();
+    std::thread::spawn({
+        let engine = std::sync::Arc::clone(&engine);
+        move || done.send(engine.tracer().flush()).unwrap()
+    });
+    let flushed = flushed.recv_timeout(std::time::Duration::from_secs(10)).expect("the write's record became durable within 10 s");
+    flushed.unwrap();
+    let records = ledger(&ws);
+    assert_eq!(records.last().unwrap().tool.as_deref(), Some("write_to_file"));
+}

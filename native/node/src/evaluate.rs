@@ -282,7 +282,6 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     pub fn evaluate(
         &self,
-        env: &Env,
         event: String,
         tool: Option<String>,
         paths: Option<Vec<String>>,
@@ -292,11 +291,17 @@ impl Engine {
     ) -> Result<JsEvaluation> {
         let core_event = event_from_parts(&event, tool, paths, context)?;
         let detail = Detail::from_options(options)?;
-        let subject = || input.map(|i| env.from_js_value(i)).unwrap_or(Ok(serde_json::Value::Null));
+        // napi's direct conversion, as `evaluateAsync`'s event takes: it stops at 128 levels, where its
+        // serde deserializer (used here before) recursed into a cyclic input until the host's stack
+        // overflowed (a segfault of the extension host, not an error).
+        let subject = || input.map(serde_json::Value::from_unknown).unwrap_or(Ok(serde_json::Value::Null));
         match self.inner.evaluate_with(core_event, subject) {
             Ok(evaluation) => Ok(JsEvaluation::from_core(evaluation, detail)),
             Err(core::SyncError::NeedsAsync(e)) => Err(error(Code::Engine, e.to_string())),
-            Err(core::SyncError::Subject(e)) => Err(from_napi(e)),
+            Err(core::SyncError::Subject(e)) => Err(invalid(format!(
+                "the input cannot be judged: {}; pass JSON-shaped input (no cycles, no functions, at most 128 levels deep)",
+                e.reason
+            ))),
         }
     }
 

@@ -50,6 +50,9 @@ pub struct Tracer {
 #[derive(Debug)]
 pub struct Images {
     root: std::path::PathBuf,
+    /// The workspace root opened once: an image is opened beneath it, a walk of the workspace-relative
+    /// path only (the absolute one walked the root's own components again for every written file).
+    root_dir: Option<std::fs::File>,
     /// Content before an allowed write, by (session, canonical path): `None` when the file did not
     /// exist.
     before: Mutex<HashMap<(String, String), Option<String>>>,
@@ -61,7 +64,8 @@ impl Tracer {
     /// A tracer whose ledger keeps its head on `state`, the connection the engine shares between its
     /// stores.
     pub(crate) fn new(sidecar: Sidecar, state: Arc<StateDb>) -> Tracer {
-        let images = Arc::new(Images { root: sidecar.workspace_root().to_path_buf(), before: Mutex::default() });
+        let root = sidecar.workspace_root().to_path_buf();
+        let images = Arc::new(Images { root_dir: std::fs::File::open(&root).ok(), root, before: Mutex::default() });
         Tracer {
             sidecar,
             state,
@@ -192,26 +196,72 @@ impl Images {
     /// before-image (the same file, in the same batch of a burst) were otherwise two reads on the
     /// path to the next gate's sync.
     fn read(&self, rel: &str) -> Option<String> {
-        let file = self.root.join(rel);
-        let Some(batch) = crate::ledger::writer::batch_being_built() else { return read_image(&file) };
+        let Some(batch) = crate::ledger::writer::batch_being_built() else { return self.read_image(rel) };
         READ_IN_BATCH.with(|memo| {
             let mut memo = memo.borrow_mut();
-            if memo.0 != batch {
-                *memo = (batch, Vec::new());
+            // Another engine's images (a test's, a second workspace's) are never this one's.
+            let root = self as *const Images as usize;
+            if memo.0 != (batch, root) {
+                *memo = ((batch, root), Vec::new());
             }
-            if let Some((_, image)) = memo.1.iter().find(|(path, _)| *path == file) {
+            if let Some((_, image)) = memo.1.iter().find(|(path, _)| path == rel) {
                 return image.clone();
             }
-            let image = read_image(&file);
+            let image = self.read_image(rel);
             // Kept until the thread's next batch: only small ones, and only a few.
             if image.as_ref().is_none_or(|i| i.len() <= IMAGE_KEPT_BYTES) {
                 if memo.1.len() == IMAGES_PER_BATCH {
                     memo.1.remove(0);
                 }
-                memo.1.push((file, image.clone()));
+                memo.1.push((rel.to_owned(), image.clone()));
             }
             image
         })
+    }
+
+    /// A regular file's content, `None` for anything else or a file too large to keep. One open (by
+    /// path, a `metadata` first walked the path a second time), non-blocking (a FIFO under the
+    /// written path must not stall the ledger's writer), the size from the open file, one read to
+    /// its end (std's `read_to_string` asks the size again and seeks).
+    fn read_image(&self, rel: &str) -> Option<String> {
+        use std::io::Read;
+        let mut file = self.open_image(rel)?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() || meta.len() > MAX_IMAGE_BYTES {
+            return None;
+        }
+        // One byte more than its size: a file that grew meanwhile is read to its end all the same.
+        let mut image = vec![0; meta.len() as usize + 1];
+        let mut filled = 0;
+        loop {
+            match file.read(&mut image[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
+            }
+            if filled == image.len() {
+                image.resize(image.len() * 2, 0);
+            }
+        }
+        image.truncate(filled);
+        String::from_utf8(image).ok()
+    }
+
+    #[cfg(unix)]
+    fn open_image(&self, rel: &str) -> Option<std::fs::File> {
+        use nix::fcntl::OFlag;
+        let flags = OFlag::O_RDONLY | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK | OFlag::O_NOCTTY;
+        let fd = match &self.root_dir {
+            Some(dir) => nix::fcntl::openat(dir, rel, flags, nix::sys::stat::Mode::empty()),
+            None => nix::fcntl::open(&self.root.join(rel), flags, nix::sys::stat::Mode::empty()),
+        };
+        fd.ok().map(std::fs::File::from)
+    }
+
+    #[cfg(not(unix))]
+    fn open_image(&self, rel: &str) -> Option<std::fs::File> {
+        std::fs::File::open(self.root.join(rel)).ok()
     }
 
     /// What a completed write changed in each file: ranges against the before-image when there is
@@ -235,14 +285,6 @@ impl Images {
     }
 }
 
-fn read_image(file: &std::path::Path) -> Option<String> {
-    let meta = std::fs::metadata(file).ok()?;
-    if meta.len() > MAX_IMAGE_BYTES {
-        return None;
-    }
-    std::fs::read_to_string(file).ok()
-}
-
 /// The most images kept for the batch being built: enough for a multi-file edit's after-images and
 /// the next one's before-images.
 const IMAGES_PER_BATCH: usize = 8;
@@ -250,12 +292,12 @@ const IMAGES_PER_BATCH: usize = 8;
 /// The largest image kept for the batch being built (a larger one is read for each record).
 const IMAGE_KEPT_BYTES: usize = 256 * 1024;
 
-/// The images read for one batch: its number, then each file and its content.
-type BatchImages = (u64, Vec<(std::path::PathBuf, Option<String>)>);
+/// The images read for one batch: its number and whose images, then each file and its content.
+type BatchImages = ((u64, usize), Vec<(String, Option<String>)>);
 
 thread_local! {
     /// The images read for the batch being built on this thread.
-    static READ_IN_BATCH: std::cell::RefCell<BatchImages> = const { std::cell::RefCell::new((0, Vec::new())) };
+    static READ_IN_BATCH: std::cell::RefCell<BatchImages> = const { std::cell::RefCell::new(((0, 0), Vec::new())) };
 }
 
 /// The record of one judged event.

@@ -317,7 +317,8 @@ impl Chain {
         let hooks = self.matching(&event);
         check_native(&hooks).map_err(SyncError::NeedsAsync)?;
         let needs_subject = hooks.iter().any(|h| matches!(&h.imp, HookImpl::Native(n) if n.needs_subject(&event)));
-        if needs_subject {
+        // Only when the caller has not given it: `subject` loads what is missing, never replaces it.
+        if needs_subject && event.subject.is_null() {
             event.subject = subject().map_err(SyncError::Subject)?;
         }
         Ok(run_native(hooks, &mut event))
@@ -347,6 +348,7 @@ fn run_native(hooks: Vec<&ChainHook>, event: &mut Event) -> Evaluation {
         }
         let _reset = Reset;
         let mut combiner = Combiner::new(event);
+        combiner.outcomes.reserve_exact(hooks.len());
         for hook in hooks {
             let HookImpl::Native(native) = &hook.imp else { unreachable!("checked by check_native") };
             let started = Instant::now();
@@ -375,6 +377,7 @@ impl Chain {
         }
         let hooks = self.matching(event);
         let mut combiner = Combiner::new(event);
+        combiner.outcomes.reserve_exact(hooks.len());
         for hook in hooks {
             let started = Instant::now();
             let stand_in = match (&hook.imp, &ctx.stand_in) {

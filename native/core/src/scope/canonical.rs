@@ -78,17 +78,16 @@ impl Workspace {
             return Err(PathRefusal::Tilde);
         }
         #[cfg(target_os = "linux")]
-        if let Some(fd) = self.root_fd.as_deref() {
-            let rel = if Path::new(raw).is_absolute() { Path::new(raw).strip_prefix(&self.root).ok() } else { Some(Path::new(raw)) };
-            if let Some((rel, meta)) = rel.and_then(|rel| linux::resolve_beneath(fd, rel)) {
-                if let Some(meta) = meta
-                    && meta.is_file()
-                    && link_count(&meta) > 1
-                {
-                    return Err(PathRefusal::Hardlinked { links: link_count(&meta) });
-                }
-                return Ok(if self.case_insensitive { rel.to_lowercase() } else { rel });
+        if let Some(fd) = self.root_fd.as_deref()
+            && let Some((rel, meta)) = self.beneath_root(raw).and_then(|rel| linux::resolve_beneath(fd, rel))
+        {
+            if let Some(meta) = meta
+                && meta.is_file()
+                && link_count(&meta) > 1
+            {
+                return Err(PathRefusal::Hardlinked { links: link_count(&meta) });
             }
+            return Ok(if self.case_insensitive { rel.to_lowercase() } else { rel });
         }
         let joined = if Path::new(raw).is_absolute() { PathBuf::from(raw) } else { self.root.join(raw) };
         let (resolved, meta) = resolve(&joined);
@@ -109,6 +108,18 @@ impl Workspace {
             out.push_str(name);
         }
         Ok(if self.case_insensitive { out.to_lowercase() } else { out })
+    }
+
+    /// `raw` relative to the root, when it is relative or names a place under the root (not yet
+    /// resolved: `..` and symlinks are the resolution's to judge).
+    #[cfg(target_os = "linux")]
+    fn beneath_root<'a>(&self, raw: &'a str) -> Option<&'a str> {
+        if !Path::new(raw).is_absolute() {
+            return Some(raw);
+        }
+        // The root as text first (the common spelling, compared as bytes), then as components.
+        let text = self.root.to_str().and_then(|root| raw.strip_prefix(root)).and_then(|rest| rest.strip_prefix('/'));
+        text.or_else(|| Path::new(raw).strip_prefix(&self.root).ok()?.to_str())
     }
 
     fn relative(&self, resolved: &Path) -> Option<PathBuf> {
@@ -199,22 +210,11 @@ mod linux {
     /// before meeting anything after it, so a missing tail proves the same about the existing part.
     /// Anything else (a symlink: `ELOOP`, an escape: `EXDEV`, a file used as a directory, an old
     /// kernel) is `None`, and the general resolution decides.
-    pub(super) fn resolve_beneath(root_fd: &std::os::fd::OwnedFd, rel: &Path) -> Option<(String, Option<Metadata>)> {
+    pub(super) fn resolve_beneath(root_fd: &std::os::fd::OwnedFd, rel: &str) -> Option<(String, Option<Metadata>)> {
         use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
-        // The canonical form, built as the components are checked: plain names only.
-        let mut lexical = String::new();
-        for c in rel.components() {
-            match c {
-                Component::Normal(name) => {
-                    if !lexical.is_empty() {
-                        lexical.push('/');
-                    }
-                    lexical.push_str(name.to_str()?);
-                }
-                Component::CurDir => {}
-                _ => return None,
-            }
-        }
+        // The canonical form: plain names only. Most paths are already written so (checked on the
+        // text, on every judged write); others are rebuilt from their components.
+        let lexical = if rel.split('/').all(|name| !matches!(name, "" | "." | "..")) { rel.to_owned() } else { lexical(rel)? };
         if lexical.is_empty() {
             return None;
         }
@@ -229,6 +229,24 @@ mod linux {
             Err(nix::errno::Errno::ENOENT) => Some((lexical, None)),
             Err(_) => None,
         }
+    }
+
+    /// `rel` without `.` and duplicate separators; `None` when it climbs (`..`) or is absolute.
+    fn lexical(rel: &str) -> Option<String> {
+        let mut lexical = String::with_capacity(rel.len());
+        for c in Path::new(rel).components() {
+            match c {
+                Component::Normal(name) => {
+                    if !lexical.is_empty() {
+                        lexical.push('/');
+                    }
+                    lexical.push_str(name.to_str()?);
+                }
+                Component::CurDir => {}
+                _ => return None,
+            }
+        }
+        Some(lexical)
     }
 
     fn open_path(path: &Path) -> std::io::Result<File> {
