@@ -4,6 +4,11 @@
 //!
 //! Each operation is timed on its own and written to `target/bench-samples/` (see scripts/bench.js),
 //! so the p99 is the p99 of single decisions, not of batch means.
+//!
+//! `gate.path_floor` is the kernel's part of the same decisions, timed alone on the same paths: what
+//! the canonicaliser asks of it (one `openat2` beneath the root refusing symlinks, then `statx` and
+//! `close` when something is there). It is `gate.decide.100_globs`'s baseline, so the ratio says how
+//! much the engine adds above what no user-space change can remove on this machine.
 
 /// The allocator the edges ship with (the workspace Cargo.toml says why).
 #[global_allocator]
@@ -86,6 +91,36 @@ fn decide(name: &str, intents: usize, baseline: Option<&str>) {
     write_samples(name, baseline, &samples);
 }
 
+/// The kernel's part of judging these paths (see the module's comment).
+#[cfg(target_os = "linux")]
+fn path_floor(name: &str) {
+    use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+    let (ws, paths) = workspace(1);
+    let root = fs::File::open(ws.path()).unwrap();
+    let how = || {
+        OpenHow::new()
+            .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+            .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS)
+    };
+    // The same kinds as the decisions: existing files open, missing ones stop at their first absent part.
+    let opened = paths.iter().filter(|p| openat2(&root, p.as_str(), how()).is_ok()).count();
+    assert_eq!(opened, 32, "a third of the paths exist");
+    let mut samples = Vec::with_capacity(SAMPLES);
+    for i in 0..WARMUP + SAMPLES {
+        let path = &paths[i % paths.len()];
+        let start = Instant::now();
+        match openat2(&root, black_box(path.as_str()), how()) {
+            Ok(fd) => drop(black_box(fs::File::from(fd).metadata().unwrap())),
+            Err(e) => drop(black_box(e)),
+        }
+        let ns = start.elapsed().as_nanos() as u64;
+        if i >= WARMUP {
+            samples.push(ns);
+        }
+    }
+    write_samples(name, None, &samples);
+}
+
 fn write_samples(name: &str, baseline: Option<&str>, samples: &[u64]) {
     samples::write(name, baseline, samples);
     let mut sorted = samples.to_vec();
@@ -95,6 +130,9 @@ fn write_samples(name: &str, baseline: Option<&str>, samples: &[u64]) {
 
 fn main() {
     // cargo passes `--bench` (and criterion flags for the other benches): nothing here reads them.
-    decide("gate.decide.100_globs", 10, None);
+    #[cfg(target_os = "linux")]
+    path_floor("gate.path_floor");
+    let floor = cfg!(target_os = "linux").then_some("gate.path_floor");
+    decide("gate.decide.100_globs", 10, floor);
     decide("gate.decide.10k_globs", 1_000, Some("gate.decide.100_globs"));
 }
