@@ -525,7 +525,7 @@ impl Snapshotter {
         if entry.len <= READ_WHOLE && entry.len <= self.max_held_bytes {
             buf.clear();
             let bound = entry.len.max(READ_WHOLE.min(self.max_held_bytes));
-            match fs::File::open(path).and_then(|f| f.take(bound + 1).read_to_end(buf)) {
+            match open_regular(path).and_then(|f| f.take(bound + 1).read_to_end(buf)) {
                 Err(e) => {
                     entry.not_held = Some(unreadable(e));
                     return Ok(());
@@ -553,9 +553,10 @@ impl Snapshotter {
         if entry.len > self.max_held_bytes {
             entry.not_held = Some(NotHeldReason::TooLarge { len: entry.len, max: self.max_held_bytes });
         } else if !self.object(&hash).exists() {
-            // std's copy uses copy_file_range: a reflink on copy-on-write file systems.
+            // io::copy between files uses copy_file_range: a reflink on copy-on-write file systems.
             let tmp = self.temp_in_store();
-            if let Err(e) = fs::copy(path, &tmp) {
+            let copied = open_regular(path).and_then(|mut from| io::copy(&mut from, &mut fs::File::create(&tmp)?));
+            if let Err(e) = copied {
                 let _ = fs::remove_file(&tmp);
                 entry.not_held = Some(unreadable(e));
                 return Ok(());
@@ -742,8 +743,23 @@ impl Snapshotter {
     }
 }
 
+/// Opens a file the walk listed as regular, refusing it if it is not one any more. Non-blocking: a
+/// FIFO swapped in after the listing would otherwise block the snapshot in `open` until something
+/// wrote to it (the command's process group is gone by then; anything else on the machine may not be).
+fn open_regular(path: &Path) -> io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY);
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file any more (it changed after it was listed)"));
+    }
+    Ok(file)
+}
+
 fn hash_file(path: &Path, buf: &mut Vec<u8>) -> io::Result<Hash> {
-    let mut file = fs::File::open(path)?;
+    let mut file = open_regular(path)?;
     let mut hasher = Sha256::new();
     buf.resize(256 * 1024, 0);
     loop {
@@ -866,6 +882,26 @@ mod tests {
         let store = ws.path().join(".orchestration/snapshots");
         let s = Snapshotter::new(ws.path(), &store, &[".orchestration/state.db*".to_owned()], 1024).unwrap();
         (ws, s)
+    }
+
+    /// A file the walk saw as regular and that is a FIFO by the time it is read: refused at once.
+    #[cfg(unix)]
+    #[test]
+    fn a_file_swapped_for_a_fifo_after_listing_is_refused_not_waited_on() {
+        let (ws, s) = setup();
+        let fifo = ws.path().join("src/auth/pipe");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let (done, read) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut entry =
+                Entry { kind: EntryKind::File, len: 10, mtime_ns: 0, ctime_ns: 0, inode: 0, mode: 0o644, hash: None, not_held: None };
+            let held = s.hash_and_hold(&fifo, &mut entry, &mut Vec::new()).map(|()| entry.not_held);
+            let large = hash_file(&fifo, &mut Vec::new()).map(drop);
+            done.send((held, large)).unwrap();
+        });
+        let (held, large) = read.recv_timeout(std::time::Duration::from_secs(10)).expect("answered within 10 s");
+        assert!(matches!(&held, Ok(Some(NotHeldReason::Unreadable { error })) if error.contains("not a regular file")), "{held:?}");
+        assert!(large.is_err(), "the streaming hash refuses it too");
     }
 
     #[test]
