@@ -230,7 +230,8 @@ impl Images {
         if !meta.is_file() || meta.len() > MAX_IMAGE_BYTES {
             return None;
         }
-        // One byte more than its size: a file that grew meanwhile is read to its end all the same.
+        // One byte more than its size: a file that grew meanwhile is read to its end all the same, up
+        // to the same bound (a file written faster than it is read is not followed without end).
         let mut image = vec![0; meta.len() as usize + 1];
         let mut filled = 0;
         loop {
@@ -240,8 +241,11 @@ impl Images {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => return None,
             }
+            if filled as u64 > MAX_IMAGE_BYTES {
+                return None;
+            }
             if filled == image.len() {
-                image.resize(image.len() * 2, 0);
+                image.resize((image.len() * 2).min(MAX_IMAGE_BYTES as usize + 1), 0);
             }
         }
         image.truncate(filled);
