@@ -743,19 +743,10 @@ impl Snapshotter {
     }
 }
 
-/// Opens a file the walk listed as regular, refusing it if it is not one any more. Non-blocking: a
-/// FIFO swapped in after the listing would otherwise block the snapshot in `open` until something
-/// wrote to it (the command's process group is gone by then; anything else on the machine may not be).
+/// A file the walk listed as regular, refused if it is not one any more (a FIFO swapped in after the
+/// listing would otherwise block the snapshot; see `base::regular`).
 fn open_regular(path: &Path) -> io::Result<fs::File> {
-    let mut options = fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY);
-    let file = options.open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::other("not a regular file any more (it changed after it was listed)"));
-    }
-    Ok(file)
+    crate::base::regular::open_regular(None, path).map(|(file, _)| file)
 }
 
 fn hash_file(path: &Path, buf: &mut Vec<u8>) -> io::Result<Hash> {

@@ -12,6 +12,7 @@
 //! index, opened once per tracer and brought up to date with the ledger before every read, so a
 //! reader sees every record that is durable, whichever process wrote it.
 
+use crate::base::regular::open_regular;
 use crate::base::sidecar::Sidecar;
 use crate::base::sqlite::StateDb;
 use crate::ledger::blame::BlameLine;
@@ -65,7 +66,8 @@ impl Tracer {
     /// stores.
     pub(crate) fn new(sidecar: Sidecar, state: Arc<StateDb>) -> Tracer {
         let root = sidecar.workspace_root().to_path_buf();
-        let images = Arc::new(Images { root_dir: std::fs::File::open(&root).ok(), root, before: Mutex::default() });
+        let root_dir = if cfg!(unix) { std::fs::File::open(&root).ok() } else { None };
+        let images = Arc::new(Images { root_dir, root, before: Mutex::default() });
         Tracer {
             sidecar,
             state,
@@ -199,10 +201,9 @@ impl Images {
         let Some(batch) = crate::ledger::writer::batch_being_built() else { return self.read_image(rel) };
         READ_IN_BATCH.with(|memo| {
             let mut memo = memo.borrow_mut();
-            // Another engine's images (a test's, a second workspace's) are never this one's.
-            let root = self as *const Images as usize;
-            if memo.0 != (batch, root) {
-                *memo = ((batch, root), Vec::new());
+            // A batch is one ledger's, whose records are all of one workspace: its number is key enough.
+            if memo.0 != batch {
+                *memo = (batch, Vec::new());
             }
             if let Some((_, image)) = memo.1.iter().find(|(path, _)| path == rel) {
                 return image.clone();
@@ -219,15 +220,18 @@ impl Images {
         })
     }
 
-    /// A regular file's content, `None` for anything else or a file too large to keep. One open (by
-    /// path, a `metadata` first walked the path a second time), non-blocking (a FIFO under the
-    /// written path must not stall the ledger's writer), the size from the open file, one read to
-    /// its end (std's `read_to_string` asks the size again and seeks).
+    /// A regular file's content, `None` for anything else or a file too large to keep. One open
+    /// beneath the root (by path, a `metadata` first walked the path a second time), which never
+    /// blocks on a FIFO (see `base::regular`), the size from the open file, one read to its end (std's
+    /// `read_to_string` asks the size again and seeks).
     fn read_image(&self, rel: &str) -> Option<String> {
         use std::io::Read;
-        let mut file = self.open_image(rel)?;
-        let meta = file.metadata().ok()?;
-        if !meta.is_file() || meta.len() > MAX_IMAGE_BYTES {
+        let opened = match &self.root_dir {
+            Some(dir) => open_regular(Some(dir), std::path::Path::new(rel)),
+            None => open_regular(None, &self.root.join(rel)),
+        };
+        let (mut file, meta) = opened.ok()?;
+        if meta.len() > MAX_IMAGE_BYTES {
             return None;
         }
         // One byte more than its size: a file that grew meanwhile is read to its end all the same, up
@@ -250,22 +254,6 @@ impl Images {
         }
         image.truncate(filled);
         String::from_utf8(image).ok()
-    }
-
-    #[cfg(unix)]
-    fn open_image(&self, rel: &str) -> Option<std::fs::File> {
-        use nix::fcntl::OFlag;
-        let flags = OFlag::O_RDONLY | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK | OFlag::O_NOCTTY;
-        let fd = match &self.root_dir {
-            Some(dir) => nix::fcntl::openat(dir, rel, flags, nix::sys::stat::Mode::empty()),
-            None => nix::fcntl::open(&self.root.join(rel), flags, nix::sys::stat::Mode::empty()),
-        };
-        fd.ok().map(std::fs::File::from)
-    }
-
-    #[cfg(not(unix))]
-    fn open_image(&self, rel: &str) -> Option<std::fs::File> {
-        std::fs::File::open(self.root.join(rel)).ok()
     }
 
     /// What a completed write changed in each file: ranges against the before-image when there is
@@ -296,12 +284,12 @@ const IMAGES_PER_BATCH: usize = 8;
 /// The largest image kept for the batch being built (a larger one is read for each record).
 const IMAGE_KEPT_BYTES: usize = 256 * 1024;
 
-/// The images read for one batch: its number and whose images, then each file and its content.
-type BatchImages = ((u64, usize), Vec<(String, Option<String>)>);
+/// The images read for one batch: its number, then each file and its content.
+type BatchImages = (u64, Vec<(String, Option<String>)>);
 
 thread_local! {
     /// The images read for the batch being built on this thread.
-    static READ_IN_BATCH: std::cell::RefCell<BatchImages> = const { std::cell::RefCell::new(((0, 0), Vec::new())) };
+    static READ_IN_BATCH: std::cell::RefCell<BatchImages> = const { std::cell::RefCell::new((0, Vec::new())) };
 }
 
 /// The record of one judged event.
