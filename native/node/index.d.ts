@@ -123,15 +123,16 @@ export declare class Engine {
   /** The policy that hears the outcomes of the Pendings it triggered (`triggeredBy == name`). */
   registerPolicy(name: string, policy: { onRejection?: (rejection: PolicyRejection) => void; onSuccess?: (success: PolicySuccess) => void }): void
   /**
-   * Runs a shell command of a session contained to its intent's scope: Landlock where the kernel
-   * has it, snapshot-and-revert everywhere. Resolves with what the command printed and what
+   * Runs a shell command of a session contained to its intent's scope: isolated over a
+   * copy-on-write layer where `program` is given and Linux allows it, observed otherwise;
+   * Landlock where the kernel has it. Resolves with what the command printed and what
    * containment did; rejects (code `GenericFailure`: napi's tasks carry no other) only when the command could not be started contained at
    * all. Runs on the libuv thread pool, never on the extension host's thread.
    */
   runContained(command: ContainedCommand): Promise<ContainedResult>
   /**
-   * Stops the contained command a session is running: its whole process group is killed, what it
-   * changed outside the scope is still undone, and its `runContained` resolves with `cancelled`.
+   * Stops the contained command a session is running, with everything it started; what it changed
+   * is judged as when it ends by itself, and its `runContained` resolves with `cancelled`.
    * Returns whether one was running (or waiting for its turn).
    */
   cancelContained(sessionId: string): boolean
@@ -416,7 +417,7 @@ export interface ConfigStatus {
 export interface ContainedChange {
   path: string
   kind: 'created' | 'modified' | 'deleted' | 'type_changed'
-  /** Why it could not be undone (only in `notReverted`). */
+  /** Why it did not land (only in `notApplied`). */
   reason?: string
 }
 
@@ -427,8 +428,14 @@ export interface ContainedCommand {
   argv: Array<string>
   /** Working directory; the workspace root when absent. */
   cwd?: string
-  /** Milliseconds before the command's whole process group is killed. */
+  /** Milliseconds before the command is stopped with everything it started. */
   timeoutMs?: number
+  /**
+   * The `chokepoint` program, which runs the command isolated over a copy-on-write layer of the
+   * workspace (Linux): only its own changes inside the scope are applied. Without it, the command
+   * runs observed: its changes are compared afterwards and reported, never undone.
+   */
+  program?: string
 }
 
 /** What a contained command did, and what containment did about it. */
@@ -442,12 +449,22 @@ export interface ContainedResult {
   stderr: string
   /** Landlock's part. */
   confinement: 'enforced' | 'partial' | 'unavailable'
+  /** It ran isolated: its changes are exactly its own. */
+  isolated: boolean
+  /** Changes inside the scope: applied (isolated), or seen (observed). */
   allowed: Array<ContainedChange>
-  reverted: Array<ContainedChange>
-  notReverted: Array<ContainedChange>
-  /** The tool error for the agent when something outside the scope was undone or blocked. */
+  /** Its changes outside the scope, never applied (isolated). */
+  refused: Array<ContainedChange>
+  /** Its allowed changes that did not land (someone else changed the path meanwhile, or a failure). */
+  notApplied: Array<ContainedChange>
+  /** Observed: changes outside the scope while it ran, by it or someone else; kept. */
+  unattributed: Array<ContainedChange>
+  /**
+   * The tool error for the agent when some of its changes were held back, could not be
+   * attributed, or a write was blocked.
+   */
   toolError?: string
-  /** What could not be applied (no Landlock, files not held, ...), for the tool result and the trace. */
+  /** What changes how the output reads (a timeout, output over the cap, a directory not granted). */
   notes: Array<string>
   durationMs: number
 }

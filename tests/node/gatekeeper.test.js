@@ -63,36 +63,53 @@ test('an approved scope expansion opens the paths for that session; a bad one th
   assert.throws(() => engine.approveScopeExpansion({ sessionId: 'S', intentId: 'INT-001', paths: ['.orchestration/**'], justification: 'x', approvedBy: 'human' }), /governance/);
 });
 
-test('runContained confines a shell command to the scope and says what it did', async () => {
+test('runContained isolates a shell command: only its changes inside the scope land, and it says what it did', async () => {
   const dir = sampleWorkspace();
   fs.writeFileSync(path.join(dir, 'README.md'), 'original\n');
   const engine = binding.Engine.open(dir);
   select(engine, 'S', 'INT-001');
-  const r = await engine.runContained({ sessionId: 'S', argv: ['sh', '-c', 'echo in > src/auth/new.js; echo out > README.md; echo done'] });
+  const r = await engine.runContained({ sessionId: 'S', argv: ['sh', '-c', 'echo in > src/auth/new.js; echo out > README.md; echo done'], program: CLI });
   assert.strictEqual(fs.readFileSync(path.join(dir, 'README.md'), 'utf8'), 'original\n');
   assert.strictEqual(fs.readFileSync(path.join(dir, 'src/auth/new.js'), 'utf8'), 'in\n');
   assert.strictEqual(r.stdout, 'done\n');
+  assert.strictEqual(r.isolated, true, 'this machine isolates commands (user namespaces and overlayfs)');
   assert.deepStrictEqual(r.allowed, [{ path: 'src/auth/new.js', kind: 'created' }]);
   if (r.confinement === 'enforced') {
     // Landlock refused the write; the agent is told it may have been outside the scope.
     assert.match(r.stderr, /Permission denied/);
   } else {
-    assert.deepStrictEqual(r.reverted.map((c) => c.path), ['README.md']);
+    assert.deepStrictEqual(r.refused.map((c) => c.path), ['README.md']);
   }
+  // Isolated, a program that does not exist is the command's failure, as a shell reports it.
+  const missing = await engine.runContained({ sessionId: 'S', argv: ['/no/such/program'], program: CLI });
+  assert.strictEqual(missing.exitCode, 127);
+  // Without the program the command runs observed, and one that cannot start is an error.
   await assert.rejects(engine.runContained({ sessionId: 'S', argv: ['/no/such/program'] }), /cannot run the command contained/);
 });
 
-test('with Landlock off, a change outside the scope is undone and reported as the tool error', async () => {
+test('with Landlock off, an isolated command\'s change outside the scope never lands and is the tool error', async () => {
   const dir = sampleWorkspace();
   fs.appendFileSync(path.join(dir, '.orchestration/hooks.yaml'), 'gatekeeper:\n  landlock: off\n');
   fs.writeFileSync(path.join(dir, 'README.md'), 'original\n');
   const engine = binding.Engine.open(dir);
   select(engine, 'S', 'INT-001');
-  const r = await engine.runContained({ sessionId: 'S', argv: ['sh', '-c', "sed -i s/original/edited/ README.md && python3 -c \"open('stray.py','w').write('1')\""] });
+  const r = await engine.runContained({ sessionId: 'S', argv: ['sh', '-c', "sed -i s/original/edited/ README.md && python3 -c \"open('stray.py','w').write('1')\""], program: CLI });
   assert.strictEqual(r.confinement, 'unavailable');
   assert.strictEqual(fs.readFileSync(path.join(dir, 'README.md'), 'utf8'), 'original\n');
   assert.ok(!fs.existsSync(path.join(dir, 'stray.py')));
-  assert.deepStrictEqual(r.reverted.map((c) => `${c.path}:${c.kind}`).sort(), ['README.md:modified', 'stray.py:created']);
-  assert.match(r.toolError, /outside the scope of intent `INT-001`[\s\S]*scope_expansion_request/);
-  assert.ok(r.notes.some((n) => /Landlock is turned off/.test(n)), r.notes.join('\n'));
+  assert.deepStrictEqual(r.refused.map((c) => `${c.path}:${c.kind}`).sort(), ['README.md:modified', 'stray.py:created']);
+  assert.match(r.toolError, /outside the scope of intent `INT-001`[\s\S]*not applied[\s\S]*scope_expansion_request/);
+});
+
+test('observed (no program), a change outside the scope is kept and reported, never undone', async () => {
+  const dir = sampleWorkspace();
+  fs.appendFileSync(path.join(dir, '.orchestration/hooks.yaml'), 'gatekeeper:\n  landlock: off\n');
+  fs.writeFileSync(path.join(dir, 'README.md'), 'original\n');
+  const engine = binding.Engine.open(dir);
+  select(engine, 'S', 'INT-001');
+  const r = await engine.runContained({ sessionId: 'S', argv: ['sh', '-c', 'sed -i s/original/edited/ README.md'] });
+  assert.strictEqual(r.isolated, false);
+  assert.strictEqual(fs.readFileSync(path.join(dir, 'README.md'), 'utf8'), 'edited\n');
+  assert.deepStrictEqual(r.unattributed.map((c) => `${c.path}:${c.kind}`), ['README.md:modified']);
+  assert.match(r.toolError, /cannot tell whether the command or someone else/);
 });

@@ -118,6 +118,7 @@ export class AgentHost implements vscode.Disposable {
     const runtime = new AgentRuntime({
       root,
       engine,
+      program: this.engine.program,
       provider: this.provider,
       compactor: this.compactor,
       limits: {

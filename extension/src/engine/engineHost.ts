@@ -24,8 +24,9 @@ export class EngineHost implements vscode.Disposable {
   constructor(
     readonly native: NativeLoad,
     private readonly log: EngineLog,
-    /** The `chokepoint` program, through which an HTTP hook's shell commands run contained. */
-    private readonly program?: string,
+    /** The `chokepoint` program: an HTTP hook's shell commands run contained through it, and it
+     *  isolates our own agent's commands (`runContained`'s `program`). */
+    readonly program?: string,
   ) {
     this.current = this.open();
     this.publish();

@@ -41,6 +41,9 @@ export interface RuntimeOptions {
   compactor?: Compactor;
   /** Skips the engine entirely (benchmark baseline only: `runtime.tool_call.bypass`). */
   bypassEngine?: boolean;
+  /** The `chokepoint` program, which runs a shell command isolated (only its own changes inside the
+   *  scope are applied); without it, commands run observed (compared, never undone). */
+  program?: string;
 }
 
 interface Plan {
@@ -81,6 +84,7 @@ export class AgentRuntime {
         return options.bypassEngine ?? false;
       },
       files: this.files,
+      program: options.program,
       limits: this.limits,
       ask: (request) => options.ask(request),
       event: (name, task, extra) => this.event(name, task, extra),

@@ -31,6 +31,8 @@ export interface ToolCallContext {
   /** Skips the engine (benchmark baseline only). */
   readonly bypassEngine: boolean;
   readonly files: FileTools;
+  /** The `chokepoint` program that isolates a shell command, when there is one. */
+  readonly program?: string;
   readonly limits: RuntimeLimits;
   /** Opens the ask's Pending and resolves with what follows its decision (the approvals broker). */
   ask(request: Ask): Promise<Settlement>;
@@ -166,7 +168,7 @@ export class ToolCalls {
     if (this.ctx.bypassEngine) throw new ToolError('commands need the engine (containment)');
     const timeoutMs = Math.min((input.timeout_seconds ?? Infinity) * 1000, this.ctx.limits.toolTimeoutMs);
     const cwd = input.cwd ? this.ctx.files.resolve(input.cwd) : undefined;
-    const r = await this.ctx.engine.runContained({ sessionId: this.ctx.sessionId, argv: ['sh', '-c', input.command], cwd, timeoutMs });
+    const r = await this.ctx.engine.runContained({ sessionId: this.ctx.sessionId, argv: ['sh', '-c', input.command], cwd, timeoutMs, program: this.ctx.program });
     const parts = [
       r.cancelled ? 'cancelled: the command was stopped' : r.timedOut ? `timed out after ${Math.round(timeoutMs / 1000)} s: the command was stopped` : `exit code ${r.exitCode}`,
       r.stdout && `stdout:\n${r.stdout}`,

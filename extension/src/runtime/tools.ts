@@ -54,7 +54,7 @@ const TOOLS = {
   },
   execute_command: {
     description:
-      'Run a shell command in the workspace. It runs contained to the active intent\u2019s scope: what it changes outside is undone and reported.',
+      'Run a shell command in the workspace. It runs contained to the active intent\u2019s scope: what it changes outside never lands, and you are told.',
     schema: z
       .object({
         command: z.string().min(1),

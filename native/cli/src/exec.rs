@@ -1,10 +1,12 @@
 //! `chokepoint exec`: runs a command exactly as the agent's `execute_command` tool does: contained to
-//! the session's intent scope (Landlock where the kernel has it, snapshot-and-revert everywhere),
-//! with the same report. So a terminal, a script or another agent's shell tool can be wrapped.
+//! the session's intent scope (isolated where Linux allows, with this program as its supervisor;
+//! Landlock where the kernel has it), with the same report. So a terminal, a script or another
+//! agent's shell tool can be wrapped. Also the hidden `__isolate` and `__isolate-init` roles of that
+//! supervisor (`containment::isolate`).
 //!
-//! Exit code: the command's own; [`EXIT_CONTAINED`] when something it changed outside the scope was
-//! undone (or could not be), whatever the command returned; 124 when it timed out; 128 + N when a
-//! signal N ended it; 2 when it could not be started contained at all.
+//! Exit code: the command's own; [`EXIT_CONTAINED`] when some of its changes were held back (outside
+//! the scope, or in conflict with someone else's), whatever the command returned; 124 when it timed
+//! out; 128 + N when a signal N ended it; 2 when it could not be started contained at all.
 
 use crate::EXIT_CONFIG;
 use chokepoint_core::containment::ContainReport;
@@ -12,7 +14,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The command changed something outside its scope: undone, or reported as not undoable.
+/// Some of the command's changes were held back: outside the scope, or in conflict with someone
+/// else's.
 pub const EXIT_CONTAINED: u8 = 4;
 const EXIT_TIMEOUT: u8 = 124;
 
@@ -36,9 +39,18 @@ pub struct ExecArgs {
 
 pub fn run(args: ExecArgs) -> ExitCode {
     crate::with_valid_engine(&args.workspace, |engine| {
-        let mut command = std::process::Command::new(&args.command[0]);
-        command.args(&args.command[1..]);
-        let report = match engine.run_contained(&args.session, command, args.timeout.map(std::time::Duration::from_secs)) {
+        let cwd = match std::env::current_dir() {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("chokepoint: cannot read the working folder: {e}");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        };
+        let shell = chokepoint_core::containment::Shell { argv: args.command.clone(), cwd, env: Vec::new(), capture: false };
+        // This program is the isolated command's supervisor.
+        let isolator = std::env::current_exe().ok();
+        let report = match engine.run_contained(&args.session, shell, isolator.as_deref(), args.timeout.map(std::time::Duration::from_secs))
+        {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("chokepoint: {e}");
@@ -60,8 +72,28 @@ pub fn run(args: ExecArgs) -> ExitCode {
     })
 }
 
+/// Which role of an isolated command's supervision `arg` names, if any.
+pub fn isolation_role(arg: &str) -> Option<&'static str> {
+    use chokepoint_core::containment::isolate::{INIT_ARG, SUPERVISOR_ARG};
+    [SUPERVISOR_ARG, INIT_ARG].into_iter().find(|r| *r == arg)
+}
+
+/// `chokepoint __isolate -- <command…>` and `chokepoint __isolate-init -- <command…>`.
+pub fn isolation(role: &str) -> ExitCode {
+    use chokepoint_core::containment::isolate;
+    let command: Vec<OsString> = std::env::args_os().skip(2).skip_while(|a| a == "--").collect();
+    let result = if role == isolate::SUPERVISOR_ARG { isolate::supervise(&command) } else { isolate::init(&command) };
+    match result {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("chokepoint: {e}");
+            ExitCode::from(isolate::NOT_ISOLATED)
+        }
+    }
+}
+
 fn exit_code(report: &ContainReport) -> ExitCode {
-    if !report.reverted.is_empty() || !report.not_reverted.is_empty() {
+    if report.held_back() {
         return ExitCode::from(EXIT_CONTAINED);
     }
     if report.timed_out {
@@ -93,11 +125,13 @@ pub fn json(report: &ContainReport) -> serde_json::Value {
         "exitCode": report.exit_code(),
         "timedOut": report.timed_out,
         "confinement": confinement(report),
+        "isolated": matches!(report.isolation, chokepoint_core::containment::Isolation::Isolated),
         "intent": report.intent_id,
         "scope": report.scope,
         "allowed": changes(&report.allowed),
-        "reverted": changes(&report.reverted),
-        "notReverted": report.not_reverted.iter().map(|n| serde_json::json!({ "path": n.change.path, "kind": n.change.kind.as_str(), "reason": n.reason })).collect::<Vec<_>>(),
+        "refused": changes(&report.refused),
+        "notApplied": report.not_applied.iter().map(|n| serde_json::json!({ "path": n.change.path, "kind": n.change.kind.as_str(), "conflict": n.conflict, "kept": n.kept, "reason": n.reason })).collect::<Vec<_>>(),
+        "unattributed": changes(&report.unattributed),
         "toolError": report.tool_error(),
         "notes": report.notes(),
         "durationMs": report.duration.as_millis() as u64,

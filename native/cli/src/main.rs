@@ -2,8 +2,8 @@
 //! from `chokepoint-core`. `main.rs` holds the command line; each group of commands has its module.
 //!
 //! Exit codes are part of the interface and stay stable: 0 success (or allow), 1 deny or other
-//! failure, 2 usage or configuration error, 3 ask; `exec` passes on its command's code (4: something
-//! outside the scope was undone).
+//! failure, 2 usage or configuration error, 3 ask; `exec` passes on its command's code (4: some of its
+//! changes were held back).
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)] // a CLI prints; this is the one crate that may
 
@@ -64,9 +64,11 @@ enum Command {
     /// lock); the tool itself does not. Exit code: 0 allow, 1 deny, 3 ask, 2 usage or configuration
     /// error.
     Explain(explain::ExplainArgs),
-    /// Run a command as the agent's `execute_command` does: confined to the session's intent scope
-    /// (Landlock where the kernel has it) and snapshotted, with changes outside the scope undone and
-    /// reported. Exit code: the command's, 4 if something was undone, 124 on timeout.
+    /// Run a command as the agent's `execute_command` does: in namespaces of its own over a
+    /// copy-on-write layer of the workspace where Linux allows it, so that only its changes inside
+    /// the session's intent scope are applied and nobody else's work is ever touched (elsewhere its
+    /// changes are compared and reported, never undone); Landlock where the kernel has it. Exit code:
+    /// the command's, 4 if some of its changes were held back, 124 on timeout.
     Exec(exec::ExecArgs),
     /// Answer another agent's hook (Claude Code, Codex, Gemini CLI, Copilot CLI, Cursor, VS Code's
     /// agent): reads its hook input on stdin, judges it through the workspace's chain and prints the
@@ -142,8 +144,14 @@ struct HookCli {
 }
 
 fn main() -> ExitCode {
-    if std::env::args_os().nth(1).is_some_and(|a| a == "hook") {
+    let first = std::env::args_os().nth(1);
+    if first.as_ref().is_some_and(|a| a == "hook") {
         return hook::run(HookCli::parse_from(std::env::args_os().skip(1)).args);
+    }
+    // An isolated command's supervisor and init (`containment::isolate`): hidden, started by the
+    // engine only, and dispatched before anything else so the process is still single-threaded.
+    if let Some(role) = first.as_ref().and_then(|a| a.to_str()).and_then(exec::isolation_role) {
+        return exec::isolation(role);
     }
     let cli = Cli::parse();
     match cli.command {

@@ -1,13 +1,14 @@
-//! Shell containment with real processes on real files: Landlock prevents writes outside the scope,
-//! the snapshot undoes the ones it did not prevent, and the report names everything.
+//! Shell containment observed (without isolation: the core alone cannot isolate, the `chokepoint`
+//! program does, tested in native/cli/tests/containment.rs) with real processes on real files:
+//! Landlock prevents writes outside the scope, the snapshot sees what changed, nothing is ever undone
+//! (a comparison cannot tell whose a change is), and the report names everything.
 #![cfg(unix)]
 
-use chokepoint_core::containment::{ContainPlan, ContainReport, Containment, LandlockMode, run};
+use chokepoint_core::containment::{ContainPlan, ContainReport, Containment, Isolation, LandlockMode, Shell, run};
 use chokepoint_core::sandbox::{self, Confinement};
 use chokepoint_core::snapshot::{Change, ChangeKind};
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const INTENT: &str = "INT-001";
@@ -34,10 +35,8 @@ fn plan(root: &Path, mode: LandlockMode) -> ContainPlan {
     plan
 }
 
-fn sh(root: &Path, script: &str) -> Command {
-    let mut c = Command::new("sh");
-    c.arg("-c").arg(script).current_dir(root).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    c
+fn sh(root: &Path, script: &str) -> Shell {
+    Shell::script(script, root)
 }
 
 fn contained(root: &Path, mode: LandlockMode, script: &str) -> ContainReport {
@@ -88,7 +87,7 @@ fn landlock_blocks_writes_outside_the_scope_and_allows_them_inside() {
     assert_ne!(report.exit_code(), Some(0));
     assert!(stderr(&report).contains("Permission denied"), "{}", stderr(&report));
     assert!(!root.join("outside.txt").exists(), "the kernel refused the write: nothing to undo");
-    assert!(report.reverted.is_empty() && report.allowed.is_empty() && report.not_reverted.is_empty());
+    assert!(report.allowed.is_empty() && report.unattributed.is_empty() && report.others.is_empty(), "{report:?}");
     let error = report.tool_error().expect("a refused write is reported to the agent");
     assert!(error.contains("scope_expansion_request") && error.contains("src/auth/**"), "{error}");
 
@@ -97,7 +96,7 @@ fn landlock_blocks_writes_outside_the_scope_and_allows_them_inside() {
     assert_eq!(fs::read_to_string(root.join("README.md")).unwrap(), "# readme\n");
     assert!(root.join("lib/util.py").exists() && root.join("src/auth/a.js").exists());
     assert!(!root.join("lib/a.js").exists() && fs::symlink_metadata(root.join("lib/link")).is_err());
-    assert!(report.reverted.is_empty(), "{:?}", report.reverted);
+    assert!(report.unattributed.is_empty(), "{:?}", report.unattributed);
 
     let report = contained(
         root,
@@ -115,172 +114,89 @@ fn landlock_blocks_writes_outside_the_scope_and_allows_them_inside() {
 }
 
 #[test]
-fn landlock_grants_missing_scope_dirs_and_named_temp_dirs_only() {
-    let Some(_) = landlock_or_skip("landlock_grants_missing_scope_dirs_and_named_temp_dirs_only") else { return };
+fn landlock_grants_the_nearest_existing_folder_of_a_missing_scope_directory_and_creates_nothing() {
+    let Some(_) = landlock_or_skip("landlock_grants_the_nearest_existing_folder_of_a_missing_scope_directory_and_creates_nothing") else {
+        return;
+    };
     let ws = workspace();
     let root = ws.path();
     let tmp = tempfile::tempdir().unwrap();
 
     let mut p = ContainPlan::for_scope(root, Some(INTENT), &["src/new/**".to_owned()]);
     p.writable = vec![tmp.path().to_path_buf(), std::env::temp_dir()];
-    let script = format!("echo t > {}/t.txt && echo n > src/new/n.txt", tmp.path().display());
+    let script = format!("echo t > {}/t.txt && mkdir -p src/new && echo n > src/new/n.txt", tmp.path().display());
     let report = run(&p, sh(root, &script), None).unwrap();
     assert_eq!(report.exit_code(), Some(0), "{}", stderr(&report));
-    assert_eq!(report.created_scope_dirs, ["src/new"]);
-    assert_eq!(paths(&report.allowed), ["src/new/n.txt"]);
+    assert_eq!(paths(&report.allowed), ["src/new", "src/new/n.txt"]);
     assert!(tmp.path().join("t.txt").exists());
-    let notes = report.notes().join("\n");
-    assert!(notes.contains("contains the workspace"), "the system temp dir holds the workspace and is not granted: {notes}");
-    assert!(notes.contains("`src/new`"), "{notes}");
+    let warnings = report.warnings.join("\n");
+    assert!(warnings.contains("contains the workspace"), "the system temp dir holds the workspace and is not granted: {warnings}");
+    assert!(report.notes().is_empty(), "the person's warnings are not the model's notes: {:?}", report.notes());
 
-    // A scope directory created for a command that wrote nothing is gone again.
-    let mut p = ContainPlan::for_scope(root, Some(INTENT), &["docs/api/**".to_owned()]);
-    p.landlock = LandlockMode::Auto;
+    // Nothing is made in the work tree for a command that wrote nothing.
+    let p = ContainPlan::for_scope(root, Some(INTENT), &["docs/api/**".to_owned()]);
     let report = run(&p, sh(root, "true"), None).unwrap();
-    assert_eq!(report.created_scope_dirs, ["docs/api"]);
     assert!(!root.join("docs").exists());
+    assert!(report.notes().is_empty() && report.tool_error().is_none(), "{report:?}");
 }
 
-// ---- Layer 2: snapshot and revert (Landlock off: everything reaches the disk) ----
+// ---- Observed: seen, reported, never undone (Landlock off: everything reaches the disk) ----
 
 #[test]
-fn an_overwritten_file_outside_the_scope_is_restored_byte_for_byte() {
+fn a_person_s_write_during_an_observed_command_is_kept_and_reported_as_unattributed() {
     let ws = workspace();
-    let root = ws.path();
-    let report = contained(root, LandlockMode::Off, "echo > README.md");
-    assert_eq!(fs::read_to_string(root.join("README.md")).unwrap(), "# readme\n");
-    assert_eq!(report.reverted, [change("README.md", ChangeKind::Modified)]);
-    assert!(report.allowed.is_empty());
+    let root = ws.path().to_path_buf();
+    let writer = {
+        let root = root.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(400));
+            fs::write(root.join("README.md"), "person\n").unwrap();
+            fs::write(root.join("lib/person.py"), "x\n").unwrap();
+        })
+    };
+    let report = contained(&root, LandlockMode::Off, "sleep 1.2");
+    writer.join().unwrap();
+    assert_eq!(fs::read_to_string(root.join("README.md")).unwrap(), "person\n");
+    assert_eq!(fs::read_to_string(root.join("lib/person.py")).unwrap(), "x\n");
+    assert!(matches!(report.isolation, Isolation::Observed { .. }), "{:?}", report.isolation);
+    assert_eq!(report.unattributed, [change("README.md", ChangeKind::Modified), change("lib/person.py", ChangeKind::Created)]);
+    assert!(report.refused.is_empty() && report.not_applied.is_empty() && !report.held_back());
     let error = report.tool_error().unwrap();
-    assert!(error.contains("`README.md`: modified; restored"), "{error}");
-    assert!(error.contains("INT-001") && error.contains("scope_expansion_request(intent_id, paths, justification)"), "{error}");
-    assert!(report.notes().iter().any(|n| n.contains("Landlock is turned off") && n.contains("undone afterwards, not prevented")));
+    assert!(error.contains("cannot tell whether the command or someone else") && error.contains("`lib/person.py`: created"), "{error}");
 }
 
 #[test]
-fn a_removed_file_comes_back() {
+fn with_landlock_a_change_outside_the_granted_folders_is_someone_else_s() {
+    let Some(_) = landlock_or_skip("with_landlock_a_change_outside_the_granted_folders_is_someone_else_s") else { return };
     let ws = workspace();
-    let root = ws.path();
-    let report = contained(root, LandlockMode::Off, "rm lib/util.py && rmdir lib");
-    assert_eq!(fs::read_to_string(root.join("lib/util.py")).unwrap(), "def util(): pass\n");
-    assert_eq!(report.reverted, [change("lib", ChangeKind::Deleted), change("lib/util.py", ChangeKind::Deleted)]);
+    let root = ws.path().to_path_buf();
+    let writer = {
+        let root = root.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(400));
+            fs::write(root.join("lib/person.py"), "x\n").unwrap();
+        })
+    };
+    let report = contained(&root, LandlockMode::Auto, "sleep 1.2; echo ok > src/auth/ok.ts");
+    writer.join().unwrap();
+    assert_eq!(fs::read_to_string(root.join("lib/person.py")).unwrap(), "x\n");
+    assert_eq!(report.others, [change("lib/person.py", ChangeKind::Created)]);
+    assert_eq!(report.allowed, [change("src/auth/ok.ts", ChangeKind::Created)]);
+    assert!(report.unattributed.is_empty());
+    assert_eq!(report.tool_error(), None, "the kernel refused the command any write there: nothing to tell the model");
 }
 
 #[test]
-fn sed_in_place_is_undone_outside_the_scope_and_kept_inside() {
+fn an_observed_command_s_own_writes_outside_the_scope_are_kept_and_reported() {
     let ws = workspace();
     let root = ws.path();
-    let report = contained(root, LandlockMode::Off, "sed -i 's/util/evil/' lib/util.py && sed -i 's/login/logout/' src/auth/login.ts");
-    assert_eq!(report.exit_code(), Some(0), "{}", stderr(&report));
-    assert_eq!(fs::read_to_string(root.join("lib/util.py")).unwrap(), "def util(): pass\n");
-    assert_eq!(fs::read_to_string(root.join("src/auth/login.ts")).unwrap(), "logout\n");
-    assert_eq!(report.reverted, [change("lib/util.py", ChangeKind::Modified)]);
+    let report = contained(root, LandlockMode::Off, "echo > README.md; rm lib/util.py; sed -i 's/login/logout/' src/auth/login.ts");
+    assert_eq!(fs::read_to_string(root.join("README.md")).unwrap(), "\n");
+    assert!(!root.join("lib/util.py").exists());
     assert_eq!(report.allowed, [change("src/auth/login.ts", ChangeKind::Modified)]);
-}
-
-#[test]
-fn a_file_python_creates_outside_the_scope_is_removed() {
-    let ws = workspace();
-    let root = ws.path();
-    if Command::new("python3").arg("-c").arg("pass").status().map(|s| !s.success()).unwrap_or(true) {
-        eprintln!("a_file_python_creates_outside_the_scope_is_removed: skipped: no python3");
-        return;
-    }
-    let report = contained(root, LandlockMode::Off, "python3 -c \"open('lib/x.py','w').write('1')\"");
-    assert_eq!(report.exit_code(), Some(0), "{}", stderr(&report));
-    assert!(!root.join("lib/x.py").exists());
-    assert_eq!(report.reverted, [change("lib/x.py", ChangeKind::Created)]);
-    assert!(report.tool_error().unwrap().contains("`lib/x.py`: created; removed"));
-}
-
-#[test]
-fn a_file_moved_out_of_the_scope_is_moved_back() {
-    let ws = workspace();
-    let root = ws.path();
-    let report = contained(root, LandlockMode::Off, "mv src/auth/a.js lib/a.js");
-    assert!(!root.join("lib/a.js").exists());
-    assert_eq!(fs::read_to_string(root.join("src/auth/a.js")).unwrap(), "export const a = 1;\n");
-    assert_eq!(report.reverted, [change("lib/a.js", ChangeKind::Created), change("src/auth/a.js", ChangeKind::Deleted)]);
-    assert!(report.allowed.is_empty());
+    assert_eq!(report.unattributed, [change("README.md", ChangeKind::Modified), change("lib/util.py", ChangeKind::Deleted)]);
     let error = report.tool_error().unwrap();
-    assert!(error.contains("`src/auth/a.js`: moved to `lib/a.js`, outside the scope; moved back"), "{error}");
-}
-
-#[test]
-fn symlinks_and_directories_created_outside_are_removed() {
-    let ws = workspace();
-    let root = ws.path();
-    let report = contained(root, LandlockMode::Off, "ln -s /etc/passwd lib/passwd && mkdir -p build/out && echo x > build/out/y");
-    assert!(fs::symlink_metadata(root.join("lib/passwd")).is_err());
-    assert!(!root.join("build").exists());
-    assert_eq!(paths(&report.reverted), ["build", "build/out", "build/out/y", "lib/passwd"]);
-}
-
-#[test]
-fn a_symlink_retargeted_outside_the_scope_points_back() {
-    let ws = workspace();
-    let root = ws.path();
-    std::os::unix::fs::symlink("util.py", root.join("lib/current")).unwrap();
-    let report = contained(root, LandlockMode::Off, "ln -sfn /etc/shadow lib/current");
-    assert_eq!(fs::read_link(root.join("lib/current")).unwrap(), Path::new("util.py"));
-    assert_eq!(report.reverted, [change("lib/current", ChangeKind::Modified)]);
-}
-
-#[test]
-fn a_directory_swapped_for_a_symlink_out_of_the_workspace_comes_back_without_writing_through_it() {
-    let ws = workspace();
-    let root = ws.path();
-    let outside = tempfile::tempdir().unwrap();
-    let script = format!("rm -r lib && ln -s {} lib", outside.path().display());
-    let report = contained(root, LandlockMode::Off, &script);
-    assert!(fs::symlink_metadata(root.join("lib")).unwrap().is_dir());
-    assert_eq!(fs::read_to_string(root.join("lib/util.py")).unwrap(), "def util(): pass\n");
-    assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0, "nothing was restored through the link");
-    assert_eq!(report.reverted, [change("lib", ChangeKind::TypeChanged), change("lib/util.py", ChangeKind::Deleted)]);
-}
-
-#[test]
-fn governance_files_are_restored_even_inside_a_wide_scope() {
-    let ws = workspace();
-    let root = ws.path();
-    let mut p = ContainPlan::for_scope(root, Some(INTENT), &["**".to_owned()]);
-    p.landlock = LandlockMode::Off;
-    let report = run(&p, sh(root, "echo 'hooks: {}' >> .orchestration/hooks.yaml && echo ok > notes.md"), None).unwrap();
-    assert_eq!(fs::read_to_string(root.join(".orchestration/hooks.yaml")).unwrap(), "version: 1\n");
-    assert_eq!(report.reverted, [change(".orchestration/hooks.yaml", ChangeKind::Modified)]);
-    assert_eq!(report.allowed, [change("notes.md", ChangeKind::Created)]);
-}
-
-#[test]
-fn excluded_runtime_files_are_left_alone() {
-    let ws = workspace();
-    let root = ws.path();
-    let report = contained(root, LandlockMode::Off, "echo row > .orchestration/state.db && echo '{}' >> .orchestration/agent_trace.jsonl");
-    assert_eq!(fs::read_to_string(root.join(".orchestration/state.db")).unwrap(), "row\n");
-    assert_eq!(fs::read_to_string(root.join(".orchestration/agent_trace.jsonl")).unwrap(), "{}\n");
-    assert!(report.reverted.is_empty() && report.allowed.is_empty() && report.not_reverted.is_empty(), "{report:?}");
-    assert_eq!(report.tool_error(), None);
-}
-
-#[test]
-fn what_cannot_be_held_is_reported_and_not_silently_lost() {
-    let ws = workspace();
-    let root = ws.path();
-    assert!(Command::new("mkfifo").arg(root.join("lib/pipe")).status().unwrap().success());
-    fs::write(root.join("lib/big.bin"), vec![7u8; 4096]).unwrap();
-    let mut p = plan(root, LandlockMode::Off);
-    p.max_held_bytes = 1024;
-    let report = run(&p, sh(root, "echo small > lib/big.bin && rm lib/pipe"), None).unwrap();
-    let held: Vec<(&str, String)> = report.not_held.iter().map(|n| (n.path.as_str(), n.reason.to_string())).collect();
-    assert_eq!(held.len(), 2, "{held:?}");
-    assert!(held[0].0 == "lib/big.bin" && held[0].1.contains("4096 bytes"), "{held:?}");
-    assert!(held[1].0 == "lib/pipe" && held[1].1.contains("fifo"), "{held:?}");
-    let not: Vec<&str> = report.not_reverted.iter().map(|n| n.change.path.as_str()).collect();
-    assert_eq!(not, ["lib/big.bin", "lib/pipe"]);
-    assert!(report.reverted.is_empty());
-    let error = report.tool_error().unwrap();
-    assert!(error.contains("could not be undone") && error.contains("`lib/big.bin`") && error.contains("`lib/pipe`"), "{error}");
-    assert!(report.notes().iter().any(|n| n.contains("2 paths could not be held")), "{:?}", report.notes());
+    assert!(error.contains("INT-001") && error.contains("scope_expansion_request(intent_id, paths, justification)"), "{error}");
 }
 
 #[test]
@@ -290,11 +206,10 @@ fn the_next_command_reuses_the_last_snapshot() {
     let p = plan(root, LandlockMode::Off);
     let mut containment = Containment::new();
     let first = containment.run(&p, sh(root, "echo 1 > src/auth/one.ts && echo x > README.md"), None).unwrap();
-    assert_eq!(first.reverted, [change("README.md", ChangeKind::Modified)]);
-    let second = containment.run(&p, sh(root, "echo 2 >> src/auth/one.ts && rm README.md"), None).unwrap();
+    assert_eq!(first.unattributed, [change("README.md", ChangeKind::Modified)]);
+    let second = containment.run(&p, sh(root, "echo 2 >> src/auth/one.ts"), None).unwrap();
     assert_eq!(second.allowed, [change("src/auth/one.ts", ChangeKind::Modified)]);
-    assert_eq!(second.reverted, [change("README.md", ChangeKind::Deleted)]);
-    assert_eq!(fs::read_to_string(root.join("README.md")).unwrap(), "# readme\n");
+    assert!(second.unattributed.is_empty(), "{:?}", second.unattributed);
     assert_eq!(fs::read_to_string(root.join("src/auth/one.ts")).unwrap(), "1\n2\n");
 }
 
@@ -305,17 +220,10 @@ fn a_timeout_kills_the_whole_process_group() {
     let ws = workspace();
     let root = ws.path();
     let started = Instant::now();
-    let report =
-        run(&plan(root, LandlockMode::Off), sh(root, "sleep 30 & echo $! > lib/grandchild; sleep 30"), Some(Duration::from_millis(500)))
-            .unwrap();
+    let report = run(&plan(root, LandlockMode::Off), sh(root, "sleep 30 & echo $!; sleep 30"), Some(Duration::from_millis(500))).unwrap();
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     assert!(report.timed_out && report.status.is_none());
     assert!(report.notes().iter().any(|n| n.contains("timed out")));
-    // The pid file it wrote outside the scope is undone like anything else; read it from the output
-    // of a second run instead.
-    assert_eq!(report.reverted, [change("lib/grandchild", ChangeKind::Created)]);
-
-    let report = run(&plan(root, LandlockMode::Off), sh(root, "sleep 30 & echo $!; sleep 30"), Some(Duration::from_millis(500))).unwrap();
     let pid: u32 = String::from_utf8_lossy(&report.output.unwrap().stdout).trim().parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -339,9 +247,8 @@ fn piped_output_is_captured_and_inherited_output_is_not() {
     let output = report.output.unwrap();
     assert_eq!((output.stdout.as_slice(), output.stderr.as_slice()), (&b"out\n"[..], &b"err\n"[..]));
 
-    let mut c = Command::new("true");
-    c.current_dir(root).stdout(Stdio::null()).stderr(Stdio::null());
-    let report = run(&plan(root, LandlockMode::Off), c, None).unwrap();
+    let shell = Shell { argv: vec!["true".into()], cwd: root.to_path_buf(), env: Vec::new(), capture: false };
+    let report = run(&plan(root, LandlockMode::Off), shell, None).unwrap();
     assert!(report.output.is_none());
     assert_eq!(report.exit_code(), Some(0));
 }
@@ -350,14 +257,14 @@ fn piped_output_is_captured_and_inherited_output_is_not() {
 fn a_command_that_cannot_start_is_an_error() {
     let ws = workspace();
     let p = ContainPlan::for_scope(ws.path(), Some(INTENT), &["docs/**".to_owned()]);
-    let err = run(&p, Command::new("/nonexistent/chokepoint-test"), None).unwrap_err();
+    let shell = Shell { argv: vec!["/nonexistent/chokepoint-test".into()], cwd: ws.path().to_path_buf(), env: Vec::new(), capture: true };
+    let err = run(&p, shell, None).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
-    // The scope directory created for it (with Landlock) was not left behind.
     assert!(!ws.path().join("docs").exists());
 }
 
 #[test]
-fn a_cancelled_command_is_killed_with_its_group_and_what_it_did_outside_is_undone() {
+fn a_cancelled_command_is_killed_with_its_group() {
     let ws = workspace();
     let root = ws.path();
     let mut plan = plan(root, LandlockMode::Off);
@@ -370,10 +277,9 @@ fn a_cancelled_command_is_killed_with_its_group_and_what_it_did_outside_is_undon
     });
     let started = std::time::Instant::now();
     // A child of the shell keeps the group alive: the whole group must go, not just the leader.
-    let report = run(&plan, sh(root, "echo leaked > outside.txt; sleep 30 & wait"), Some(Duration::from_secs(60))).unwrap();
+    let report = run(&plan, sh(root, "echo seen > outside.txt; sleep 30 & wait"), Some(Duration::from_secs(60))).unwrap();
     stopper.join().unwrap();
     assert!(report.cancelled && !report.timed_out, "{report:?}");
     assert!(started.elapsed() < Duration::from_secs(10), "stopped at once, not after the sleep: {:?}", started.elapsed());
-    assert!(!root.join("outside.txt").exists(), "what it wrote outside its scope is undone after a cancel too");
-    assert_eq!(report.reverted.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(), ["outside.txt"]);
+    assert_eq!(paths(&report.unattributed), ["outside.txt"]);
 }

@@ -163,23 +163,24 @@ fn records_of_several_engines_on_one_workspace_form_one_chain() {
 }
 
 #[test]
-fn a_contained_command_is_recorded_with_what_containment_undid() {
+fn a_contained_command_is_recorded_with_what_containment_saw() {
     let (ws, engine) = governed();
     fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\ngatekeeper:\n  landlock: off\n").unwrap();
     engine.reload();
     fs::write(ws.path().join("README.md"), "keep\n").unwrap();
     engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
-    let mut command = std::process::Command::new("sh");
-    command.args(["-c", "echo 1 > src/auth/a.js; echo no > README.md"]).current_dir(ws.path());
-    let report = engine.run_contained("S", command, None).unwrap();
-    assert_eq!(report.reverted.len(), 1);
+    let shell = chokepoint_core::containment::Shell::script("echo 1 > src/auth/a.js; echo no > README.md", ws.path());
+    // Observed (the core alone cannot isolate): the change outside the scope is kept and recorded.
+    let report = engine.run_contained("S", shell, None, None).unwrap();
+    assert_eq!(report.unattributed.len(), 1);
     let records = ledger(&ws);
     let last = records.last().unwrap();
     assert_eq!(last.kind, RecordKind::Containment);
     assert_eq!(last.intent.as_deref(), Some("INT-001"));
     assert_eq!(last.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["src/auth/a.js"]);
     let data = last.data.as_ref().unwrap();
-    assert_eq!(data["reverted"], json!([{ "path": "README.md", "kind": "modified" }]));
+    assert_eq!(data["unattributed"], json!([{ "path": "README.md", "kind": "modified" }]));
+    assert!(data["isolation"].as_str().unwrap().starts_with("observed: "), "{}", data["isolation"]);
     assert_eq!(data["argv"], json!(["sh", "-c", "echo 1 > src/auth/a.js; echo no > README.md"]));
 }
 

@@ -1,5 +1,5 @@
 //! Shell commands contained to a session's scope: `runContained` (off the JavaScript thread) and
-//! `cancelContained`, with what the command did and what containment undid.
+//! `cancelContained`, with what the command did and what containment held back.
 
 use crate::Engine;
 use crate::errors::{Result, invalid};
@@ -16,8 +16,12 @@ pub struct JsContainedCommand {
     pub argv: Vec<String>,
     /// Working directory; the workspace root when absent.
     pub cwd: Option<String>,
-    /// Milliseconds before the command's whole process group is killed.
+    /// Milliseconds before the command is stopped with everything it started.
     pub timeout_ms: Option<u32>,
+    /// The `chokepoint` program, which runs the command isolated over a copy-on-write layer of the
+    /// workspace (Linux): only its own changes inside the scope are applied. Without it, the command
+    /// runs observed: its changes are compared afterwards and reported, never undone.
+    pub program: Option<String>,
 }
 
 /// A path a contained command changed.
@@ -26,7 +30,7 @@ pub struct JsContainedChange {
     pub path: String,
     #[napi(ts_type = "'created' | 'modified' | 'deleted' | 'type_changed'")]
     pub kind: String,
-    /// Why it could not be undone (only in `notReverted`).
+    /// Why it did not land (only in `notApplied`).
     pub reason: Option<String>,
 }
 
@@ -43,12 +47,20 @@ pub struct JsContainedResult {
     /// Landlock's part.
     #[napi(ts_type = "'enforced' | 'partial' | 'unavailable'")]
     pub confinement: String,
+    /// It ran isolated: its changes are exactly its own.
+    pub isolated: bool,
+    /// Changes inside the scope: applied (isolated), or seen (observed).
     pub allowed: Vec<JsContainedChange>,
-    pub reverted: Vec<JsContainedChange>,
-    pub not_reverted: Vec<JsContainedChange>,
-    /// The tool error for the agent when something outside the scope was undone or blocked.
+    /// Its changes outside the scope, never applied (isolated).
+    pub refused: Vec<JsContainedChange>,
+    /// Its allowed changes that did not land (someone else changed the path meanwhile, or a failure).
+    pub not_applied: Vec<JsContainedChange>,
+    /// Observed: changes outside the scope while it ran, by it or someone else; kept.
+    pub unattributed: Vec<JsContainedChange>,
+    /// The tool error for the agent when some of its changes were held back, could not be
+    /// attributed, or a write was blocked.
     pub tool_error: Option<String>,
-    /// What could not be applied (no Landlock, files not held, ...), for the tool result and the trace.
+    /// What changes how the output reads (a timeout, output over the cap, a directory not granted).
     pub notes: Vec<String>,
     pub duration_ms: f64,
 }
@@ -75,9 +87,11 @@ impl From<core::containment::ContainReport> for JsContainedResult {
                 core::sandbox::Confinement::Unavailable { .. } => "unavailable",
             }
             .to_owned(),
+            isolated: matches!(r.isolation, core::containment::Isolation::Isolated),
             allowed: r.allowed.iter().map(|c| change(c, None)).collect(),
-            reverted: r.reverted.iter().map(|c| change(c, None)).collect(),
-            not_reverted: r.not_reverted.iter().map(|n| change(&n.change, Some(n.reason.clone()))).collect(),
+            refused: r.refused.iter().map(|c| change(c, None)).collect(),
+            not_applied: r.not_applied.iter().map(|n| change(&n.change, Some(n.reason.clone()))).collect(),
+            unattributed: r.unattributed.iter().map(|c| change(c, None)).collect(),
             tool_error: r.tool_error(),
             notes: r.notes(),
             duration_ms: r.duration.as_secs_f64() * 1e3,
@@ -87,8 +101,9 @@ impl From<core::containment::ContainReport> for JsContainedResult {
 
 #[napi]
 impl Engine {
-    /// Runs a shell command of a session contained to its intent's scope: Landlock where the kernel
-    /// has it, snapshot-and-revert everywhere. Resolves with what the command printed and what
+    /// Runs a shell command of a session contained to its intent's scope: isolated over a
+    /// copy-on-write layer where `program` is given and Linux allows it, observed otherwise;
+    /// Landlock where the kernel has it. Resolves with what the command printed and what
     /// containment did; rejects (code `GenericFailure`: napi's tasks carry no other) only when the command could not be started contained at
     /// all. Runs on the libuv thread pool, never on the extension host's thread.
     #[napi(catch_unwind, ts_return_type = "Promise<ContainedResult>")]
@@ -99,8 +114,8 @@ impl Engine {
         Ok(AsyncTask::new(Contained { engine: self.inner.clone(), command: Some(command) }))
     }
 
-    /// Stops the contained command a session is running: its whole process group is killed, what it
-    /// changed outside the scope is still undone, and its `runContained` resolves with `cancelled`.
+    /// Stops the contained command a session is running, with everything it started; what it changed
+    /// is judged as when it ends by itself, and its `runContained` resolves with `cancelled`.
     /// Returns whether one was running (or waiting for its turn).
     #[napi(catch_unwind)]
     pub fn cancel_contained(&self, session_id: String) -> bool {
@@ -121,12 +136,17 @@ impl Task for Contained {
     // napi's tasks reject with a `Status` only: `code` is then `GenericFailure`.
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let spec = self.command.take().ok_or_else(|| Error::new(Status::GenericFailure, "runContained ran twice".to_owned()))?;
-        let mut command = std::process::Command::new(&spec.argv[0]);
-        command.args(&spec.argv[1..]);
-        command.current_dir(spec.cwd.map_or_else(|| self.engine.sidecar().workspace_root().to_path_buf(), std::path::PathBuf::from));
-        command.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let shell = core::containment::Shell {
+            argv: spec.argv.iter().map(Into::into).collect(),
+            cwd: spec.cwd.map_or_else(|| self.engine.sidecar().workspace_root().to_path_buf(), std::path::PathBuf::from),
+            env: Vec::new(),
+            capture: true,
+        };
         let timeout = spec.timeout_ms.map(|ms| std::time::Duration::from_millis(ms.into()));
-        self.engine.run_contained(&spec.session_id, command, timeout).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
+        let isolator = spec.program.map(std::path::PathBuf::from);
+        self.engine
+            .run_contained(&spec.session_id, shell, isolator.as_deref(), timeout)
+            .map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {

@@ -1,37 +1,44 @@
 //! Containment of the agent's shell commands: a command may change the workspace only where its
-//! intent's scope allows. Write tools are judged path by path before they run; a shell command names
-//! no paths, so it is contained instead, in two layers:
+//! intent's scope allows, and **never destroys what it did not cause**. Write tools are judged path by
+//! path before they run; a shell command names no paths, so it is contained instead.
 //!
-//! 1. **Prevention** (Linux, Landlock): the command runs confined to writing beneath the directories
-//!    its scope covers (sandbox.rs), plus the caller's extra writable directories (temp dirs). A
-//!    write anywhere else fails with `Permission denied`.
-//! 2. **Undo**, everywhere, also when Landlock is off or missing: the workspace is snapshotted before
-//!    and after the command (snapshot.rs); every change the caller's judge does not allow is undone
-//!    from the snapshot and reported. The directories Landlock grants are wider than the globs (a
-//!    grant of `src/auth` for `src/auth/*.ts` lets `src/auth/x.js` be written), so this layer always
-//!    runs.
+//! 1. **Isolated** (Linux with user namespaces and overlayfs; `isolate.rs`, `layer.rs`): the command
+//!    runs in namespaces of its own over an overlay of the workspace, so every write it makes lands in
+//!    the overlay's upper layer and nowhere else. When it ends (its whole process tree, detached
+//!    descendants included), its changes are judged: the allowed ones are applied to the workspace,
+//!    each only if nobody else changed that path meanwhile (else theirs stays and the command's is set
+//!    aside), and the refused ones never land. A person's or another agent's writes during the command
+//!    are never touched: they are not in the upper layer. Killing the supervisor or the engine applies
+//!    nothing.
+//! 2. **Observed** (everywhere else, and when `isolator` is not given): the workspace is snapshotted
+//!    before and after, and the changes are reported, never undone: a comparison cannot tell who made
+//!    a change, and undoing someone else's would destroy their work. With Landlock, a change outside
+//!    the directories it granted was refused to the command by the kernel, so it is someone else's
+//!    (`others`); any other change outside the scope is `unattributed`: kept, recorded and reported.
 //!
-//! Never silent: what was undone, what could not be, and what could not be applied at all (no
-//! Landlock, files too large or too special to hold) is in the report, and `tool_error` is the text
-//! the agent reads.
+//! In both, Landlock (`sandbox.rs`), where the kernel has it, refuses a write outside the scope's
+//! directories as it happens, so the command fails early with `Permission denied`.
 //!
-//! The command runs in its own process group; on timeout, and when it ends, the whole group is
-//! killed, so nothing it started keeps writing after the second snapshot.
+//! The command runs in its own process group; on timeout and on cancel, the supervisor is asked to
+//! stop (it ends the namespace, and with it everything the command started), then the group is killed.
 
 use crate::base::sidecar::{SIDECAR_DIR, Sidecar};
+use crate::containment::isolate::{SPEC_ENV, SUPERVISOR_ARG, Spec, Status};
+use crate::containment::layer::{Applied, Layer};
 use crate::containment::sandbox::{self, Confinement};
-use crate::containment::snapshot::{self, Change, ChangeKind, EntryKind, NotHeld, Snapshot, Snapshotter};
+use crate::containment::snapshot::{self, Change, ChangeKind, Entry, EntryKind, Snapshot, Snapshotter};
 use crate::model::governance::{GOVERNANCE_FILES, SCOPE_EXPANSION_TOOL};
 use globset::{GlobBuilder, GlobSetBuilder};
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
-/// Files over this many bytes are hashed but not held: a change to one cannot be undone.
+/// Files over this many bytes are hashed but not held by the snapshot store.
 pub const DEFAULT_MAX_HELD_BYTES: u64 = 32 * 1024 * 1024;
 
 /// Captured output beyond this many bytes per stream is dropped (and said so).
@@ -40,6 +47,14 @@ pub const DEFAULT_OUTPUT_CAP: usize = 1024 * 1024;
 /// After the command's group is killed, how long its output pipes may take to close.
 const OUTPUT_GRACE: Duration = Duration::from_secs(2);
 
+/// How long an isolated command's supervisor has to end its namespace when asked to stop, before its
+/// process group is killed.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// How long to wait for an isolated command's namespace to end after its supervisor died without
+/// ending it (killed from outside): nothing of the upper layer is applied while it may still change.
+const NAMESPACE_GRACE: Duration = Duration::from_secs(5);
+
 /// Decides whether a workspace-relative path (`/`-separated) may change. `true` = allowed.
 pub type Judge = Box<dyn Fn(&str) -> bool + Send + Sync>;
 
@@ -47,8 +62,40 @@ pub type Judge = Box<dyn Fn(&str) -> bool + Send + Sync>;
 pub enum LandlockMode {
     /// Confine when the kernel supports it; otherwise run unconfined and say so.
     Auto,
-    /// Never confine (undo only).
+    /// Never confine.
     Off,
+}
+
+/// The command to contain, as its caller describes it.
+#[derive(Debug, Clone)]
+pub struct Shell {
+    /// The program and its arguments.
+    pub argv: Vec<OsString>,
+    /// Its working folder.
+    pub cwd: PathBuf,
+    /// Variables set for it, beside the caller's environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Pipe its stdout and stderr into the report (stdin from `/dev/null`); otherwise it inherits all
+    /// three.
+    pub capture: bool,
+}
+
+impl Shell {
+    /// `sh -c <script>` in `cwd`, its output captured.
+    pub fn script(script: &str, cwd: &Path) -> Shell {
+        Shell { argv: vec!["sh".into(), "-c".into(), script.into()], cwd: cwd.to_path_buf(), env: Vec::new(), capture: true }
+    }
+
+    fn command(&self, program: &Path, leading: &[&str]) -> Command {
+        let mut command = Command::new(program);
+        command.args(leading).current_dir(&self.cwd).envs(self.env.iter().map(|(k, v)| (k, v)));
+        if self.capture {
+            command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        command
+    }
 }
 
 /// What to contain a command to.
@@ -66,17 +113,18 @@ pub struct ContainPlan {
     /// changes there is still judged (exclude it too if its changes must stay, e.g. build output).
     pub writable: Vec<PathBuf>,
     /// Relative paths other processes write during a command (see `Snapshotter::new`); never
-    /// snapshotted, never reverted.
+    /// snapshotted, never changed by a command.
     pub excluded: Vec<String>,
-    /// The content-addressed store.
+    /// The content-addressed store, beneath which an isolated command's upper layer is made.
     pub store: PathBuf,
     pub landlock: LandlockMode,
+    /// The `chokepoint` program, which runs the command isolated (`isolate.rs`); `None`: observed.
+    pub isolator: Option<PathBuf>,
     pub max_held_bytes: u64,
     /// Per captured stream.
     pub output_cap: usize,
-    /// Set (from any thread) to stop the command: its whole group is killed as on a timeout, and the
-    /// snapshot comparison and revert still run, so a cancelled command leaves nothing outside its
-    /// scope either.
+    /// Set (from any thread) to stop the command: it is stopped as on a timeout, and what it changed
+    /// is judged all the same.
     pub cancel: Option<Arc<AtomicBool>>,
 }
 
@@ -90,6 +138,7 @@ impl std::fmt::Debug for ContainPlan {
             .field("excluded", &self.excluded)
             .field("store", &self.store)
             .field("landlock", &self.landlock)
+            .field("isolator", &self.isolator)
             .field("max_held_bytes", &self.max_held_bytes)
             .field("output_cap", &self.output_cap)
             .finish_non_exhaustive()
@@ -98,7 +147,7 @@ impl std::fmt::Debug for ContainPlan {
 
 impl ContainPlan {
     /// A plan for an intent's scope: the judge is [`scope_judge`], the store and the exclusions are
-    /// the sidecar's ([`default_excluded`]), Landlock is `Auto`, nothing extra is writable.
+    /// the sidecar's ([`default_excluded`]), Landlock is `Auto`, nothing extra is writable, observed.
     pub fn for_scope(root: &Path, intent_id: Option<&str>, scope_globs: &[String]) -> ContainPlan {
         ContainPlan {
             root: root.to_path_buf(),
@@ -109,6 +158,7 @@ impl ContainPlan {
             excluded: default_excluded(),
             store: Sidecar::new(root).snapshot_store(),
             landlock: LandlockMode::Auto,
+            isolator: None,
             max_held_bytes: DEFAULT_MAX_HELD_BYTES,
             output_cap: DEFAULT_OUTPUT_CAP,
             cancel: None,
@@ -150,43 +200,62 @@ pub struct Captured {
     pub truncated: bool,
 }
 
-/// A change outside the scope that could not be undone.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotReverted {
-    pub change: Change,
-    pub reason: String,
-}
-
-/// A file the command moved out of the scope: its deletion inside the scope was undone with the
-/// creation outside, or the file would have been lost.
+/// A file the command moved out of the scope: neither its removal inside nor its creation outside is
+/// applied, so the file stays where it was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MovedOut {
     pub from: String,
     pub to: String,
 }
 
+/// One of the command's allowed changes that did not land as it made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotApplied {
+    pub change: Change,
+    /// Someone else changed the path while the command ran (their version stays); otherwise the
+    /// change failed for `reason`.
+    pub conflict: bool,
+    /// Where the command's version of the file was kept, for a conflict.
+    pub kept: Option<String>,
+    pub reason: String,
+}
+
+/// How the command's writes were told apart from others'.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Isolation {
+    /// In namespaces of its own over an overlay: its changes are exactly its own.
+    Isolated,
+    /// Compared before and after, without isolation, for this reason: changes are seen, never undone.
+    Observed { reason: String },
+}
+
 /// Everything that happened to one contained command.
 #[derive(Debug)]
 pub struct ContainReport {
-    /// `None` when it timed out (the group was killed).
+    /// `None` when it timed out or was cancelled.
     pub status: Option<ExitStatus>,
     pub timed_out: bool,
-    /// The plan's cancel flag stopped it (the group was killed).
+    /// The plan's cancel flag stopped it.
     pub cancelled: bool,
     /// When the caller piped stdout or stderr.
     pub output: Option<Captured>,
     pub confinement: Confinement,
-    /// Changes the judge allowed, in path order (for the trace).
+    pub isolation: Isolation,
+    /// Changes inside the scope, in path order: applied (isolated), or seen (observed).
     pub allowed: Vec<Change>,
-    /// Changes undone, in path order.
-    pub reverted: Vec<Change>,
+    /// The command's changes outside the scope, in path order: never applied (isolated only).
+    pub refused: Vec<Change>,
     pub moved_out: Vec<MovedOut>,
-    pub not_reverted: Vec<NotReverted>,
-    /// Paths that would not have been restored had the command changed them.
-    pub not_held: Vec<NotHeld>,
-    /// Scope directories created before the command so Landlock could grant them (relative).
-    pub created_scope_dirs: Vec<String>,
-    /// What of the plan could not be applied (a writable directory not granted, ...).
+    /// Allowed changes that did not land: a conflict with someone else's write, or a failure.
+    pub not_applied: Vec<NotApplied>,
+    /// Observed only: changes outside the scope made while the command ran, by it or by someone else;
+    /// kept.
+    pub unattributed: Vec<Change>,
+    /// Observed with Landlock only: changes outside the directories Landlock granted, which the
+    /// kernel refused to the command, so someone else's; kept, recorded.
+    pub others: Vec<Change>,
+    /// What of the plan could not be applied (a writable directory not granted, ...): for the person,
+    /// in the trace, not for the model.
     pub warnings: Vec<String>,
     pub intent_id: Option<String>,
     pub scope: Vec<String>,
@@ -198,8 +267,14 @@ impl ContainReport {
         self.status.and_then(|s| s.code())
     }
 
-    /// The text the agent gets when anything outside the scope was undone, could not be undone, or
-    /// (as far as the captured output tells) was blocked. `None` when the command stayed inside.
+    /// Whether something the command did outside its scope, or could not apply, was held back.
+    pub fn held_back(&self) -> bool {
+        !self.refused.is_empty() || !self.not_applied.is_empty()
+    }
+
+    /// The text the agent gets when the command's writes outside the scope were refused, some of its
+    /// changes did not land, changes outside the scope could not be attributed, or (as far as the
+    /// captured output tells) a write was blocked. `None` when the command stayed inside.
     pub fn tool_error(&self) -> Option<String> {
         let scope = if self.scope.is_empty() { "no paths".to_owned() } else { self.scope.join(", ") };
         let intent = self.intent_id.as_deref().map(|i| format!("intent `{i}`")).unwrap_or_else(|| "the selected intent".to_owned());
@@ -208,47 +283,69 @@ impl ContainReport {
                 "Stay inside {scope}, or ask for more with {SCOPE_EXPANSION_TOOL}(intent_id, paths, justification) naming {which}, then retry."
             )
         };
-        if self.reverted.is_empty() && self.not_reverted.is_empty() {
-            return self.blocked().then(|| {
-                format!(
-                    "the command failed while confined to writing inside the scope of {intent} ({scope}); the `Permission denied` in its output \
-                     may be a write outside the scope, which was blocked. {}",
-                    advice("the paths the command must write")
-                )
-            });
-        }
-        let moved: BTreeMap<&str, &str> = self.moved_out.iter().map(|m| (m.from.as_str(), m.to.as_str())).collect();
-        // A file moved back into the scope is listed, but it is not a path outside the scope.
-        let count = self.reverted.iter().filter(|c| !moved.contains_key(c.path.as_str())).count() + self.not_reverted.len();
-        let mut text =
-            format!("the command changed {count} path{} outside the scope of {intent} ({scope})", if count == 1 { "" } else { "s" });
-        if !self.reverted.is_empty() {
-            text.push_str("; undone:");
-            for c in &self.reverted {
-                let action = match (c.kind, moved.get(c.path.as_str())) {
-                    (_, Some(to)) => format!("moved to `{to}`, outside the scope; moved back"),
-                    (ChangeKind::Created, _) => "created; removed".to_owned(),
-                    (ChangeKind::Modified, _) => "modified; restored to its content before the command".to_owned(),
-                    (ChangeKind::Deleted, _) => "deleted; restored".to_owned(),
-                    (ChangeKind::TypeChanged, _) => "replaced by another kind of entry; restored".to_owned(),
+        let mut parts: Vec<String> = Vec::new();
+        if !self.refused.is_empty() {
+            let moved: BTreeMap<&str, &str> = self.moved_out.iter().map(|m| (m.from.as_str(), m.to.as_str())).collect();
+            let outside: Vec<&Change> = self.refused.iter().filter(|c| !moved.contains_key(c.path.as_str())).collect();
+            let mut text = format!(
+                "the command changed {} path{} outside the scope of {intent} ({scope}); {} not applied, the workspace is as it was there:",
+                outside.len(),
+                if outside.len() == 1 { "" } else { "s" },
+                if outside.len() == 1 { "it was" } else { "they were" },
+            );
+            for c in &self.refused {
+                let what = match moved.get(c.path.as_str()) {
+                    Some(to) => format!("moved to `{to}`, outside the scope; it stays where it was"),
+                    None => format!("{}; not applied", c.kind.as_str()),
                 };
-                text.push_str(&format!("\n- `{}`: {action}", c.path));
+                text.push_str(&format!("\n- `{}`: {what}", c.path));
             }
-        }
-        if !self.not_reverted.is_empty() {
-            text.push_str(if self.reverted.is_empty() { "; could not be undone:" } else { "\ncould not be undone:" });
-            for n in &self.not_reverted {
-                text.push_str(&format!("\n- `{}`: {}, left as the command made it: {}", n.change.path, n.change.kind.as_str(), n.reason));
+            if self.refused.iter().any(|c| c.path == crate::base::sidecar::BRAIN) {
+                // The shared brain is not a matter of scope: no expansion would let the command write it.
+                text.push('\n');
+                text.push_str(&crate::model::governance::brain_refusal());
+                text.push('.');
             }
+            text.push('\n');
+            text.push_str(&advice("these paths"));
+            parts.push(text);
         }
-        text.push('\n');
-        if self.reverted.iter().chain(self.not_reverted.iter().map(|n| &n.change)).any(|c| c.path == crate::base::sidecar::BRAIN) {
-            // The shared brain is not a matter of scope: no expansion would let the command write it.
-            text.push_str(&crate::model::governance::brain_refusal());
-            text.push_str(".\n");
+        if !self.not_applied.is_empty() {
+            let mut text = "some of the command's changes inside the scope did not land:".to_owned();
+            for n in &self.not_applied {
+                text.push_str(&format!("\n- `{}` ({}): {}", n.change.path, n.change.kind.as_str(), n.reason));
+                if let Some(kept) = &n.kept {
+                    text.push_str(&format!("; the command's version is at {kept}"));
+                }
+            }
+            text.push_str("\nRead the files as they are now before changing them again.");
+            parts.push(text);
         }
-        text.push_str(&advice("these paths"));
-        Some(text)
+        if !self.unattributed.is_empty() {
+            let mut text = format!(
+                "while the command ran, {} path{} outside the scope of {intent} changed; without isolation here, Chokepoint cannot tell whether the command or someone else changed {}, so nothing was undone:",
+                self.unattributed.len(),
+                if self.unattributed.len() == 1 { "" } else { "s" },
+                if self.unattributed.len() == 1 { "it" } else { "them" },
+            );
+            for c in self.unattributed.iter().take(20) {
+                text.push_str(&format!("\n- `{}`: {}", c.path, c.kind.as_str()));
+            }
+            if self.unattributed.len() > 20 {
+                text.push_str(&format!("\n- and {} more", self.unattributed.len() - 20));
+            }
+            text.push_str("\nIf this command made them, it went outside its scope: do not do it again. ");
+            text.push_str(&advice("the paths the command must write"));
+            parts.push(text);
+        }
+        if parts.is_empty() && self.blocked() {
+            parts.push(format!(
+                "the command failed while confined to writing inside the scope of {intent} ({scope}); the `Permission denied` in its output \
+                 may be a write outside the scope, which was blocked. {}",
+                advice("the paths the command must write")
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("\n"))
     }
 
     /// The command failed confined and its captured output shows a refused write.
@@ -261,43 +358,27 @@ impl ContainReport {
         })
     }
 
-    /// What could not be applied, for the user and the trace: no Landlock, paths not held, ...
+    /// What the model needs to know beside the command's output: only what changes how it reads it
+    /// (the plan's `warnings` are for the person, in the trace).
     pub fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
-        match &self.confinement {
-            Confinement::Enforced { .. } => {}
-            Confinement::Partial { abi, missing } => notes.push(format!(
-                "Landlock ABI {abi} does not control {}: such writes are undone afterwards, not prevented",
-                missing.join("; ")
-            )),
-            Confinement::Unavailable { reason } => {
-                notes.push(format!("{reason}: outside-scope writes are undone afterwards, not prevented"))
-            }
-        }
-        notes.extend(self.warnings.iter().cloned());
-        for dir in &self.created_scope_dirs {
-            notes.push(format!("created the scope directory `{dir}` before the command so it could be granted (it is in scope)"));
-        }
-        if !self.not_held.is_empty() {
-            let shown: Vec<String> = self.not_held.iter().take(10).map(|n| format!("`{}` ({})", n.path, n.reason)).collect();
-            let more = self.not_held.len().saturating_sub(shown.len());
-            notes.push(format!(
-                "{} path{} could not be held, so a change to {} could not be undone: {}{}",
-                self.not_held.len(),
-                if self.not_held.len() == 1 { "" } else { "s" },
-                if self.not_held.len() == 1 { "it" } else { "them" },
-                shown.join(", "),
-                if more > 0 { format!(" and {more} more") } else { String::new() }
-            ));
-        }
         if self.timed_out {
-            notes.push("the command timed out; its whole process group was killed".to_owned());
+            notes.push("the command timed out; it was stopped with everything it started".to_owned());
         }
         if self.output.as_ref().is_some_and(|o| o.truncated) {
             notes.push("the command's output was over the cap; the rest was dropped".to_owned());
         }
         notes
     }
+}
+
+/// Why isolation is not available in this process, once a command found out (it is not tried again).
+static NOT_ISOLATED: OnceLock<String> = OnceLock::new();
+
+/// Why commands run observed rather than isolated here, once known: `None` until a command was
+/// isolated or failed to be.
+pub fn isolation_unavailable() -> Option<&'static str> {
+    NOT_ISOLATED.get().map(String::as_str)
 }
 
 /// Runs contained commands, keeping the last snapshot so the next one only `stat`s what did not
@@ -312,80 +393,178 @@ impl Containment {
         Containment::default()
     }
 
-    /// Runs `command` contained by `plan`. The caller configures the command (program, arguments,
-    /// working directory, environment, stdio): piped stdout and stderr are captured into the report,
-    /// inherited ones are left alone; a piped stdin is closed. `Err` only for I/O failures of the
-    /// containment itself (the root cannot be read, the store cannot be written) and a command that
-    /// cannot be spawned at all.
-    pub fn run(&mut self, plan: &ContainPlan, mut command: Command, timeout: Option<Duration>) -> io::Result<ContainReport> {
+    /// Runs `shell` contained by `plan`. `Err` only for I/O failures of the containment itself (the
+    /// root cannot be read, the store cannot be written) and a command that cannot be spawned at all.
+    pub fn run(&mut self, plan: &ContainPlan, shell: Shell, timeout: Option<Duration>) -> io::Result<ContainReport> {
         let started = Instant::now();
         let snapshotter = Snapshotter::new(&plan.root, &plan.store, &plan.excluded, plan.max_held_bytes)?;
-        let root = snapshotter.root().to_path_buf();
-        let mut warnings = Vec::new();
-        let confine = plan.landlock == LandlockMode::Auto && sandbox::landlock_abi().is_some();
-        let (grant, created) = if confine { prepare_grant(&root, plan, &mut warnings) } else { (Vec::new(), Vec::new()) };
+        let before = snapshotter.take(self.last.as_ref())?;
+        let reason = match (&plan.isolator, isolation_unavailable()) {
+            _ if !cfg!(target_os = "linux") => "a command is isolated only on Linux".to_owned(),
+            (None, _) => "no isolating program was given".to_owned(),
+            (Some(_), Some(why)) => why.to_owned(),
+            (Some(isolator), None) => match self.isolated(plan, &snapshotter, &before, isolator, &shell, timeout, started)? {
+                Ok(report) => return Ok(report),
+                Err(why) => {
+                    let _ = NOT_ISOLATED.set(why.clone());
+                    why
+                }
+            },
+        };
+        self.observed(plan, &snapshotter, before, &shell, timeout, started, reason)
+    }
 
-        let before = match snapshotter.take(self.last.as_ref()) {
-            Ok(s) => s,
-            Err(e) => {
-                remove_if_empty(&created);
-                return Err(e);
-            }
+    /// The isolated run. `Ok(Err(why))` when the command could not be isolated and did not run.
+    #[allow(clippy::too_many_arguments)]
+    fn isolated(
+        &mut self,
+        plan: &ContainPlan,
+        snapshotter: &Snapshotter,
+        before: &Snapshot,
+        isolator: &Path,
+        shell: &Shell,
+        timeout: Option<Duration>,
+        started: Instant,
+    ) -> io::Result<Result<ContainReport, String>> {
+        let root = snapshotter.root().to_path_buf();
+        let run = Run::create(snapshotter.store())?;
+        let mut warnings = Vec::new();
+        let (grant, create) = isolated_grant(&root, plan, &mut warnings);
+        let spec = Spec {
+            root: root.clone(),
+            upper: run.dir.join("upper"),
+            work: run.dir.join("work"),
+            status: run.status.clone(),
+            cwd: shell.cwd.clone(),
+            create: create.iter().map(|rel| root.join(rel)).collect(),
+            grant,
+            landlock: plan.landlock == LandlockMode::Auto,
+            uid: ids().0,
+            gid: ids().1,
+            parent: std::process::id(),
         };
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let spawned = match plan.landlock {
-            LandlockMode::Auto => sandbox::spawn_confined(command, &grant),
-            LandlockMode::Off => sandbox::spawn_unconfined(command, "Landlock is turned off for this command"),
-        };
-        let (mut child, confinement) = match spawned {
-            Ok(s) => s,
-            Err(e) => {
-                remove_if_empty(&created);
-                return Err(e);
-            }
-        };
+        let mut command = shell.command(isolator, &[SUPERVISOR_ARG, "--"]);
+        command.args(&shell.argv).env(SPEC_ENV, serde_json::to_string(&spec).map_err(io::Error::other)?);
+        let mut child = command.spawn()?;
         drop(child.stdin.take());
         let capture = Capture::start(&mut child, plan.output_cap);
         let pid = child.id();
-        let waited = wait(child, timeout, plan.cancel.as_deref());
-        // Whatever it left running goes with it: nothing writes after the second snapshot.
+        let waited = wait(child, timeout, plan.cancel.as_deref(), true);
+        let status = Status::read(&run.status);
+        if let Some(why) = status.failed {
+            kill_group(pid);
+            capture.map(Capture::finish);
+            return Ok(Err(why));
+        }
+        // The supervisor returns once its namespace has ended; one killed from outside did not wait
+        // for that, so it is waited for here before anything of the upper layer is read.
+        if let Some(init) = status.init_pid {
+            await_gone(init, NAMESPACE_GRACE);
+        }
         kill_group(pid);
         let output = capture.map(Capture::finish);
-        let (status, stopped, after) = match waited.and_then(|(status, stopped)| Ok((status, stopped, snapshotter.take(Some(&before))?))) {
-            Ok(done) => done,
-            Err(e) => {
-                remove_if_empty(&created);
-                return Err(e);
-            }
-        };
-        let verdict = judge(plan, &before, &after, snapshot::changes(&before, &after));
-        let outcomes = snapshotter.revert(&before, &after, &verdict.revert);
-        let (mut reverted, mut not_reverted) = (Vec::new(), Vec::new());
-        for r in outcomes {
-            match r.outcome {
-                Ok(()) => reverted.push(r.change),
-                Err(reason) => not_reverted.push(NotReverted { change: r.change, reason }),
+        let (exit, stopped) = waited?;
+        let layer = Layer::read(&spec.upper, &root, before)?;
+        let mut verdict = judge(plan, before, |p| layer.after(p), layer.changes(before));
+        // The scope directories made for Landlock are ours, not the command's: left empty, they are
+        // not applied and not reported (one holding allowed content is allowed with it).
+        let created: BTreeSet<String> = create.into_iter().collect();
+        verdict.refused.retain(|c| !(created.contains(&c.path) && c.kind == ChangeKind::Created));
+        let mut allowed = Vec::new();
+        let mut not_applied = Vec::new();
+        for (change, outcome) in layer.apply(&root, before, &verdict.allowed, &run.aside) {
+            match outcome {
+                Applied::Applied => allowed.push(change),
+                Applied::Conflict { kept } => not_applied.push(NotApplied {
+                    change,
+                    conflict: true,
+                    reason: "someone else changed it while the command ran; their version stays".to_owned(),
+                    kept,
+                }),
+                Applied::Failed(reason) => not_applied.push(NotApplied { change, conflict: false, kept: None, reason }),
             }
         }
-        reverted.sort();
-        not_reverted.sort_by(|a, b| a.change.cmp(&b.change));
-        let moved_out = verdict.moved_out.into_iter().filter(|m| reverted.iter().any(|c| c.path == m.from)).collect();
-        remove_if_empty(&created);
-        let not_held = before.not_held();
-        self.last = Some(after);
-        Ok(ContainReport {
-            status,
+        for name in &layer.unreadable {
+            warnings.push(format!("`{name}` has a name that is not UTF-8; the command's change to it was not applied"));
+        }
+        self.last = Some(before.clone());
+        let confinement = status
+            .confinement
+            .as_deref()
+            .map_or_else(|| Confinement::Unavailable { reason: "the command did not start".to_owned() }, Confinement::parse);
+        Ok(Ok(ContainReport {
+            status: exit,
             timed_out: stopped == Some(Stopped::TimedOut),
             cancelled: stopped == Some(Stopped::Cancelled),
             output,
             confinement,
+            isolation: Isolation::Isolated,
+            allowed,
+            refused: verdict.refused,
+            moved_out: verdict.moved_out,
+            not_applied,
+            unattributed: Vec::new(),
+            others: Vec::new(),
+            warnings,
+            intent_id: plan.intent_id.clone(),
+            scope: plan.scope_globs.clone(),
+            duration: started.elapsed(),
+        }))
+    }
+
+    /// The observed run: prevented where Landlock can, compared before and after, never undone.
+    #[allow(clippy::too_many_arguments)]
+    fn observed(
+        &mut self,
+        plan: &ContainPlan,
+        snapshotter: &Snapshotter,
+        before: Snapshot,
+        shell: &Shell,
+        timeout: Option<Duration>,
+        started: Instant,
+        reason: String,
+    ) -> io::Result<ContainReport> {
+        let root = snapshotter.root().to_path_buf();
+        let mut warnings = Vec::new();
+        let confine = plan.landlock == LandlockMode::Auto && sandbox::landlock_abi().is_some();
+        let grant = if confine { observed_grant(&root, plan, &mut warnings) } else { Vec::new() };
+        let Some(program) = shell.argv.first() else { return Err(io::Error::other("no command was given")) };
+        let argv: Vec<&str> = Vec::new();
+        let mut command = shell.command(Path::new(program), &argv);
+        command.args(&shell.argv[1..]);
+        let spawned = match plan.landlock {
+            LandlockMode::Auto => sandbox::spawn_confined(command, &grant),
+            LandlockMode::Off => sandbox::spawn_unconfined(command, "Landlock is turned off for this command"),
+        };
+        let (mut child, confinement) = spawned?;
+        drop(child.stdin.take());
+        let capture = Capture::start(&mut child, plan.output_cap);
+        let pid = child.id();
+        let waited = wait(child, timeout, plan.cancel.as_deref(), false);
+        // Whatever it left running in its group goes with it.
+        kill_group(pid);
+        let output = capture.map(Capture::finish);
+        let (exit, stopped) = waited?;
+        let after = snapshotter.take(Some(&before))?;
+        let verdict = judge(plan, &before, |p| after.get(p), snapshot::changes(&before, &after));
+        let (others, unattributed): (Vec<Change>, Vec<Change>) = verdict
+            .refused
+            .into_iter()
+            .partition(|c| confinement.is_enforced() && !grant.iter().any(|g| root.join(&c.path).starts_with(g)));
+        self.last = Some(after);
+        Ok(ContainReport {
+            status: exit,
+            timed_out: stopped == Some(Stopped::TimedOut),
+            cancelled: stopped == Some(Stopped::Cancelled),
+            output,
+            confinement,
+            isolation: Isolation::Observed { reason },
             allowed: verdict.allowed,
-            reverted,
-            moved_out,
-            not_reverted,
-            not_held,
-            created_scope_dirs: created.into_iter().map(|c| c.scope_dir).collect(),
+            refused: Vec::new(),
+            moved_out: Vec::new(),
+            not_applied: Vec::new(),
+            unattributed,
+            others,
             warnings,
             intent_id: plan.intent_id.clone(),
             scope: plan.scope_globs.clone(),
@@ -395,36 +574,126 @@ impl Containment {
 }
 
 /// Runs one contained command without a previous snapshot to reuse.
-pub fn run(plan: &ContainPlan, command: Command, timeout: Option<Duration>) -> io::Result<ContainReport> {
-    Containment::new().run(plan, command, timeout)
+pub fn run(plan: &ContainPlan, shell: Shell, timeout: Option<Duration>) -> io::Result<ContainReport> {
+    Containment::new().run(plan, shell, timeout)
 }
 
-/// A scope directory this run created: its relative name, and every directory created for it,
-/// outermost first (removed again, innermost first, if the command left them empty).
-struct CreatedDir {
-    scope_dir: String,
-    chain: Vec<PathBuf>,
+/// This process's user and group ids, which an isolated command keeps.
+#[cfg(unix)]
+fn ids() -> (u32, u32) {
+    (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw())
 }
 
-/// The directories Landlock grants: each scope directory (created if missing; not granted if it
-/// resolves outside the workspace) and each extra writable directory that exists and does not
-/// contain the workspace.
-fn prepare_grant(root: &Path, plan: &ContainPlan, warnings: &mut Vec<String>) -> (Vec<PathBuf>, Vec<CreatedDir>) {
-    let mut grant = Vec::new();
-    let mut created = Vec::new();
-    for dir in sandbox::scope_dirs(root, &plan.scope_globs) {
-        let rel = dir.strip_prefix(root).unwrap_or(&dir).to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/");
-        if std::fs::symlink_metadata(&dir).is_err() {
-            let mut chain: Vec<PathBuf> =
-                dir.ancestors().take_while(|a| *a != root && std::fs::symlink_metadata(a).is_err()).map(Path::to_path_buf).collect();
-            chain.reverse();
-            match std::fs::create_dir_all(&dir) {
-                Ok(()) => created.push(CreatedDir { scope_dir: rel.clone(), chain }),
-                Err(e) => {
-                    warnings.push(format!("the scope directory `{rel}` could not be created ({e}); writes there are refused by Landlock"));
-                    continue;
-                }
+#[cfg(not(unix))]
+fn ids() -> (u32, u32) {
+    (0, 0)
+}
+
+/// One isolated command's folders: its upper and work directories beside the snapshot store (the
+/// workspace's file system, so applying is a rename), the status file outside the workspace, and
+/// where conflicting versions are set aside. Removed when the run ends, except what was set aside.
+struct Run {
+    dir: PathBuf,
+    status_dir: PathBuf,
+    status: PathBuf,
+    aside: PathBuf,
+}
+
+impl Run {
+    fn create(store: &Path) -> io::Result<Run> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let runs = store.join("runs");
+        remove_abandoned(&runs);
+        let name = format!("{}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed), clock_ms());
+        let dir = runs.join(&name);
+        std::fs::create_dir_all(dir.join("upper"))?;
+        std::fs::create_dir_all(dir.join("work"))?;
+        let status_dir = std::env::temp_dir().join(format!("chokepoint-run-{name}"));
+        private_dir(&status_dir)?;
+        Ok(Run { status: status_dir.join("status"), status_dir, aside: store.join("set-aside").join(&name), dir })
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        remove_run(&self.dir);
+        let _ = std::fs::remove_dir_all(&self.status_dir);
+    }
+}
+
+fn remove_run(dir: &Path) {
+    // Overlayfs leaves a folder in the work directory that only its owner may enter, and nobody may
+    // list: made removable first.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(listing) = std::fs::read_dir(dir.join("work")) {
+            for item in listing.flatten() {
+                let _ = std::fs::set_permissions(item.path(), std::fs::Permissions::from_mode(0o700));
             }
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Removes the layers of runs whose engine process has ended without removing them (killed): their
+/// command was killed with it, and nothing of a layer is applied after its run.
+fn remove_abandoned(runs: &Path) {
+    let Ok(listing) = std::fs::read_dir(runs) else { return };
+    for item in listing.flatten() {
+        let name = item.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.split('-').next()).and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            remove_run(&item.path());
+        }
+    }
+}
+
+fn clock_ms() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
+}
+
+#[cfg(unix)]
+fn private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(0o700).create(dir)
+}
+
+#[cfg(not(unix))]
+fn private_dir(dir: &Path) -> io::Result<()> {
+    std::fs::create_dir(dir)
+}
+
+/// Waits until process `pid` has ended (gone, or a zombie: its namespace is then gone too), at most
+/// `bound`.
+fn await_gone(pid: u32, bound: Duration) {
+    let deadline = Instant::now() + bound;
+    let stat = format!("/proc/{pid}/stat");
+    while Instant::now() < deadline {
+        match std::fs::read_to_string(&stat) {
+            Err(_) => return,
+            Ok(s) if s.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')) => return,
+            Ok(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// What an isolated command's Landlock grants (scope directories and extra writable directories,
+/// as paths the overlay shows) and the scope directories the init creates inside the overlay first
+/// (relative): nothing is created in the workspace itself.
+fn isolated_grant(root: &Path, plan: &ContainPlan, warnings: &mut Vec<String>) -> (Vec<PathBuf>, Vec<String>) {
+    let mut grant = Vec::new();
+    let mut create = Vec::new();
+    for dir in sandbox::scope_dirs(root, &plan.scope_globs) {
+        let rel = relative(root, &dir);
+        if std::fs::symlink_metadata(&dir).is_err() {
+            // The directory and each missing parent: all of them land in the upper layer, empty.
+            let mut missing: Vec<String> =
+                dir.ancestors().take_while(|a| *a != root && std::fs::symlink_metadata(a).is_err()).map(|a| relative(root, a)).collect();
+            missing.reverse();
+            create.extend(missing);
+            grant.push(dir);
+            continue;
         }
         match std::fs::canonicalize(&dir) {
             Ok(real) if real.starts_with(root) => grant.push(real),
@@ -433,6 +702,31 @@ fn prepare_grant(root: &Path, plan: &ContainPlan, warnings: &mut Vec<String>) ->
             Err(e) => warnings.push(format!("the scope directory `{rel}` cannot be resolved ({e}); it is not granted")),
         }
     }
+    grant.extend(writable_grant(root, plan, warnings));
+    (grant, create)
+}
+
+/// What an observed command's Landlock grants: each scope directory, or for one that does not exist
+/// its nearest existing ancestor in the workspace (nothing is created: the wider grant only means
+/// more is seen afterwards than prevented), and the extra writable directories.
+fn observed_grant(root: &Path, plan: &ContainPlan, warnings: &mut Vec<String>) -> Vec<PathBuf> {
+    let mut grant = Vec::new();
+    for dir in sandbox::scope_dirs(root, &plan.scope_globs) {
+        let rel = relative(root, &dir);
+        let Some(existing) = dir.ancestors().find(|a| std::fs::symlink_metadata(a).is_ok()) else { continue };
+        match std::fs::canonicalize(existing) {
+            Ok(real) if real.starts_with(root) => grant.push(real),
+            Ok(real) => warnings
+                .push(format!("the scope directory `{rel}` resolves to {}, outside the workspace; it is not granted", real.display())),
+            Err(e) => warnings.push(format!("the scope directory `{rel}` cannot be resolved ({e}); it is not granted")),
+        }
+    }
+    grant.extend(writable_grant(root, plan, warnings));
+    grant
+}
+
+fn writable_grant(root: &Path, plan: &ContainPlan, warnings: &mut Vec<String>) -> Vec<PathBuf> {
+    let mut grant = Vec::new();
     for dir in &plan.writable {
         match std::fs::canonicalize(dir) {
             Ok(real) if root.starts_with(&real) => warnings.push(format!(
@@ -443,31 +737,25 @@ fn prepare_grant(root: &Path, plan: &ContainPlan, warnings: &mut Vec<String>) ->
             Err(e) => warnings.push(format!("the writable directory {} is not granted: {e}", dir.display())),
         }
     }
-    (grant, created)
+    grant
 }
 
-fn remove_if_empty(created: &[CreatedDir]) {
-    for c in created {
-        // Innermost first; remove_dir refuses a directory that is not empty, so content always stays.
-        for dir in c.chain.iter().rev() {
-            if std::fs::remove_dir(dir).is_err() {
-                break;
-            }
-        }
-    }
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/")
 }
 
 struct Verdict {
     allowed: Vec<Change>,
-    revert: Vec<Change>,
+    refused: Vec<Change>,
     moved_out: Vec<MovedOut>,
 }
 
-/// Splits the changes into what the judge allows and what must be undone. Two refinements:
-/// a refused directory the command created that holds allowed changes stays (the allowed content
-/// needs it), and a file moved out of the scope is moved back (its deletion inside the scope is
-/// undone with its creation outside, else the file would be lost).
-fn judge(plan: &ContainPlan, before: &Snapshot, after: &Snapshot, changes: Vec<Change>) -> Verdict {
+/// Splits the changes into what the judge allows and what it refuses. Two refinements: a refused
+/// directory the command created that holds allowed changes is allowed (the allowed content needs
+/// it), and a file moved out of the scope is refused on both sides (its removal inside the scope
+/// with its creation outside, else the file would be lost). `after` is the entry a changed path has
+/// after the command.
+fn judge<'a>(plan: &ContainPlan, before: &Snapshot, after: impl Fn(&str) -> Option<&'a Entry>, changes: Vec<Change>) -> Verdict {
     let mut allowed = Vec::new();
     let mut refused = Vec::new();
     for c in changes {
@@ -476,14 +764,14 @@ fn judge(plan: &ContainPlan, before: &Snapshot, after: &Snapshot, changes: Vec<C
     // A created directory holding allowed content is needed by it.
     let needed: BTreeSet<String> = refused
         .iter()
-        .filter(|c| c.kind == ChangeKind::Created && after.get(&c.path).is_some_and(|e| e.kind == EntryKind::Dir))
+        .filter(|c| c.kind == ChangeKind::Created && after(&c.path).is_some_and(|e| e.kind == EntryKind::Dir))
         .filter(|c| allowed.iter().any(|a| is_beneath(&a.path, &c.path)))
         .map(|c| c.path.clone())
         .collect();
-    let (keep, mut revert): (Vec<Change>, Vec<Change>) = refused.into_iter().partition(|c| needed.contains(&c.path));
+    let (keep, mut refused): (Vec<Change>, Vec<Change>) = refused.into_iter().partition(|c| needed.contains(&c.path));
     allowed.extend(keep);
 
-    // Moves out of the scope: a refused file whose content is that of a file deleted inside the scope.
+    // Moves out of the scope: a refused file whose content is that of a file removed inside the scope.
     let mut moved_out = Vec::new();
     let mut deleted_by_hash: BTreeMap<[u8; 32], Vec<String>> = BTreeMap::new();
     for c in allowed.iter().filter(|c| c.kind == ChangeKind::Deleted) {
@@ -492,22 +780,21 @@ fn judge(plan: &ContainPlan, before: &Snapshot, after: &Snapshot, changes: Vec<C
         }
     }
     let mut back = BTreeSet::new();
-    for c in &revert {
-        let Some(h) = after.get(&c.path).filter(|e| e.kind == EntryKind::File && e.len > 0).and_then(|e| e.hash) else { continue };
+    for c in &refused {
+        let Some(h) = after(&c.path).filter(|e| e.kind == EntryKind::File && e.len > 0).and_then(|e| e.hash) else { continue };
         if let Some(from) = deleted_by_hash.get_mut(&h).and_then(Vec::pop) {
-            // Its deleted parent directories come back with it.
+            // Its removed parent directories stay with it.
             for a in allowed.iter().filter(|a| a.kind == ChangeKind::Deleted && (a.path == from || is_beneath(&from, &a.path))) {
                 back.insert(a.path.clone());
             }
             moved_out.push(MovedOut { from, to: c.path.clone() });
         }
     }
-    let (moved_back, allowed): (Vec<Change>, Vec<Change>) = allowed.into_iter().partition(|c| back.contains(&c.path));
-    revert.extend(moved_back);
-    let mut allowed = allowed;
+    let (kept_back, mut allowed): (Vec<Change>, Vec<Change>) = allowed.into_iter().partition(|c| back.contains(&c.path));
+    refused.extend(kept_back);
     allowed.sort();
-    revert.sort();
-    Verdict { allowed, revert, moved_out }
+    refused.sort();
+    Verdict { allowed, refused, moved_out }
 }
 
 fn is_beneath(path: &str, dir: &str) -> bool {
@@ -589,10 +876,17 @@ enum Stopped {
 /// How often a wait looks at the cancel flag: a Stop button answered within a frame or two.
 const CANCEL_POLL: Duration = Duration::from_millis(25);
 
-/// Waits for the command, killing its whole group when the timeout passes or `cancel` is set.
-/// Returns the status (`None` when it was stopped) and why it was stopped.
+/// Waits for the command, stopping it when the timeout passes or `cancel` is set: `graceful` (an
+/// isolated command's supervisor) asks its leader to stop first and kills the group only after
+/// [`STOP_GRACE`]; otherwise the whole group is killed at once. Returns the status (`None` when it
+/// was stopped) and why it was stopped.
 #[cfg(unix)]
-fn wait(mut child: Child, timeout: Option<Duration>, cancel: Option<&AtomicBool>) -> io::Result<(Option<ExitStatus>, Option<Stopped>)> {
+fn wait(
+    mut child: Child,
+    timeout: Option<Duration>,
+    cancel: Option<&AtomicBool>,
+    graceful: bool,
+) -> io::Result<(Option<ExitStatus>, Option<Stopped>)> {
     if timeout.is_none() && cancel.is_none() {
         return Ok((Some(child.wait()?), None));
     }
@@ -618,6 +912,13 @@ fn wait(mut child: Child, timeout: Option<Duration>, cancel: Option<&AtomicBool>
             break Stopped::TimedOut;
         }
     };
+    if graceful && let Ok(leader) = i32::try_from(pid) {
+        // The supervisor ends the namespace and returns once everything in it has ended.
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(leader), nix::sys::signal::Signal::SIGTERM);
+        if rx.recv_timeout(STOP_GRACE).is_ok() {
+            return Ok((None, Some(stopped)));
+        }
+    }
     kill_group(pid);
     // The leader is reaped by the waiting thread; this returns once it is.
     let _ = rx.recv();
@@ -625,7 +926,12 @@ fn wait(mut child: Child, timeout: Option<Duration>, cancel: Option<&AtomicBool>
 }
 
 #[cfg(not(unix))]
-fn wait(mut child: Child, timeout: Option<Duration>, cancel: Option<&AtomicBool>) -> io::Result<(Option<ExitStatus>, Option<Stopped>)> {
+fn wait(
+    mut child: Child,
+    timeout: Option<Duration>,
+    cancel: Option<&AtomicBool>,
+    _graceful: bool,
+) -> io::Result<(Option<ExitStatus>, Option<Stopped>)> {
     let deadline = timeout.map(|t| Instant::now() + t);
     let mut pause = Duration::from_millis(1);
     loop {

@@ -3,6 +3,8 @@
 //! (`contain.rs`). Knows nothing of intents: the scope layer hands it a plan.
 
 pub mod contain;
+pub mod isolate;
+pub mod layer;
 pub mod sandbox;
 pub mod snapshot;
 

@@ -32,6 +32,30 @@ impl Confinement {
     pub fn is_enforced(&self) -> bool {
         !matches!(self, Confinement::Unavailable { .. })
     }
+
+    /// One line that [`Confinement::parse`] reads back: how an isolated command's init tells the
+    /// engine what the kernel enforced on the command (`isolate.rs`).
+    pub fn describe(&self) -> String {
+        match self {
+            Confinement::Enforced { abi } => format!("enforced {abi}"),
+            Confinement::Partial { abi, missing } => format!("partial {abi} {}", missing.join("\t")),
+            Confinement::Unavailable { reason } => format!("unavailable {reason}"),
+        }
+    }
+
+    pub fn parse(line: &str) -> Confinement {
+        let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let abi = |s: &str| s.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        match word {
+            "enforced" => Confinement::Enforced { abi: abi(rest) },
+            "partial" => Confinement::Partial {
+                abi: abi(rest),
+                missing: rest.split_once(' ').map(|(_, m)| m.split('\t').map(str::to_owned).collect()).unwrap_or_default(),
+            },
+            "unavailable" => Confinement::Unavailable { reason: rest.to_owned() },
+            _ => Confinement::Unavailable { reason: format!("the command's confinement is not known ({line})") },
+        }
+    }
 }
 
 /// Device files a shell and its tools write to: writing them changes no file on disk, and refusing

@@ -249,7 +249,7 @@ pub fn changes(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
     out
 }
 
-fn difference(a: &Entry, b: &Entry) -> Option<ChangeKind> {
+pub(crate) fn difference(a: &Entry, b: &Entry) -> Option<ChangeKind> {
     let modified = match (&a.kind, &b.kind) {
         (EntryKind::File, EntryKind::File) => {
             a.mode != b.mode
@@ -749,7 +749,7 @@ fn open_regular(path: &Path) -> io::Result<fs::File> {
     crate::base::regular::open_regular(None, path).map(|(file, _)| file)
 }
 
-fn hash_file(path: &Path, buf: &mut Vec<u8>) -> io::Result<Hash> {
+pub(crate) fn hash_file(path: &Path, buf: &mut Vec<u8>) -> io::Result<Hash> {
     let mut file = open_regular(path)?;
     let mut hasher = Sha256::new();
     buf.resize(256 * 1024, 0);
@@ -786,7 +786,7 @@ fn system_time(ns: i64) -> Option<std::time::SystemTime> {
 }
 
 #[cfg(unix)]
-fn stat(meta: &fs::Metadata) -> Entry {
+pub(crate) fn stat(meta: &fs::Metadata) -> Entry {
     use std::os::unix::fs::MetadataExt;
     Entry {
         kind: EntryKind::Dir,
@@ -801,7 +801,7 @@ fn stat(meta: &fs::Metadata) -> Entry {
 }
 
 #[cfg(not(unix))]
-fn stat(meta: &fs::Metadata) -> Entry {
+pub(crate) fn stat(meta: &fs::Metadata) -> Entry {
     let ns = |t: io::Result<std::time::SystemTime>| {
         t.ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
     };
@@ -818,7 +818,7 @@ fn stat(meta: &fs::Metadata) -> Entry {
 }
 
 #[cfg(unix)]
-fn other_kind(ft: &fs::FileType) -> &'static str {
+pub(crate) fn other_kind(ft: &fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if ft.is_fifo() {
         "fifo"
@@ -834,18 +834,18 @@ fn other_kind(ft: &fs::FileType) -> &'static str {
 }
 
 #[cfg(not(unix))]
-fn other_kind(_ft: &fs::FileType) -> &'static str {
+pub(crate) fn other_kind(_ft: &fs::FileType) -> &'static str {
     "special file"
 }
 
 #[cfg(unix)]
-fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+pub(crate) fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(path, fs::Permissions::from_mode(mode))
 }
 
 #[cfg(not(unix))]
-fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+pub(crate) fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
     let mut perms = fs::metadata(path)?.permissions();
     perms.set_readonly(mode & 0o222 == 0);
     fs::set_permissions(path, perms)

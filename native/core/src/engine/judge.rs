@@ -635,26 +635,29 @@ impl Engine {
         &self.tracer
     }
 
-    /// Runs a shell command of this session contained to its intent's scope (Landlock where the
-    /// kernel has it, snapshot-and-revert everywhere; see containment.rs). The caller sets up the
-    /// command (program, arguments, directory, stdio). `Err` when the command cannot be contained
-    /// or started at all; a command that ran is always a report, whatever it did.
+    /// Runs a shell command of this session contained to its intent's scope (`containment::contain`):
+    /// isolated by `isolator` (the `chokepoint` program) where the system allows, else observed;
+    /// Landlock where the kernel has it. `Err` when the command cannot be contained or started at
+    /// all; a command that ran is always a report, whatever it did.
     pub fn run_contained(
         &self,
         session: &str,
-        command: std::process::Command,
+        shell: crate::containment::contain::Shell,
+        isolator: Option<&std::path::Path>,
         timeout: Option<Duration>,
     ) -> Result<crate::containment::contain::ContainReport, EngineError> {
         let mut plan = self.gatekeeper.contain_plan(session).map_err(|e| EngineError::from(e.to_string()))?;
-        let argv: Vec<String> =
-            std::iter::once(command.get_program()).chain(command.get_args()).map(|a| a.to_string_lossy().into_owned()).collect();
+        if self.gatekeeper.settings().isolation == crate::scope::settings::IsolationSetting::Auto {
+            plan.isolator = isolator.map(std::path::Path::to_path_buf);
+        }
+        let argv: Vec<String> = shell.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
         plan.cancel = Some(Arc::clone(&cancel));
         self.running.lock().unwrap_or_else(|p| p.into_inner()).insert(session.to_owned(), cancel);
         let report = {
             let mut containment = self.containment.lock().unwrap_or_else(|p| p.into_inner());
-            // Cancelled while it waited its turn: it still runs, and is killed at once.
-            containment.run(&plan, command, timeout).map_err(|e| format!("cannot run the command contained: {e}"))
+            // Cancelled while it waited its turn: it still runs, and is stopped at once.
+            containment.run(&plan, shell, timeout).map_err(|e| format!("cannot run the command contained: {e}"))
         };
         self.running.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
         let report = report?;
@@ -668,8 +671,8 @@ impl Engine {
         Ok(report)
     }
 
-    /// Stops the contained command `session` is running (its whole process group is killed; what it
-    /// changed outside the scope is still undone and reported). Returns whether one was running.
+    /// Stops the contained command `session` is running (with everything it started; what it changed
+    /// is judged as when it ends by itself). Returns whether one was running.
     pub fn cancel_contained(&self, session: &str) -> bool {
         match self.running.lock().unwrap_or_else(|p| p.into_inner()).get(session) {
             Some(flag) => {

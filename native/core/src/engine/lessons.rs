@@ -16,7 +16,7 @@
 //! lessons, and a `BEGIN IMMEDIATE` transaction in the state database serialises their
 //! read-modify-writes (the count, the dedup, the bound) as it does the leases'; the section is then a
 //! rendering of the table, which nothing can lose: a person who damages the section, or a contained
-//! command whose change to the file is undone, costs the file a rewrite, not a lesson.
+//! command whose change to the file is refused, costs the file a rewrite, not a lesson.
 
 use crate::base::sqlite::StateDb;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};

@@ -427,7 +427,7 @@ impl RecordedCall {
 }
 
 /// The record of a contained shell command: what it changed inside the scope (files, with their
-/// hashes now), and in `data` what containment did (undone, not undone, notes).
+/// hashes now), and in `data` what containment did (refused, not applied, unattributed, notes).
 pub fn containment_record(session: &str, argv: &[String], report: &crate::containment::contain::ContainReport) -> Record {
     let mut record = Record::new(RecordKind::Containment);
     record.session = Some(session.to_owned());
@@ -443,6 +443,11 @@ pub fn containment_record(session: &str, argv: &[String], report: &crate::contai
     let changes = |list: &[crate::containment::snapshot::Change]| {
         list.iter().map(|c| serde_json::json!({ "path": c.path, "kind": c.kind.as_str() })).collect::<Vec<_>>()
     };
+    let not_applied = |list: &[crate::containment::contain::NotApplied]| {
+        list.iter()
+            .map(|n| serde_json::json!({ "path": n.change.path, "kind": n.change.kind.as_str(), "conflict": n.conflict, "kept": n.kept, "reason": n.reason }))
+            .collect::<Vec<_>>()
+    };
     record.data = Some(serde_json::json!({
         "argv": argv,
         "exit_code": report.exit_code(),
@@ -453,10 +458,17 @@ pub fn containment_record(session: &str, argv: &[String], report: &crate::contai
             crate::containment::sandbox::Confinement::Partial { abi, .. } => format!("landlock abi {abi}, partial"),
             crate::containment::sandbox::Confinement::Unavailable { reason } => format!("none: {reason}"),
         },
+        "isolation": match &report.isolation {
+            crate::containment::contain::Isolation::Isolated => "isolated".to_owned(),
+            crate::containment::contain::Isolation::Observed { reason } => format!("observed: {reason}"),
+        },
         "changed": changes(&report.allowed),
-        "reverted": changes(&report.reverted),
-        "not_reverted": report.not_reverted.iter().map(|n| serde_json::json!({ "path": n.change.path, "kind": n.change.kind.as_str(), "reason": n.reason })).collect::<Vec<_>>(),
+        "refused": changes(&report.refused),
+        "not_applied": not_applied(&report.not_applied),
+        "unattributed": changes(&report.unattributed),
+        "others": changes(&report.others),
         "notes": report.notes(),
+        "warnings": report.warnings,
     }));
     record
 }

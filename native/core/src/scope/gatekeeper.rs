@@ -630,6 +630,7 @@ impl Gatekeeper {
                 crate::scope::settings::LandlockSetting::Auto => LandlockMode::Auto,
                 crate::scope::settings::LandlockSetting::Off => LandlockMode::Off,
             },
+            isolator: None,
             max_held_bytes: settings.max_held_mib.saturating_mul(1024 * 1024),
             output_cap: DEFAULT_OUTPUT_CAP,
             cancel: None,

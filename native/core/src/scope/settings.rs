@@ -20,8 +20,8 @@ pub struct GatekeeperConfig {
     /// `MultiEdit`, `NotebookEdit`); an entry with a built-in name replaces its fields.
     #[serde(default)]
     pub write_tools: BTreeMap<String, Vec<String>>,
-    /// Tools whose `command` runs inside shell containment (Landlock where the kernel has it, and
-    /// snapshot-and-revert everywhere).
+    /// Tools whose `command` runs inside shell containment (isolated over a copy-on-write layer, or
+    /// observed; Landlock where the kernel has it).
     #[serde(default = "default_shell_tools")]
     pub shell_tools: Vec<String>,
     /// More rows of the tool table, per agent (`scope/tools.rs` holds the built-in ones: Claude Code,
@@ -34,12 +34,17 @@ pub struct GatekeeperConfig {
     /// `$TMPDIR` is added when set.
     #[serde(default = "default_writable")]
     pub writable: Vec<String>,
-    /// `auto`: confine shell commands with Landlock when the kernel supports it; `off`: rely on
-    /// snapshot-and-revert alone.
+    /// `auto`: confine shell commands with Landlock when the kernel supports it, so a write outside
+    /// the scope fails as it happens; `off`: do not.
     #[serde(default)]
     pub landlock: LandlockSetting,
-    /// Files larger than this (MiB) are hashed but not copied aside, so a change to one cannot be
-    /// reverted; the report says so.
+    /// `auto`: run shell commands isolated (Linux: user namespaces and an overlay of the workspace)
+    /// where the system allows, so only the command's own changes inside the scope are applied and
+    /// nobody else's work is touched; `off`: run them observed: changes are compared afterwards and
+    /// reported, never undone (also where isolation is not available).
+    #[serde(default)]
+    pub isolation: IsolationSetting,
+    /// Files larger than this (MiB) are hashed but not copied into the snapshot store.
     #[serde(default = "default_max_held_mib")]
     pub max_held_mib: u64,
     /// How long an intent lock lasts without activity, in seconds. Active sessions renew it.
@@ -97,6 +102,14 @@ pub enum LandlockSetting {
     Off,
 }
 
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IsolationSetting {
+    #[default]
+    Auto,
+    Off,
+}
+
 fn default_shell_tools() -> Vec<String> {
     vec!["execute_command".to_owned()]
 }
@@ -121,6 +134,7 @@ impl Default for GatekeeperConfig {
             tools: Vec::new(),
             writable: default_writable(),
             landlock: LandlockSetting::default(),
+            isolation: IsolationSetting::default(),
             max_held_mib: default_max_held_mib(),
             lease_seconds: default_lease_seconds(),
         }
