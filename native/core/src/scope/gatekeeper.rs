@@ -447,7 +447,7 @@ impl Gatekeeper {
         Self::write_paths(event, role)
             .into_iter()
             .filter_map(Result::ok)
-            .map(|raw| JudgedPath { canonical: self.workspace.canonicalize(&raw), raw })
+            .map(|raw| JudgedPath { canonical: self.workspace.canonicalize_from(&raw, &event.base), raw })
             .collect()
     }
 
@@ -469,7 +469,10 @@ impl Gatekeeper {
         Self::write_paths(event, role)
             .into_iter()
             .map(|raw| match raw {
-                Ok(raw) => ResolvedPath { canonical: self.workspace.canonicalize(&raw).map_err(|refusal| refusal.to_string()), raw },
+                Ok(raw) => ResolvedPath {
+                    canonical: self.workspace.canonicalize_from(&raw, &event.base).map_err(|refusal| refusal.to_string()),
+                    raw,
+                },
                 Err(unreadable) => ResolvedPath { raw: event.tool.clone().unwrap_or_default(), canonical: Err(unreadable) },
             })
             .collect()
