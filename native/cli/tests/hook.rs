@@ -526,3 +526,31 @@ fn a_copilot_sub_agent_works_under_its_parents_intent() {
     let reply = hook(Agent::Copilot, &root, Some("preToolUse"), &outside.to_string());
     assert!(reply.blocks(Agent::Copilot) && reply.stdout.contains("outside the scope of intent `INT-SRC`"), "{reply:?}");
 }
+
+/// Issue 27, item 5: Gemini CLI started in `W/docs` says so in `$GEMINI_PROJECT_DIR` (its
+/// `getProjectRoot()`, the folder it was started in); the hook still judges in the governed
+/// workspace above it, not in an ungoverned `W/docs` where everything is allowed.
+#[test]
+fn an_agent_started_below_the_workspace_is_judged_by_the_workspace_above() {
+    let (_ws, root) = selected_workspace(Agent::GeminiCli, "gemini:g1");
+    let docs = root.join("docs");
+    let input = json!({"session_id":"g1","cwd":docs,"hook_event_name":"BeforeTool","tool_name":"write_file","tool_input":{"file_path":"src/new.ts","content":"x"}});
+    let mut child = Command::new(program())
+        .args(["hook", "--agent", "gemini"])
+        .env("GEMINI_PROJECT_DIR", &docs)
+        .current_dir(&docs)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let reply = Reply {
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+        exit: out.status.code().unwrap() as u8,
+    };
+    assert!(reply.blocks(Agent::GeminiCli), "{reply:?}");
+    assert!(reply.stdout.contains("docs/src/new.ts"), "{reply:?}");
+}
