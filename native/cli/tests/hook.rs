@@ -554,3 +554,56 @@ fn an_agent_started_below_the_workspace_is_judged_by_the_workspace_above() {
     assert!(reply.blocks(Agent::GeminiCli), "{reply:?}");
     assert!(reply.stdout.contains("docs/src/new.ts"), "{reply:?}");
 }
+
+/// Issue 27, item 6: every tool that can change a file is judged. Cursor's `StrReplace` is judged
+/// as its `Edit` is; a tool nobody listed whose input names a path (an MCP server's too) is judged
+/// as a write of it; a tool a client only reads with is not.
+#[test]
+fn every_tool_that_can_change_a_file_is_judged() {
+    let cases: [(Agent, &str, Option<&'static str>, &str, &str); 5] = [
+        (Agent::Cursor, "k1", None, "StrReplace", "file_path"),
+        (Agent::Cursor, "k1", None, "Edit", "file_path"),
+        (Agent::ClaudeCode, "s1", None, "mcp__files__write_file", "path"),
+        (Agent::GeminiCli, "g1", None, "some_new_write_tool", "absolute_path"),
+        (Agent::Copilot, "c1", Some("preToolUse"), "filesystem-edit_file", "path"),
+    ];
+    for (agent, id, event, tool, field) in cases {
+        let (_ws, root) = selected_workspace(agent, &format!("{}:{id}", agent.id()));
+        let input = |rel: &str| {
+            let mut args = serde_json::Map::new();
+            args.insert(field.to_owned(), json!(root.join(rel)));
+            args.insert("old_string".to_owned(), json!("a"));
+            match agent {
+                Agent::Copilot => json!({"sessionId":id,"timestamp":1,"cwd":root,"toolName":tool,"toolArgs":args}),
+                Agent::Cursor => json!({"conversation_id":id,"cwd":root,"hook_event_name":"preToolUse","tool_name":tool,"tool_input":args}),
+                Agent::GeminiCli => json!({"session_id":id,"cwd":root,"hook_event_name":"BeforeTool","tool_name":tool,"tool_input":args}),
+                _ => json!({"session_id":id,"cwd":root,"hook_event_name":"PreToolUse","tool_name":tool,"tool_input":args}),
+            }
+        };
+        let outside = hook(agent, &root, event, &input("docs/x.md").to_string());
+        assert!(outside.blocks(agent), "{} `{tool}` outside the scope was let through: {outside:?}", agent.as_str());
+        assert!(format!("{}{}", outside.stdout, outside.stderr).contains("`docs/x.md` is outside the scope"), "{outside:?}");
+        let inside = hook(agent, &root, event, &input("src/x.md").to_string());
+        assert!(!inside.blocks(agent), "{} `{tool}` inside the scope was refused: {inside:?}", agent.as_str());
+    }
+    // The clients' reading tools name paths and are not writes.
+    let (_ws, root) = selected_workspace(Agent::ClaudeCode, "claude:r1");
+    let read = json!({"session_id":"r1","cwd":root,"hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":root.join("docs/x.md")}});
+    assert!(!hook(Agent::ClaudeCode, &root, None, &read.to_string()).blocks(Agent::ClaudeCode));
+}
+
+/// Issue 27, item 6: a tool declared read-only in hooks.yaml (`gatekeeper.tools`, `read: true`) is
+/// not judged as a write, for that agent only.
+#[test]
+fn a_tool_declared_read_only_is_not_judged_as_a_write() {
+    let (_ws, root) = selected_workspace(Agent::ClaudeCode, "claude:s1");
+    fs::write(
+        root.join(".orchestration/hooks.yaml"),
+        "version: 1\ngatekeeper:\n  tools:\n    - agent: claude\n      tool: mcp__docs__lookup\n      read: true\n",
+    )
+    .unwrap();
+    let call = |tool: &str| json!({"session_id":"s1","cwd":root,"hook_event_name":"PreToolUse","tool_name":tool,"tool_input":{"path":root.join("docs/x.md")}});
+    let reply = hook(Agent::ClaudeCode, &root, None, &call("mcp__docs__lookup").to_string());
+    assert!(!reply.blocks(Agent::ClaudeCode), "{reply:?}");
+    assert!(hook(Agent::ClaudeCode, &root, None, &call("mcp__docs__other").to_string()).blocks(Agent::ClaudeCode));
+}

@@ -631,7 +631,7 @@ mod tests {
 
     #[test]
     fn the_guarded_tools_are_the_names_the_matcher_sees() {
-        assert_eq!(guarded_tools(Agent::Cursor), ["Write", "Edit", "Delete", "Shell"]);
+        assert_eq!(guarded_tools(Agent::Cursor), ["Write", "Edit", "StrReplace", "MultiEdit", "EditNotebook", "Delete", "Shell"]);
         assert_eq!(guarded_tools(Agent::Codex), ["apply_patch", "Bash"]);
         assert_eq!(needed_events(Agent::Cursor), [("sessionStart", EventKind::SessionStart), ("preToolUse", EventKind::PreToolUse)]);
     }
