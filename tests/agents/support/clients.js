@@ -234,6 +234,10 @@ const CLIENTS = {
       edit: (ws, rel, oldText, newText) => ({ name: 'replace', input: { file_path: path.join(ws, rel), old_string: oldText, new_string: newText, instruction: 'Edit the file.' } }),
       shell: (command) => ({ name: 'run_shell_command', input: { command, description: 'Run a command' } }),
       mcp: (tool, input) => [{ tools: [{ name: `mcp_chokepoint_${tool}`, input }] }],
+      // The built-in `generalist` sub-agent: its own model requests come next (it ends with
+      // `complete_task`), then the main loop resumes. Its tool calls reach the hooks with the
+      // session's `session_id` and nothing that marks them as a sub-agent's (0.61).
+      subagent: (steps) => [{ tools: [{ name: 'invoke_agent', input: { agent_name: 'generalist', prompt: 'Write the file you are asked to.' } }] }, ...steps, { tools: [{ name: 'complete_task', input: { result: 'Sub-agent done.' } }] }],
     },
   },
 

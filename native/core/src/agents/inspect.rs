@@ -141,6 +141,35 @@ pub fn guarded_tools(agent: Agent) -> Vec<&'static str> {
     builtin_tools(agent).filter(|t| !implied.contains(t)).collect()
 }
 
+/// A tool an agent called, by the ledger, that the tool table does not know: judged as a write of
+/// the paths its input names, and let through when it names none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownTool {
+    /// The agent's id (`claude`, ...), when the record names it.
+    pub agent: Option<String>,
+    pub tool: String,
+    pub calls: u64,
+    pub denied: u64,
+}
+
+/// The tools the workspace's ledger saw called that `engine`'s tool table (built-in rows and
+/// hooks.yaml's) does not know, most called first; our MCP server's tools are known. None for a
+/// workspace with no ledger (nothing is created to find out).
+pub fn unknown_tools(engine: &crate::engine::judge::Engine) -> Result<Vec<UnknownTool>, String> {
+    if !engine.sidecar().trace_ledger().exists() {
+        return Ok(Vec::new());
+    }
+    let index = engine.tracer().index().map_err(|e| e.to_string())?;
+    let called = index.tools_called().map_err(|e| e.to_string())?;
+    let gatekeeper = engine.gatekeeper();
+    Ok(called
+        .into_iter()
+        .filter(|c| !crate::agents::input::MCP_TOOLS.contains(&c.tool.as_str()))
+        .filter(|c| !gatekeeper.knows_tool(c.agent.as_deref().and_then(Agent::from_id), &c.tool))
+        .map(|c| UnknownTool { agent: c.agent, tool: c.tool, calls: c.calls, denied: c.denied })
+        .collect())
+}
+
 /// The agent's event that judges a tool call before it runs (the gate), and the one that hands the
 /// model the handshake's rules: the two a governed workspace cannot do without.
 pub fn needed_events(agent: Agent) -> Vec<(&'static str, EventKind)> {

@@ -470,6 +470,12 @@ impl Gatekeeper {
         Some(self.resolve(event, &role))
     }
 
+    /// Whether the tool table of the last good configuration has a row for `tool` of `agent` (or
+    /// of any agent), or it is one of the handshake's: a tool Chokepoint knows.
+    pub fn knows_tool(&self, agent: Option<Agent>, tool: &str) -> bool {
+        tool == SELECT_INTENT_TOOL || tool == SCOPE_EXPANSION_TOOL || self.config().tools.knows(agent, tool)
+    }
+
     /// What `tool` does when `agent` calls it, by the tool table of the last good configuration.
     pub fn tool_role(&self, agent: Option<Agent>, tool: &str) -> Option<ToolRole> {
         self.config().tools.role(agent, tool).cloned()

@@ -107,6 +107,14 @@ const BUILTIN: &[(Option<Agent>, &str, Builtin)] = &[
     (Some(ClaudeCode), "LS", Builtin::Read),
     // Runs a workflow script (`scriptPath`) of sub-agents, each of whose calls reaches the hooks.
     (Some(ClaudeCode), "Workflow", Builtin::Read),
+    // Name no file: a sub-agent (whose own calls are judged), the tool search, its own stores.
+    (Some(ClaudeCode), "Agent", Builtin::Read),
+    (Some(ClaudeCode), "Task", Builtin::Read),
+    (Some(ClaudeCode), "ToolSearch", Builtin::Read),
+    (Some(ClaudeCode), "Skill", Builtin::Read),
+    (Some(ClaudeCode), "TodoWrite", Builtin::Read),
+    (Some(ClaudeCode), "WebFetch", Builtin::Read),
+    (Some(ClaudeCode), "WebSearch", Builtin::Read),
     // Codex 0.169: `apply_patch` (freeform), `exec_command` (reported as `Bash`), `view_image`.
     (Some(Codex), "apply_patch", Builtin::Patch("command")),
     (Some(Codex), "Bash", Builtin::Shell("command")),
@@ -120,6 +128,12 @@ const BUILTIN: &[(Option<Agent>, &str, Builtin)] = &[
     (Some(GeminiCli), "list_directory", Builtin::Read),
     (Some(GeminiCli), "glob", Builtin::Read),
     (Some(GeminiCli), "grep_search", Builtin::Read),
+    (Some(GeminiCli), "web_fetch", Builtin::Read),
+    (Some(GeminiCli), "google_web_search", Builtin::Read),
+    (Some(GeminiCli), "invoke_agent", Builtin::Read),
+    (Some(GeminiCli), "activate_skill", Builtin::Read),
+    (Some(GeminiCli), "update_topic", Builtin::Read),
+    (Some(GeminiCli), "write_todos", Builtin::Read),
     // Copilot CLI 1.0.102 (`apply_patch` and `str_replace_editor` for models that are given them).
     (Some(Copilot), "create", write(&["path"])),
     (Some(Copilot), "edit", write(&["path"])),
@@ -129,6 +143,12 @@ const BUILTIN: &[(Option<Agent>, &str, Builtin)] = &[
     (Some(Copilot), "view", Builtin::Read),
     (Some(Copilot), "grep", Builtin::Read),
     (Some(Copilot), "glob", Builtin::Read),
+    (Some(Copilot), "task", Builtin::Read),
+    (Some(Copilot), "read_agent", Builtin::Read),
+    (Some(Copilot), "list_agents", Builtin::Read),
+    (Some(Copilot), "skill", Builtin::Read),
+    (Some(Copilot), "read_bash", Builtin::Read),
+    (Some(Copilot), "list_bash", Builtin::Read),
     // Cursor [2nd]: its documented `preToolUse` tool names (no client runs here).
     (Some(Cursor), "Write", write(CURSOR_FILE)),
     (Some(Cursor), "Edit", write(CURSOR_FILE)),
