@@ -442,7 +442,12 @@ fn selected_workspace(agent: Agent, session: &str) -> (tempfile::TempDir, PathBu
 #[test]
 fn a_relative_path_is_judged_where_the_agent_resolves_it_from_its_working_folder() {
     type Input = fn(&str, &str) -> (Option<&'static str>, Value);
-    let cases: [(Agent, &str, Input); 5] = [
+    let cases: [(Agent, &str, Input); 6] = [
+        // Codex 0.169 sends a shell call's `workdir` as the hook's `cwd` (seen with the real client).
+        (Agent::Codex, "p2", |cwd, rel| {
+            let command = format!("apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: {rel}\n+x\n*** End Patch\nEOF");
+            (None, json!({"session_id":"p2","cwd":cwd,"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":command}}))
+        }),
         (Agent::Codex, "p1", |cwd, rel| {
             let patch = format!("*** Begin Patch\n*** Add File: {rel}\n+x\n*** End Patch\n");
             (

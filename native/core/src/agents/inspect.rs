@@ -3,7 +3,8 @@
 //! matcher that misses its write tools, a timeout that ends before our deadline, a switch that turns
 //! hooks off, a missing MCP server). Pure, like `setup.rs`: the caller reads the files, and checks
 //! what only a process can (the program is there, the hook answers the probe built here with a
-//! deny).
+//! deny). Also the tools the ledger saw called that the tool table does not know
+//! ([`unknown_tools`], the one reader of an engine here).
 
 use crate::agents::json::{Json, without_comments};
 use crate::agents::setup::{self, DEFAULT_DEADLINE_SECS, SERVER};
