@@ -72,6 +72,8 @@ const fn write(fields: &'static [&'static str]) -> Builtin {
     Builtin::Write(fields)
 }
 
+const COPILOT_FILE: &[&str] = &["path", "file_path"];
+
 /// Cursor's write tools name their file `file_path` [2nd]; `path` too, in case (a field a tool does
 /// not send is simply absent).
 const CURSOR_FILE: &[&str] = &["file_path", "path"];
@@ -135,9 +137,10 @@ const BUILTIN: &[(Option<Agent>, &str, Builtin)] = &[
     (Some(GeminiCli), "update_topic", Builtin::Read),
     (Some(GeminiCli), "write_todos", Builtin::Read),
     // Copilot CLI 1.0.102 (`apply_patch` and `str_replace_editor` for models that are given them).
-    (Some(Copilot), "create", write(&["path"])),
-    (Some(Copilot), "edit", write(&["path"])),
-    (Some(Copilot), "str_replace_editor", write(&["path"])),
+    // Its `permissionRequest` names the file `file_path` (`toolInput`), its `preToolUse` `path`.
+    (Some(Copilot), "create", write(COPILOT_FILE)),
+    (Some(Copilot), "edit", write(COPILOT_FILE)),
+    (Some(Copilot), "str_replace_editor", write(COPILOT_FILE)),
     (Some(Copilot), "apply_patch", Builtin::Patch("patch")),
     (Some(Copilot), "bash", Builtin::Shell("command")),
     (Some(Copilot), "view", Builtin::Read),
