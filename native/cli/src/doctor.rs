@@ -37,6 +37,8 @@ struct Report {
     agent: Agent,
     files: Vec<String>,
     findings: Vec<Finding>,
+    /// The MCP servers other than ours in the agent's files: tools the table does not know.
+    mcp_servers: Vec<String>,
 }
 
 pub fn run(args: DoctorArgs) -> ExitCode {
@@ -68,7 +70,7 @@ pub fn run(args: DoctorArgs) -> ExitCode {
                     .iter()
                     .map(|f| json!({ "severity": f.severity.as_str(), "file": f.file, "event": f.event, "problem": f.problem, "fix": f.fix }))
                     .collect();
-                json!({ "agent": r.agent.id(), "name": r.agent.as_str(), "files": r.files, "findings": findings })
+                json!({ "agent": r.agent.id(), "name": r.agent.as_str(), "files": r.files, "findings": findings, "other_mcp_servers": r.mcp_servers })
             })
             .collect();
         let live_engine = json!({ "serving": live.is_ok(), "socket": endpoint.socket(), "http_url": http, "reason": live.as_ref().err() });
@@ -82,7 +84,7 @@ pub fn run(args: DoctorArgs) -> ExitCode {
         );
     } else {
         print_text(&workspace, &reports, inert);
-        print_unknown(&unknown);
+        print_unknown(&reports, &unknown);
         match &live {
             Ok(()) => {
                 println!("live engine: answering hooks at {}", endpoint.socket().display());
@@ -135,7 +137,15 @@ fn unknown_tools(workspace: &Path) -> Result<Vec<inspect::UnknownTool>, String> 
     inspect::unknown_tools(&engine)
 }
 
-fn print_unknown(unknown: &Result<Vec<inspect::UnknownTool>, String>) {
+fn print_unknown(reports: &[Report], unknown: &Result<Vec<inspect::UnknownTool>, String>) {
+    for r in reports.iter().filter(|r| !r.mcp_servers.is_empty()) {
+        println!(
+            "{}: the tools of MCP server{} {} are in no row of Chokepoint's tool table: each call is judged as a write of the paths its input names",
+            r.agent.as_str(),
+            if r.mcp_servers.len() == 1 { "" } else { "s" },
+            r.mcp_servers.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+        );
+    }
     match unknown {
         Ok(tools) if tools.is_empty() => {}
         Ok(tools) => {
@@ -195,7 +205,8 @@ fn examine(workspace: &Path, agent: Agent) -> Option<Report> {
     findings.extend(probe(workspace, agent, &hooks));
     // Inert first, then what to check; each in the order found.
     findings.sort_by_key(|f| f.severity != Severity::Inert);
-    Some(Report { agent, files, findings })
+    let mcp_servers = inspect::other_mcp_servers(agent, read);
+    Some(Report { agent, files, findings, mcp_servers })
 }
 
 /// The agent's hooks files present in the workspace: Copilot CLI and VS Code's agent read every

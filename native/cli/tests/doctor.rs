@@ -250,4 +250,11 @@ fn doctor_lists_the_tools_the_ledger_saw_that_the_table_does_not_know() {
     );
     let text = String::from_utf8(doctor(ws.path(), true, false).stdout).unwrap();
     assert!(text.contains("mcp__files__write_file") && text.contains("read: true"), "{text}");
+    // And the MCP servers in the agent's files, whose tools nobody listed.
+    let mcp = root.join(".mcp.json");
+    let mut servers: Value = serde_json::from_str(&fs::read_to_string(&mcp).unwrap()).unwrap();
+    servers["mcpServers"]["files"] = json!({"command": "files-mcp"});
+    fs::write(&mcp, servers.to_string()).unwrap();
+    let (_, again) = self::report(ws.path(), true);
+    assert_eq!(again["agents"][0]["other_mcp_servers"], json!(["files"]), "{again:#}");
 }

@@ -171,6 +171,22 @@ pub fn unknown_tools(engine: &crate::engine::judge::Engine) -> Result<Vec<Unknow
         .collect())
 }
 
+/// The MCP servers other than ours configured where `agent` reads the project's servers (its MCP
+/// file, by `read`): their tools are in no row of the tool table, so each call of one is judged by
+/// the paths its input names. Empty when the file is absent or does not parse (`check` says so).
+pub fn other_mcp_servers(agent: Agent, read: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let Some(text) = setup::mcp_file(agent).and_then(&read) else { return Vec::new() };
+    let mut names: Vec<String> = if setup::mcp_file(agent).is_some_and(|f| f.ends_with(".toml")) {
+        let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else { return Vec::new() };
+        doc.get("mcp_servers").and_then(|s| s.as_table_like()).map(|t| t.iter().map(|(k, _)| k.to_owned()).collect()).unwrap_or_default()
+    } else {
+        let Ok(doc) = serde_json::from_str::<serde_json::Value>(&without_comments(&text)) else { return Vec::new() };
+        doc.get("mcpServers").and_then(serde_json::Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default()
+    };
+    names.retain(|n| n != SERVER);
+    names
+}
+
 /// The agent's event that judges a tool call before it runs (the gate), and the one that hands the
 /// model the handshake's rules: the two a governed workspace cannot do without.
 pub fn needed_events(agent: Agent) -> Vec<(&'static str, EventKind)> {
