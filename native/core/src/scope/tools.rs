@@ -176,10 +176,14 @@ const BUILTIN: &[(Option<Agent>, &str, Builtin)] = &[
     // `{input: <patch>, explanation}`, the patch in Codex's format with absolute paths.
     (Some(VsCode), "apply_patch", Builtin::Patch("input")),
     (Some(VsCode), "run_in_terminal", Builtin::Shell("command")),
+    // `read_file` (our agent's row) and `list_dir` seen in 0.67's tool list; `file_search`,
+    // `grep_search` and `get_errors` are Copilot Chat's read tools as documented [2nd].
     (Some(VsCode), "list_dir", Builtin::Read),
     (Some(VsCode), "file_search", Builtin::Read),
     (Some(VsCode), "grep_search", Builtin::Read),
     (Some(VsCode), "get_errors", Builtin::Read),
+    // Writes only its own store, whose `/memories/…` paths are no files of the workspace.
+    (Some(VsCode), "memory", Builtin::Read),
 ];
 
 /// The paths a write tool's input holds in `field`: a string, or a list of strings. A field named
