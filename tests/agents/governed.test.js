@@ -3,9 +3,10 @@
 // Per client, one scripted session: a write before the handshake (denied, with the next step), the
 // intent selected through the MCP tool, a write in scope (allowed and recorded), a write out of scope
 // (denied, the file unchanged, the reason in the model's next request), a shell write out of scope
-// (contained and reported), an intent another session holds (refused); for Claude Code a sub-agent's
-// write (governed under the session's intent, recorded as the sub-agent's); and a second session with
-// a hooks.yaml that does not load (every write denied, naming the file, line and column).
+// (contained and reported), an intent another session holds (refused); where the client has
+// sub-agents (Claude Code, Copilot CLI, Gemini CLI) a sub-agent's write (governed under the session's
+// intent, recorded as the sub-agent's where the input says it is one); and a second session with a
+// hooks.yaml that does not load (every write denied, naming the file, line and column).
 'use strict';
 const assert = require('node:assert/strict');
 const { describe, it, before, after } = require('node:test');
@@ -16,7 +17,9 @@ const { ROOT } = require('../../scripts/lib');
 const { ensureAgents } = require('../../scripts/agents');
 const { CLIENTS, RUNNABLE, runAgent, makeWorkspace } = require('./support/clients');
 
-const PROGRAM = path.join(ROOT, 'target/release/chokepoint');
+// The release build; CHOKEPOINT_PROGRAM names another. CHOKEPOINT_AGENTS=copilot,gemini runs those only.
+const PROGRAM = process.env.CHOKEPOINT_PROGRAM || path.join(ROOT, 'target/release/chokepoint');
+const CHOSEN = process.env.CHOKEPOINT_AGENTS ? process.env.CHOKEPOINT_AGENTS.split(',') : RUNNABLE;
 
 const INTENTS = `version: 1
 active_intents:
@@ -78,10 +81,10 @@ function told(results, needle) {
 
 before(async () => {
   assert.ok(fs.existsSync(PROGRAM), `${PROGRAM} is missing: the agents layer builds it (npm run build)`);
-  await ensureAgents({ only: RUNNABLE });
+  await ensureAgents({ only: CHOSEN });
 });
 
-for (const name of RUNNABLE) {
+for (const name of CHOSEN) {
   describe(`${name} governed`, () => {
     let ws;
     let s;
@@ -97,7 +100,7 @@ for (const name of RUNNABLE) {
         { tools: [t.write(ws, 'src/ok.txt', 'in scope\n')] },
         { tools: [t.write(ws, 'docs/no.txt', 'out of scope\n')] },
         { tools: [t.shell('echo contained > docs/shell.txt; echo fine > src/shell.txt')] },
-        ...(name === 'claude' ? t.subagent([{ tools: [t.write(ws, 'src/sub.txt', 'from the sub-agent\n')] }]) : []),
+        ...(t.subagent ? t.subagent([{ tools: [t.write(ws, 'src/sub.txt', 'from the sub-agent\n')] }]) : []),
         { text: 'Done.' },
       ];
       s = await session(name, ws, steps);
@@ -141,13 +144,18 @@ for (const name of RUNNABLE) {
       told(s.results, 'docs/shell.txt');
     });
 
-    if (name === 'claude') {
+    if (CLIENTS[name].tools.subagent) {
       it("governs a sub-agent's write under the session's intent and records it as the sub-agent's", () => {
-        assert.equal(fs.readFileSync(path.join(ws, 'src/sub.txt'), 'utf8'), 'from the sub-agent\n');
-        const rec = ledger(ws).find((r) => r.event === 'PreToolUse' && r.data && r.data.subagent);
-        assert.ok(rec, 'no record of the sub-agent');
-        assert.equal(rec.intent, 'INT-SRC');
-        assert.ok(rec.session.startsWith('claude:'));
+        assert.equal(exists(ws, 'src/sub.txt') && fs.readFileSync(path.join(ws, 'src/sub.txt'), 'utf8'), 'from the sub-agent\n', JSON.stringify(s.results.map((t) => t.content.slice(0, 240)), null, 1));
+        const writes = ledger(ws).filter((r) => r.event === 'PreToolUse' && r.decision.decision === 'allow' && JSON.stringify(r.data || {}).includes('src/sub.txt'));
+        assert.ok(writes.length > 0, `no allowed write of src/sub.txt: ${JSON.stringify(ledger(ws).map((r) => [r.event, r.tool, r.session, r.decision && r.decision.decision]))}`);
+        const selected = ledger(ws).find((r) => r.tool === 'select_active_intent' && r.agent === name && r.decision.decision === 'allow');
+        for (const rec of writes) {
+          assert.equal(rec.intent, 'INT-SRC');
+          assert.equal(rec.session, selected.session, 'the sub-agent works in its parent session');
+        }
+        // Gemini CLI's input does not say a call is a sub-agent's; the others' do.
+        if (name !== 'gemini') assert.ok(writes.some((r) => r.data.subagent), `not recorded as the sub-agent's: ${JSON.stringify(writes)}`);
       });
     }
 

@@ -2,8 +2,9 @@
 //! there), every guard that cannot fire and why. The files are read by the core
 //! (`agents::inspect`); this file checks what only a process can: that each hook's program is there
 //! and executable, and that the gate hooks, sent a write outside the workspace exactly as the agent
-//! would send it (`sh -c`, the input on stdin), answer with a deny. Exit code: 1 when a guard is
-//! inert, 0 otherwise, 2 when the workspace cannot be opened.
+//! would send it (`sh -c`, the input on stdin), answer with a deny. It also lists the tools the
+//! ledger saw called that the tool table does not know (`inspect::unknown_tools`). Exit code: 1
+//! when a guard is inert, 0 otherwise, 2 when the workspace cannot be opened.
 
 use crate::{EXIT_CONFIG, EXIT_DENY};
 use chokepoint_core::Engine;
@@ -36,6 +37,8 @@ struct Report {
     agent: Agent,
     files: Vec<String>,
     findings: Vec<Finding>,
+    /// The MCP servers other than ours in the agent's files: tools the table does not know.
+    mcp_servers: Vec<String>,
 }
 
 pub fn run(args: DoctorArgs) -> ExitCode {
@@ -47,6 +50,7 @@ pub fn run(args: DoctorArgs) -> ExitCode {
         }
     };
     let reports: Vec<Report> = setup::AGENTS.into_iter().filter_map(|agent| examine(&workspace, agent)).collect();
+    let unknown = unknown_tools(&workspace);
     let inert = reports.iter().flat_map(|r| &r.findings).filter(|f| f.severity == Severity::Inert).count();
     // Not a guard: without a live engine each hook judges alone, as safely and more slowly.
     let endpoint = Endpoint::for_workspace(&workspace);
@@ -66,13 +70,21 @@ pub fn run(args: DoctorArgs) -> ExitCode {
                     .iter()
                     .map(|f| json!({ "severity": f.severity.as_str(), "file": f.file, "event": f.event, "problem": f.problem, "fix": f.fix }))
                     .collect();
-                json!({ "agent": r.agent.id(), "name": r.agent.as_str(), "files": r.files, "findings": findings })
+                json!({ "agent": r.agent.id(), "name": r.agent.as_str(), "files": r.files, "findings": findings, "other_mcp_servers": r.mcp_servers })
             })
             .collect();
         let live_engine = json!({ "serving": live.is_ok(), "socket": endpoint.socket(), "http_url": http, "reason": live.as_ref().err() });
-        println!("{}", json!({ "workspace": workspace, "agents": agents, "inert": inert, "live_engine": live_engine }));
+        let unknown_tools: Vec<_> = match &unknown {
+            Ok(tools) => tools.iter().map(|t| json!({ "agent": t.agent, "tool": t.tool, "calls": t.calls, "denied": t.denied })).collect(),
+            Err(_) => Vec::new(),
+        };
+        println!(
+            "{}",
+            json!({ "workspace": workspace, "agents": agents, "inert": inert, "live_engine": live_engine, "unknown_tools": unknown_tools, "unknown_tools_error": unknown.as_ref().err() })
+        );
     } else {
         print_text(&workspace, &reports, inert);
+        print_unknown(&reports, &unknown);
         match &live {
             Ok(()) => {
                 println!("live engine: answering hooks at {}", endpoint.socket().display());
@@ -115,6 +127,49 @@ fn print_text(workspace: &Path, reports: &[Report], inert: usize) {
     }
 }
 
+/// The tools the ledger saw that the tool table does not know; none for a workspace without a
+/// ledger (doctor creates no state to find out).
+fn unknown_tools(workspace: &Path) -> Result<Vec<inspect::UnknownTool>, String> {
+    if !chokepoint_core::Sidecar::new(workspace).trace_ledger().exists() {
+        return Ok(Vec::new());
+    }
+    let engine = Engine::open(workspace).map_err(|e| format!("cannot open the workspace: {e}"))?;
+    inspect::unknown_tools(&engine)
+}
+
+fn print_unknown(reports: &[Report], unknown: &Result<Vec<inspect::UnknownTool>, String>) {
+    for r in reports.iter().filter(|r| !r.mcp_servers.is_empty()) {
+        println!(
+            "{}: the tools of MCP server{} {} are in no row of Chokepoint's tool table: each call is judged as a write of the paths its input names",
+            r.agent.as_str(),
+            if r.mcp_servers.len() == 1 { "" } else { "s" },
+            r.mcp_servers.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+        );
+    }
+    match unknown {
+        Ok(tools) if tools.is_empty() => {}
+        Ok(tools) => {
+            println!(
+                "tools the ledger saw that Chokepoint does not know (each call is judged as a write of the paths its input names, and let through when it names none):"
+            );
+            for t in tools {
+                let denied = if t.denied > 0 { format!(", {} denied", t.denied) } else { String::new() };
+                println!(
+                    "  {}: {} ({} call{}{denied})",
+                    t.agent.as_deref().unwrap_or("unknown agent"),
+                    t.tool,
+                    t.calls,
+                    if t.calls == 1 { "" } else { "s" }
+                );
+            }
+            println!(
+                "  fix: declare each in hooks.yaml under `gatekeeper.tools`: `{{agent: <id>, tool: <name>, writes: [<field>]}}` for one that writes, `read: true` for one that only reads"
+            );
+        }
+        Err(why) => println!("tools called: the ledger cannot be read ({why})"),
+    }
+}
+
 /// The report of one agent, if it is set up in the workspace.
 fn examine(workspace: &Path, agent: Agent) -> Option<Report> {
     let files = hook_files(workspace, agent);
@@ -150,7 +205,8 @@ fn examine(workspace: &Path, agent: Agent) -> Option<Report> {
     findings.extend(probe(workspace, agent, &hooks));
     // Inert first, then what to check; each in the order found.
     findings.sort_by_key(|f| f.severity != Severity::Inert);
-    Some(Report { agent, files, findings })
+    let mcp_servers = inspect::other_mcp_servers(agent, read);
+    Some(Report { agent, files, findings, mcp_servers })
 }
 
 /// The agent's hooks files present in the workspace: Copilot CLI and VS Code's agent read every

@@ -35,9 +35,9 @@ pub struct HookArgs {
     /// The event, for an agent that does not name it in its input (Copilot CLI).
     #[arg(long)]
     event: Option<String>,
-    /// The workspace. Default: the agent's project directory ($CLAUDE_PROJECT_DIR,
-    /// $GEMINI_PROJECT_DIR), else the nearest folder above the input's `cwd` that holds
-    /// `.orchestration/`, else that `cwd`, else the current directory.
+    /// The workspace. Default: the nearest folder that holds `.orchestration/` at or above the
+    /// agent's project directory ($CLAUDE_PROJECT_DIR, $GEMINI_PROJECT_DIR), else above the
+    /// input's `cwd`; else that folder itself, else the current directory.
     #[arg(long)]
     workspace: Option<PathBuf>,
     /// Seconds after which the hook answers on its own (a deny, for a gate): keep it under the
@@ -148,14 +148,14 @@ fn judge_in(workspace: &Path, call: &Call, options: &HookOptions) -> Reply {
     reply
 }
 
-/// Where the agent works: its project directory when it says, else the nearest folder above its
-/// `cwd` that Chokepoint governs.
+/// Where the agent works: the nearest folder Chokepoint governs at or above its project directory
+/// when it says ($CLAUDE_PROJECT_DIR, $GEMINI_PROJECT_DIR: the folder it was started in, which may
+/// lie below the workspace), else above its `cwd`; that folder itself when none above is governed.
 fn workspace_of(call: &Call) -> PathBuf {
-    for var in ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CURSOR_PROJECT_DIR"] {
-        if let Some(dir) = std::env::var_os(var).filter(|d| !d.is_empty()) {
-            return PathBuf::from(dir);
-        }
-    }
-    let start = call.cwd.as_deref().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    let project = ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CURSOR_PROJECT_DIR"]
+        .iter()
+        .find_map(|var| std::env::var_os(var).filter(|d| !d.is_empty()))
+        .map(PathBuf::from);
+    let start = project.or_else(|| call.cwd.as_deref().map(PathBuf::from)).unwrap_or_else(|| PathBuf::from("."));
     start.ancestors().find(|dir| dir.join(".orchestration").is_dir()).map(Path::to_path_buf).unwrap_or(start)
 }

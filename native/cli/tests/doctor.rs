@@ -218,3 +218,43 @@ fn a_workspace_without_agents_has_nothing_inert() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8(out.stdout).unwrap().contains("no agent is set up"));
 }
+
+/// Issue 27, item 6: doctor lists the tools the ledger saw that Chokepoint's tool table does not
+/// know, per agent, with how a person declares one that only reads.
+#[test]
+fn doctor_lists_the_tools_the_ledger_saw_that_the_table_does_not_know() {
+    let ws = workspace("claude");
+    let root = fs::canonicalize(ws.path()).unwrap();
+    for (tool, input) in [
+        ("mcp__files__write_file", json!({"path": root.join("docs/x.md")})),
+        ("mcp__files__write_file", json!({"path": root.join("docs/y.md")})),
+        ("Read", json!({"file_path": root.join("docs/x.md")})),
+        ("Write", json!({"file_path": root.join("src/a.ts"), "content": "x"})),
+    ] {
+        let call = json!({"session_id":"s1","cwd":root,"hook_event_name":"PreToolUse","tool_name":tool,"tool_input":input});
+        let mut child = Command::new(program())
+            .args(["hook", "--agent", "claude", "--workspace", root.to_str().unwrap()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), call.to_string().as_bytes()).unwrap();
+        child.wait().unwrap();
+    }
+    let (_, report) = report(ws.path(), true);
+    let unknown = report["unknown_tools"].as_array().unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(unknown.len(), 1, "{report:#}");
+    assert_eq!(
+        (unknown[0]["agent"].as_str(), unknown[0]["tool"].as_str(), unknown[0]["calls"].as_u64()),
+        (Some("claude"), Some("mcp__files__write_file"), Some(2))
+    );
+    let text = String::from_utf8(doctor(ws.path(), true, false).stdout).unwrap();
+    assert!(text.contains("mcp__files__write_file") && text.contains("read: true"), "{text}");
+    // And the MCP servers in the agent's files, whose tools nobody listed.
+    let mcp = root.join(".mcp.json");
+    let mut servers: Value = serde_json::from_str(&fs::read_to_string(&mcp).unwrap()).unwrap();
+    servers["mcpServers"]["files"] = json!({"command": "files-mcp"});
+    fs::write(&mcp, servers.to_string()).unwrap();
+    let (_, again) = self::report(ws.path(), true);
+    assert_eq!(again["agents"][0]["other_mcp_servers"], json!(["files"]), "{again:#}");
+}

@@ -126,8 +126,9 @@ fn vscode_key(event: &str) -> Option<&'static str> {
         .map(|(key, _)| *key)
 }
 
+/// The session a fixture's call is judged for (a Copilot CLI sub-agent's is its parent's).
 fn session_of(agent: Agent, input: &Value) -> Option<String> {
-    ["session_id", "sessionId", "conversation_id"]
+    ["session_id", "parentAgentId", "sessionId", "conversation_id"]
         .iter()
         .find_map(|k| input.get(k).and_then(Value::as_str))
         .map(|s| format!("{}:{s}", agent.id()))
@@ -343,9 +344,8 @@ fn a_workspace_that_cannot_be_opened_denies_a_gate() {
 #[test]
 fn a_write_before_the_handshake_names_the_next_step_with_this_session() {
     let ws = workspace(Scenario::Unselected);
-    let input =
-        r#"{"session_id":"s-42","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"src/a.ts","content":""}}"#;
-    let reply = hook(Agent::ClaudeCode, ws.path(), None, input);
+    let input = json!({"session_id":"s-42","cwd":ws.path(),"hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"src/a.ts","content":""}});
+    let reply = hook(Agent::ClaudeCode, ws.path(), None, &input.to_string());
     assert!(reply.blocks(Agent::ClaudeCode));
     assert!(reply.stdout.contains("select_active_intent") && reply.stdout.contains("intent select"), "{}", reply.stdout);
     assert!(reply.stdout.contains("--session 'claude:s-42'"), "{}", reply.stdout);
@@ -356,7 +356,8 @@ fn a_codex_patch_with_one_path_out_of_scope_is_refused_whole_and_one_inside_pass
     let ws = workspace(Scenario::Selected);
     select(ws.path(), Agent::Codex, "codex:p1");
     let patch = |body: &str| {
-        json!({"session_id":"p1","hook_event_name":"PreToolUse","tool_name":"apply_patch","tool_input":{"command": body}}).to_string()
+        json!({"session_id":"p1","cwd":ws.path(),"hook_event_name":"PreToolUse","tool_name":"apply_patch","tool_input":{"command": body}})
+            .to_string()
     };
     let inside = hook(Agent::Codex, ws.path(), None, &patch("*** Begin Patch\n*** Add File: src/a.ts\n+x\n*** End Patch\n"));
     assert_eq!(inside, Reply::default(), "an allowed patch passes silently");
@@ -368,7 +369,7 @@ fn a_codex_patch_with_one_path_out_of_scope_is_refused_whole_and_one_inside_pass
     );
     assert!(mixed.blocks(Agent::Codex) && mixed.stdout.contains("docs/b.md"), "{mixed:?}");
     // The same patch as a heredoc through the shell.
-    let shell = json!({"session_id":"p1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: docs/b.md\n*** End Patch\nEOF"}});
+    let shell = json!({"session_id":"p1","cwd":ws.path(),"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: docs/b.md\n*** End Patch\nEOF"}});
     let heredoc = hook(Agent::Codex, ws.path(), None, &shell.to_string());
     assert!(heredoc.blocks(Agent::Codex) && heredoc.stdout.contains("docs/b.md"), "{heredoc:?}");
 }
@@ -423,4 +424,191 @@ fn hooks_judging_alone_record_every_call_and_leave_a_short_log() {
         assert!(log <= 40 * (24 + 4096), "round {round}: the log holds {log} bytes");
     }
     assert_eq!(records() - before, 50, "one record per call, durable before the process exited");
+}
+
+/// A workspace where `session` of `agent` holds INT-SRC (`src/**`), with a `docs` folder to start
+/// the agent in; its real path.
+fn selected_workspace(agent: Agent, session: &str) -> (tempfile::TempDir, PathBuf) {
+    let ws = workspace(Scenario::Selected);
+    select(ws.path(), agent, session);
+    let root = fs::canonicalize(ws.path()).unwrap();
+    fs::create_dir_all(root.join("docs")).unwrap();
+    (ws, root)
+}
+
+/// Issue 27, item 5: an agent started in `W/docs` resolves `src/new.ts` to `W/docs/src/new.ts`, so
+/// that is the path judged (and refused under `src/**`), whichever agent names it; `../src/new.ts`
+/// from there is `W/src/new.ts`, inside the scope.
+#[test]
+fn a_relative_path_is_judged_where_the_agent_resolves_it_from_its_working_folder() {
+    type Input = fn(&str, &str) -> (Option<&'static str>, Value);
+    let cases: [(Agent, &str, Input); 6] = [
+        // Codex 0.169 sends a shell call's `workdir` as the hook's `cwd` (seen with the real client).
+        (Agent::Codex, "p2", |cwd, rel| {
+            let command = format!("apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: {rel}\n+x\n*** End Patch\nEOF");
+            (None, json!({"session_id":"p2","cwd":cwd,"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":command}}))
+        }),
+        (Agent::Codex, "p1", |cwd, rel| {
+            let patch = format!("*** Begin Patch\n*** Add File: {rel}\n+x\n*** End Patch\n");
+            (
+                None,
+                json!({"session_id":"p1","cwd":cwd,"hook_event_name":"PreToolUse","tool_name":"apply_patch","tool_input":{"command":patch}}),
+            )
+        }),
+        (Agent::GeminiCli, "g1", |cwd, rel| {
+            (
+                None,
+                json!({"session_id":"g1","cwd":cwd,"hook_event_name":"BeforeTool","tool_name":"write_file","tool_input":{"file_path":rel,"content":"x"}}),
+            )
+        }),
+        (Agent::Copilot, "c1", |cwd, rel| {
+            (
+                Some("preToolUse"),
+                json!({"sessionId":"c1","timestamp":1,"cwd":cwd,"toolName":"create","toolArgs":{"path":rel,"file_text":"x"}}),
+            )
+        }),
+        (Agent::ClaudeCode, "s1", |cwd, rel| {
+            (
+                None,
+                json!({"session_id":"s1","cwd":cwd,"hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":rel,"content":"x"}}),
+            )
+        }),
+        (Agent::Cursor, "k1", |cwd, rel| {
+            (
+                None,
+                json!({"conversation_id":"k1","cwd":cwd,"hook_event_name":"preToolUse","tool_name":"Write","tool_input":{"file_path":rel,"content":"x"}}),
+            )
+        }),
+    ];
+    for (agent, id, input) in cases {
+        let (_ws, root) = selected_workspace(agent, &format!("{}:{id}", agent.id()));
+        let docs = root.join("docs");
+        let (event, outside) = input(docs.to_str().unwrap(), "src/new.ts");
+        let reply = hook(agent, &root, event, &outside.to_string());
+        assert!(reply.blocks(agent), "{}: `src/new.ts` from docs/ was let through: {reply:?}", agent.as_str());
+        assert!(format!("{}{}", reply.stdout, reply.stderr).contains("docs/src/new.ts"), "{}: {reply:?}", agent.as_str());
+        let (event, inside) = input(docs.to_str().unwrap(), "../src/new.ts");
+        let reply = hook(agent, &root, event, &inside.to_string());
+        assert!(!reply.blocks(agent), "{}: `../src/new.ts` from docs/ was refused: {reply:?}", agent.as_str());
+        // From the root, as before.
+        let (event, at_root) = input(root.to_str().unwrap(), "src/new.ts");
+        assert!(!hook(agent, &root, event, &at_root.to_string()).blocks(agent), "{}", agent.as_str());
+    }
+}
+
+/// Issue 27, item 5: a relative path whose base the input does not give is refused with the reason;
+/// an absolute one is judged as ever.
+#[test]
+fn a_relative_path_without_a_known_base_is_denied_with_the_reason() {
+    let (_ws, root) = selected_workspace(Agent::ClaudeCode, "claude:s1");
+    let write = |path: &str| json!({"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":path,"content":"x"}});
+    let reply = hook(Agent::ClaudeCode, &root, None, &write("src/a.ts").to_string());
+    assert!(reply.blocks(Agent::ClaudeCode), "{reply:?}");
+    assert!(reply.stdout.contains("relative") && reply.stdout.contains("cwd"), "{}", reply.stdout);
+    assert!(!hook(Agent::ClaudeCode, &root, None, &write(root.join("src/a.ts").to_str().unwrap()).to_string()).blocks(Agent::ClaudeCode));
+}
+
+/// Issue 27, item 9: a Copilot CLI sub-agent's tool call carries its own `sessionId` and its
+/// parent's as `parentAgentId` (captured from 1.0.102); it works under its parent's intent, and is
+/// recorded as the sub-agent's.
+#[test]
+fn a_copilot_sub_agent_works_under_its_parents_intent() {
+    let (_ws, root) = selected_workspace(Agent::Copilot, "copilot:parent-1");
+    let input = json!({"sessionId":"sub-1","timestamp":1,"cwd":root,"toolName":"create",
+        "toolArgs":{"path":root.join("src/sub.txt"),"file_text":"x"},
+        "agentId":"sub-1","agentType":"general-purpose","parentAgentId":"parent-1"});
+    let reply = hook(Agent::Copilot, &root, Some("preToolUse"), &input.to_string());
+    assert!(!reply.blocks(Agent::Copilot), "{reply:?}");
+    let ledger = fs::read_to_string(root.join(".orchestration/agent_trace.jsonl")).unwrap();
+    let rec: Value = ledger.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).rfind(|r| r["event"] == "PreToolUse").unwrap();
+    assert_eq!(rec["session"], "copilot:parent-1", "{rec}");
+    assert_eq!(rec["intent"], "INT-SRC", "{rec}");
+    assert_eq!(rec["data"]["subagent"], "general-purpose:sub-1", "{rec}");
+    // Out of its parent's scope it is refused as its parent would be.
+    let outside = json!({"sessionId":"sub-1","timestamp":1,"cwd":root,"toolName":"create",
+        "toolArgs":{"path":root.join("docs/sub.txt"),"file_text":"x"},
+        "agentId":"sub-1","agentType":"general-purpose","parentAgentId":"parent-1"});
+    let reply = hook(Agent::Copilot, &root, Some("preToolUse"), &outside.to_string());
+    assert!(reply.blocks(Agent::Copilot) && reply.stdout.contains("outside the scope of intent `INT-SRC`"), "{reply:?}");
+}
+
+/// Issue 27, item 5: Gemini CLI started in `W/docs` says so in `$GEMINI_PROJECT_DIR` (its
+/// `getProjectRoot()`, the folder it was started in); the hook still judges in the governed
+/// workspace above it, not in an ungoverned `W/docs` where everything is allowed.
+#[test]
+fn an_agent_started_below_the_workspace_is_judged_by_the_workspace_above() {
+    let (_ws, root) = selected_workspace(Agent::GeminiCli, "gemini:g1");
+    let docs = root.join("docs");
+    let input = json!({"session_id":"g1","cwd":docs,"hook_event_name":"BeforeTool","tool_name":"write_file","tool_input":{"file_path":"src/new.ts","content":"x"}});
+    let mut child = Command::new(program())
+        .args(["hook", "--agent", "gemini"])
+        .env("GEMINI_PROJECT_DIR", &docs)
+        .current_dir(&docs)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let reply = Reply {
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+        exit: out.status.code().unwrap() as u8,
+    };
+    assert!(reply.blocks(Agent::GeminiCli), "{reply:?}");
+    assert!(reply.stdout.contains("docs/src/new.ts"), "{reply:?}");
+}
+
+/// Issue 27, item 6: every tool that can change a file is judged. Cursor's `StrReplace` is judged
+/// as its `Edit` is; a tool nobody listed whose input names a path (an MCP server's too) is judged
+/// as a write of it; a tool a client only reads with is not.
+#[test]
+fn every_tool_that_can_change_a_file_is_judged() {
+    let cases: [(Agent, &str, Option<&'static str>, &str, &str); 5] = [
+        (Agent::Cursor, "k1", None, "StrReplace", "file_path"),
+        (Agent::Cursor, "k1", None, "Edit", "file_path"),
+        (Agent::ClaudeCode, "s1", None, "mcp__files__write_file", "path"),
+        (Agent::GeminiCli, "g1", None, "some_new_write_tool", "absolute_path"),
+        (Agent::Copilot, "c1", Some("preToolUse"), "filesystem-edit_file", "path"),
+    ];
+    for (agent, id, event, tool, field) in cases {
+        let (_ws, root) = selected_workspace(agent, &format!("{}:{id}", agent.id()));
+        let input = |rel: &str| {
+            let mut args = serde_json::Map::new();
+            args.insert(field.to_owned(), json!(root.join(rel)));
+            args.insert("old_string".to_owned(), json!("a"));
+            match agent {
+                Agent::Copilot => json!({"sessionId":id,"timestamp":1,"cwd":root,"toolName":tool,"toolArgs":args}),
+                Agent::Cursor => json!({"conversation_id":id,"cwd":root,"hook_event_name":"preToolUse","tool_name":tool,"tool_input":args}),
+                Agent::GeminiCli => json!({"session_id":id,"cwd":root,"hook_event_name":"BeforeTool","tool_name":tool,"tool_input":args}),
+                _ => json!({"session_id":id,"cwd":root,"hook_event_name":"PreToolUse","tool_name":tool,"tool_input":args}),
+            }
+        };
+        let outside = hook(agent, &root, event, &input("docs/x.md").to_string());
+        assert!(outside.blocks(agent), "{} `{tool}` outside the scope was let through: {outside:?}", agent.as_str());
+        assert!(format!("{}{}", outside.stdout, outside.stderr).contains("`docs/x.md` is outside the scope"), "{outside:?}");
+        let inside = hook(agent, &root, event, &input("src/x.md").to_string());
+        assert!(!inside.blocks(agent), "{} `{tool}` inside the scope was refused: {inside:?}", agent.as_str());
+    }
+    // The clients' reading tools name paths and are not writes.
+    let (_ws, root) = selected_workspace(Agent::ClaudeCode, "claude:r1");
+    let read = json!({"session_id":"r1","cwd":root,"hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":root.join("docs/x.md")}});
+    assert!(!hook(Agent::ClaudeCode, &root, None, &read.to_string()).blocks(Agent::ClaudeCode));
+}
+
+/// Issue 27, item 6: a tool declared read-only in hooks.yaml (`gatekeeper.tools`, `read: true`) is
+/// not judged as a write, for that agent only.
+#[test]
+fn a_tool_declared_read_only_is_not_judged_as_a_write() {
+    let (_ws, root) = selected_workspace(Agent::ClaudeCode, "claude:s1");
+    fs::write(
+        root.join(".orchestration/hooks.yaml"),
+        "version: 1\ngatekeeper:\n  tools:\n    - agent: claude\n      tool: mcp__docs__lookup\n      read: true\n",
+    )
+    .unwrap();
+    let call = |tool: &str| json!({"session_id":"s1","cwd":root,"hook_event_name":"PreToolUse","tool_name":tool,"tool_input":{"path":root.join("docs/x.md")}});
+    let reply = hook(Agent::ClaudeCode, &root, None, &call("mcp__docs__lookup").to_string());
+    assert!(!reply.blocks(Agent::ClaudeCode), "{reply:?}");
+    assert!(hook(Agent::ClaudeCode, &root, None, &call("mcp__docs__other").to_string()).blocks(Agent::ClaudeCode));
 }

@@ -65,7 +65,7 @@ pub use engine::judge::{ConfigStatus, Engine, EngineInfo, FileStatus, Registrati
 pub use hooks::chain::{Chain, ChainHook, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext, SyncError};
 pub use hooks::priority::{DEFAULT_TIMEOUT_SECS, FailureMode, Priority};
 pub use model::decision::{Answer, Asked, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};
-pub use model::event::{Event, EventIds, EventKind, ResolvedPath};
+pub use model::event::{Event, EventIds, EventKind, PathBase, ResolvedPath};
 pub use scope::claims::{Allowlists, ClaimRefusal};
 pub use scope::intents::{Intent, IntentSet, IntentStatus};
 pub use scope::settings::{GatekeeperConfig, LandlockSetting};

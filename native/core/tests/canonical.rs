@@ -47,7 +47,29 @@ fn refusal_kind(r: &PathRefusal) -> &'static str {
         PathRefusal::OutsideWorkspace { .. } => "outside",
         PathRefusal::NotUtf8 => "utf8",
         PathRefusal::Hardlinked { .. } => "hardlink",
+        PathRefusal::UnknownBase { .. } => "base",
     }
+}
+
+/// A relative path lands where the agent resolves it: under its working folder (`..` and symlinks
+/// taken from there), at the root for our own callers, nowhere known without a base.
+#[test]
+fn relative_paths_are_resolved_from_the_agents_folder() {
+    use chokepoint_core::PathBase;
+    let f = fixture();
+    let src = PathBase::Dir(f.ws.root().join("src"));
+    assert_eq!(f.ws.canonicalize_from("deep/x.js", &src).unwrap(), "src/deep/x.js");
+    assert_eq!(f.ws.canonicalize_from("../link_in/a.js", &src).unwrap(), "src/a.js");
+    assert_eq!(f.ws.canonicalize_from("deep/x.js", &PathBase::Root).unwrap(), "deep/x.js");
+    let absolute = f.ws.root().join("src/a.js");
+    assert_eq!(f.ws.canonicalize_from(absolute.to_str().unwrap(), &PathBase::Unknown("no cwd".into())).unwrap(), "src/a.js");
+    assert!(
+        matches!(f.ws.canonicalize_from("a.js", &PathBase::Unknown("no cwd".into())), Err(PathRefusal::UnknownBase { why }) if why == "no cwd")
+    );
+    // An agent working outside the workspace writes outside it.
+    let outside = PathBase::Dir(f.outside.clone());
+    assert!(matches!(f.ws.canonicalize_from("src/a.js", &outside), Err(PathRefusal::OutsideWorkspace { .. })));
+    assert!(matches!(f.ws.canonicalize_from("x", &PathBase::Dir("rel".into())), Err(PathRefusal::UnknownBase { .. })));
 }
 
 #[test]

@@ -155,10 +155,10 @@ const CLIENTS = {
       fs.mkdirSync(path.dirname(file), { recursive: true });
       fs.appendFileSync(file, `${lines.join('\n')}\n`);
     },
-    prepare({ home, workspace, serverUrl }) {
+    prepare({ home, workspace, cwd = workspace, serverUrl }) {
       const codexHome = path.join(home, '.codex');
       fs.mkdirSync(codexHome, { recursive: true });
-      const trusted = [...new Set([workspace, fs.realpathSync(workspace)])];
+      const trusted = [...new Set([workspace, fs.realpathSync(workspace), cwd, fs.realpathSync(cwd)])];
       const config = [
         `model = ${tomlString(this.model)}`,
         'model_provider = "scripted"',
@@ -183,7 +183,7 @@ const CLIENTS = {
       fs.writeFileSync(path.join(codexHome, 'config.toml'), config.join('\n'));
       return {
         env: { CODEX_HOME: codexHome, SCRIPTED_API_KEY: 'sk-scripted' },
-        args: (prompt) => ['exec', '--json', '--color', 'never', '--dangerously-bypass-approvals-and-sandbox', '--dangerously-bypass-hook-trust', '--skip-git-repo-check', '-C', workspace, prompt],
+        args: (prompt) => ['exec', '--json', '--color', 'never', '--dangerously-bypass-approvals-and-sandbox', '--dangerously-bypass-hook-trust', '--skip-git-repo-check', '-C', cwd, prompt],
       };
     },
     tools: {
@@ -215,7 +215,7 @@ const CLIENTS = {
     writeMcp(workspace, servers) {
       mergeJson(path.join(workspace, '.gemini/settings.json'), { mcpServers: Object.fromEntries(Object.entries(servers).map(([n, s]) => [n, { ...s, trust: true, timeout: 20000 }])) });
     },
-    prepare({ home, workspace, serverUrl }) {
+    prepare({ home, workspace, cwd = workspace, serverUrl }) {
       const dir = path.join(home, '.gemini');
       writeJson(path.join(dir, 'settings.json'), {
         security: { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: true } },
@@ -223,7 +223,7 @@ const CLIENTS = {
         telemetry: { enabled: false },
         general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
       });
-      writeJson(path.join(dir, 'trustedFolders.json'), Object.fromEntries([...new Set([workspace, fs.realpathSync(workspace)])].map((p) => [p, 'TRUST_FOLDER'])));
+      writeJson(path.join(dir, 'trustedFolders.json'), Object.fromEntries([...new Set([workspace, fs.realpathSync(workspace), cwd, fs.realpathSync(cwd)])].map((p) => [p, 'TRUST_FOLDER'])));
       return {
         env: { GEMINI_CLI_HOME: home, GEMINI_API_KEY: 'scripted-key', GOOGLE_GEMINI_BASE_URL: serverUrl, GEMINI_CLI_NO_RELAUNCH: 'true' },
         args: (prompt) => ['-p', prompt, '--yolo', '--output-format', 'stream-json'],
@@ -234,6 +234,10 @@ const CLIENTS = {
       edit: (ws, rel, oldText, newText) => ({ name: 'replace', input: { file_path: path.join(ws, rel), old_string: oldText, new_string: newText, instruction: 'Edit the file.' } }),
       shell: (command) => ({ name: 'run_shell_command', input: { command, description: 'Run a command' } }),
       mcp: (tool, input) => [{ tools: [{ name: `mcp_chokepoint_${tool}`, input }] }],
+      // The built-in `generalist` sub-agent: its own model requests come next (it ends with
+      // `complete_task`), then the main loop resumes. Its tool calls reach the hooks with the
+      // session's `session_id` and nothing that marks them as a sub-agent's (0.61).
+      subagent: (steps) => [{ tools: [{ name: 'invoke_agent', input: { agent_name: 'generalist', prompt: 'Write the file you are asked to.' } }] }, ...steps, { tools: [{ name: 'complete_task', input: { result: 'Sub-agent done.' } }] }],
     },
   },
 
@@ -323,12 +327,12 @@ function killGroup(pid) {
 }
 
 /**
- * Runs one headless session of a real client in `workspace` against the scripted server at
- * `serverUrl`, with a private temporary HOME (deleted afterwards unless `keepHome`), killing the
- * whole process group after `timeoutMs`. Returns { code, signal, timedOut, ms, stdout, stderr,
- * events, home }.
+ * Runs one headless session of a real client in `workspace` (started in its folder `cwd`, the
+ * workspace itself unless given) against the scripted server at `serverUrl`, with a private
+ * temporary HOME (deleted afterwards unless `keepHome`), killing the whole process group after
+ * `timeoutMs`. Returns { code, signal, timedOut, ms, stdout, stderr, events, home }.
  */
-async function runAgent(name, { workspace, prompt, serverUrl, timeoutMs = 60000, env = {}, keepHome = false, home } = {}) {
+async function runAgent(name, { workspace, cwd = workspace, prompt, serverUrl, timeoutMs = 60000, env = {}, keepHome = false, home } = {}) {
   const client = CLIENTS[name];
   if (!client) throw new Error(`unknown client \`${name}\`; the clients are ${Object.keys(CLIENTS).join(', ')}`);
   const bin = binOf(name);
@@ -336,10 +340,10 @@ async function runAgent(name, { workspace, prompt, serverUrl, timeoutMs = 60000,
   const ownHome = !home;
   home = home || fs.mkdtempSync(path.join(os.tmpdir(), `chokepoint-${name}-home-`));
   fs.mkdirSync(path.join(home, 'tmp'), { recursive: true });
-  const prepared = client.prepare.call(client, { home, workspace, serverUrl });
+  const prepared = client.prepare.call(client, { home, workspace, cwd, serverUrl });
   const childEnv = { ...baseEnv(home), ...prepared.env, ...env };
   const started = Date.now();
-  const child = spawn(bin, prepared.args(prompt), { cwd: workspace, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(bin, prepared.args(prompt), { cwd, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));

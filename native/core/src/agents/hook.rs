@@ -119,6 +119,7 @@ fn event_of(call: &Call, kind: EventKind, subject: Value, options: &HookOptions)
     event.ids.agent = Some(call.agent.id().to_owned());
     event.ids.model = call.model.clone();
     event.ids.subagent = call.subagent.clone();
+    event.base = call.base();
     event
 }
 

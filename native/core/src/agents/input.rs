@@ -3,10 +3,11 @@
 //! agent's fields are documented in docs/agents/protocols.md; this file is where they are read.
 
 use crate::agents::error::InputError;
-use crate::model::event::EventKind;
+use crate::model::event::{EventKind, PathBase};
 use crate::model::external_events::{self, Agent};
 use crate::model::governance::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
 use serde_json::Value;
+use std::path::Path;
 
 /// The handshake's tools as our MCP server (`chokepoint mcp`, server `chokepoint`) offers them.
 pub const MCP_TOOLS: [&str; 4] = ["list_intents", SELECT_INTENT_TOOL, "intent_context", SCOPE_EXPANSION_TOOL];
@@ -45,6 +46,32 @@ impl Call {
 }
 
 impl Call {
+    /// The folder a relative path of this call lands in, by the agent's own rule (checked against
+    /// the real clients, docs/agents/protocols.md): every agent resolves a tool's relative path
+    /// against its working folder, which its input gives as `cwd` (Cursor's, second-hand, as its
+    /// first `workspace_roots` when it sends no `cwd`), except Gemini CLI's `replace`, which looks
+    /// for a relative path that is not in that folder elsewhere in its workspace
+    /// (`pathCorrector.ts`'s `correctPath`). Where the input does not say, nobody knows.
+    pub fn base(&self) -> PathBase {
+        let Some(cwd) = self.cwd.as_deref().map(Path::new).filter(|c| c.is_absolute()) else {
+            return PathBase::Unknown(format!(
+                "{}'s hook input does not say which folder it resolves it against (no `cwd`)",
+                self.agent.as_str()
+            ));
+        };
+        if self.agent == Agent::GeminiCli
+            && self.tool.as_deref() == Some("replace")
+            && let Some(rel) = self.subject.get("file_path").and_then(Value::as_str).filter(|p| !Path::new(p).is_absolute())
+            && !cwd.join(rel).exists()
+        {
+            return PathBase::Unknown(format!(
+                "Gemini CLI's `replace` looks for a file that is not in its folder (`{}`) elsewhere in its workspace",
+                cwd.display()
+            ));
+        }
+        PathBase::Dir(cwd.to_path_buf())
+    }
+
     /// A call known only by its agent and event (from the hook's command line): what a failure to
     /// read the input is answered as, so that a gate is still denied in its agent's format.
     pub fn bare(agent: Agent, event: &str) -> Call {
@@ -116,7 +143,10 @@ pub fn parse(agent: Agent, bytes: &[u8], event: Option<&str>) -> Result<Call, In
     call.permission_mode = text("permission_mode");
     let session = match agent {
         Agent::Cursor => text("conversation_id").or_else(|| text("session_id")),
-        Agent::Copilot => text("sessionId").or_else(|| text("session_id")),
+        // A Copilot CLI sub-agent's calls carry its own id as `sessionId` and its parent's as
+        // `parentAgentId` (captured from 1.0.102, tests/agents/fixtures/copilot/21-*): it works for
+        // the parent's session, under the parent's intent.
+        Agent::Copilot => text("parentAgentId").or_else(|| text("sessionId")).or_else(|| text("session_id")),
         _ => text("session_id"),
     };
     call.session = session.map(|s| format!("{}:{s}", agent.id()));
@@ -128,6 +158,7 @@ pub fn parse(agent: Agent, bytes: &[u8], event: Option<&str>) -> Result<Call, In
         (None, Some(id)) => Some(id),
         _ => None,
     };
+    // Cursor's tool events carry `cwd`; its others only the workspace's folders [2nd].
     if call.cwd.is_none() {
         call.cwd = input.get("workspace_roots").and_then(|r| r.get(0)).and_then(Value::as_str).map(str::to_owned);
     }
@@ -230,6 +261,11 @@ mod tests {
         let call = parse(Agent::ClaudeCode, input, None).unwrap();
         assert_eq!(call.session.as_deref(), Some("claude:abc"));
         assert_eq!(call.subagent.as_deref(), Some("general-purpose:a1"));
+        // Copilot CLI gives the sub-agent its own `sessionId` and names the parent's.
+        let copilot = br#"{"sessionId":"sub","cwd":"/ws","toolName":"create","toolArgs":{"path":"/ws/a"},"agentId":"sub","agentType":"general-purpose","parentAgentId":"top"}"#;
+        let call = parse(Agent::Copilot, copilot, Some("preToolUse")).unwrap();
+        assert_eq!(call.session.as_deref(), Some("copilot:top"));
+        assert_eq!(call.subagent.as_deref(), Some("general-purpose:sub"));
     }
 
     /// VS Code's agent's input, as it runs the entries of the file it shares with Copilot CLI.
@@ -268,6 +304,30 @@ mod tests {
         assert_eq!(agent_of_bytes(Agent::Copilot, b"[1]"), None);
         assert_eq!(agent_of_bytes(Agent::VsCode, b"not json"), None);
         assert!(parse(Agent::VsCode, b"[1]", Some("preToolUse")).is_err());
+    }
+
+    #[test]
+    fn a_calls_relative_paths_land_in_the_agents_working_folder_or_nowhere_known() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().to_str().unwrap();
+        let claude = |cwd: &str| {
+            let input = serde_json::json!({"session_id":"s","cwd":cwd,"hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"a","content":""}});
+            parse(Agent::ClaudeCode, input.to_string().as_bytes(), None).unwrap()
+        };
+        assert_eq!(claude(cwd).base(), PathBase::Dir(dir.path().to_path_buf()));
+        assert!(matches!(claude("").base(), PathBase::Unknown(why) if why.contains("no `cwd`")));
+        assert!(matches!(claude("relative/dir").base(), PathBase::Unknown(_)));
+        // Cursor without `cwd`: its first workspace root [2nd].
+        let cursor = serde_json::json!({"conversation_id":"k","hook_event_name":"preToolUse","workspace_roots":[cwd],"tool_name":"Write","tool_input":{"file_path":"a"}});
+        assert_eq!(parse(Agent::Cursor, cursor.to_string().as_bytes(), None).unwrap().base(), PathBase::Dir(dir.path().to_path_buf()));
+        // Gemini CLI's `replace` searches its workspace for a relative path missing from its folder.
+        let replace = |file: &str| {
+            let input = serde_json::json!({"session_id":"g","cwd":cwd,"hook_event_name":"BeforeTool","tool_name":"replace","tool_input":{"file_path":file,"old_string":"a","new_string":"b"}});
+            parse(Agent::GeminiCli, input.to_string().as_bytes(), None).unwrap().base()
+        };
+        assert!(matches!(replace("missing.ts"), PathBase::Unknown(why) if why.contains("replace")));
+        std::fs::write(dir.path().join("here.ts"), "a").unwrap();
+        assert_eq!(replace("here.ts"), PathBase::Dir(dir.path().to_path_buf()));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! matcher that misses its write tools, a timeout that ends before our deadline, a switch that turns
 //! hooks off, a missing MCP server). Pure, like `setup.rs`: the caller reads the files, and checks
 //! what only a process can (the program is there, the hook answers the probe built here with a
-//! deny).
+//! deny). Also the tools the ledger saw called that the tool table does not know
+//! ([`unknown_tools`], the one reader of an engine here).
 
 use crate::agents::json::{Json, without_comments};
 use crate::agents::setup::{self, DEFAULT_DEADLINE_SECS, SERVER};
@@ -139,6 +140,51 @@ pub fn matcher_matches(agent: Agent, matcher: Option<&str>, tool: &str) -> bool 
 pub fn guarded_tools(agent: Agent) -> Vec<&'static str> {
     let implied: Vec<&str> = EXTERNAL_EVENTS.iter().filter(|r| r.agent == agent).filter_map(|r| r.tool).collect();
     builtin_tools(agent).filter(|t| !implied.contains(t)).collect()
+}
+
+/// A tool an agent called, by the ledger, that the tool table does not know: judged as a write of
+/// the paths its input names, and let through when it names none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownTool {
+    /// The agent's id (`claude`, ...), when the record names it.
+    pub agent: Option<String>,
+    pub tool: String,
+    pub calls: u64,
+    pub denied: u64,
+}
+
+/// The tools the workspace's ledger saw called that `engine`'s tool table (built-in rows and
+/// hooks.yaml's) does not know, most called first; our MCP server's tools are known. None for a
+/// workspace with no ledger (nothing is created to find out).
+pub fn unknown_tools(engine: &crate::engine::judge::Engine) -> Result<Vec<UnknownTool>, String> {
+    if !engine.sidecar().trace_ledger().exists() {
+        return Ok(Vec::new());
+    }
+    let index = engine.tracer().index().map_err(|e| e.to_string())?;
+    let called = index.tools_called().map_err(|e| e.to_string())?;
+    let gatekeeper = engine.gatekeeper();
+    Ok(called
+        .into_iter()
+        .filter(|c| !crate::agents::input::MCP_TOOLS.contains(&c.tool.as_str()))
+        .filter(|c| !gatekeeper.knows_tool(c.agent.as_deref().and_then(Agent::from_id), &c.tool))
+        .map(|c| UnknownTool { agent: c.agent, tool: c.tool, calls: c.calls, denied: c.denied })
+        .collect())
+}
+
+/// The MCP servers other than ours configured where `agent` reads the project's servers (its MCP
+/// file, by `read`): their tools are in no row of the tool table, so each call of one is judged by
+/// the paths its input names. Empty when the file is absent or does not parse (`check` says so).
+pub fn other_mcp_servers(agent: Agent, read: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let Some(text) = setup::mcp_file(agent).and_then(&read) else { return Vec::new() };
+    let mut names: Vec<String> = if setup::mcp_file(agent).is_some_and(|f| f.ends_with(".toml")) {
+        let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else { return Vec::new() };
+        doc.get("mcp_servers").and_then(|s| s.as_table_like()).map(|t| t.iter().map(|(k, _)| k.to_owned()).collect()).unwrap_or_default()
+    } else {
+        let Ok(doc) = serde_json::from_str::<serde_json::Value>(&without_comments(&text)) else { return Vec::new() };
+        doc.get("mcpServers").and_then(serde_json::Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default()
+    };
+    names.retain(|n| n != SERVER);
+    names
 }
 
 /// The agent's event that judges a tool call before it runs (the gate), and the one that hands the
@@ -631,7 +677,7 @@ mod tests {
 
     #[test]
     fn the_guarded_tools_are_the_names_the_matcher_sees() {
-        assert_eq!(guarded_tools(Agent::Cursor), ["Write", "Edit", "Delete", "Shell"]);
+        assert_eq!(guarded_tools(Agent::Cursor), ["Write", "Edit", "StrReplace", "MultiEdit", "EditNotebook", "Delete", "Shell"]);
         assert_eq!(guarded_tools(Agent::Codex), ["apply_patch", "Bash"]);
         assert_eq!(needed_events(Agent::Cursor), [("sessionStart", EventKind::SessionStart), ("preToolUse", EventKind::PreToolUse)]);
     }

@@ -2,7 +2,8 @@
 //! recently active first, with their judged tool calls counted (allowed, denied) and their last
 //! denial. The Sessions view reads this on every change of the trace, so it is one aggregate query
 //! over the index's `time_ms` range, not a read of the ledger; the records themselves (the last
-//! actions) are read back by the caller through [`Index::query`], per session, bounded.
+//! actions) are read back by the caller through [`Index::query`], per session, bounded. Also the
+//! tools each agent called (`tools_called`), for `chokepoint doctor`'s list of tools it does not know.
 
 use super::error::ReadError;
 use super::index::{Index, int, uint};
@@ -26,7 +27,43 @@ pub struct SessionActivity {
     pub last_denial: Option<u64>,
 }
 
+/// How often an agent called a tool, by the ledger's `PreToolUse` records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCalls {
+    pub agent: Option<String>,
+    pub tool: String,
+    pub calls: u64,
+    pub denied: u64,
+    /// The newest of those records.
+    pub last_seq: u64,
+}
+
 impl Index {
+    /// Every tool called, per agent, from the `PreToolUse` records indexed (one aggregate query;
+    /// `chokepoint doctor` reads it once). Call [`Index::catch_up`] first.
+    pub fn tools_called(&self) -> Result<Vec<ToolCalls>, ReadError> {
+        let sql = "SELECT agent, tool, COUNT(*), SUM(decision = 'deny'), MAX(seq)
+                   FROM records
+                   WHERE event = 'PreToolUse' AND tool IS NOT NULL
+                   GROUP BY agent, tool
+                   ORDER BY COUNT(*) DESC, tool";
+        let conn = self.lock();
+        (|| {
+            let mut statement = conn.prepare_cached(sql)?;
+            let rows = statement.query_map([], |row| {
+                Ok(ToolCalls {
+                    agent: row.get(0)?,
+                    tool: row.get(1)?,
+                    calls: uint(row.get(2)?),
+                    denied: uint(row.get::<_, Option<i64>>(3)?.unwrap_or(0)),
+                    last_seq: uint(row.get(4)?),
+                })
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })()
+        .map_err(|e| ReadError::from(self.failed("count the tools called", e)))
+    }
+
     /// The sessions with a record at or after `since_ms` (unix milliseconds), most recently active
     /// first, at most `limit` of them. Reads only what is indexed: call [`Index::catch_up`] first.
     pub fn session_activity(&self, since_ms: u64, limit: usize) -> Result<Vec<SessionActivity>, ReadError> {

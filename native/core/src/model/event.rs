@@ -141,6 +141,22 @@ pub struct Event {
     /// gatekeeper judges these and the trace records them, so no path is resolved twice. `None` until
     /// the engine resolved them (an event judged by a chain alone resolves its own).
     pub writes: Option<std::sync::Arc<[ResolvedPath]>>,
+    /// The folder a relative path this event names is resolved against, as the agent resolves it.
+    pub base: PathBase,
+}
+
+/// Where a relative path an event names lands: the agent's rule, not ours. A relative path is
+/// judged where the tool that receives it will write, or refused when nobody can say where that is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum PathBase {
+    /// The workspace root: our own agent, the CLI and a host name paths relative to it.
+    #[default]
+    Root,
+    /// An absolute folder: the agent's working folder, which its hook input gives (`cwd`).
+    Dir(std::path::PathBuf),
+    /// The agent resolves relative paths against a folder its input does not say: a relative path
+    /// is refused, with this reason.
+    Unknown(String),
 }
 
 /// A path a write names, as the agent gave it and as the workspace's canonicaliser resolved it:
@@ -162,6 +178,7 @@ impl Event {
             subject: serde_json::Value::Null,
             depth: 0,
             writes: None,
+            base: PathBase::Root,
         }
     }
 

@@ -6,6 +6,7 @@
 //! Deliberately absent: no `~` expansion (a path starting with `~` is refused, not guessed at), no
 //! Unicode folding (a look-alike `ѕrc/` is a different directory from `src/`, as it is on disk).
 
+use crate::model::event::PathBase;
 use std::path::{Component, Path, PathBuf};
 
 /// Why a path cannot be judged inside the workspace.
@@ -22,6 +23,10 @@ pub enum PathRefusal {
     Hardlinked {
         links: u64,
     },
+    /// A relative path whose base folder the agent did not say (`PathBase::Unknown`, and why).
+    UnknownBase {
+        why: String,
+    },
 }
 
 impl std::fmt::Display for PathRefusal {
@@ -34,6 +39,9 @@ impl std::fmt::Display for PathRefusal {
             PathRefusal::NotUtf8 => write!(f, "the path resolves to a name that is not valid UTF-8"),
             PathRefusal::Hardlinked { links } => {
                 write!(f, "the file has {links} hard links; writing it would also change a path outside what was judged")
+            }
+            PathRefusal::UnknownBase { why } => {
+                write!(f, "the path is relative, and {why}, so where it lands cannot be known; give its absolute path")
             }
         }
     }
@@ -108,6 +116,23 @@ impl Workspace {
             out.push_str(name);
         }
         Ok(if self.case_insensitive { out.to_lowercase() } else { out })
+    }
+
+    /// [`Workspace::canonicalize`] of `raw` as the agent that named it resolves it: a relative path
+    /// against `base` (the agent's working folder, or the root), never against a folder the agent
+    /// did not say.
+    pub fn canonicalize_from(&self, raw: &str, base: &PathBase) -> Result<String, PathRefusal> {
+        if raw.is_empty() || raw.contains('\0') || raw.starts_with('~') || Path::new(raw).is_absolute() {
+            return self.canonicalize(raw);
+        }
+        match base {
+            PathBase::Root => self.canonicalize(raw),
+            PathBase::Dir(dir) if dir.is_absolute() => self.canonicalize(dir.join(raw).to_str().ok_or(PathRefusal::NotUtf8)?),
+            PathBase::Dir(dir) => {
+                Err(PathRefusal::UnknownBase { why: format!("the folder it is relative to (`{}`) is not absolute", dir.display()) })
+            }
+            PathBase::Unknown(why) => Err(PathRefusal::UnknownBase { why: why.clone() }),
+        }
     }
 
     /// `raw` relative to the root, when it is relative or names a place under the root (not yet

@@ -32,6 +32,7 @@ use crate::scope::patch;
 use crate::scope::settings::GatekeeperConfig;
 use crate::scope::tools::{ToolRole, ToolTable};
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
@@ -69,11 +70,18 @@ impl GateConfig {
     }
 
     /// What the event's tool does, for the agent that called it, when it writes: a write tool, a
-    /// patch, or a shell command that carries a patch.
-    fn write_role(&self, event: &Event) -> Option<&ToolRole> {
+    /// patch, a shell command that carries a patch, or a tool the table does not know whose input
+    /// names a path (judged as a write of it, `tools::unknown_tool_role`). The handshake's tools
+    /// are judged by their own rules, and a `Read` row writes nothing.
+    fn write_role<'a>(&'a self, event: &Event) -> Option<Cow<'a, ToolRole>> {
         let tool = event.tool.as_deref()?;
+        if tool == SELECT_INTENT_TOOL || tool == SCOPE_EXPANSION_TOOL {
+            return None;
+        }
         let agent = event.ids.agent.as_deref().and_then(Agent::from_id);
-        let role = self.tools.role(agent, tool)?;
+        let Some(role) = self.tools.role(agent, tool) else {
+            return crate::scope::tools::unknown_tool_role(&event.subject).map(Cow::Owned);
+        };
         match role {
             ToolRole::Shell(field) => event
                 .subject
@@ -81,8 +89,9 @@ impl GateConfig {
                 .or(Some(&event.subject))
                 .and_then(|c| c.as_str())
                 .is_some_and(patch::contains_patch)
-                .then_some(role),
-            _ => Some(role),
+                .then_some(Cow::Borrowed(role)),
+            ToolRole::Read => None,
+            _ => Some(Cow::Borrowed(role)),
         }
     }
 
@@ -428,6 +437,7 @@ impl Gatekeeper {
             ToolRole::Write(fields) => {
                 fields.iter().flat_map(|f| crate::scope::tools::paths_in(&event.subject, f)).map(|p| Ok(p.to_owned())).collect()
             }
+            ToolRole::Read => Vec::new(),
             ToolRole::Patch(field) | ToolRole::Shell(field) => {
                 // An agent that sends the tool's argument alone (Copilot CLI's patch) sends a string.
                 let text = event.subject.get(field).or(Some(&event.subject)).and_then(|v| v.as_str()).unwrap_or_default();
@@ -444,10 +454,10 @@ impl Gatekeeper {
     pub fn judged_paths(&self, event: &Event) -> Vec<JudgedPath> {
         let config = self.config();
         let Some(role) = config.write_role(event) else { return Vec::new() };
-        Self::write_paths(event, role)
+        Self::write_paths(event, &role)
             .into_iter()
             .filter_map(Result::ok)
-            .map(|raw| JudgedPath { canonical: self.workspace.canonicalize(&raw), raw })
+            .map(|raw| JudgedPath { canonical: self.workspace.canonicalize_from(&raw, &event.base), raw })
             .collect()
     }
 
@@ -457,7 +467,13 @@ impl Gatekeeper {
     pub fn resolve_writes(&self, event: &Event) -> Option<Arc<[ResolvedPath]>> {
         let config = self.config();
         let role = config.write_role(event)?;
-        Some(self.resolve(event, role))
+        Some(self.resolve(event, &role))
+    }
+
+    /// Whether the tool table of the last good configuration has a row for `tool` of `agent` (or
+    /// of any agent), or it is one of the handshake's: a tool Chokepoint knows.
+    pub fn knows_tool(&self, agent: Option<Agent>, tool: &str) -> bool {
+        tool == SELECT_INTENT_TOOL || tool == SCOPE_EXPANSION_TOOL || self.config().tools.knows(agent, tool)
     }
 
     /// What `tool` does when `agent` calls it, by the tool table of the last good configuration.
@@ -469,7 +485,10 @@ impl Gatekeeper {
         Self::write_paths(event, role)
             .into_iter()
             .map(|raw| match raw {
-                Ok(raw) => ResolvedPath { canonical: self.workspace.canonicalize(&raw).map_err(|refusal| refusal.to_string()), raw },
+                Ok(raw) => ResolvedPath {
+                    canonical: self.workspace.canonicalize_from(&raw, &event.base).map_err(|refusal| refusal.to_string()),
+                    raw,
+                },
                 Err(unreadable) => ResolvedPath { raw: event.tool.clone().unwrap_or_default(), canonical: Err(unreadable) },
             })
             .collect()
@@ -749,7 +768,7 @@ impl NativeHook for Gatekeeper {
             _ => match &event.writes {
                 Some(resolved) => Ok(self.judge_write(event, Arc::clone(resolved), &config).into()),
                 None => match config.write_role(event) {
-                    Some(role) => Ok(self.judge_write(event, self.resolve(event, role), &config).into()),
+                    Some(role) => Ok(self.judge_write(event, self.resolve(event, &role), &config).into()),
                     None => Ok(Answer::Allow.into()),
                 },
             },
@@ -758,9 +777,13 @@ impl NativeHook for Gatekeeper {
 
     fn needs_subject(&self, event: &Event) -> bool {
         // The input is read for the handshake and expansion requests, and for writes whose paths did
-        // not come separately.
+        // not come separately: every tool but one that writes nothing by its row (a tool the table
+        // does not know is judged by the paths its input names).
+        let agent = event.ids.agent.as_deref().and_then(Agent::from_id);
         event.tool.as_deref().is_some_and(|t| {
-            t == SELECT_INTENT_TOOL || t == SCOPE_EXPANSION_TOOL || (event.paths.is_empty() && self.config().tools.role(None, t).is_some())
+            t == SELECT_INTENT_TOOL
+                || t == SCOPE_EXPANSION_TOOL
+                || (event.paths.is_empty() && self.config().tools.role(agent, t) != Some(&ToolRole::Read))
         })
     }
 }

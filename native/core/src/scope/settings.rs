@@ -26,8 +26,11 @@ pub struct GatekeeperConfig {
     pub shell_tools: Vec<String>,
     /// More rows of the tool table, per agent (`scope/tools.rs` holds the built-in ones: Claude Code,
     /// Codex, Gemini CLI, Copilot CLI, Cursor, VS Code): which input fields hold the paths a tool
-    /// writes (`writes`), the patch it applies (`patch`) or the shell command it runs (`shell`). A
-    /// row with the agent and tool of a built-in one replaces it.
+    /// writes (`writes`), the patch it applies (`patch`) or the shell command it runs (`shell`), or
+    /// that it changes no file (`read: true`). A row with the agent and tool of a built-in one
+    /// replaces it. A tool in no row whose input names a path (`path`, `file_path`, `filePath`, …;
+    /// an MCP server's `mcp__<server>__<tool>` too) is judged as a write of that path: declare a
+    /// tool that only reads with `read: true`.
     #[serde(default)]
     pub tools: Vec<ToolRow>,
     /// Directories outside the workspace that contained shell commands may write (temp dirs).
@@ -71,15 +74,19 @@ pub struct ToolRow {
     /// The input field that holds a shell command, run contained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell: Option<String>,
+    /// The tool changes no file, whatever paths its input names: never judged as a write.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read: bool,
 }
 
 impl ToolRow {
     fn role(&self) -> Result<ToolRole, String> {
-        match (self.writes.is_empty(), &self.patch, &self.shell) {
-            (false, None, None) => Ok(ToolRole::Write(self.writes.clone())),
-            (true, Some(field), None) => Ok(ToolRole::Patch(field.clone())),
-            (true, None, Some(field)) => Ok(ToolRole::Shell(field.clone())),
-            _ => Err(format!("tool `{}` must say exactly one of `writes`, `patch` or `shell`", self.tool)),
+        match (self.writes.is_empty(), &self.patch, &self.shell, self.read) {
+            (false, None, None, false) => Ok(ToolRole::Write(self.writes.clone())),
+            (true, Some(field), None, false) => Ok(ToolRole::Patch(field.clone())),
+            (true, None, Some(field), false) => Ok(ToolRole::Shell(field.clone())),
+            (true, None, None, true) => Ok(ToolRole::Read),
+            _ => Err(format!("tool `{}` must say exactly one of `writes`, `patch`, `shell` or `read: true`", self.tool)),
         }
     }
 
