@@ -88,6 +88,21 @@ impl Sidecar {
         self.dir().join("brain.lock")
     }
 
+    /// The per-user folder outside the workspace where this workspace keeps what a shell command in
+    /// the workspace must not reach (a copy of the ledger's head): `$XDG_STATE_HOME/chokepoint/<hash>`,
+    /// else `~/.local/state/chokepoint/<hash>`, the hash naming the workspace's canonical path in 16
+    /// hex digits (as the live engine's socket is named). `None` when neither variable gives an
+    /// absolute folder. Nothing is created here.
+    pub fn outside_state_dir(&self) -> Option<PathBuf> {
+        use sha2::{Digest, Sha256};
+        let absolute = |var: &str| std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute());
+        let base = absolute("XDG_STATE_HOME").or_else(|| absolute("HOME").map(|home| home.join(".local/state")))?;
+        let canonical = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
+        let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
+        let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        Some(base.join("chokepoint").join(name))
+    }
+
     /// Where shell containment keeps the content it can restore (content-addressed).
     pub fn snapshot_store(&self) -> PathBuf {
         self.dir().join("snapshots")

@@ -275,7 +275,7 @@ impl Ledger {
             .truncate(false)
             .open(&lock_path)
             .map_err(io_error(&lock_path, "open the lock file"))?;
-        let head = HeadStore::on(state)?;
+        let head = HeadStore::on(state, super::head::HeadCopy::for_sidecar(sidecar))?;
         let file = open_ledger(&ledger_path)?;
         let mut writer = Writer {
             identity: identity(&file),
