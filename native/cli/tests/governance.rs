@@ -108,3 +108,28 @@ fn the_copy_of_the_head_is_kept_outside_the_workspace_owner_only() {
     assert_eq!(fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
     assert!(fs::read_to_string(&path).unwrap().contains(ws.path().to_str().unwrap()), "names its workspace");
 }
+
+/// Issue 27, item 9: the runtime files are created owner-only (they were 0644): the ledger, its
+/// lock, the state database with its log and shared memory, the index.
+#[test]
+fn runtime_files_are_created_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = common::workspace("version: 1\n", INTENTS);
+    assert!(select(ws.path(), "claude:me").status.success());
+    assert_eq!(write(ws.path(), "src/a.ts").status.code(), Some(0));
+    assert!(chokepoint(ws.path(), &["trace", "show"]).status.success(), "builds the index");
+    let dir = ws.path().join(".orchestration");
+    let mut seen = Vec::new();
+    for name in ["agent_trace.jsonl", "agent_trace.lock", "state.db", "state.db-wal", "state.db-shm", "trace.db", "trace.db-wal", "trace.db-shm"] {
+        let Ok(meta) = fs::metadata(dir.join(name)) else { continue };
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{name}");
+        seen.push(name);
+    }
+    for name in ["agent_trace.jsonl", "agent_trace.lock", "state.db", "trace.db"] {
+        assert!(seen.contains(&name), "{name} exists: {seen:?}");
+    }
+    // A person who widened one keeps it widened.
+    fs::set_permissions(dir.join("agent_trace.jsonl"), fs::Permissions::from_mode(0o640)).unwrap();
+    assert_eq!(write(ws.path(), "src/b.ts").status.code(), Some(0));
+    assert_eq!(fs::metadata(dir.join("agent_trace.jsonl")).unwrap().permissions().mode() & 0o777, 0o640);
+}

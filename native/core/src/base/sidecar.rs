@@ -13,6 +13,28 @@ pub const IGNORE_FILE: &str = ".orchestration/.gitignore";
 pub const RUNTIME_FILES: &[&str] =
     &["state.db", "state.db-*", "trace.db", "trace.db-*", "agent_trace.lock", "snapshots/", "serve.json", "brain.lock"];
 
+/// The mode the engine's runtime files are created with: owner-only, since the ledger records what
+/// every agent wrote and the state database holds leases and approvals. A file that exists keeps
+/// the mode it has: a team that shares a checkout between users widens it once (`chmod g+rw`), and
+/// nothing narrows it back. SQLite gives a database's `-wal` and `-shm` the database's mode.
+pub const RUNTIME_MODE: u32 = 0o600;
+
+/// Makes `options` create its file with [`RUNTIME_MODE`] (on Unix; elsewhere the default).
+pub fn owner_only(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(options, RUNTIME_MODE);
+    options
+}
+
+/// Creates `path` empty with [`RUNTIME_MODE`] when it does not exist (a database SQLite is about to
+/// open, which it would create 0644), and leaves an existing file as it is.
+pub fn create_owner_only(path: &Path) -> std::io::Result<()> {
+    match owner_only(std::fs::OpenOptions::new().write(true).create_new(true)).open(path) {
+        Err(error) if error.kind() != std::io::ErrorKind::AlreadyExists => Err(error),
+        _ => Ok(()),
+    }
+}
+
 /// The shared brain, relative to the workspace root: what people write for every agent, with one
 /// section Chokepoint generates (`engine::brain`). A governance file: no agent writes it.
 pub const BRAIN: &str = ".orchestration/CLAUDE.md";

@@ -82,6 +82,9 @@ const LONG_LOG_BYTES: u64 = 32 * (24 + 4096);
 /// die in the same power cut; the ledger's head may lag (see ledger::head); an expansion lost is asked
 /// again, and its approval is in the ledger. Per-commit syncs would cost every one of them.
 fn open(db: &Path) -> rusqlite::Result<Connection> {
+    // Created owner-only before SQLite creates it (its log and shared memory take its mode); a
+    // failure here is SQLite's to report, with its own error, on the open below.
+    let _ = crate::base::sidecar::create_owner_only(db);
     let mut conn = Connection::open(db)?;
     conn.busy_handler(Some(busy_wait()))?;
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;

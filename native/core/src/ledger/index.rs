@@ -207,6 +207,7 @@ impl Index {
             let op = op.to_owned();
             move |e: rusqlite::Error| format!("the trace index {db}: {op} failed: {e}")
         };
+        let _ = crate::base::sidecar::create_owner_only(&db);
         let mut conn = Connection::open(&db).map_err(failed("open"))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(failed("set the busy timeout"))?;
         // WAL: queries (a sidebar, `log` in a terminal) never wait for a catch-up, and see all of it

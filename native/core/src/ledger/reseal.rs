@@ -83,11 +83,7 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
     }
     let ledger = sidecar.trace_ledger();
     let lock_path = ledger.with_extension("lock");
-    let lock = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
+    let lock = crate::base::sidecar::owner_only(OpenOptions::new().read(true).write(true).create(true).truncate(false))
         .open(&lock_path)
         .map_err(io_error(&lock_path, "open the lock file"))?;
     let _locked = lock_exclusive(&lock, &lock_path)?;
@@ -138,7 +134,8 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
         }
     }));
     let line = first.to_line();
-    let mut file = OpenOptions::new().append(true).create_new(true).open(&ledger).map_err(io_error(&ledger, "create"))?;
+    let mut file =
+        crate::base::sidecar::owner_only(OpenOptions::new().append(true).create_new(true)).open(&ledger).map_err(io_error(&ledger, "create"))?;
     file.write_all(format!("{line}\n").as_bytes())
         .and_then(|()| file.sync_data())
         .map_err(io_error(&ledger, "write the first record of"))?;
