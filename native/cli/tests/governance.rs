@@ -133,3 +133,27 @@ fn runtime_files_are_created_owner_only() {
     assert_eq!(write(ws.path(), "src/b.ts").status.code(), Some(0));
     assert_eq!(fs::metadata(dir.join("agent_trace.jsonl")).unwrap().permissions().mode() & 0o777, 0o640);
 }
+
+/// Issue 27, item 9: a contained command that truncates `state.db-shm` (SQLite's shared memory,
+/// which the `exec` process has mapped) killed `exec` with SIGBUS (exit 135). Now the damage is
+/// refused with a reason, and the next command works.
+#[test]
+fn a_truncated_shared_memory_file_is_refused_with_a_reason_not_a_crash() {
+    let ws = common::workspace("version: 1\ngatekeeper:\n  landlock: off\n", INTENTS);
+    assert!(select(ws.path(), "claude:me").status.success());
+    assert!(ws.path().join(".orchestration/state.db-shm").exists());
+    let exec = |script: &str| {
+        Command::new(program())
+            .args(["exec", "--workspace", ws.path().to_str().unwrap(), "--session", "claude:me", "--", "sh", "-c", script])
+            .current_dir(ws.path())
+            .output()
+            .unwrap()
+    };
+    let out = exec("truncate -s 0 .orchestration/state.db-shm");
+    assert_ne!(out.status.code(), Some(135), "no SIGBUS: {}", stderr(&out));
+    assert!(out.status.code().is_some(), "exited, not killed by a signal: {:?}", out.status);
+    assert!(stderr(&out).contains("state.db-shm was shortened"), "{}", stderr(&out));
+    let out = exec("echo ok > ok.txt");
+    assert_eq!(out.status.code(), Some(0), "the next command runs and is recorded: {}", stderr(&out));
+    common::verify(ws.path());
+}

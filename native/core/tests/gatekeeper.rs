@@ -355,3 +355,26 @@ fn a_locked_intent_points_the_second_agent_at_free_ones_only() {
         Some("Select another intent (available intents: INT-003 (Everything)) or wait for this one to be released.")
     );
 }
+
+/// Issue 27, item 9: another process truncates `state.db-shm` under the engine's mapping of it. The
+/// engine's next use of the database is a deny with the reason, not a SIGBUS that ends the process
+/// (the extension's engine lives as long as the window); the use after that works again.
+#[test]
+fn a_shared_memory_file_truncated_by_another_process_is_a_deny_with_a_reason_then_recovers() {
+    let (ws, _o, engine) = setup();
+    engine.evaluate(call("S", "select_active_intent", json!({ "intent_id": "INT-001" }))).unwrap();
+    // The ledger's head raised, so the next use of the database is the gatekeeper's.
+    engine.tracer().flush().unwrap();
+    let shm = ws.path().join(".orchestration/state.db-shm");
+    assert!(shm.exists());
+    let status = std::process::Command::new("truncate").args(["-s", "0"]).arg(&shm).status().unwrap();
+    assert!(status.success());
+    // Past the selection's cache, so the gatekeeper asks the lease table.
+    std::thread::sleep(chokepoint_core::gatekeeper::RECHECK + std::time::Duration::from_millis(100));
+    let e = engine.evaluate(write("S", "src/auth/login.js")).unwrap();
+    assert!(reason(&e.decision).contains("state.db-shm was shortened"), "{:?}", e.decision);
+    // A second later, a new connection reads the lease again.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let e = engine.evaluate(write("S", "src/auth/login.js")).unwrap();
+    assert_eq!(e.decision, Decision::Allow, "a new connection reads the lease again");
+}
