@@ -2,8 +2,9 @@
 //! there), every guard that cannot fire and why. The files are read by the core
 //! (`agents::inspect`); this file checks what only a process can: that each hook's program is there
 //! and executable, and that the gate hooks, sent a write outside the workspace exactly as the agent
-//! would send it (`sh -c`, the input on stdin), answer with a deny. Exit code: 1 when a guard is
-//! inert, 0 otherwise, 2 when the workspace cannot be opened.
+//! would send it (`sh -c`, the input on stdin), answer with a deny; and what the configuration leaves
+//! off for every agent (`EngineInfo::warnings`: no active_intents.yaml). Exit code: 1 when a guard
+//! is inert, 0 otherwise, 2 when the workspace cannot be opened.
 
 use crate::{EXIT_CONFIG, EXIT_DENY};
 use chokepoint_core::Engine;
@@ -47,7 +48,11 @@ pub fn run(args: DoctorArgs) -> ExitCode {
         }
     };
     let reports: Vec<Report> = setup::AGENTS.into_iter().filter_map(|agent| examine(&workspace, agent)).collect();
-    let inert = reports.iter().flat_map(|r| &r.findings).filter(|f| f.severity == Severity::Inert).count();
+    // Guards the configuration itself leaves off (no active_intents.yaml: no scope is checked), for
+    // every agent at once. Opening the engine creates no state.
+    let unguarded = Engine::open(&workspace).map(|engine| engine.info().warnings()).unwrap_or_default();
+    let inert =
+        reports.iter().flat_map(|r| &r.findings).filter(|f| f.severity == Severity::Inert).count() + unguarded.len();
     // Not a guard: without a live engine each hook judges alone, as safely and more slowly.
     let endpoint = Endpoint::for_workspace(&workspace);
     let live = client::probe(&endpoint);
@@ -70,8 +75,14 @@ pub fn run(args: DoctorArgs) -> ExitCode {
             })
             .collect();
         let live_engine = json!({ "serving": live.is_ok(), "socket": endpoint.socket(), "http_url": http, "reason": live.as_ref().err() });
-        println!("{}", json!({ "workspace": workspace, "agents": agents, "inert": inert, "live_engine": live_engine }));
+        println!(
+            "{}",
+            json!({ "workspace": workspace, "configuration": { "warnings": unguarded }, "agents": agents, "inert": inert, "live_engine": live_engine })
+        );
     } else {
+        for w in &unguarded {
+            println!("configuration: inert: {w}");
+        }
         print_text(&workspace, &reports, inert);
         match &live {
             Ok(()) => {

@@ -157,3 +157,32 @@ fn a_truncated_shared_memory_file_is_refused_with_a_reason_not_a_crash() {
     assert_eq!(out.status.code(), Some(0), "the next command runs and is recorded: {}", stderr(&out));
     common::verify(ws.path());
 }
+
+/// Issue 27, item 9: with active_intents.yaml deleted, scope checks are off; `config check` said
+/// "configuration ok … 0 intents" and exited 0. It now warns and exits 5, `info` warns, and
+/// `doctor` counts it as an inert guard (exit 1).
+#[test]
+fn a_missing_intents_file_is_said_loudly_by_config_check_info_and_doctor() {
+    let ws = common::workspace("version: 1\n", INTENTS);
+    let out = chokepoint(ws.path(), &["config", "check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    fs::remove_file(ws.path().join(".orchestration/active_intents.yaml")).unwrap();
+
+    let out = chokepoint(ws.path(), &["config", "check"]);
+    assert_eq!(out.status.code(), Some(5), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("scope checks are OFF"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("configuration ok"), "{}", stdout(&out));
+    assert!(stderr(&out).starts_with("warning: ") && stderr(&out).contains("active_intents.yaml is missing: scope checks are off"), "{}", stderr(&out));
+
+    let out = chokepoint(ws.path(), &["info", "--json"]);
+    let info: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(info["warnings"][0].as_str().unwrap().contains("scope checks are off"), "{info}");
+
+    let out = chokepoint(ws.path(), &["doctor"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("configuration: inert: ") && stdout(&out).contains("scope checks are off"), "{}", stdout(&out));
+    let out = chokepoint(ws.path(), &["doctor", "--json"]);
+    let doctor: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doctor["configuration"]["warnings"].as_array().map(Vec::len), Some(1), "{doctor}");
+    assert!(!ws.path().join(".orchestration/state.db").exists(), "checking creates no state");
+}
