@@ -51,8 +51,7 @@ pub fn run(args: DoctorArgs) -> ExitCode {
     // Guards the configuration itself leaves off (no active_intents.yaml: no scope is checked), for
     // every agent at once. Opening the engine creates no state.
     let unguarded = Engine::open(&workspace).map(|engine| engine.info().warnings()).unwrap_or_default();
-    let inert =
-        reports.iter().flat_map(|r| &r.findings).filter(|f| f.severity == Severity::Inert).count() + unguarded.len();
+    let inert = reports.iter().flat_map(|r| &r.findings).filter(|f| f.severity == Severity::Inert).count() + unguarded.len();
     // Not a guard: without a live engine each hook judges alone, as safely and more slowly.
     let endpoint = Endpoint::for_workspace(&workspace);
     let live = client::probe(&endpoint);

@@ -236,7 +236,10 @@ fn verify(workspace: &std::path::Path, json: bool) -> ExitCode {
         Err(e) => return failure(&e.to_string()),
     };
     if let (Some(path), Some(why)) = (&heads.outside_path, &heads.outside_unreadable) {
-        eprintln!("warning: the copy of the head kept outside the workspace ({}) cannot be read ({why}); verified against state.db's alone", path.display());
+        eprintln!(
+            "warning: the copy of the head kept outside the workspace ({}) cannot be read ({why}); verified against state.db's alone",
+            path.display()
+        );
     }
     let head = heads.strongest().cloned();
     let v = match chokepoint_core::ledger::verify::verify(&sidecar.trace_ledger(), head.as_ref()) {

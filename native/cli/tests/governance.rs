@@ -120,7 +120,9 @@ fn runtime_files_are_created_owner_only() {
     assert!(chokepoint(ws.path(), &["trace", "show"]).status.success(), "builds the index");
     let dir = ws.path().join(".orchestration");
     let mut seen = Vec::new();
-    for name in ["agent_trace.jsonl", "agent_trace.lock", "state.db", "state.db-wal", "state.db-shm", "trace.db", "trace.db-wal", "trace.db-shm"] {
+    for name in
+        ["agent_trace.jsonl", "agent_trace.lock", "state.db", "state.db-wal", "state.db-shm", "trace.db", "trace.db-wal", "trace.db-shm"]
+    {
         let Ok(meta) = fs::metadata(dir.join(name)) else { continue };
         assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{name}");
         seen.push(name);
@@ -172,7 +174,11 @@ fn a_missing_intents_file_is_said_loudly_by_config_check_info_and_doctor() {
     assert_eq!(out.status.code(), Some(5), "{}{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("scope checks are OFF"), "{}", stdout(&out));
     assert!(!stdout(&out).contains("configuration ok"), "{}", stdout(&out));
-    assert!(stderr(&out).starts_with("warning: ") && stderr(&out).contains("active_intents.yaml is missing: scope checks are off"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("warning: ") && stderr(&out).contains("active_intents.yaml is missing: scope checks are off"),
+        "{}",
+        stderr(&out)
+    );
 
     let out = chokepoint(ws.path(), &["info", "--json"]);
     let info: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();

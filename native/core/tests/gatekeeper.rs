@@ -151,7 +151,11 @@ fn agents_configuration_is_governed_under_the_widest_scope_and_the_refusal_says_
     }
     // A scope expansion cannot reach them either.
     let e = engine
-        .evaluate(call("S", "scope_expansion_request", json!({ "intent_id": "INT-003", "paths": [".vscode/*"], "justification": "settings" })))
+        .evaluate(call(
+            "S",
+            "scope_expansion_request",
+            json!({ "intent_id": "INT-003", "paths": [".vscode/*"], "justification": "settings" }),
+        ))
         .unwrap();
     assert!(reason(&e.decision).contains("covers governance files"), "{:?}", e.decision);
 }

@@ -150,7 +150,9 @@ impl ShmWatch {
         };
         match Self::stat(&self.path) {
             None => Err(format!("{} was removed while this process had it mapped", self.path.display())),
-            Some((d, i, _)) if (d, i) != (dev, ino) => Err(format!("{} was replaced while this process had it mapped", self.path.display())),
+            Some((d, i, _)) if (d, i) != (dev, ino) => {
+                Err(format!("{} was replaced while this process had it mapped", self.path.display()))
+            }
             Some((_, _, now)) if now < len => {
                 Err(format!("{} was shortened from {len} to {now} bytes while this process had it mapped", self.path.display()))
             }

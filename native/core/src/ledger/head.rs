@@ -251,7 +251,11 @@ impl HeadCopy {
         match self.try_raise(count, hash, now_ms) {
             Ok(()) => Ok(()),
             Err(_) if self.failed.swap(true, Ordering::Relaxed) => Ok(()),
-            Err(source) => Err(LedgerError::Io { path: self.path.clone(), op: "raise the copy of the head kept outside the workspace in", source: Arc::new(source) }),
+            Err(source) => Err(LedgerError::Io {
+                path: self.path.clone(),
+                op: "raise the copy of the head kept outside the workspace in",
+                source: Arc::new(source),
+            }),
         }
     }
 

@@ -134,8 +134,9 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
         }
     }));
     let line = first.to_line();
-    let mut file =
-        crate::base::sidecar::owner_only(OpenOptions::new().append(true).create_new(true)).open(&ledger).map_err(io_error(&ledger, "create"))?;
+    let mut file = crate::base::sidecar::owner_only(OpenOptions::new().append(true).create_new(true))
+        .open(&ledger)
+        .map_err(io_error(&ledger, "create"))?;
     file.write_all(format!("{line}\n").as_bytes())
         .and_then(|()| file.sync_data())
         .map_err(io_error(&ledger, "write the first record of"))?;

@@ -41,7 +41,8 @@ const fn g(glob: &'static str, probe: &'static str, read_by: &'static str, what:
     Governed { glob, probe, read_by, what }
 }
 
-const CHOKEPOINT: &str = "holds Chokepoint's configuration (hooks.yaml, active_intents.yaml), its ledger and its runtime state (leases, the ledger's head)";
+const CHOKEPOINT: &str =
+    "holds Chokepoint's configuration (hooks.yaml, active_intents.yaml), its ledger and its runtime state (leases, the ledger's head)";
 const CLAUDE: &str = "configures Claude Code: hooks (settings.json, settings.local.json, and the `hooks` of sub-agents and skills), MCP servers, permissions, sub-agents and commands";
 const CODEX: &str = "configures Codex: hooks (hooks.json, `[hooks]` of config.toml) and MCP servers (`[mcp_servers]` of config.toml)";
 const GEMINI: &str = "configures Gemini CLI: hooks and their master switch (`hooksConfig`), MCP servers (settings.json), extensions that bring their own servers and hooks";
@@ -83,7 +84,12 @@ pub const GOVERNED: &[Governed] = &[
     g(".github/hooks", ".github/hooks", "Copilot CLI and VS Code's agent", HOOKS_DIR),
     g(".github/hooks/**", ".github/hooks/chokepoint.json", "Copilot CLI and VS Code's agent", HOOKS_DIR),
     g(".github/mcp.json", ".github/mcp.json", "Copilot CLI", "lists MCP servers it may start with a session"),
-    g(".github/agents/**", ".github/agents/x.agent.md", "Copilot CLI and VS Code's agent", "defines custom agents, with their tools and MCP servers"),
+    g(
+        ".github/agents/**",
+        ".github/agents/x.agent.md",
+        "Copilot CLI and VS Code's agent",
+        "defines custom agents, with their tools and MCP servers",
+    ),
     g(".copilot", ".copilot", "Copilot CLI", "configures it (MCP servers, hooks) when a session's home is here"),
     g(".copilot/**", ".copilot/mcp-config.json", "Copilot CLI", "configures it (MCP servers, hooks) when a session's home is here"),
     g(".cursor", ".cursor", "Cursor", CURSOR),
@@ -96,7 +102,12 @@ pub const GOVERNED: &[Governed] = &[
     ),
     g(".vscode/mcp.json", ".vscode/mcp.json", "VS Code's agent", "lists the MCP servers it starts"),
     g(".vscode/tasks.json", ".vscode/tasks.json", "VS Code", "holds tasks that run when the folder opens (`runOn: folderOpen`)"),
-    g("**/*.code-workspace", "x.code-workspace", "VS Code", "holds a workspace's settings, tasks and MCP servers, hooks' switches included"),
+    g(
+        "**/*.code-workspace",
+        "x.code-workspace",
+        "VS Code",
+        "holds a workspace's settings, tasks and MCP servers, hooks' switches included",
+    ),
 ];
 
 /// The governed globs alone, in [`GOVERNED`]'s order (a test keeps the two equal). Compiled as
