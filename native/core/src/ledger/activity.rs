@@ -44,7 +44,7 @@ impl Index {
                    GROUP BY session
                    ORDER BY MAX(seq) DESC
                    LIMIT ?2";
-        let conn = self.lock();
+        let conn = self.lock()?;
         (|| {
             let mut statement = conn.prepare_cached(sql)?;
             let rows = statement.query_map(params![int(since_ms), int(u64::try_from(limit).unwrap_or(u64::MAX))], |row| {
