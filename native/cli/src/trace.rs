@@ -270,6 +270,19 @@ fn verify(workspace: &std::path::Path, json: bool) -> ExitCode {
         Some(p) => {
             if !json {
                 eprintln!("ledger damaged: {p}");
+                // Only the copy outside the workspace remembers these records: say where it is, for
+                // the one innocent case (the workspace cloned again at the same path).
+                let from_copy = heads.outside.as_ref().is_some_and(|o| heads.database.as_ref().is_none_or(|d| d.count < o.count));
+                if p.kind == ProblemKind::Truncated
+                    && from_copy
+                    && let Some(path) = &heads.outside_path
+                {
+                    eprintln!(
+                        "note: that head is the copy kept outside the workspace, {}; state.db counts fewer. If this checkout is new \
+                         (cloned again at the same path), accept it with `chokepoint trace reseal --reason ...`",
+                        path.display()
+                    );
+                }
             }
             ExitCode::from(match p.kind {
                 ProblemKind::Edited => 10,

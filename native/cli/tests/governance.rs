@@ -65,6 +65,7 @@ fn a_ledger_removed_with_its_state_database_fails_verification_and_stops_the_nex
     let out = chokepoint(ws.path(), &["trace", "verify"]);
     assert_eq!(out.status.code(), Some(14), "{}{}", stdout(&out), stderr(&out));
     assert!(stderr(&out).contains(&format!("the ledger was removed: its head says {records} records were written")), "{}", stderr(&out));
+    assert!(stderr(&out).contains("that head is the copy kept outside the workspace"), "{}", stderr(&out));
     // Emptied rather than removed: shortened.
     fs::write(&ledger, "").unwrap();
     let out = chokepoint(ws.path(), &["trace", "verify"]);
