@@ -31,7 +31,7 @@ pub fn handshake(engine: &Engine, call: &Call, program: Option<&Path>) -> String
     let mut text = format!("<chokepoint>\nThis workspace is governed by Chokepoint. Your session is `{session}`.\n");
     if intents.is_empty() {
         text.push_str(
-            "It declares no intents: you may write anywhere except the governance files (.orchestration/ and the agents' hooks, MCP servers and settings).\n",
+            "It declares no intents: you may write anywhere except the governance files (.orchestration/ and the agents' hook settings).\n",
         );
     } else {
         match &held {
@@ -46,7 +46,7 @@ pub fn handshake(engine: &Engine, call: &Call, program: Option<&Path>) -> String
             )),
         }
         text.push_str(&format!(
-            "Writes outside the intent's owned_scope are refused; ask for more with `{SCOPE_EXPANSION_TOOL}` (a person approves). Shell commands run contained: what they change outside the scope is undone and reported. Governance files (.orchestration/, the agents' hooks, MCP servers and settings) are never writable.\nIntents:\n"
+            "Writes outside the intent's owned_scope are refused; ask for more with `{SCOPE_EXPANSION_TOOL}` (a person approves). Shell commands run contained: what they change outside the scope is undone and reported. Governance files (.orchestration/, the agents' hook settings) are never writable.\nIntents:\n"
         ));
         for intent in &intents {
             let holder = holders.iter().find(|l| l.intent == intent.id).map(|l| format!(", held by `{}`", l.session)).unwrap_or_default();
