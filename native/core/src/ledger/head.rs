@@ -275,13 +275,16 @@ impl HeadCopy {
             return Ok(());
         }
         let body = format!("{COPY_MAGIC}\ncount {count}\nhash {hash}\nupdated_at {now_ms}\nworkspace {}\n", self.workspace.display());
-        // One write from the start, then the length: the body only grows with the count, so a
-        // reader between the two sees the new body followed by at most a few stale bytes, which the
-        // parser ignores after the last field.
+        // One write from the start: the body never gets shorter (the count only grows, the other
+        // fields keep their length), so it covers the old one; a longer old file (garbled, or of
+        // another format) is cut to it.
         use std::io::Seek;
         file.seek(io::SeekFrom::Start(0))?;
         file.write_all(body.as_bytes())?;
-        file.set_len(body.len() as u64)
+        if body.len() < text.len() {
+            file.set_len(body.len() as u64)?;
+        }
+        Ok(())
     }
 
     /// Removes the copy (a reseal, which clears the database's head too).
