@@ -71,10 +71,11 @@ impl EngineInfo {
     /// check` (a distinct exit code), `doctor` and the status bar. Today one thing: without
     /// active_intents.yaml the gatekeeper requires no intent and judges no scope (a workspace that
     /// never declared intents runs so by design; one whose file was deleted, by a person or a
-    /// command, must not look healthy).
+    /// command, must not look healthy). A folder without `.orchestration/` has none.
     pub fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
-        if self.intents.status == FileStatus::Missing {
+        // A folder without `.orchestration/` is not governed at all: nothing was turned off there.
+        if self.intents.status == FileStatus::Missing && Sidecar::new(&self.workspace_root).exists() {
             warnings.push(format!(
                 "{} is missing: scope checks are off, so any agent may write anywhere in the workspace but the governance \
                  files, without selecting an intent; restore it (`git checkout -- .orchestration/active_intents.yaml`) or \
