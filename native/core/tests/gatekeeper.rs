@@ -145,7 +145,7 @@ fn agents_configuration_is_governed_under_the_widest_scope_and_the_refusal_says_
     ] {
         let e = engine.evaluate(write("S", path)).unwrap();
         let Decision::Deny(d) = &e.decision else { panic!("{path}: {:?}", e.decision) };
-        assert!(d.reason.starts_with(&format!("`{path}` is a governance file: {reader} reads it")), "{path}: {}", d.reason);
+        assert!(d.reason.starts_with(&format!("`{path}` is a governance file, read by {reader}: it ")), "{path}: {}", d.reason);
         assert!(d.reason.contains("no agent writes it under any scope"), "{}", d.reason);
         assert!(d.remediation.as_deref().is_some_and(|r| r.contains("a person")), "{d:?}");
     }

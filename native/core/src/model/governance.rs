@@ -33,7 +33,7 @@ pub struct Governed {
     pub probe: &'static str,
     /// Who reads it, for the refusal: "Claude Code", "Chokepoint".
     pub read_by: &'static str,
-    /// What it is to that reader, completing "it ...".
+    /// What it is to that reader, completing "it ..." (after "read by {read_by}").
     pub what: &'static str,
 }
 
@@ -47,8 +47,8 @@ const CLAUDE: &str = "configures Claude Code: hooks (settings.json, settings.loc
 const CODEX: &str = "configures Codex: hooks (hooks.json, `[hooks]` of config.toml) and MCP servers (`[mcp_servers]` of config.toml)";
 const GEMINI: &str = "configures Gemini CLI: hooks and their master switch (`hooksConfig`), MCP servers (settings.json), extensions that bring their own servers and hooks";
 const CURSOR: &str = "configures Cursor: hooks (hooks.json), MCP servers (mcp.json), rules";
-const HOOKS_DIR: &str = "holds the hooks Copilot CLI and VS Code's agent run at every event";
-const MCP_JSON: &str = "lists the MCP servers Claude Code and Copilot CLI start with a session";
+const HOOKS_DIR: &str = "holds the hooks they run at every event";
+const MCP_JSON: &str = "lists the MCP servers they start with a session";
 
 /// Every governed glob, Chokepoint's own first. The agents' facts:
 /// - Claude Code: `.claude/settings.json`, `.claude/settings.local.json` hold hooks and
@@ -170,7 +170,7 @@ pub fn refusal(rel: &str) -> Option<String> {
     let index = compiled().matches(rel).into_iter().min()?;
     let governed = &GOVERNED[index];
     Some(format!(
-        "`{rel}` is a governance file: {} reads it, and it {}; an agent that wrote it could plant a hook or an MCP server \
+        "`{rel}` is a governance file, read by {}: it {}; an agent that wrote it could plant a hook or an MCP server \
          that the next session starts outside every gate, or turn the gate off, so no agent writes it under any scope",
         governed.read_by, governed.what
     ))
