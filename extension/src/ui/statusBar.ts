@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import type { EngineState } from '../../../protocol/messages';
 import { describe } from '../engine/engineHost';
+import { statusLine } from './statusLine';
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('chokepoint.engine', vscode.StatusBarAlignment.Left, 100);
@@ -16,19 +17,10 @@ export class StatusBar implements vscode.Disposable {
 
   update(state: EngineState): void {
     const item = this.item;
-    item.tooltip = describe(state);
-    item.backgroundColor = undefined;
-    if (state.status === 'failed') {
-      item.text = '$(error) Chokepoint: engine failed';
-      item.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
-    } else if (state.status === 'noWorkspace') {
-      item.text = '$(shield) Chokepoint: no workspace';
-    } else if (state.diagnostics.length > 0) {
-      item.text = `$(warning) Chokepoint ${state.version}: config error`;
-      item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
-    } else {
-      item.text = `$(shield) Chokepoint ${state.version}`;
-    }
+    const line = statusLine(state);
+    item.text = line.text;
+    item.tooltip = line.warning ? `${describe(state)}\n\n${line.warning}` : describe(state);
+    item.backgroundColor = line.tone ? new vscode.ThemeColor(`statusBarItem.${line.tone}Background`) : undefined;
     this.applyVisibility();
   }
 

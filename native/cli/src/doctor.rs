@@ -2,7 +2,8 @@
 //! there), every guard that cannot fire and why. The files are read by the core
 //! (`agents::inspect`); this file checks what only a process can: that each hook's program is there
 //! and executable, and that the gate hooks, sent a write outside the workspace exactly as the agent
-//! would send it (`sh -c`, the input on stdin), answer with a deny. It also lists the tools the
+//! would send it (`sh -c`, the input on stdin), answer with a deny; and what the configuration leaves
+//! off for every agent (`EngineInfo::warnings`: no active_intents.yaml). It also lists the tools the
 //! ledger saw called that the tool table does not know (`inspect::unknown_tools`). Exit code: 1
 //! when a guard is inert, 0 otherwise, 2 when the workspace cannot be opened.
 
@@ -51,7 +52,10 @@ pub fn run(args: DoctorArgs) -> ExitCode {
     };
     let reports: Vec<Report> = setup::AGENTS.into_iter().filter_map(|agent| examine(&workspace, agent)).collect();
     let unknown = unknown_tools(&workspace);
-    let inert = reports.iter().flat_map(|r| &r.findings).filter(|f| f.severity == Severity::Inert).count();
+    // Guards the configuration itself leaves off (no active_intents.yaml: no scope is checked), for
+    // every agent at once. Opening the engine creates no state.
+    let unguarded = Engine::open(&workspace).map(|engine| engine.info().warnings()).unwrap_or_default();
+    let inert = reports.iter().flat_map(|r| &r.findings).filter(|f| f.severity == Severity::Inert).count() + unguarded.len();
     // Not a guard: without a live engine each hook judges alone, as safely and more slowly.
     let endpoint = Endpoint::for_workspace(&workspace);
     let live = client::probe(&endpoint);
@@ -80,9 +84,12 @@ pub fn run(args: DoctorArgs) -> ExitCode {
         };
         println!(
             "{}",
-            json!({ "workspace": workspace, "agents": agents, "inert": inert, "live_engine": live_engine, "unknown_tools": unknown_tools, "unknown_tools_error": unknown.as_ref().err() })
+            json!({ "workspace": workspace, "configuration": { "warnings": unguarded }, "agents": agents, "inert": inert, "live_engine": live_engine, "unknown_tools": unknown_tools, "unknown_tools_error": unknown.as_ref().err() })
         );
     } else {
+        for w in &unguarded {
+            println!("configuration: inert: {w}");
+        }
         print_text(&workspace, &reports, inert);
         print_unknown(&reports, &unknown);
         match &live {

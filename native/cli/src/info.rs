@@ -1,6 +1,6 @@
 //! `chokepoint info` and `chokepoint config check`.
 
-use crate::EXIT_CONFIG;
+use crate::{EXIT_CONFIG, EXIT_UNGUARDED};
 use chokepoint_core::{Diagnostic, Engine, EngineInfo};
 use std::process::ExitCode;
 
@@ -16,7 +16,14 @@ pub fn info(engine: &Engine, json: bool) -> ExitCode {
 
 pub fn check(engine: &Engine) -> ExitCode {
     let info = engine.info();
-    if info.diagnostics.is_empty() {
+    let warnings = info.warnings();
+    if info.diagnostics.is_empty() && !warnings.is_empty() {
+        println!("configuration loads, but scope checks are OFF: {} hooks, no active_intents.yaml", info.hook_count);
+        for w in &warnings {
+            eprintln!("warning: {w}");
+        }
+        ExitCode::from(EXIT_UNGUARDED)
+    } else if info.diagnostics.is_empty() {
         println!("configuration ok: {} hooks, {} intents", info.hook_count, info.intent_ids.len());
         ExitCode::SUCCESS
     } else {
@@ -43,6 +50,9 @@ fn info_text(info: &EngineInfo) -> String {
     for d in &info.diagnostics {
         out += &format!("error: {d}\n");
     }
+    for w in info.warnings() {
+        out += &format!("warning: {w}\n");
+    }
     out
 }
 
@@ -61,5 +71,6 @@ fn info_json(info: &EngineInfo) -> serde_json::Value {
         "taskTypes": info.task_types,
         "intentIds": info.intent_ids,
         "diagnostics": info.diagnostics.iter().map(diagnostic_json).collect::<Vec<_>>(),
+        "warnings": info.warnings(),
     })
 }

@@ -117,7 +117,8 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum ConfigCommand {
-    /// Validate hooks.yaml and active_intents.yaml; exit 2 with file:line:column diagnostics if invalid.
+    /// Validate hooks.yaml and active_intents.yaml; exit 2 with file:line:column diagnostics if invalid,
+    /// 5 with a warning when they load but scope checks are off (no active_intents.yaml).
     Check {
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
@@ -127,6 +128,11 @@ enum ConfigCommand {
 pub const EXIT_DENY: u8 = 1;
 pub const EXIT_CONFIG: u8 = 2;
 pub const EXIT_ASK: u8 = 3;
+/// `config check`: the configuration loads but leaves a guard off (`EngineInfo::warnings`: no
+/// active_intents.yaml, so no scope is checked). Not 0, which would read as healthy in CI; not 2,
+/// which means a file to fix at a line; its own code, so a team that runs without intents on
+/// purpose can accept exactly this one.
+pub const EXIT_UNGUARDED: u8 = 5;
 
 /// `chokepoint hook` parsed on its own: the same arguments, without building the parser of every
 /// other command first. A hook runs once per tool call of another agent, and building the whole

@@ -120,8 +120,13 @@ pub fn run(command: TraceCommand) -> ExitCode {
             let by = by.or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "unknown".to_owned());
             match chokepoint_core::ledger::reseal::reseal(&sidecar, &reason, &by) {
                 Ok(done) => {
-                    println!("the ledger ({}) was moved to {}", done.problem, done.sealed.display());
-                    println!("a new ledger begins with a record of the reseal (sha256 of the sealed file {})", done.sealed_sha256);
+                    match (&done.sealed, &done.sealed_sha256) {
+                        (Some(sealed), Some(sha)) => {
+                            println!("the ledger ({}) was moved to {}", done.problem, sealed.display());
+                            println!("a new ledger begins with a record of the reseal (sha256 of the sealed file {sha})");
+                        }
+                        _ => println!("the ledger ({}) is gone; a new ledger begins with a record of the reseal", done.problem),
+                    }
                     ExitCode::SUCCESS
                 }
                 Err(chokepoint_core::ledger::reseal::ResealError::NoReason) => usage("--reason must say why the chain is restarted"),
@@ -224,10 +229,19 @@ fn blame(workspace: &std::path::Path, target: &str, json: bool) -> ExitCode {
 
 fn verify(workspace: &std::path::Path, json: bool) -> ExitCode {
     let sidecar = Sidecar::new(workspace);
-    let head = match chokepoint_core::ledger::head::read(&sidecar.state_db()) {
+    // The larger of the head in state.db and its copy outside the workspace, which a command that
+    // removed state.db with the ledger could not reach.
+    let heads = match chokepoint_core::ledger::head::read_both(&sidecar) {
         Ok(h) => h,
         Err(e) => return failure(&e.to_string()),
     };
+    if let (Some(path), Some(why)) = (&heads.outside_path, &heads.outside_unreadable) {
+        eprintln!(
+            "warning: the copy of the head kept outside the workspace ({}) cannot be read ({why}); verified against state.db's alone",
+            path.display()
+        );
+    }
+    let head = heads.strongest().cloned();
     let v = match chokepoint_core::ledger::verify::verify(&sidecar.trace_ledger(), head.as_ref()) {
         Ok(v) => v,
         Err(e) => return failure(&e.to_string()),
@@ -239,7 +253,9 @@ fn verify(workspace: &std::path::Path, json: bool) -> ExitCode {
                 "intact": v.is_intact(),
                 "records": v.records,
                 "headHash": v.head_hash,
-                "headInDatabase": head.as_ref().map(|h| serde_json::json!({ "count": h.count, "hash": h.hash })),
+                "headInDatabase": heads.database.as_ref().map(|h| serde_json::json!({ "count": h.count, "hash": h.hash })),
+                "headOutside": heads.outside.as_ref().map(|h| serde_json::json!({ "count": h.count, "hash": h.hash })),
+                "headOutsidePath": heads.outside_path.as_ref().map(|p| p.display().to_string()),
                 "problem": v.problem.as_ref().map(|p| serde_json::json!({ "kind": p.kind.to_string(), "line": p.line, "offset": p.offset, "detail": p.detail })),
             })
         );
@@ -254,6 +270,19 @@ fn verify(workspace: &std::path::Path, json: bool) -> ExitCode {
         Some(p) => {
             if !json {
                 eprintln!("ledger damaged: {p}");
+                // Only the copy outside the workspace remembers these records: say where it is, for
+                // the one innocent case (the workspace cloned again at the same path).
+                let from_copy = heads.outside.as_ref().is_some_and(|o| heads.database.as_ref().is_none_or(|d| d.count < o.count));
+                if p.kind == ProblemKind::Truncated
+                    && from_copy
+                    && let Some(path) = &heads.outside_path
+                {
+                    eprintln!(
+                        "note: that head is the copy kept outside the workspace, {}; state.db counts fewer. If this checkout is new \
+                         (cloned again at the same path), accept it with `chokepoint trace reseal --reason ...`",
+                        path.display()
+                    );
+                }
             }
             ExitCode::from(match p.kind {
                 ProblemKind::Edited => 10,

@@ -11,6 +11,10 @@
 //!   figure is printed on stderr for comparison.)
 //! - `ledger.verify`: nanoseconds per record of verifying a ledger of [`VERIFY_RECORDS`] records, one
 //!   core, the file in the page cache.
+//! - `ledger.head.raise`: one raise of the head as the syncer does it after each sync: the state
+//!   database's row and the copy outside the workspace (`head::HeadCopy`); its baseline
+//!   `ledger.head.raise.database_only` raises the row alone. The two are interleaved, one of each at
+//!   a time; their difference is what the copy costs each batch.
 //!
 //! The two append figures are measured interleaved (a group-commit round, then a slice of the
 //! one-at-a-time appends, and so on), because a shared disk's sync latency drifts by an order of
@@ -47,6 +51,8 @@ const ROUNDS: usize = 20;
 const BLOCKING_EACH: usize = 40;
 const VERIFY_RECORDS: usize = 200_000;
 const VERIFY_RUNS: usize = 10;
+const HEAD_WARMUP: usize = 50;
+const HEAD_RAISES: usize = 2000;
 
 fn main() {
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
@@ -61,10 +67,14 @@ fn main() {
     let (each, group, batch) = appends(&workspace("each"), &workspace("group"));
     let blocking = blocking(&workspace("blocking"));
     let verified = verify_bench(&workspace("verify"));
+    let (raised, database_only) = head_raise(&workspace("head"), &workspace("head-database-only"));
 
     samples::write("ledger.append.fsync_each", None, &each);
     samples::write("ledger.append.group_commit", Some("ledger.append.fsync_each"), &group);
     samples::write("ledger.verify", None, &verified);
+    samples::write("ledger.head.raise.database_only", None, &database_only);
+    samples::write("ledger.head.raise", Some("ledger.head.raise.database_only"), &raised);
+    eprintln!("ledger: ledger.head.raise {} (the database's row alone: {})", summary(&raised), summary(&database_only));
     let ratio = median(&each) / median(&group);
     eprintln!("ledger: ledger.append.fsync_each {}", summary(&each));
     eprintln!("ledger: ledger.append.group_commit {} ({ratio:.0}x the records per second, {batch:.0} records per sync)", summary(&group));
@@ -225,6 +235,28 @@ fn verify_bench(sidecar: &Sidecar) -> Vec<u64> {
             elapsed / VERIFY_RECORDS as u64
         })
         .collect()
+}
+
+/// One raise of the head with its copy outside the workspace, then one of the database's row alone,
+/// [`HEAD_RAISES`] times each.
+fn head_raise(with_copy: &Sidecar, database_only: &Sidecar) -> (Vec<u64>, Vec<u64>) {
+    let mut both = head::HeadStore::for_sidecar(with_copy).expect("open the head with its copy");
+    let mut alone = head::HeadStore::open(&database_only.state_db()).expect("open the head");
+    let hash = "0".repeat(64);
+    let (mut raised, mut row) = (Vec::with_capacity(HEAD_RAISES), Vec::with_capacity(HEAD_RAISES));
+    for count in 1..=(HEAD_WARMUP + HEAD_RAISES) as u64 {
+        let started = Instant::now();
+        both.write(count, &hash, count).expect("raise the head and its copy");
+        let with = nanos(started);
+        let started = Instant::now();
+        alone.write(count, &hash, count).expect("raise the head");
+        let without = nanos(started);
+        if count > HEAD_WARMUP as u64 {
+            raised.push(with);
+            row.push(without);
+        }
+    }
+    (raised, row)
 }
 
 /// The percentile `p` as `scripts/bench.js` computes it.

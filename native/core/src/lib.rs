@@ -52,7 +52,7 @@ pub use config::schema;
 pub use containment::{sandbox, snapshot};
 pub use engine::{brain, claim, lessons, merge, replay, sessions, trace, watch};
 pub use hooks::{builtin, command, pipe, template};
-pub use model::external_events;
+pub use model::{external_events, governance};
 pub use scope::expansion as scope_expansion;
 pub use scope::{canonical, gatekeeper, leases};
 

@@ -126,6 +126,63 @@ fn governance_files_are_never_writable_whatever_the_scope() {
     }
 }
 
+/// Issue 27, item 3: every file that configures an agent or runs code at its start is governed under
+/// every scope, and the refusal says who reads it and why no agent writes it.
+#[test]
+fn agents_configuration_is_governed_under_the_widest_scope_and_the_refusal_says_who_reads_it() {
+    let (_ws, _o, engine) = setup();
+    engine.evaluate(call("S", "select_active_intent", json!({ "intent_id": "INT-003" }))).unwrap();
+    for (path, reader) in [
+        (".mcp.json", "Claude Code and Copilot CLI"),
+        (".codex/config.toml", "Codex"),
+        (".vscode/settings.json", "VS Code's agent"),
+        (".vscode/mcp.json", "VS Code's agent"),
+        (".cursor/mcp.json", "Cursor"),
+        (".gemini/extensions/x/gemini-extension.json", "Gemini CLI"),
+        (".claude/agents/reviewer.md", "Claude Code"),
+        (".orchestration/agent_trace.jsonl", "Chokepoint"),
+        (".orchestration/state.db-shm", "Chokepoint"),
+    ] {
+        let e = engine.evaluate(write("S", path)).unwrap();
+        let Decision::Deny(d) = &e.decision else { panic!("{path}: {:?}", e.decision) };
+        assert!(d.reason.starts_with(&format!("`{path}` is a governance file, read by {reader}: it ")), "{path}: {}", d.reason);
+        assert!(d.reason.contains("no agent writes it under any scope"), "{}", d.reason);
+        assert!(d.remediation.as_deref().is_some_and(|r| r.contains("a person")), "{d:?}");
+    }
+    // A scope expansion cannot reach them either.
+    let e = engine
+        .evaluate(call(
+            "S",
+            "scope_expansion_request",
+            json!({ "intent_id": "INT-003", "paths": [".vscode/*"], "justification": "settings" }),
+        ))
+        .unwrap();
+    assert!(reason(&e.decision).contains("covers governance files"), "{:?}", e.decision);
+}
+
+/// Containment's judge refuses the same files, whatever the scope (containment calls it for every
+/// change a shell command made).
+#[test]
+fn the_shell_judge_refuses_agents_configuration_under_the_widest_scope() {
+    let judge = chokepoint_core::containment::contain::scope_judge(&["**".to_owned()]);
+    assert!(judge("src/auth/login.js"));
+    for path in [
+        ".mcp.json",
+        ".codex/config.toml",
+        ".vscode/settings.json",
+        ".vscode/mcp.json",
+        ".cursor/mcp.json",
+        ".gemini/settings.json",
+        ".claude/agents/reviewer.md",
+        ".orchestration/agent_trace.jsonl",
+        ".orchestration/state.db",
+        ".orchestration/state.db-wal",
+    ] {
+        assert!(!judge(path), "{path}");
+        assert!(chokepoint_core::governance::is_governance_file(path), "{path}");
+    }
+}
+
 #[test]
 fn claude_codes_write_tools_are_judged_from_their_input() {
     let (_ws, _o, engine) = setup();
@@ -301,4 +358,27 @@ fn a_locked_intent_points_the_second_agent_at_free_ones_only() {
         d.remediation.as_deref(),
         Some("Select another intent (available intents: INT-003 (Everything)) or wait for this one to be released.")
     );
+}
+
+/// Issue 27, item 9: another process truncates `state.db-shm` under the engine's mapping of it. The
+/// engine's next use of the database is a deny with the reason, not a SIGBUS that ends the process
+/// (the extension's engine lives as long as the window); the use after that works again.
+#[test]
+fn a_shared_memory_file_truncated_by_another_process_is_a_deny_with_a_reason_then_recovers() {
+    let (ws, _o, engine) = setup();
+    engine.evaluate(call("S", "select_active_intent", json!({ "intent_id": "INT-001" }))).unwrap();
+    // The ledger's head raised, so the next use of the database is the gatekeeper's.
+    engine.tracer().flush().unwrap();
+    let shm = ws.path().join(".orchestration/state.db-shm");
+    assert!(shm.exists());
+    let status = std::process::Command::new("truncate").args(["-s", "0"]).arg(&shm).status().unwrap();
+    assert!(status.success());
+    // Past the selection's cache, so the gatekeeper asks the lease table.
+    std::thread::sleep(chokepoint_core::gatekeeper::RECHECK + std::time::Duration::from_millis(100));
+    let e = engine.evaluate(write("S", "src/auth/login.js")).unwrap();
+    assert!(reason(&e.decision).contains("state.db-shm was shortened"), "{:?}", e.decision);
+    // A second later, a new connection reads the lease again.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let e = engine.evaluate(write("S", "src/auth/login.js")).unwrap();
+    assert_eq!(e.decision, Decision::Allow, "a new connection reads the lease again");
 }

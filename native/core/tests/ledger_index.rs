@@ -787,3 +787,22 @@ fn measure() {
     eprintln!("blame after a line inserted at the top: {known_after} explained, in {:?}", started.elapsed());
     assert_eq!(known, known_after);
 }
+
+/// Issue 27, item 9: another process truncates `trace.db-shm` under the index's mapping (the
+/// extension's sidebar keeps an index open as long as the window). The next read fails with the
+/// reason instead of a SIGBUS that ends the process, and the one after reads again.
+#[test]
+fn a_shared_memory_file_truncated_under_the_index_is_an_error_then_recovers() {
+    let mut ws = Workspace::new();
+    for i in 0..5 {
+        ws.agent_writes("a.txt", &format!("{i}\n"), "s", "I", "m");
+    }
+    let index = Index::open(&ws.sidecar).unwrap();
+    assert_eq!(index.catch_up().unwrap().records, 5);
+    let shm = ws.sidecar.dir().join("trace.db-shm");
+    assert!(shm.exists());
+    assert!(std::process::Command::new("truncate").args(["-s", "0"]).arg(&shm).status().unwrap().success());
+    let error = index.query(&filter()).unwrap_err().to_string();
+    assert!(error.contains("trace.db-shm was shortened"), "{error}");
+    assert_eq!(seqs(&index.query(&filter()).unwrap()), (1..=5).collect::<Vec<_>>());
+}

@@ -13,6 +13,28 @@ pub const IGNORE_FILE: &str = ".orchestration/.gitignore";
 pub const RUNTIME_FILES: &[&str] =
     &["state.db", "state.db-*", "trace.db", "trace.db-*", "agent_trace.lock", "snapshots/", "serve.json", "brain.lock"];
 
+/// The mode the engine's runtime files are created with: owner-only, since the ledger records what
+/// every agent wrote and the state database holds leases and approvals. A file that exists keeps
+/// the mode it has: a team that shares a checkout between users widens it once (`chmod g+rw`), and
+/// nothing narrows it back. SQLite gives a database's `-wal` and `-shm` the database's mode.
+pub const RUNTIME_MODE: u32 = 0o600;
+
+/// Makes `options` create its file with [`RUNTIME_MODE`] (on Unix; elsewhere the default).
+pub fn owner_only(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(options, RUNTIME_MODE);
+    options
+}
+
+/// Creates `path` empty with [`RUNTIME_MODE`] when it does not exist (a database SQLite is about to
+/// open, which it would create 0644), and leaves an existing file as it is.
+pub fn create_owner_only(path: &Path) -> std::io::Result<()> {
+    match owner_only(std::fs::OpenOptions::new().write(true).create_new(true)).open(path) {
+        Err(error) if error.kind() != std::io::ErrorKind::AlreadyExists => Err(error),
+        _ => Ok(()),
+    }
+}
+
 /// The shared brain, relative to the workspace root: what people write for every agent, with one
 /// section Chokepoint generates (`engine::brain`). A governance file: no agent writes it.
 pub const BRAIN: &str = ".orchestration/CLAUDE.md";
@@ -86,6 +108,21 @@ impl Sidecar {
     /// The lock file that serialises rewrites of the brain's generated section across processes.
     pub fn brain_lock(&self) -> PathBuf {
         self.dir().join("brain.lock")
+    }
+
+    /// The per-user folder outside the workspace where this workspace keeps what a shell command in
+    /// the workspace must not reach (a copy of the ledger's head): `$XDG_STATE_HOME/chokepoint/<hash>`,
+    /// else `~/.local/state/chokepoint/<hash>`, the hash naming the workspace's canonical path in 16
+    /// hex digits (as the live engine's socket is named). `None` when neither variable gives an
+    /// absolute folder. Nothing is created here.
+    pub fn outside_state_dir(&self) -> Option<PathBuf> {
+        use sha2::{Digest, Sha256};
+        let absolute = |var: &str| std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute());
+        let base = absolute("XDG_STATE_HOME").or_else(|| absolute("HOME").map(|home| home.join(".local/state")))?;
+        let canonical = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
+        let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
+        let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        Some(base.join("chokepoint").join(name))
     }
 
     /// Where shell containment keeps the content it can restore (content-addressed).

@@ -1,6 +1,7 @@
 //! The state database (`.orchestration/state.db`): how a connection to it is opened and waits for a
 //! lock another process holds, and [`StateDb`], the one connection a process shares between the
-//! stores kept in it (the leases, the scope expansions, the ledger's head).
+//! stores kept in it (the leases, the scope expansions, the ledger's head), which notices a shared
+//! memory file tampered with before SQLite reads it ([`ShmWatch`]).
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode};
@@ -82,12 +83,97 @@ const LONG_LOG_BYTES: u64 = 32 * (24 + 4096);
 /// die in the same power cut; the ledger's head may lag (see ledger::head); an expansion lost is asked
 /// again, and its approval is in the ledger. Per-commit syncs would cost every one of them.
 fn open(db: &Path) -> rusqlite::Result<Connection> {
+    // Created owner-only before SQLite creates it (its log and shared memory take its mode); a
+    // failure here is SQLite's to report, with its own error, on the open below.
+    let _ = crate::base::sidecar::create_owner_only(db);
     let mut conn = Connection::open(db)?;
     conn.busy_handler(Some(busy_wait()))?;
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    // Read through `read`, never a mapping of the file (SQLite's default, said here because it is
+    // what keeps a truncated database an error instead of a SIGBUS; the `-shm` file has to be
+    // mapped, see [`ShmWatch`]).
+    conn.pragma_update(None, "mmap_size", 0)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     Ok(conn)
+}
+
+/// A WAL database's shared memory (`<db>-shm`) as a connection last saw it, so that a file shortened,
+/// removed or replaced under the connection's mapping is noticed before SQLite touches the mapping.
+///
+/// Why: SQLite maps the `-shm` file into every connection's memory; a page of the mapping beyond the
+/// end of a file someone truncated (a contained shell under a wide scope, `truncate -s 0`) is a
+/// `SIGBUS` at the next access, which kills the whole process: a hook, `chokepoint exec`, the
+/// extension's engine. No connection of ours shortens it while another is open (SQLite truncates it
+/// only under the exclusive lock no open connection allows), so a shorter file, or another file at
+/// the path, was done to it. [`StateDb::lock`] checks before every use (one `stat`) and, when it was,
+/// closes the connection (without a checkpoint, so without reading the mapping) and answers an error
+/// the caller turns into a deny with the reason, for [`TAMPER_HOLD`]; the use after that opens a new
+/// connection, which SQLite gives a rebuilt index of the log. What is left is the moment between the
+/// check and the access.
+#[derive(Debug)]
+pub(crate) struct ShmWatch {
+    path: PathBuf,
+    /// Device, inode and length when last seen; `None` while there is no such file (not yet mapped,
+    /// or a file system without shared memory, which keeps the rollback journal).
+    seen: Option<(u64, u64, u64)>,
+}
+
+impl ShmWatch {
+    /// The shared memory of the database at `db`, as it is now (after the connection mapped it).
+    pub(crate) fn of(db: &Path) -> ShmWatch {
+        let mut path = db.as_os_str().to_owned();
+        path.push("-shm");
+        let path = PathBuf::from(path);
+        let seen = Self::stat(&path);
+        ShmWatch { path, seen }
+    }
+
+    #[cfg(unix)]
+    fn stat(path: &Path) -> Option<(u64, u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino(), m.len()))
+    }
+
+    #[cfg(not(unix))]
+    fn stat(_path: &Path) -> Option<(u64, u64, u64)> {
+        None
+    }
+
+    /// `Err` (what happened) when the file was removed, replaced or shortened since it was seen.
+    pub(crate) fn check(&mut self) -> Result<(), String> {
+        // Not there yet (a new database maps it at its first transaction, after the open): watched
+        // from when it appears.
+        let Some((dev, ino, len)) = self.seen else {
+            self.seen = Self::stat(&self.path);
+            return Ok(());
+        };
+        match Self::stat(&self.path) {
+            None => Err(format!("{} was removed while this process had it mapped", self.path.display())),
+            Some((d, i, _)) if (d, i) != (dev, ino) => {
+                Err(format!("{} was replaced while this process had it mapped", self.path.display()))
+            }
+            Some((_, _, now)) if now < len => {
+                Err(format!("{} was shortened from {len} to {now} bytes while this process had it mapped", self.path.display()))
+            }
+            Some(now) => {
+                self.seen = Some(now);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The error a use of a connection whose shared memory was tampered with gets instead of a `SIGBUS`.
+fn tampered(db: &Path, what: String) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_IOERR),
+        Some(format!(
+            "the state database {} cannot be used safely: its shared memory {what}; the connection was closed and \
+             the next use opens it again (only SQLite may write the files beside state.db)",
+            db.display()
+        )),
+    )
 }
 
 /// One connection to a state database, opened on first use and shared by every store of one engine
@@ -102,22 +188,37 @@ fn open(db: &Path) -> rusqlite::Result<Connection> {
 #[derive(Debug)]
 pub(crate) struct StateDb {
     path: PathBuf,
-    conn: Mutex<Option<Connection>>,
+    conn: Mutex<Option<Open>>,
+    /// Until when every use is refused, and why: the shared memory was tampered with ([`ShmWatch`]).
+    refused: Mutex<Option<(Instant, String)>>,
+}
+
+/// How long a state database whose shared memory was tampered with refuses every use before it opens
+/// a new connection: long enough that the gate judging at that moment denies and says why (not only
+/// whichever thread met it first, whose error a caller may drop), short enough not to matter
+/// otherwise; the gatekeeper's own re-check bound.
+const TAMPER_HOLD: Duration = Duration::from_secs(1);
+
+/// An open connection and its shared memory as last seen.
+#[derive(Debug)]
+struct Open {
+    conn: Connection,
+    shm: ShmWatch,
 }
 
 /// The connection, held: other threads of this process wait for it.
-pub(crate) struct StateGuard<'a>(MutexGuard<'a, Option<Connection>>);
+pub(crate) struct StateGuard<'a>(MutexGuard<'a, Option<Open>>);
 
 impl Deref for StateGuard<'_> {
     type Target = Connection;
     fn deref(&self) -> &Connection {
-        self.0.as_ref().expect("a guard is handed out only once the connection is open")
+        &self.0.as_ref().expect("a guard is handed out only once the connection is open").conn
     }
 }
 
 impl DerefMut for StateGuard<'_> {
     fn deref_mut(&mut self) -> &mut Connection {
-        self.0.as_mut().expect("a guard is handed out only once the connection is open")
+        &mut self.0.as_mut().expect("a guard is handed out only once the connection is open").conn
     }
 }
 
@@ -130,7 +231,7 @@ impl Drop for StateDb {
 impl StateDb {
     /// The database at `path`; nothing is opened (nor created) until [`StateDb::lock`].
     pub(crate) fn new(path: impl Into<PathBuf>) -> StateDb {
-        StateDb { path: path.into(), conn: Mutex::new(None) }
+        StateDb { path: path.into(), conn: Mutex::new(None), refused: Mutex::new(None) }
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -142,7 +243,11 @@ impl StateDb {
     /// does it. Done when the connection closes, and by a process that exits without closing it.
     pub(crate) fn shorten_log(&self) {
         let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(conn) = conn.as_mut() else { return };
+        // A checkpoint reads the shared memory: not through a mapping that is no longer safe.
+        if conn.as_mut().is_some_and(|open| open.shm.check().is_err()) {
+            *conn = None;
+        }
+        let Some(Open { conn, .. }) = conn.as_mut() else { return };
         let mut log = self.path.clone().into_os_string();
         log.push("-wal");
         if std::fs::metadata(&log).is_ok_and(|m| m.len() > LONG_LOG_BYTES) && conn.busy_handler(None::<fn(i32) -> bool>).is_ok() {
@@ -158,8 +263,23 @@ impl StateDb {
         // A panic in another thread mid-transaction rolled that transaction back as it unwound, so
         // the connection behind a poisoned lock is still usable.
         let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut refused = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(open) = conn.as_mut()
+            && let Err(what) = open.shm.check()
+        {
+            // Closed without a checkpoint (`NO_CKPT_ON_CLOSE`): nothing reads the mapping.
+            *conn = None;
+            *refused = Some((Instant::now() + TAMPER_HOLD, what));
+        }
+        match refused.as_ref() {
+            Some((until, what)) if Instant::now() < *until => return Err(tampered(&self.path, what.clone())),
+            Some(_) => *refused = None,
+            None => {}
+        }
+        drop(refused);
         if conn.is_none() {
-            *conn = Some(open(&self.path)?);
+            let connection = open(&self.path)?;
+            *conn = Some(Open { conn: connection, shm: ShmWatch::of(&self.path) });
         }
         Ok(StateGuard(conn))
     }

@@ -27,7 +27,7 @@ use crate::containment::isolate::{SPEC_ENV, SUPERVISOR_ARG, Spec, Status};
 use crate::containment::layer::{Applied, Layer};
 use crate::containment::sandbox::{self, Confinement};
 use crate::containment::snapshot::{self, Change, ChangeKind, Entry, EntryKind, Snapshot, Snapshotter};
-use crate::model::governance::{GOVERNANCE_FILES, SCOPE_EXPANSION_TOOL};
+use crate::model::governance::{self, SCOPE_EXPANSION_TOOL};
 use globset::{GlobBuilder, GlobSetBuilder};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -180,15 +180,8 @@ pub fn scope_judge(scope_globs: &[String]) -> Judge {
             scope.add(glob);
         }
     }
-    let mut governance = GlobSetBuilder::new();
-    for g in GOVERNANCE_FILES {
-        if let Ok(glob) = GlobBuilder::new(g).build() {
-            governance.add(glob);
-        }
-    }
     let scope = scope.build().unwrap_or_else(|_| globset::GlobSet::empty());
-    let governance = governance.build().unwrap_or_else(|_| globset::GlobSet::empty());
-    Box::new(move |path: &str| scope.is_match(path) && !governance.is_match(path))
+    Box::new(move |path: &str| scope.is_match(path) && !governance::is_governance_file(path))
 }
 
 /// What a command printed, when the caller piped its stdout or stderr.
@@ -300,10 +293,10 @@ impl ContainReport {
                 };
                 text.push_str(&format!("\n- `{}`: {what}", c.path));
             }
-            if self.refused.iter().any(|c| c.path == crate::base::sidecar::BRAIN) {
-                // The shared brain is not a matter of scope: no expansion would let the command write it.
+            // A governance file is not a matter of scope: no expansion would let the command write it.
+            for reason in self.refused.iter().filter_map(|c| governance::refusal(&c.path)).take(3) {
                 text.push('\n');
-                text.push_str(&crate::model::governance::brain_refusal());
+                text.push_str(&reason);
                 text.push('.');
             }
             text.push('\n');

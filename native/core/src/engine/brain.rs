@@ -518,11 +518,7 @@ impl Inner {
             return Ok(Refreshed::default());
         }
         let lock_path = self.sidecar.brain_lock();
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
+        let lock = crate::base::sidecar::owner_only(std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true))
             .open(&lock_path)
             .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
         let _locked = crate::ledger::writer::lock_exclusive(&lock, &lock_path).map_err(|e| e.to_string())?;

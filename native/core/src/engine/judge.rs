@@ -66,6 +66,27 @@ pub struct EngineInfo {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+impl EngineInfo {
+    /// What the configuration in force leaves unguarded although it loads: said loudly by `config
+    /// check` (a distinct exit code), `doctor` and the status bar. Today one thing: without
+    /// active_intents.yaml the gatekeeper requires no intent and judges no scope (a workspace that
+    /// never declared intents runs so by design; one whose file was deleted, by a person or a
+    /// command, must not look healthy). A folder without `.orchestration/` has none.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        // A folder without `.orchestration/` is not governed at all: nothing was turned off there.
+        if self.intents.status == FileStatus::Missing && Sidecar::new(&self.workspace_root).exists() {
+            warnings.push(format!(
+                "{} is missing: scope checks are off, so any agent may write anywhere in the workspace but the governance \
+                 files, without selecting an intent; restore it (`git checkout -- .orchestration/active_intents.yaml`) or \
+                 declare the intents work is done under",
+                self.intents.path.display()
+            ));
+        }
+        warnings
+    }
+}
+
 /// A hook the embedder registers with the engine rather than the configuration: a native hook (the
 /// gatekeeper, the ledger) or a host hook (a function of the extension, `HookImpl::Host(id)`).
 /// Registered hooks come before configured ones in registration order, so among equal priorities they

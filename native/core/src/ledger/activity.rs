@@ -47,7 +47,7 @@ impl Index {
                    WHERE event = 'PreToolUse' AND tool IS NOT NULL
                    GROUP BY agent, tool
                    ORDER BY COUNT(*) DESC, tool";
-        let conn = self.lock();
+        let conn = self.lock()?;
         (|| {
             let mut statement = conn.prepare_cached(sql)?;
             let rows = statement.query_map([], |row| {
@@ -81,7 +81,7 @@ impl Index {
                    GROUP BY session
                    ORDER BY MAX(seq) DESC
                    LIMIT ?2";
-        let conn = self.lock();
+        let conn = self.lock()?;
         (|| {
             let mut statement = conn.prepare_cached(sql)?;
             let rows = statement.query_map(params![int(since_ms), int(u64::try_from(limit).unwrap_or(u64::MAX))], |row| {

@@ -76,7 +76,16 @@ impl fmt::Display for LedgerError {
                 waited.as_secs()
             ),
             LedgerError::HeadMismatch { ledger, head, found_count, found_hash } => {
-                if *found_count < head.count {
+                if *found_count == 0 {
+                    write!(
+                        f,
+                        "the trace ledger {} was removed or emptied: it holds no record but its head says {} records \
+                         were written; nothing more is appended until it is restored, or the loss accepted with \
+                         `chokepoint trace reseal --reason ...`",
+                        ledger.display(),
+                        head.count
+                    )
+                } else if *found_count < head.count {
                     write!(
                         f,
                         "the trace ledger {} ends at record {found_count} but its head says {} records were \

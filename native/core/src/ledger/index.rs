@@ -32,6 +32,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 
 use super::record::{Record, RecordKind};
 use crate::base::sidecar::Sidecar;
+use crate::base::sqlite::ShmWatch;
 
 /// The schema this build writes, in `PRAGMA user_version`. An older index is rebuilt; a newer one is
 /// refused (an older engine must not half-understand it). 2: ranges keep their line digests.
@@ -108,6 +109,9 @@ pub struct Index {
     db: PathBuf,
     ledger: PathBuf,
     conn: Mutex<Connection>,
+    /// Its shared memory (`trace.db-shm`) as last seen: one shortened under the mapping is noticed
+    /// before SQLite reads it (`base::sqlite::ShmWatch`).
+    shm: Mutex<ShmWatch>,
 }
 
 /// Which records a [`Index::query`] returns. Every field set must match; `Filter::default()` is every
@@ -207,16 +211,7 @@ impl Index {
             let op = op.to_owned();
             move |e: rusqlite::Error| format!("the trace index {db}: {op} failed: {e}")
         };
-        let mut conn = Connection::open(&db).map_err(failed("open"))?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(failed("set the busy timeout"))?;
-        // WAL: queries (a sidebar, `log` in a terminal) never wait for a catch-up, and see all of it
-        // or none of it. NORMAL: a power cut may lose the last catch-up, which the next one redoes.
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(failed("switch to WAL"))?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(failed("set synchronous"))?;
-        // Up to 64 MiB of page cache (allocated only as used): a rebuild fills three tables and then
-        // sorts five indexes, and with SQLite's default 2 MiB their pages keep evicting each other (a
-        // 100k-record rebuild measured 2.5 s with the default, 1.9 s with this).
-        conn.pragma_update(None, "cache_size", -65536).map_err(failed("set the cache size"))?;
+        let mut conn = connect(&db).map_err(failed("open"))?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(failed("begin"))?;
         let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(failed("read the schema version"))?;
         if found > SCHEMA_VERSION {
@@ -235,7 +230,8 @@ impl Index {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(failed("write the schema version"))?;
         }
         tx.commit().map_err(failed("commit the schema"))?;
-        Ok(Index { db, ledger: sidecar.trace_ledger(), conn: Mutex::new(conn) })
+        let shm = Mutex::new(ShmWatch::of(&db));
+        Ok(Index { db, ledger: sidecar.trace_ledger(), conn: Mutex::new(conn), shm })
     }
 
     /// The database file.
@@ -316,12 +312,13 @@ impl Index {
     /// then a catch-up has nothing to do and need not take the write lock (a sidebar refreshing every
     /// second, or every `log`, would otherwise queue behind each other). `false` when unsure.
     fn up_to_date(&self) -> bool {
-        let progress: Option<(i64, String)> = self
-            .lock()
+        let Ok(conn) = self.lock() else { return false };
+        let progress: Option<(i64, String)> = conn
             .query_row("SELECT line_offset, line_hash FROM progress WHERE id = 1", [], |row| Ok((row.get(0)?, row.get(1)?)))
             .optional()
             .ok()
             .flatten();
+        drop(conn);
         let (Some((offset, hash)), Ok(Some(mut reader))) = (progress, LedgerReader::for_lookups(&self.ledger)) else {
             return false;
         };
@@ -340,7 +337,7 @@ impl Index {
             Some(pattern) if is_glob(pattern) => Some(compile_glob(pattern)?),
             _ => None,
         };
-        let conn = self.lock();
+        let conn = self.lock()?;
         let mut sql = String::from("SELECT seq, line_hash, line_offset FROM records WHERE 1 = 1");
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
         let mut arg = |sql: &mut String, clause: &str, value: rusqlite::types::Value| {
@@ -387,7 +384,7 @@ impl Index {
     /// The record `seq`, if indexed, read back from the ledger (`show`).
     pub fn get(&self, seq: u64) -> Result<Option<IndexedRecord>, ReadError> {
         let found = self
-            .lock()
+            .lock()?
             .query_row("SELECT line_hash, line_offset FROM records WHERE seq = ?1", params![int(seq)], |row| {
                 Ok((seq, row.get::<_, String>(0)?, uint(row.get(1)?)))
             })
@@ -398,7 +395,7 @@ impl Index {
 
     /// The highest `seq` indexed.
     pub fn last_seq(&self) -> Result<Option<u64>, ReadError> {
-        self.lock()
+        self.lock()?
             .query_row("SELECT MAX(seq) FROM records", [], |row| row.get::<_, Option<i64>>(0))
             .map(|seq| seq.map(uint))
             .map_err(|e| self.failed("read the last seq", e).into())
@@ -407,7 +404,7 @@ impl Index {
     /// Every recorded range of `path`, newest record first, leaving out records whose write was
     /// denied (it changed nothing): what `blame` looks for in the file.
     pub fn ranges_of(&self, path: &str) -> Result<Vec<RecordedRange>, ReadError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         let sql = "SELECT r.seq, r.time, r.kind, r.session, r.agent, r.intent, r.tool, r.model,
                           g.start_line, g.end_line, g.sha256, g.line_digests
                    FROM ranges g JOIN records r ON r.seq = g.seq
@@ -543,16 +540,32 @@ impl Index {
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction (the write lock taken before anything is read,
     /// so two processes never decide on the same stale view), committing if it succeeds.
     fn write<T>(&self, op: &str, body: impl FnOnce(&Transaction<'_>) -> Result<T, String>) -> Result<T, String> {
-        let mut conn = self.lock();
+        let mut conn = self.lock()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.failed(op, e))?;
         let value = body(&tx)?;
         tx.commit().map_err(|e| self.failed(op, e))?;
         Ok(value)
     }
 
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+    /// The connection; `Err` (the reason) when its shared memory was shortened, removed or replaced
+    /// under its mapping: the connection is then closed without reading it and opened again for the
+    /// next call, and this one fails instead of meeting a SIGBUS.
+    pub(super) fn lock(&self) -> Result<std::sync::MutexGuard<'_, Connection>, String> {
         // A panic mid-transaction rolled the transaction back as it unwound: the connection is usable.
-        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut shm = self.shm.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(what) = shm.check() {
+            // Closed first, without the checkpoint a last connection makes as it closes (which would
+            // read the mapping), so that the new connection maps the file anew instead of sharing
+            // this one's mapping.
+            let _ = conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
+            let closed = Connection::open_in_memory().map_err(|e| self.failed("stand in for a closed connection", e))?;
+            drop(std::mem::replace(&mut *conn, closed));
+            *conn = connect(&self.db).map_err(|e| self.failed("open again", e))?;
+            *shm = ShmWatch::of(&self.db);
+            return Err(format!("the trace index {} was not read: its shared memory {what}; it is opened again", self.db.display()));
+        }
+        Ok(conn)
     }
 
     pub(super) fn failed(&self, op: &str, error: rusqlite::Error) -> String {
@@ -824,6 +837,24 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let doy = (153 * mp + 2) / 5 + day - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
+}
+
+/// A connection to the index at `db` (created, owner-only, if missing), set up as every use of it
+/// expects.
+fn connect(db: &Path) -> rusqlite::Result<Connection> {
+    let _ = crate::base::sidecar::create_owner_only(db);
+    let conn = Connection::open(db)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "mmap_size", 0)?;
+    // WAL: queries (a sidebar, `log` in a terminal) never wait for a catch-up, and see all of it
+    // or none of it. NORMAL: a power cut may lose the last catch-up, which the next one redoes.
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Up to 64 MiB of page cache (allocated only as used): a rebuild fills three tables and then
+    // sorts five indexes, and with SQLite's default 2 MiB their pages keep evicting each other (a
+    // 100k-record rebuild measured 2.5 s with the default, 1.9 s with this).
+    conn.pragma_update(None, "cache_size", -65536)?;
+    Ok(conn)
 }
 
 #[cfg(test)]

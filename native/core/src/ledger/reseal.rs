@@ -5,8 +5,9 @@
 //! would erase the evidence; deleting it would lose the record. Resealing does neither:
 //!
 //! - under the ledger's lock (so no process appends meanwhile), the tampered file is moved aside to
-//!   `agent_trace.sealed-<unix ms>.jsonl`, byte for byte, and its folder synced;
-//! - the head is cleared, and a new ledger begins with one record (`kind: external`, `tool:
+//!   `agent_trace.sealed-<unix ms>.jsonl`, byte for byte, and its folder synced (a removed ledger
+//!   leaves nothing to move: the record says `sealed_file: null`);
+//! - the head is cleared, in the state database and outside the workspace (`head::HeadCopy`), and a new ledger begins with one record (`kind: external`, `tool:
 //!   "chokepoint trace reseal"`) that names the sealed file, its SHA-256, what verification found, the
 //!   head it contradicted, who resealed it and why — synced, and the head set to it, before the lock
 //!   is released;
@@ -33,10 +34,10 @@ use crate::base::sidecar::Sidecar;
 /// What a reseal did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resealed {
-    /// Where the tampered ledger now is.
-    pub sealed: PathBuf,
+    /// Where the tampered ledger now is; `None` when it had been removed (nothing to move aside).
+    pub sealed: Option<PathBuf>,
     /// SHA-256 (hex) of the sealed file's bytes, as recorded in the new ledger's first record.
-    pub sealed_sha256: String,
+    pub sealed_sha256: Option<String>,
     /// What verification found, as recorded.
     pub problem: String,
     /// The new ledger's first record.
@@ -82,34 +83,37 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
     }
     let ledger = sidecar.trace_ledger();
     let lock_path = ledger.with_extension("lock");
-    let lock = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
+    let lock = crate::base::sidecar::owner_only(OpenOptions::new().read(true).write(true).create(true).truncate(false))
         .open(&lock_path)
         .map_err(io_error(&lock_path, "open the lock file"))?;
     let _locked = lock_exclusive(&lock, &lock_path)?;
-    let mut heads = HeadStore::open(&sidecar.state_db())?;
+    let mut heads = HeadStore::for_sidecar(sidecar)?;
     let previous_head = heads.read()?;
     let verification = verify(&ledger, previous_head.as_ref())?;
     let Some(problem) = verification.problem else {
         return Err(ResealError::Intact { records: verification.records });
     };
-    let bytes = std::fs::read(&ledger).map_err(io_error(&ledger, "read"))?;
-    let sealed_sha256 = sha256_hex(&bytes);
     let now = clock::now_ms();
     let dir = ledger.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
-    let stem = ledger.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-    let mut sealed = dir.join(format!("{stem}.sealed-{now}.jsonl"));
-    let mut n = 1;
-    while sealed.exists() {
-        sealed = dir.join(format!("{stem}.sealed-{now}-{n}.jsonl"));
-        n += 1;
-    }
-    // A rename keeps the bytes as they were found (and is atomic): the evidence is not copied, moved.
-    std::fs::rename(&ledger, &sealed).map_err(io_error(&ledger, "move aside"))?;
-    sync_dir(&dir).map_err(io_error(&dir, "sync the folder"))?;
+    // A ledger that was removed leaves nothing to move aside: the new chain's first record says so.
+    let (sealed, sealed_sha256) = match std::fs::read(&ledger) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => (None, None),
+        Err(source) => return Err(io_error(&ledger, "read")(source).into()),
+        Ok(bytes) => {
+            let stem = ledger.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+            let mut sealed = dir.join(format!("{stem}.sealed-{now}.jsonl"));
+            let mut n = 1;
+            while sealed.exists() {
+                sealed = dir.join(format!("{stem}.sealed-{now}-{n}.jsonl"));
+                n += 1;
+            }
+            // A rename keeps the bytes as they were found (and is atomic): the evidence is not copied, moved.
+            std::fs::rename(&ledger, &sealed).map_err(io_error(&ledger, "move aside"))?;
+            sync_dir(&dir).map_err(io_error(&dir, "sync the folder"))?;
+            (Some(sealed), Some(sha256_hex(&bytes)))
+        }
+    };
+    // Both heads, the database's and the copy outside the workspace.
     heads.clear()?;
 
     let mut first = Record::new(RecordKind::External);
@@ -120,7 +124,7 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
     first.tool = Some("chokepoint trace reseal".to_owned());
     first.data = Some(serde_json::json!({
         "resealed": {
-            "sealed_file": sealed.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "sealed_file": sealed.as_ref().and_then(|s| s.file_name()).map(|n| n.to_string_lossy().into_owned()),
             "sealed_sha256": sealed_sha256,
             "sealed_records": verification.records,
             "problem": problem.to_string(),
@@ -130,7 +134,9 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
         }
     }));
     let line = first.to_line();
-    let mut file = OpenOptions::new().append(true).create_new(true).open(&ledger).map_err(io_error(&ledger, "create"))?;
+    let mut file = crate::base::sidecar::owner_only(OpenOptions::new().append(true).create_new(true))
+        .open(&ledger)
+        .map_err(io_error(&ledger, "create"))?;
     file.write_all(format!("{line}\n").as_bytes())
         .and_then(|()| file.sync_data())
         .map_err(io_error(&ledger, "write the first record of"))?;

@@ -122,6 +122,7 @@ pub fn verify(path: &Path, head: Option<&Head>) -> Result<Verification, LedgerEr
         Err(source) => return Err(io_error("open")(source)),
     };
     let mut check = Check::new(head);
+    check.missing = file.is_none();
     if let Some(file) = file {
         // A large buffer: the file is read in few system calls, and lines are sliced out of it.
         let mut reader = BufReader::with_capacity(1 << 20, file);
@@ -168,6 +169,8 @@ struct Check<'h> {
     /// The hash and offset of line `head.count`, once read.
     head_record: Option<([u8; 32], u64)>,
     last_hash: [u8; 32],
+    /// The file does not exist: with a head, the ledger was removed.
+    missing: bool,
 }
 
 const WINDOW: usize = 5;
@@ -184,6 +187,7 @@ impl<'h> Check<'h> {
             problem: None,
             head_record: None,
             last_hash: [0; 32],
+            missing: false,
         }
     }
 
@@ -233,12 +237,12 @@ impl<'h> Check<'h> {
             && head.count > 0
         {
             if records < head.count {
-                self.problem = Some(problem(
-                    ProblemKind::Truncated,
-                    records + 1,
-                    end,
-                    format!("the ledger has {records} records but its head says {} were written", head.count),
-                ));
+                let detail = if self.missing {
+                    format!("the ledger was removed: its head says {} records were written", head.count)
+                } else {
+                    format!("the ledger was shortened: it has {records} records but its head says {} were written", head.count)
+                };
+                self.problem = Some(problem(ProblemKind::Truncated, records + 1, end, detail));
             } else if let Some((hash, offset)) = self.head_record
                 && hex(&hash) != head.hash
             {

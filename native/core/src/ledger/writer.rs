@@ -268,14 +268,10 @@ impl Ledger {
     pub(crate) fn open_sharing(sidecar: &Sidecar, state: Arc<StateDb>) -> Result<(Ledger, Option<Recovery>), LedgerError> {
         let ledger_path = sidecar.trace_ledger();
         let lock_path = ledger_path.with_extension("lock");
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
+        let lock = crate::base::sidecar::owner_only(OpenOptions::new().read(true).write(true).create(true).truncate(false))
             .open(&lock_path)
             .map_err(io_error(&lock_path, "open the lock file"))?;
-        let head = HeadStore::on(state)?;
+        let head = HeadStore::on(state, super::head::HeadCopy::for_sidecar(sidecar))?;
         let file = open_ledger(&ledger_path)?;
         let mut writer = Writer {
             identity: identity(&file),
@@ -962,7 +958,7 @@ impl Writer {
                 n => format!("{stem}.recovered-{stamp}-{n}.jsonl"),
             };
             let path = dir.join(name);
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
+            match crate::base::sidecar::owner_only(OpenOptions::new().write(true).create_new(true)).open(&path) {
                 Ok(file) => break (path, file),
                 Err(error) if error.kind() == io::ErrorKind::AlreadyExists => attempt += 1,
                 Err(source) => return Err(io_error(&path, "create the recovery file")(source)),
@@ -990,7 +986,7 @@ fn hash_line(line: &[u8]) -> String {
 
 fn open_ledger(path: &Path) -> Result<File, LedgerError> {
     // Append mode: every write lands at the end even if the writer's idea of the end were stale.
-    OpenOptions::new().read(true).append(true).create(true).open(path).map_err(io_error(path, "open"))
+    crate::base::sidecar::owner_only(OpenOptions::new().read(true).append(true).create(true)).open(path).map_err(io_error(path, "open"))
 }
 
 /// A complete line of the file: where it starts, and its bytes without the newline.

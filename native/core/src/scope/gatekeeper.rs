@@ -4,7 +4,8 @@
 //! Order of the checks, most fundamental first, so the agent always hears the most useful reason:
 //! 1. every path a write names is made canonical (canonical.rs); one that lands outside the workspace,
 //!    or cannot be judged, is refused;
-//! 2. the governance files (`.orchestration/`, the agents' own hook settings) are never writable;
+//! 2. the governance files (`model::governance`: `.orchestration/`, every agent's hooks, MCP servers and
+//!    settings) are never writable, and the refusal says who reads the file;
 //! 3. a session that has not selected an intent cannot write (the handshake, which takes the intent's
 //!    lease in the workspace's state database: one holder at a time across processes);
 //! 4. a write outside the selected intent's `owned_scope`, and outside what was approved for this
@@ -22,6 +23,7 @@ use crate::hooks::chain::NativeHook;
 use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
 use crate::model::event::{Event, EventKind, ResolvedPath};
 use crate::model::external_events::Agent;
+use crate::model::governance;
 use crate::scope::canonical::{PathRefusal, Workspace};
 use crate::scope::claims::Allowlists;
 use crate::scope::error::ScopeError;
@@ -31,7 +33,7 @@ use crate::scope::leases::{AcquireError, Holder, Leases, Revocation};
 use crate::scope::patch;
 use crate::scope::settings::GatekeeperConfig;
 use crate::scope::tools::{ToolRole, ToolTable};
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobSet, GlobSetBuilder};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -182,7 +184,7 @@ impl Gatekeeper {
             workspace,
             sidecar,
             state,
-            governance: governance_set(),
+            governance: governance::governance_set(),
             config: RwLock::new(Arc::new(GateConfig::new(IntentSet::default(), false, GatekeeperConfig::default(), Allowlists::default()))),
             leases: OnceLock::new(),
             expansions: OnceLock::new(),
@@ -502,14 +504,9 @@ impl Gatekeeper {
         let mut canonical = Vec::with_capacity(resolved.len());
         for path in resolved.iter() {
             match &path.canonical {
-                Ok(rel) if rel == crate::base::sidecar::BRAIN => {
-                    return deny(
-                        &crate::model::governance::brain_refusal(),
-                        Some("Leave the file as it is; say in your answer what a person should add to it."),
-                    );
-                }
                 Ok(rel) if self.governance.is_match(rel) => {
-                    return deny(&format!("`{rel}` is a governance file; agents never write their own rules"), None);
+                    let reason = governance::refusal(rel).unwrap_or_else(|| format!("`{rel}` is a governance file"));
+                    return deny(&reason, Some(&governance::remediation(rel)));
                 }
                 Ok(rel) => canonical.push(rel),
                 Err(refusal) => return deny(&format!("cannot write `{}`: {refusal}", path.raw), None),
@@ -584,7 +581,7 @@ impl Gatekeeper {
             Ok(g) => g,
             Err(e) => return deny(e.message(), None),
         };
-        if let Some(g) = globs.iter().find(|g| touches_governance(g)) {
+        if let Some(g) = globs.iter().find(|g| governance::covers_governance(g)) {
             return deny(&format!("`{g}` covers governance files; no scope can include them"), None);
         }
         Answer::Ask { reason: format!("scope expansion for intent `{id}`: {} (justification: {justification})", globs.join(", ")) }
@@ -594,7 +591,7 @@ impl Gatekeeper {
     /// there. With `save`, the globs are also written into active_intents.yaml for good.
     pub fn approve_expansion(&self, expansion: &Expansion, save: bool) -> Result<(), ScopeError> {
         let globs = crate::scope::expansion::check_globs(&expansion.paths)?;
-        if let Some(g) = globs.iter().find(|g| touches_governance(g)) {
+        if let Some(g) = globs.iter().find(|g| governance::covers_governance(g)) {
             return Err(format!("`{g}` covers governance files; no scope can include them").into());
         }
         self.expansion_store()?.approve(&Expansion { paths: globs.clone(), ..expansion.clone() })?;
@@ -703,30 +700,6 @@ fn glob_set(globs: &[String]) -> GlobSet {
         }
     }
     b.build().unwrap_or_else(|_| GlobSet::empty())
-}
-
-fn governance_set() -> GlobSet {
-    let mut governance = GlobSetBuilder::new();
-    for g in GOVERNANCE_FILES {
-        governance.add(Glob::new(g).expect("the governance globs are valid"));
-    }
-    governance.build().expect("the governance globs build")
-}
-
-/// Whether a requested glob could cover a governance file: its literal prefix is one, or lies above
-/// one (`.orch*`, `**`, `.claude/*`).
-fn touches_governance(glob: &str) -> bool {
-    let set = glob_set(&[glob.to_owned()]);
-    let probes = [
-        ".orchestration/hooks.yaml",
-        ".orchestration/active_intents.yaml",
-        ".claude/settings.json",
-        ".cursor/hooks.json",
-        ".gemini/settings.json",
-        ".github/hooks/x.json",
-        ".codex/hooks.json",
-    ];
-    probes.iter().any(|p| set.is_match(p))
 }
 
 fn deny(reason: &str, remediation: Option<&str>) -> Answer {
