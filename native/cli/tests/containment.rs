@@ -162,17 +162,13 @@ fn writes_outside_the_scope_never_land_and_inside_they_do() {
         assert_eq!(fs::read_to_string(root.join("src/auth/login.ts")).unwrap(), "logout\n");
         assert!(fs::symlink_metadata(root.join("lib/passwd")).is_err() && !root.join("build").exists());
         assert_eq!(report.allowed, [change("src/auth/login.ts", ChangeKind::Modified)]);
-        if mode == LandlockMode::Off {
-            // Without Landlock the command made them in its own layer; they never reached the workspace.
-            assert_eq!(paths(&report.refused), ["README.md", "build", "build/out", "build/out/y", "lib/passwd", "lib/util.py"]);
-            let error = report.tool_error().unwrap();
-            assert!(error.contains("`README.md`: modified; not applied"), "{error}");
-            assert!(error.contains("INT-001") && error.contains("scope_expansion_request(intent_id, paths, justification)"), "{error}");
-        } else {
-            // With it, the kernel refused them as they happened.
-            assert!(report.refused.is_empty(), "{:?}", report.refused);
-            assert!(stderr(&report).contains("Permission denied"), "{}", stderr(&report));
-        }
+        // The command made them in its own layer (Landlock grants it the workspace: it guards what is
+        // outside); they never reached the workspace, and the model is told each one.
+        assert_eq!(paths(&report.refused), ["README.md", "build", "build/out", "build/out/y", "lib/passwd", "lib/util.py"]);
+        let error = report.tool_error().unwrap();
+        assert!(error.contains("`README.md`: modified; not applied"), "{error}");
+        assert!(error.contains("INT-001") && error.contains("scope_expansion_request(intent_id, paths, justification)"), "{error}");
+        assert!(!stderr(&report).contains("Permission denied"), "{}", stderr(&report));
     });
 }
 
@@ -243,8 +239,8 @@ fn nothing_is_created_in_the_work_tree_for_a_missing_scope_directory() {
     let report = run(&p, Shell::script("true", root), None).unwrap();
     assert!(!root.join("tests").exists(), "the empty scope directory stayed in the command's layer");
     assert!(report.allowed.is_empty() && report.refused.is_empty() && report.notes().is_empty(), "{report:?}");
-    // With Landlock, the command may write into it all the same, and that lands.
-    let report = run(&p, Shell::script("echo t > tests/auth/t.test.js", root), None).unwrap();
+    // The command makes it, and that lands.
+    let report = run(&p, Shell::script("mkdir -p tests/auth && echo t > tests/auth/t.test.js", root), None).unwrap();
     assert_eq!(report.exit_code(), Some(0), "{}", stderr(&report));
     assert_eq!(fs::read_to_string(root.join("tests/auth/t.test.js")).unwrap(), "t\n");
     assert_eq!(paths(&report.allowed), ["tests", "tests/auth", "tests/auth/t.test.js"]);
@@ -257,20 +253,24 @@ fn killing_its_parent_and_detaching_do_not_let_a_write_escape() {
     both_modes("killing_its_parent_and_detaching_do_not_let_a_write_escape", |mode| {
         let ws = workspace();
         let root = ws.path();
+        let marker = format!("detached-{}-{mode:?}", std::process::id());
         let report = contained(
             root,
             mode,
-            "echo escaped > src/billing/pay.ts; (setsid sh -c 'sleep 1; echo late > lib/late.py' &); kill -9 $PPID; echo alive",
+            &format!(
+                "echo escaped > src/billing/pay.ts; (setsid sh -c 'sleep 1; echo late > lib/late.py; sleep 5; : {marker}' &); kill -9 $PPID; echo alive"
+            ),
         );
-        // Its parent is the namespace's init: immune to it. The detached writer ended with the namespace.
+        // Its parent is the namespace's init: immune to it. The detached writer ended with the namespace,
+        // before the report.
         assert_eq!(report.exit_code(), Some(0), "{}", stderr(&report));
         assert_eq!(String::from_utf8_lossy(&report.output.as_ref().unwrap().stdout), "alive\n");
+        let alive = std::process::Command::new("pgrep").args(["-f", &marker]).output().unwrap();
+        assert!(alive.stdout.is_empty(), "the detached writer outlived the command: {}", String::from_utf8_lossy(&alive.stdout));
         std::thread::sleep(Duration::from_millis(1500));
         assert_eq!(fs::read_to_string(root.join("src/billing/pay.ts")).unwrap(), "pay\n");
         assert!(!root.join("lib/late.py").exists(), "the detached writer outlived the command");
-        if mode == LandlockMode::Off {
-            assert_eq!(paths(&report.refused), ["src/billing/pay.ts"]);
-        }
+        assert_eq!(paths(&report.refused), ["src/billing/pay.ts"]);
     });
 }
 
@@ -282,16 +282,16 @@ fn killing_the_supervisor_applies_nothing() {
     let ws = workspace();
     let root = ws.path();
     // The command finds its supervisor the only way it could, from outside: the test plays the agent.
-    let script = "echo in > src/auth/in.ts; echo out > README.md; sleep 30";
-    let root_owned = root.to_path_buf();
+    // The marker names this test's supervisor alone: other tests' run beside it.
+    let marker = format!("kill-me-{}", std::process::id());
+    let script = format!("echo in > src/auth/in.ts; echo out > README.md; sleep 30; : {marker}");
     let killer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(800));
-        let out = std::process::Command::new("pkill").args(["-KILL", "-f", "chokepoint __isolate --"]).output().unwrap();
-        drop(root_owned);
-        out.status.success()
+        let pattern = format!("chokepoint __isolate -- sh -c .*{marker}");
+        std::process::Command::new("pkill").args(["-KILL", "-f", &pattern]).output().unwrap().status.success()
     });
     let started = Instant::now();
-    let report = run(&plan(root, LandlockMode::Off), Shell::script(script, root), Some(Duration::from_secs(20))).unwrap();
+    let report = run(&plan(root, LandlockMode::Off), Shell::script(&script, root), Some(Duration::from_secs(20))).unwrap();
     assert!(killer.join().unwrap(), "the supervisor was found and killed");
     assert!(started.elapsed() < Duration::from_secs(15), "the namespace ended with its supervisor: {:?}", started.elapsed());
     assert_eq!(fs::read_to_string(root.join("README.md")).unwrap(), "# readme\n");
@@ -310,14 +310,14 @@ fn a_timeout_ends_everything_the_command_started() {
     let started = Instant::now();
     let report = run(
         &plan(root, LandlockMode::Off),
-        Shell::script("(setsid sleep 30 &); sleep 30 & sleep 30", root),
+        Shell::script("(setsid sleep 37 &); sleep 37 & sleep 37", root),
         Some(Duration::from_millis(500)),
     )
     .unwrap();
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     assert!(report.timed_out && report.status.is_none(), "{report:?}");
     assert!(report.notes().iter().any(|n| n.contains("timed out")));
-    let leftover = std::process::Command::new("pgrep").args(["-f", "^sleep 30$"]).output().unwrap();
+    let leftover = std::process::Command::new("pgrep").args(["-f", "^sleep 37$"]).output().unwrap();
     assert!(leftover.stdout.is_empty(), "a sleep outlived the namespace: {}", String::from_utf8_lossy(&leftover.stdout));
 }
 
@@ -409,4 +409,20 @@ fn exec_keeps_a_person_s_work_while_an_agent_s_command_runs() {
     assert!(out.stderr.is_empty(), "nothing to say: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(fs::read_to_string(root.join("src/billing/pay.ts")).unwrap(), "edit\n");
     assert_eq!(fs::read_to_string(root.join("docs/person.md")).unwrap(), "x\n");
+}
+
+#[test]
+fn with_landlock_an_isolated_command_cannot_write_outside_the_workspace() {
+    if !isolation_or_skip("with_landlock_an_isolated_command_cannot_write_outside_the_workspace")
+        || chokepoint_core::sandbox::landlock_abi().is_none()
+    {
+        return;
+    }
+    let ws = workspace();
+    let root = ws.path();
+    let outside = tempfile::tempdir().unwrap();
+    let report = contained(root, LandlockMode::Auto, &format!("echo x > {}/escaped", outside.path().display()));
+    assert_ne!(report.exit_code(), Some(0));
+    assert!(stderr(&report).contains("Permission denied"), "{}", stderr(&report));
+    assert!(!outside.path().join("escaped").exists());
 }

@@ -16,8 +16,9 @@
 //!    the directories it granted was refused to the command by the kernel, so it is someone else's
 //!    (`others`); any other change outside the scope is `unattributed`: kept, recorded and reported.
 //!
-//! In both, Landlock (`sandbox.rs`), where the kernel has it, refuses a write outside the scope's
-//! directories as it happens, so the command fails early with `Permission denied`.
+//! Landlock (`sandbox.rs`), where the kernel has it, refuses a write as it happens: isolated, one
+//! outside the workspace (inside it, the layer takes it and the report names it precisely); observed,
+//! one outside the scope's directories, so the command fails early with `Permission denied`.
 //!
 //! The command runs in its own process group; on timeout and on cancel, the supervisor is asked to
 //! stop (it ends the namespace, and with it everything the command started), then the group is killed.
@@ -422,14 +423,13 @@ impl Containment {
         let root = snapshotter.root().to_path_buf();
         let run = Run::create(snapshotter.store())?;
         let mut warnings = Vec::new();
-        let (grant, create) = isolated_grant(&root, plan, &mut warnings);
+        let grant = isolated_grant(&root, plan, &mut warnings);
         let spec = Spec {
             root: root.clone(),
             upper: run.dir.join("upper"),
             work: run.dir.join("work"),
             status: run.status.clone(),
             cwd: shell.cwd.clone(),
-            create: create.iter().map(|rel| root.join(rel)).collect(),
             grant,
             landlock: plan.landlock == LandlockMode::Auto,
             uid: ids().0,
@@ -458,11 +458,7 @@ impl Containment {
         let output = capture.map(Capture::finish);
         let (exit, stopped) = waited?;
         let layer = Layer::read(&spec.upper, &root, before)?;
-        let mut verdict = judge(plan, before, |p| layer.after(p), layer.changes(before));
-        // The scope directories made for Landlock are ours, not the command's: left empty, they are
-        // not applied and not reported (one holding allowed content is allowed with it).
-        let created: BTreeSet<String> = create.into_iter().collect();
-        verdict.refused.retain(|c| !(created.contains(&c.path) && c.kind == ChangeKind::Created));
+        let verdict = judge(plan, before, |p| layer.after(p), layer.changes(before));
         let mut allowed = Vec::new();
         let mut not_applied = Vec::new();
         for (change, outcome) in layer.apply(&root, before, &verdict.allowed, &run.aside) {
@@ -671,32 +667,14 @@ fn await_gone(pid: u32, bound: Duration) {
     }
 }
 
-/// What an isolated command's Landlock grants (scope directories and extra writable directories,
-/// as paths the overlay shows) and the scope directories the init creates inside the overlay first
-/// (relative): nothing is created in the workspace itself.
-fn isolated_grant(root: &Path, plan: &ContainPlan, warnings: &mut Vec<String>) -> (Vec<PathBuf>, Vec<String>) {
-    let mut grant = Vec::new();
-    let mut create = Vec::new();
-    for dir in sandbox::scope_dirs(root, &plan.scope_globs) {
-        let rel = relative(root, &dir);
-        if std::fs::symlink_metadata(&dir).is_err() {
-            // The directory and each missing parent: all of them land in the upper layer, empty.
-            let mut missing: Vec<String> =
-                dir.ancestors().take_while(|a| *a != root && std::fs::symlink_metadata(a).is_err()).map(|a| relative(root, a)).collect();
-            missing.reverse();
-            create.extend(missing);
-            grant.push(dir);
-            continue;
-        }
-        match std::fs::canonicalize(&dir) {
-            Ok(real) if real.starts_with(root) => grant.push(real),
-            Ok(real) => warnings
-                .push(format!("the scope directory `{rel}` resolves to {}, outside the workspace; it is not granted", real.display())),
-            Err(e) => warnings.push(format!("the scope directory `{rel}` cannot be resolved ({e}); it is not granted")),
-        }
-    }
+/// What an isolated command's Landlock grants: the whole workspace (the overlay: what it writes there
+/// lands in its own layer and is judged path by path afterwards, so a write outside the scope is
+/// reported precisely instead of failing with `Permission denied`) and the extra writable
+/// directories; everything else on the machine stays read-only to it.
+fn isolated_grant(root: &Path, plan: &ContainPlan, warnings: &mut Vec<String>) -> Vec<PathBuf> {
+    let mut grant = vec![root.to_path_buf()];
     grant.extend(writable_grant(root, plan, warnings));
-    (grant, create)
+    grant
 }
 
 /// What an observed command's Landlock grants: each scope directory, or for one that does not exist

@@ -17,8 +17,7 @@
 //!   detached or not, writes after the supervisor exits.
 //! - the **init** ([`init`], `chokepoint __isolate-init`), PID 1 of the new PID namespace, dies with
 //!   the supervisor; it mounts a `/proc` of its namespace (the host's would show other processes'
-//!   working folders, a way back to the real workspace), creates the missing scope directories inside
-//!   the overlay, enters a second user and mount namespace in which it has no power over the overlay
+//!   working folders, a way back to the real workspace), enters a second user and mount namespace in which it has no power over the overlay
 //!   (the mounts become locked, so the command cannot unmount the overlay to reach the workspace
 //!   beneath) and spawns the command, Landlock-confined where the kernel has it, then reaps until the
 //!   command ends. When PID 1 exits, the kernel kills the rest of the namespace: the command's whole
@@ -57,8 +56,6 @@ pub struct Spec {
     pub status: PathBuf,
     /// The command's working folder (inside the workspace, so inside the overlay).
     pub cwd: PathBuf,
-    /// Scope directories to create inside the overlay before Landlock grants them.
-    pub create: Vec<PathBuf>,
     /// What Landlock grants, when `landlock` is set.
     pub grant: Vec<PathBuf>,
     pub landlock: bool,
@@ -223,10 +220,6 @@ mod imp {
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|e| format!("cannot tie the init to its supervisor: {e}"))?;
         mount(Some("proc"), "/proc", Some("proc"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC, None::<&str>)
             .map_err(|e| format!("cannot mount /proc for the namespace: {e}"))?;
-        for dir in &spec.create {
-            // Inside the overlay: the directory lands in the upper layer, never in the workspace.
-            let _ = std::fs::create_dir_all(dir);
-        }
         let Some(program) = command.first() else { return Err("no command was given".to_owned()) };
         // A second user and mount namespace: the command keeps the user id it has outside and no
         // capability over the overlay's mount namespace, whose mounts are now locked beneath it.
