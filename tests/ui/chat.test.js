@@ -3,7 +3,7 @@
 // a scripted model this extension contributes, with the intent tools this extension contributes.
 // The agent selects its intent through the contributed tool, writes in scope (allowed, recorded),
 // writes out of scope (denied, the file unchanged, the reason in the model's next request), runs a
-// shell command that writes out of scope (run contained: undone, and reported), and makes a write a
+// shell command that writes out of scope (run contained: never applied, and reported), and makes a write a
 // hook escalates with `ask`, approved on its card in the sidebar, after which the tool runs.
 // Each step of the script checks what the model was told before it answers: a script gone off the
 // rails answers HTTP 400 and the chat shows an error instead of the last step's text.
@@ -54,7 +54,7 @@ function script(ws) {
       },
       {
         toolCalls: [{ name: 'create_file', arguments: { filePath: at('src/auth/session.js'), content: SESSION } }],
-        // The contained command's report (its write outside the scope blocked, or undone), in the
+        // The contained command's report (its write outside the scope not applied), in the
         // terminal's output the model read (wrapped at the terminal's width: a short needle).
         expect: { lastMessageIncludes: 'src/billing/invoice.js' },
       },

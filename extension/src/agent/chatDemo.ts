@@ -6,7 +6,7 @@
 //   1. the handshake (select_active_intent INT-001);
 //   2. an allowed write inside the intent's scope (src/auth/lockout.js);
 //   3. a write outside it (src/billing/invoice.js), denied, the file untouched;
-//   4. a shell command that writes outside it, run contained and undone;
+//   4. a shell command that writes outside it, run contained: that write never lands;
 //   5. an answer that says what happened.
 // Each step's `expect` checks what the model was told before it answers.
 import * as path from 'path';
@@ -66,7 +66,7 @@ export function vscodeDemoScript(root: string): Script {
         expect: { anyMessageIncludes: 'Chokepoint' },
       },
       {
-        text: 'Chokepoint kept me inside INT-001: the login lockout is written; billing belongs to INT-002, so its changes were refused and undone.',
+        text: 'Chokepoint kept me inside INT-001: the login lockout is written; billing belongs to INT-002, so its changes were refused and never landed.',
       },
     ],
   };
