@@ -426,3 +426,26 @@ fn with_landlock_an_isolated_command_cannot_write_outside_the_workspace() {
     assert!(stderr(&report).contains("Permission denied"), "{}", stderr(&report));
     assert!(!outside.path().join("escaped").exists());
 }
+
+#[test]
+fn a_folder_someone_else_made_meanwhile_takes_the_command_s_files_too() {
+    if !isolation_or_skip("a_folder_someone_else_made_meanwhile_takes_the_command_s_files_too") {
+        return;
+    }
+    let ws = workspace();
+    let root = ws.path().to_path_buf();
+    let writer = {
+        let root = root.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            fs::create_dir_all(root.join("src/auth/new")).unwrap();
+            fs::write(root.join("src/auth/new/person.ts"), "person\n").unwrap();
+        })
+    };
+    let report = contained(&root, LandlockMode::Off, "sleep 1.5; mkdir -p src/auth/new && echo agent > src/auth/new/agent.ts");
+    writer.join().unwrap();
+    assert_eq!(fs::read_to_string(root.join("src/auth/new/person.ts")).unwrap(), "person\n");
+    assert_eq!(fs::read_to_string(root.join("src/auth/new/agent.ts")).unwrap(), "agent\n");
+    assert!(report.not_applied.is_empty(), "{:?}", report.not_applied);
+    assert_eq!(paths(&report.allowed), ["src/auth/new", "src/auth/new/agent.ts"]);
+}

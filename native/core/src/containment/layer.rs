@@ -181,6 +181,11 @@ impl Layer {
         };
         let was = before.get(rel);
         let now = fs::symlink_metadata(&target).ok();
+        if was.is_none() && now.as_ref().is_some_and(fs::Metadata::is_dir) && self.after(rel).is_some_and(|e| e.kind == EntryKind::Dir) {
+            // A folder someone else made meanwhile too: what the command put in it is applied path
+            // by path.
+            return Applied::Applied;
+        }
         if !unchanged(was, now.as_ref()) {
             return match self.set_aside(rel, aside) {
                 Ok(kept) => Applied::Conflict { kept },
