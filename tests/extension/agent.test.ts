@@ -12,6 +12,18 @@ import type { RuntimeEvent } from '../../extension/src/runtime/types';
 const root = () => vscode.workspace.workspaceFolders![0].uri.fsPath;
 const TOUCHED = ['src/auth/login.js', 'tests/auth/login.test.js', 'src/billing/invoice.js', 'src/auth/started.txt', 'src/auth/after.txt'];
 
+/** Whether a `sleep <seconds>` process runs on this machine. */
+function sleeping(seconds: string): boolean {
+  return fs.readdirSync('/proc').some((pid) => {
+    if (!/^\d+$/.test(pid)) return false;
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8') === `sleep\0${seconds}\0`;
+    } catch {
+      return false;
+    }
+  });
+}
+
 async function api(): Promise<ChokepointApi> {
   return vscode.extensions.getExtension<ChokepointApi>('chokepoint.chokepoint')!.activate();
 }
@@ -131,7 +143,7 @@ describe('the agent runtime', () => {
         model: 'scripted-cancel',
         steps: [
           { toolCalls: [{ name: 'select_active_intent', arguments: { intent_id: 'INT-001' } }] },
-          { toolCalls: [{ name: 'execute_command', arguments: { command: 'echo started > src/auth/started.txt; sleep 30\necho after > src/auth/after.txt' } }] },
+          { toolCalls: [{ name: 'execute_command', arguments: { command: 'echo started > src/auth/started.txt; sleep 29.5\necho after > src/auth/after.txt' } }] },
           { text: 'never reached' },
         ],
       }),
@@ -143,8 +155,10 @@ describe('the agent runtime', () => {
         () => chokepoint.agent.start('run the slow command', `scripted:${script}`),
         (e) => {
           if (e.type === 'toolCall' && e.tool === 'execute_command') {
+            // The command runs isolated: its writes land when it ends, so its start is seen by its
+            // sleep among the processes.
             const poll = setInterval(() => {
-              if (fs.existsSync(path.join(root(), 'src/auth/started.txt'))) {
+              if (sleeping('29.5')) {
                 clearInterval(poll);
                 void vscode.commands.executeCommand('chokepoint.stopTask');
               }

@@ -152,14 +152,13 @@ fn exec_contains_a_command_to_the_sessions_scope() {
     let (code, _, err) = run_in(&ws, &["exec", "--session", "s", "--report", report.to_str().unwrap(), "--", "sh", "-c", script]);
     let r: serde_json::Value = serde_json::from_str(&fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(fs::read_to_string(ws.path().join("src/auth/x.js")).unwrap(), "new\n", "inside the scope: kept");
-    assert_eq!(fs::read_to_string(ws.path().join("README.md")).unwrap(), "original\n", "outside: blocked or undone");
-    if r["confinement"] == "enforced" {
-        // Landlock refused the write itself; nothing was left to undo.
-        assert!(err.contains("Permission denied"), "{err}");
-        assert_eq!(code, 0, "the command's own exit code");
-    } else {
-        assert_eq!(code, 4);
-    }
+    assert_eq!(fs::read_to_string(ws.path().join("README.md")).unwrap(), "original\n", "outside: never applied");
+    // Isolated, the command's layer took the write (Landlock guards only what is outside the
+    // workspace), and the report names it.
+    assert_eq!(r["isolated"], true, "{r}");
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("`README.md`: modified; not applied"), "{err}");
+    assert_eq!(r["refused"], serde_json::json!([{ "path": "README.md", "kind": "modified" }]));
     assert_eq!(r["allowed"], serde_json::json!([{ "path": "src/auth/x.js", "kind": "created" }]));
 }
 

@@ -449,3 +449,38 @@ fn a_folder_someone_else_made_meanwhile_takes_the_command_s_files_too() {
     assert!(report.not_applied.is_empty(), "{:?}", report.not_applied);
     assert_eq!(paths(&report.allowed), ["src/auth/new", "src/auth/new/agent.ts"]);
 }
+
+/// The denial of a write before the handshake tells the model to run `chokepoint intent select`
+/// with its session; through its shell that command was rewritten into `chokepoint exec`, whose
+/// isolation kept the lease in the command's own layer: the agent was denied again and again. The
+/// session's own plain handshake now runs as it is; anything more is contained as before.
+#[test]
+fn an_agent_s_own_handshake_through_its_shell_is_not_contained() {
+    let ws = common::workspace(
+        "version: 1\n",
+        "version: 1\nactive_intents:\n  - id: INT-001\n    name: Auth\n    status: IN_PROGRESS\n    owned_scope: ['src/auth/**']\n",
+    );
+    let root = ws.path();
+    let bash = |command: &str| {
+        let out = common::claude_hook(
+            root,
+            &serde_json::json!({
+                "session_id": "me", "cwd": root, "hook_event_name": "PreToolUse",
+                "tool_name": "Bash", "tool_input": { "command": command },
+            }),
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        let answer: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap_or(serde_json::Value::Null);
+        answer["hookSpecificOutput"]["updatedInput"]["command"].as_str().map(str::to_owned)
+    };
+    let program = common::program();
+    let handshake = format!("'{program}' intent select --workspace '{}' --session 'claude:me' INT-001", root.display());
+    assert_eq!(bash(&handshake), None, "run as it is");
+    let wrapped = bash(&format!("{handshake}; touch src/x")).expect("anything more is contained");
+    assert!(wrapped.contains(" exec --workspace "), "{wrapped}");
+    // Run as the agent's shell runs it, the lease is taken for real.
+    let out = std::process::Command::new("sh").args(["-c", &handshake]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let list = common::chokepoint(root, &["intent", "list"]);
+    assert!(common::stdout(&list).contains("claude:me"), "{}", common::stdout(&list));
+}

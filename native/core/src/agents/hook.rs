@@ -9,7 +9,7 @@
 
 use crate::agents::input::Call;
 use crate::agents::reply::{self, Outcome, Reply, Verdict};
-use crate::agents::shell::{exec_command, exec_prefix, program_word, quote};
+use crate::agents::shell::{exec_command, exec_prefix, is_own_handshake, program_word, quote};
 use crate::approvals::config::AskFallback;
 use crate::approvals::{Ask, Next, Settlement};
 use crate::engine::judge::Engine;
@@ -280,8 +280,9 @@ fn contained(engine: &Engine, call: &Call, input: &serde_json::Value, options: &
     let command = input.get(&field)?.as_str()?;
     let root = engine.sidecar().workspace_root();
     let session = call.session.clone().unwrap_or_else(|| format!("{}:unknown", call.agent.id()));
-    // Already ours for this session (the agent sent back the input we gave it): once is enough.
-    if command.starts_with(&exec_prefix(program, root, &session)) {
+    // Already ours for this session (the agent sent back the input we gave it): once is enough. The
+    // session's own handshake runs as it is (`shell::is_own_handshake` says why).
+    if command.starts_with(&exec_prefix(program, root, &session)) || is_own_handshake(command, program, root, &session) {
         return None;
     }
     let mut rewritten = input.clone();

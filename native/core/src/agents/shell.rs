@@ -20,6 +20,83 @@ pub fn exec_prefix(program: &Path, root: &Path, session: &str) -> String {
     )
 }
 
+/// Whether `command` is exactly this session's handshake from the command line, as a denial tells the
+/// model to run it: `'<program>' intent select|release [--workspace '<root>'] --session '<session>'
+/// [--agent A] [<intent_id>]`, nothing else (no operator, no expansion, no other program, workspace
+/// or session). Such a command is not put inside containment: there its lease would be taken in the
+/// command's own layer, which is never applied, and the agent would be denied again and again. It is
+/// judged as the handshake by the command itself (`intent select` runs the gatekeeper's chain).
+pub fn is_own_handshake(command: &str, program: &Path, root: &Path, session: &str) -> bool {
+    let Some(words) = plain_words(command) else { return false };
+    let [first, noun, verb, rest @ ..] = words.as_slice() else { return false };
+    if first.as_str() != program.to_string_lossy() || noun != "intent" || !matches!(verb.as_str(), "select" | "release") {
+        return false;
+    }
+    let mut own_session = false;
+    let mut positional = 0;
+    let mut rest = rest.iter();
+    while let Some(word) = rest.next() {
+        match word.as_str() {
+            "--workspace" => {
+                if rest.next().is_none_or(|w| Path::new(w) != root) {
+                    return false;
+                }
+            }
+            "--session" => {
+                own_session = rest.next().is_some_and(|w| w == session);
+                if !own_session {
+                    return false;
+                }
+            }
+            "--agent" => {
+                if rest.next().is_none_or(|w| !w.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')) {
+                    return false;
+                }
+            }
+            id if !id.starts_with('-') && id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) => positional += 1,
+            _ => return false,
+        }
+    }
+    own_session && positional == usize::from(verb == "select")
+}
+
+/// The words of a command that is plain: bare words of safe characters and single-quoted words (as
+/// [`quote`] writes them), separated by spaces; `None` for anything a shell would read otherwise.
+fn plain_words(command: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = command.trim().chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => word.push(c),
+                    }
+                }
+            }
+            c if c.is_ascii_alphanumeric() || "-_./=:,@+".contains(c) => {
+                in_word = true;
+                word.push(c);
+            }
+            _ => return None,
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Some(words)
+}
+
 /// One POSIX shell word: single quotes, with each `'` closed, escaped and reopened.
 pub fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
@@ -40,6 +117,30 @@ pub fn program_word(program: Option<&Path>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_this_session_s_plain_handshake_escapes_containment() {
+        let (program, root) = (Path::new("/opt/chokepoint"), Path::new("/ws"));
+        let own = |c: &str| is_own_handshake(c, program, root, "claude:a");
+        assert!(own("'/opt/chokepoint' intent select --workspace '/ws' --session 'claude:a' INT-001"));
+        assert!(own("/opt/chokepoint intent select --session claude:a --agent claude INT-001"));
+        assert!(own("'/opt/chokepoint' intent release --session 'claude:a'"));
+        for other in [
+            "'/opt/chokepoint' intent select --session 'claude:b' INT-001",
+            "'/opt/chokepoint' intent select --workspace '/other' --session 'claude:a' INT-001",
+            "chokepoint intent select --session claude:a INT-001",
+            "./chokepoint intent select --session claude:a INT-001",
+            "'/opt/chokepoint' intent approve --session claude:a --intent INT-001 --path '**'",
+            "'/opt/chokepoint' intent select --session claude:a INT-001; rm -rf src",
+            "'/opt/chokepoint' intent select --session claude:a $(touch x)",
+            "'/opt/chokepoint' intent select --session claude:a INT-001 INT-002",
+            "'/opt/chokepoint' intent select --session claude:a \"INT-001\"",
+            "'/opt/chokepoint' intent select INT-001",
+            "'/opt/chokepoint' intent select --session 'claude:a",
+        ] {
+            assert!(!own(other), "{other}");
+        }
+    }
 
     #[test]
     fn a_quoted_word_survives_any_quote_inside() {

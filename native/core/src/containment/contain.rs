@@ -209,7 +209,7 @@ pub struct NotApplied {
     /// Someone else changed the path while the command ran (their version stays); otherwise the
     /// change failed for `reason`.
     pub conflict: bool,
-    /// Where the command's version of the file was kept, for a conflict.
+    /// Where the command's version of the file was kept (set aside under the snapshot store).
     pub kept: Option<String>,
     pub reason: String,
 }
@@ -470,7 +470,7 @@ impl Containment {
                     reason: "someone else changed it while the command ran; their version stays".to_owned(),
                     kept,
                 }),
-                Applied::Failed(reason) => not_applied.push(NotApplied { change, conflict: false, kept: None, reason }),
+                Applied::Failed { reason, kept } => not_applied.push(NotApplied { change, conflict: false, kept, reason }),
             }
         }
         for name in &layer.unreadable {

@@ -177,7 +177,7 @@ impl Layer {
         let rel = change.path.as_str();
         let target = match beneath(root, rel) {
             Ok(t) => t,
-            Err(e) => return Applied::Failed(e),
+            Err(e) => return self.failed(rel, e, aside),
         };
         let was = before.get(rel);
         let now = fs::symlink_metadata(&target).ok();
@@ -189,9 +189,10 @@ impl Layer {
         if !unchanged(was, now.as_ref()) {
             return match self.set_aside(rel, aside) {
                 Ok(kept) => Applied::Conflict { kept },
-                Err(e) => {
-                    Applied::Failed(format!("changed meanwhile by someone else, whose version stays; the command's could not be kept: {e}"))
-                }
+                Err(e) => Applied::Failed {
+                    reason: format!("changed meanwhile by someone else, whose version stays; the command's could not be kept: {e}"),
+                    kept: None,
+                },
             };
         }
         let result = match (self.left.get(rel), was) {
@@ -222,7 +223,16 @@ impl Layer {
         match result {
             Ok(()) => Applied::Applied,
             Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => Applied::Conflict { kept: None },
-            Err(e) => Applied::Failed(e.to_string()),
+            Err(e) => self.failed(rel, e.to_string(), aside),
+        }
+    }
+
+    /// A change that could not be applied: the command's version is set aside all the same, never
+    /// lost with its layer.
+    fn failed(&self, rel: &str, reason: String, aside: &Path) -> Applied {
+        match self.set_aside(rel, aside) {
+            Ok(kept) => Applied::Failed { reason, kept },
+            Err(e) => Applied::Failed { reason: format!("{reason}; the command's version could not be kept: {e}"), kept: None },
         }
     }
 
@@ -252,7 +262,12 @@ pub enum Applied {
     Conflict {
         kept: Option<String>,
     },
-    Failed(String),
+    /// It could not be applied, for `reason`; the command's version is kept at `kept` (none for a
+    /// removal, or a directory).
+    Failed {
+        reason: String,
+        kept: Option<String>,
+    },
 }
 
 /// Whether the workspace's entry `now` is still the one the snapshot saw (`was`).
