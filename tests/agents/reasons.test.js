@@ -14,13 +14,11 @@ const fs = require('fs');
 const path = require('path');
 const { ROOT } = require('../../scripts/lib');
 const { ensureAgents } = require('../../scripts/agents');
-const { CLIENTS, runAgent, makeWorkspace } = require('./support/clients');
+const { CLIENTS, RUNNABLE, runAgent, makeWorkspace } = require('./support/clients');
 
 // The release build, as the other tests of this layer use; CHOKEPOINT_PROGRAM names another build.
 const PROGRAM = process.env.CHOKEPOINT_PROGRAM || path.join(ROOT, 'target/release/chokepoint');
-// Claude Code and Gemini CLI show the person a hook's message in their headless output; Codex's
-// `exec --json` prints no hook message at all, and Copilot CLI's deny has one field for both.
-const CHOSEN = process.env.CHOKEPOINT_AGENTS ? process.env.CHOKEPOINT_AGENTS.split(',') : ['claude', 'gemini'];
+const CHOSEN = process.env.CHOKEPOINT_AGENTS ? process.env.CHOKEPOINT_AGENTS.split(',') : RUNNABLE;
 
 const INTENTS = `version: 1
 active_intents:
@@ -38,6 +36,10 @@ const SHOWN = {
   claude: (r) => r.events.filter((e) => e.type === 'system' && e.subtype === 'informational').map((e) => e.content).join('\n'),
   // Headless, a hook's `systemMessage` goes to stderr as "Hook system message: <text>".
   gemini: (r) => r.stderr.split('\n').filter((l) => l.includes('Hook system message')).join('\n'),
+  // Copilot CLI's deny has one reason, for both: the tool's completion event in its JSON output.
+  copilot: (r) => JSON.stringify(r.events.filter((e) => e.type === 'tool.execution_complete')),
+  // Codex's `exec --json` prints no hook message (its TUI shows `systemMessage` as a warning): not
+  // checked here.
 };
 
 function chokepoint(args) {
@@ -100,7 +102,7 @@ for (const name of CHOSEN) {
       assert.ok(result.content.includes(NEXT_STEP), result.content);
     });
 
-    it('shows the person the same reason and next step', () => {
+    (SHOWN[name] ? it : it.skip)('shows the person the same reason and next step', () => {
       const shown = SHOWN[name](r);
       assert.ok(shown.includes(REASON) && shown.includes(NEXT_STEP), `the person was shown: ${JSON.stringify(shown)}`);
     });
