@@ -423,6 +423,9 @@ fn a_shell_command_is_rewritten_to_run_contained_for_its_session() {
     assert_ne!(out.status.code(), Some(0), "{stderr}");
     assert!(!ws.path().join("src/x.md").exists(), "{stderr}");
     assert!(stderr.contains("src/x.md"), "{stderr}");
+    // In Chokepoint's words too, not only the shell's `Permission denied` (issue 27, item 8): the
+    // session may write nothing, and how to go on.
+    assert!(stderr.contains("chokepoint: ") && stderr.contains("select_active_intent"), "{stderr}");
     // What the agent sends back is not wrapped twice.
     let again = json!({"session_id":"s1","permission_mode":"bypassPermissions","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command": command}});
     assert_eq!(hook(Agent::ClaudeCode, ws.path(), None, &again.to_string()), Reply::default());
