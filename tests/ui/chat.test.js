@@ -4,7 +4,8 @@
 // The agent selects its intent through the contributed tool, writes in scope (allowed, recorded),
 // writes out of scope (denied, the file unchanged, the reason in the model's next request), runs a
 // shell command that writes out of scope (run contained: never applied, and reported), and makes a write a
-// hook escalates with `ask`, approved on its card in the sidebar, after which the tool runs.
+// hook escalates with `ask`, approved on its card in the sidebar, after which the tool runs. The
+// denial's reason and next step are shown to the person in the chat, as the hook's message.
 // Each step of the script checks what the model was told before it answers: a script gone off the
 // rails answers HTTP 400 and the chat shows an error instead of the last step's text.
 'use strict';
@@ -157,6 +158,34 @@ async function chatSession() {
 
   // The script's last step answers only if every expectation before it held.
   await chat().getByText(DONE).waitFor({ timeout: 90000 });
+
+  // Issue 27, item 8: the person reads Chokepoint's reason and next step for the denied write as the
+  // hook's own message (VS Code's title of the part stays its "Blocked … hook"; expanded, it shows
+  // the hook's `systemMessage` beside VS Code's "A hook prevented chat from continuing").
+  // Each hook part is folded into its title (inside the turn's folded steps): unfolded here, its
+  // details are rendered on the first unfolding.
+  const hookParts = chat().locator('[class*="chat-hook-outcome-"]');
+  await hookParts.first().waitFor({ state: 'attached', timeout: 10000 });
+  for (let i = 0; i < (await hookParts.count()); i++) {
+    const button = hookParts.nth(i).locator('.chat-used-context-label .monaco-button').first();
+    if ((await button.getAttribute('aria-expanded')) === 'false') await button.dispatchEvent('click');
+  }
+  const read = () =>
+    hookParts.evaluateAll((els) =>
+      els.map((e) => ({
+        title: e.querySelector('.chat-used-context-label')?.textContent ?? '',
+        reason: e.querySelector('.chat-hook-reason')?.textContent ?? '',
+        message: e.querySelector('.chat-hook-message')?.textContent ?? '',
+      })),
+    );
+  let parts = await read();
+  for (let i = 0; i < 20 && !parts.some((p) => p.message.includes('src/billing/invoice.js')); i++) {
+    await page.waitForTimeout(250);
+    parts = await read();
+  }
+  const shown = parts.map((p) => p.message).find((m) => m.includes('src/billing/invoice.js')) ?? '';
+  assert.match(shown, /Chokepoint: `src\/billing\/invoice\.js` is outside the scope of intent `INT-001`/, `the hook parts: ${JSON.stringify(parts, null, 1)}`);
+  assert.match(shown, /Next step: call the tool `scope_expansion_request` that the Chokepoint extension contributes/, shown);
 
   // VS Code's create_file makes the file, then saves the text through an editor model: the content
   // may land a moment after the chat has moved on (seen in CI: session.js still empty at DONE).

@@ -57,7 +57,8 @@ pub fn run(args: ExecArgs) -> ExitCode {
                 return ExitCode::from(EXIT_CONFIG);
             }
         };
-        if let Some(error) = report.tool_error() {
+        // On stderr, which every agent's shell tool hands its model with the command's output.
+        if let Some(error) = report.tool_error().or_else(|| chokepoint_core::agents::shell::confined_failure(&report)) {
             eprintln!("chokepoint: {error}");
         }
         for note in report.notes() {

@@ -262,7 +262,18 @@ fn check_rules(runs: &[Run]) {
                 assert!(!r.reply.blocks(r.agent), "{what}: a non-gate blocked on our account: {:?}", r.reply);
             }
         }
-        if r.scenario == Scenario::Ask && r.gate && !r.fixture.to_lowercase().starts_with("permissionrequest") {
+        // Issue 27, item 8: a denied call's reason reaches the model and the person, each in the field
+        // the agent shows them (Codex's `PermissionRequest` takes no message for the person).
+        let permission_request = r.fixture.to_lowercase().contains("permissionrequest");
+        if r.gate && r.reply.blocks(r.agent) && !(r.agent == Agent::Codex && permission_request) {
+            let (model, person) = told(r.agent, &r.reply);
+            assert!(
+                model.as_deref().is_some_and(|m| m.contains("Chokepoint") || m.contains("chokepoint")),
+                "{what}: the model is told {model:?}"
+            );
+            assert_eq!(person, model, "{what}: the person is not shown what the model is told: {}", r.reply.stdout);
+        }
+        if r.scenario == Scenario::Ask && r.gate && !permission_request {
             // Every tool call is asked about: a person decides, or (no prompt of the agent's own) it is
             // refused; it never runs unasked. (A permission request is a person being asked already.)
             let v: Value = serde_json::from_str(&r.reply.stdout).unwrap_or(Value::Null);
@@ -279,6 +290,27 @@ fn check_rules(runs: &[Run]) {
             .to_owned();
             assert!(decision == "ask" || decision == "deny", "{what}: an ask was answered `{decision}`: {}", r.reply.stdout);
         }
+    }
+}
+
+/// What a blocking reply tells the model and what it shows the person, in the agent's own fields
+/// (docs/agents/protocols.md): `(model, person)`.
+fn told(agent: Agent, reply: &Reply) -> (Option<String>, Option<String>) {
+    if reply.exit == 2 {
+        let both = Some(reply.stderr.trim().to_owned());
+        return (both.clone(), both);
+    }
+    let v: Value = serde_json::from_str(&reply.stdout).unwrap_or(Value::Null);
+    let at = |p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
+    match agent {
+        Agent::ClaudeCode | Agent::Codex | Agent::VsCode => (
+            at("/hookSpecificOutput/permissionDecisionReason").or_else(|| at("/hookSpecificOutput/decision/message")),
+            at("/systemMessage"),
+        ),
+        Agent::GeminiCli => (at("/reason"), at("/systemMessage")),
+        // Copilot CLI shows the person the one reason it tells the model ("Denied by preToolUse hook: …").
+        Agent::Copilot => (at("/permissionDecisionReason"), at("/permissionDecisionReason")),
+        Agent::Cursor => (at("/agent_message"), at("/user_message")),
     }
 }
 
@@ -391,6 +423,9 @@ fn a_shell_command_is_rewritten_to_run_contained_for_its_session() {
     assert_ne!(out.status.code(), Some(0), "{stderr}");
     assert!(!ws.path().join("src/x.md").exists(), "{stderr}");
     assert!(stderr.contains("src/x.md"), "{stderr}");
+    // In Chokepoint's words too, not only the shell's `Permission denied` (issue 27, item 8): the
+    // session may write nothing, and how to go on.
+    assert!(stderr.contains("chokepoint: ") && stderr.contains("select_active_intent"), "{stderr}");
     // What the agent sends back is not wrapped twice.
     let again = json!({"session_id":"s1","permission_mode":"bypassPermissions","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command": command}});
     assert_eq!(hook(Agent::ClaudeCode, ws.path(), None, &again.to_string()), Reply::default());

@@ -14,9 +14,14 @@ use std::path::Path;
 /// Where the agent's model finds the handshake's tool: VS Code's agent gets it from the Chokepoint
 /// extension (a language model tool), the others from our MCP server.
 pub fn select_tool(agent: Agent) -> String {
+    handshake_tool(agent, SELECT_INTENT_TOOL)
+}
+
+/// Where the agent's model finds the handshake's tool `tool` (as [`select_tool`]).
+pub fn handshake_tool(agent: Agent, tool: &str) -> String {
     match agent {
-        Agent::VsCode => format!("the tool `{SELECT_INTENT_TOOL}` that the Chokepoint extension contributes"),
-        _ => format!("the MCP tool `{SELECT_INTENT_TOOL}` of server `chokepoint`"),
+        Agent::VsCode => format!("the tool `{tool}` that the Chokepoint extension contributes"),
+        _ => format!("the MCP tool `{tool}` of server `chokepoint`"),
     }
 }
 

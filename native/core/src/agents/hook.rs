@@ -290,8 +290,9 @@ fn contained(engine: &Engine, call: &Call, input: &serde_json::Value, options: &
     Some(rewritten)
 }
 
-/// A denial as the model should read it: the reason, how to fix it, and for the handshake the exact
-/// next step in this agent (our MCP tool, or the command line with this session's id).
+/// A denial as the model and the person should read it: the reason, how to fix it, and the next
+/// step in this agent: for the handshake the exact one (our MCP tool, or the command line with this
+/// session's id), otherwise where to find the tool the denial suggests.
 fn denial_text(engine: &Engine, call: &Call, denial: &Denial, options: &HookOptions) -> String {
     let mut text = format!("Chokepoint: {}", denial.reason);
     if let Some(remediation) = &denial.remediation {
@@ -307,6 +308,12 @@ fn denial_text(engine: &Engine, call: &Call, denial: &Denial, options: &HookOpti
             quote(&engine.sidecar().workspace_root().to_string_lossy()),
             quote(call.session.as_deref().unwrap_or("<session>")),
         ));
+    } else if let Some(tool) = &denial.suggested_tool {
+        let which = match tool.as_str() {
+            SCOPE_EXPANSION_TOOL => crate::agents::context::handshake_tool(call.agent, tool),
+            _ => format!("the tool `{tool}`"),
+        };
+        text.push_str(&format!(" Next step: call {which}."));
     }
     text
 }

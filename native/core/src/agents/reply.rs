@@ -128,21 +128,22 @@ fn claude(call: &Call, kind: EventKind, verdict: &Verdict) -> Reply {
         (_, Outcome::Pass) => {}
         ("PermissionRequest", Outcome::Deny(reason)) => {
             specific.insert("decision".into(), json!({ "behavior": "deny", "message": reason }));
+            tell_person(&mut out, call.agent, reason);
         }
         // A person is being asked already; a rewrite was made at PreToolUse.
         ("PermissionRequest", _) => {}
         (_, Outcome::Deny(reason)) if kind == EventKind::PreToolUse => {
             specific.insert("permissionDecision".into(), "deny".into());
             specific.insert("permissionDecisionReason".into(), reason.clone().into());
+            out.insert("systemMessage".into(), reason.clone().into());
         }
         // Codex has no prompt of its own for a hook's ask (an `ask` there lets the call through).
         (_, Outcome::Ask(reason)) if kind == EventKind::PreToolUse && codex => {
+            let reason =
+                format!("{reason}. Codex cannot ask a person from a hook: tell the user what needs approving, and retry once they have.");
             specific.insert("permissionDecision".into(), "deny".into());
-            specific.insert(
-                "permissionDecisionReason".into(),
-                format!("{reason}. Codex cannot ask a person from a hook: tell the user what needs approving, and retry once they have.")
-                    .into(),
-            );
+            specific.insert("permissionDecisionReason".into(), reason.clone().into());
+            out.insert("systemMessage".into(), reason.into());
         }
         (_, Outcome::Ask(reason)) if kind == EventKind::PreToolUse => {
             specific.insert("permissionDecision".into(), "ask".into());
@@ -163,6 +164,10 @@ fn claude(call: &Call, kind: EventKind, verdict: &Verdict) -> Reply {
         ("UserPromptSubmit" | "PostToolUse" | "Stop" | "SubagentStop", Outcome::Deny(reason) | Outcome::Ask(reason)) => {
             out.insert("decision".into(), "block".into());
             out.insert("reason".into(), reason.clone().into());
+            // A blocked prompt's reason is shown to the person already.
+            if event != "UserPromptSubmit" {
+                tell_person(&mut out, call.agent, reason);
+            }
         }
         // The rest cannot block: the person hears why.
         (_, Outcome::Deny(reason) | Outcome::Ask(reason)) => {
@@ -180,6 +185,16 @@ fn claude(call: &Call, kind: EventKind, verdict: &Verdict) -> Reply {
     if out.is_empty() { Reply::default() } else { Reply::json(Value::Object(out)) }
 }
 
+/// The person's copy of a reason the model is given (`systemMessage`, which Claude Code shows as
+/// "<hook> says: <reason>"), on the events where the model's field alone does not reach the person.
+/// Codex gets it on `PreToolUse` only, the one event where it was seen to keep the deny (0.169 refuses
+/// an unknown key, and a refused answer lets the call through).
+fn tell_person(out: &mut Map<String, Value>, agent: Agent, reason: &str) {
+    if agent != Agent::Codex {
+        out.insert("systemMessage".into(), reason.into());
+    }
+}
+
 /// Gemini CLI's format: a top-level `decision` (`allow`, `deny`, `ask`), `reason`, and
 /// `hookSpecificOutput` with `additionalContext` or, on BeforeTool, the whole rewritten `tool_input`.
 fn gemini(call: &Call, kind: EventKind, verdict: &Verdict) -> Reply {
@@ -187,9 +202,11 @@ fn gemini(call: &Call, kind: EventKind, verdict: &Verdict) -> Reply {
     let blocks = matches!(kind, EventKind::PreToolUse | EventKind::PostToolUse | EventKind::TaskStart | EventKind::BeforeSubmit);
     match &verdict.outcome {
         Outcome::Pass => {}
+        // `reason` is what the model reads, `systemMessage` what the person is shown.
         Outcome::Deny(reason) if blocks => {
             out.insert("decision".into(), "deny".into());
             out.insert("reason".into(), reason.clone().into());
+            out.insert("systemMessage".into(), reason.clone().into());
         }
         Outcome::Ask(reason) if kind == EventKind::PreToolUse => {
             out.insert("decision".into(), "ask".into());
@@ -199,6 +216,7 @@ fn gemini(call: &Call, kind: EventKind, verdict: &Verdict) -> Reply {
         Outcome::Ask(reason) if blocks => {
             out.insert("decision".into(), "deny".into());
             out.insert("reason".into(), reason.clone().into());
+            out.insert("systemMessage".into(), reason.clone().into());
         }
         // These cannot be blocked; the person still hears why.
         Outcome::Deny(reason) | Outcome::Ask(reason) => {

@@ -1,5 +1,7 @@
 //! An agent's shell command put inside our containment, as one command line its shell tool runs.
 
+use crate::containment::ContainReport;
+use crate::model::governance::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
 use std::path::Path;
 
 /// `'<program>' exec --workspace '<root>' --session '<session>' -- bash -c '<command>'`: the
@@ -112,6 +114,31 @@ pub fn word(text: &str) -> String {
 /// edge said which it is, else the name on `PATH`.
 pub fn program_word(program: Option<&Path>) -> String {
     program.map_or_else(|| "chokepoint".to_owned(), |p| quote(&p.to_string_lossy()))
+}
+
+/// What the agent's model is told (on the command's stderr, by `chokepoint exec`) when a contained
+/// command failed while the kernel confined its writes, and the report has nothing else to say: a
+/// write the kernel refused leaves no change to list, only the command's own `Permission denied`,
+/// which its output carries without us (it is not captured, so it streams to the agent as it comes).
+/// `None` when the report speaks already, the command succeeded or timed out, or nothing confined it.
+pub fn confined_failure(report: &ContainReport) -> Option<String> {
+    let failed = !report.timed_out && report.status.is_some_and(|s| !s.success());
+    if !failed || !report.confinement.is_enforced() || report.tool_error().is_some() {
+        return None;
+    }
+    let Some(intent) = &report.intent_id else {
+        return Some(format!(
+            "the command failed, and this session holds no intent, so it may write nothing in the workspace: a `Permission denied` in \
+             its output is a write the kernel refused. Select an intent with {SELECT_INTENT_TOOL} first, then retry."
+        ));
+    };
+    let scope = if report.scope.is_empty() { "no paths".to_owned() } else { report.scope.join(", ") };
+    Some(format!(
+        "the command failed while confined to writing inside the scope of intent `{intent}` ({scope}): a `Permission denied` or \
+         `Operation not permitted` in its output is a write outside that scope, which the kernel refused, and nothing of it landed. \
+         Stay inside {scope}, or ask for more with {SCOPE_EXPANSION_TOOL}(intent_id, paths, justification) naming the paths the \
+         command must write, then retry."
+    ))
 }
 
 #[cfg(test)]
