@@ -12,6 +12,12 @@
 //      (both outside its scope: never land, and the model is told both paths).
 //   2. A's command only waits (it writes nothing): B's and the person's work stays, and A's tool
 //      result carries no complaint from Chokepoint.
+//   3. B also runs a command through its shell tool (contained too) while A's runs: two isolated
+//      commands on one checkout at once. B's write inside its scope lands at once, its write inside
+//      A's scope never does; A's write lands when its command ends, with no complaint.
+//
+// The ledger's containment record of each command holds its own changes only, isolated (a machine
+// where commands run observed instead fails that check: it would not test the isolation).
 //
 // Timing: A's command is known to be running when it has written its start marker into a folder
 // outside the workspace (`gatekeeper.writable`) in case 1, and when its shell is in the process table
@@ -112,7 +118,7 @@ function writeOf(name, ws, rel, content) {
  * through its shell tool; once `started(scratch, command)` says it runs, B's session writes PAY and
  * the person writes; then the `go` file lets A's command go on. Returns everything the checks read.
  */
-async function scenario(label, aCommand, started) {
+async function scenario(label, aCommand, started, bSteps = (ws, tb) => [{ tools: [writeOf(B, ws, 'src/billing/pay.ts', PAY)] }]) {
   const ws = makeWorkspace('together');
   // Outside the workspace: A's start marker and the `go` file (granted to the contained command).
   const scratch = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-together-scratch-')));
@@ -132,7 +138,7 @@ async function scenario(label, aCommand, started) {
   const shell = ta.shell(command);
   shell.input.timeout = 180000;
   const serverA = await CLIENTS[A].startServer({ script: [...ta.mcp('select_active_intent', { intent_id: 'INT-001' }), { tools: [shell] }, { text: 'Done.' }] });
-  const serverB = await CLIENTS[B].startServer({ script: [...tb.mcp('select_active_intent', { intent_id: 'INT-002' }), { tools: [writeOf(B, ws, 'src/billing/pay.ts', PAY)] }, { text: 'Done.' }] });
+  const serverB = await CLIENTS[B].startServer({ script: [...tb.mcp('select_active_intent', { intent_id: 'INT-002' }), ...bSteps(ws, tb), { text: 'Done.' }] });
   const out = { ws, scratch, command, during: {} };
   try {
     let aDone = false;
@@ -146,7 +152,7 @@ async function scenario(label, aCommand, started) {
       fs.writeFileSync(path.join(ws, 'src/auth/keep.ts'), KEEP_EDITED);
       out.b = await bRun;
       // What the workspace holds before A's command goes on: B's write landed, A's has not.
-      out.during = { pay: read(ws, 'src/billing/pay.ts'), a: read(ws, 'src/auth/a.ts'), aStillRunning: !aDone && started(scratch, command) };
+      out.during = { pay: read(ws, 'src/billing/pay.ts'), b: read(ws, 'src/billing/b.ts'), a: read(ws, 'src/auth/a.ts'), aStillRunning: !aDone && started(scratch, command) };
     } finally {
       fs.writeFileSync(go, 'go\n');
     }
@@ -159,10 +165,18 @@ async function scenario(label, aCommand, started) {
   out.bResults = serverB.toolResults();
   out.shellResult = out.aResults.find((t) => t.name === 'Bash');
   if (process.env.CHOKEPOINT_AGENTS_DEBUG) {
-    console.error(label, JSON.stringify({ a: out.aResults, b: out.bResults, during: out.during }, null, 1));
+    console.error(label, JSON.stringify({ a: out.aResults, b: out.bResults, during: out.during, ledger: ledger(ws) }, null, 1));
     console.error(label, 'A stderr', out.a.stderr.slice(-2000), 'B stderr', out.b && out.b.stderr.slice(-2000));
   }
   return out;
+}
+
+/** The ledger's record of the command that the session holding `intent` ran contained (by intent:
+ *  A and B may be the same client). */
+function containmentOf(s, intent) {
+  const recs = ledger(s.ws).filter((r) => r.kind === 'containment' && r.tool === 'execute_command' && r.intent === intent);
+  assert.equal(recs.length, 1, `containment records under ${intent}: ${JSON.stringify(recs)}`);
+  return recs[0];
 }
 
 /** What A's and B's models were told, for a failure's message. */
@@ -246,6 +260,16 @@ describe(`${A} runs a contained command while ${B} and a person write`, () => {
     assert.ok(r.includes('outside the scope of intent `INT-001`'), `A's Bash result: ${r}`);
     for (const p of ['`README.md`', '`src/billing/pay.ts`']) assert.ok(r.includes(p), `A's Bash result does not name ${p}: ${r}`);
   });
+
+  it("records A's command isolated, with its own changes only: nobody else's is put on it", () => {
+    const rec = containmentOf(s, 'INT-001');
+    assert.ok(rec.session.startsWith(`${A}:`), rec.session);
+    assert.equal(rec.data.isolation, 'isolated', `A's command was not isolated here, so this test does not test the isolated containment: ${JSON.stringify(rec.data)}`);
+    const paths = (list) => (list || []).map((c) => c.path).sort();
+    assert.deepEqual(paths(rec.data.changed), ['src/auth/a.ts']);
+    assert.deepEqual(paths(rec.data.refused), ['README.md', 'src/billing/pay.ts']);
+    assert.deepEqual([paths(rec.data.not_applied), paths(rec.data.unattributed), paths(rec.data.others)], [[], [], []]);
+  });
 });
 
 describe(`${A} runs a command that only waits while ${B} and a person write`, () => {
@@ -267,5 +291,51 @@ describe(`${A} runs a command that only waits while ${B} and a person write`, ()
     const r = s.shellResult;
     assert.equal(r.isError, false, `A's Bash result is an error: ${r.content}`);
     assert.ok(!/chokepoint|scope|not applied|undone|did not land/i.test(r.content), `A's Bash result: ${r.content}`);
+    const rec = containmentOf(s, 'INT-001');
+    assert.deepEqual([rec.data.changed, rec.data.refused, rec.data.not_applied, rec.data.unattributed, rec.data.others], [[], [], [], [], []], JSON.stringify(rec.data));
+  });
+});
+
+describe(`${A} and ${B} run contained commands at once while a person writes`, () => {
+  let s;
+  const B_SHELL = `echo 'export const b = 2;' > src/billing/b.ts; echo 'B was here' > src/auth/from-b.ts; echo B-finished`;
+  before(async () => {
+    // A's waits for `go`, then writes inside its scope only.
+    const command = (scratch) =>
+      `echo started > ${scratch}/a-started; i=0; while [ ! -e ${scratch}/go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; ` +
+      `echo 'export const a = 1;' > src/auth/a.ts; echo A-finished`;
+    // B writes with its write tool, then runs a command of its own (contained too) that writes inside
+    // its scope and inside A's.
+    const bSteps = (ws, tb) => [{ tools: [writeOf(B, ws, 'src/billing/pay.ts', PAY)] }, { tools: [tb.shell(B_SHELL)] }];
+    s = await scenario('both', command, (scratch) => fs.existsSync(path.join(scratch, 'a-started')), bSteps);
+  });
+  after(() => {
+    if (!s) return;
+    fs.rmSync(s.ws, { recursive: true, force: true });
+    fs.rmSync(s.scratch, { recursive: true, force: true });
+  });
+
+  commonChecks(() => s);
+
+  it("applies B's command's write inside B's scope while A's command still runs, and not its write inside A's", () => {
+    const shellName = CLIENTS[B].tools.shell('true').name;
+    const r = s.bResults.find((t) => t.name === shellName);
+    assert.ok(r, `B's shell tool never returned: ${toldBoth(s)}`);
+    assert.equal(s.during.b, 'export const b = 2;\n', `src/billing/b.ts before A's command went on: ${toldBoth(s)}`);
+    assert.equal(read(s.ws, 'src/billing/b.ts'), 'export const b = 2;\n');
+    assert.equal(read(s.ws, 'src/auth/from-b.ts'), null, "B's command wrote inside A's scope");
+    assert.ok(r.content.includes('B-finished') && r.content.includes('`src/auth/from-b.ts`') && r.content.includes('outside the scope of intent `INT-002`'), `B's shell result: ${r.content}`);
+    const rec = containmentOf(s, 'INT-002');
+    assert.equal(rec.data.isolation, 'isolated');
+    assert.deepEqual([rec.data.changed.map((c) => c.path), rec.data.refused.map((c) => c.path)], [['src/billing/b.ts'], ['src/auth/from-b.ts']]);
+  });
+
+  it("applies A's write, and A's model hears no complaint", () => {
+    assert.equal(s.during.a, null, "A's write was in the workspace before its command ended");
+    assert.equal(read(s.ws, 'src/auth/a.ts'), A_FILE, `src/auth/a.ts: ${toldBoth(s)}`);
+    assert.ok(s.shellResult.content.includes('A-finished'), s.shellResult.content);
+    assert.ok(!/chokepoint|scope|not applied|undone|did not land/i.test(s.shellResult.content), `A's Bash result: ${s.shellResult.content}`);
+    const rec = containmentOf(s, 'INT-001');
+    assert.deepEqual([rec.data.changed.map((c) => c.path), rec.data.refused, rec.data.not_applied], [['src/auth/a.ts'], [], []]);
   });
 });
