@@ -15,6 +15,9 @@
 //   3. B also runs a command through its shell tool (contained too) while A's runs: two isolated
 //      commands on one checkout at once. B's write inside its scope lands at once, its write inside
 //      A's scope never does; A's write lands when its command ends, with no complaint.
+//   4. The person makes a folder inside A's scope, with a file, and A's command makes the same folder
+//      (`mkdir -p`) with a file of its own: both files stay. That A's model is told of no conflict is
+//      a `todo`: today the folder is reported as a change that did not land (exit 4).
 //
 // The ledger's containment record of each command holds its own changes only, isolated (a machine
 // where commands run observed instead fails that check: it would not test the isolation).
@@ -118,7 +121,7 @@ function writeOf(name, ws, rel, content) {
  * through its shell tool; once `started(scratch, command)` says it runs, B's session writes PAY and
  * the person writes; then the `go` file lets A's command go on. Returns everything the checks read.
  */
-async function scenario(label, aCommand, started, bSteps = (ws, tb) => [{ tools: [writeOf(B, ws, 'src/billing/pay.ts', PAY)] }]) {
+async function scenario(label, aCommand, started, bSteps = (ws, tb) => [{ tools: [writeOf(B, ws, 'src/billing/pay.ts', PAY)] }], person = () => {}) {
   const ws = makeWorkspace('together');
   // Outside the workspace: A's start marker and the `go` file (granted to the contained command).
   const scratch = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-together-scratch-')));
@@ -150,6 +153,7 @@ async function scenario(label, aCommand, started, bSteps = (ws, tb) => [{ tools:
       const bRun = runAgent(B, { workspace: ws, prompt: 'Do as scripted.', serverUrl: serverB.url, timeoutMs: 120000 });
       fs.writeFileSync(path.join(ws, 'docs/person.md'), PERSON);
       fs.writeFileSync(path.join(ws, 'src/auth/keep.ts'), KEEP_EDITED);
+      person(ws);
       out.b = await bRun;
       // What the workspace holds before A's command goes on: B's write landed, A's has not.
       out.during = { pay: read(ws, 'src/billing/pay.ts'), b: read(ws, 'src/billing/b.ts'), a: read(ws, 'src/auth/a.ts'), aStillRunning: !aDone && started(scratch, command) };
@@ -337,5 +341,39 @@ describe(`${A} and ${B} run contained commands at once while a person writes`, (
     assert.ok(!/chokepoint|scope|not applied|undone|did not land/i.test(s.shellResult.content), `A's Bash result: ${s.shellResult.content}`);
     const rec = containmentOf(s, 'INT-001');
     assert.deepEqual([rec.data.changed.map((c) => c.path), rec.data.refused, rec.data.not_applied], [['src/auth/a.ts'], [], []]);
+  });
+});
+
+describe(`${A}'s command and the person both create a folder inside A's scope`, () => {
+  let s;
+  before(async () => {
+    const command = (scratch) =>
+      `echo started > ${scratch}/a-started; i=0; while [ ! -e ${scratch}/go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; ` +
+      `mkdir -p src/auth/shared && echo 'export const a = 1;' > src/auth/shared/a.ts; echo A-finished`;
+    const person = (ws) => {
+      fs.mkdirSync(path.join(ws, 'src/auth/shared'));
+      fs.writeFileSync(path.join(ws, 'src/auth/shared/person.md'), PERSON);
+    };
+    s = await scenario('folder', command, (scratch) => fs.existsSync(path.join(scratch, 'a-started')), undefined, person);
+  });
+  after(() => {
+    if (!s) return;
+    fs.rmSync(s.ws, { recursive: true, force: true });
+    fs.rmSync(s.scratch, { recursive: true, force: true });
+  });
+
+  commonChecks(() => s);
+
+  it("keeps the person's file in the folder and applies A's beside it", () => {
+    assert.equal(read(s.ws, 'src/auth/shared/person.md'), PERSON);
+    assert.equal(read(s.ws, 'src/auth/shared/a.ts'), A_FILE, `src/auth/shared/a.ts: ${toldBoth(s)}`);
+  });
+
+  // The folder exists either way and A's file in it landed, yet the layer's apply takes the folder A
+  // made for a path someone else changed meanwhile (native/core/src/containment/layer.rs, apply_one:
+  // `unchanged(None, Some(dir))` is false): exit 4 and "did not land" for nothing held back.
+  it("tells A's model nothing did not land: a folder made by both is no conflict", { todo: 'a folder created by both the command and someone else is reported as a conflict (layer.rs apply_one)' }, () => {
+    assert.ok(!/chokepoint|did not land|not applied/i.test(s.shellResult.content), `A's Bash result: ${s.shellResult.content}`);
+    assert.deepEqual(containmentOf(s, 'INT-001').data.not_applied, []);
   });
 });
