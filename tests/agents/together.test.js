@@ -16,8 +16,7 @@
 //      commands on one checkout at once. B's write inside its scope lands at once, its write inside
 //      A's scope never does; A's write lands when its command ends, with no complaint.
 //   4. The person makes a folder inside A's scope, with a file, and A's command makes the same folder
-//      (`mkdir -p`) with a file of its own: both files stay. That A's model is told of no conflict is
-//      a `todo`: today the folder is reported as a change that did not land (exit 4).
+//      (`mkdir -p`) with a file of its own: both files stay, and A's model is told of no conflict.
 //
 // The ledger's containment record of each command holds its own changes only, isolated (a machine
 // where commands run observed instead fails that check: it would not test the isolation).
@@ -369,10 +368,8 @@ describe(`${A}'s command and the person both create a folder inside A's scope`, 
     assert.equal(read(s.ws, 'src/auth/shared/a.ts'), A_FILE, `src/auth/shared/a.ts: ${toldBoth(s)}`);
   });
 
-  // The folder exists either way and A's file in it landed, yet the layer's apply takes the folder A
-  // made for a path someone else changed meanwhile (native/core/src/containment/layer.rs, apply_one:
-  // `unchanged(None, Some(dir))` is false): exit 4 and "did not land" for nothing held back.
-  it("tells A's model nothing did not land: a folder made by both is no conflict", { todo: 'a folder created by both the command and someone else is reported as a conflict (layer.rs apply_one)' }, () => {
+  // The folder exists either way and A's file in it landed: nothing was held back.
+  it("tells A's model nothing did not land: a folder made by both is no conflict", () => {
     assert.ok(!/chokepoint|did not land|not applied/i.test(s.shellResult.content), `A's Bash result: ${s.shellResult.content}`);
     assert.deepEqual(containmentOf(s, 'INT-001').data.not_applied, []);
   });
