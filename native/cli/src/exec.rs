@@ -36,6 +36,8 @@ pub struct ExecArgs {
 
 pub fn run(args: ExecArgs) -> ExitCode {
     crate::with_valid_engine(&args.workspace, |engine| {
+        // What runs under this process is an agent's (or contained as one): it may decide nothing.
+        let _ = chokepoint_core::serve::deciders::remember_me(engine);
         let mut command = std::process::Command::new(&args.command[0]);
         command.args(&args.command[1..]);
         let report = match engine.run_contained(&args.session, command, args.timeout.map(std::time::Duration::from_secs)) {

@@ -10,6 +10,7 @@
 //! (`review.rs`), on a thread beside the server, until stdin ends.
 
 use chokepoint_core::Engine;
+use chokepoint_core::serve::deciders::Act;
 use chokepoint_core::serve::server::{ServeOptions, Server};
 use chokepoint_core::watch::DEFAULT_DEBOUNCE;
 use std::path::PathBuf;
@@ -39,6 +40,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::from(crate::EXIT_CONFIG);
         }
     };
+    // Whoever runs the live engine decides its Pendings at its prompt (`--review`) and holds its
+    // token: not an agent's process.
+    if let Err(refused) = chokepoint_core::serve::deciders::check_this_process(&engine, Act::Serve) {
+        eprintln!("error: {refused}");
+        return ExitCode::from(1);
+    }
     for d in &engine.info().diagnostics {
         eprintln!("warning: {d} (gates are denied until the configuration loads)");
     }

@@ -103,7 +103,7 @@ fn write_input(ws: &Path, file: &str) -> String {
 
 /// Runs `chokepoint hook --agent claude` with `input`; (exit code, stdout, stderr).
 fn hook(ws: &Path, runtime: &Path, input: &str, extra: &[&str]) -> (i32, String, String) {
-    let mut child = Command::new(BIN)
+    let mut child = common::as_agent()
         .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
         .args(extra)
         .env("XDG_RUNTIME_DIR", runtime)

@@ -18,10 +18,12 @@ use std::time::{Duration, Instant};
 
 pub use super::call::ASK_MARGIN;
 use super::call::{self, Bound, Counters, HookCall};
+use super::deciders::{self, Act, Reference, Registry};
 use super::endpoint::Endpoint;
 use super::error::ServeError;
 use super::http::Http;
 pub use super::http::READ_TIMEOUT;
+use super::process::Process;
 use super::protocol::{Answer, HookRequest, MAX_REQUEST, Request, read_frame, write_frame};
 use crate::approvals::PendingDict;
 use crate::engine::judge::Engine;
@@ -92,7 +94,8 @@ impl Server {
             .name("chokepoint-serve".into())
             .spawn({
                 let (stopping, counters) = (Arc::clone(&stopping), Arc::clone(&counters));
-                move || accept_loop(&listener, &engine, &stopping, &counters)
+                let registry = Registry::for_server(&engine);
+                move || accept_loop(&listener, &engine, registry.as_ref(), &stopping, &counters)
             })
             .map_err(|e| ServeError::from(format!("cannot start the server thread: {e}")));
         let accept = match accept {
@@ -159,7 +162,13 @@ impl Drop for Server {
 /// How often the accept loop looks whether it should stop while nobody connects.
 const POLL: Duration = Duration::from_millis(100);
 
-fn accept_loop(listener: &UnixListener, engine: &Arc<Engine>, stopping: &AtomicBool, counters: &Arc<Counters>) {
+fn accept_loop(
+    listener: &UnixListener,
+    engine: &Arc<Engine>,
+    registry: Option<&Registry>,
+    stopping: &AtomicBool,
+    counters: &Arc<Counters>,
+) {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd;
     while !stopping.load(Ordering::Acquire) {
@@ -172,20 +181,20 @@ fn accept_loop(listener: &UnixListener, engine: &Arc<Engine>, stopping: &AtomicB
             std::thread::sleep(Duration::from_millis(10));
             continue;
         };
-        let (engine, counters) = (Arc::clone(engine), Arc::clone(counters));
+        let (engine, counters, registry) = (Arc::clone(engine), Arc::clone(counters), registry.cloned());
         // No runtime, or out of threads: the connection is dropped, and the hook judges alone.
         if let Ok(runtime) = super::call::pool() {
-            drop(runtime.spawn_blocking(move || counters.count(serve(stream, engine))));
+            drop(runtime.spawn_blocking(move || counters.count(serve(stream, engine, registry.as_ref()))));
         }
     }
 }
 
 /// Answers one connection; `false` when it was refused.
-fn serve(mut stream: UnixStream, engine: Arc<Engine>) -> bool {
-    if !same_user(&stream) {
+fn serve(mut stream: UnixStream, engine: Arc<Engine>, registry: Option<&Registry>) -> bool {
+    let Some(peer) = same_user(&stream) else {
         // Not even an answer: someone else's process learns nothing.
         return false;
-    }
+    };
     let received = Instant::now();
     let request = match read_request(&mut stream) {
         Ok(request) => request,
@@ -195,12 +204,27 @@ fn serve(mut stream: UnixStream, engine: Arc<Engine>) -> bool {
         }
     };
     let answer = match request {
-        Request::Hook(hook) => match judge(hook, engine, received) {
-            Ok(reply) => Answer::Reply(reply),
-            Err(reason) => {
-                let _ = send(&mut stream, &Answer::Refused { reason });
-                return false;
+        Request::Hook(hook) => {
+            // The hook's process, read while it waits for its answer; its agent is registered once
+            // the answer is sent (its parent outlives it).
+            let caller = Process::read(peer);
+            let answer = match judge(hook, engine, received) {
+                Ok(reply) => Answer::Reply(reply),
+                Err(reason) => {
+                    let _ = send(&mut stream, &Answer::Refused { reason });
+                    return false;
+                }
+            };
+            let sent = send(&mut stream, &answer).is_ok();
+            if let (Some(registry), Some(caller)) = (registry, caller) {
+                let _ = registry.remember_caller_of(&caller, Reference::this_process());
             }
+            return sent;
+        }
+        Request::Decide { id, decision, .. } => match deciders::check_peer(registry, peer, Act::Decide) {
+            // Who decided, as the kernel says and not as the request claims.
+            Ok(decider) => pendings(Request::Decide { id, decision, by: decider.by() }, &engine),
+            Err(reason) => Answer::Refused { reason },
         },
         other => pendings(other, &engine),
     };
@@ -258,12 +282,11 @@ fn send(stream: &mut UnixStream, answer: &Answer) -> std::io::Result<()> {
     write_frame(stream, &body)
 }
 
-/// Whether the peer runs as this process's user (the kernel's word, not the peer's).
-fn same_user(stream: &UnixStream) -> bool {
-    match nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials) {
-        Ok(peer) => peer.uid() == nix::unistd::getuid().as_raw(),
-        Err(_) => false,
-    }
+/// The peer's pid when it runs as this process's user (the kernel's word, not the peer's); 0 for a
+/// peer in a pid namespace this process cannot see into.
+fn same_user(stream: &UnixStream) -> Option<u32> {
+    let peer = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials).ok()?;
+    (peer.uid() == nix::unistd::getuid().as_raw()).then(|| u32::try_from(peer.pid()).unwrap_or(0))
 }
 
 #[cfg(test)]
