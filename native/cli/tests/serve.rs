@@ -264,3 +264,107 @@ fn another_user_cannot_reach_the_socket() {
     );
     assert!(server.terminate().success());
 }
+
+/// Clients that open a request and send a byte of it now and then, from this process, until
+/// dropped: `count` connections, each told it will send 100 bytes, trickling one a second; at most
+/// `FLOOD_FOR`. Loopback only (a Unix socket here, 127.0.0.1 in http.rs).
+struct Trickle {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+const FLOOD_FOR: Duration = Duration::from_secs(30);
+
+impl Trickle {
+    fn start(socket: &Path, count: usize) -> Trickle {
+        let mut streams = Vec::with_capacity(count);
+        for _ in 0..count {
+            let Ok(mut stream) = UnixStream::connect(socket) else { break };
+            let _ = stream.set_nonblocking(true);
+            let _ = stream.write_all(&100u32.to_be_bytes());
+            streams.push(stream);
+        }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = std::thread::spawn({
+            let stop = std::sync::Arc::clone(&stop);
+            move || {
+                let until = Instant::now() + FLOOD_FOR;
+                while !stop.load(std::sync::atomic::Ordering::Acquire) && Instant::now() < until {
+                    for stream in &mut streams {
+                        let _ = stream.write(b" ");
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            }
+        });
+        Trickle { stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for Trickle {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[test]
+fn a_flood_of_trickling_clients_does_not_keep_a_served_hook_from_its_answer() {
+    let (ws, runtime) = (workspace(), runtime_dir());
+    select(ws.path());
+    let server = Served::start(ws.path(), runtime.path());
+    let flood = Trickle::start(&server.socket, 600);
+    std::thread::sleep(Duration::from_millis(500));
+    let deadline = Duration::from_secs(8);
+    let started = Instant::now();
+    let (code, stdout, stderr) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &["--deadline", "8"]);
+    let took = started.elapsed();
+    assert_eq!((code, stdout.as_str()), (0, ""), "a write in scope is allowed, flood or not: {stderr}");
+    assert!(took < deadline, "answered before its deadline: {took:?}");
+    let (_, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "README.md"), &["--deadline", "8"]);
+    assert!(stdout.contains("\"permissionDecision\":\"deny\"") && stdout.contains("INT-1"), "and one outside it denied: {stdout}");
+    drop(flood);
+    assert!(server.terminate().success());
+}
+
+#[test]
+fn a_saturated_live_engine_makes_the_hook_judge_alone_at_once() {
+    let (ws, runtime) = (workspace(), runtime_dir());
+    select(ws.path());
+    let mut child = Command::new(BIN)
+        .args(["serve", "--workspace", ws.path().to_str().unwrap(), "--max-connections", "4"])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (send, lines) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = send.send(line);
+        }
+    });
+    let server = Served { child, lines, socket: PathBuf::new() };
+    let line = server.wait_for(" at ");
+    let socket = PathBuf::from(line.split(" at ").nth(1).unwrap().split(" (").next().unwrap());
+    // What tells a served answer from a local one (see the top of the file).
+    std::fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\nhooks: [\n").unwrap();
+    server.wait_for("the last good configuration keeps running");
+    // Four requests that stall hold every connection it takes.
+    let held: Vec<UnixStream> = (0..4).map(|_| UnixStream::connect(&socket).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    let (code, stdout, stderr) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &["--deadline", "20"]);
+    let took = started.elapsed();
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("\"permissionDecision\":\"deny\"") && stdout.contains("hooks.yaml:"),
+        "judged alone, on the broken file: {stdout}"
+    );
+    assert!(stderr.contains("judged without the live engine") && stderr.contains("busy"), "and says why: {stderr}");
+    assert!(took < Duration::from_secs(10), "at once, not at its deadline: {took:?}");
+    drop(held);
+    assert!(server.terminate().success());
+}

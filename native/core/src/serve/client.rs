@@ -55,8 +55,10 @@ pub fn exchange(endpoint: &Endpoint, request: &Request, timeout: Duration) -> Re
         stream.set_write_timeout(Some(timeout))?;
         stream.set_read_timeout(Some(timeout))?;
         let body = serde_json::to_vec(request).map_err(std::io::Error::other)?;
-        write_frame(&mut stream, &body)?;
-        let answer = read_frame(&mut stream, MAX_ANSWER)?;
+        // A server too busy to take the request says so at once and hangs up, maybe before the
+        // request is sent: its answer is read all the same.
+        let wrote = write_frame(&mut stream, &body);
+        let answer = read_frame(&mut stream, MAX_ANSWER).map_err(|e| wrote.err().unwrap_or(e))?;
         serde_json::from_slice::<Answer>(&answer).map_err(std::io::Error::other)
     })();
     sent.map_err(|e| Unanswered::Failed(format!("the engine did not answer: {e}")))

@@ -190,7 +190,7 @@ impl Registry {
         let gone: Vec<(u32, u64)> = self
             .rows()?
             .into_iter()
-            .filter(|(pid, start, row_ns, _)| *row_ns == ns && !Process::read(*pid).is_some_and(|p| p.start == *start))
+            .filter(|(pid, start, row_ns, _)| *row_ns == ns && Process::read(*pid).is_none_or(|p| p.start != *start))
             .map(|(pid, start, _, _)| (pid, start))
             .collect();
         let conn = self.state.lock()?;
