@@ -368,3 +368,76 @@ fn a_saturated_live_engine_makes_the_hook_judge_alone_at_once() {
     drop(held);
     assert!(server.terminate().success());
 }
+
+#[test]
+fn a_server_killed_with_sigkill_leaves_nothing_the_next_start_or_a_client_trusts() {
+    let (ws, runtime) = (workspace(), runtime_dir());
+    select(ws.path());
+    let file = ws.path().join(".orchestration/serve.json");
+    let mut server = Served::start(ws.path(), runtime.path());
+    let first: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(first["pid"], server.child.id(), "the serve file names its server: {first}");
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    // What it leaves: its socket and its serve file, with the old token.
+    assert!(server.socket.exists() && file.exists());
+    let stale = chokepoint_core::serve::token::Access::read_live(&file).unwrap_err().to_string();
+    assert!(stale.contains("not running"), "a client does not trust a dead server's file: {stale}");
+    let live = doctor(ws.path(), runtime.path())["live_engine"].clone();
+    assert_eq!((live["serving"].as_bool(), live["http_url"].as_str()), (Some(false), None), "{live}");
+    let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
+    assert_eq!((code, stdout.as_str()), (0, ""), "judged alone meanwhile");
+
+    // The next start replaces both.
+    let again = Served::start(ws.path(), runtime.path());
+    let second: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_ne!(second["token"], first["token"], "a new token");
+    assert_eq!(second["pid"], again.child.id());
+    assert!(chokepoint_core::serve::token::Access::read_live(&file).is_ok());
+    assert!(UnixStream::connect(&again.socket).is_ok());
+    assert!(again.terminate().success());
+}
+
+#[test]
+fn another_users_folder_in_tmp_does_not_keep_the_live_engine_from_starting() {
+    let (ws, tmp, home) = (workspace(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    select(ws.path());
+    // Someone made `/tmp/chokepoint-<uid>` first: another user's folder (as root, we can make one),
+    // else a link to a folder of theirs.
+    let taken = tmp.path().join(format!("chokepoint-{}", nix::unistd::getuid()));
+    if nix::unistd::getuid().is_root() {
+        std::fs::create_dir(&taken).unwrap();
+        std::fs::set_permissions(&taken, std::fs::Permissions::from_mode(0o777)).unwrap();
+        nix::unistd::chown(&taken, Some(nix::unistd::Uid::from_raw(65534)), Some(nix::unistd::Gid::from_raw(65534))).unwrap();
+    } else {
+        std::os::unix::fs::symlink(home.path(), &taken).unwrap();
+    }
+    let env = |command: &mut Command| {
+        command.env_remove("XDG_RUNTIME_DIR").env("TMPDIR", tmp.path()).env("HOME", home.path()).env_remove("XDG_CACHE_HOME");
+    };
+    let mut serve = Command::new(BIN);
+    serve.args(["serve", "--workspace", ws.path().to_str().unwrap()]).stderr(Stdio::piped());
+    env(&mut serve);
+    let mut child = serve.spawn().unwrap();
+    let (send, lines) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = send.send(line);
+        }
+    });
+    let server = Served { child, lines, socket: PathBuf::new() };
+    let line = server.wait_for("serving ");
+    assert!(line.contains(home.path().to_str().unwrap()), "a folder under the user's own home instead: {line}");
+    // A hook with the same environment finds it: break the configuration, and the served answer still allows.
+    std::fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\nhooks: [\n").unwrap();
+    server.wait_for("the last good configuration keeps running");
+    let mut hook = common::as_agent();
+    hook.args(["hook", "--agent", "claude", "--workspace", ws.path().to_str().unwrap()]);
+    env(&mut hook);
+    let mut hook = hook.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    hook.stdin.take().unwrap().write_all(write_input(ws.path(), "src/a.ts").as_bytes()).unwrap();
+    let out = hook.wait_with_output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("permissionDecision"), "served: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(server.terminate().success());
+}

@@ -81,7 +81,7 @@ impl Http {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port))
             .map_err(|e| ServeError::from(format!("cannot listen on 127.0.0.1:{port} for http hooks: {e}")))?;
         let port = listener.local_addr().map(|a| a.port()).map_err(|e| ServeError::from(format!("cannot read the http port: {e}")))?;
-        let access = Access { url: format!("http://127.0.0.1:{port}"), token: token::new_token()? };
+        let access = Access { url: format!("http://127.0.0.1:{port}"), token: token::new_token()?, pid: std::process::id() };
         token::write(&file, &access)?;
         let gate = Gate { port, token: access.token.clone(), program };
         let accept = std::thread::Builder::new().name("chokepoint-http".into()).spawn({
