@@ -89,8 +89,12 @@ pub fn run(command: IntentCommand) -> ExitCode {
                 }
             }
         }),
-        IntentCommand::Release { workspace, session } => {
-            crate::with_engine(&workspace, |engine| match engine.gatekeeper().release(&session) {
+        IntentCommand::Release { workspace, session } => crate::with_engine(&workspace, |engine| {
+            // Releasing a session's intent frees it for others: a person's act, like a revocation.
+            if let Err(refused) = chokepoint_core::serve::deciders::check_this_process(engine, Act::Revoke) {
+                return failure(&refused);
+            }
+            match engine.gatekeeper().release(&session) {
                 Ok(0) => {
                     println!("session `{session}` held no intent");
                     ExitCode::SUCCESS
@@ -101,8 +105,8 @@ pub fn run(command: IntentCommand) -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(e) => failure(e.message()),
-            })
-        }
+            }
+        }),
         IntentCommand::List { workspace, json } => crate::with_engine(&workspace, |engine| {
             let holders = match engine.gatekeeper().holders() {
                 Ok(h) => h,

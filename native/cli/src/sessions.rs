@@ -60,13 +60,16 @@ pub fn run(args: SessionsArgs) -> ExitCode {
         }),
         Some(SessionsCommand::Revoke { session, reason, by }) => crate::with_engine(&workspace, |engine| {
             // A person revokes a lease, never another session's agent.
-            if let Err(refused) = chokepoint_core::serve::deciders::check_this_process(engine, Act::Revoke) {
-                return failure(&refused);
-            }
+            let decider = match chokepoint_core::serve::deciders::check_this_process(engine, Act::Revoke) {
+                Ok(decider) => decider,
+                Err(refused) => return failure(&refused),
+            };
             let person = by
                 .or_else(|| ["USER", "LOGNAME"].iter().find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty())))
                 .unwrap_or_else(|| "an unnamed user".to_owned());
-            let by = format!("{person} via chokepoint sessions revoke");
+            // The name is the person's word; the process and terminal are the kernel's.
+            let place = decider.terminal.as_deref().map(|t| format!(" on {t}")).unwrap_or_default();
+            let by = format!("{person} via chokepoint sessions revoke, pid {}{place}", decider.pid);
             match engine.revoke_lease(&session, &by, reason.as_deref()) {
                 Ok(Some(revocation)) if json => {
                     println!("{}", revocation_json(&revocation));

@@ -364,7 +364,8 @@ fn agent_runs(ws: &Path, runtime: &Path, commands: &[&[&str]]) -> String {
     let mut script = format!("printf '%s' '{read}' | \"$CHOKEPOINT\" hook --agent claude --workspace \"$WS\" >/dev/null\n");
     for command in commands {
         let args: Vec<String> = command.iter().map(|a| format!("'{a}'")).collect();
-        script.push_str(&format!("\"$CHOKEPOINT\" {} --workspace \"$WS\" 2>&1\necho \"exit=$?\"\n", args.join(" ")));
+        // Bounded: a command that is not refused (`serve`) must not hang the test.
+        script.push_str(&format!("timeout 20 \"$CHOKEPOINT\" {} --workspace \"$WS\" 2>&1 </dev/null\necho \"exit=$?\"\n", args.join(" ")));
     }
     let file = ws.join("agent.sh");
     std::fs::write(&file, script).unwrap();
@@ -415,7 +416,7 @@ fn approved_pid(by: &str) -> u32 {
 }
 
 #[test]
-fn an_agents_own_process_cannot_widen_its_scope_or_revoke_a_lease() {
+fn an_agents_own_process_cannot_widen_its_scope_revoke_a_lease_or_serve() {
     let (ws, runtime) = (workspace(ASK_WRITES), runtime_dir());
     let said = agent_runs(
         ws.path(),
@@ -423,9 +424,11 @@ fn an_agents_own_process_cannot_widen_its_scope_or_revoke_a_lease() {
         &[
             &["intent", "approve", "--session", "claude:s1", "--intent", "INT-1", "--path", "docs/**"],
             &["sessions", "revoke", "claude:s1", "--reason", "mine now"],
+            &["intent", "release", "--session", "claude:s1"],
+            &["serve", "--review"],
         ],
     );
-    assert_eq!(said.matches("exit=").count(), 2, "{said}");
+    assert_eq!(said.matches("exit=").count(), 4, "{said}");
     assert!(!said.contains("exit=0"), "refused: {said}");
     assert!(said.contains("your own terminal"), "{said}");
     let sessions = Command::new(BIN).args(["sessions", "--json", "--workspace", ws.path().to_str().unwrap()]).output().unwrap();
@@ -441,4 +444,34 @@ fn an_agents_own_process_cannot_widen_its_scope_or_revoke_a_lease() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_contained_command_that_leaves_its_agents_tree_and_clears_its_environment_is_still_refused() {
+    let (ws, runtime) = (workspace(ASK_WRITES), runtime_dir());
+    let out = ws.path().join("src/out");
+    // The agent's shell command, contained; it double-forks into a session of its own (no agent
+    // among its ancestors any more), clears its environment, and tries to revoke the lease.
+    let escape = format!(
+        "grep -q 'NoNewPrivs:.*1' /proc/self/status || {{ echo no-landlock > {out}; exit 0; }}; \
+         (setsid sh -c 'sleep 0.3; env -i {BIN} sessions revoke claude:s1 --workspace {ws} > {out}.tmp 2>&1; echo exit=$? >> {out}.tmp; mv {out}.tmp {out}' &); sleep 1",
+        out = out.display(),
+        ws = ws.path().display()
+    );
+    let run = common::as_agent()
+        .args(["exec", "--session", "claude:s1", "--workspace", ws.path().to_str().unwrap(), "--", "sh", "-c", &escape])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .output()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while !out.exists() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let said =
+        std::fs::read_to_string(&out).unwrap_or_else(|_| panic!("the escapee never wrote: {}", String::from_utf8_lossy(&run.stderr)));
+    if said.trim() == "no-landlock" {
+        eprintln!("skipped: this kernel has no Landlock, so a contained command carries no no_new_privs mark");
+        return;
+    }
+    assert!(said.contains("exit=1") && said.contains("no_new_privs") && said.contains("your own terminal"), "{said}");
 }

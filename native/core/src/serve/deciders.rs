@@ -269,7 +269,9 @@ fn judge(registry: Option<&Registry>, who: &Process, reference: Reference, act: 
     if let Some(registry) = registry {
         let rows = registry.rows().map_err(|e| refusal_text(&format!("the registry of agents' processes cannot be read ({e})"), act))?;
         let ns = reference.pid_ns.unwrap_or(0);
-        let agents: HashSet<(u32, u64)> = rows.iter().filter(|r| r.2 == ns).map(|r| (r.0, r.1)).collect();
+        let mut agents: HashSet<(u32, u64)> = rows.iter().filter(|r| r.2 == ns).map(|r| (r.0, r.1)).collect();
+        // What this process saw itself stays known even if someone deletes the table's rows.
+        agents.extend(registry.known.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().copied());
         if let Some(agent) = lineage.iter().find(|p| agents.contains(&(p.pid, p.start))) {
             let whose = if agent.pid == who.pid { "this process".to_owned() } else { format!("process {} ({})", agent.pid, agent.name()) };
             return Err(refusal_text(
