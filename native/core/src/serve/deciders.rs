@@ -156,16 +156,37 @@ impl Registry {
             return Ok(());
         }
         let conn = self.state.lock()?;
+        // Read first: a read takes no write lock (a write that changes nothing still takes it).
+        let mut missing = Vec::new();
+        for p in fresh {
+            let known = conn
+                .prepare_cached("SELECT 1 FROM agent_processes_v1 WHERE boot = ?1 AND pid = ?2 AND start = ?3")
+                .and_then(|mut select| select.exists(params![self.boot, p.pid, p.start as i64]));
+            if !known.unwrap_or(false) {
+                missing.push(p);
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
         conn.execute_batch(SCHEMA)?;
         let mut insert = conn.prepare_cached(
             "INSERT OR IGNORE INTO agent_processes_v1 (boot, pid, start, pid_ns, no_new_privs, seen_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?;
         let now = crate::base::clock::now_ms() as i64;
-        for p in fresh {
+        for p in missing {
             let ns = reference.pid_ns.unwrap_or(0) as i64;
             insert.execute(params![self.boot, p.pid, p.start as i64, ns, reference.no_new_privs, now])?;
         }
         Ok(())
+    }
+
+    /// Whether `process` is registered (a read: no write lock).
+    fn is_known(&self, process: &Process) -> bool {
+        let Ok(conn) = self.state.lock() else { return false };
+        conn.prepare_cached("SELECT 1 FROM agent_processes_v1 WHERE boot = ?1 AND pid = ?2 AND start = ?3")
+            .and_then(|mut select| select.exists(params![self.boot, process.pid, process.start as i64]))
+            .unwrap_or(false)
     }
 
     /// The agent processes `caller` (a `chokepoint hook` process) works for: recorded.
@@ -224,6 +245,11 @@ pub fn agents_of(hook: &Process) -> Vec<Process> {
 /// workspace's registry. One insert, skipped by SQLite when the row is there.
 pub fn remember_my_agent(engine: &Engine) -> Result<(), String> {
     let (Some(registry), Some(me)) = (Registry::of(engine), process::this()) else { return Ok(()) };
+    // The agent's every call comes here: once its process is known, one read of /proc and one of
+    // the table, nothing more (a shell between them was registered with it the first time).
+    if me.parent().is_some_and(|parent| registry.is_known(&parent)) {
+        return Ok(());
+    }
     registry.remember_caller_of(&me, Reference::this_process()).map_err(|e| e.to_string())
 }
 
@@ -260,7 +286,9 @@ pub fn check_this_process(engine: &Engine, act: Act) -> Result<Decider, String> 
         return Err(refusal_text("this process lives in another pid namespace than the agents' hooks", act));
     }
     // The agents' hooks run as the person's session does: a mark they lack is a contained command's.
-    let reference = Reference { pid_ns: own.pid_ns, no_new_privs: !rows.is_empty() && rows.iter().all(|r| r.3) };
+    // No agent registered (no contained command either: `chokepoint exec` registers itself): no
+    // reference, and a session that runs with the mark throughout (a sandboxed terminal) is not refused.
+    let reference = Reference { pid_ns: own.pid_ns, no_new_privs: rows.iter().all(|r| r.3) };
     judge(registry.as_ref(), &me, reference, act)
 }
 
