@@ -441,3 +441,55 @@ fn another_users_folder_in_tmp_does_not_keep_the_live_engine_from_starting() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("permissionDecision"), "served: {}", String::from_utf8_lossy(&out.stdout));
     assert!(server.terminate().success());
 }
+
+#[test]
+fn a_stopped_live_engine_whose_backlog_is_full_makes_the_hook_judge_alone_not_hang() {
+    let (ws, runtime) = (workspace(), runtime_dir());
+    select(ws.path());
+    let server = Served::start(ws.path(), runtime.path());
+    let pid = nix::unistd::Pid::from_raw(server.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    // Connections nobody accepts, until the kernel's queue for the socket is full (bounded).
+    let mut queued = Vec::new();
+    for _ in 0..10_000 {
+        let fd = nix::sys::socket::socket(
+            nix::sys::socket::AddressFamily::Unix,
+            nix::sys::socket::SockType::Stream,
+            nix::sys::socket::SockFlag::SOCK_NONBLOCK | nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+            None,
+        )
+        .unwrap();
+        if nix::sys::socket::connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &nix::sys::socket::UnixAddr::new(&server.socket).unwrap())
+            .is_err()
+        {
+            break;
+        }
+        queued.push(fd);
+    }
+    assert!(queued.len() < 10_000, "the queue filled");
+    // Not through a stand-in: a hook that hangs is killed itself.
+    let mut child = Command::new(BIN)
+        .args(["hook", "--agent", "claude", "--workspace", ws.path().to_str().unwrap(), "--deadline", "20"])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(write_input(ws.path(), "src/a.ts").as_bytes()).unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let finished = child.try_wait().unwrap().is_some();
+    if !finished {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    drop(queued);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    assert!(finished, "the hook hung on a connection nobody accepts (its agent would let the call through at its timeout)");
+    assert_eq!((out.status.code(), out.stdout.as_slice()), (Some(0), &b""[..]), "judged alone: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("judged without the live engine"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(server.terminate().success());
+}

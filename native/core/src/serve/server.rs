@@ -72,7 +72,8 @@ impl Server {
         endpoint.prepare()?;
         let socket = endpoint.socket();
         if socket.exists() {
-            if UnixStream::connect(socket).is_ok() {
+            // Without waiting: a server too busy (or stopped) to queue us is alive all the same.
+            if !matches!(super::client::connect_now(socket), Err(super::client::Unanswered::NotServed(_))) {
                 return Err(format!(
                     "another engine already serves this workspace at {} (a VS Code window or `chokepoint serve` on it); hooks reach that one",
                     socket.display()
