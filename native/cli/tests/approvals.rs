@@ -475,3 +475,32 @@ fn a_contained_command_that_leaves_its_agents_tree_and_clears_its_environment_is
     }
     assert!(said.contains("exit=1") && said.contains("no_new_privs") && said.contains("your own terminal"), "{said}");
 }
+
+#[test]
+fn a_process_in_another_pid_namespace_cannot_decide() {
+    if !nix::unistd::getuid().is_root() || !Path::new("/usr/bin/unshare").exists() {
+        eprintln!("skipped: needs root and unshare to start a process in a pid namespace of its own");
+        return;
+    }
+    let (ws, runtime) = (workspace(ASK_WRITES), runtime_dir());
+    let _server = Served::start(ws.path(), runtime.path(), &[], &[]);
+    let waiting = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts", "default"), &[]);
+    let id = pending(ws.path(), runtime.path())["id"].as_str().unwrap().to_owned();
+    // As a contained command may run: in a pid namespace of its own, no agent among its ancestors.
+    let out = Command::new("/usr/bin/unshare")
+        .args(["--pid", "--fork", "--mount-proc", "--", BIN, "approvals", "approve", &id, "--workspace", ws.path().to_str().unwrap()])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .env_remove("CLAUDECODE")
+        .env_remove("CHOKEPOINT_HOOK_DEPTH")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("another pid namespace") && said.contains("your own terminal"), "{said}");
+    assert_eq!(pending(ws.path(), runtime.path())["status"], "open");
+    let approved = approvals(ws.path(), runtime.path(), &["approve", &id], None);
+    assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
+    let (code, reply, _) = finished(waiting);
+    assert_eq!(code, 0);
+    assert_ne!(decision(&reply), "deny", "{reply}");
+}
