@@ -75,14 +75,7 @@ pub fn verify(ws: &Path) {
 /// an agent's process to the engine (`serve::deciders`), which refuses that process and everything
 /// under it the decisions a person takes: the test, which plays the person too, must not be one.
 pub fn as_agent() -> Command {
-    static SCRIPT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    let script = SCRIPT.get_or_init(|| {
-        let path = std::env::temp_dir().join(format!("chokepoint-test-agent-{}.sh", std::process::id()));
-        // Not `exec`: the shell stays the hook's parent, the agent of this one call.
-        fs::write(&path, "\"$@\"\n").unwrap();
-        path
-    });
     let mut command = Command::new("/bin/sh");
-    command.arg(script).arg(program());
+    command.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/agent.sh")).arg(program());
     command
 }
