@@ -15,6 +15,10 @@
 //!   the same live engine over 127.0.0.1 (a new connection per call, as an agent without keep-alive
 //!   makes it, with the run's token): no process at all; compared with the hook alone (target:
 //!   median ≤ 0.5 ms), and printed against the spawn and the Python hook too;
+//! - `hook.claude.pre_tool_use.served.flood` and `hook.claude.pre_tool_use.http.flood`: the served
+//!   and HTTP calls again while 600 clients trickle requests into the socket and 2,000 slow clients
+//!   without the token hold connections to the HTTP port (each opened again when the server cuts
+//!   it), as ratios to the quiet figures of the same run (target: ≤ 2×);
 //! - `hook.python` and `hook.node`: a minimal Python and Node hook doing the same JSON round trip
 //!   (read the input, answer allow), compared with `hook.claude.pre_tool_use` (target: Python ≥ 30×).
 //!
@@ -112,6 +116,28 @@ fn main() {
         c
     };
     let hook = || hook_in(true);
+    // The served rounds run on a copy of the workspace: a hook judging alone registers its parent
+    // (this process) as an agent's in its workspace (`serve::deciders`), and an agent's process may
+    // not start the live engine there.
+    let served_ws = tempfile::tempdir().expect("a second workspace");
+    let served_root = served_ws.path();
+    std::fs::create_dir_all(served_root.join(".orchestration")).unwrap();
+    std::fs::create_dir_all(served_root.join("src")).unwrap();
+    for file in ["active_intents.yaml", "hooks.yaml"] {
+        std::fs::copy(root.join(".orchestration").join(file), served_root.join(".orchestration").join(file)).unwrap();
+    }
+    let selected = Command::new(program)
+        .args(["intent", "select", "--workspace", served_root.to_str().unwrap(), "--session", "claude:bench", "INT-1"])
+        .output()
+        .unwrap();
+    assert!(selected.status.success(), "{}", String::from_utf8_lossy(&selected.stderr));
+    let served_input = String::from_utf8(input.to_vec()).unwrap().replace(root.to_str().unwrap(), served_root.to_str().unwrap());
+    let served_input = served_input.as_bytes();
+    let served_in = || {
+        let mut c = Command::new(program);
+        c.args(["hook", "--agent", "claude", "--workspace", served_root.to_str().unwrap()]).env("XDG_RUNTIME_DIR", runtime.path());
+        c
+    };
     // The answer is what the agent would act on: checked once, outside the timing.
     let out = hook().stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut c| {
         c.stdin.take().unwrap().write_all(input)?;
@@ -136,7 +162,7 @@ fn main() {
     }
 
     let mut server = Command::new(program)
-        .args(["serve", "--workspace", root.to_str().unwrap()])
+        .args(["serve", "--workspace", served_root.to_str().unwrap()])
         .env("XDG_RUNTIME_DIR", runtime.path())
         .stderr(Stdio::piped())
         .spawn()
@@ -145,8 +171,8 @@ fn main() {
     let mut said = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stderr.as_mut().unwrap()), &mut said).unwrap();
     assert!(said.contains("serving"), "{said}");
-    let out = hook_in(false).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut c| {
-        c.stdin.take().unwrap().write_all(input)?;
+    let out = served_in().stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut c| {
+        c.stdin.take().unwrap().write_all(served_input)?;
         c.wait_with_output()
     });
     let out = out.expect("the served hook runs");
@@ -154,21 +180,32 @@ fn main() {
     assert!(out.stdout.is_empty(), "served, a write in scope passes silently: {}", String::from_utf8_lossy(&out.stdout));
     // Where HTTP hooks post, written before the server said it serves.
     let access: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(root.join(".orchestration/serve.json")).expect("serve.json")).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(served_root.join(".orchestration/serve.json")).expect("serve.json")).unwrap();
     let host = access["url"].as_str().unwrap().strip_prefix("http://").unwrap().to_owned();
     let token = access["token"].as_str().unwrap().to_owned();
     // The spawn is timed in these rounds too, so the baseline covers both halves of the run.
     for _ in 0..ROUNDS {
         t_true.push(round_trip(&mut Command::new("/bin/true"), input));
-        t_served.push(round_trip(&mut hook_in(false), input));
-        t_http.push(http_round(&host, &token, input));
+        t_served.push(round_trip(&mut served_in(), served_input));
+        t_http.push(http_round(&host, &token, served_input));
     }
+    // The same calls during a flood of slow clients on both transports (loopback only, bounded).
+    let socket = said.split(" at ").nth(1).and_then(|s| s.split(" (").next()).expect("the socket's path").to_owned();
+    let flood = Flood::start(std::path::PathBuf::from(socket), host.parse().expect("the http address"));
+    let (mut t_served_flood, mut t_http_flood) = (Vec::new(), Vec::new());
+    for _ in 0..FLOOD_ROUNDS {
+        t_served_flood.push(round_trip(&mut served_in(), served_input));
+        t_http_flood.push(http_round(&host, &token, served_input));
+    }
+    let reopened = flood.stop();
     let _ = nix_kill(&server);
     let _ = server.wait();
     samples::write("hook.spawn_true", None, &t_true);
     samples::write("hook.claude.pre_tool_use", Some("hook.spawn_true"), &t_hook);
     samples::write("hook.claude.pre_tool_use.served", Some("hook.spawn_true"), &t_served);
     samples::write("hook.claude.pre_tool_use.http", Some("hook.claude.pre_tool_use"), &t_http);
+    samples::write("hook.claude.pre_tool_use.served.flood", Some("hook.claude.pre_tool_use.served"), &t_served_flood);
+    samples::write("hook.claude.pre_tool_use.http.flood", Some("hook.claude.pre_tool_use.http"), &t_http_flood);
     samples::write("hook.python", Some("hook.claude.pre_tool_use"), &t_python);
     samples::write("hook.node", Some("hook.claude.pre_tool_use"), &t_node);
     let median = |v: &mut Vec<u64>| {
@@ -179,6 +216,11 @@ fn main() {
         v.sort_unstable();
         v[v.len() * 99 / 100] as f64 / 1e6
     };
+    println!(
+        "hook during a flood ({reopened} slow connections cut and opened again): served {:.2}x, http {:.2}x the quiet medians (target: <= 2x)",
+        median(&mut t_served_flood) / median(&mut t_served),
+        median(&mut t_http_flood) / median(&mut t_http),
+    );
     let http = median(&mut t_http);
     println!(
         "hook over http: median {http:.3} ms, p99 {:.3} ms (target: median <= 0.5 ms); /bin/true {:.1}x, chokepoint hook alone {:.1}x, python {:.1}x its median",
@@ -195,6 +237,74 @@ fn main() {
         median(&mut t_python),
         median(&mut t_node),
     );
+}
+
+const FLOOD_ROUNDS: usize = 100;
+
+/// 600 clients trickling a request into the socket and 2,000 slow clients without the token on the
+/// HTTP port, each opened again when the server cuts it; stopped (and every connection closed) by
+/// [`Flood::stop`], or after 120 s.
+struct Flood {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<usize>,
+}
+
+impl Flood {
+    fn start(socket: std::path::PathBuf, http: std::net::SocketAddr) -> Flood {
+        assert!(http.ip().is_loopback(), "floods go to loopback only");
+        enum Slow {
+            Socket(std::os::unix::net::UnixStream),
+            Http(std::net::TcpStream),
+        }
+        let open_socket = {
+            let socket = socket.clone();
+            move || {
+                let mut s = std::os::unix::net::UnixStream::connect(&socket).ok()?;
+                s.set_nonblocking(true).ok()?;
+                s.write_all(&100u32.to_be_bytes()).ok()?;
+                Some(Slow::Socket(s))
+            }
+        };
+        let open_http = move || {
+            let mut s = std::net::TcpStream::connect_timeout(&http, std::time::Duration::from_millis(200)).ok()?;
+            s.set_nonblocking(true).ok()?;
+            s.write_all(format!("POST /hook/claude HTTP/1.1\r\nHost: {http}\r\n").as_bytes()).ok()?;
+            Some(Slow::Http(s))
+        };
+        let mut slots: Vec<(bool, Option<Slow>)> =
+            (0..600).map(|_| (true, open_socket())).chain((0..2000).map(|_| (false, open_http()))).collect();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = std::thread::spawn({
+            let stop = std::sync::Arc::clone(&stop);
+            move || {
+                let (until, mut reopened) = (Instant::now() + std::time::Duration::from_secs(120), 0);
+                while !stop.load(std::sync::atomic::Ordering::Acquire) && Instant::now() < until {
+                    for (socket, slot) in &mut slots {
+                        let mut byte = [0u8; 256];
+                        // An answer (a refusal) or the end: the server is done with it.
+                        let alive = match slot {
+                            Some(Slow::Socket(s)) => s.read(&mut byte).is_err() && s.write(b" ").is_ok(),
+                            Some(Slow::Http(s)) => s.read(&mut byte).is_err() && s.write(b"X").is_ok(),
+                            None => false,
+                        };
+                        if !alive {
+                            *slot = if *socket { open_socket() } else { open_http() };
+                            reopened += 1;
+                        }
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                reopened
+            }
+        });
+        Flood { stop, thread }
+    }
+
+    /// Stops it; how many connections were opened again after the server cut them.
+    fn stop(self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        self.thread.join().unwrap_or(0)
+    }
 }
 
 /// Stops the server as a person would (SIGTERM), so that it removes its socket.

@@ -168,16 +168,12 @@ fn read_input(path: &str) -> Result<Value, String> {
     }
 }
 
-/// Who decides from this terminal: `cli:<user>`.
+/// Who decides from this terminal: `cli:<user> (pid N, on /dev/pts/M)`. The live engine names the
+/// decider itself from the socket's peer (`serve::deciders`); this is the name `serve --review` gives.
 pub fn by() -> String {
-    let uid = nix::unistd::getuid();
-    let name = nix::unistd::User::from_uid(uid)
-        .ok()
-        .flatten()
-        .map(|u| u.name)
-        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
-        .unwrap_or_else(|| uid.to_string());
-    format!("cli:{name}")
+    let me = chokepoint_core::serve::process::this();
+    let terminal = me.as_ref().and_then(chokepoint_core::serve::process::Process::terminal);
+    chokepoint_core::serve::deciders::Decider { pid: std::process::id(), terminal }.by()
 }
 
 /// The workspace's live engine, over its socket.

@@ -63,7 +63,7 @@ pub fn run(args: DoctorArgs) -> ExitCode {
     let http = live
         .as_ref()
         .ok()
-        .and_then(|()| Access::read(&chokepoint_core::Sidecar::new(&workspace).serve_file()).ok())
+        .and_then(|()| Access::read_live(&chokepoint_core::Sidecar::new(&workspace).serve_file()).ok())
         .map(|a| format!("{}/hook/claude", a.url));
     if args.json {
         let agents: Vec<_> = reports

@@ -39,6 +39,8 @@ pub struct ExecArgs {
 
 pub fn run(args: ExecArgs) -> ExitCode {
     crate::with_valid_engine(&args.workspace, |engine| {
+        // What runs under this process is an agent's (or contained as one): it may decide nothing.
+        let _ = chokepoint_core::serve::deciders::remember_me(engine);
         let cwd = match std::env::current_dir() {
             Ok(d) => d,
             Err(e) => {

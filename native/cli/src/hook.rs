@@ -135,6 +135,9 @@ fn judge_in(workspace: &Path, call: &Call, options: &HookOptions) -> Reply {
     // event's record waits only for its write and sync. The judging waits for that open when it gets
     // there first, and a gate whose record cannot be made is denied as ever.
     let reply = crate::block_on(answer(&engine, call, options));
+    // The agent that started this hook is an agent's process to every command that decides
+    // (`serve::deciders`); the live engine learns it from the socket, alone it is written here.
+    let _ = chokepoint_core::serve::deciders::remember_my_agent(&engine);
     // What nobody waited for (a session's start, a tool's result) is made durable before the process
     // ends; a gate's record already was, before its answer. Then the engine is left to the exit that
     // follows (`Engine::before_exit` says why).

@@ -4,6 +4,7 @@
 
 use crate::{EXIT_CONFIG, EXIT_DENY};
 use chokepoint_core::scope_expansion::Expansion;
+use chokepoint_core::serve::deciders::Act;
 use chokepoint_core::{Decision, Event, EventKind};
 use clap::Subcommand;
 use std::path::PathBuf;
@@ -88,8 +89,12 @@ pub fn run(command: IntentCommand) -> ExitCode {
                 }
             }
         }),
-        IntentCommand::Release { workspace, session } => {
-            crate::with_engine(&workspace, |engine| match engine.gatekeeper().release(&session) {
+        IntentCommand::Release { workspace, session } => crate::with_engine(&workspace, |engine| {
+            // Releasing a session's intent frees it for others: a person's act, like a revocation.
+            if let Err(refused) = chokepoint_core::serve::deciders::check_this_process(engine, Act::Revoke) {
+                return failure(&refused);
+            }
+            match engine.gatekeeper().release(&session) {
                 Ok(0) => {
                     println!("session `{session}` held no intent");
                     ExitCode::SUCCESS
@@ -100,8 +105,8 @@ pub fn run(command: IntentCommand) -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(e) => failure(e.message()),
-            })
-        }
+            }
+        }),
         IntentCommand::List { workspace, json } => crate::with_engine(&workspace, |engine| {
             let holders = match engine.gatekeeper().holders() {
                 Ok(h) => h,
@@ -140,12 +145,17 @@ pub fn run(command: IntentCommand) -> ExitCode {
         }),
         IntentCommand::Approve { workspace, session, intent, paths, justification, save } => {
             crate::with_valid_engine(&workspace, |engine| {
+                // A person widens a session's scope, never the session's own agent.
+                let decider = match chokepoint_core::serve::deciders::check_this_process(engine, Act::WidenScope) {
+                    Ok(decider) => decider,
+                    Err(refused) => return failure(&refused),
+                };
                 let expansion = Expansion {
                     session: session.clone(),
                     intent: intent.clone(),
                     paths,
                     justification,
-                    approved_by: "human (chokepoint intent approve)".to_owned(),
+                    approved_by: format!("human (chokepoint intent approve, {})", decider.by()),
                     approved_at_ms: chokepoint_core::clock::now_ms(),
                 };
                 match engine.gatekeeper().approve_expansion(&expansion, save) {

@@ -10,7 +10,8 @@
 //! (`review.rs`), on a thread beside the server, until stdin ends.
 
 use chokepoint_core::Engine;
-use chokepoint_core::serve::server::{ServeOptions, Server};
+use chokepoint_core::serve::deciders::Act;
+use chokepoint_core::serve::server::{Limits, ServeOptions, Server};
 use chokepoint_core::watch::DEFAULT_DEBOUNCE;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,6 +30,10 @@ pub struct ServeArgs {
     /// picks (see .orchestration/serve.json).
     #[arg(long, default_value_t = 0)]
     http_port: u16,
+    /// How many connections the socket takes at once (each process at most 64 of them); over it, a
+    /// hook judges alone at once. For tests and tuning.
+    #[arg(long, hide = true)]
+    max_connections: Option<usize>,
 }
 
 pub fn run(args: ServeArgs) -> ExitCode {
@@ -39,6 +44,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::from(crate::EXIT_CONFIG);
         }
     };
+    // Whoever runs the live engine decides its Pendings at its prompt (`--review`) and holds its
+    // token: not an agent's process.
+    if let Err(refused) = chokepoint_core::serve::deciders::check_this_process(&engine, Act::Serve) {
+        eprintln!("error: {refused}");
+        return ExitCode::from(1);
+    }
     for d in &engine.info().diagnostics {
         eprintln!("warning: {d} (gates are denied until the configuration loads)");
     }
@@ -53,7 +64,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
     if let Err(e) = &watcher {
         eprintln!("warning: configuration edits will not be picked up ({e}); restart `chokepoint serve` after editing");
     }
-    let options = ServeOptions { program: std::env::current_exe().ok(), http_port: args.http_port };
+    let mut limits = Limits::default();
+    if let Some(max) = args.max_connections {
+        limits = Limits { connections: max, per_peer: limits.per_peer.min(max), ..limits };
+    }
+    let options = ServeOptions { program: std::env::current_exe().ok(), http_port: args.http_port, limits };
     let mut server = match Server::start(Arc::clone(&engine), options) {
         Ok(server) => server,
         Err(e) => {

@@ -4,6 +4,7 @@
 
 use crate::EXIT_DENY;
 use chokepoint_core::clock::format_utc;
+use chokepoint_core::serve::deciders::Act;
 use chokepoint_core::sessions::{SessionAction, SessionView};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
@@ -58,10 +59,17 @@ pub fn run(args: SessionsArgs) -> ExitCode {
             Err(e) => failure(e.message()),
         }),
         Some(SessionsCommand::Revoke { session, reason, by }) => crate::with_engine(&workspace, |engine| {
+            // A person revokes a lease, never another session's agent.
+            let decider = match chokepoint_core::serve::deciders::check_this_process(engine, Act::Revoke) {
+                Ok(decider) => decider,
+                Err(refused) => return failure(&refused),
+            };
             let person = by
                 .or_else(|| ["USER", "LOGNAME"].iter().find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty())))
                 .unwrap_or_else(|| "an unnamed user".to_owned());
-            let by = format!("{person} via chokepoint sessions revoke");
+            // The name is the person's word; the process and terminal are the kernel's.
+            let place = decider.terminal.as_deref().map(|t| format!(" on {t}")).unwrap_or_default();
+            let by = format!("{person} via chokepoint sessions revoke, pid {}{place}", decider.pid);
             match engine.revoke_lease(&session, &by, reason.as_deref()) {
                 Ok(Some(revocation)) if json => {
                     println!("{}", revocation_json(&revocation));

@@ -115,7 +115,7 @@ fn write_input(ws: &Path, file: &str, mode: &str) -> String {
 
 /// `chokepoint hook --agent claude`, started in the background with `input` on its stdin.
 fn hook(ws: &Path, runtime: &Path, input: &str, extra: &[&str]) -> Child {
-    let mut child = Command::new(BIN)
+    let mut child = common::as_agent()
         .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
         .args(extra)
         .env("XDG_RUNTIME_DIR", runtime)
@@ -143,6 +143,10 @@ fn approvals(ws: &Path, runtime: &Path, args: &[&str], stdin: Option<&str>) -> O
         .args(args)
         .args(["--workspace", ws.to_str().unwrap()])
         .env("XDG_RUNTIME_DIR", runtime)
+        // A person's terminal: none of an agent shell's marks, even when the tests run under one.
+        .env_remove("CLAUDECODE")
+        .env_remove("GEMINI_CLI")
+        .env_remove("CHOKEPOINT_HOOK_DEPTH")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -343,6 +347,164 @@ fn approvals_review_decides_one_pending_over_the_socket() {
     let out = approvals(ws.path(), runtime.path(), &["review", &id], Some("a\n\n"));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("is approved"), "{}", String::from_utf8_lossy(&out.stdout));
+    let (code, reply, _) = finished(waiting);
+    assert_eq!(code, 0);
+    assert_ne!(decision(&reply), "deny", "{reply}");
+}
+
+/// A stand-in for an agent that tries to decide for itself: a shell (running a script, as an agent's
+/// process stays while its tools run) that sends one hook call of its own through `chokepoint hook`,
+/// so the engine has seen it run an agent's hooks, then runs `commands` as its own children. Their
+/// output, one `exit=<code>` line after each.
+fn agent_runs(ws: &Path, runtime: &Path, commands: &[&[&str]]) -> String {
+    let read = json!({
+        "session_id": "s1", "cwd": ws, "hook_event_name": "PreToolUse",
+        "tool_name": "Read", "tool_input": { "file_path": ws.join("src/a.ts") }, "tool_use_id": "toolu_00",
+    });
+    let mut script = format!("printf '%s' '{read}' | \"$CHOKEPOINT\" hook --agent claude --workspace \"$WS\" >/dev/null\n");
+    for command in commands {
+        let args: Vec<String> = command.iter().map(|a| format!("'{a}'")).collect();
+        // Bounded: a command that is not refused (`serve`) must not hang the test.
+        script.push_str(&format!("timeout 20 \"$CHOKEPOINT\" {} --workspace \"$WS\" 2>&1 </dev/null\necho \"exit=$?\"\n", args.join(" ")));
+    }
+    let file = ws.join("agent.sh");
+    std::fs::write(&file, script).unwrap();
+    let out = Command::new("/bin/sh")
+        .arg(&file)
+        .env("CHOKEPOINT", BIN)
+        .env("WS", ws)
+        .env("XDG_RUNTIME_DIR", runtime)
+        .env_remove("CHOKEPOINT_HOOK_DEPTH")
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn an_agents_own_process_cannot_decide_its_pending_and_a_persons_terminal_can() {
+    let (ws, runtime) = (workspace(ASK_WRITES), runtime_dir());
+    let _server = Served::start(ws.path(), runtime.path(), &[], &[]);
+    let waiting = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts", "default"), &[]);
+    let id = pending(ws.path(), runtime.path())["id"].as_str().unwrap().to_owned();
+
+    let said = agent_runs(
+        ws.path(),
+        runtime.path(),
+        &[&["approvals", "approve", &id, "--note", "self-approved"], &["approvals", "reject", &id, "--reason", "no"]],
+    );
+    assert!(!said.contains("exit=0"), "every decision from the agent's process is refused: {said}");
+    assert!(said.contains("agent") && said.contains("your own terminal"), "the refusal says why and what to do: {said}");
+    let still = pending(ws.path(), runtime.path());
+    assert_eq!((still["id"].as_str(), still["status"].as_str()), (Some(id.as_str()), Some("open")), "{still}");
+    assert!(approval_records(ws.path(), "decision").is_empty(), "nothing was decided");
+
+    // The person, from a process no agent started.
+    let approved = approvals(ws.path(), runtime.path(), &["approve", &id], None);
+    assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
+    let (code, reply, stderr) = finished(waiting);
+    assert_eq!(code, 0, "{stderr}");
+    assert_ne!(decision(&reply), "deny", "{reply}");
+    let decided = approval_records(ws.path(), "decision");
+    assert_eq!(decided.len(), 1, "{decided:?}");
+    let by = decided[0]["data"]["decided_by"].as_str().unwrap();
+    assert!(by.starts_with("cli:") && by.contains(&format!("pid {}", approved_pid(by))), "who decided, truthfully: {by}");
+}
+
+/// The pid a decider's name gives (`cli:<user> (pid N, …)`), which must be a number.
+fn approved_pid(by: &str) -> u32 {
+    by.split("pid ").nth(1).and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()).and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn an_agents_own_process_cannot_widen_its_scope_revoke_a_lease_or_serve() {
+    let (ws, runtime) = (workspace(ASK_WRITES), runtime_dir());
+    let said = agent_runs(
+        ws.path(),
+        runtime.path(),
+        &[
+            &["intent", "approve", "--session", "claude:s1", "--intent", "INT-1", "--path", "docs/**"],
+            &["sessions", "revoke", "claude:s1", "--reason", "mine now"],
+            &["intent", "release", "--session", "claude:s1"],
+            &["serve", "--review"],
+        ],
+    );
+    assert_eq!(said.matches("exit=").count(), 4, "{said}");
+    assert!(!said.contains("exit=0"), "refused: {said}");
+    assert!(said.contains("your own terminal"), "{said}");
+    let sessions = Command::new(BIN).args(["sessions", "--json", "--workspace", ws.path().to_str().unwrap()]).output().unwrap();
+    let sessions: Vec<Value> = serde_json::from_slice(&sessions.stdout).unwrap();
+    assert!(sessions.iter().any(|s| s["session"] == "claude:s1" && s["lease"]["intent"] == "INT-1"), "the lease stays: {sessions:?}");
+    // The person widens the scope from their own terminal.
+    let out = Command::new(BIN)
+        .args(["intent", "approve", "--workspace", ws.path().to_str().unwrap(), "--session", "claude:s1", "--intent", "INT-1"])
+        .args(["--path", "docs/**"])
+        .env_remove("CHOKEPOINT_HOOK_DEPTH")
+        .env_remove("CLAUDECODE")
+        .env_remove("GEMINI_CLI")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_contained_command_that_leaves_its_agents_tree_and_clears_its_environment_is_still_refused() {
+    let (ws, runtime) = (workspace(ASK_WRITES), runtime_dir());
+    let out = ws.path().join("src/out");
+    // The agent's shell command, contained; it double-forks into a session of its own (no agent
+    // among its ancestors any more), clears its environment, and tries to revoke the lease.
+    let escape = format!(
+        "grep -q 'NoNewPrivs:.*1' /proc/self/status || {{ echo no-landlock > {out}; exit 0; }}; \
+         (setsid sh -c 'sleep 0.3; env -i {BIN} sessions revoke claude:s1 --workspace {ws} > {out}.tmp 2>&1; echo exit=$? >> {out}.tmp; mv {out}.tmp {out}' &); sleep 1",
+        out = out.display(),
+        ws = ws.path().display()
+    );
+    let run = common::as_agent()
+        .args(["exec", "--session", "claude:s1", "--workspace", ws.path().to_str().unwrap(), "--", "sh", "-c", &escape])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .output()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while !out.exists() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let said =
+        std::fs::read_to_string(&out).unwrap_or_else(|_| panic!("the escapee never wrote: {}", String::from_utf8_lossy(&run.stderr)));
+    if said.trim() == "no-landlock" {
+        eprintln!("skipped: this kernel has no Landlock, so a contained command carries no no_new_privs mark");
+        return;
+    }
+    // Refused as contained: isolated, it lives in a PID namespace of its own; observed, Landlock's
+    // no_new_privs marks it.
+    assert!(
+        said.contains("exit=1") && (said.contains("no_new_privs") || said.contains("pid namespace")) && said.contains("your own terminal"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_process_in_another_pid_namespace_cannot_decide() {
+    if !nix::unistd::getuid().is_root() || !Path::new("/usr/bin/unshare").exists() {
+        eprintln!("skipped: needs root and unshare to start a process in a pid namespace of its own");
+        return;
+    }
+    let (ws, runtime) = (workspace(ASK_WRITES), runtime_dir());
+    let _server = Served::start(ws.path(), runtime.path(), &[], &[]);
+    let waiting = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts", "default"), &[]);
+    let id = pending(ws.path(), runtime.path())["id"].as_str().unwrap().to_owned();
+    // As a contained command may run: in a pid namespace of its own, no agent among its ancestors.
+    let out = Command::new("/usr/bin/unshare")
+        .args(["--pid", "--fork", "--mount-proc", "--", BIN, "approvals", "approve", &id, "--workspace", ws.path().to_str().unwrap()])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .env_remove("CLAUDECODE")
+        .env_remove("CHOKEPOINT_HOOK_DEPTH")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("another pid namespace") && said.contains("your own terminal"), "{said}");
+    assert_eq!(pending(ws.path(), runtime.path())["status"], "open");
+    let approved = approvals(ws.path(), runtime.path(), &["approve", &id], None);
+    assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
     let (code, reply, _) = finished(waiting);
     assert_eq!(code, 0);
     assert_ne!(decision(&reply), "deny", "{reply}");

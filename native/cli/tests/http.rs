@@ -291,3 +291,81 @@ fn a_gate_not_judged_within_the_deadline_is_denied_with_a_200() {
     assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny", "{body}");
     assert!(body.contains("did not decide"), "{body}");
 }
+
+/// Another local user without the token, holding `count` slow connections to 127.0.0.1: each sends
+/// the start of a request and a byte of its head every half second, and is opened again when the
+/// server cuts it. At most 30 s; dropped, it closes them all.
+struct SlowClients {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<usize>>,
+}
+
+impl SlowClients {
+    fn start(host: &str, count: usize) -> SlowClients {
+        let address: std::net::SocketAddr = host.parse().unwrap();
+        assert!(address.ip().is_loopback(), "floods go to loopback only");
+        let open = move || {
+            let mut stream = TcpStream::connect_timeout(&address, Duration::from_millis(200)).ok()?;
+            stream.set_nonblocking(true).ok()?;
+            stream.write_all(format!("POST /hook/claude HTTP/1.1\r\nHost: {address}\r\n").as_bytes()).ok()?;
+            Some(stream)
+        };
+        let mut streams: Vec<Option<TcpStream>> = (0..count).map(|_| open()).collect();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = std::thread::spawn({
+            let stop = std::sync::Arc::clone(&stop);
+            move || {
+                let (until, mut reopened) = (Instant::now() + Duration::from_secs(30), 0);
+                while !stop.load(std::sync::atomic::Ordering::Acquire) && Instant::now() < until {
+                    for slot in &mut streams {
+                        let alive = slot.as_mut().is_some_and(|s| {
+                            let mut byte = [0u8; 64];
+                            // An answer (a refusal) or the end: the server is done with it.
+                            let closed = s.read(&mut byte).is_ok();
+                            !closed && s.write(b"X").is_ok()
+                        });
+                        if !alive {
+                            *slot = open();
+                            reopened += 1;
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                reopened
+            }
+        });
+        SlowClients { stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for SlowClients {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[test]
+fn slow_connections_without_the_token_do_not_delay_a_hook() {
+    let (ws, runtime) = (workspace(), runtime_dir());
+    select(ws.path());
+    let server = Served::start(ws.path(), runtime.path());
+    let flood = SlowClients::start(&server.host, 2000);
+    std::thread::sleep(Duration::from_millis(500));
+    for (file, denied) in [("src/a.ts", false), ("README.md", true)] {
+        let started = Instant::now();
+        let (status, body) = server.send(server.request("/hook/claude?deadline=5", &write_input(ws.path(), file)).as_bytes());
+        let took = started.elapsed();
+        assert_eq!(status, 200, "{body}");
+        assert!(took < Duration::from_secs(5), "answered before its deadline: {took:?}");
+        if denied {
+            assert!(body.contains("\"permissionDecision\":\"deny\"") && body.contains("INT-1"), "{body}");
+        } else {
+            assert_eq!(body, "", "a write in scope passes silently");
+        }
+    }
+    drop(flood);
+    server.terminate();
+}

@@ -130,7 +130,7 @@ impl Engine {
     /// or the socket's folder cannot be trusted.
     #[napi(catch_unwind)]
     pub fn serve(&self, program: Option<String>) -> Result<HookServer> {
-        let options = core::serve::server::ServeOptions { program: program.map(Into::into), http_port: 0 };
+        let options = core::serve::server::ServeOptions { program: program.map(Into::into), ..Default::default() };
         let server = core::serve::server::Server::start(Arc::clone(&self.inner), options).map_err(as_error(Code::Engine))?;
         Ok(HookServer { inner: Some(server) })
     }

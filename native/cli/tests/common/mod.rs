@@ -31,7 +31,7 @@ pub fn chokepoint(ws: &Path, args: &[&str]) -> Output {
 /// One call of Claude Code's hook (`chokepoint hook --agent claude --local`) in a process of its own,
 /// fed `input` on stdin as Claude Code feeds it; the process's output.
 pub fn claude_hook(ws: &Path, input: &Value) -> Output {
-    let mut child = Command::new(program())
+    let mut child = as_agent()
         .args(["hook", "--agent", "claude", "--local", "--workspace", ws.to_str().unwrap()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -68,4 +68,14 @@ pub fn records(ws: &Path) -> Vec<Value> {
 pub fn verify(ws: &Path) {
     let out = chokepoint(ws, &["trace", "verify"]);
     assert!(out.status.success(), "the ledger's chain verifies: {}{}", stdout(&out), stderr(&out));
+}
+
+/// `chokepoint ARGS` run as an agent runs its hooks: as the child of a process of its own (a shell
+/// running a script, which stays while the hook runs), never of the test itself. A hook's parent is
+/// an agent's process to the engine (`serve::deciders`), which refuses that process and everything
+/// under it the decisions a person takes: the test, which plays the person too, must not be one.
+pub fn as_agent() -> Command {
+    let mut command = Command::new("/bin/sh");
+    command.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/agent.sh")).arg(program());
+    command
 }

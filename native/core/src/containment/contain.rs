@@ -28,7 +28,7 @@ use crate::containment::isolate::{SPEC_ENV, SUPERVISOR_ARG, Spec, Status};
 use crate::containment::layer::{Applied, Layer};
 use crate::containment::sandbox::{self, Confinement};
 use crate::containment::snapshot::{self, Change, ChangeKind, Entry, EntryKind, Snapshot, Snapshotter};
-use crate::model::governance::{self, SCOPE_EXPANSION_TOOL};
+use crate::model::governance::{self, SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
 use globset::{GlobBuilder, GlobSetBuilder};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -272,10 +272,14 @@ impl ContainReport {
     pub fn tool_error(&self) -> Option<String> {
         let scope = if self.scope.is_empty() { "no paths".to_owned() } else { self.scope.join(", ") };
         let intent = self.intent_id.as_deref().map(|i| format!("intent `{i}`")).unwrap_or_else(|| "the selected intent".to_owned());
-        let advice = |which: &str| {
-            format!(
+        let advice = |which: &str| match self.intent_id {
+            Some(_) => format!(
                 "Stay inside {scope}, or ask for more with {SCOPE_EXPANSION_TOOL}(intent_id, paths, justification) naming {which}, then retry."
-            )
+            ),
+            None => format!(
+                "This session holds no intent, so it may change nothing in the workspace: select the intent the work serves with \
+                 {SELECT_INTENT_TOOL}(intent_id) first (its owned_scope is what it may write), then retry."
+            ),
         };
         let mut parts: Vec<String> = Vec::new();
         if !self.refused.is_empty() {

@@ -356,6 +356,12 @@ impl Engine {
         Ok(engine)
     }
 
+    /// The connection to state.db the engine's stores share (the serve layer keeps its registry of
+    /// agents' processes there).
+    pub(crate) fn state_db(&self) -> &Arc<crate::base::sqlite::StateDb> {
+        &self.state
+    }
+
     pub fn sidecar(&self) -> &Sidecar {
         &self.sidecar
     }

@@ -143,3 +143,156 @@ impl Counters {
         counter.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
+
+/// How many connections a server takes at once, and from whom: what keeps room for hooks while
+/// clients that send slowly, or many, are about (issue 27).
+///
+/// Reading a request costs no thread (both transports read on one event loop, `server.rs` and
+/// `http.rs`), so these bound file descriptors and memory; judging holds a thread of the pool, so
+/// [`Limits::judging`] bounds those. A request over a limit is refused at once: a hook's call then
+/// judges alone (`Answer::Refused`), an HTTP hook's is denied with a 200, and neither waits out
+/// its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections open at once on the socket, being read or judged.
+    pub connections: usize,
+    /// Of those, from one process (the peer's pid): one busy client cannot take them all.
+    pub per_peer: usize,
+    /// Calls being judged at once, over both transports (an ask holds its thread until a person
+    /// decides or its deadline).
+    pub judging: usize,
+    /// HTTP connections whose request has not yet shown the token: another user may hold these, so
+    /// the oldest is closed to make room for a new one, and a hook's request (whole at once) always
+    /// gets its turn.
+    pub unverified: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { connections: 512, per_peer: 64, judging: 256, unverified: 256 }
+    }
+}
+
+/// The connections and judgings of one server, counted against its [`Limits`].
+#[derive(Debug)]
+pub(crate) struct Admission {
+    limits: Limits,
+    counts: std::sync::Mutex<Counts>,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    open: usize,
+    per_peer: std::collections::HashMap<u32, usize>,
+    judging: usize,
+}
+
+/// One admitted connection (or judging); dropping it gives its place back.
+#[derive(Debug)]
+pub(crate) struct Ticket {
+    admission: Arc<Admission>,
+    kind: TicketKind,
+}
+
+#[derive(Debug)]
+enum TicketKind {
+    Connection(u32),
+    Judging,
+}
+
+impl Admission {
+    pub fn new(limits: Limits) -> Arc<Admission> {
+        Arc::new(Admission { limits, counts: std::sync::Mutex::default() })
+    }
+
+    fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A place for a connection of `peer`, or why there is none.
+    pub fn connection(self: &Arc<Self>, peer: u32) -> Result<Ticket, String> {
+        let mut counts = self.counts();
+        if counts.open >= self.limits.connections {
+            return Err(format!("the live engine is busy: {} connections are open, its limit", self.limits.connections));
+        }
+        let of_peer = counts.per_peer.entry(peer).or_default();
+        if *of_peer >= self.limits.per_peer {
+            return Err(format!(
+                "the live engine is busy: process {peer} has {} connections open, its limit per process",
+                self.limits.per_peer
+            ));
+        }
+        *of_peer += 1;
+        counts.open += 1;
+        Ok(Ticket { admission: Arc::clone(self), kind: TicketKind::Connection(peer) })
+    }
+
+    /// A place to judge a call, or why there is none.
+    pub fn judging(self: &Arc<Self>) -> Result<Ticket, String> {
+        let mut counts = self.counts();
+        if counts.judging >= self.limits.judging {
+            return Err(format!("the live engine is busy: {} calls are being judged, its limit", self.limits.judging));
+        }
+        counts.judging += 1;
+        Ok(Ticket { admission: Arc::clone(self), kind: TicketKind::Judging })
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut counts = self.admission.counts();
+        match self.kind {
+            TicketKind::Connection(peer) => {
+                counts.open = counts.open.saturating_sub(1);
+                if let Some(n) = counts.per_peer.get_mut(&peer) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        counts.per_peer.remove(&peer);
+                    }
+                }
+            }
+            TicketKind::Judging => counts.judging = counts.judging.saturating_sub(1),
+        }
+    }
+}
+
+/// The reply to `call` when the engine cannot take it now: a gate denied (an HTTP hook that failed
+/// would let the call through), other events let on.
+pub(crate) fn busy(call: &HookCall, why: &str) -> Reply {
+    match bounded::read(call.agent, &call.input, call.event.as_deref()) {
+        Err(reply) => reply,
+        Ok(read) if read.kind.is_none() => Reply::default(),
+        Ok(read) => reply::failure(&read, &format!("{why}; try again in a moment")),
+    }
+}
+
+/// A current-thread runtime with its I/O and timers, on which a transport accepts and reads its
+/// connections (`server.rs`, `http.rs`): one thread for every connection being read.
+pub(crate) fn io_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_are_counted_per_peer_and_in_all_and_given_back() {
+        let admission = Admission::new(Limits { connections: 3, per_peer: 2, judging: 1, unverified: 1 });
+        let a = admission.connection(1).unwrap();
+        let _b = admission.connection(1).unwrap();
+        assert!(admission.connection(1).unwrap_err().contains("per process"));
+        let _c = admission.connection(2).unwrap();
+        assert!(admission.connection(3).unwrap_err().contains("3 connections"));
+        drop(a);
+        let _d = admission.connection(3).unwrap();
+        let j = admission.judging().unwrap();
+        assert!(admission.judging().is_err());
+        drop(j);
+        assert!(admission.judging().is_ok());
+    }
+}

@@ -27,16 +27,36 @@ pub enum Forwarded {
 /// Whether an engine serves the workspace of `endpoint` now: `Err` says why not (for `chokepoint
 /// doctor`). Connects and hangs up without a request, which the server counts as refused.
 pub fn probe(endpoint: &Endpoint) -> Result<(), String> {
-    connect(endpoint).map(drop)
+    connect(endpoint).map(drop).map_err(|(Unanswered::NotServed(why) | Unanswered::Failed(why))| why)
 }
 
 /// A connection to the engine at `endpoint`, once its folder is one to trust; `Err` says why not.
-fn connect(endpoint: &Endpoint) -> Result<UnixStream, String> {
+fn connect(endpoint: &Endpoint) -> Result<UnixStream, Unanswered> {
     if !endpoint.socket().exists() {
-        return Err("no engine is serving this workspace".into());
+        return Err(Unanswered::NotServed("no engine is serving this workspace".into()));
     }
-    endpoint.check().map_err(|e| e.to_string())?;
-    UnixStream::connect(endpoint.socket()).map_err(|e| format!("the engine's socket does not answer: {e}"))
+    endpoint.check().map_err(|e| Unanswered::NotServed(e.to_string()))?;
+    connect_now(endpoint.socket())
+}
+
+/// Connects without waiting: a connection the server has no room to queue (it is stopped, or its
+/// accepting is stuck) is refused at once instead of blocking the hook past its deadline, when its
+/// agent would let the call through.
+pub(crate) fn connect_now(socket: &std::path::Path) -> Result<UnixStream, Unanswered> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, connect, socket as new_socket};
+    let fail = |e: nix::Error| Unanswered::NotServed(format!("the engine's socket does not answer: {}", std::io::Error::from(e)));
+    let fd = new_socket(AddressFamily::Unix, SockType::Stream, SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC, None).map_err(fail)?;
+    let address = UnixAddr::new(socket).map_err(fail)?;
+    match connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &address) {
+        Ok(()) => {}
+        Err(nix::errno::Errno::EAGAIN) => {
+            return Err(Unanswered::Failed("the engine is busy: its socket's queue is full (is it stopped?)".into()));
+        }
+        Err(e) => return Err(fail(e)),
+    }
+    let stream = UnixStream::from(fd);
+    stream.set_nonblocking(false).map_err(|e| Unanswered::Failed(format!("the engine's socket does not answer: {e}")))?;
+    Ok(stream)
 }
 
 /// Why a request had no answer.
@@ -50,13 +70,15 @@ pub enum Unanswered {
 
 /// Sends `request` to the engine at `endpoint` and waits at most `timeout` for its answer.
 pub fn exchange(endpoint: &Endpoint, request: &Request, timeout: Duration) -> Result<Answer, Unanswered> {
-    let mut stream = connect(endpoint).map_err(Unanswered::NotServed)?;
+    let mut stream = connect(endpoint)?;
     let sent = (|| {
         stream.set_write_timeout(Some(timeout))?;
         stream.set_read_timeout(Some(timeout))?;
         let body = serde_json::to_vec(request).map_err(std::io::Error::other)?;
-        write_frame(&mut stream, &body)?;
-        let answer = read_frame(&mut stream, MAX_ANSWER)?;
+        // A server too busy to take the request says so at once and hangs up, maybe before the
+        // request is sent: its answer is read all the same.
+        let wrote = write_frame(&mut stream, &body);
+        let answer = read_frame(&mut stream, MAX_ANSWER).map_err(|e| wrote.err().unwrap_or(e))?;
         serde_json::from_slice::<Answer>(&answer).map_err(std::io::Error::other)
     })();
     sent.map_err(|e| Unanswered::Failed(format!("the engine did not answer: {e}")))

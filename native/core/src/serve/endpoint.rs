@@ -7,7 +7,9 @@
 //!   not. The hash of the workspace's canonical path names it in 16 hex digits, the same for the
 //!   server and for every hook, however each spelled the path.
 //! - **Which runtime dir.** `$XDG_RUNTIME_DIR` (per user, on tmpfs, emptied at logout) when it is
-//!   set, else the system's temporary folder with the user id in the name.
+//!   set, else the system's temporary folder with the user id in the name, unless another user (or a
+//!   link) took that name first: then the user's cache folder (`runtime_dir_from`), which nobody else
+//!   can create ahead of us.
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -90,9 +92,33 @@ impl Endpoint {
 }
 
 fn runtime_dir() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(dir) if dir.is_absolute() && dir.is_dir() => dir.join("chokepoint"),
-        _ => std::env::temp_dir().join(format!("chokepoint-{}", nix::unistd::getuid().as_raw())),
+    let home_cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(PathBuf::from).filter(|d| d.is_absolute()).map(|h| h.join(".cache")));
+    runtime_dir_from(std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from), &std::env::temp_dir(), home_cache)
+}
+
+/// The runtime folder given `$XDG_RUNTIME_DIR`, the system's temporary folder and the user's cache
+/// folder, as every process of the user computes it alike.
+///
+/// Without `$XDG_RUNTIME_DIR`, `<tmp>/chokepoint-<uid>` when it is missing or a folder of ours; when
+/// another user (or a link) took that name first, which anyone may in a shared `/tmp`, a folder
+/// nobody else can create ahead of us: `<cache>/chokepoint/run`, under the user's home.
+fn runtime_dir_from(xdg: Option<PathBuf>, tmp: &Path, home_cache: Option<PathBuf>) -> PathBuf {
+    match xdg {
+        Some(dir) if dir.is_absolute() && dir.is_dir() => return dir.join("chokepoint"),
+        _ => {}
+    }
+    let me = nix::unistd::getuid().as_raw();
+    let shared = tmp.join(format!("chokepoint-{me}"));
+    let ours = match std::fs::symlink_metadata(&shared) {
+        Err(_) => true,
+        Ok(meta) => meta.is_dir() && meta.uid() == me,
+    };
+    match home_cache {
+        Some(cache) if !ours => cache.join("chokepoint").join("run"),
+        _ => shared,
     }
 }
 
@@ -111,6 +137,20 @@ mod tests {
         assert_ne!(a, Endpoint::in_dir(dir.path(), &ws.path().join("sub")));
         let name = a.socket().file_name().unwrap().to_str().unwrap();
         assert!(name.len() == 21 && name.ends_with(".sock"), "{name}");
+    }
+
+    #[test]
+    fn a_name_in_tmp_someone_else_took_first_is_passed_over_for_the_users_cache() {
+        let (xdg, tmp, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let cache = Some(cache.path().to_owned());
+        assert_eq!(runtime_dir_from(Some(xdg.path().to_owned()), tmp.path(), cache.clone()), xdg.path().join("chokepoint"));
+        let shared = tmp.path().join(format!("chokepoint-{}", nix::unistd::getuid().as_raw()));
+        assert_eq!(runtime_dir_from(None, tmp.path(), cache.clone()), shared, "free: ours to create");
+        std::fs::create_dir(&shared).unwrap();
+        assert_eq!(runtime_dir_from(None, tmp.path(), cache.clone()), shared, "ours: kept");
+        std::fs::remove_dir(&shared).unwrap();
+        std::os::unix::fs::symlink(xdg.path(), &shared).unwrap();
+        assert_eq!(runtime_dir_from(None, tmp.path(), cache.clone()), cache.clone().unwrap().join("chokepoint/run"), "a link: passed over");
     }
 
     #[test]

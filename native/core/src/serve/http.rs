@@ -9,7 +9,10 @@
 //! own); no `Origin` at all (else 403: browsers send one, agents do not); the run's bearer token
 //! (`token.rs`, else 401); `POST` (else 405) to `/hook/<an agent with HTTP hooks>` (else 404); a
 //! `Content-Length` (chunked bodies are refused, 411) of at most [`MAX_REQUEST`] (else 413, unread);
-//! a head of at most [`MAX_HEAD`] (else 431); the whole request within [`READ_TIMEOUT`] (else 408).
+//! a head of at most [`MAX_HEAD`] (else 431); the whole request within [`READ_TIMEOUT`] of its
+//! connection (else 408). Connections are read on one event loop, not a thread each; those that have
+//! not shown the token are at most [`Limits::unverified`](super::call::Limits), the oldest closed
+//! for a new one, so another user's slow connections never keep a hook's request from being read.
 //!
 //! What is answered: 200 with the agent's JSON, always, once the request is accepted. An HTTP hook's
 //! failure (a non-2xx status, a refused connection, a timeout) lets the call through in Claude Code,
@@ -17,15 +20,15 @@
 //! deadline ([`Bound::Here`]): a late gate is denied by us before the agent's timeout lets it pass.
 //! One request per connection (`Connection: close`).
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::io::Write;
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::call::{self, Bound, Counters, HookCall};
+use super::call::{self, Admission, Bound, Counters, HookCall};
 use super::error::ServeError;
 use super::protocol::MAX_REQUEST;
 use super::token::{self, Access};
@@ -73,16 +76,24 @@ impl Http {
         file: PathBuf,
         stopping: &Arc<AtomicBool>,
         counters: &Arc<Counters>,
+        admission: &Arc<Admission>,
     ) -> Result<Http, ServeError> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port))
             .map_err(|e| ServeError::from(format!("cannot listen on 127.0.0.1:{port} for http hooks: {e}")))?;
         let port = listener.local_addr().map(|a| a.port()).map_err(|e| ServeError::from(format!("cannot read the http port: {e}")))?;
-        let access = Access { url: format!("http://127.0.0.1:{port}"), token: token::new_token()? };
+        let access = Access { url: format!("http://127.0.0.1:{port}"), token: token::new_token()?, pid: std::process::id() };
         token::write(&file, &access)?;
-        let gate = Arc::new(Gate { port, token: access.token.clone(), program });
+        let gate = Gate { port, token: access.token.clone(), program };
         let accept = std::thread::Builder::new().name("chokepoint-http".into()).spawn({
-            let (engine, stopping, counters) = (Arc::clone(engine), Arc::clone(stopping), Arc::clone(counters));
-            move || accept_loop(&listener, &engine, &gate, &stopping, &counters)
+            let stopping = Arc::clone(stopping);
+            let shared = Shared {
+                engine: Arc::clone(engine),
+                gate,
+                counters: Arc::clone(counters),
+                admission: Arc::clone(admission),
+                unverified: Unverified::default(),
+            };
+            move || accept_loop(listener, shared, &stopping)
         });
         match accept {
             Ok(accept) => Ok(Http { access, file, accept: Some(accept) }),
@@ -115,24 +126,111 @@ impl Http {
 /// How often the accept loop looks whether it should stop while nobody connects.
 const POLL: Duration = Duration::from_millis(100);
 
-fn accept_loop(listener: &TcpListener, engine: &Arc<Engine>, gate: &Arc<Gate>, stopping: &AtomicBool, counters: &Arc<Counters>) {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::AsFd;
-    while !stopping.load(Ordering::Acquire) {
-        let mut ready = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
-        if !matches!(poll(&mut ready, PollTimeout::try_from(POLL).unwrap_or(PollTimeout::NONE)), Ok(n) if n > 0) {
-            continue;
+/// The connections whose request has not yet shown the token, oldest first: (its number, its task).
+type Unverified = Arc<std::sync::Mutex<std::collections::VecDeque<(u64, tokio::task::AbortHandle)>>>;
+
+/// What every connection of the endpoint shares.
+struct Shared {
+    engine: Arc<Engine>,
+    gate: Gate,
+    counters: Arc<Counters>,
+    admission: Arc<Admission>,
+    unverified: Unverified,
+}
+
+/// Accepts and reads every connection on one event loop (this thread): a slow client costs a file
+/// descriptor and a buffer, never a thread. At most [`Limits::unverified`] connections wait to show
+/// the token; a new one closes the oldest of them (it had its time), so clients without the token,
+/// however many, cannot keep a hook's request, which comes whole at once, from being read.
+fn accept_loop(listener: TcpListener, shared: Shared, stopping: &AtomicBool) {
+    let Ok(runtime) = call::io_runtime() else { return };
+    let shared = Arc::new(shared);
+    runtime.block_on(async {
+        let Ok(listener) = listener.set_nonblocking(true).and_then(|()| tokio::net::TcpListener::from_std(listener)) else { return };
+        let mut number = 0u64;
+        while !stopping.load(Ordering::Acquire) {
+            let (stream, peer) = match tokio::time::timeout(POLL, listener.accept()).await {
+                Err(_) => continue,
+                Ok(Ok(accepted)) => accepted,
+                Ok(Err(_)) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            // Loopback only: the listener is bound to 127.0.0.1, and this says so again for the reader.
+            if !peer.ip().is_loopback() {
+                shared.counters.count(false);
+                continue;
+            }
+            number += 1;
+            let mut unverified = shared.unverified.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            while unverified.len() >= shared.admission.limits().unverified.max(1) {
+                let Some((_, oldest)) = unverified.pop_front() else { break };
+                oldest.abort();
+                shared.counters.count(false);
+            }
+            // The task runs only once this loop awaits again (one thread), after it is listed.
+            let task = tokio::spawn(connection(stream, number, Arc::clone(&shared)));
+            unverified.push_back((number, task.abort_handle()));
         }
-        let Ok((stream, peer)) = listener.accept() else {
-            std::thread::sleep(Duration::from_millis(10));
-            continue;
-        };
-        let (engine, gate, counters) = (Arc::clone(engine), Arc::clone(gate), Arc::clone(counters));
-        // No runtime, or out of threads: the connection is dropped (for the agent, a failed hook).
-        if let Ok(runtime) = call::pool() {
-            drop(runtime.spawn_blocking(move || serve(stream, peer, &engine, &gate, &counters)));
+    });
+}
+
+/// One connection: read and checked within its deadline, then answered on the pool.
+async fn connection(mut stream: tokio::net::TcpStream, number: u64, shared: Arc<Shared>) {
+    let received = Instant::now();
+    let _ = stream.set_nodelay(true);
+    let verified = || shared.unverified.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|(n, _)| *n != number);
+    let accepted = read_request(&mut stream, &shared.gate, received + READ_TIMEOUT, verified).await;
+    verified();
+    let accepted = match accepted {
+        Ok(accepted) => accepted,
+        Err(refusal) => {
+            let _ = tokio::time::timeout(
+                READ_TIMEOUT,
+                write_async(&mut stream, &response(refusal.status, "text/plain; charset=utf-8", refusal.reason.as_bytes())),
+            )
+            .await;
+            shared.counters.count(false);
+            return linger(stream).await;
         }
+    };
+    let call = HookCall {
+        agent: accepted.agent,
+        event: accepted.event,
+        input: accepted.body,
+        depth: 0,
+        program: shared.gate.program.clone(),
+        deadline: Some(accepted.deadline),
+    };
+    let judging = match shared.admission.judging() {
+        Ok(judging) => judging,
+        Err(busy) => {
+            // Nobody to judge it alone: an HTTP hook's failure lets the call through, so a gate is denied.
+            let body = call::busy(&call, &format!("Chokepoint's live engine could not judge this call ({busy})")).http_body();
+            let _ = tokio::time::timeout(READ_TIMEOUT, write_async(&mut stream, &response(200, "application/json", body.as_bytes()))).await;
+            return shared.counters.count(true);
+        }
+    };
+    let Ok(mut stream) = stream.into_std().and_then(|s| s.set_nonblocking(false).map(|()| s)) else { return shared.counters.count(false) };
+    if let Ok(pool) = call::pool() {
+        drop(pool.spawn_blocking(move || {
+            let _judging = judging;
+            let reply = call::answer(&shared.engine, call, received, Bound::Here);
+            let _ = stream.write_all(&response(200, "application/json", reply.http_body().as_bytes()));
+            let _ = stream.flush();
+            shared.counters.count(true);
+        }));
     }
+}
+
+/// A request's parts that passed every check.
+#[derive(Debug)]
+struct Accepted {
+    agent: Agent,
+    event: Option<String>,
+    deadline: Duration,
+    body: Vec<u8>,
 }
 
 /// A request refused before judging: its status and why.
@@ -146,52 +244,14 @@ fn refuse(status: u16, reason: impl Into<String>) -> Refusal {
     Refusal { status, reason: reason.into() }
 }
 
-/// A request that passed every check.
-#[derive(Debug)]
-struct Accepted {
-    agent: Agent,
-    event: Option<String>,
-    deadline: Duration,
-    body: Vec<u8>,
-}
-
-/// Answers one connection, and counts it as answered (the engine judged it) or refused.
-fn serve(mut stream: TcpStream, peer: SocketAddr, engine: &Arc<Engine>, gate: &Gate, counters: &Counters) {
-    let received = Instant::now();
-    // Loopback only: the listener is bound to 127.0.0.1, and this says so again for the reader.
-    if !peer.ip().is_loopback() {
-        return counters.count(false);
-    }
-    let _ = stream.set_nodelay(true);
-    match read_request(&mut stream, gate, received + READ_TIMEOUT) {
-        Err(refusal) => {
-            let _ = respond(&mut stream, refusal.status, "text/plain; charset=utf-8", refusal.reason.as_bytes());
-            counters.count(false);
-            linger(&mut stream);
-        }
-        Ok(accepted) => {
-            let call = HookCall {
-                agent: accepted.agent,
-                event: accepted.event,
-                input: accepted.body,
-                depth: 0,
-                program: gate.program.clone(),
-                deadline: Some(accepted.deadline),
-            };
-            let reply = call::answer(engine, call, received, Bound::Here);
-            let _ = respond(&mut stream, 200, "application/json", reply.http_body().as_bytes());
-            counters.count(true);
-        }
-    }
-}
-
-/// Reads and checks one request, all of it before `until`.
-fn read_request(stream: &mut TcpStream, gate: &Gate, until: Instant) -> Result<Accepted, Refusal> {
+/// Reads and checks one request, all of it before `until`: the head, its checks (the token among
+/// them, after which `verified` runs), then the body.
+async fn read_request(stream: &mut tokio::net::TcpStream, gate: &Gate, until: Instant, verified: impl Fn()) -> Result<Accepted, Refusal> {
     let mut buf = Vec::with_capacity(4096);
     let end = loop {
         let searched = buf.len().saturating_sub(3);
         let room = MAX_HEAD + 1 - buf.len().min(MAX_HEAD);
-        read_some(stream, &mut buf, room, until)?;
+        read_some(stream, &mut buf, room, until).await?;
         if let Some(at) = buf[searched..].windows(4).position(|w| w == b"\r\n\r\n") {
             break searched + at + 4;
         }
@@ -204,38 +264,40 @@ fn read_request(stream: &mut TcpStream, gate: &Gate, until: Instant) -> Result<A
     let head = std::str::from_utf8(&buf[..end - 4]).map_err(|_| refuse(400, "the request's head is not UTF-8"))?;
     let request = Head::parse(head)?;
     let accepted = check(&request, gate)?;
+    verified();
     body.truncate(accepted.length);
     if request.header("expect").is_some_and(|e| e.eq_ignore_ascii_case("100-continue")) {
-        stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").map_err(|e| refuse(400, format!("the connection broke: {e}")))?;
+        write_async(stream, b"HTTP/1.1 100 Continue\r\n\r\n").await.map_err(|e| refuse(400, format!("the connection broke: {e}")))?;
     }
     body.reserve_exact(accepted.length - body.len());
     while body.len() < accepted.length {
         let want = accepted.length - body.len();
-        read_some(stream, &mut body, want, until)?;
+        read_some(stream, &mut body, want, until).await?;
     }
     Ok(Accepted { agent: accepted.agent, event: accepted.event, deadline: accepted.deadline, body })
 }
 
 /// Reads at most `max` more bytes into `buf`, waiting no later than `until`.
-fn read_some(stream: &mut TcpStream, buf: &mut Vec<u8>, max: usize, until: Instant) -> Result<(), Refusal> {
-    let left = until.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        return Err(refuse(408, format!("the request took over {} s", READ_TIMEOUT.as_secs())));
-    }
-    stream.set_read_timeout(Some(left)).map_err(|e| refuse(400, e.to_string()))?;
+async fn read_some(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>, max: usize, until: Instant) -> Result<(), Refusal> {
+    use tokio::io::AsyncReadExt;
+    let late = || refuse(408, format!("the request took over {} s", READ_TIMEOUT.as_secs()));
     let mut chunk = [0u8; 16 * 1024];
     let max = max.min(chunk.len());
-    match stream.read(&mut chunk[..max]) {
-        Ok(0) => Err(refuse(400, "the request ended early")),
-        Ok(n) => {
+    match tokio::time::timeout_at(tokio::time::Instant::from_std(until), stream.read(&mut chunk[..max])).await {
+        Err(_) => Err(late()),
+        Ok(Ok(0)) => Err(refuse(400, "the request ended early")),
+        Ok(Ok(n)) => {
             buf.extend_from_slice(&chunk[..n]);
             Ok(())
         }
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-            Err(refuse(408, format!("the request took over {} s", READ_TIMEOUT.as_secs())))
-        }
-        Err(e) => Err(refuse(400, format!("the request could not be read: {e}"))),
+        Ok(Err(e)) => Err(refuse(400, format!("the request could not be read: {e}"))),
     }
+}
+
+async fn write_async(stream: &mut tokio::net::TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    stream.write_all(bytes).await?;
+    stream.flush().await
 }
 
 /// A request's line and headers.
@@ -348,18 +410,15 @@ fn check(head: &Head, gate: &Gate) -> Result<Checked, Refusal> {
 /// request refused on its head) makes the kernel send a reset, which can reach the client before it
 /// has read the refusal. So the answer is ended first, and what the client still sends is read and
 /// dropped, at most [`LINGER_BYTES`] for at most [`LINGER`].
-fn linger(stream: &mut TcpStream) {
-    let _ = stream.shutdown(std::net::Shutdown::Write);
-    let until = Instant::now() + LINGER;
+async fn linger(mut stream: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = stream.shutdown().await;
+    let until = tokio::time::Instant::now() + LINGER;
     let (mut chunk, mut dropped) = ([0u8; 16 * 1024], 0);
     while dropped < LINGER_BYTES {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
-            return;
-        }
-        match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => dropped += n,
+        match tokio::time::timeout_at(until, stream.read(&mut chunk)).await {
+            Ok(Ok(0) | Err(_)) | Err(_) => return,
+            Ok(Ok(n)) => dropped += n,
         }
     }
 }
@@ -368,7 +427,8 @@ fn linger(stream: &mut TcpStream) {
 const LINGER: Duration = Duration::from_millis(250);
 const LINGER_BYTES: usize = 1024 * 1024;
 
-fn respond(stream: &mut TcpStream, status: u16, content_type: &str, body: &[u8]) -> std::io::Result<()> {
+/// An answer's bytes: status line, headers, body.
+fn response(status: u16, content_type: &str, body: &[u8]) -> Vec<u8> {
     let text = match status {
         200 => "OK",
         400 => "Bad Request",
@@ -393,13 +453,14 @@ fn respond(stream: &mut TcpStream, status: u16, content_type: &str, body: &[u8])
     )
     .into_bytes();
     out.extend_from_slice(body);
-    stream.write_all(&out)?;
-    stream.flush()
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
+    use std::net::TcpStream;
 
     fn gate() -> Gate {
         Gate { port: 4000, token: "t0k".into(), program: None }

@@ -13,7 +13,9 @@
 //!   checks of Host, Origin, token, size and time;
 //! - `token.rs`: the HTTP endpoint's per-run token and `.orchestration/serve.json`, which says where;
 //! - `call.rs`: one hook call judged, whichever transport brought it;
-//! - `client.rs`: the client's side.
+//! - `client.rs`: the client's side;
+//! - `deciders.rs`: who may decide (a person, never an agent's process), from `process.rs`'s reading
+//!   of `/proc`.
 //!
 //! Invariant: a served answer is the answer `chokepoint hook` would give alone with the same
 //! configuration (both run `agents::hook`); the server adds only who may ask and how much, and the
@@ -21,9 +23,11 @@
 
 mod call;
 pub mod client;
+pub mod deciders;
 pub mod endpoint;
 pub mod error;
 pub mod http;
+pub mod process;
 pub mod protocol;
 pub mod server;
 pub mod token;

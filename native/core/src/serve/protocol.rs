@@ -29,8 +29,10 @@ pub enum Request {
     Pendings,
     /// One Pending, open or decided a short while ago.
     Pending { id: String },
-    /// Decide a Pending: `decision` as `apply_decision` takes it (`{ "action": …, …its arguments }`),
-    /// by `by` (`cli:<user>`), recorded in the ledger with it.
+    /// Decide a Pending: `decision` as `apply_decision` takes it (`{ "action": …, …its arguments }`).
+    /// `by` is the client's name for itself; the server records the decider it sees instead (the
+    /// peer's user, pid and terminal, from the kernel) and refuses an agent's process
+    /// (`serve::deciders`).
     Decide { id: String, decision: Value, by: String },
 }
 

@@ -1,12 +1,15 @@
-//! The live engine's listener: one Unix socket per workspace, one thread per connection, one request
-//! and one answer per connection: a hook call to judge, or a question or decision about the engine's
+//! The live engine's listener: one Unix socket per workspace, its connections accepted and read on
+//! one event loop and answered on the pool's threads (`call::pool`), one request and one answer per
+//! connection: a hook call to judge, or a question or decision about the engine's
 //! Pendings (`chokepoint approvals`). Beside it, the loopback HTTP endpoint for agents whose hooks
 //! post to a URL (`http.rs`), started and stopped with it; both judge a hook call through `call.rs`.
 //!
 //! Who may ask, checked before the engine sees anything: only a process of the same user (the
 //! endpoint's folder is 0700 and the socket 0600, and the peer's user id, which the kernel reports,
 //! must be ours). What they may send: one frame of at most [`MAX_REQUEST`] bytes, all of it within
-//! [`READ_TIMEOUT`]; anything else is refused and the hook judges alone (`client.rs`).
+//! [`READ_TIMEOUT`] of the connection (the whole request, not each read); anything else is refused
+//! and the hook judges alone (`client.rs`). How many at once: [`Limits`] (in all, per process, being
+//! judged); a connection over them is refused at once, so a hook judges alone rather than waiting.
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -17,12 +20,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use super::call::ASK_MARGIN;
-use super::call::{self, Bound, Counters, HookCall};
+pub use super::call::Limits;
+use super::call::{self, Admission, Bound, Counters, HookCall};
+use super::deciders::{self, Act, Reference, Registry};
 use super::endpoint::Endpoint;
 use super::error::ServeError;
 use super::http::Http;
 pub use super::http::READ_TIMEOUT;
-use super::protocol::{Answer, HookRequest, MAX_REQUEST, Request, read_frame, write_frame};
+use super::process::Process;
+use super::protocol::{Answer, HookRequest, MAX_REQUEST, Request, write_frame};
 use crate::approvals::PendingDict;
 use crate::engine::judge::Engine;
 use crate::model::external_events::Agent;
@@ -36,6 +42,8 @@ pub struct ServeOptions {
     pub program: Option<PathBuf>,
     /// The HTTP endpoint's port on 127.0.0.1; 0 (the default): one the system picks.
     pub http_port: u16,
+    /// How many connections and judgings it takes at once ([`Limits`]).
+    pub limits: Limits,
 }
 
 /// A running server; dropping it stops it and removes its socket.
@@ -64,7 +72,8 @@ impl Server {
         endpoint.prepare()?;
         let socket = endpoint.socket();
         if socket.exists() {
-            if UnixStream::connect(socket).is_ok() {
+            // Without waiting: a server too busy (or stopped) to queue us is alive all the same.
+            if !matches!(super::client::connect_now(socket), Err(super::client::Unanswered::NotServed(_))) {
                 return Err(format!(
                     "another engine already serves this workspace at {} (a VS Code window or `chokepoint serve` on it); hooks reach that one",
                     socket.display()
@@ -85,14 +94,16 @@ impl Server {
         // Only once the socket is ours: a second server on the workspace never replaces the first
         // one's token file.
         let file = engine.sidecar().serve_file();
-        let http = Http::start(&engine, options.http_port, options.program, file, &stopping, &counters).inspect_err(|_| {
+        let admission = Admission::new(options.limits);
+        let http = Http::start(&engine, options.http_port, options.program, file, &stopping, &counters, &admission).inspect_err(|_| {
             let _ = std::fs::remove_file(socket);
         })?;
         let accept = std::thread::Builder::new()
             .name("chokepoint-serve".into())
             .spawn({
-                let (stopping, counters) = (Arc::clone(&stopping), Arc::clone(&counters));
-                move || accept_loop(&listener, &engine, &stopping, &counters)
+                let stopping = Arc::clone(&stopping);
+                let shared = Shared { registry: Registry::for_server(&engine), engine, counters: Arc::clone(&counters), admission };
+                move || accept_loop(listener, shared, &stopping)
             })
             .map_err(|e| ServeError::from(format!("cannot start the server thread: {e}")));
         let accept = match accept {
@@ -159,48 +170,104 @@ impl Drop for Server {
 /// How often the accept loop looks whether it should stop while nobody connects.
 const POLL: Duration = Duration::from_millis(100);
 
-fn accept_loop(listener: &UnixListener, engine: &Arc<Engine>, stopping: &AtomicBool, counters: &Arc<Counters>) {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::AsFd;
-    while !stopping.load(Ordering::Acquire) {
-        let mut ready = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
-        if !matches!(poll(&mut ready, PollTimeout::try_from(POLL).unwrap_or(PollTimeout::NONE)), Ok(n) if n > 0) {
-            continue;
+/// What every connection of one server shares.
+struct Shared {
+    engine: Arc<Engine>,
+    registry: Option<Registry>,
+    counters: Arc<Counters>,
+    admission: Arc<Admission>,
+}
+
+/// Accepts and reads every connection on one event loop (this thread), so that a client sending
+/// slowly costs a file descriptor and a buffer, never a thread; a request read whole within
+/// [`READ_TIMEOUT`] of its connection is answered on the pool's threads (`call::pool`).
+fn accept_loop(listener: UnixListener, shared: Shared, stopping: &AtomicBool) {
+    let Ok(runtime) = call::io_runtime() else { return };
+    let shared = Arc::new(shared);
+    runtime.block_on(async {
+        let Ok(listener) = listener.set_nonblocking(true).and_then(|()| tokio::net::UnixListener::from_std(listener)) else { return };
+        while !stopping.load(Ordering::Acquire) {
+            let stream = match tokio::time::timeout(POLL, listener.accept()).await {
+                Err(_) => continue,
+                Ok(Ok((stream, _))) => stream,
+                Ok(Err(_)) => {
+                    // Out of file descriptors, say: let some close instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            let Some(peer) = same_user(&stream) else {
+                // Not even an answer: someone else's process learns nothing.
+                shared.counters.count(false);
+                continue;
+            };
+            tokio::spawn(connection(stream, peer, Arc::clone(&shared)));
         }
-        let Ok((stream, _)) = listener.accept() else {
-            // Out of file descriptors, say: let some close instead of spinning.
-            std::thread::sleep(Duration::from_millis(10));
-            continue;
-        };
-        let (engine, counters) = (Arc::clone(engine), Arc::clone(counters));
-        // No runtime, or out of threads: the connection is dropped, and the hook judges alone.
-        if let Ok(runtime) = super::call::pool() {
-            drop(runtime.spawn_blocking(move || counters.count(serve(stream, engine))));
-        }
+    });
+    // Dropping the runtime closes the connections still being read; those being judged finish on
+    // the pool's threads.
+}
+
+/// One connection: admitted, read within its deadline, then answered on the pool.
+async fn connection(mut stream: tokio::net::UnixStream, peer: u32, shared: Arc<Shared>) {
+    let received = Instant::now();
+    let ticket = match shared.admission.connection(peer) {
+        Ok(ticket) => ticket,
+        // Said at once, so that the hook judges alone instead of waiting.
+        Err(busy) => return refused(stream, busy, &shared).await,
+    };
+    let until = tokio::time::Instant::from_std(received + READ_TIMEOUT);
+    let request = match tokio::time::timeout_at(until, read_request(&mut stream)).await {
+        Ok(Ok(request)) => request,
+        Ok(Err(reason)) => return refused(stream, reason, &shared).await,
+        Err(_) => return refused(stream, format!("the request was not whole within {} s", READ_TIMEOUT.as_secs()), &shared).await,
+    };
+    let judging = match shared.admission.judging() {
+        Ok(judging) => judging,
+        Err(busy) => return refused(stream, busy, &shared).await,
+    };
+    let Ok(stream) = stream.into_std().and_then(|s| s.set_nonblocking(false).map(|()| s)) else { return shared.counters.count(false) };
+    // No pool: the connection is dropped, and the hook judges alone.
+    if let Ok(pool) = call::pool() {
+        drop(pool.spawn_blocking(move || {
+            let _held = (ticket, judging);
+            shared.counters.count(serve(stream, peer, request, received, &shared));
+        }));
     }
 }
 
-/// Answers one connection; `false` when it was refused.
-fn serve(mut stream: UnixStream, engine: Arc<Engine>) -> bool {
-    if !same_user(&stream) {
-        // Not even an answer: someone else's process learns nothing.
-        return false;
-    }
-    let received = Instant::now();
-    let request = match read_request(&mut stream) {
-        Ok(request) => request,
-        Err(reason) => {
-            let _ = send(&mut stream, &Answer::Refused { reason });
-            return false;
-        }
-    };
+/// Refuses a connection before judging anything, saying why (within the read limit), and counts it.
+async fn refused(mut stream: tokio::net::UnixStream, reason: String, shared: &Shared) {
+    let _ = tokio::time::timeout(READ_TIMEOUT, send_async(&mut stream, &Answer::Refused { reason })).await;
+    shared.counters.count(false);
+}
+
+/// Answers one request read whole; `false` when it was refused.
+fn serve(mut stream: UnixStream, peer: u32, request: Request, received: Instant, shared: &Shared) -> bool {
+    let engine = Arc::clone(&shared.engine);
+    let registry = shared.registry.as_ref();
     let answer = match request {
-        Request::Hook(hook) => match judge(hook, engine, received) {
-            Ok(reply) => Answer::Reply(reply),
-            Err(reason) => {
-                let _ = send(&mut stream, &Answer::Refused { reason });
-                return false;
+        Request::Hook(hook) => {
+            // The hook's process, read while it waits for its answer; its agent is registered once
+            // the answer is sent (its parent outlives it).
+            let caller = Process::read(peer);
+            let answer = match judge(hook, engine, received) {
+                Ok(reply) => Answer::Reply(reply),
+                Err(reason) => {
+                    let _ = send(&mut stream, &Answer::Refused { reason });
+                    return false;
+                }
+            };
+            let sent = send(&mut stream, &answer).is_ok();
+            if let (Some(registry), Some(caller)) = (registry, caller) {
+                let _ = registry.remember_caller_of(&caller, Reference::this_process());
             }
+            return sent;
+        }
+        Request::Decide { id, decision, .. } => match deciders::check_peer(registry, peer, Act::Decide) {
+            // Who decided, as the kernel says and not as the request claims.
+            Ok(decider) => pendings(Request::Decide { id, decision, by: decider.by() }, &engine),
+            Err(reason) => Answer::Refused { reason },
         },
         other => pendings(other, &engine),
     };
@@ -247,10 +314,33 @@ fn pendings(request: Request, engine: &Engine) -> Answer {
     }
 }
 
-fn read_request(stream: &mut UnixStream) -> Result<Request, String> {
-    stream.set_read_timeout(Some(READ_TIMEOUT)).map_err(|e| e.to_string())?;
-    let body = read_frame(stream, MAX_REQUEST).map_err(|e| format!("the request could not be read: {e}"))?;
+/// Reads one request: a frame of at most [`MAX_REQUEST`] bytes (refused on its announced length,
+/// unread), its buffer grown as its bytes come rather than taken at once.
+async fn read_request(stream: &mut tokio::net::UnixStream) -> Result<Request, String> {
+    use tokio::io::AsyncReadExt;
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).await.map_err(|e| format!("the request could not be read: {e}"))?;
+    let len = u32::from_be_bytes(len);
+    if len > MAX_REQUEST {
+        return Err(format!("the request could not be read: a frame of {len} bytes, over the limit of {MAX_REQUEST}"));
+    }
+    let mut body = Vec::with_capacity((len as usize).min(64 * 1024));
+    let read = (&mut *stream).take(u64::from(len)).read_to_end(&mut body).await;
+    match read {
+        Ok(n) if n == len as usize => {}
+        Ok(_) => return Err("the request could not be read: it ended early".into()),
+        Err(e) => return Err(format!("the request could not be read: {e}")),
+    }
     serde_json::from_slice(&body).map_err(|e| format!("the request is not one: {e}"))
+}
+
+async fn send_async(stream: &mut tokio::net::UnixStream, answer: &Answer) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let body = serde_json::to_vec(answer).map_err(std::io::Error::other)?;
+    let len = u32::try_from(body.len()).map_err(std::io::Error::other)?;
+    stream.write_all(&len.to_be_bytes()).await?;
+    stream.write_all(&body).await?;
+    stream.flush().await
 }
 
 fn send(stream: &mut UnixStream, answer: &Answer) -> std::io::Result<()> {
@@ -258,12 +348,11 @@ fn send(stream: &mut UnixStream, answer: &Answer) -> std::io::Result<()> {
     write_frame(stream, &body)
 }
 
-/// Whether the peer runs as this process's user (the kernel's word, not the peer's).
-fn same_user(stream: &UnixStream) -> bool {
-    match nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials) {
-        Ok(peer) => peer.uid() == nix::unistd::getuid().as_raw(),
-        Err(_) => false,
-    }
+/// The peer's pid when it runs as this process's user (the kernel's word, not the peer's); 0 for a
+/// peer in a pid namespace this process cannot see into.
+fn same_user(stream: &impl std::os::fd::AsFd) -> Option<u32> {
+    let peer = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials).ok()?;
+    (peer.uid() == nix::unistd::getuid().as_raw()).then(|| u32::try_from(peer.pid()).unwrap_or(0))
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The HTTP endpoint's per-run secret and the file that tells an agent's hook configuration where to
-//! post: `.orchestration/serve.json`, `{ "url", "token" }`, mode 0600, git-ignored (it is one of
+//! post: `.orchestration/serve.json`, `{ "url", "token", "pid" }`, mode 0600, git-ignored (it is one of
 //! `base::sidecar::RUNTIME_FILES`), written when the server starts and removed when it stops.
 //!
 //! Why a token at all: a loopback port, unlike the socket's folder, is open to every user of the
@@ -21,6 +21,10 @@ pub struct Access {
     pub url: String,
     /// The bearer token every request must carry: 64 hex digits, new at every start.
     pub token: String,
+    /// The server's process: a file whose server is gone (killed with SIGKILL, it could not remove
+    /// it) is not to be trusted ([`Access::read_live`]). 0 in a file written before it was kept.
+    #[serde(default)]
+    pub pid: u32,
 }
 
 impl Access {
@@ -28,6 +32,27 @@ impl Access {
     pub fn read(file: &Path) -> Result<Access, ServeError> {
         let text = std::fs::read_to_string(file).map_err(|e| ServeError::from(format!("cannot read {}: {e}", file.display())))?;
         serde_json::from_str(&text).map_err(|e| ServeError::from(format!("{} is not a serve file: {e}", file.display())))
+    }
+
+    /// Reads the file of a server that still runs: refused when its process is gone or its port
+    /// does not answer (a server killed with SIGKILL leaves its file, and the old token, behind;
+    /// the next start replaces it).
+    pub fn read_live(file: &Path) -> Result<Access, ServeError> {
+        let access = Access::read(file)?;
+        let gone = |why: &str| {
+            ServeError::from(format!("the server that wrote {} is not running ({why}); start one with `chokepoint serve`", file.display()))
+        };
+        if access.pid == 0 || nix::sys::signal::kill(nix::unistd::Pid::from_raw(access.pid as i32), None) == Err(nix::errno::Errno::ESRCH) {
+            return Err(gone(&format!("no process {}", access.pid)));
+        }
+        let address: std::net::SocketAddr = access
+            .url
+            .strip_prefix("http://")
+            .and_then(|host| host.parse().ok())
+            .ok_or_else(|| ServeError::from(format!("{} names no address: `{}`", file.display(), access.url)))?;
+        std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_millis(500))
+            .map_err(|e| gone(&format!("{address}: {e}")))?;
+        Ok(access)
     }
 }
 
@@ -91,8 +116,9 @@ mod tests {
     fn the_file_is_the_users_alone_and_removed_only_by_its_writer() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join(".orchestration/serve.json");
-        let access = Access { url: "http://127.0.0.1:1".into(), token: new_token().unwrap() };
+        let access = Access { url: "http://127.0.0.1:1".into(), token: new_token().unwrap(), pid: std::process::id() };
         write(&file, &access).unwrap();
+        assert!(Access::read_live(&file).unwrap_err().to_string().contains("not running"), "nothing listens on port 1");
         assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(Access::read(&file).unwrap(), access);
         remove(&file, "another");
