@@ -848,6 +848,12 @@ impl Writer {
     fn catch_up(&mut self, notices: &mut Vec<Notice>) -> Result<(), LedgerError> {
         let same_file = match std::fs::metadata(&self.ledger) {
             Ok(meta) => identity_of(&meta) == self.identity,
+            // A ledger that held records and is gone is evidence of its removal, not a file to make
+            // anew: making it would hide the removal from the next reader and, while its folder is
+            // being removed, keep the folder from going.
+            Err(source) if source.kind() == io::ErrorKind::NotFound && self.last_seq > 0 => {
+                return Err(io_error(&self.ledger, "find")(source));
+            }
             Err(error) if error.kind() == io::ErrorKind::NotFound => false,
             Err(source) => return Err(io_error(&self.ledger, "inspect")(source)),
         };
