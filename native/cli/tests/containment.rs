@@ -275,8 +275,8 @@ fn killing_its_parent_and_detaching_do_not_let_a_write_escape() {
 }
 
 #[test]
-fn killing_the_supervisor_applies_nothing() {
-    if !isolation_or_skip("killing_the_supervisor_applies_nothing") {
+fn killing_the_supervisor_lands_nothing_outside_the_scope_and_still_judges_the_rest() {
+    if !isolation_or_skip("killing_the_supervisor_lands_nothing_outside_the_scope_and_still_judges_the_rest") {
         return;
     }
     let ws = workspace();
