@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 /// The command's side of one path: what it left there.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Left {
+enum Left {
     /// An entry of the upper layer (a file, directory, symlink or special file).
     Entry(Entry),
     /// Removed.
@@ -121,11 +121,6 @@ impl Layer {
         for (path, _) in before.entries().filter(|(p, _)| p.starts_with(&prefix)) {
             self.left.entry(path.to_owned()).or_insert(Left::Gone);
         }
-    }
-
-    /// What the command left at `rel`, if it changed it.
-    pub fn get(&self, rel: &str) -> Option<&Left> {
-        self.left.get(rel)
     }
 
     /// The command's changes against `before`, in path order.

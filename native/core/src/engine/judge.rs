@@ -673,10 +673,7 @@ impl Engine {
         isolator: Option<&std::path::Path>,
         timeout: Option<Duration>,
     ) -> Result<crate::containment::contain::ContainReport, EngineError> {
-        let mut plan = self.gatekeeper.contain_plan(session).map_err(|e| EngineError::from(e.to_string()))?;
-        if self.gatekeeper.settings().isolation == crate::scope::settings::IsolationSetting::Auto {
-            plan.isolator = isolator.map(std::path::Path::to_path_buf);
-        }
+        let mut plan = self.gatekeeper.contain_plan(session, isolator).map_err(|e| EngineError::from(e.to_string()))?;
         let argv: Vec<String> = shell.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
         plan.cancel = Some(Arc::clone(&cancel));

@@ -110,32 +110,6 @@ pub const GOVERNED: &[Governed] = &[
     ),
 ];
 
-/// The governed globs alone, in [`GOVERNED`]'s order (a test keeps the two equal). Compiled as
-/// they are meant (`*` crossing `/`); [`is_governance_file`] also ignores case.
-pub const GOVERNANCE_FILES: &[&str] = &[
-    ".orchestration",
-    ".orchestration/**",
-    ".claude",
-    ".claude/**",
-    ".mcp.json",
-    ".codex",
-    ".codex/**",
-    ".gemini",
-    ".gemini/**",
-    ".github/hooks",
-    ".github/hooks/**",
-    ".github/mcp.json",
-    ".github/agents/**",
-    ".copilot",
-    ".copilot/**",
-    ".cursor",
-    ".cursor/**",
-    ".vscode/settings.json",
-    ".vscode/mcp.json",
-    ".vscode/tasks.json",
-    "**/*.code-workspace",
-];
-
 /// [`GOVERNED`] compiled once per process.
 fn compiled() -> &'static GlobSet {
     static SET: OnceLock<GlobSet> = OnceLock::new();
@@ -207,8 +181,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_list_and_the_table_agree_and_every_probe_is_governed() {
-        assert_eq!(GOVERNANCE_FILES, GOVERNED.iter().map(|g| g.glob).collect::<Vec<_>>().as_slice());
+    fn every_probe_is_governed() {
         for governed in GOVERNED {
             assert!(is_governance_file(governed.probe), "{}", governed.probe);
             assert!(refusal(governed.probe).is_some_and(|r| r.contains(governed.read_by)), "{}", governed.probe);

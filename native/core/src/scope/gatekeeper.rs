@@ -44,7 +44,7 @@ pub const HOOK_NAME: &str = "gatekeeper";
 
 // The handshake's tools and the governance files are the model's vocabulary: containment, below
 // this layer, protects the same files and names the same tool.
-pub use crate::model::governance::{GOVERNANCE_FILES, SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
+pub use crate::model::governance::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
 
 /// How long a session's selection is trusted without asking the lease table again.
 pub const RECHECK: Duration = Duration::from_secs(1);
@@ -624,7 +624,13 @@ impl Gatekeeper {
     /// How to contain a shell command of this session: its shell scope as the judge and the Landlock
     /// grant, the configured writable directories (and `$TMPDIR`), the engine's own runtime files left
     /// alone, the sidecar's snapshot store.
-    pub fn contain_plan(&self, session: &str) -> Result<crate::containment::contain::ContainPlan, ScopeError> {
+    /// `isolator` is the `chokepoint` program that runs the command isolated; it is used unless
+    /// `gatekeeper.isolation` is `off`.
+    pub fn contain_plan(
+        &self,
+        session: &str,
+        isolator: Option<&std::path::Path>,
+    ) -> Result<crate::containment::contain::ContainPlan, ScopeError> {
         use crate::containment::contain::{ContainPlan, DEFAULT_OUTPUT_CAP, LandlockMode, default_excluded};
         let scope = self.shell_scope(session)?;
         let settings = self.settings();
@@ -646,7 +652,9 @@ impl Gatekeeper {
                 crate::scope::settings::LandlockSetting::Auto => LandlockMode::Auto,
                 crate::scope::settings::LandlockSetting::Off => LandlockMode::Off,
             },
-            isolator: None,
+            isolator: isolator
+                .filter(|_| settings.isolation == crate::scope::settings::IsolationSetting::Auto)
+                .map(std::path::Path::to_path_buf),
             max_held_bytes: settings.max_held_mib.saturating_mul(1024 * 1024),
             output_cap: DEFAULT_OUTPUT_CAP,
             cancel: None,
