@@ -15,11 +15,7 @@ const fs = require('fs');
 const path = require('path');
 const { ROOT } = require('../../scripts/lib');
 const { ensureAgents } = require('../../scripts/agents');
-const { CLIENTS, RUNNABLE, runAgent, makeWorkspace } = require('./support/clients');
-
-// The release build; CHOKEPOINT_PROGRAM names another. CHOKEPOINT_AGENTS=copilot,gemini runs those only.
-const PROGRAM = process.env.CHOKEPOINT_PROGRAM || path.join(ROOT, 'target/release/chokepoint');
-const CHOSEN = process.env.CHOKEPOINT_AGENTS ? process.env.CHOKEPOINT_AGENTS.split(',') : RUNNABLE;
+const { CLIENTS, RUNNABLE, runAgent, makeWorkspace, PROGRAM, CHOSEN } = require('./support/clients');
 
 const INTENTS = `version: 1
 active_intents:

@@ -14,10 +14,7 @@ const fs = require('fs');
 const path = require('path');
 const { ROOT } = require('../../scripts/lib');
 const { ensureAgents } = require('../../scripts/agents');
-const { CLIENTS, RUNNABLE, runAgent, makeWorkspace } = require('./support/clients');
-
-// The release build, as the other tests of this layer use; CHOKEPOINT_PROGRAM names another build.
-const PROGRAM = process.env.CHOKEPOINT_PROGRAM || path.join(ROOT, 'target/release/chokepoint');
+const { CLIENTS, RUNNABLE, runAgent, makeWorkspace, PROGRAM, CHOSEN } = require('./support/clients');
 
 const INTENTS = `version: 1
 active_intents:
@@ -46,9 +43,6 @@ function ledger(ws) {
   if (!fs.existsSync(file)) return [];
   return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
 }
-
-// CHOKEPOINT_AGENTS=codex,gemini runs those clients only.
-const CHOSEN = process.env.CHOKEPOINT_AGENTS ? process.env.CHOKEPOINT_AGENTS.split(',') : RUNNABLE;
 
 before(async () => {
   assert.ok(fs.existsSync(PROGRAM), `${PROGRAM} is missing: the agents layer builds it (npm run build)`);

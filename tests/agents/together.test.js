@@ -35,10 +35,8 @@ const os = require('os');
 const path = require('path');
 const { ROOT } = require('../../scripts/lib');
 const { ensureAgents } = require('../../scripts/agents');
-const { CLIENTS, runAgent, makeWorkspace } = require('./support/clients');
+const { CLIENTS, runAgent, makeWorkspace, PROGRAM } = require('./support/clients');
 
-// The release build, as the other tests of this layer use; CHOKEPOINT_PROGRAM names another build.
-const PROGRAM = process.env.CHOKEPOINT_PROGRAM || path.join(ROOT, 'target/release/chokepoint');
 const A = 'claude';
 const B = process.env.CHOKEPOINT_AGENT_B || 'codex';
 

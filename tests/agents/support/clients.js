@@ -294,6 +294,12 @@ const CLIENTS = {
 /** The clients the tests drive. */
 const RUNNABLE = ['claude', 'codex', 'gemini', 'copilot'];
 
+/** The `chokepoint` program the agents' hooks run: the release build, as every test of this layer
+ *  uses; CHOKEPOINT_PROGRAM names another build (a debug one, or an older one to see a test fail). */
+const PROGRAM = process.env.CHOKEPOINT_PROGRAM || path.join(__dirname, '../../../target/release/chokepoint');
+/** The clients a test runs: every runnable one, or those CHOKEPOINT_AGENTS names (`codex,gemini`). */
+const CHOSEN = process.env.CHOKEPOINT_AGENTS ? process.env.CHOKEPOINT_AGENTS.split(',') : RUNNABLE;
+
 /** Parses the JSON lines of a CLI's stdout (the lines that are not JSON are skipped); a stdout that
  *  is one JSON document (several lines) is returned as one event. */
 function parseEvents(stdout) {
@@ -379,4 +385,4 @@ function readLog(file) {
   return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
 }
 
-module.exports = { CLIENTS, RUNNABLE, runAgent, makeWorkspace, readLog, loghookCommand, mcpStubServer, parseEvents, LOGHOOK, MCP_STUB };
+module.exports = { CLIENTS, RUNNABLE, PROGRAM, CHOSEN, runAgent, makeWorkspace, readLog, loghookCommand, mcpStubServer, parseEvents, LOGHOOK, MCP_STUB };
