@@ -45,6 +45,16 @@ fn contained(root: &Path, mode: LandlockMode, script: &str) -> ContainReport {
     report
 }
 
+/// Someone else (a person, another agent) writing in the workspace `after_ms` into a command:
+/// `write` runs on a thread of its own; join the handle once the command has ended.
+fn meanwhile(root: &Path, after_ms: u64, write: impl FnOnce(&Path) + Send + 'static) -> std::thread::JoinHandle<()> {
+    let root = root.to_path_buf();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(after_ms));
+        write(&root);
+    })
+}
+
 fn change(path: &str, kind: ChangeKind) -> Change {
     Change { path: path.to_owned(), kind }
 }
@@ -91,18 +101,14 @@ fn a_person_and_another_agent_writing_during_a_command_keep_their_work() {
     both_modes("a_person_and_another_agent_writing_during_a_command_keep_their_work", |mode| {
         let ws = workspace();
         let root = ws.path().to_path_buf();
-        let writer = {
-            let root = root.clone();
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(700));
-                // Another agent's allowed write outside this session's scope, a person's new file, and
-                // a person's edit of a file inside the scope that the command does not touch.
-                fs::write(root.join("src/billing/pay.ts"), "edit\n").unwrap();
-                fs::create_dir_all(root.join("docs")).unwrap();
-                fs::write(root.join("docs/person.md"), "x\n").unwrap();
-                fs::write(root.join("src/auth/login.ts"), "person\n").unwrap();
-            })
-        };
+        let writer = meanwhile(&root, 700, |root| {
+            // Another agent's allowed write outside this session's scope, a person's new file, and
+            // a person's edit of a file inside the scope that the command does not touch.
+            fs::write(root.join("src/billing/pay.ts"), "edit\n").unwrap();
+            fs::create_dir_all(root.join("docs")).unwrap();
+            fs::write(root.join("docs/person.md"), "x\n").unwrap();
+            fs::write(root.join("src/auth/login.ts"), "person\n").unwrap();
+        });
         let report = contained(&root, mode, "sleep 2; echo mine > src/auth/new.ts");
         writer.join().unwrap();
         assert_eq!(fs::read_to_string(root.join("src/billing/pay.ts")).unwrap(), "edit\n", "{mode:?}");
@@ -121,13 +127,9 @@ fn a_file_someone_changed_meanwhile_keeps_their_version_and_the_command_s_is_set
     both_modes("a_file_someone_changed_meanwhile_keeps_their_version_and_the_command_s_is_set_aside", |mode| {
         let ws = workspace();
         let root = ws.path().to_path_buf();
-        let writer = {
-            let root = root.clone();
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(500));
-                fs::write(root.join("src/auth/login.ts"), "person\n").unwrap();
-            })
-        };
+        let writer = meanwhile(&root, 500, |root| {
+            fs::write(root.join("src/auth/login.ts"), "person\n").unwrap();
+        });
         let report = contained(&root, mode, "sleep 1.5; echo agent > src/auth/login.ts; echo ok > src/auth/b.ts");
         writer.join().unwrap();
         assert_eq!(fs::read_to_string(root.join("src/auth/login.ts")).unwrap(), "person\n");
@@ -434,14 +436,10 @@ fn a_folder_someone_else_made_meanwhile_takes_the_command_s_files_too() {
     }
     let ws = workspace();
     let root = ws.path().to_path_buf();
-    let writer = {
-        let root = root.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(500));
-            fs::create_dir_all(root.join("src/auth/new")).unwrap();
-            fs::write(root.join("src/auth/new/person.ts"), "person\n").unwrap();
-        })
-    };
+    let writer = meanwhile(&root, 500, |root| {
+        fs::create_dir_all(root.join("src/auth/new")).unwrap();
+        fs::write(root.join("src/auth/new/person.ts"), "person\n").unwrap();
+    });
     let report = contained(&root, LandlockMode::Off, "sleep 1.5; mkdir -p src/auth/new && echo agent > src/auth/new/agent.ts");
     writer.join().unwrap();
     assert_eq!(fs::read_to_string(root.join("src/auth/new/person.ts")).unwrap(), "person\n");
