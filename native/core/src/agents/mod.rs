@@ -22,6 +22,7 @@ pub mod hook;
 pub mod input;
 pub mod inspect;
 pub mod json;
+pub mod portable;
 pub mod reply;
 pub mod setup;
 pub mod shell;

@@ -4,11 +4,19 @@
 //! through the binding).
 //!
 //! Every event of the agent that maps onto ours (`external_events`) runs
-//! `'<program>' hook --agent <id> --deadline <s>`, except the rows that say they are not installed
+//! `chokepoint hook --agent <id> --deadline <s>`, except the rows that say they are not installed
 //! (another event already judges the same call). The agent's timeout for the hook is a margin above
 //! our deadline, so that we answer (a deny, for a gate we could not judge) before the agent gives up
 //! on us and lets the call through. The MCP server `chokepoint` goes where the agent reads project
 //! servers, and the runtime files go into the sidecar's `.gitignore`.
+//!
+//! **What a plan writes names no machine's path.** These files are shared through git: the hook
+//! and the server's command are `portable::guarded`, which finds `chokepoint` at run time on the
+//! machine it runs on and blocks when there is none, and the server finds its workspace from where
+//! the agent starts it (`chokepoint mcp` without `--workspace`). A person's own program path goes
+//! into the agent's local, ignored settings instead ([`plan_local`]: Claude Code's
+//! `.claude/settings.local.json`, as `CHOKEPOINT_PROGRAM` in its `env`). An older plan's absolute
+//! commands carry the same marker, so the next plan replaces them in place.
 //!
 //! A plan merges: the user's other hooks, servers and settings stay, in their order; an earlier
 //! entry of ours (a command holding ` hook --agent <id>`) is replaced where it was; a plan of a file
@@ -29,9 +37,9 @@
 
 use crate::agents::error::SetupError;
 use crate::agents::json::{Json, Object};
-use crate::agents::shell::quote;
+use crate::agents::portable::{PROGRAM_VAR, guarded};
 use crate::base::diagnostic::Diagnostic;
-use crate::base::sidecar::{IGNORE_FILE, IGNORE_HEADER, RUNTIME_FILES, runtime_ignore};
+use crate::base::sidecar::{IGNORE_FILE, IGNORE_HEADER, RUNTIME_FILES, runtime_ignore, with_lines};
 use crate::model::event::EventKind;
 use crate::model::external_events::{Agent, EXTERNAL_EVENTS};
 use std::collections::HashMap;
@@ -57,10 +65,8 @@ pub const DEFAULT_DEADLINE_SECS: u64 = 25;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Setup {
     pub agent: Agent,
-    /// Absolute: the MCP server is started from wherever the agent runs.
+    /// Where the files are, for the diagnostics of one that does not parse; no file names it.
     pub workspace: PathBuf,
-    /// The `chokepoint` program the hooks run: an absolute path, or a name on `PATH`.
-    pub program: PathBuf,
 }
 
 /// One event of the agent that runs our hook.
@@ -162,12 +168,13 @@ pub fn is_ours(agent: Agent, command: &str) -> bool {
     sharing(agent).iter().any(|a| command.contains(&marker(*a)))
 }
 
-/// The hook's command line for one event.
-pub fn command(agent: Agent, program: &Path, hook: &Installed) -> String {
+/// The hook's command line for one event: `chokepoint hook …` behind the guard that finds the
+/// program on this machine (`portable::guarded`).
+pub fn command(agent: Agent, hook: &Installed) -> String {
     let agent = written_as(agent);
     // Copilot CLI's input does not name its event: the command line does.
     let event = if agent == Agent::Copilot { format!(" --event {}", hook.event) } else { String::new() };
-    format!("{}{}{event} --deadline {}", quote(&program.to_string_lossy()), marker(agent), hook.deadline_secs)
+    guarded(&format!("{}{event} --deadline {}", marker(agent).trim_start(), hook.deadline_secs))
 }
 
 /// The key and unit of a handler's timeout in the agent's file: seconds, but Gemini CLI's
@@ -180,9 +187,14 @@ pub fn timeout_key(agent: Agent) -> (&'static str, u64) {
     }
 }
 
-/// The MCP server's command line: `<program> mcp --workspace <workspace>`.
-pub fn server_args(workspace: &Path) -> [String; 3] {
-    ["mcp".to_owned(), "--workspace".to_owned(), workspace.to_string_lossy().into_owned()]
+/// The MCP server's command: `sh`, which every agent that reads these files runs on (Linux,
+/// macOS), with [`server_args`].
+pub const SERVER_COMMAND: &str = "sh";
+
+/// The MCP server's arguments: `chokepoint mcp` behind the guard; the server takes the workspace
+/// from the folder the agent starts it in (or its project folder variable), so no path is named.
+pub fn server_args() -> [String; 2] {
+    ["-c".to_owned(), guarded("mcp")]
 }
 
 /// One file of the plan. `after == before` when it needs no change.
@@ -222,7 +234,7 @@ pub fn plan(setup: &Setup, current: impl Fn(&str) -> Option<String>) -> Result<V
                 }
             }
             if mcp_file(setup.agent) == Some(path) {
-                set_server(setup, &mut doc)?;
+                set_server(&mut doc)?;
             }
             doc.text(before.as_deref())
         };
@@ -230,6 +242,41 @@ pub fn plan(setup: &Setup, current: impl Fn(&str) -> Option<String>) -> Result<V
     }
     Ok(out)
 }
+
+/// The agent's local settings file, read by that agent only on this machine and ignored by git, and
+/// the ignore file that keeps it out of commits: only Claude Code has one
+/// (`.claude/settings.local.json`). Codex, Gemini CLI, Copilot CLI, Cursor and VS Code's agent read
+/// no such file: a person sets `CHOKEPOINT_PROGRAM` in their environment instead (README).
+pub fn local_files(agent: Agent) -> Option<[&'static str; 2]> {
+    match agent {
+        Agent::ClaudeCode => Some([".claude/settings.local.json", ".claude/.gitignore"]),
+        _ => None,
+    }
+}
+
+/// The plan of a personal override: this machine's `program` for the guard
+/// ([`PROGRAM_VAR`] in the local settings' `env`, which Claude Code gives its hooks and servers),
+/// and the local file ignored by git. `None` for an agent without a local settings file.
+pub fn plan_local(setup: &Setup, program: &Path, current: impl Fn(&str) -> Option<String>) -> Option<Result<Vec<PlannedFile>, SetupError>> {
+    let [settings, ignore_file] = local_files(setup.agent)?;
+    let planned = (|| {
+        let before = current(settings);
+        let mut file = JsonFile::parse(setup, settings, before.as_deref())?;
+        let mut doc = std::mem::take(&mut file.doc);
+        file.object(&mut doc, "env")?.insert(PROGRAM_VAR, program.to_string_lossy().into_owned().into());
+        file.doc = doc;
+        let after = file.text(before.as_deref());
+        let local = PlannedFile { path: settings, before, after };
+        let before = current(ignore_file);
+        let name = settings.rsplit('/').next().unwrap_or(settings);
+        let after = with_lines(before.as_deref(), LOCAL_IGNORE_HEADER, &[name]);
+        Ok(vec![local, PlannedFile { path: ignore_file, before, after }])
+    })();
+    Some(planned)
+}
+
+/// The header of an ignore file Chokepoint writes for an agent's local settings.
+const LOCAL_IGNORE_HEADER: &str = "# Written by Chokepoint: settings for this machine only.";
 
 /// A JSON file being planned: its document, as read, and as it becomes.
 struct JsonFile<'a> {
@@ -301,7 +348,7 @@ fn handler_is_ours(agent: Agent, handler: &Json) -> bool {
 
 /// One handler of ours, in the agent's words.
 fn handler(setup: &Setup, hook: &Installed) -> Json {
-    let command = Json::from(command(setup.agent, &setup.program, hook));
+    let command = Json::from(command(setup.agent, hook));
     let (key, unit) = timeout_key(setup.agent);
     let timeout = Json::from(hook.timeout_secs * unit);
     match written_as(setup.agent) {
@@ -394,12 +441,12 @@ fn enable_claude_server(file: &mut JsonFile<'_>) -> Result<(), SetupError> {
 
 /// `mcpServers.chokepoint`: its command and arguments set, anything else the user gave it (`env`)
 /// kept.
-fn set_server(setup: &Setup, file: &mut JsonFile<'_>) -> Result<(), SetupError> {
+fn set_server(file: &mut JsonFile<'_>) -> Result<(), SetupError> {
     let mut doc = std::mem::take(&mut file.doc);
     let servers = file.object(&mut doc, "mcpServers")?;
     let server = file.object(servers, SERVER)?;
-    server.insert("command", setup.program.to_string_lossy().into_owned().into());
-    server.insert("args", Json::Array(server_args(&setup.workspace).into_iter().map(Json::from).collect()));
+    server.insert("command", SERVER_COMMAND.into());
+    server.insert("args", Json::Array(server_args().into_iter().map(Json::from).collect()));
     file.doc = doc;
     Ok(())
 }
@@ -428,11 +475,10 @@ fn codex_config(setup: &Setup, path: &'static str, text: Option<&str>) -> Result
     let Some(server) = server.as_table_like_mut() else {
         return Err(invalid(setup, path, format!("`mcp_servers.{SERVER}` is not a table")));
     };
-    let program = setup.program.to_string_lossy().into_owned();
-    if server.get("command").and_then(Item::as_str) != Some(program.as_str()) {
-        server.insert("command", toml_edit::value(program));
+    if server.get("command").and_then(Item::as_str) != Some(SERVER_COMMAND) {
+        server.insert("command", toml_edit::value(SERVER_COMMAND));
     }
-    let args = server_args(&setup.workspace);
+    let args = server_args();
     let current: Option<Vec<&str>> = server.get("args").and_then(Item::as_array).map(|a| a.iter().filter_map(Value::as_str).collect());
     if current.as_deref() != Some(&args.iter().map(String::as_str).collect::<Vec<_>>()[..]) {
         server.insert("args", toml_edit::value(args.iter().map(String::as_str).collect::<Array>()));
@@ -450,27 +496,12 @@ fn line_column(text: &str, offset: usize) -> (u32, u32) {
 }
 
 /// The sidecar's `.gitignore` with every runtime file in it: the lines missing from the user's
-/// file added at its end.
+/// file added at its end (a file an older Chokepoint wrote gets the runtime files added since).
 fn ignore(text: Option<&str>) -> String {
-    let Some(text) = text else { return runtime_ignore() };
-    let present: Vec<&str> = text.lines().map(str::trim).collect();
-    let missing: Vec<&str> = RUNTIME_FILES.iter().copied().filter(|line| !present.contains(line)).collect();
-    if missing.is_empty() {
-        return text.to_owned();
+    match text {
+        None => runtime_ignore(),
+        Some(_) => with_lines(text, IGNORE_HEADER, RUNTIME_FILES),
     }
-    let mut out = text.to_owned();
-    if !out.is_empty() && !out.ends_with('\n') {
-        out.push('\n');
-    }
-    if !present.contains(&IGNORE_HEADER) {
-        out.push_str(IGNORE_HEADER);
-        out.push('\n');
-    }
-    for line in missing {
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]
@@ -502,7 +533,7 @@ mod tests {
 
     #[test]
     fn vs_code_and_copilot_cli_write_one_file_alike() {
-        let setup = |agent| Setup { agent, workspace: PathBuf::from("/ws"), program: PathBuf::from("/bin/chokepoint") };
+        let setup = |agent| Setup { agent, workspace: PathBuf::from("/ws") };
         let hooks = |agent, current: Option<String>| {
             plan(&setup(agent), |p| if Some(p) == hooks_file(agent) { current.clone() } else { None })
                 .unwrap()
@@ -536,10 +567,52 @@ mod tests {
         assert_eq!((after_agent.timeout_secs, after_agent.deadline_secs), (GATE_TIMEOUT_SECS, GATE_DEADLINE_SECS));
         let before_tool = gemini.iter().find(|i| i.event == "BeforeTool").unwrap();
         assert_eq!((before_tool.timeout_secs, before_tool.deadline_secs), (TOOL_TIMEOUT_SECS, TOOL_DEADLINE_SECS));
-        assert_eq!(
-            command(Agent::Copilot, Path::new("/bin/it's"), before_tool),
-            r"'/bin/it'\''s' hook --agent copilot --event BeforeTool --deadline 25"
-        );
+        assert_eq!(command(Agent::Copilot, before_tool), guarded("hook --agent copilot --event BeforeTool --deadline 25"));
+    }
+
+    /// Every file of `agent`'s plan, from the files `current` holds.
+    fn planned(agent: Agent, current: &[(&str, &str)]) -> Vec<PlannedFile> {
+        let setup = Setup { agent, workspace: PathBuf::from("/home/me/ws") };
+        plan(&setup, |p| current.iter().find(|(f, _)| *f == p).map(|(_, t)| (*t).to_owned())).unwrap()
+    }
+
+    #[test]
+    fn what_a_plan_writes_names_no_path_of_this_machine_and_replaces_an_older_absolute_one() {
+        let old_hooks = r#"{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"'/home/me/bin/chokepoint' hook --agent claude --deadline 25","timeout":30}]}]}}"#;
+        let old_server = r#"{"mcpServers":{"chokepoint":{"command":"/home/me/bin/chokepoint","args":["mcp","--workspace","/home/me/ws"],"env":{"A":"1"}}}}"#;
+        let old_codex = "[mcp_servers.chokepoint]\ncommand = \"/home/me/bin/chokepoint\"\nargs = [\"mcp\", \"--workspace\", \"/home/me/ws\"]\n";
+        for agent in AGENTS {
+            let fresh = planned(agent, &[]);
+            let old = planned(agent, &[(".claude/settings.json", old_hooks), (".mcp.json", old_server), (".codex/config.toml", old_codex)]);
+            for file in fresh.iter().chain(&old) {
+                assert!(!file.after.contains("/home/me"), "{agent:?} {}: {}", file.path, file.after);
+                assert!(!file.after.contains("--workspace"), "{agent:?} {}: {}", file.path, file.after);
+            }
+            // The same as a fresh plan (the old entries replaced in their place) but for what the
+            // user had (the server's `env`).
+            let value = |text: &str| text.parse::<toml_edit::DocumentMut>().map(|d| d.to_string()).unwrap_or_else(|_| serde_json::from_str::<serde_json::Value>(text).unwrap().to_string());
+            for (old, fresh) in old.iter().zip(&fresh) {
+                if old.path != ".mcp.json" && old.path != IGNORE_FILE {
+                    assert_eq!(value(&old.after), value(&fresh.after), "{agent:?} {}", old.path);
+                }
+            }
+        }
+        let mcp = planned(Agent::ClaudeCode, &[(".mcp.json", old_server)]).into_iter().find(|f| f.path == ".mcp.json").unwrap();
+        let server: serde_json::Value = serde_json::from_str(&mcp.after).unwrap();
+        assert_eq!(server["mcpServers"]["chokepoint"], serde_json::json!({ "command": "sh", "args": server_args(), "env": { "A": "1" } }));
+    }
+
+    #[test]
+    fn a_personal_program_goes_into_claude_codes_local_settings_kept_out_of_git() {
+        let setup = Setup { agent: Agent::ClaudeCode, workspace: PathBuf::from("/ws") };
+        let local = plan_local(&setup, Path::new("/opt/it's/chokepoint"), |p| (p == ".claude/settings.local.json").then(|| r#"{"env":{"A":"1"}}"#.to_owned()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(local[0].path, ".claude/settings.local.json");
+        let settings: serde_json::Value = serde_json::from_str(&local[0].after).unwrap();
+        assert_eq!(settings, serde_json::json!({ "env": { "A": "1", "CHOKEPOINT_PROGRAM": "/opt/it's/chokepoint" } }));
+        assert_eq!(local[1].after, format!("{LOCAL_IGNORE_HEADER}\nsettings.local.json\n"));
+        assert!(plan_local(&Setup { agent: Agent::Codex, ..setup }, Path::new("/x"), |_| None).is_none());
     }
 
     #[test]
@@ -547,7 +620,7 @@ mod tests {
         assert_eq!(
             ignore(Some("state.db\ncustom")),
             format!(
-                "state.db\ncustom\n{IGNORE_HEADER}\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\nserve.json\nbrain.lock\n"
+                "state.db\ncustom\n{IGNORE_HEADER}\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\nserve.json\nbrain.lock\nbrain.generated.md\n"
             )
         );
         assert_eq!(ignore(Some(&runtime_ignore())), runtime_ignore());

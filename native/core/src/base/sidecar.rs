@@ -11,7 +11,7 @@ pub const IGNORE_FILE: &str = ".orchestration/.gitignore";
 
 /// The engine's runtime files, as lines of the sidecar's `.gitignore`: state, not configuration.
 pub const RUNTIME_FILES: &[&str] =
-    &["state.db", "state.db-*", "trace.db", "trace.db-*", "agent_trace.lock", "snapshots/", "serve.json", "brain.lock"];
+    &["state.db", "state.db-*", "trace.db", "trace.db-*", "agent_trace.lock", "snapshots/", "serve.json", "brain.lock", "brain.generated.md"];
 
 /// The mode the engine's runtime files are created with: owner-only, since the ledger records what
 /// every agent wrote and the state database holds leases and approvals. A file that exists keeps
@@ -39,6 +39,11 @@ pub fn create_owner_only(path: &Path) -> std::io::Result<()> {
 /// section Chokepoint generates (`engine::brain`). A governance file: no agent writes it.
 pub const BRAIN: &str = ".orchestration/CLAUDE.md";
 
+/// The brain's generated part, relative to the workspace root: the hooks in force, the intents and
+/// who holds each, the lessons (`engine::brain`). Rendered from this machine's live state, so it is
+/// a runtime file, ignored by git, never committed.
+pub const BRAIN_GENERATED: &str = ".orchestration/brain.generated.md";
+
 /// The first line of a `.gitignore` Chokepoint writes.
 pub const IGNORE_HEADER: &str = "# Written by Chokepoint: runtime state, not configuration.";
 
@@ -50,6 +55,30 @@ pub fn runtime_ignore() -> String {
         text.push('\n');
     }
     text
+}
+
+/// An ignore file with `lines` in it: those it lacks added at its end, under `header` when it does
+/// not have it yet; the file's own lines stay as they are, in their order.
+pub fn with_lines(text: Option<&str>, header: &str, lines: &[&str]) -> String {
+    let text = text.unwrap_or_default();
+    let present: Vec<&str> = text.lines().map(str::trim).collect();
+    let missing: Vec<&str> = lines.iter().copied().filter(|line| !present.contains(line)).collect();
+    if missing.is_empty() {
+        return text.to_owned();
+    }
+    let mut out = text.to_owned();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    if !present.contains(&header) {
+        out.push_str(header);
+        out.push('\n');
+    }
+    for line in missing {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// Paths of the governance files of one workspace.
@@ -103,6 +132,11 @@ impl Sidecar {
     /// The shared brain ([`BRAIN`]).
     pub fn brain(&self) -> PathBuf {
         self.root.join(BRAIN)
+    }
+
+    /// The brain's generated part ([`BRAIN_GENERATED`]).
+    pub fn brain_generated(&self) -> PathBuf {
+        self.root.join(BRAIN_GENERATED)
     }
 
     /// The lock file that serialises rewrites of the brain's generated section across processes.

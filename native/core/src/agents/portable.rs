@@ -1,0 +1,132 @@
+//! How a committed agent setting finds `chokepoint` on whichever machine it runs: the shell guard
+//! that `chokepoint init` writes in front of every hook and MCP server command, and the same lookup
+//! in Rust for `chokepoint doctor`. Pure: no process is started here.
+//!
+//! An agent's project settings are shared through git, so they name no machine's absolute path.
+//! The guard looks, in this order, at [`PROGRAM_VAR`] (a person's override for this machine, set by
+//! an agent's local settings, `chokepoint init --local --program`), `chokepoint` on `PATH` (a user's
+//! install, or the folder the VS Code extension prepends for its terminals and its own child
+//! processes), and the per-user pointer [`POINTER`] under `$XDG_STATE_HOME` (else
+//! `~/.local/state`), which the extension writes with the program it ships, so an agent started
+//! outside VS Code finds it too.
+//!
+//! **Invariant: a guard that finds no program blocks.** An agent that cannot start a hook's command
+//! lets the call through (exit 127 is a non-blocking error in Claude Code), so the guard never ends
+//! that way: it exits 2 with the reason on stderr ([`crate::agents::reply::EXIT_BLOCK`], the one
+//! form that blocks in every agent; `agents/reply.rs`), saying how to fix it. The guard is one line
+//! of POSIX `sh` whose only variable parts are the arguments given by [`guarded`] (fixed words:
+//! an agent id, an event name, a number), so no path or name on any machine can break its quoting.
+
+use std::path::{Path, PathBuf};
+
+/// The environment variable that names this machine's `chokepoint` program, before `PATH`.
+pub const PROGRAM_VAR: &str = "CHOKEPOINT_PROGRAM";
+
+/// The per-user pointer: a file under the state home holding the program's absolute path.
+pub const POINTER: &str = "chokepoint/program";
+
+/// What the guard says when it finds no program. Single-quoted in the guard: it holds no `'`.
+pub const NOT_FOUND: &str = "Chokepoint blocked this call: no chokepoint program was found on this machine to judge it. \
+Fix: put chokepoint on PATH (or open this workspace once in VS Code with the Chokepoint extension), \
+or name it for this machine: chokepoint init --local --program /path/to/chokepoint (or set CHOKEPOINT_PROGRAM); then run chokepoint doctor.";
+
+/// The command line that runs `chokepoint <args>` wherever it is found on this machine, and
+/// blocks with [`NOT_FOUND`] when it is found nowhere. `args` are plain words (no quoting needed).
+pub fn guarded(args: &str) -> String {
+    debug_assert!(args.chars().all(|c| c.is_ascii_alphanumeric() || " -_".contains(c)), "plain words: {args}");
+    format!(
+        "p=${{{PROGRAM_VAR}:-$(command -v chokepoint 2>/dev/null || cat \"${{XDG_STATE_HOME:-$HOME/.local/state}}/{POINTER}\" 2>/dev/null)}}; \
+         [ -f \"$p\" ] && [ -x \"$p\" ] || {{ echo '{NOT_FOUND}' >&2; exit 2; }}; exec \"$p\" {args}"
+    )
+}
+
+/// Whether `command` is a guard written by [`guarded`] (of this version or an earlier one with the
+/// same lookup): it finds the program itself, so it names no path to check.
+pub fn is_guarded(command: &str) -> bool {
+    command.contains(&format!("${{{PROGRAM_VAR}:-")) && command.contains("exec \"$p\" ")
+}
+
+/// Where the guard finds the program, given the environment it runs in (`var`): the first of
+/// [`PROGRAM_VAR`], `PATH`, the pointer, with what was looked at when none is there.
+pub fn find_program(var: impl Fn(&str) -> Option<String>) -> Result<PathBuf, String> {
+    let runnable = |p: &Path| executable(p).then(|| p.to_path_buf());
+    if let Some(named) = var(PROGRAM_VAR).filter(|v| !v.is_empty()) {
+        return runnable(Path::new(&named)).ok_or_else(|| format!("{PROGRAM_VAR} names `{named}`, which is not an executable file"));
+    }
+    let path = var("PATH").unwrap_or_default();
+    if let Some(found) = std::env::split_paths(&path).map(|dir| dir.join("chokepoint")).find_map(|p| runnable(&p)) {
+        return Ok(found);
+    }
+    let home = var("XDG_STATE_HOME").filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| var("HOME").map(|h| Path::new(&h).join(".local/state")));
+    let pointer = home.map(|h| h.join(POINTER));
+    if let Some(named) = pointer.as_deref().and_then(|p| std::fs::read_to_string(p).ok()) {
+        let named = named.trim_end_matches(['\n', '\r']);
+        return runnable(Path::new(named))
+            .ok_or_else(|| format!("the pointer {} names `{named}`, which is not an executable file", pointer.as_deref().unwrap_or(Path::new("")).display()));
+    }
+    let pointer = pointer.map_or_else(|| format!("~/.local/state/{POINTER}"), |p| p.display().to_string());
+    Err(format!("chokepoint is not on PATH, {PROGRAM_VAR} is not set, and {pointer} does not exist"))
+}
+
+/// Whether `path` is a file this user may run.
+pub fn executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// Runs a hook's guard through `sh` with only `env`.
+    fn run(env: &[(&str, &str)]) -> std::process::Output {
+        Command::new("sh").arg("-c").arg(guarded("hook --agent claude --deadline 25")).env_clear().envs(env.iter().copied()).output().unwrap()
+    }
+
+    #[test]
+    fn with_no_program_anywhere_the_guard_blocks_and_says_how_to_fix_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap();
+        let out = run(&[("PATH", "/usr/bin:/bin"), ("HOME", home)]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("chokepoint init --local --program") && err.contains("on PATH"), "{err}");
+        assert!(find_program(|k| [("PATH", "/usr/bin:/bin"), ("HOME", home)].iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())).is_err());
+    }
+
+    #[test]
+    fn the_guard_runs_the_program_it_finds_with_its_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        // A folder whose name a shell would split or unquote: the guard takes it whole.
+        let bin = dir.path().join("b in's $x");
+        std::fs::create_dir(&bin).unwrap();
+        // A stand-in program that prints its arguments; found three ways, in the guard's order.
+        let fake = bin.join("chokepoint");
+        std::fs::write(&fake, "#!/bin/sh\necho \"ran $0 $*\"\n").unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let home = dir.path().join("home");
+        let (home_s, bin_s, fake_s) = (home.to_str().unwrap(), bin.to_str().unwrap(), fake.to_str().unwrap());
+        let on_path = format!("{bin_s}:/usr/bin:/bin");
+        let stdout = |env: &[(&str, &str)]| {
+            let out = run(env);
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        assert_eq!(stdout(&[("PATH", &on_path), ("HOME", home_s)]), format!("ran {fake_s} hook --agent claude --deadline 25\n"));
+        assert!(stdout(&[("PATH", "/usr/bin:/bin"), ("HOME", home_s), (PROGRAM_VAR, fake_s)]).starts_with(&format!("ran {fake_s} ")));
+        std::fs::create_dir_all(home.join(".local/state/chokepoint")).unwrap();
+        std::fs::write(home.join(".local/state").join(POINTER), format!("{fake_s}\n")).unwrap();
+        assert!(stdout(&[("PATH", "/usr/bin:/bin"), ("HOME", home_s)]).starts_with(&format!("ran {fake_s} ")));
+        let env = [("PATH", "/usr/bin:/bin"), ("HOME", home_s)];
+        assert_eq!(find_program(|k| env.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())).unwrap(), fake);
+        assert!(is_guarded(&guarded("mcp")));
+    }
+}
