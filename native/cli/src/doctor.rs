@@ -10,6 +10,7 @@
 use crate::{EXIT_CONFIG, EXIT_DENY};
 use chokepoint_core::Engine;
 use chokepoint_core::agents::inspect::{self, ConfiguredHook, Finding, Severity};
+use chokepoint_core::agents::portable;
 use chokepoint_core::agents::reply::Reply;
 use chokepoint_core::agents::setup;
 use chokepoint_core::external_events::Agent;
@@ -206,6 +207,7 @@ fn examine(workspace: &Path, agent: Agent) -> Option<Report> {
     let read = |path: &str| std::fs::read_to_string(workspace.join(path)).ok();
     findings.extend(inspect::check(agent, &hooks, read));
     findings.extend(programs(workspace, agent, &hooks));
+    findings.extend(machine_paths(workspace, agent, &hooks));
     if agent == Agent::Codex {
         findings.extend(codex_trust(workspace));
     }
@@ -234,13 +236,41 @@ fn hook_files(workspace: &Path, agent: Agent) -> Vec<String> {
     files
 }
 
-/// Each program a hook of ours runs, there and executable (once per file and program).
+/// Each program a hook of ours runs, there and executable (once per file and program); for the
+/// portable form, the program it finds on this machine, as it looks (a person's override in Claude
+/// Code's local settings first).
 fn programs(workspace: &Path, agent: Agent, hooks: &[ConfiguredHook]) -> Vec<Finding> {
     let env = inspect::hook_env(agent, workspace);
     let mut seen = Vec::new();
     let mut out = Vec::new();
     for hook in hooks.iter().filter(|h| h.ours(agent)) {
+        if portable::is_guarded(&hook.command) {
+            if seen.contains(&(&hook.file, String::new())) {
+                continue;
+            }
+            seen.push((&hook.file, String::new()));
+            let local = local_program(workspace, agent);
+            if let Err(why) = portable::find_program(|var| match (var, &local) {
+                (portable::PROGRAM_VAR, Some(program)) => Some(program.clone()),
+                _ => std::env::var(var).ok(),
+            }) {
+                out.push(Finding::warning(
+                    &hook.file,
+                    Some(&hook.event),
+                    format!("the hooks find no chokepoint on this machine ({why}): they block every call of {} until they do", agent.as_str()),
+                    format!(
+                        "put chokepoint on PATH (or open the workspace in VS Code with the Chokepoint extension), or run `chokepoint init --agent {} --local --program <path>`",
+                        agent.id()
+                    ),
+                ));
+            }
+            continue;
+        }
         let Some(program) = inspect::program_of(&hook.command, &env) else { continue };
+        // An absolute path written in the file is `machine_paths`' to report, with its cause.
+        if program.starts_with('/') && inspect::program_of(&hook.command, &[]).is_some() {
+            continue;
+        }
         if seen.contains(&(&hook.file, program.clone())) {
             continue;
         }
@@ -255,6 +285,48 @@ fn programs(workspace: &Path, agent: Agent, hooks: &[ConfiguredHook]) -> Vec<Fin
         }
     }
     out
+}
+
+/// CHOKEPOINT_PROGRAM as a person's local settings give it to the agent's hooks (Claude Code's
+/// `.claude/settings.local.json`), `None` when they do not.
+fn local_program(workspace: &Path, agent: Agent) -> Option<String> {
+    let [file, _] = setup::local_files(agent)?;
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(workspace.join(file)).ok()?).ok()?;
+    doc.get("env")?.get(portable::PROGRAM_VAR)?.as_str().map(str::to_owned)
+}
+
+/// Every absolute path our entries in the agent's shared files name (`inspect::named_paths`): one
+/// that does not exist here was written on another machine or by an older `chokepoint init` (the
+/// agent cannot start it, and goes on unjudged); one that exists is this machine's, and breaks every
+/// other member's hooks once committed.
+fn machine_paths(workspace: &Path, agent: Agent, hooks: &[ConfiguredHook]) -> Vec<Finding> {
+    let read = |path: &str| std::fs::read_to_string(workspace.join(path)).ok();
+    let fix = format!(
+        "run `chokepoint init --agent {}`: it rewrites the file in the form that finds chokepoint on every machine (a path of your own goes in with `--local --program`)",
+        agent.id()
+    );
+    inspect::named_paths(agent, hooks, read)
+        .into_iter()
+        .map(|named| {
+            let missing = !Path::new(&named.path).exists();
+            let consequence = match (missing, named.what) {
+                (true, "the MCP server's workspace") => "the server cannot open it, so the model cannot select an intent",
+                (true, "the MCP server's program") => "the agent cannot start the server, so the model cannot select an intent",
+                (true, _) => "the agent cannot start it and goes on as if the hook were not there",
+                (false, _) => "committed, it breaks the hooks of every member whose machine has it elsewhere",
+            };
+            let problem = if missing {
+                format!("names {} `{}`, which does not exist on this machine (written on another machine, or by an older chokepoint init): {consequence}", named.what, named.path)
+            } else {
+                format!("names {} `{}`, a path of this machine: {consequence}", named.what, named.path)
+            };
+            if missing {
+                Finding::inert(&named.file, named.event.as_deref(), problem, fix.clone())
+            } else {
+                Finding::warning(&named.file, named.event.as_deref(), problem, fix.clone())
+            }
+        })
+        .collect()
 }
 
 /// Whether `program` (a path, or a name on `PATH`) can be started from the workspace.

@@ -2,8 +2,13 @@
 //! every event of the agent we judge runs `chokepoint hook`, with its MCP server and the sidecar's
 //! `.gitignore`. The plan (which file becomes what) is the core's (`agents::setup`); this file reads
 //! the files, writes them (or prints the diff), and says what the person must still do in the agent.
+//!
+//! What it writes is meant to be committed: no file names this machine's paths (the hooks find
+//! `chokepoint` at run time, `agents::portable`). `--local --program <path>` is the one personal
+//! override, written only to the agent's local, git-ignored settings.
 
 use crate::EXIT_CONFIG;
+use chokepoint_core::agents::portable;
 use chokepoint_core::agents::setup::{self, PlannedFile, Setup};
 use chokepoint_core::external_events::Agent;
 use std::io::ErrorKind;
@@ -20,9 +25,14 @@ pub struct InitArgs {
     /// Print a unified diff of every file that would change, and write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// The `chokepoint` program the hooks and the MCP server run. Default: this program's absolute
-    /// path.
-    #[arg(long)]
+    /// Write this machine's own settings instead of the shared ones: the agent's local, git-ignored
+    /// settings file (Claude Code's `.claude/settings.local.json`), naming `--program`.
+    #[arg(long, requires = "program")]
+    local: bool,
+    /// With `--local`: the `chokepoint` program this machine's hooks and MCP server run. The shared
+    /// files never name one: their hooks find `chokepoint` on PATH, through CHOKEPOINT_PROGRAM, or
+    /// the pointer the VS Code extension writes.
+    #[arg(long, requires = "local")]
     program: Option<PathBuf>,
 }
 
@@ -38,20 +48,27 @@ pub fn run(args: InitArgs) -> ExitCode {
         Ok(w) => w,
         Err(e) => return usage(&format!("cannot open workspace `{}`: {e}", args.workspace.display())),
     };
-    let program = match program(args.program.as_deref()) {
-        Ok(p) => p,
-        Err(e) => return usage(&e),
+    let setup = Setup { agent: args.agent, workspace: workspace.clone() };
+    let files: Vec<&'static str> = match (args.local, setup::local_files(args.agent)) {
+        (false, _) => setup::files(args.agent),
+        (true, Some(files)) => files.to_vec(),
+        (true, None) => return usage(&no_local(args.agent)),
     };
-    let setup = Setup { agent: args.agent, workspace: workspace.clone(), program };
     let mut current = Vec::new();
-    for path in setup::files(args.agent) {
+    for path in files {
         match std::fs::read_to_string(workspace.join(path)) {
             Ok(text) => current.push((path, text)),
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return usage(&format!("cannot read {}: {e}; nothing was written", workspace.join(path).display())),
         }
     }
-    let plan = match setup::plan(&setup, |path| current.iter().find(|(p, _)| *p == path).map(|(_, t)| t.clone())) {
+    let read = |path: &str| current.iter().find(|(p, _)| *p == path).map(|(_, t)| t.clone());
+    let planned = match args.program.as_deref().map(program) {
+        None => setup::plan(&setup, read),
+        Some(Ok(program)) => setup::plan_local(&setup, &program, read).unwrap_or_else(|| unreachable!("local files checked above")),
+        Some(Err(e)) => return usage(&e),
+    };
+    let plan = match planned {
         Ok(plan) => plan,
         Err(e) => return usage(&format!("{e}; nothing was written")),
     };
@@ -79,7 +96,9 @@ pub fn run(args: InitArgs) -> ExitCode {
             }
             println!("{what:>9} {}", file.path);
         }
-        match brain(&workspace) {
+        // This machine's settings touch nothing shared (the brain is the workspace's).
+        let brain = if args.local { Ok(false) } else { brain(&workspace) };
+        match brain {
             Ok(true) => println!("{:>9} {}", if had_brain { "updated" } else { "created" }, chokepoint_core::BRAIN),
             Ok(false) if !changed => println!("{}: already set up; nothing changed", args.agent.as_str()),
             Ok(false) => {}
@@ -89,10 +108,29 @@ pub fn run(args: InitArgs) -> ExitCode {
             }
         }
     }
-    for note in notes(&setup, &plan) {
-        println!("{note}");
+    if !args.local {
+        for note in notes(&setup, &plan) {
+            println!("{note}");
+        }
+        if let Err(why) = portable::find_program(|var| std::env::var(var).ok()) {
+            println!(
+                "warning: the hooks find no chokepoint on this machine ({why}), so they block every call: put chokepoint on PATH \
+                 (or open the workspace in VS Code with the Chokepoint extension), or run `chokepoint init --agent {} --local --program <path>`",
+                args.agent.id()
+            );
+        }
     }
     ExitCode::SUCCESS
+}
+
+/// What a person does instead of `--local` for an agent that reads no local settings file.
+fn no_local(agent: Agent) -> String {
+    format!(
+        "{} has no local settings file for `--local`: set {} to the chokepoint program in the environment it starts from \
+         (your shell profile), or put chokepoint on PATH; the shared files find it there",
+        agent.as_str(),
+        portable::PROGRAM_VAR
+    )
 }
 
 /// Creates the shared brain, or brings its generated section up to date (`engine::brain`: only
@@ -112,16 +150,10 @@ fn usage(message: &str) -> ExitCode {
     ExitCode::from(EXIT_CONFIG)
 }
 
-/// The program the hooks run: `--program` (made absolute when it is a path, kept when it is a name
-/// to find on `PATH`), else this very program.
-fn program(given: Option<&Path>) -> Result<PathBuf, String> {
-    match given {
-        Some(p) if p.components().count() > 1 && p.is_relative() => std::path::absolute(p).map_err(|e| format!("--program: {e}")),
-        Some(p) => Ok(p.to_path_buf()),
-        None => std::env::current_exe()
-            .and_then(std::fs::canonicalize)
-            .map_err(|e| format!("cannot tell where this program is ({e}); pass --program")),
-    }
+/// This machine's program, for its local settings: `--program` made absolute (the guard runs it
+/// as a path, from any folder).
+fn program(given: &Path) -> Result<PathBuf, String> {
+    std::path::absolute(given).map_err(|e| format!("--program: {e}"))
 }
 
 /// Replaces the file in one step (a reader never sees half of it), with the mode it had; through a

@@ -21,16 +21,20 @@ use std::sync::Arc;
 
 #[derive(Debug, clap::Args)]
 pub struct McpArgs {
-    #[arg(long, default_value = ".")]
-    workspace: PathBuf,
+    /// The workspace. Default: the nearest folder that holds `.orchestration/` at or above the
+    /// agent's project folder ($CLAUDE_PROJECT_DIR, $GEMINI_PROJECT_DIR, $CURSOR_PROJECT_DIR) or this
+    /// process's folder, as the settings `chokepoint init` writes (which name no path) start it.
+    #[arg(long)]
+    workspace: Option<PathBuf>,
 }
 
 pub fn run(args: McpArgs) -> ExitCode {
+    let workspace = args.workspace.unwrap_or_else(governed_folder);
     // Absolute, so that the commands this server suggests run from any directory.
-    let engine = match std::fs::canonicalize(&args.workspace).and_then(Engine::open) {
+    let engine = match std::fs::canonicalize(&workspace).and_then(Engine::open) {
         Ok(engine) => engine,
         Err(e) => {
-            eprintln!("error: cannot open workspace `{}`: {e}", args.workspace.display());
+            eprintln!("error: cannot open workspace `{}`: {e}", workspace.display());
             return ExitCode::from(EXIT_CONFIG);
         }
     };
@@ -53,6 +57,17 @@ pub fn run(args: McpArgs) -> ExitCode {
             }
         }
     })
+}
+
+/// Where the agent started this server: the nearest governed folder at or above its project folder
+/// (else this process's), that folder itself when none above is governed.
+fn governed_folder() -> PathBuf {
+    let project = ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CURSOR_PROJECT_DIR"]
+        .iter()
+        .find_map(|var| std::env::var_os(var).filter(|d| !d.is_empty()))
+        .map(PathBuf::from);
+    let start = project.or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| PathBuf::from("."));
+    start.ancestors().find(|dir| chokepoint_core::Sidecar::new(*dir).exists()).map(PathBuf::from).unwrap_or(start)
 }
 
 /// How a person sets an agent's hooks up, for the answer that says they did not see the call.

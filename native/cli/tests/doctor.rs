@@ -27,15 +27,33 @@ fn workspace(agent: &str) -> tempfile::TempDir {
     ws
 }
 
-/// Runs doctor with a Codex home of its own, which trusts the workspace unless told otherwise.
+/// `PATH` with the folder of the `chokepoint` under test first, as a user who installed it has
+/// (the hooks `init` writes find it there).
+fn path_with_chokepoint() -> std::ffi::OsString {
+    let dir = Path::new(program()).parent().unwrap().to_path_buf();
+    std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).unwrap()
+}
+
+/// Runs doctor with a Codex home of its own, which trusts the workspace unless told otherwise, on a
+/// machine where `chokepoint` is on PATH.
 fn doctor(ws: &Path, codex_trusts: bool, json: bool) -> Output {
+    doctor_with(ws, codex_trusts, json, &path_with_chokepoint())
+}
+
+fn doctor_with(ws: &Path, codex_trusts: bool, json: bool, path: &std::ffi::OsStr) -> Output {
     let home = ws.join(".test-codex-home");
     fs::create_dir_all(&home).unwrap();
     let real = fs::canonicalize(ws).unwrap();
     let trust = if codex_trusts { format!("[projects.{:?}]\ntrust_level = \"trusted\"\n", real.to_str().unwrap()) } else { String::new() };
     fs::write(home.join("config.toml"), format!("model = \"gpt-5.5\"\n{trust}")).unwrap();
     let mut command = Command::new(program());
-    command.args(["doctor", "--workspace", ws.to_str().unwrap()]).env("CODEX_HOME", &home);
+    // A state home of its own: no pointer to a chokepoint but the one a test writes.
+    command
+        .args(["doctor", "--workspace", ws.to_str().unwrap()])
+        .env("CODEX_HOME", &home)
+        .env("PATH", path)
+        .env("XDG_STATE_HOME", ws.join(".test-state"))
+        .env_remove("CHOKEPOINT_PROGRAM");
     if json {
         command.arg("--json");
     }
@@ -111,16 +129,75 @@ fn finds(agent: &str, change: impl FnOnce(&Path), file: &str, says: &str) {
     assert!(!found["fix"].as_str().unwrap().is_empty(), "{found:#}");
 }
 
+/// Settings committed on another machine, by an older `chokepoint init` that wrote absolute paths:
+/// its program and workspace, which do not exist here.
+fn from_another_machine(ws: &Path) {
+    edit(ws, ".claude/settings.json", |d| {
+        for (_, groups) in d["hooks"].as_object_mut().unwrap() {
+            let handler = &mut groups[0]["hooks"][0];
+            let command = handler["command"].as_str().unwrap();
+            let rest = &command[command.find("hook --agent").unwrap()..];
+            handler["command"] = json!(format!("'/home/someone-else/bin/chokepoint' {rest}"));
+        }
+    });
+    edit(ws, ".mcp.json", |d| {
+        d["mcpServers"]["chokepoint"] =
+            json!({ "command": "/home/someone-else/bin/chokepoint", "args": ["mcp", "--workspace", "/home/someone-else/ws"] })
+    });
+}
+
 #[test]
-fn a_hook_whose_program_is_missing_is_inert() {
-    let missing = |ws: &Path| {
-        let text = fs::read_to_string(ws.join(".claude/settings.json")).unwrap();
-        let me = fs::canonicalize(program()).unwrap();
-        fs::write(ws.join(".claude/settings.json"), text.replace(me.to_str().unwrap(), "/nonexistent/bin/chokepoint")).unwrap();
-    };
-    finds("claude", missing, ".claude/settings.json", "the hook's program `/nonexistent/bin/chokepoint` does not exist");
+fn settings_committed_on_another_machine_are_reported_with_their_paths_and_init_makes_them_portable() {
+    let says = ["names the hook's program `/home/someone-else/bin/chokepoint`, which does not exist on this machine"];
+    finds("claude", from_another_machine, ".claude/settings.json", says[0]);
+    finds(
+        "claude",
+        from_another_machine,
+        ".mcp.json",
+        "names the MCP server's program `/home/someone-else/bin/chokepoint`, which does not exist",
+    );
+    finds("claude", from_another_machine, ".mcp.json", "names the MCP server's workspace `/home/someone-else/ws`, which does not exist");
     // And the gate, tried, does not answer: the shell cannot start it.
-    finds("claude", missing, ".claude/settings.json", "exited with code 127");
+    finds("claude", from_another_machine, ".claude/settings.json", "exited with code 127");
+
+    let ws = workspace("claude");
+    from_another_machine(ws.path());
+    let (_, report) = report(ws.path(), true);
+    let found = inert(&report).into_iter().find(|f| f["problem"].as_str().unwrap().contains(says[0])).unwrap();
+    assert!(found["fix"].as_str().unwrap().starts_with("run `chokepoint init --agent claude`"), "{found:#}");
+    let out = Command::new(program()).args(["init", "--agent", "claude", "--workspace", ws.path().to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for file in [".claude/settings.json", ".mcp.json"] {
+        let text = fs::read_to_string(ws.path().join(file)).unwrap();
+        assert!(!text.contains("someone-else") && !text.contains(&*ws.path().to_string_lossy()), "{file}: {text}");
+    }
+    let (code, report) = self::report(ws.path(), true);
+    assert_eq!((code, inert(&report)), (Some(0), Vec::<&Value>::new()), "{report:#}");
+}
+
+#[test]
+fn with_no_chokepoint_on_this_machine_the_hooks_block_and_doctor_says_how_to_fix_it() {
+    let ws = workspace("claude");
+    let out = doctor_with(ws.path(), true, true, std::ffi::OsStr::new("/usr/bin:/bin"));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The gate blocks (nothing goes through unjudged): no guard is inert, one thing is to check.
+    assert_eq!(inert(&report), Vec::<&Value>::new(), "{report:#}");
+    let findings = report["agents"][0]["findings"].as_array().unwrap();
+    let found = findings
+        .iter()
+        .find(|f| f["problem"].as_str().unwrap().contains("the hooks find no chokepoint on this machine"))
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(found["severity"], "warning");
+    assert!(found["fix"].as_str().unwrap().contains("--local --program"), "{found:#}");
+    // A person's own program in Claude Code's local settings is what the hooks find then.
+    let local = Command::new(program())
+        .args(["init", "--agent", "claude", "--workspace", ws.path().to_str().unwrap(), "--local", "--program", program()])
+        .output()
+        .unwrap();
+    assert!(local.status.success(), "{}", String::from_utf8_lossy(&local.stderr));
+    let out = doctor_with(ws.path(), true, true, std::ffi::OsStr::new("/usr/bin:/bin"));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!report.to_string().contains("find no chokepoint"), "{report:#}");
 }
 
 #[test]

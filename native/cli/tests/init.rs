@@ -1,13 +1,17 @@
 //! `chokepoint init --agent <agent>` on temporary workspaces: the files each agent reads, in its
 //! format and timeout unit; merged with what the user had (kept, in order); a second run that
 //! changes nothing; an old entry of ours replaced rather than duplicated; `--dry-run`; and a file we
-//! cannot read, which stops everything before anything is written.
+//! cannot read, which stops everything before anything is written. What it writes names no path of
+//! this machine (it is meant to be committed); `--local --program` writes a person's own program to
+//! Claude Code's local, ignored settings.
 
+use chokepoint_core::agents::portable::guarded;
 use serde_json::{Value, json};
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// A person's own program, for `--local`.
 const PROGRAM: &str = "/opt/chokepoint/bin/chokepoint";
 
 fn init(ws: &Path, agent: &str, extra: &[&str]) -> Output {
@@ -19,7 +23,7 @@ fn init(ws: &Path, agent: &str, extra: &[&str]) -> Output {
 }
 
 fn init_ok(ws: &Path, agent: &str) -> String {
-    let out = init(ws, agent, &["--program", PROGRAM]);
+    let out = init(ws, agent, &[]);
     assert!(out.status.success(), "init --agent {agent}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
@@ -49,7 +53,7 @@ fn snapshot(ws: &Path) -> Vec<(String, Vec<u8>)> {
 
 fn command(agent: &str, event: Option<&str>, deadline: u64) -> String {
     let event = event.map(|e| format!(" --event {e}")).unwrap_or_default();
-    format!("'{PROGRAM}' hook --agent {agent}{event} --deadline {deadline}")
+    guarded(&format!("hook --agent {agent}{event} --deadline {deadline}"))
 }
 
 /// The events each agent runs our hook on, and the completion gates among them (600 s / 590 s).
@@ -140,7 +144,7 @@ fn assert_nested(hooks: &Value, agent: &str, events: &[&'static str], handler: i
 fn each_agent_gets_its_hooks_in_its_format_and_timeout_unit() {
     let ws = tempfile::tempdir().unwrap();
     let ws = ws.path();
-    let server = json!({ "command": PROGRAM, "args": ["mcp", "--workspace", fs::canonicalize(ws).unwrap()] });
+    let server = json!({ "command": "sh", "args": ["-c", guarded("mcp")] });
     for agent in ["claude", "codex", "gemini", "copilot", "cursor"] {
         let out = init_ok(ws, agent);
         assert!(out.contains("created"), "{agent}: {out}");
@@ -154,9 +158,9 @@ fn each_agent_gets_its_hooks_in_its_format_and_timeout_unit() {
     let codex = read_json(ws, ".codex/hooks.json");
     assert_nested(&codex["hooks"], "codex", CODEX, |_, t, c| json!({ "type": "command", "command": c, "timeout": t }));
     let config: toml_edit::DocumentMut = fs::read_to_string(ws.join(".codex/config.toml")).unwrap().parse().unwrap();
-    assert_eq!(config["mcp_servers"]["chokepoint"]["command"].as_str(), Some(PROGRAM));
+    assert_eq!(config["mcp_servers"]["chokepoint"]["command"].as_str(), Some("sh"));
     let args: Vec<&str> = config["mcp_servers"]["chokepoint"]["args"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
-    assert_eq!(args, ["mcp", "--workspace", server["args"][2].as_str().unwrap()]);
+    assert_eq!(args, ["-c", server["args"][1].as_str().unwrap()]);
 
     // Gemini CLI counts milliseconds.
     let gemini = read_json(ws, ".gemini/settings.json");
@@ -206,13 +210,47 @@ fn each_agent_gets_its_hooks_in_its_format_and_timeout_unit() {
 }
 
 #[test]
-fn without_program_the_hooks_run_this_very_binary() {
+fn the_shared_files_name_no_path_of_this_machine() {
+    for agent in ["claude", "codex", "gemini", "copilot", "cursor", "vscode"] {
+        let ws = tempfile::tempdir().unwrap();
+        let real = fs::canonicalize(ws.path()).unwrap();
+        init_ok(ws.path(), agent);
+        let me = fs::canonicalize(env!("CARGO_BIN_EXE_chokepoint")).unwrap();
+        for (file, bytes) in snapshot(ws.path()) {
+            let text = String::from_utf8(bytes).unwrap();
+            for path in [me.to_str().unwrap(), me.parent().unwrap().to_str().unwrap(), real.to_str().unwrap(), ws.path().to_str().unwrap()]
+            {
+                assert!(!text.contains(path), "{agent} {file} names {path}: {text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_personal_program_goes_only_into_claude_codes_local_settings_which_git_ignores() {
     let ws = tempfile::tempdir().unwrap();
-    let out = init(ws.path(), "claude", &[]);
-    assert!(out.status.success());
-    let me = fs::canonicalize(env!("CARGO_BIN_EXE_chokepoint")).unwrap();
-    let settings = read_json(ws.path(), ".claude/settings.json");
-    assert_eq!(settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"], format!("'{}' hook --agent claude --deadline 25", me.display()));
+    let ws = ws.path();
+    init_ok(ws, "claude");
+    let shared = snapshot(ws);
+    let out = init(ws, "claude", &["--local", "--program", PROGRAM]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let after = snapshot(ws);
+    let added: Vec<&str> = after.iter().filter(|f| !shared.contains(f)).map(|(f, _)| f.as_str()).collect();
+    assert_eq!(added, [".claude/.gitignore", ".claude/settings.local.json"], "nothing shared changed");
+    assert_eq!(read_json(ws, ".claude/settings.local.json"), json!({ "env": { "CHOKEPOINT_PROGRAM": PROGRAM } }));
+    assert!(fs::read_to_string(ws.join(".claude/.gitignore")).unwrap().lines().any(|l| l == "settings.local.json"));
+    // Git agrees: the local file is ignored, the shared ones are not.
+    let git = |args: &[&str]| Command::new("git").args(args).current_dir(ws).output().unwrap();
+    assert!(git(&["init", "-q"]).status.success());
+    assert!(git(&["check-ignore", "-q", ".claude/settings.local.json"]).status.success());
+    assert!(!git(&["check-ignore", "-q", ".claude/settings.json"]).status.success());
+
+    // `--program` alone would put one machine's path in the shared files: refused.
+    assert_eq!(init(ws, "claude", &["--program", PROGRAM]).status.code(), Some(2));
+    // An agent without a local settings file says what to do instead.
+    let out = init(ws, "codex", &["--local", "--program", PROGRAM]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("set CHOKEPOINT_PROGRAM"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
@@ -338,7 +376,7 @@ fn a_dry_run_prints_the_diff_and_writes_nothing() {
     fs::create_dir_all(ws.join(".claude")).unwrap();
     fs::write(ws.join(".claude/settings.json"), "{\n  \"model\": \"opus\"\n}\n").unwrap();
     let before = snapshot(ws);
-    let out = init(ws, "claude", &["--dry-run", "--program", PROGRAM]);
+    let out = init(ws, "claude", &["--dry-run"]);
     assert!(out.status.success());
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(snapshot(ws), before, "nothing written");
@@ -346,7 +384,8 @@ fn a_dry_run_prints_the_diff_and_writes_nothing() {
     assert!(stdout.contains("\n-  \"model\": \"opus\"\n+  \"model\": \"opus\",\n"), "{stdout}");
     assert!(stdout.contains("--- /dev/null\n+++ b/.mcp.json\n"), "{stdout}");
     assert!(stdout.contains("--- /dev/null\n+++ b/.orchestration/.gitignore\n"), "{stdout}");
-    assert!(stdout.contains(&format!("+            \"command\": \"'{PROGRAM}' hook --agent claude --deadline 25\",")), "{stdout}");
+    let command = serde_json::to_string(&command("claude", None, 25)).unwrap();
+    assert!(stdout.contains(&format!("+            \"command\": {command},")), "{stdout}");
 }
 
 #[test]
@@ -356,7 +395,7 @@ fn a_file_that_does_not_parse_stops_everything_with_its_location() {
     fs::create_dir_all(ws.join(".claude")).unwrap();
     fs::write(ws.join(".claude/settings.json"), "{\n  \"hooks\": {,\n}\n").unwrap();
     let before = snapshot(ws);
-    let out = init(ws, "claude", &["--program", PROGRAM]);
+    let out = init(ws, "claude", &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains(".claude/settings.json:2:13: "), "{stderr}");
@@ -367,7 +406,7 @@ fn a_file_that_does_not_parse_stops_everything_with_its_location() {
     fs::create_dir_all(ws.join(".codex")).unwrap();
     fs::write(ws.join(".codex/config.toml"), "model = \"gpt-5\"\n[mcp_servers\n").unwrap();
     let before = snapshot(ws);
-    let out = init(ws, "codex", &["--program", PROGRAM]);
+    let out = init(ws, "codex", &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains(".codex/config.toml:2:"), "{stderr}");

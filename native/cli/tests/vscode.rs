@@ -16,11 +16,8 @@ fn program() -> &'static str {
     env!("CARGO_BIN_EXE_chokepoint")
 }
 
-fn init(ws: &Path, agent: &str, program: &str) -> String {
-    let out = Command::new(self::program())
-        .args(["init", "--agent", agent, "--workspace", ws.to_str().unwrap(), "--program", program])
-        .output()
-        .unwrap();
+fn init(ws: &Path, agent: &str) -> String {
+    let out = Command::new(program()).args(["init", "--agent", agent, "--workspace", ws.to_str().unwrap()]).output().unwrap();
     assert!(out.status.success(), "init --agent {agent}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
@@ -68,9 +65,7 @@ fn our_entries(ws: &Path) -> Vec<(String, String)> {
 fn vs_code_and_copilot_cli_share_one_set_of_entries_whichever_ran_last() {
     let ws = tempfile::tempdir().unwrap();
     let ws = ws.path();
-    let program = "/opt/chokepoint/bin/chokepoint";
-
-    let out = init(ws, "vscode", program);
+    let out = init(ws, "vscode");
     assert!(out.contains("created .github/hooks/chokepoint.json"), "{out}");
     assert!(!ws.join(".mcp.json").exists(), "VS Code's agent gets its intent tools from the extension: {out}");
     let ignore = fs::read_to_string(ws.join(".orchestration/.gitignore")).unwrap();
@@ -81,20 +76,20 @@ fn vs_code_and_copilot_cli_share_one_set_of_entries_whichever_ran_last() {
     assert_eq!(doc["version"], 1, "Copilot CLI's format, which VS Code reads too");
     assert_eq!(
         doc["hooks"]["preToolUse"],
-        json!([{ "type": "command", "bash": format!("'{program}' hook --agent copilot --event preToolUse --deadline 25"), "timeoutSec": 30 }])
+        json!([{ "type": "command", "bash": chokepoint_core::agents::portable::guarded("hook --agent copilot --event preToolUse --deadline 25"), "timeoutSec": 30 }])
     );
     assert_eq!(doc["hooks"]["agentStop"][0]["timeoutSec"], 600, "VS Code's Stop is a completion gate");
     let first = our_entries(ws);
     let hooks_text = fs::read(ws.join(HOOKS)).unwrap();
 
     // Copilot CLI's set-up after it: the same entries, byte for byte; only its MCP server is added.
-    let out = init(ws, "copilot", program);
+    let out = init(ws, "copilot");
     assert!(out.contains("unchanged .github/hooks/chokepoint.json") && out.contains("created .mcp.json"), "{out}");
     assert_eq!(fs::read(ws.join(HOOKS)).unwrap(), hooks_text);
     let after_copilot = snapshot(ws);
 
     // And VS Code's again: nothing to do.
-    let out = init(ws, "vscode", program);
+    let out = init(ws, "vscode");
     assert!(out.contains("nothing changed"), "{out}");
     assert_eq!(snapshot(ws), after_copilot, "byte for byte");
     assert_eq!(our_entries(ws), first, "one set of entries");
@@ -108,7 +103,7 @@ fn vs_code_and_copilot_cli_share_one_set_of_entries_whichever_ran_last() {
     assert!(by_hand.contains("./audit.sh"), "{by_hand}");
     for agent in ["copilot", "vscode"] {
         fs::write(ws.join(HOOKS), &by_hand).unwrap();
-        init(ws, agent, program);
+        init(ws, agent);
         let doc = hooks_file(ws);
         assert_eq!(doc["hooks"]["preToolUse"].as_array().unwrap().len(), 2, "{agent}: {doc:#}");
         assert_eq!(doc["hooks"]["preToolUse"][0]["bash"], "./audit.sh", "{agent}");
@@ -124,7 +119,14 @@ active_intents:
     owned_scope: ['src/**']
 ";
 
-/// A workspace with intents, set up for VS Code's agent with this very program.
+/// `PATH` with the folder of the `chokepoint` under test first, where the entries (which name no
+/// path) find it, as on a machine that installed it.
+fn path_with_chokepoint() -> std::ffi::OsString {
+    let dir = Path::new(program()).parent().unwrap().to_path_buf();
+    std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).unwrap()
+}
+
+/// A workspace with intents, set up for VS Code's agent.
 fn governed() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let ws = fs::canonicalize(dir.path()).unwrap();
@@ -133,7 +135,7 @@ fn governed() -> (tempfile::TempDir, PathBuf) {
     fs::create_dir_all(ws.join("docs")).unwrap();
     fs::write(ws.join(".orchestration/active_intents.yaml"), INTENTS).unwrap();
     fs::write(ws.join(".orchestration/hooks.yaml"), "version: 1\n").unwrap();
-    init(&ws, "vscode", program());
+    init(&ws, "vscode");
     (dir, ws)
 }
 
@@ -149,6 +151,7 @@ fn run_entry_with(ws: &Path, key: &str, input: &Value, env: &[(&str, &Path)]) ->
         .arg("-c")
         .arg(&command)
         .current_dir(ws)
+        .env("PATH", path_with_chokepoint())
         .envs(env.iter().copied())
         .env_remove("CHOKEPOINT_HOOK_DEPTH")
         .stdin(Stdio::piped())
@@ -341,7 +344,11 @@ fn vs_codes_input_that_cannot_be_read_is_denied_in_its_format() {
 fn doctor_reports_vs_codes_setup_and_its_switch() {
     let (_dir, ws) = governed();
     let doctor = || {
-        let out = Command::new(program()).args(["doctor", "--json", "--workspace", ws.to_str().unwrap()]).output().unwrap();
+        let out = Command::new(program())
+            .args(["doctor", "--json", "--workspace", ws.to_str().unwrap()])
+            .env("PATH", path_with_chokepoint())
+            .output()
+            .unwrap();
         let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
         (out.status.code(), report)
     };

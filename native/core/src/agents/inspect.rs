@@ -187,6 +187,68 @@ pub fn other_mcp_servers(agent: Agent, read: impl Fn(&str) -> Option<String>) ->
     names
 }
 
+/// Our MCP server's command and arguments where `agent` reads the project's servers, `None` when
+/// there is none (or the file does not parse: `check` says so).
+pub fn server_command(agent: Agent, read: impl Fn(&str) -> Option<String>) -> Option<(String, Vec<String>)> {
+    let file = setup::mcp_file(agent)?;
+    let text = read(file)?;
+    if file.ends_with(".toml") {
+        let doc = text.parse::<toml_edit::DocumentMut>().ok()?;
+        let server = doc.get("mcp_servers")?.get(SERVER)?;
+        let command = server.get("command")?.as_str()?.to_owned();
+        let args = server.get("args").and_then(|a| a.as_array()).map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect());
+        return Some((command, args.unwrap_or_default()));
+    }
+    let doc = serde_json::from_str::<serde_json::Value>(&without_comments(&text)).ok()?;
+    let server = doc.get("mcpServers")?.get(SERVER)?;
+    let command = server.get("command")?.as_str()?.to_owned();
+    let args =
+        server.get("args").and_then(serde_json::Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect());
+    Some((command, args.unwrap_or_default()))
+}
+
+/// A path of one machine written into a settings file meant to be shared: an absolute program or
+/// workspace that an older `chokepoint init` (or another member's) wrote. The caller checks
+/// whether it exists here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedPath {
+    /// Relative to the workspace.
+    pub file: String,
+    pub event: Option<String>,
+    /// What it is: "the hook's program", "the MCP server's program", "the MCP server's workspace".
+    pub what: &'static str,
+    pub path: String,
+}
+
+/// Every absolute path our entries in `agent`'s files name literally (no variable of the agent's):
+/// each hook's program (once per file) and the MCP server's program and `--workspace`. The portable
+/// form `chokepoint init` writes names none.
+pub fn named_paths(agent: Agent, hooks: &[ConfiguredHook], read: impl Fn(&str) -> Option<String>) -> Vec<NamedPath> {
+    let mut out: Vec<NamedPath> = Vec::new();
+    for hook in hooks.iter().filter(|h| h.ours(agent)) {
+        let Some(program) = program_of(&hook.command, &[]).filter(|p| p.starts_with('/')) else { continue };
+        if !out.iter().any(|n| n.file == hook.file && n.path == program) {
+            out.push(NamedPath { file: hook.file.clone(), event: Some(hook.event.clone()), what: "the hook's program", path: program });
+        }
+    }
+    if let (Some(file), Some((command, args))) = (setup::mcp_file(agent), server_command(agent, &read)) {
+        let named = |what, path: String| NamedPath { file: file.to_owned(), event: None, what, path };
+        if command.starts_with('/') {
+            out.push(named("the MCP server's program", command));
+        }
+        let workspace = args
+            .iter()
+            .skip_while(|a| *a != "--workspace")
+            .nth(1)
+            .map(String::as_str)
+            .or_else(|| args.iter().find_map(|a| a.strip_prefix("--workspace=")));
+        if let Some(workspace) = workspace.filter(|w| w.starts_with('/')) {
+            out.push(named("the MCP server's workspace", workspace.to_owned()));
+        }
+    }
+    out
+}
+
 /// The agent's event that judges a tool call before it runs (the gate), and the one that hands the
 /// model the handshake's rules: the two a governed workspace cannot do without.
 pub fn needed_events(agent: Agent) -> Vec<(&'static str, EventKind)> {

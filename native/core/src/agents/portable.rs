@@ -57,12 +57,19 @@ pub fn find_program(var: impl Fn(&str) -> Option<String>) -> Result<PathBuf, Str
     if let Some(found) = std::env::split_paths(&path).map(|dir| dir.join("chokepoint")).find_map(|p| runnable(&p)) {
         return Ok(found);
     }
-    let home = var("XDG_STATE_HOME").filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| var("HOME").map(|h| Path::new(&h).join(".local/state")));
+    let home = var("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|h| Path::new(&h).join(".local/state")));
     let pointer = home.map(|h| h.join(POINTER));
     if let Some(named) = pointer.as_deref().and_then(|p| std::fs::read_to_string(p).ok()) {
         let named = named.trim_end_matches(['\n', '\r']);
-        return runnable(Path::new(named))
-            .ok_or_else(|| format!("the pointer {} names `{named}`, which is not an executable file", pointer.as_deref().unwrap_or(Path::new("")).display()));
+        return runnable(Path::new(named)).ok_or_else(|| {
+            format!(
+                "the pointer {} names `{named}`, which is not an executable file",
+                pointer.as_deref().unwrap_or(Path::new("")).display()
+            )
+        });
     }
     let pointer = pointer.map_or_else(|| format!("~/.local/state/{POINTER}"), |p| p.display().to_string());
     Err(format!("chokepoint is not on PATH, {PROGRAM_VAR} is not set, and {pointer} does not exist"))
@@ -88,7 +95,13 @@ mod tests {
 
     /// Runs a hook's guard through `sh` with only `env`.
     fn run(env: &[(&str, &str)]) -> std::process::Output {
-        Command::new("sh").arg("-c").arg(guarded("hook --agent claude --deadline 25")).env_clear().envs(env.iter().copied()).output().unwrap()
+        Command::new("sh")
+            .arg("-c")
+            .arg(guarded("hook --agent claude --deadline 25"))
+            .env_clear()
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
     }
 
     #[test]
@@ -99,7 +112,10 @@ mod tests {
         assert_eq!(out.status.code(), Some(2));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("chokepoint init --local --program") && err.contains("on PATH"), "{err}");
-        assert!(find_program(|k| [("PATH", "/usr/bin:/bin"), ("HOME", home)].iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())).is_err());
+        assert!(
+            find_program(|k| [("PATH", "/usr/bin:/bin"), ("HOME", home)].iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned()))
+                .is_err()
+        );
     }
 
     #[test]

@@ -580,7 +580,8 @@ mod tests {
     fn what_a_plan_writes_names_no_path_of_this_machine_and_replaces_an_older_absolute_one() {
         let old_hooks = r#"{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"'/home/me/bin/chokepoint' hook --agent claude --deadline 25","timeout":30}]}]}}"#;
         let old_server = r#"{"mcpServers":{"chokepoint":{"command":"/home/me/bin/chokepoint","args":["mcp","--workspace","/home/me/ws"],"env":{"A":"1"}}}}"#;
-        let old_codex = "[mcp_servers.chokepoint]\ncommand = \"/home/me/bin/chokepoint\"\nargs = [\"mcp\", \"--workspace\", \"/home/me/ws\"]\n";
+        let old_codex =
+            "[mcp_servers.chokepoint]\ncommand = \"/home/me/bin/chokepoint\"\nargs = [\"mcp\", \"--workspace\", \"/home/me/ws\"]\n";
         for agent in AGENTS {
             let fresh = planned(agent, &[]);
             let old = planned(agent, &[(".claude/settings.json", old_hooks), (".mcp.json", old_server), (".codex/config.toml", old_codex)]);
@@ -590,7 +591,11 @@ mod tests {
             }
             // The same as a fresh plan (the old entries replaced in their place) but for what the
             // user had (the server's `env`).
-            let value = |text: &str| text.parse::<toml_edit::DocumentMut>().map(|d| d.to_string()).unwrap_or_else(|_| serde_json::from_str::<serde_json::Value>(text).unwrap().to_string());
+            let value = |text: &str| {
+                text.parse::<toml_edit::DocumentMut>()
+                    .map(|d| d.to_string())
+                    .unwrap_or_else(|_| serde_json::from_str::<serde_json::Value>(text).unwrap().to_string())
+            };
             for (old, fresh) in old.iter().zip(&fresh) {
                 if old.path != ".mcp.json" && old.path != IGNORE_FILE {
                     assert_eq!(value(&old.after), value(&fresh.after), "{agent:?} {}", old.path);
@@ -605,9 +610,11 @@ mod tests {
     #[test]
     fn a_personal_program_goes_into_claude_codes_local_settings_kept_out_of_git() {
         let setup = Setup { agent: Agent::ClaudeCode, workspace: PathBuf::from("/ws") };
-        let local = plan_local(&setup, Path::new("/opt/it's/chokepoint"), |p| (p == ".claude/settings.local.json").then(|| r#"{"env":{"A":"1"}}"#.to_owned()))
-            .unwrap()
-            .unwrap();
+        let local = plan_local(&setup, Path::new("/opt/it's/chokepoint"), |p| {
+            (p == ".claude/settings.local.json").then(|| r#"{"env":{"A":"1"}}"#.to_owned())
+        })
+        .unwrap()
+        .unwrap();
         assert_eq!(local[0].path, ".claude/settings.local.json");
         let settings: serde_json::Value = serde_json::from_str(&local[0].after).unwrap();
         assert_eq!(settings, serde_json::json!({ "env": { "A": "1", "CHOKEPOINT_PROGRAM": "/opt/it's/chokepoint" } }));

@@ -10,8 +10,17 @@ pub const SIDECAR_DIR: &str = ".orchestration";
 pub const IGNORE_FILE: &str = ".orchestration/.gitignore";
 
 /// The engine's runtime files, as lines of the sidecar's `.gitignore`: state, not configuration.
-pub const RUNTIME_FILES: &[&str] =
-    &["state.db", "state.db-*", "trace.db", "trace.db-*", "agent_trace.lock", "snapshots/", "serve.json", "brain.lock", "brain.generated.md"];
+pub const RUNTIME_FILES: &[&str] = &[
+    "state.db",
+    "state.db-*",
+    "trace.db",
+    "trace.db-*",
+    "agent_trace.lock",
+    "snapshots/",
+    "serve.json",
+    "brain.lock",
+    "brain.generated.md",
+];
 
 /// The mode the engine's runtime files are created with: owner-only, since the ledger records what
 /// every agent wrote and the state database holds leases and approvals. A file that exists keeps
