@@ -73,7 +73,6 @@ pub fn run(args: InitArgs) -> ExitCode {
         Err(e) => return usage(&format!("{e}; nothing was written")),
     };
     let changed = plan.iter().any(PlannedFile::changed);
-    let had_brain = workspace.join(chokepoint_core::BRAIN).exists();
     if args.dry_run {
         for file in plan.iter().filter(|f| f.changed()) {
             print!("{}", diff(file));
@@ -99,7 +98,7 @@ pub fn run(args: InitArgs) -> ExitCode {
         // This machine's settings touch nothing shared (the brain is the workspace's).
         let brain = if args.local { Ok(false) } else { brain(&workspace) };
         match brain {
-            Ok(true) => println!("{:>9} {}", if had_brain { "updated" } else { "created" }, chokepoint_core::BRAIN),
+            Ok(true) => {}
             Ok(false) if !changed => println!("{}: already set up; nothing changed", args.agent.as_str()),
             Ok(false) => {}
             Err(e) => {
@@ -133,16 +132,28 @@ fn no_local(agent: Agent) -> String {
     )
 }
 
-/// Creates the shared brain, or brings its generated section up to date (`engine::brain`: only
-/// between its markers, what people wrote kept). True when the file was written; a damaged section
-/// is repaired and said.
+/// Creates the shared brain (the people's CLAUDE.md), takes an older generated section out of it,
+/// and brings the generated part up to date (`engine::brain`), saying what changed. True when a
+/// file the person would notice was written; damaged markers of an older section are said.
 fn brain(workspace: &Path) -> Result<bool, String> {
     let engine = chokepoint_core::Engine::open(workspace).map_err(|e| format!("cannot open workspace `{}`: {e}", workspace.display()))?;
     let refreshed = engine.brain().refresh(true).map_err(|e| e.to_string())?;
     for damage in &refreshed.damage {
-        eprintln!("warning: {}: {damage}; the text around it was kept, and a new section written at the end", chokepoint_core::BRAIN);
+        eprintln!("warning: {}: {damage}", chokepoint_core::BRAIN);
     }
-    Ok(refreshed.written)
+    if refreshed.created {
+        println!("{:>9} {}", "created", chokepoint_core::BRAIN);
+    }
+    if refreshed.stripped {
+        println!(
+            "{:>9} {} (the section Chokepoint generated in it now lives in {}, which git ignores; what people wrote is kept)",
+            "updated",
+            chokepoint_core::BRAIN,
+            chokepoint_core::brain::GENERATED
+        );
+    }
+    // The generated file is rewritten whenever the state changes, and never committed: not news.
+    Ok(refreshed.created || refreshed.stripped)
 }
 
 fn usage(message: &str) -> ExitCode {

@@ -1,6 +1,8 @@
-//! The shared brain, `.orchestration/CLAUDE.md`, against real processes: `chokepoint init` creates it,
-//! Claude Code's hook processes (judging alone, `--local`) teach it lessons and read it at session
-//! start, a person writes in it meanwhile, and no agent may write it.
+//! The shared brain against real processes: `chokepoint init` creates `.orchestration/CLAUDE.md` (the
+//! people's) and its generated part `.orchestration/brain.generated.md`; Claude Code's hook processes
+//! (judging alone, `--local`) teach it lessons and read both at session start, a person writes in
+//! CLAUDE.md meanwhile, no agent may write either, an older generated section is taken out of
+//! CLAUDE.md once, and two branches that each worked merge without a conflict in it (real git).
 
 mod common;
 
@@ -11,6 +13,7 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 const BRAIN: &str = ".orchestration/CLAUDE.md";
+const GENERATED: &str = ".orchestration/brain.generated.md";
 const BEGIN: &str = "<!-- chokepoint:begin";
 const END: &str = "<!-- chokepoint:end -->";
 
@@ -43,7 +46,7 @@ fn chokepoint(ws: &Path, args: &[&str]) -> Output {
 }
 
 fn init(ws: &Path) -> Output {
-    let out = chokepoint(ws, &["init", "--agent", "claude", "--program", "/bin/chokepoint"]);
+    let out = chokepoint(ws, &["init", "--agent", "claude"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     out
 }
@@ -69,52 +72,61 @@ fn reason(answer: &Value) -> String {
     answer["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap_or_default().to_owned()
 }
 
+/// What people wrote.
 fn brain(ws: &Path) -> String {
     fs::read_to_string(ws.join(BRAIN)).unwrap()
 }
 
-/// The lessons the generated section lists.
+/// What Chokepoint generated.
+fn generated(ws: &Path) -> String {
+    fs::read_to_string(ws.join(GENERATED)).unwrap()
+}
+
+/// The lessons the generated part lists.
 fn lessons(text: &str) -> Vec<String> {
     let section = &text[text.find("### Lessons").expect("a lessons heading")..];
     section.lines().filter(|l| l.starts_with("- ")).map(str::to_owned).collect()
 }
 
-/// A person's edit, as an editor saves it: the whole file written again, a line added above the
-/// section (in a temporary file renamed over it, as editors that keep a backup do).
+/// A person's edit, as an editor saves it: the whole file written again, a line added at its end
+/// (in a temporary file renamed over it, as editors that keep a backup do).
 fn person_adds(ws: &Path, line: &str) {
     let text = brain(ws);
-    let at = text.find(BEGIN).expect("the section is there");
-    save_as_person(ws, &format!("{}{line}\n\n", &text[..at]), &text[at..]);
+    save_as_person(ws, &format!("{text}{line}\n\n"));
 }
 
-fn save_as_person(ws: &Path, above: &str, section: &str) {
+fn save_as_person(ws: &Path, text: &str) {
     let temp = ws.join(".orchestration/.person.tmp");
-    fs::write(&temp, format!("{above}{section}")).unwrap();
+    fs::write(&temp, text).unwrap();
     fs::rename(temp, ws.join(BRAIN)).unwrap();
 }
 
 #[test]
-fn init_creates_the_brain_with_the_hooks_in_force_and_a_second_run_keeps_what_people_wrote() {
+fn init_creates_the_peoples_brain_and_its_generated_part_and_a_second_run_keeps_what_people_wrote() {
     let ws = workspace();
     let ws = ws.path();
     let out = init(ws);
     assert!(String::from_utf8_lossy(&out.stdout).contains("created .orchestration/CLAUDE.md"));
     let text = brain(ws);
     assert!(text.starts_with("# Shared brain\n"), "{text}");
-    assert!(text.contains("**BeforeSubmit**") && text.contains("| `tests` | critical | runs `sh -c test -f done"), "{text}");
-    assert!(text.contains("| `gatekeeper` | critical | judges every write"), "{text}");
+    assert!(!text.contains(BEGIN) && !text.contains("| `gatekeeper` |"), "nothing generated in the people's file: {text}");
+    let generated = generated(ws);
+    assert!(generated.contains("**BeforeSubmit**") && generated.contains("| `tests` | critical | runs `sh -c test -f done"), "{generated}");
+    assert!(generated.contains("| `gatekeeper` | critical | judges every write"), "{generated}");
+    let ignore = fs::read_to_string(ws.join(".orchestration/.gitignore")).unwrap();
+    assert!(ignore.lines().any(|l| l == "brain.generated.md"), "{ignore}");
 
     let mine = format!("{}\nOur rule: never touch the vendored code.\n", text.replace("# Shared brain", "# Our brain"));
     fs::write(ws.join(BRAIN), &mine).unwrap();
     let out = init(ws);
     assert!(String::from_utf8_lossy(&out.stdout).contains("nothing changed"), "{}", String::from_utf8_lossy(&out.stdout));
-    assert_eq!(brain(ws), mine, "a section that is already true is not rewritten, nor anything around it");
+    assert_eq!(brain(ws), mine, "what people wrote is theirs, byte for byte");
 }
 
 /// Two agents, each refused three times on each of four paths (governance files, so each refusal
 /// names its path): four lessons each, taught by separate processes at the same time. With
-/// `person`, a person adds a line above the section every few milliseconds meanwhile, saving the
-/// whole file as an editor does. Returns the person's lines.
+/// `person`, a person adds a line to CLAUDE.md every few milliseconds meanwhile, saving the whole
+/// file as an editor does. Returns the person's lines.
 fn two_agents_teach(ws: &Path, person: bool) -> Vec<String> {
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -131,18 +143,14 @@ fn two_agents_teach(ws: &Path, person: bool) -> Vec<String> {
                 })
             })
             .collect();
-        // The person's editor holds what they wrote above the section (its buffer), and takes the
-        // section as the file has it when it saves: a save never drops the person's own earlier line,
-        // whatever moment it reads the file in.
+        // The person's editor holds what they wrote (its buffer), and saves it whole.
         let person = s.spawn(|| {
             let mut lines = Vec::new();
-            let text = brain(ws);
-            let mut above = text[..text.find(BEGIN).expect("the section is there")].to_owned();
+            let mut text = brain(ws);
             while person && !done.load(Ordering::Acquire) {
                 let line = format!("Person's note {}.", lines.len());
-                above.push_str(&format!("{line}\n\n"));
-                let text = brain(ws);
-                save_as_person(ws, &above, &text[text.find(BEGIN).expect("the section is there")..]);
+                text.push_str(&format!("{line}\n\n"));
+                save_as_person(ws, &text);
                 lines.push(line);
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
@@ -156,10 +164,8 @@ fn two_agents_teach(ws: &Path, person: bool) -> Vec<String> {
     })
 }
 
-/// Every lesson the two agents taught is in `text`, once, in one sound section.
+/// Every lesson the two agents taught is in the generated `text`, once.
 fn has_every_lesson(text: &str) {
-    assert_eq!(text.matches(BEGIN).count(), 1, "{text}");
-    assert_eq!(text.matches(END).count(), 1, "{text}");
     let lessons = lessons(text);
     assert_eq!(lessons.len(), 8, "{lessons:#?}");
     for agent in ["a", "b"] {
@@ -178,11 +184,11 @@ fn two_agents_teaching_lessons_at_once_both_find_theirs_in_the_file() {
     init(ws);
     two_agents_teach(ws, false);
     // No rewrite after them: each process's own rewrite, serialised, left every lesson in.
-    has_every_lesson(&brain(ws));
+    has_every_lesson(&generated(ws));
 }
 
 #[test]
-fn two_agents_teach_lessons_while_a_person_edits_above_the_section_and_nothing_is_lost() {
+fn two_agents_teach_lessons_while_a_person_edits_the_brain_and_nothing_is_lost() {
     let ws = workspace();
     let ws = ws.path();
     init(ws);
@@ -192,14 +198,8 @@ fn two_agents_teach_lessons_while_a_person_edits_above_the_section_and_nothing_i
     for line in &person_lines {
         assert!(text.contains(line), "the person's `{line}` is kept:\n{text}");
     }
-    // The person's editor saves its buffer whole, so its last save may hold an older section; the
-    // lessons are kept in the state database, and the next rewrite (a session's start) has them all.
-    hook(ws, json!({ "session_id": "S-c", "cwd": ws, "hook_event_name": "SessionStart", "source": "startup" }));
-    let text = brain(ws);
-    for line in &person_lines {
-        assert!(text.contains(line), "the person's `{line}` is kept:\n{text}");
-    }
-    has_every_lesson(&text);
+    assert!(!text.contains("### Lessons"), "nothing generated went into the person's file: {text}");
+    has_every_lesson(&generated(ws));
 }
 
 #[test]
@@ -210,7 +210,7 @@ fn a_repeated_denial_makes_one_lesson_linked_to_its_record() {
     for _ in 0..5 {
         assert!(reason(&write(ws, "S1", ".orchestration/x.txt")).contains("governance file"));
     }
-    let lessons = lessons(&brain(ws));
+    let lessons = lessons(&generated(ws));
     assert_eq!(lessons.len(), 1, "{lessons:#?}");
     // Linked to the third denial: the ledger's third record, whose line hash it quotes.
     let ledger = fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl")).unwrap();
@@ -231,7 +231,7 @@ fn a_completion_that_failed_then_passed_is_a_lesson() {
     assert_eq!(refused["decision"], "block", "{refused}");
     fs::write(ws.join("done"), "").unwrap();
     assert_eq!(hook(ws, stop), Value::Null, "the second round passes");
-    let lessons = lessons(&brain(ws));
+    let lessons = lessons(&generated(ws));
     assert_eq!(lessons.len(), 1, "{lessons:#?}");
     assert!(lessons[0].contains("`BeforeSubmit` failed on `tests`: 2 tests fail (ledger #1 "), "{}", lessons[0]);
     assert!(lessons[0].contains("What fixed it: a later round") && lessons[0].contains("(ledger #2 "), "{}", lessons[0]);
@@ -248,9 +248,10 @@ fn an_external_agents_session_start_carries_the_brain() {
     for event in ["startup", "compact"] {
         let answer = hook(ws, json!({ "session_id": "S1", "cwd": ws, "hook_event_name": "SessionStart", "source": event }));
         let context = answer["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_else(|| panic!("{event}: {answer}"));
-        assert!(context.contains("<shared_brain file=\".orchestration/CLAUDE.md\">"), "{event}: {context}");
-        assert!(context.contains("We deploy on Fridays only."), "{event}: what people wrote: {context}");
-        assert!(context.contains("| `tests` | critical |"), "{event}: the hooks in force: {context}");
+        assert!(context.contains("<shared_brain file=\".orchestration/CLAUDE.md\""), "{event}: {context}");
+        let people = context.find("We deploy on Fridays only.").unwrap_or_else(|| panic!("{event}: what people wrote: {context}"));
+        let hooks = context.find("| `tests` | critical |").unwrap_or_else(|| panic!("{event}: the hooks in force: {context}"));
+        assert!(people < hooks, "{event}: the people's part first: {context}");
     }
 }
 
@@ -279,17 +280,117 @@ fn an_agents_write_or_shell_command_on_the_brain_is_refused_by_name() {
     assert_eq!(brain(ws), before, "the command's change was undone");
 }
 
+/// A CLAUDE.md an older Chokepoint wrote: the people's text around a generated section.
+const OLDER: &str = "# Ours\r\n\nWe deploy on Fridays.\n\n<!-- chokepoint:begin: generated -->\n## Governed by Chokepoint\n- `INT-001` held by `claude:S-old`\n<!-- chokepoint:end -->\nA note below it, no newline at the end";
+
 #[test]
-fn a_damaged_section_is_repaired_without_losing_the_persons_text() {
+fn an_older_generated_section_is_taken_out_once_keeping_every_byte_of_the_peoples_text() {
+    let people = "# Ours\r\n\nWe deploy on Fridays.\n\nA note below it, no newline at the end";
+    // By `chokepoint init`.
     let ws = workspace();
     let ws = ws.path();
-    fs::write(ws.join(BRAIN), "# Ours\n<!-- chokepoint:begin: old -->\nold generated\nmy note after it\n").unwrap();
+    fs::write(ws.join(BRAIN), OLDER).unwrap();
     let out = init(ws);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("line 2: a chokepoint:begin marker without its pair"), "{out:?}");
-    let text = brain(ws);
-    for kept in ["# Ours\n", "old generated\n", "my note after it\n"] {
-        assert!(text.contains(kept), "{kept:?} kept: {text}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("updated .orchestration/CLAUDE.md"), "{out:?}");
+    assert_eq!(brain(ws), people);
+    assert!(generated(ws).contains("### Lessons"));
+    let out = init(ws);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing changed"), "once: {out:?}");
+    assert_eq!(brain(ws), people);
+
+    // By the engine's next rewrite (a session's start), in a workspace nobody ran init in again:
+    // its `.gitignore`, written by an older Chokepoint, gets the generated file's line.
+    let ws = workspace();
+    let ws = ws.path();
+    fs::write(ws.join(BRAIN), OLDER).unwrap();
+    let older_ignore = "# Written by Chokepoint: runtime state, not configuration.\nstate.db\nstate.db-*\nmine/\n";
+    fs::write(ws.join(".orchestration/.gitignore"), older_ignore).unwrap();
+    let answer = hook(ws, json!({ "session_id": "S1", "cwd": ws, "hook_event_name": "SessionStart", "source": "startup" }));
+    let context = answer["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert_eq!(context.matches("## Governed by Chokepoint").count(), 1, "shown once: {context}");
+    assert!(!context.contains("claude:S-old"), "the old section's leases are gone: {context}");
+    assert_eq!(brain(ws), people);
+    let ignore = fs::read_to_string(ws.join(".orchestration/.gitignore")).unwrap();
+    assert!(ignore.starts_with(older_ignore) && ignore.lines().any(|l| l == "brain.generated.md"), "{ignore}");
+}
+
+#[test]
+fn damaged_markers_of_an_older_section_remove_nothing_and_are_reported() {
+    let ws = workspace();
+    let ws = ws.path();
+    let text = "# Ours\n<!-- chokepoint:begin: old -->\nold generated\nmy note after it\n";
+    fs::write(ws.join(BRAIN), text).unwrap();
+    let out = init(ws);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("line 2: a chokepoint:begin marker of an older generated section without its pair"),
+        "{out:?}"
+    );
+    assert_eq!(brain(ws), text, "nothing of the people's file is guessed away");
+    assert!(!generated(ws).contains(BEGIN) && !generated(ws).contains(END));
+}
+
+fn git(dir: &Path, args: &[&str]) -> Output {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success() || args[0] == "merge", "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// In its own worktree and branch, an agent takes the lease of INT-001 and is refused three times on
+/// one path (a lesson); then everything `git add -A` takes is committed.
+fn works_and_commits(wt: &Path, agent: &str) {
+    let out = chokepoint(wt, &["intent", "select", "--session", &format!("claude:S-{agent}"), "INT-001"]);
+    assert!(out.status.success(), "{out:?}");
+    for _ in 0..3 {
+        assert!(reason(&write(wt, &format!("S-{agent}"), &format!(".orchestration/{agent}.txt"))).contains("governance file"));
     }
-    assert_eq!(text.matches(BEGIN).count(), 1, "one sound section: {text}");
-    assert!(text.ends_with(&format!("{END}\n")));
+    // The hook processes waited for their rewrites; the lease's is done by the next session start.
+    hook(wt, json!({ "session_id": format!("S-{agent}-2"), "cwd": wt, "hook_event_name": "SessionStart", "source": "startup" }));
+    let generated = generated(wt);
+    assert!(generated.contains(&format!("held by `claude:S-{agent}`")), "{generated}");
+    assert!(lessons(&generated).iter().any(|l| l.contains(&format!("`.orchestration/{agent}.txt`"))), "{generated}");
+    git(wt, &["add", "-A"]);
+    git(wt, &["commit", "-qm", &format!("work of {agent}")]);
+    let status = String::from_utf8(git(wt, &["status", "--porcelain", "--ignored"]).stdout).unwrap();
+    assert!(status.contains("!! .orchestration/brain.generated.md"), "the generated part is ignored, not committed: {status}");
+}
+
+#[test]
+fn two_branches_that_each_took_a_lease_and_learnt_a_lesson_merge_without_a_conflict_in_the_brain() {
+    let dir = tempfile::tempdir().unwrap();
+    let main = dir.path().join("main");
+    fs::create_dir_all(main.join(".orchestration")).unwrap();
+    fs::write(main.join(".orchestration/hooks.yaml"), "version: 1\n").unwrap();
+    fs::write(
+        main.join(".orchestration/active_intents.yaml"),
+        "version: 1\nactive_intents:\n  - id: INT-001\n    name: Sources\n    status: IN_PROGRESS\n    owned_scope: ['src/**']\n",
+    )
+    .unwrap();
+    git(&main, &["init", "-q"]);
+    init(&main);
+    person_adds(&main, "We deploy on Fridays.");
+    git(&main, &["add", "-A"]);
+    git(&main, &["commit", "-qm", "governed"]);
+    let other = dir.path().join("b");
+    git(&main, &["worktree", "add", "-q", "-b", "b", other.to_str().unwrap()]);
+    git(&main, &["checkout", "-q", "-b", "a"]);
+
+    works_and_commits(&main, "a");
+    works_and_commits(&other, "b");
+    for (branch, committed) in [("a", &main), ("b", &other)] {
+        let shown = String::from_utf8(git(committed, &["show", &format!("{branch}:{BRAIN}")]).stdout).unwrap();
+        assert!(!shown.contains("held by") && !shown.contains("### Lessons"), "{branch}: no live state in git: {shown}");
+    }
+
+    let merge = git(&main, &["merge", "--no-edit", "b"]);
+    let conflicted = String::from_utf8(git(&main, &["diff", "--name-only", "--diff-filter=U"]).stdout).unwrap();
+    // The ledger's own layout across branches is another part of issue 28 (item 2); until it lands,
+    // its file is the one conflict allowed here, and no file of the brain may be one.
+    let conflicted: Vec<&str> = conflicted.lines().filter(|f| *f != ".orchestration/agent_trace.jsonl").collect();
+    assert_eq!(conflicted, Vec::<&str>::new(), "{}", String::from_utf8_lossy(&merge.stdout));
+    assert_eq!(brain(&main).matches("We deploy on Fridays.").count(), 1);
 }

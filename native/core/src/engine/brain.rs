@@ -1,32 +1,39 @@
-//! The shared brain, `.orchestration/CLAUDE.md`: a file every agent reads, which people write freely
-//! and in which Chokepoint owns one section, between [`BEGIN`] and [`END`]: the hooks in force per
-//! event, the intents and who holds each, and the lessons (`lessons.rs`).
+//! The shared brain: `.orchestration/CLAUDE.md`, which people write for every agent and commit, and
+//! its generated part `.orchestration/brain.generated.md` (the hooks in force per event, the intents
+//! and who holds each, the lessons of `lessons.rs`), which Chokepoint renders from this machine's
+//! live state and git ignores. An agent is shown both, the people's part first ([`Brain::context`]).
 //!
-//! - **Only between its markers.** A rewrite reads the file, replaces the lines from the begin marker
-//!   to the end marker (or appends the section when there are none) and leaves every other byte as it
-//!   was ([`splice`]). A damaged section (one marker, markers out of order, two sections) loses
-//!   nothing either: the stray markers are turned into plain comments, the text around them is kept
-//!   where it was, a new section is appended, and the damage is reported ([`Refreshed::damage`]).
-//! - **Atomically, one process at a time.** The new text goes to a temporary file in the sidecar
-//!   folder, synced, then renamed over the file, under an exclusive lock of `brain.lock` (the
-//!   ledger's cross-process lock, `ledger::writer::lock_exclusive`). The section is rendered under
-//!   that lock from the state as it is then (the lessons' table, the lease table), so two processes
-//!   that each added a lesson both see both. People do not take the lock, so the new file is swapped
-//!   with the old one in one step (`renameat2(RENAME_EXCHANGE)`) and what the swap displaced is read
-//!   back: when it is not what was read (a person saved meanwhile), the person's text is spliced
-//!   again and swapped in, so no save is overwritten ([`swap`]).
+//! - **Never a merge conflict, never one machine's state in git.** Who holds what changes with
+//!   every lease, and lessons are learnt on each branch: a generated section inside the committed
+//!   file conflicted on every merge of two branches that worked, and carried one machine's leases
+//!   into the history. So nothing generated is written into CLAUDE.md: it holds only what people
+//!   wrote, and the generated file is a runtime file (`base::sidecar::RUNTIME_FILES`; a rewrite
+//!   adds its line to an older `.orchestration/.gitignore` before it first writes the file).
+//! - **An older section is taken out once, and only it.** A CLAUDE.md written by an older
+//!   Chokepoint holds the section between [`BEGIN`] and [`END`]; the next rewrite (`chokepoint init`
+//!   or the engine's) removes those lines, markers included, and leaves every other byte as it was
+//!   ([`strip`]). Damaged markers (one without its pair, out of order, two sections) are not
+//!   guessed at: the text stays the people's, and the damage is reported ([`Refreshed::damage`]).
+//!   People do not take our lock, so that removal swaps the new file with the old one in one step
+//!   (`renameat2(RENAME_EXCHANGE)`) and reads back what it displaced: when a person saved meanwhile,
+//!   their text is stripped again and swapped in, so no save is overwritten ([`swap`]).
+//! - **Atomically, one process at a time.** The generated file is rendered and written (a
+//!   temporary file synced, then renamed over it) under an exclusive lock of `brain.lock` (the
+//!   ledger's cross-process lock, `ledger::writer::lock_exclusive`), from the state as it is then
+//!   (the lessons' table, the lease table), so two processes that each added a lesson both see
+//!   both. Nobody else writes that file, so no person's save can be lost there.
 //! - **Off the judging thread, and only when something changed.** A gate's answer is handed to this
 //!   module after its record is durable ([`Brain::notice`]: a denial, a completion's round) and a
 //!   lease taken or released asks for a rewrite ([`Brain::refresh_later`]); both go to one worker
 //!   thread per engine, started on the first of them, which learns, renders and writes while the
-//!   judge goes on. A file whose section is already what would be written is not written. A hook
+//!   judge goes on. A generated file that already says what would be written is not written. A hook
 //!   process (one call per process) starts that thread only on those events and waits for it before
 //!   it exits ([`Brain::settle`]); an allowed write never reaches it.
 //! - **Created by `chokepoint init`, kept by the engine.** Only [`Brain::refresh`] with `create`
-//!   makes the file; the worker only rewrites one that exists, so a workspace is never handed a file
-//!   its people did not ask for.
+//!   makes CLAUDE.md; the worker keeps the generated part only of a workspace that has a CLAUDE.md,
+//!   so a workspace is never handed a brain its people did not ask for.
 
-use crate::base::sidecar::{BRAIN, Sidecar};
+use crate::base::sidecar::{BRAIN, BRAIN_GENERATED, IGNORE_HEADER, RUNTIME_FILES, Sidecar, runtime_ignore, with_lines};
 use crate::base::sqlite::StateDb;
 use crate::config::hooks::{HookSpec, HooksConfig};
 use crate::engine::lessons::{Lesson, Lessons, Noticed, short};
@@ -41,19 +48,25 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// The first line of the generated section (a line that starts with it is a begin marker).
+/// The generated part's file, relative to the workspace root.
+pub const GENERATED: &str = BRAIN_GENERATED;
+
+/// The first line of the section an older Chokepoint generated inside CLAUDE.md (a line that starts
+/// with it is a begin marker): removed by the next rewrite.
 pub const BEGIN: &str = "<!-- chokepoint:begin";
-/// The last line of the generated section.
+/// The last line of that older section.
 pub const END: &str = "<!-- chokepoint:end -->";
 
-/// The begin marker as written: what the section is and where to write instead.
-const BEGIN_LINE: &str = "<!-- chokepoint:begin: generated by Chokepoint from hooks.yaml, active_intents.yaml, the lease table and the lessons; rewritten whole, so write above or below it -->";
+/// The first line of the generated file: what it is, and where people write instead.
+const GENERATED_LINE: &str = "<!-- generated by Chokepoint from hooks.yaml, active_intents.yaml, this machine's lease table and the lessons; \
+not committed, rewritten whole: people write in .orchestration/CLAUDE.md -->";
 
-/// What a new file holds above the section: the people's part.
+/// What a new CLAUDE.md holds: the people's part, all of it.
 const NEW_FILE: &str = "# Shared brain\n\nWhat every agent working in this workspace should know: conventions, decisions, traps. Write here \
-freely; Chokepoint keeps only the section between its markers below up to date.\n";
+freely: this file is yours, and meant to be committed. Chokepoint shows every agent this file and, after it, what it generates \
+(the hooks in force, the intents and who holds each, the lessons) from `.orchestration/brain.generated.md`, which git ignores.\n";
 
-/// The most of the file an agent is shown: a brain that outgrows it is cut, and says so.
+/// The most of the two files an agent is shown: a brain that outgrows it is cut, and says so.
 pub const MAX_CONTEXT_BYTES: usize = 32 * 1024;
 
 /// How many times a rewrite starts over when the file changed between its read and its rename.
@@ -67,10 +80,22 @@ crate::base::error::domain_error! {
 /// What a rewrite did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Refreshed {
-    /// The file was written (false: its section already said this, or there is no file to keep).
-    pub written: bool,
-    /// The markers were damaged: what was found, by line. The text around them was kept.
+    /// CLAUDE.md was made (`create`, and there was none).
+    pub created: bool,
+    /// An older generated section was taken out of CLAUDE.md.
+    pub stripped: bool,
+    /// The generated file was written (false: it already said this, or there is no brain to keep).
+    pub generated: bool,
+    /// An older section's markers in CLAUDE.md were damaged: what was found, by line. Nothing of
+    /// the text around them was removed.
     pub damage: Vec<String>,
+}
+
+impl Refreshed {
+    /// Whether any file was written.
+    pub fn written(&self) -> bool {
+        self.created || self.stripped || self.generated
+    }
 }
 
 /// One hook of a chain, as the section lists it.
@@ -212,9 +237,9 @@ fn row(spec: &HookSpec) -> HookRow {
     }
 }
 
-/// The generated section, markers included, ending with a newline.
+/// The generated file's text, ending with a newline.
 pub fn render(facts: &Facts, lessons: &[Lesson]) -> String {
-    let mut s = format!("{BEGIN_LINE}\n## Governed by Chokepoint\n\n### Hooks in force\n");
+    let mut s = format!("{GENERATED_LINE}\n## Governed by Chokepoint\n\n### Hooks in force\n");
     s.push_str("Every agent's action on this workspace passes these chains, in this order.\n");
     render_chains(&mut s, &facts.events);
     for (name, description, chains) in &facts.task_types {
@@ -248,8 +273,6 @@ pub fn render(facts: &Facts, lessons: &[Lesson]) -> String {
         let intent = l.intent.as_deref().map(|i| format!(", intent `{i}`")).unwrap_or_default();
         s.push_str(&format!("- {}{intent}: {} (ledger #{} `{}`)\n", date.get(..10).unwrap_or(&date), l.text, l.seq, short(&l.hash)));
     }
-    s.push_str(END);
-    s.push('\n');
     s
 }
 
@@ -288,50 +311,35 @@ fn is_end(line: &str) -> bool {
     line.trim() == END
 }
 
-/// `current` with its generated section replaced by `section`, or `section` appended when it has
-/// none; and what was damaged, when its markers were not one begin before one end. Every line that
-/// is not between a sound pair of markers is kept as it was.
-pub fn splice(current: &str, section: &str) -> (String, Vec<String>) {
+/// `current` without the section an older Chokepoint generated in it (its lines from the begin
+/// marker to the end marker, both included), `None` when it has no sound one; and what is damaged,
+/// when its markers are not one begin before one end (nothing is removed then: what they frame may
+/// be the people's by now). Every line outside a sound section is kept byte for byte.
+pub fn strip(current: &str) -> (Option<String>, Vec<String>) {
     let lines: Vec<&str> = current.split_inclusive('\n').collect();
     let begins: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| is_begin(l)).map(|(i, _)| i).collect();
     let ends: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| is_end(l)).map(|(i, _)| i).collect();
-    if let ([begin], [end]) = (begins.as_slice(), ends.as_slice())
-        && begin < end
-    {
-        let mut text: String = lines[..*begin].concat();
-        text.push_str(section);
-        text.push_str(&lines[end + 1..].concat());
-        return (text, Vec::new());
+    match (begins.as_slice(), ends.as_slice()) {
+        ([], []) => (None, Vec::new()),
+        ([begin], [end]) if begin < end => (Some(format!("{}{}", lines[..*begin].concat(), lines[end + 1..].concat())), Vec::new()),
+        _ => {
+            let mut damage: Vec<(usize, &str)> = begins.iter().map(|i| (*i, "begin")).chain(ends.iter().map(|i| (*i, "end"))).collect();
+            damage.sort();
+            let damage = damage
+                .into_iter()
+                .map(|(i, which)| {
+                    format!(
+                        "line {}: a chokepoint:{which} marker of an older generated section without its pair; Chokepoint no longer writes in this file, so delete the old section by hand",
+                        i + 1
+                    )
+                })
+                .collect();
+            (None, damage)
+        }
     }
-    let mut damage = Vec::new();
-    let mut text = String::with_capacity(current.len() + section.len() + 2);
-    for (i, line) in lines.iter().enumerate() {
-        let which = if begins.contains(&i) {
-            "begin"
-        } else if ends.contains(&i) {
-            "end"
-        } else {
-            text.push_str(line);
-            continue;
-        };
-        damage.push(format!("line {}: a chokepoint:{which} marker without its pair", i + 1));
-        // Kept as a comment a person can see and delete: the text it framed is theirs now.
-        text.push_str(&format!(
-            "<!-- chokepoint: a damaged {which} marker stood here; the generated section is rewritten at the end of the file -->{}",
-            if line.ends_with('\n') { "\n" } else { "" }
-        ));
-    }
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    if !text.is_empty() && !text.ends_with("\n\n") {
-        text.push('\n');
-    }
-    text.push_str(section);
-    (text, damage)
 }
 
-/// The shared brain of one workspace, and the worker that keeps its section true.
+/// The shared brain of one workspace, and the worker that keeps its generated part true.
 pub struct Brain {
     inner: Arc<Inner>,
     /// The worker's queue; the worker is started with the first job.
@@ -360,8 +368,8 @@ enum Job {
 }
 
 impl Brain {
-    /// The brain of `sidecar`'s workspace; its lessons live in `state`, the rest of its section comes
-    /// from `facts`, called when the section is rendered.
+    /// The brain of `sidecar`'s workspace; its lessons live in `state`, the rest of its generated
+    /// part comes from `facts`, called when it is rendered.
     pub(crate) fn new(sidecar: Sidecar, state: Arc<StateDb>, facts: impl Fn() -> Facts + Send + Sync + 'static) -> Brain {
         Brain {
             inner: Arc::new(Inner { sidecar, lessons: Lessons::on(state), facts: Box::new(facts), last: Mutex::default() }),
@@ -370,8 +378,9 @@ impl Brain {
         }
     }
 
-    /// Rewrites the section now, on this thread: creates the file (with a people's part to write
-    /// in) when `create` and it is missing; otherwise a missing file stays missing.
+    /// Rewrites the generated part now, on this thread (and takes an older section out of
+    /// CLAUDE.md): creates CLAUDE.md (a people's part to write in) when `create` and it is missing;
+    /// otherwise a workspace without one stays without a brain.
     pub fn refresh(&self, create: bool) -> Result<Refreshed, BrainError> {
         let result = self.inner.refresh(create);
         *self.inner.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(result.clone());
@@ -394,8 +403,8 @@ impl Brain {
         self.send(Job::Notice(Box::new(noticed)));
     }
 
-    /// Asks the worker to rewrite the section (a lease was taken or released, the configuration
-    /// reloaded).
+    /// Asks the worker to rewrite the generated part (a lease was taken or released, the
+    /// configuration reloaded).
     pub fn refresh_later(&self) {
         if self.inner.sidecar.brain().exists() {
             self.send(Job::Refresh);
@@ -418,9 +427,15 @@ impl Brain {
         true
     }
 
-    /// The file as an agent is shown it (at most [`MAX_CONTEXT_BYTES`]), `None` when there is none.
+    /// The brain as an agent is shown it: what people wrote, then what Chokepoint generated (at
+    /// most [`MAX_CONTEXT_BYTES`] of the two); `None` when the workspace has no brain.
     pub fn context(&self) -> Option<String> {
-        let text = std::fs::read_to_string(self.inner.sidecar.brain()).ok()?;
+        let people = std::fs::read_to_string(self.inner.sidecar.brain()).ok()?;
+        // An older section not yet taken out is not shown twice.
+        let people = strip(&people).0.unwrap_or(people);
+        let generated = std::fs::read_to_string(self.inner.sidecar.brain_generated()).unwrap_or_default();
+        let text =
+            if generated.is_empty() { people.trim_end().to_owned() } else { format!("{}\n\n{}", people.trim_end(), generated.trim_end()) };
         let mut shown = text.as_str();
         let mut cut = "";
         if shown.len() > MAX_CONTEXT_BYTES {
@@ -429,10 +444,10 @@ impl Brain {
                 at -= 1;
             }
             shown = &shown[..at];
-            cut = "\n[cut here: the file is longer; read the rest of it yourself]";
+            cut = "\n[cut here: the brain is longer; read the rest of its two files yourself]";
         }
         Some(format!(
-            "<shared_brain file=\"{BRAIN}\">\nThe shared brain of this workspace: what its people and Chokepoint want every agent to know. You never write this file.\n{}{cut}\n</shared_brain>",
+            "<shared_brain file=\"{BRAIN}\" generated=\"{BRAIN_GENERATED}\">\nThe shared brain of this workspace: what its people and Chokepoint want every agent to know. You never write these files.\n{}{cut}\n</shared_brain>",
             shown.trim_end()
         ))
     }
@@ -522,40 +537,49 @@ impl Inner {
             .open(&lock_path)
             .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
         let _locked = crate::ledger::writer::lock_exclusive(&lock, &lock_path).map_err(|e| e.to_string())?;
-        // Rendered under the lock: a lesson another process added before it took the lock is in.
-        let lessons = self.lessons.list().map_err(|e| e.to_string())?;
-        let section = render(&(self.facts)(), &lessons);
-        let read = || std::fs::read_to_string(&file);
+        let mut refreshed = self.people(&file, create)?;
+        if refreshed.created || file.exists() {
+            refreshed.generated = self.generate()?;
+        }
+        Ok(refreshed)
+    }
+
+    /// CLAUDE.md made when `create` and missing, or its older section taken out.
+    fn people(&self, file: &Path, create: bool) -> Result<Refreshed, BrainError> {
+        let read = || std::fs::read_to_string(file);
         let current = match read() {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => match self.create(&file, &section)? {
-                Some(created) => return Ok(created),
-                // Someone made it first: theirs is kept, and the section goes into it.
-                None => read().map_err(|e| format!("cannot read {}: {e}", file.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => match self.create(file)? {
+                true => return Ok(Refreshed { created: true, ..Refreshed::default() }),
+                // Someone made it first: theirs is kept.
+                false => read().map_err(|e| format!("cannot read {}: {e}", file.display()))?,
             },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Refreshed::default()),
             Err(e) => return Err(format!("cannot read {}: {e}", file.display()).into()),
         };
-        let (mut next, mut damage) = splice(&current, &section);
-        if next == current {
-            return Ok(Refreshed { written: false, damage });
-        }
+        let (stripped, damage) = strip(&current);
+        let Some(mut next) = stripped else { return Ok(Refreshed { damage, ..Refreshed::default() }) };
         // What the file holds as far as this rewrite knows: a swap that displaces anything else
-        // displaced a person's save, which is spliced again rather than lost.
+        // displaced a person's save, which is stripped again rather than lost.
         let mut expected = current;
         let temp = self.temp();
         for _ in 0..ATTEMPTS {
             write_synced(&temp, &next).map_err(|e| format!("cannot write {}: {e}", temp.display()))?;
-            // Read again right before the swap: a save since the read is spliced before the file
+            // Read again right before the swap: a save since the read is taken before the file
             // ever lacks it (an editor that reloads the file would otherwise see it gone, briefly).
             if let Ok(now) = read()
                 && now != expected
             {
-                (next, damage) = splice(&now, &section);
+                let _ = std::fs::remove_file(&temp);
+                match strip(&now) {
+                    (Some(again), _) => next = again,
+                    // The person took the section out themselves: nothing left to do.
+                    (None, damage) => return Ok(Refreshed { damage, ..Refreshed::default() }),
+                }
                 expected = now;
                 continue;
             }
-            let displaced = match swap(&temp, &file, &expected) {
+            let displaced = match swap(&temp, file, &expected) {
                 Ok(displaced) => displaced,
                 Err(e) => {
                     let _ = std::fs::remove_file(&temp);
@@ -564,26 +588,76 @@ impl Inner {
             };
             let _ = std::fs::remove_file(&temp);
             match displaced {
-                None => return Ok(Refreshed { written: true, damage }),
+                None => return Ok(Refreshed { stripped: true, ..Refreshed::default() }),
                 Some(theirs) => {
+                    // Their save is back in place of ours; it may still hold the section.
                     expected = std::mem::take(&mut next);
-                    (next, damage) = splice(&theirs, &section);
+                    match strip(&theirs) {
+                        (Some(again), _) => next = again,
+                        // They took the section out themselves: their text goes back in place.
+                        (None, _) => next = theirs,
+                    }
                 }
             }
         }
-        Err(format!("{} kept changing while its section was rewritten; it is rewritten at the next change", file.display()).into())
+        Err(format!("{} kept changing while its older generated section was taken out; it is taken out at the next change", file.display())
+            .into())
     }
 
-    /// A new file: the people's part and the section, linked into place only if nobody made the
-    /// file meanwhile (a link never replaces); `None` when somebody did.
-    fn create(&self, file: &Path, section: &str) -> Result<Option<Refreshed>, BrainError> {
+    /// The generated file rendered from the state as it is now, written when it says something
+    /// else; its line added to the sidecar's `.gitignore` first, so it is never committed.
+    fn generate(&self) -> Result<bool, BrainError> {
+        // Rendered under the lock: a lesson another process added before it took the lock is in.
+        let lessons = self.lessons.list().map_err(|e| e.to_string())?;
+        let text = render(&(self.facts)(), &lessons);
+        let generated = self.sidecar.brain_generated();
+        if std::fs::read_to_string(&generated).is_ok_and(|now| now == text) {
+            return Ok(false);
+        }
+        self.ignore_generated()?;
+        let temp = self.sidecar.dir().join(format!(".brain.generated.md.{}.tmp", std::process::id()));
+        write_synced(&temp, &text).map_err(|e| format!("cannot write {}: {e}", temp.display()))?;
+        std::fs::rename(&temp, &generated).map_err(|e| {
+            let _ = std::fs::remove_file(&temp);
+            format!("cannot replace {}: {e}", generated.display())
+        })?;
+        Ok(true)
+    }
+
+    /// The sidecar's `.gitignore` with the runtime files (the generated brain among them) in it: an
+    /// older Chokepoint's gets the lines added since, at its end, the rest kept as it is.
+    fn ignore_generated(&self) -> Result<(), BrainError> {
+        let file = self.sidecar.dir().join(".gitignore");
+        let current = match std::fs::read_to_string(&file) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("cannot read {}: {e}", file.display()).into()),
+        };
+        let next = match &current {
+            None => runtime_ignore(),
+            Some(_) => with_lines(current.as_deref(), IGNORE_HEADER, RUNTIME_FILES),
+        };
+        if current.as_deref() == Some(next.as_str()) {
+            return Ok(());
+        }
+        let temp = self.sidecar.dir().join(format!(".gitignore.{}.tmp", std::process::id()));
+        write_synced(&temp, &next).map_err(|e| format!("cannot write {}: {e}", temp.display()))?;
+        std::fs::rename(&temp, &file).map_err(|e| {
+            let _ = std::fs::remove_file(&temp);
+            format!("cannot replace {}: {e}", file.display()).into()
+        })
+    }
+
+    /// A new CLAUDE.md, the people's part only, linked into place only if nobody made the file
+    /// meanwhile (a link never replaces); false when somebody did.
+    fn create(&self, file: &Path) -> Result<bool, BrainError> {
         let temp = self.temp();
-        write_synced(&temp, &format!("{NEW_FILE}\n{section}")).map_err(|e| format!("cannot write {}: {e}", temp.display()))?;
+        write_synced(&temp, NEW_FILE).map_err(|e| format!("cannot write {}: {e}", temp.display()))?;
         let linked = std::fs::hard_link(&temp, file);
         let _ = std::fs::remove_file(&temp);
         match linked {
-            Ok(()) => Ok(Some(Refreshed { written: true, damage: Vec::new() })),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
             Err(e) => Err(format!("cannot create {}: {e}", file.display()).into()),
         }
     }
@@ -628,36 +702,34 @@ fn write_synced(path: &Path, text: &str) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    const SECTION: &str = "<!-- chokepoint:begin: x -->\nnew\n<!-- chokepoint:end -->\n";
+    const SECTION: &str = "<!-- chokepoint:begin: x -->\nold\n<!-- chokepoint:end -->\n";
 
     #[test]
-    fn a_sound_section_is_replaced_and_everything_around_it_kept_byte_for_byte() {
-        let current = "# Notes\r\nmine\n<!-- chokepoint:begin: old -->\nold\n<!-- chokepoint:end -->\ntail without newline";
-        let (next, damage) = splice(current, SECTION);
-        assert_eq!(next, format!("# Notes\r\nmine\n{SECTION}tail without newline"));
+    fn an_older_section_is_taken_out_and_every_other_byte_kept() {
+        let current = format!("# Notes\r\nmine\n{SECTION}tail without newline");
+        let (next, damage) = strip(&current);
+        assert_eq!(next.as_deref(), Some("# Notes\r\nmine\ntail without newline"));
         assert!(damage.is_empty());
-        assert_eq!(splice(&next, SECTION).0, next, "a second splice changes nothing");
+        assert_eq!(strip(next.as_deref().unwrap()), (None, Vec::new()), "taken out once: nothing more to do");
+        assert_eq!(strip(&format!("mine\n\n{SECTION}")).0.as_deref(), Some("mine\n\n"));
+        assert_eq!(strip("").0, None);
     }
 
     #[test]
-    fn a_file_without_markers_gets_the_section_appended() {
-        assert_eq!(splice("mine", SECTION).0, format!("mine\n\n{SECTION}"));
-        assert_eq!(splice("", SECTION).0, SECTION);
-    }
-
-    #[test]
-    fn a_damaged_section_keeps_every_line_and_says_where() {
+    fn damaged_markers_remove_nothing_and_say_where() {
         let current = "mine\n<!-- chokepoint:begin: old -->\nold generated\nmy note below\n";
-        let (next, damage) = splice(current, SECTION);
-        assert_eq!(damage, vec!["line 2: a chokepoint:begin marker without its pair".to_owned()]);
-        for kept in ["mine\n", "old generated\n", "my note below\n"] {
-            assert!(next.contains(kept), "{kept:?} kept in {next}");
-        }
-        assert!(next.ends_with(SECTION));
-        let (again, damage) = splice(&next, SECTION);
-        assert!(damage.is_empty(), "repaired once, sound after: {damage:?}");
-        assert_eq!(again, next);
-        let (_, damage) = splice("<!-- chokepoint:end -->\n<!-- chokepoint:begin -->\n", SECTION);
-        assert_eq!(damage.len(), 2, "an end before its begin is damage too");
+        let (next, damage) = strip(current);
+        assert_eq!(next, None, "what the marker framed may be the people's now");
+        assert_eq!(damage.len(), 1);
+        assert!(damage[0].starts_with("line 2: a chokepoint:begin marker of an older generated section without its pair"), "{damage:?}");
+        let (next, damage) = strip("<!-- chokepoint:end -->\n<!-- chokepoint:begin -->\n");
+        assert_eq!((next, damage.len()), (None, 2), "an end before its begin is damage too");
+    }
+
+    #[test]
+    fn the_generated_part_has_no_marker_an_older_strip_would_take_for_its_own() {
+        let text = render(&Facts::default(), &[]);
+        assert!(text.starts_with(GENERATED_LINE) && text.contains("### Lessons"), "{text}");
+        assert_eq!(strip(&text), (None, Vec::new()));
     }
 }

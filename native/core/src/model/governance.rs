@@ -171,7 +171,7 @@ pub fn covers_governance(glob: &str) -> bool {
 /// change: it says what the file is and who writes it, so the agent does not try another way.
 pub fn brain_refusal() -> String {
     format!(
-        "`{}` is the shared brain, a governance file: Chokepoint writes its generated section (hooks, intents, lessons) and people write the rest; agents never write it through a tool",
+        "`{}` is the shared brain, a governance file: people write it, and Chokepoint generates the rest (hooks, intents, lessons) beside it; agents never write it through a tool",
         crate::base::sidecar::BRAIN
     )
 }
