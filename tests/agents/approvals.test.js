@@ -76,7 +76,7 @@ describe('claude: an ask decided with chokepoint approvals', () => {
     fs.mkdirSync(path.join(ws, 'src'));
     fs.writeFileSync(path.join(ws, '.orchestration/active_intents.yaml'), INTENTS);
     fs.writeFileSync(path.join(ws, '.orchestration/hooks.yaml'), ASK);
-    const init = chokepoint(['init', '--agent', 'claude', '--workspace', ws, '--program', PROGRAM]);
+    const init = chokepoint(['init', '--agent', 'claude', '--workspace', ws]);
     assert.equal(init.status, 0, init.stderr);
     // The live engine's socket folder, shared by the server, the agent's hooks and the test.
     runtime = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-run-'));

@@ -43,7 +43,7 @@ function governedWorkspace(name) {
   fs.mkdirSync(path.join(ws, 'docs'));
   fs.writeFileSync(path.join(ws, '.orchestration/active_intents.yaml'), INTENTS);
   fs.writeFileSync(path.join(ws, '.orchestration/hooks.yaml'), 'version: 1\n');
-  chokepoint(['init', '--agent', name, '--workspace', ws, '--program', PROGRAM]);
+  chokepoint(['init', '--agent', name, '--workspace', ws]);
   return ws;
 }
 

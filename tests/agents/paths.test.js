@@ -60,7 +60,7 @@ for (const name of CHOSEN) {
       fs.writeFileSync(path.join(ws, '.orchestration/hooks.yaml'), 'version: 1\n');
       // A repository, as a workspace is: the clients find their project files from its root.
       spawnSync('git', ['init', '-q', ws]);
-      chokepoint(['init', '--agent', name, '--workspace', ws, '--program', PROGRAM]);
+      chokepoint(['init', '--agent', name, '--workspace', ws]);
       const client = CLIENTS[name];
       const write = RELATIVE_WRITE[name];
       const steps = [

@@ -67,7 +67,7 @@ for (const name of CHOSEN) {
       fs.mkdirSync(path.join(ws, 'docs'));
       fs.writeFileSync(path.join(ws, '.orchestration/active_intents.yaml'), INTENTS);
       fs.writeFileSync(path.join(ws, '.orchestration/hooks.yaml'), 'version: 1\n');
-      chokepoint(['init', '--agent', name, '--workspace', ws, '--program', PROGRAM]);
+      chokepoint(['init', '--agent', name, '--workspace', ws]);
       const client = CLIENTS[name];
       const t = client.tools;
       const server = await client.startServer({

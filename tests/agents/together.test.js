@@ -128,7 +128,7 @@ async function scenario(label, aCommand, started, bSteps = (ws, tb) => [{ tools:
   fs.writeFileSync(path.join(ws, 'README.md'), README);
   fs.writeFileSync(path.join(ws, 'src/auth/keep.ts'), KEEP);
   spawnSync('git', ['init', '-q', ws]);
-  for (const name of new Set([A, B])) chokepoint(['init', '--agent', name, '--workspace', ws, '--program', PROGRAM]);
+  for (const name of new Set([A, B])) chokepoint(['init', '--agent', name, '--workspace', ws]);
 
   const command = aCommand(scratch);
   const go = path.join(scratch, 'go');

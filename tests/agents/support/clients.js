@@ -75,10 +75,14 @@ function binOf(name) {
   return path.join(installDir(name), 'node_modules', '.bin', AGENTS[name].bin);
 }
 
-/** The base environment of every run: enough to find programs, nothing of the user's own set-up. */
+/** The base environment of every run: enough to find programs, nothing of the user's own set-up;
+ *  `chokepoint` on PATH (the folder of PROGRAM first), as on a machine that installed it or in a
+ *  terminal of VS Code with the extension: the settings `chokepoint init` writes name no path, and
+ *  find it there. A run given its own PATH (`env`) replaces this one. */
 function baseEnv(home) {
-  const keep = ['PATH', 'LANG', 'LC_ALL', 'TERM', 'TZ'];
+  const keep = ['LANG', 'LC_ALL', 'TERM', 'TZ'];
   const env = Object.fromEntries(keep.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]));
+  env.PATH = [path.dirname(PROGRAM), process.env.PATH].filter(Boolean).join(path.delimiter);
   return { ...env, HOME: home, USERPROFILE: home, TMPDIR: path.join(home, 'tmp'), XDG_CONFIG_HOME: path.join(home, '.config'), XDG_CACHE_HOME: path.join(home, '.cache'), XDG_DATA_HOME: path.join(home, '.local/share'), XDG_STATE_HOME: path.join(home, '.local/state'), NO_COLOR: '1', CI: '1' };
 }
 

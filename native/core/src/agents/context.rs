@@ -64,9 +64,10 @@ pub fn handshake(engine: &Engine, call: &Call, program: Option<&Path>) -> String
 }
 
 /// The shared brain as the agent is shown it (the people's file, then the generated part), `None`
-/// when the workspace has none. At a session's start its generated part is brought up to date first (a hooks.yaml edited while no engine watched it is
-/// then listed as it is): once per session, a rewrite only when something changed. After a
-/// compaction the file is read as it stands.
+/// when the workspace has none. At a session's start its generated part is brought up to date
+/// first (a hooks.yaml edited while no engine watched it is then listed as it is): once per
+/// session, a rewrite only when something changed. After a compaction the files are read as they
+/// stand.
 pub fn shared_brain(engine: &Engine, kind: EventKind) -> Option<String> {
     if kind == EventKind::SessionStart {
         // A rewrite that fails leaves the file as it was, which is still worth reading.

@@ -6,7 +6,7 @@
 //! The guard looks, in this order, at [`PROGRAM_VAR`] (a person's override for this machine, set by
 //! an agent's local settings, `chokepoint init --local --program`), `chokepoint` on `PATH` (a user's
 //! install, or the folder the VS Code extension prepends for its terminals and its own child
-//! processes), and the per-user pointer [`POINTER`] under `$XDG_STATE_HOME` (else
+//! processes), and the per-user pointer [`POINTER`] under `$XDG_STATE_HOME` (then
 //! `~/.local/state`), which the extension writes with the program it ships, so an agent started
 //! outside VS Code finds it too.
 //!
@@ -32,22 +32,32 @@ or name it for this machine: chokepoint init --local --program /path/to/chokepoi
 
 /// The command line that runs `chokepoint <args>` wherever it is found on this machine, and
 /// blocks with [`NOT_FOUND`] when it is found nowhere. `args` are plain words (no quoting needed).
+///
+/// No `${…}` anywhere: Claude Code expands `${VAR}` and `${VAR:-default}` in `.mcp.json` (and
+/// leaves `$VAR` alone), which would take the guard apart before a shell sees it. Its one variable
+/// has a name no environment sets, since Gemini CLI puts a set `$VAR` into its settings' strings
+/// when it reads them (for the others, the same value the shell would read).
 pub fn guarded(args: &str) -> String {
     debug_assert!(args.chars().all(|c| c.is_ascii_alphanumeric() || " -_".contains(c)), "plain words: {args}");
     format!(
-        "p=${{{PROGRAM_VAR}:-$(command -v chokepoint 2>/dev/null || cat \"${{XDG_STATE_HOME:-$HOME/.local/state}}/{POINTER}\" 2>/dev/null)}}; \
-         [ -f \"$p\" ] && [ -x \"$p\" ] || {{ echo '{NOT_FOUND}' >&2; exit 2; }}; exec \"$p\" {args}"
+        "{VAR}=\"${PROGRAM_VAR}\"; [ -n \"${VAR}\" ] || {VAR}=$(command -v chokepoint 2>/dev/null) \
+         || {VAR}=$(cat \"$XDG_STATE_HOME/{POINTER}\" 2>/dev/null) || {VAR}=$(cat \"$HOME/.local/state/{POINTER}\" 2>/dev/null); \
+         [ -f \"${VAR}\" ] && [ -x \"${VAR}\" ] || {{ echo '{NOT_FOUND}' >&2; exit 2; }}; exec \"${VAR}\" {args}"
     )
 }
 
-/// Whether `command` is a guard written by [`guarded`] (of this version or an earlier one with the
-/// same lookup): it finds the program itself, so it names no path to check.
+/// The guard's one shell variable.
+const VAR: &str = "chokepoint_bin";
+
+/// Whether `command` is a guard written by [`guarded`]: it finds the program itself, so it names no
+/// path to check.
 pub fn is_guarded(command: &str) -> bool {
-    command.contains(&format!("${{{PROGRAM_VAR}:-")) && command.contains("exec \"$p\" ")
+    command.starts_with(&format!("{VAR}=\"${PROGRAM_VAR}\";")) && command.contains(&format!("exec \"${VAR}\" "))
 }
 
 /// Where the guard finds the program, given the environment it runs in (`var`): the first of
-/// [`PROGRAM_VAR`], `PATH`, the pointer, with what was looked at when none is there.
+/// [`PROGRAM_VAR`], `PATH`, the pointer (under `$XDG_STATE_HOME`, then `~/.local/state`), with what
+/// was looked at when none is there.
 pub fn find_program(var: impl Fn(&str) -> Option<String>) -> Result<PathBuf, String> {
     let runnable = |p: &Path| executable(p).then(|| p.to_path_buf());
     if let Some(named) = var(PROGRAM_VAR).filter(|v| !v.is_empty()) {
@@ -57,22 +67,17 @@ pub fn find_program(var: impl Fn(&str) -> Option<String>) -> Result<PathBuf, Str
     if let Some(found) = std::env::split_paths(&path).map(|dir| dir.join("chokepoint")).find_map(|p| runnable(&p)) {
         return Ok(found);
     }
-    let home = var("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| var("HOME").map(|h| Path::new(&h).join(".local/state")));
-    let pointer = home.map(|h| h.join(POINTER));
-    if let Some(named) = pointer.as_deref().and_then(|p| std::fs::read_to_string(p).ok()) {
-        let named = named.trim_end_matches(['\n', '\r']);
-        return runnable(Path::new(named)).ok_or_else(|| {
-            format!(
-                "the pointer {} names `{named}`, which is not an executable file",
-                pointer.as_deref().unwrap_or(Path::new("")).display()
-            )
-        });
+    let homes = [var("XDG_STATE_HOME").map(PathBuf::from), var("HOME").map(|h| Path::new(&h).join(".local/state"))];
+    let pointers: Vec<PathBuf> = homes.into_iter().flatten().filter(|h| h.is_absolute()).map(|h| h.join(POINTER)).collect();
+    for pointer in &pointers {
+        if let Ok(named) = std::fs::read_to_string(pointer) {
+            let named = named.trim_end_matches(['\n', '\r']);
+            return runnable(Path::new(named))
+                .ok_or_else(|| format!("the pointer {} names `{named}`, which is not an executable file", pointer.display()));
+        }
     }
-    let pointer = pointer.map_or_else(|| format!("~/.local/state/{POINTER}"), |p| p.display().to_string());
-    Err(format!("chokepoint is not on PATH, {PROGRAM_VAR} is not set, and {pointer} does not exist"))
+    let pointers: Vec<String> = pointers.iter().map(|p| p.display().to_string()).collect();
+    Err(format!("chokepoint is not on PATH, {PROGRAM_VAR} is not set, and no pointer is at {}", pointers.join(" nor ")))
 }
 
 /// Whether `path` is a file this user may run.
@@ -116,6 +121,13 @@ mod tests {
             find_program(|k| [("PATH", "/usr/bin:/bin"), ("HOME", home)].iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned()))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn the_guard_has_nothing_an_agent_expands_in_its_settings() {
+        let guard = guarded("mcp");
+        assert!(!guard.contains("${") && !guard.contains('`'), "{guard}");
+        assert!(is_guarded(&guard));
     }
 
     #[test]
