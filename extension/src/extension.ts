@@ -13,6 +13,7 @@ import type { PendingDict, PendingKind } from './approvals/types';
 import { ApprovalsHost } from './ui/approvalsView';
 import { evaluate, type ChainDecision, type ChainEvent } from './engine/chokepoint';
 import { EngineHost, describe } from './engine/engineHost';
+import { makeFindable } from './engine/findable';
 import { Log } from './ui/log';
 import { loadNative } from './engine/native';
 import { chokepointProgram, setUpAgent } from './ui/setUpAgent';
@@ -67,7 +68,14 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
       if (pick) log.channel.show();
     });
   }
-  const engine = new EngineHost(native, log, chokepointProgram(context.extensionPath));
+  const program = chokepointProgram(context.extensionPath);
+  // The agents' committed settings name no path: they find this program on PATH or by the pointer.
+  if (program) {
+    const findable = makeFindable(program, context.environmentVariableCollection);
+    if (findable && 'error' in findable.pointer) log.warn(`agents started outside VS Code will not find chokepoint: cannot write ${findable.pointer.file}: ${findable.pointer.error}`);
+    else if (findable) log.info(`chokepoint is on PATH for VS Code's terminals (${findable.folder}), and named by ${findable.pointer.file}`);
+  }
+  const engine = new EngineHost(native, log, program);
   const statusBar = new StatusBar();
   statusBar.update(engine.state);
   const trace = new Trace(engine, log);

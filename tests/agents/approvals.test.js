@@ -10,11 +10,8 @@ const { spawn, spawnSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { ROOT } = require('../../scripts/lib');
 const { ensureAgents } = require('../../scripts/agents');
-const { CLIENTS, runAgent, makeWorkspace } = require('./support/clients');
-
-const PROGRAM = path.join(ROOT, 'target/release/chokepoint');
+const { CLIENTS, runAgent, makeWorkspace, PROGRAM } = require('./support/clients');
 
 const INTENTS = `version: 1
 active_intents:
