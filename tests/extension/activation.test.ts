@@ -7,6 +7,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { ChokepointApi } from '../../extension/src/extension';
 import { loadNative, nativeFile } from '../../extension/src/engine/native';
+import { pointerFile } from '../../extension/src/engine/findable';
 
 const EXTENSION_ID = 'chokepoint.chokepoint';
 const root = () => vscode.workspace.workspaceFolders![0].uri.fsPath;
@@ -211,15 +212,19 @@ describe('setting another agent up', () => {
     for (const f of created) fs.rmSync(path.join(root(), f), { recursive: true, force: true });
   });
 
-  it('writes Claude Code\'s hooks through chokepoint init, naming a program that is there', async () => {
+  it('writes Claude Code\'s hooks through chokepoint init, naming no path, and makes the program it ships findable', async () => {
     await api();
     const result = await vscode.commands.executeCommand<{ ok: boolean; agent?: string; output: string }>('chokepoint.setUpAgent', 'claude');
     assert.ok(result && result.ok, JSON.stringify(result));
     const settings = JSON.parse(fs.readFileSync(path.join(root(), '.claude', 'settings.json'), 'utf8'));
     const pre = settings.hooks.PreToolUse[0].hooks[0];
     assert.match(pre.command, / hook --agent claude /);
-    const program = /^'([^']+)'/.exec(pre.command)![1];
-    assert.ok(fs.existsSync(program), `the hook's program ${program} is missing`);
+    // The committed hook names no path; the extension named its program in the pointer the hook
+    // reads, and put its folder first on this host's PATH.
+    const program = fs.readFileSync(pointerFile(), 'utf8').trim();
+    assert.ok(fs.existsSync(program), `the pointer names ${program}, which is missing`);
+    assert.ok(!pre.command.includes(path.dirname(program)), pre.command);
+    assert.strictEqual((process.env.PATH ?? '').split(path.delimiter)[0], path.dirname(program));
     assert.deepStrictEqual(Object.keys(JSON.parse(fs.readFileSync(path.join(root(), '.mcp.json'), 'utf8')).mcpServers), ['chokepoint']);
     // Run again: nothing changes.
     const again = await vscode.commands.executeCommand<{ ok: boolean; output: string }>('chokepoint.setUpAgent', 'claude');

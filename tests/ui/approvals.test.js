@@ -142,7 +142,7 @@ test("Claude Code's ask waits on a card that names the agent and its session, an
   // so the ask opens a Pending in VS Code and the hook waits on it.
   await ensureAgents({ only: ['claude'] });
   const ws = vsc.workspace;
-  const init = spawnSync(CLI, ['init', '--agent', 'claude', '--workspace', ws, '--program', CLI], { encoding: 'utf8' });
+  const init = spawnSync(CLI, ['init', '--agent', 'claude', '--workspace', ws, '--local', '--program', CLI], { encoding: 'utf8' });
   assert.strictEqual(init.status, 0, init.stderr);
   const CONTENT = "'use strict';\n// written by Claude Code, approved in VS Code\n";
   const t = CLIENTS.claude.tools;
