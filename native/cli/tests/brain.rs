@@ -248,7 +248,7 @@ fn an_external_agents_session_start_carries_the_brain() {
     for event in ["startup", "compact"] {
         let answer = hook(ws, json!({ "session_id": "S1", "cwd": ws, "hook_event_name": "SessionStart", "source": event }));
         let context = answer["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_else(|| panic!("{event}: {answer}"));
-        assert!(context.contains("<shared_brain file=\".orchestration/CLAUDE.md\""), "{event}: {context}");
+        assert!(context.contains("<shared_brain file=\".orchestration/CLAUDE.md\">"), "{event}: {context}");
         let people = context.find("We deploy on Fridays only.").unwrap_or_else(|| panic!("{event}: what people wrote: {context}"));
         let hooks = context.find("| `tests` | critical |").unwrap_or_else(|| panic!("{event}: the hooks in force: {context}"));
         assert!(people < hooks, "{event}: the people's part first: {context}");

@@ -447,7 +447,7 @@ impl Brain {
             cut = "\n[cut here: the brain is longer; read the rest of its two files yourself]";
         }
         Some(format!(
-            "<shared_brain file=\"{BRAIN}\" generated=\"{BRAIN_GENERATED}\">\nThe shared brain of this workspace: what its people and Chokepoint want every agent to know. You never write these files.\n{}{cut}\n</shared_brain>",
+            "<shared_brain file=\"{BRAIN}\">\nThe shared brain of this workspace: what its people want every agent to know, then what Chokepoint generates beside it ({BRAIN_GENERATED}). You never write these files.\n{}{cut}\n</shared_brain>",
             shown.trim_end()
         ))
     }
