@@ -162,9 +162,14 @@ fn usage(message: &str) -> ExitCode {
 }
 
 /// This machine's program, for its local settings: `--program` made absolute (the guard runs it
-/// as a path, from any folder).
+/// as a path, from any folder), and there.
 fn program(given: &Path) -> Result<PathBuf, String> {
-    std::path::absolute(given).map_err(|e| format!("--program: {e}"))
+    let program = std::path::absolute(given).map_err(|e| format!("--program: {e}"))?;
+    // Named wrong, every hook of the agent would block: said now, with nothing written.
+    if !portable::executable(&program) {
+        return Err(format!("--program `{}` is not an executable file; nothing was written", program.display()));
+    }
+    Ok(program)
 }
 
 /// Replaces the file in one step (a reader never sees half of it), with the mode it had; through a

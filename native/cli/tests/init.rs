@@ -11,8 +11,8 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// A person's own program, for `--local`.
-const PROGRAM: &str = "/opt/chokepoint/bin/chokepoint";
+/// A person's own program, for `--local`: there and executable, as init checks.
+const PROGRAM: &str = env!("CARGO_BIN_EXE_chokepoint");
 
 fn init(ws: &Path, agent: &str, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_chokepoint"))
@@ -247,6 +247,12 @@ fn a_personal_program_goes_only_into_claude_codes_local_settings_which_git_ignor
 
     // `--program` alone would put one machine's path in the shared files: refused.
     assert_eq!(init(ws, "claude", &["--program", PROGRAM]).status.code(), Some(2));
+    // A program that is not there would make every hook block: refused, nothing written.
+    let before = snapshot(ws);
+    let out = init(ws, "claude", &["--local", "--program", "/nonexistent/chokepoint"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not an executable file"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(snapshot(ws), before);
     // An agent without a local settings file says what to do instead.
     let out = init(ws, "codex", &["--local", "--program", PROGRAM]);
     assert_eq!(out.status.code(), Some(2));

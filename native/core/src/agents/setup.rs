@@ -1,5 +1,6 @@
-//! How an agent is set up to be governed, as a plan: given the agent, the workspace, the
-//! `chokepoint` program and the current text of each file the agent reads, the new text of each.
+//! How an agent is set up to be governed, as a plan: given the agent and the current text of each
+//! file the agent reads, the new text of each (and, for a person's own program, of the agent's local
+//! settings: [`plan_local`]).
 //! Pure: the caller reads the files and writes the plan (`chokepoint init`; the extension later,
 //! through the binding).
 //!
