@@ -98,7 +98,7 @@ impl Refreshed {
     }
 }
 
-/// One hook of a chain, as the section lists it.
+/// One hook of a chain, as the generated part lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookRow {
     pub name: String,
@@ -122,8 +122,8 @@ pub struct IntentRow {
 /// Each event's hooks, in chain order.
 pub type Chains = Vec<(EventKind, Vec<HookRow>)>;
 
-/// Everything the section says besides the lessons, read from the last good configuration and the
-/// lease table when the section is rendered.
+/// Everything the generated part says besides the lessons, read from the last good configuration
+/// and the lease table when it is rendered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Facts {
     /// Per event, the project's chain (with the gatekeeper where it runs).
@@ -164,8 +164,8 @@ const GATEKEEPER_EVENTS: [EventKind; 3] = [EventKind::PreToolUse, EventKind::Tas
 
 /// Each event's hooks in chain order: by priority, ties in registration order (the gatekeeper,
 /// registered first, then the file's order), as `Chain::new` sorts them. Only what every process on
-/// the workspace runs is listed: a host's own registrations (the extension's) would make the section
-/// differ by which process wrote it last.
+/// the workspace runs is listed: a host's own registrations (the extension's) would make the
+/// generated part differ by which process wrote it last.
 fn chains(by_event: &BTreeMap<EventKind, Vec<HookSpec>>, with_gatekeeper: bool) -> Chains {
     EventKind::ALL
         .iter()
@@ -495,8 +495,8 @@ impl Drop for Brain {
 /// How long an engine's end waits for its brain's worker.
 const SETTLE_ON_DROP: Duration = Duration::from_secs(2);
 
-/// The worker: takes every job queued, learns from the notices, and rewrites the section once if
-/// anything called for it. Ends when the brain (its sender) is dropped.
+/// The worker: takes every job queued, learns from the notices, and rewrites the generated part
+/// once if anything called for it. Ends when the brain (its sender) is dropped.
 fn work(inner: &Inner, receiver: &Receiver<Job>, pending: &(Mutex<usize>, Condvar)) {
     while let Ok(first) = receiver.recv() {
         let mut jobs = vec![first];
