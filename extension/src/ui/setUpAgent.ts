@@ -1,7 +1,8 @@
 // "Chokepoint: Set Up Another Agent…": the same set-up as `chokepoint init --agent <agent>`, from a
 // picker. The plan and the merge live in the core; this runs the `chokepoint` program the extension
-// ships (bin/chokepoint in the .vsix; target/release/chokepoint in a development checkout), so the
-// hooks it writes name a program that is there, then offers `chokepoint doctor`.
+// ships (bin/chokepoint in the .vsix; target/release/chokepoint in a development checkout), then
+// offers `chokepoint doctor`. The files it writes name no path: their hooks find that program on
+// PATH or by the pointer the extension writes at activation (engine/findable.ts).
 import { execFile } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
