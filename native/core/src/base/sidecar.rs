@@ -2,6 +2,9 @@
 //! ledger and lock database. One place names these paths so no other module spells them.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use crate::base::repo::Repo;
 
 /// The name of the sidecar folder at the root of a governed workspace.
 pub const SIDECAR_DIR: &str = ".orchestration";
@@ -35,6 +38,16 @@ pub fn create_owner_only(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Creates the folder `path` and those above it that are missing, owner-only (0700 on Unix): the
+/// repository's shared folder of runtime state, which holds leases and approvals like the sidecar.
+pub fn create_owner_only_dir(path: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(path)
+}
+
 /// The shared brain, relative to the workspace root: what people write for every agent, with one
 /// section Chokepoint generates (`engine::brain`). A governance file: no agent writes it.
 pub const BRAIN: &str = ".orchestration/CLAUDE.md";
@@ -53,14 +66,26 @@ pub fn runtime_ignore() -> String {
 }
 
 /// Paths of the governance files of one workspace.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Sidecar {
     root: PathBuf,
+    /// The git repository of the workspace, looked up on first need ([`Sidecar::repo`]) and shared
+    /// by every clone, so an engine (and each of its stores) reads git's files once.
+    repo: Arc<OnceLock<Option<Repo>>>,
 }
+
+/// Two sidecars are the same when they name the same workspace (the repository follows from it).
+impl PartialEq for Sidecar {
+    fn eq(&self, other: &Sidecar) -> bool {
+        self.root == other.root
+    }
+}
+
+impl Eq for Sidecar {}
 
 impl Sidecar {
     pub fn new(workspace_root: impl Into<PathBuf>) -> Self {
-        Sidecar { root: workspace_root.into() }
+        Sidecar { root: workspace_root.into(), repo: Arc::default() }
     }
 
     pub fn workspace_root(&self) -> &Path {
@@ -79,9 +104,29 @@ impl Sidecar {
         self.dir().join("active_intents.yaml")
     }
 
-    /// The SQLite database of runtime state shared by every process on this workspace (intent leases).
+    /// This worktree's own SQLite database of runtime state (`.orchestration/state.db`): what is
+    /// this checkout's alone, the ledger's head. What agents coordinate on is in
+    /// [`Sidecar::coordination_db`].
     pub fn state_db(&self) -> PathBuf {
         self.dir().join("state.db")
+    }
+
+    /// The git repository holding the workspace (`None` outside one), found by reading git's files
+    /// once per sidecar and its clones ([`Repo::discover`]).
+    pub fn repo(&self) -> Option<&Repo> {
+        self.repo.get_or_init(|| Repo::discover(&self.root)).as_ref()
+    }
+
+    /// The SQLite database of what every process and every worktree of the repository coordinate on
+    /// (intent leases and revocations, approved scope expansions, the brain's lessons, the agents'
+    /// processes): `<git common dir>/chokepoint/state.db` ([`Repo::shared_dir`]), so that two
+    /// worktrees' agents never both hold one intent; outside a repository, [`Sidecar::state_db`].
+    /// Its folder is created (owner-only) by the first store that opens it.
+    pub fn coordination_db(&self) -> PathBuf {
+        match self.repo() {
+            Some(repo) => repo.shared_dir().join("state.db"),
+            None => self.state_db(),
+        }
     }
 
     /// The trace ledger: one JSON record a line, hash-chained.

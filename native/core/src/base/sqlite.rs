@@ -1,7 +1,10 @@
-//! The state database (`.orchestration/state.db`): how a connection to it is opened and waits for a
-//! lock another process holds, and [`StateDb`], the one connection a process shares between the
-//! stores kept in it (the leases, the scope expansions, the ledger's head), which notices a shared
-//! memory file tampered with before SQLite reads it ([`ShmWatch`]).
+//! The state databases (a worktree's `.orchestration/state.db`, and the coordination database every
+//! worktree of a repository shares, `Sidecar::coordination_db`): how a connection to one is opened
+//! and waits for a lock another process holds, and [`StateDb`], the one connection a process shares
+//! between the stores kept in it (the leases, the scope expansions, the lessons, in the coordination
+//! database; the ledger's head, in the worktree's), which notices a shared memory file tampered with
+//! before SQLite reads it ([`ShmWatch`]). Processes of different worktrees open the same shared file
+//! as any two processes do: WAL, its `-shm` and the busy handler work the same.
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode};
@@ -82,7 +85,16 @@ const LONG_LOG_BYTES: u64 = 32 * (24 + 4096);
 /// can lose the last few changes but never corrupts the file. Leases are runtime state whose holders
 /// die in the same power cut; the ledger's head may lag (see ledger::head); an expansion lost is asked
 /// again, and its approval is in the ledger. Per-commit syncs would cost every one of them.
-fn open(db: &Path) -> rusqlite::Result<Connection> {
+fn open(db: &Path, folder_if: Option<&Path>) -> rusqlite::Result<Connection> {
+    // The repository's shared folder is made by the first store that needs it, and only for a
+    // governed workspace (`StateDb::making_folder`): it is not part of any work tree.
+    if let (Some(governed), Some(folder)) = (folder_if, db.parent())
+        && governed.is_dir()
+        && !folder.is_dir()
+    {
+        // A failure is SQLite's to report below ("unable to open database file", with the path).
+        let _ = crate::base::sidecar::create_owner_only_dir(folder);
+    }
     // Created owner-only before SQLite creates it (its log and shared memory take its mode); a
     // failure here is SQLite's to report, with its own error, on the open below.
     let _ = crate::base::sidecar::create_owner_only(db);
@@ -188,6 +200,9 @@ fn tampered(db: &Path, what: String) -> rusqlite::Error {
 #[derive(Debug)]
 pub(crate) struct StateDb {
     path: PathBuf,
+    /// For a database outside the workspace (the repository's shared one): its folder is created on
+    /// open when this folder (the workspace's sidecar) exists.
+    folder_if: Option<PathBuf>,
     conn: Mutex<Option<Open>>,
     /// Until when every use is refused, and why: the shared memory was tampered with ([`ShmWatch`]).
     refused: Mutex<Option<(Instant, String)>>,
@@ -231,7 +246,14 @@ impl Drop for StateDb {
 impl StateDb {
     /// The database at `path`; nothing is opened (nor created) until [`StateDb::lock`].
     pub(crate) fn new(path: impl Into<PathBuf>) -> StateDb {
-        StateDb { path: path.into(), conn: Mutex::new(None), refused: Mutex::new(None) }
+        StateDb { path: path.into(), folder_if: None, conn: Mutex::new(None), refused: Mutex::new(None) }
+    }
+
+    /// As [`StateDb::new`], for a database whose folder may not exist yet (the repository's shared
+    /// folder, `Sidecar::coordination_db`): the open creates it, owner-only, when `governed` (the
+    /// workspace's sidecar folder) exists; an ungoverned workspace leaves no trace in `.git`.
+    pub(crate) fn making_folder(path: impl Into<PathBuf>, governed: impl Into<PathBuf>) -> StateDb {
+        StateDb { path: path.into(), folder_if: Some(governed.into()), conn: Mutex::new(None), refused: Mutex::new(None) }
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -278,7 +300,7 @@ impl StateDb {
         }
         drop(refused);
         if conn.is_none() {
-            let connection = open(&self.path)?;
+            let connection = open(&self.path, self.folder_if.as_deref())?;
             *conn = Some(Open { conn: connection, shm: ShmWatch::of(&self.path) });
         }
         Ok(StateGuard(conn))

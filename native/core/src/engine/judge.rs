@@ -258,8 +258,11 @@ pub struct Engine {
     /// The cancel flag of each session's contained command while it runs (queued or running).
     running: std::sync::Mutex<HashMap<String, Arc<std::sync::atomic::AtomicBool>>>,
     tracer: Arc<crate::engine::trace::Tracer>,
-    /// The connection to state.db that the gatekeeper and the tracer share.
+    /// The connection to this worktree's state.db (the ledger's head, for the tracer).
     state: Arc<crate::base::sqlite::StateDb>,
+    /// The connection to the coordination database every worktree of the repository shares
+    /// (`Sidecar::coordination_db`): leases, expansions, lessons, agents' processes.
+    coordination: Arc<crate::base::sqlite::StateDb>,
     /// The Pendings of this engine; reconfigured from the last good hooks.yaml on every load.
     approvals: crate::approvals::Approvals,
     registrations: RwLock<Vec<Registration>>,
@@ -307,8 +310,15 @@ impl Engine {
             ));
         }
         let sidecar = Sidecar::new(root);
-        // One connection to state.db for the gatekeeper's leases and expansions and the ledger's head.
+        // One connection to the worktree's state.db for the ledger's head, and one to the database
+        // the repository's worktrees share for what they coordinate on (the same file outside a
+        // repository, then opened twice: the stores never hold both at once). The repository is
+        // looked up here, once per engine.
         let state = Arc::new(crate::base::sqlite::StateDb::new(sidecar.state_db()));
+        let coordination = match sidecar.repo() {
+            Some(_) => Arc::new(crate::base::sqlite::StateDb::making_folder(sidecar.coordination_db(), sidecar.dir())),
+            None => Arc::clone(&state),
+        };
         // First, so that the ledger opened ahead starts before anything else is read.
         let tracer = Arc::new(crate::engine::trace::Tracer::new(sidecar.clone(), Arc::clone(&state)));
         let records = replay.is_none();
@@ -318,8 +328,11 @@ impl Engine {
             // is tried again, and reported, by the caller that needs it. No thread: opened on use.
             let _ = std::thread::Builder::new().name("chokepoint-ledger-open".into()).spawn(move || drop(tracer.ledger()));
         }
-        let gatekeeper =
-            crate::scope::gatekeeper::Gatekeeper::new(crate::scope::canonical::Workspace::new(root)?, sidecar.clone(), Arc::clone(&state));
+        let gatekeeper = crate::scope::gatekeeper::Gatekeeper::new(
+            crate::scope::canonical::Workspace::new(root)?,
+            sidecar.clone(),
+            Arc::clone(&coordination),
+        );
         let gatekeeper = Arc::new(if replay.is_some() { gatekeeper.replaying() } else { gatekeeper });
         let mut all = vec![Registration::native(
             crate::scope::gatekeeper::HOOK_NAME,
@@ -332,7 +345,7 @@ impl Engine {
         let loaded: Arc<RwLock<Arc<Loaded>>> = Arc::default();
         let brain = {
             let (loaded, gatekeeper) = (Arc::clone(&loaded), Arc::clone(&gatekeeper));
-            Arc::new(crate::engine::brain::Brain::new(sidecar.clone(), Arc::clone(&state), move || {
+            Arc::new(crate::engine::brain::Brain::new(sidecar.clone(), Arc::clone(&coordination), move || {
                 let loaded = loaded.read().unwrap_or_else(|p| p.into_inner()).clone();
                 crate::engine::brain::facts(&loaded.hooks, &loaded.intents, gatekeeper.holders().map_err(|e| e.to_string()))
             }))
@@ -347,6 +360,7 @@ impl Engine {
             running: Default::default(),
             tracer,
             state,
+            coordination,
             registrations: RwLock::new(all),
             piped: Default::default(),
             loaded,
@@ -356,10 +370,10 @@ impl Engine {
         Ok(engine)
     }
 
-    /// The connection to state.db the engine's stores share (the serve layer keeps its registry of
-    /// agents' processes there).
-    pub(crate) fn state_db(&self) -> &Arc<crate::base::sqlite::StateDb> {
-        &self.state
+    /// The connection to the coordination database the worktrees of the repository share
+    /// (`Sidecar::coordination_db`; the serve layer keeps its registry of agents' processes there).
+    pub(crate) fn coordination_db(&self) -> &Arc<crate::base::sqlite::StateDb> {
+        &self.coordination
     }
 
     pub fn sidecar(&self) -> &Sidecar {
@@ -644,6 +658,9 @@ impl Engine {
         // completion or a lease change gave the brain anything to do).
         self.brain.settle(BRAIN_SETTLE);
         self.state.shorten_log();
+        if !Arc::ptr_eq(&self.state, &self.coordination) {
+            self.coordination.shorten_log();
+        }
         flushed
     }
 
