@@ -191,3 +191,69 @@ impl Sidecar {
         self.dir().is_dir()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::sqlite::StateDb;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let status = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(dir)
+            .status()
+            .expect("git runs");
+        assert!(status.success(), "git {args:?}");
+    }
+
+    /// Two worktrees of one repository coordinate in one database under git's common folder, each
+    /// keeping its own state.db (the ledger's head); a folder in no repository keeps both in one.
+    #[test]
+    fn the_worktrees_of_a_repository_share_one_coordination_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("repo");
+        std::fs::create_dir_all(main.join(SIDECAR_DIR)).unwrap();
+        git(&main, &["init", "-q"]);
+        git(&main, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        git(&main, &["worktree", "add", "-q", "-b", "feature", "../wt2"]);
+        let (first, second) = (Sidecar::new(&main), Sidecar::new(dir.path().join("wt2")));
+
+        let common = std::fs::canonicalize(main.join(".git")).unwrap();
+        assert_eq!(first.coordination_db(), common.join("chokepoint/state.db"));
+        assert_eq!(second.coordination_db(), first.coordination_db());
+        assert_ne!(second.state_db(), first.state_db(), "the ledger's head stays per worktree");
+        assert_eq!(second.repo().unwrap().worktree_name(), "wt2");
+
+        let elsewhere = Sidecar::new(dir.path().join("plain"));
+        std::fs::create_dir_all(elsewhere.dir()).unwrap();
+        assert!(elsewhere.repo().is_none());
+        assert_eq!(elsewhere.coordination_db(), elsewhere.state_db());
+    }
+
+    /// The shared folder is made, owner-only, by the first open of a governed workspace's store, and
+    /// never for a workspace that is not governed.
+    #[cfg(unix)]
+    #[test]
+    fn the_shared_folder_is_made_owner_only_and_only_for_a_governed_workspace() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("repo");
+        std::fs::create_dir_all(&main).unwrap();
+        git(&main, &["init", "-q"]);
+        let sidecar = Sidecar::new(&main);
+        let db = sidecar.coordination_db();
+
+        let ungoverned = StateDb::making_folder(&db, sidecar.dir());
+        assert!(ungoverned.lock().is_err(), "no folder is made in .git for an ungoverned workspace");
+        assert!(!db.parent().unwrap().exists());
+
+        std::fs::create_dir_all(sidecar.dir()).unwrap();
+        let governed = StateDb::making_folder(&db, sidecar.dir());
+        drop(governed.lock().unwrap());
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(db.parent().unwrap()), 0o700);
+        assert_eq!(mode(&db), RUNTIME_MODE);
+    }
+}
