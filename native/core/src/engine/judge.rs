@@ -311,9 +311,9 @@ impl Engine {
         }
         let sidecar = Sidecar::new(root);
         // One connection to the worktree's state.db for the ledger's head, and one to the database
-        // the repository's worktrees share for what they coordinate on (the same file outside a
-        // repository, then opened twice: the stores never hold both at once). The repository is
-        // looked up here, once per engine.
+        // the repository's worktrees share for what they coordinate on; outside a repository they
+        // are one file, and one connection. The repository is looked up here, once per engine (the
+        // sidecar's clones share what it found).
         let state = Arc::new(crate::base::sqlite::StateDb::new(sidecar.state_db()));
         let coordination = match sidecar.repo() {
             Some(_) => Arc::new(crate::base::sqlite::StateDb::making_folder(sidecar.coordination_db(), sidecar.dir())),

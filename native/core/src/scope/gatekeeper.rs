@@ -7,7 +7,7 @@
 //! 2. the governance files (`model::governance`: `.orchestration/`, every agent's hooks, MCP servers and
 //!    settings) are never writable, and the refusal says who reads the file;
 //! 3. a session that has not selected an intent cannot write (the handshake, which takes the intent's
-//!    lease in the workspace's state database: one holder at a time across processes);
+//!    lease in the coordination database: one holder at a time across processes and worktrees);
 //! 4. a write outside the selected intent's `owned_scope`, and outside what was approved for this
 //!    session through `scope_expansion_request`, is refused with that tool suggested.
 //!
