@@ -43,11 +43,15 @@ fn git(dir: &Path, args: &[&str]) {
 }
 
 fn repository() -> Repository {
+    repository_with("version: 1\n")
+}
+
+fn repository_with(hooks: &str) -> Repository {
     let dir = tempfile::tempdir().unwrap();
     let main = dir.path().join("repo");
     fs::create_dir_all(main.join(".orchestration")).unwrap();
     fs::create_dir_all(main.join("src")).unwrap();
-    fs::write(main.join(".orchestration/hooks.yaml"), "version: 1\n").unwrap();
+    fs::write(main.join(".orchestration/hooks.yaml"), hooks).unwrap();
     fs::write(main.join(".orchestration/active_intents.yaml"), INTENTS).unwrap();
     fs::write(main.join("src/lib.ts"), "export {};\n").unwrap();
     git(&main, &["init", "-q"]);
@@ -204,4 +208,105 @@ fn two_worktrees_racing_for_one_intent_get_exactly_one_holder_each_round() {
         assert!(out.status.success(), "{}", stderr(&out));
     }
     assert_eq!(wins.iter().sum::<u32>(), 100);
+}
+
+/// A `chokepoint serve` in `ws`, stopped when dropped.
+struct Served(std::process::Child);
+
+impl Served {
+    fn start(ws: &Path, runtime: &Path) -> Served {
+        let mut child = Command::new(common::program())
+            .args(["serve", "--workspace", ws.to_str().unwrap()])
+            .env("XDG_RUNTIME_DIR", runtime)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("chokepoint serve starts");
+        let mut said = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stderr.as_mut().unwrap()), &mut said).unwrap();
+        assert!(said.contains("serving"), "{said}");
+        Served(child)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `chokepoint approvals ARGS --workspace ws`, as a person runs it.
+fn approvals(ws: &Path, runtime: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(common::program())
+        .arg("approvals")
+        .args(args)
+        .args(["--workspace", ws.to_str().unwrap()])
+        .env("XDG_RUNTIME_DIR", runtime)
+        .env_remove("CLAUDECODE")
+        .env_remove("CHOKEPOINT_HOOK_DEPTH")
+        .output()
+        .unwrap()
+}
+
+/// Each worktree's live engine holds a Pending of its own agent's write; `approvals list` in the main
+/// checkout shows both, each with its worktree and branch, and approving the other worktree's there
+/// lets that worktree's write run.
+#[test]
+fn approvals_lists_every_worktrees_pendings_and_a_decision_reaches_the_engine_that_holds_it() {
+    let repo = repository_with(
+        "version: 1\nhooks:\n  PreToolUse:\n    - name: confirm\n      tool: Write\n      ask: a person confirms every write\n",
+    );
+    let (main, linked) = (&repo.main, &repo.linked);
+    let runtime = common::runtime_dir();
+    let _servers = [Served::start(main, runtime.path()), Served::start(linked, runtime.path())];
+    assert!(select(main, "claude:s1", "claude", "INT-001").status.success());
+    assert!(select(linked, "claude:s2", "claude", "INT-002").status.success());
+    let waiting = |ws: &Path, session: &str, file: &str| {
+        let input = json!({
+            "session_id": session, "cwd": ws, "permission_mode": "default", "hook_event_name": "PreToolUse",
+            "tool_name": "Write", "tool_input": { "file_path": ws.join(file), "content": "x\n" }, "tool_use_id": "toolu_01",
+        });
+        let mut child = common::as_agent()
+            .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.to_string().as_bytes()).unwrap();
+        child
+    };
+    let (first, second) = (waiting(main, "s1", "src/a.ts"), waiting(linked, "s2", "tests/b.ts"));
+
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let listed = loop {
+        let out = approvals(main, runtime.path(), &["list", "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let listed: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        if listed.len() == 2 {
+            break listed;
+        }
+        assert!(std::time::Instant::now() < until, "two pendings open: {listed:?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let of = |session: &str| listed.iter().find(|p| p["session_id"] == session).unwrap_or_else(|| panic!("{session}: {listed:?}"));
+    assert_eq!((&of("claude:s1")["worktree"], &of("claude:s1")["branch"]), (&json!("repo"), &json!("main")));
+    assert_eq!((&of("claude:s2")["worktree"], &of("claude:s2")["branch"]), (&json!("wt2"), &json!("feature-x")));
+    let text = stdout(&approvals(main, runtime.path(), &["list"]));
+    assert!(text.contains("in worktree wt2 on branch feature-x"), "{text}");
+
+    let id = of("claude:s2")["id"].as_str().unwrap().to_owned();
+    let shown = stdout(&approvals(main, runtime.path(), &["show", &id]));
+    assert!(shown.contains("+++ b/tests/b.ts"), "the diff is against the other worktree's file: {shown}");
+    let approved = approvals(main, runtime.path(), &["approve", &id]);
+    assert!(approved.status.success(), "{}", stderr(&approved));
+    let out = second.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("\"deny\""), "approved in the main checkout, the write in wt2 runs: {}", stdout(&out));
+    // The main checkout's own Pending is still open in its engine; decided there, its hook ends too.
+    let rejected = approvals(linked, runtime.path(), &["reject", of("claude:s1")["id"].as_str().unwrap(), "--reason", "not now"]);
+    assert!(rejected.status.success(), "{}", stderr(&rejected));
+    let out = first.wait_with_output().unwrap();
+    assert!(stdout(&out).contains("not now"), "{}", stdout(&out));
 }
