@@ -127,7 +127,7 @@ fn a_second_session_is_told_who_holds_the_intent_and_since_when() {
 
     let error = leases.acquire("INT-001", &Holder::new("s-2", Some("codex")), LONG).unwrap_err();
     let AcquireError::Held(held) = &error else { panic!("expected held, got {error:?}") };
-    assert_eq!(held, &first, "the error carries the other holder's lease");
+    assert_eq!(**held, first, "the error carries the other holder's lease");
     let message = error.to_string();
     let expected = format!(
         "intent `INT-001` is locked by session `s-1` (agent `claude-code`) since {}; select another intent or \
@@ -221,7 +221,7 @@ fn racing_takeovers_have_exactly_one_winner() {
     for outcome in &outcomes {
         match outcome {
             Ok(_) => {}
-            Err(AcquireError::Held(lease)) => assert_eq!(lease, winner),
+            Err(AcquireError::Held(lease)) => assert_eq!(&**lease, winner),
             Err(other) => panic!("a loser must see the lock held, not {other:?}"),
         }
     }

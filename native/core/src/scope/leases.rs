@@ -208,8 +208,9 @@ impl std::error::Error for LeaseError {
 /// tool error, so it names who holds the intent and what to do next.
 #[derive(Debug)]
 pub enum AcquireError {
-    /// Another session holds the intent and its lease is live: the other holder's lease.
-    Held(Lease),
+    /// Another session holds the intent and its lease is live: the other holder's lease (boxed: with
+    /// where its holder works, a lease is large, and every `Result` of this type carries its size).
+    Held(Box<Lease>),
     /// Renewal too late: the session's lease expired and `by` took the intent over from it.
     Lost {
         session: String,
@@ -520,7 +521,7 @@ impl Leases {
                     let live = row.is_live(now);
                     return Ok(Step::Done(Err(match row.lease(intent) {
                         Some(by) if lost => AcquireError::Lost { session: session.to_owned(), by: Box::new(by) },
-                        Some(other) if live => AcquireError::Held(other),
+                        Some(other) if live => AcquireError::Held(Box::new(other)),
                         _ => not_held(),
                     })));
                 }
@@ -766,7 +767,7 @@ fn expiry(now: u64, ttl: u64) -> u64 {
 /// if the row has no holder after all (only reachable if the write lock did not hold).
 fn held(row: Row, intent: &str) -> Step<Result<Lease, AcquireError>> {
     match row.lease(intent) {
-        Some(lease) => Step::Done(Err(AcquireError::Held(lease))),
+        Some(lease) => Step::Done(Err(AcquireError::Held(Box::new(lease)))),
         None => Step::Retry,
     }
 }
@@ -886,7 +887,7 @@ mod tests {
         assert!(!cas(&tx, 1, &stale, None).unwrap(), "version 1 is gone");
         assert!(!insert(&tx, &stale).unwrap(), "the row exists");
         match held(read_row(&tx, "INT-001").unwrap().unwrap(), "INT-001") {
-            Step::Done(Err(AcquireError::Held(lease))) => assert_eq!(lease, winner),
+            Step::Done(Err(AcquireError::Held(lease))) => assert_eq!(*lease, winner),
             _ => panic!("the loser of a compare-and-swap is told who holds the intent"),
         }
         tx.commit().unwrap();
