@@ -195,18 +195,8 @@ impl Sidecar {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::repo::tests::git;
     use crate::base::sqlite::StateDb;
-    use std::process::Command;
-
-    fn git(dir: &Path, args: &[&str]) {
-        let status = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"])
-            .args(args)
-            .current_dir(dir)
-            .status()
-            .expect("git runs");
-        assert!(status.success(), "git {args:?}");
-    }
 
     /// Two worktrees of one repository coordinate in one database under git's common folder, each
     /// keeping its own state.db (the ledger's head); a folder in no repository keeps both in one.
