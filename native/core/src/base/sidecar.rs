@@ -245,5 +245,15 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(db.parent().unwrap()), 0o700);
         assert_eq!(mode(&db), RUNTIME_MODE);
+
+        // A shared folder that cannot be made is an error that says where and what to do.
+        let other = dir.path().join("other");
+        std::fs::create_dir_all(other.join(SIDECAR_DIR)).unwrap();
+        git(&other, &["init", "-q"]);
+        let sidecar = Sidecar::new(&other);
+        std::fs::write(other.join(".git").join(crate::base::repo::SHARED_DIR), "not a folder").unwrap();
+        let error =
+            StateDb::making_folder(sidecar.coordination_db(), sidecar.dir()).lock().err().expect("no folder, no database").to_string();
+        assert!(error.contains("make git's folder writable"), "{error}");
     }
 }

@@ -92,8 +92,16 @@ fn open(db: &Path, folder_if: Option<&Path>) -> rusqlite::Result<Connection> {
         && governed.is_dir()
         && !folder.is_dir()
     {
-        // A failure is SQLite's to report below ("unable to open database file", with the path).
-        let _ = crate::base::sidecar::create_owner_only_dir(folder);
+        crate::base::sidecar::create_owner_only_dir(folder).map_err(|e| {
+            rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                Some(format!(
+                    "cannot create {} ({e}), where the worktrees of this repository share their intent leases and \
+                     approvals; make git's folder writable by this user",
+                    folder.display()
+                )),
+            )
+        })?;
     }
     // Created owner-only before SQLite creates it (its log and shared memory take its mode); a
     // failure here is SQLite's to report, with its own error, on the open below.
