@@ -310,3 +310,28 @@ fn approvals_lists_every_worktrees_pendings_and_a_decision_reaches_the_engine_th
     let out = first.wait_with_output().unwrap();
     assert!(stdout(&out).contains("not now"), "{}", stdout(&out));
 }
+
+/// A workspace governed before it became a git repository (or before this build): the scope
+/// expansion approved then, kept in its `.orchestration/state.db`, still applies once the
+/// coordination moves to the repository's shared folder.
+#[test]
+fn what_a_workspace_approved_before_it_was_a_repository_carries_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("project");
+    fs::create_dir_all(ws.join(".orchestration")).unwrap();
+    fs::create_dir_all(ws.join("src")).unwrap();
+    fs::write(ws.join(".orchestration/hooks.yaml"), "version: 1\n").unwrap();
+    fs::write(ws.join(".orchestration/active_intents.yaml"), INTENTS).unwrap();
+    assert!(select(&ws, "claude:S1", "claude", "INT-001").status.success());
+    let out = chokepoint(&ws, &["intent", "approve", "--session", "claude:S1", "--intent", "INT-001", "--path", "docs/**"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!ws.join(".git").exists());
+
+    git(&ws, &["init", "-q"]);
+    git(&ws, &["add", "."]);
+    git(&ws, &["commit", "-q", "-m", "governed"]);
+    // The lease is runtime state: the session selects again, in the shared database.
+    assert!(select(&ws, "claude:S1", "claude", "INT-001").status.success());
+    assert!(ws.join(".git/chokepoint/state.db").is_file());
+    assert_eq!(claude_writes(&ws, "S1", "docs/notes.md"), None, "the expansion approved before is still in force");
+}

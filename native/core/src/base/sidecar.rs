@@ -256,4 +256,44 @@ mod tests {
             StateDb::making_folder(sidecar.coordination_db(), sidecar.dir()).lock().err().expect("no folder, no database").to_string();
         assert!(error.contains("make git's folder writable"), "{error}");
     }
+
+    /// The first open that makes the shared folder adopts the named tables (with their indexes and
+    /// rows) from the worktree's own state.db; a later open adopts nothing again.
+    #[test]
+    fn the_shared_database_adopts_the_worktrees_tables_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("repo");
+        std::fs::create_dir_all(main.join(SIDECAR_DIR)).unwrap();
+        git(&main, &["init", "-q"]);
+        let sidecar = Sidecar::new(&main);
+        let old = rusqlite::Connection::open(sidecar.state_db()).unwrap();
+        old.execute_batch(
+            "CREATE TABLE kept_v1 (key TEXT PRIMARY KEY, n INTEGER NOT NULL); CREATE INDEX kept_v1_by_n ON kept_v1 (n);
+             INSERT INTO kept_v1 VALUES ('a', 1), ('b', 2);
+             CREATE TABLE left_v1 (x INTEGER); INSERT INTO left_v1 VALUES (1);",
+        )
+        .unwrap();
+        drop(old);
+        let shared =
+            || StateDb::making_folder(sidecar.coordination_db(), sidecar.dir()).adopting(sidecar.state_db(), &["kept_v1", "absent_v1"]);
+        let first = shared();
+        {
+            let conn = first.lock().unwrap();
+            let rows: i64 = conn.query_row("SELECT COUNT(*) FROM kept_v1", [], |r| r.get(0)).unwrap();
+            assert_eq!(rows, 2);
+            let names: Vec<String> = conn
+                .prepare("SELECT name FROM sqlite_master ORDER BY name")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(names, ["kept_v1", "kept_v1_by_n", "sqlite_autoindex_kept_v1_1"], "only the named tables, with their indexes");
+            conn.execute("DELETE FROM kept_v1 WHERE key = 'a'", []).unwrap();
+        }
+        drop(first);
+        let again = shared();
+        let rows: i64 = again.lock().unwrap().query_row("SELECT COUNT(*) FROM kept_v1", [], |r| r.get(0)).unwrap();
+        assert_eq!(rows, 1, "adopted once, when the folder was made");
+    }
 }

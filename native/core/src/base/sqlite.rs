@@ -85,11 +85,12 @@ const LONG_LOG_BYTES: u64 = 32 * (24 + 4096);
 /// can lose the last few changes but never corrupts the file. Leases are runtime state whose holders
 /// die in the same power cut; the ledger's head may lag (see ledger::head); an expansion lost is asked
 /// again, and its approval is in the ledger. Per-commit syncs would cost every one of them.
-fn open(db: &Path, folder_if: Option<&Path>) -> rusqlite::Result<Connection> {
+fn open(db: &Path, shared: Option<&Shared>) -> rusqlite::Result<Connection> {
     // The repository's shared folder is made by the first store that needs it, and only for a
     // governed workspace (`StateDb::making_folder`): it is not part of any work tree.
-    if let (Some(governed), Some(folder)) = (folder_if, db.parent())
-        && governed.is_dir()
+    let mut made = false;
+    if let (Some(shared), Some(folder)) = (shared, db.parent())
+        && shared.governed.is_dir()
         && !folder.is_dir()
     {
         crate::base::sidecar::create_owner_only_dir(folder).map_err(|e| {
@@ -102,6 +103,7 @@ fn open(db: &Path, folder_if: Option<&Path>) -> rusqlite::Result<Connection> {
                 )),
             )
         })?;
+        made = true;
     }
     // Created owner-only before SQLite creates it (its log and shared memory take its mode); a
     // failure here is SQLite's to report, with its own error, on the open below.
@@ -115,7 +117,57 @@ fn open(db: &Path, folder_if: Option<&Path>) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "mmap_size", 0)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    if made && let Some((from, tables)) = shared.and_then(|s| s.adopt.as_ref()) {
+        // Best effort: what is not carried over is learnt or asked again, and the gate does not
+        // wait on it.
+        let _ = adopt(&conn, from, tables);
+    }
     Ok(conn)
+}
+
+/// Copies `tables` (each with its indexes, as created there) from the database at `from` into the
+/// new database of `conn` where it has none of them yet, in one transaction: what a worktree kept
+/// in its own state.db before the coordination moved to the repository's shared folder.
+fn adopt(conn: &Connection, from: &Path, tables: &[&str]) -> rusqlite::Result<()> {
+    if !from.is_file() {
+        return Ok(());
+    }
+    conn.execute("ATTACH DATABASE ?1 AS adopted", [from.to_string_lossy()])?;
+    let copied = (|| {
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        for table in tables {
+            let here: bool = conn.query_row("SELECT EXISTS (SELECT 1 FROM main.sqlite_master WHERE name = ?1)", [table], |r| r.get(0))?;
+            if here {
+                continue;
+            }
+            let mut schema =
+                conn.prepare("SELECT sql FROM adopted.sqlite_master WHERE tbl_name = ?1 AND sql IS NOT NULL ORDER BY type = 'index'")?;
+            let statements: Vec<String> = schema.query_map([table], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+            if statements.is_empty() {
+                continue;
+            }
+            // Unqualified, each `CREATE` makes its table or index in `main`.
+            for statement in &statements {
+                conn.execute_batch(statement)?;
+            }
+            conn.execute_batch(&format!("INSERT INTO main.\"{table}\" SELECT * FROM adopted.\"{table}\""))?;
+        }
+        conn.execute_batch("COMMIT")
+    })();
+    if copied.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    let detached = conn.execute_batch("DETACH DATABASE adopted");
+    copied.and(detached)
+}
+
+/// What a database in the repository's shared folder needs besides its path ([`StateDb::making_folder`]).
+#[derive(Debug)]
+struct Shared {
+    /// Its folder is made only when this folder (the workspace's sidecar) exists.
+    governed: PathBuf,
+    /// When its folder is made: the database whose tables it adopts, and which ([`StateDb::adopting`]).
+    adopt: Option<(PathBuf, &'static [&'static str])>,
 }
 
 /// A WAL database's shared memory (`<db>-shm`) as a connection last saw it, so that a file shortened,
@@ -209,8 +261,8 @@ fn tampered(db: &Path, what: String) -> rusqlite::Error {
 pub(crate) struct StateDb {
     path: PathBuf,
     /// For a database outside the workspace (the repository's shared one): its folder is created on
-    /// open when this folder (the workspace's sidecar) exists.
-    folder_if: Option<PathBuf>,
+    /// open when the workspace's sidecar exists, and what it adopts then.
+    shared: Option<Shared>,
     conn: Mutex<Option<Open>>,
     /// Until when every use is refused, and why: the shared memory was tampered with ([`ShmWatch`]).
     refused: Mutex<Option<(Instant, String)>>,
@@ -254,14 +306,25 @@ impl Drop for StateDb {
 impl StateDb {
     /// The database at `path`; nothing is opened (nor created) until [`StateDb::lock`].
     pub(crate) fn new(path: impl Into<PathBuf>) -> StateDb {
-        StateDb { path: path.into(), folder_if: None, conn: Mutex::new(None), refused: Mutex::new(None) }
+        StateDb { path: path.into(), shared: None, conn: Mutex::new(None), refused: Mutex::new(None) }
     }
 
     /// As [`StateDb::new`], for a database whose folder may not exist yet (the repository's shared
     /// folder, `Sidecar::coordination_db`): the open creates it, owner-only, when `governed` (the
     /// workspace's sidecar folder) exists; an ungoverned workspace leaves no trace in `.git`.
     pub(crate) fn making_folder(path: impl Into<PathBuf>, governed: impl Into<PathBuf>) -> StateDb {
-        StateDb { path: path.into(), folder_if: Some(governed.into()), conn: Mutex::new(None), refused: Mutex::new(None) }
+        let shared = Shared { governed: governed.into(), adopt: None };
+        StateDb { path: path.into(), shared: Some(shared), conn: Mutex::new(None), refused: Mutex::new(None) }
+    }
+
+    /// When the open makes the shared folder (the first worktree to use it since this build), the
+    /// database copies `tables` from `from` (the worktree's own state.db, where they were kept
+    /// before), so what it learnt and approved is not lost. Once: a folder is made once.
+    pub(crate) fn adopting(mut self, from: impl Into<PathBuf>, tables: &'static [&'static str]) -> StateDb {
+        if let Some(shared) = self.shared.as_mut() {
+            shared.adopt = Some((from.into(), tables));
+        }
+        self
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -308,7 +371,7 @@ impl StateDb {
         }
         drop(refused);
         if conn.is_none() {
-            let connection = open(&self.path, self.folder_if.as_deref())?;
+            let connection = open(&self.path, self.shared.as_ref())?;
             *conn = Some(Open { conn: connection, shm: ShmWatch::of(&self.path) });
         }
         Ok(StateGuard(conn))

@@ -274,6 +274,13 @@ pub struct Engine {
     brain: Arc<crate::engine::brain::Brain>,
 }
 
+/// The tables a worktree's own state.db held before what the worktrees coordinate on moved to the
+/// repository's shared database, carried over by the first worktree that makes it
+/// (`StateDb::adopting`): the lessons, the approved scope expansions and the revocations not yet
+/// answered. Not the leases (their holders select again; the table is versioned) nor the agents'
+/// processes (learnt again from the next hook).
+const ADOPTED: &[&str] = &["brain_lessons_v1", "brain_denials_v1", "brain_submits_v1", "scope_expansions_v1", "lease_revocations_v1"];
+
 impl Engine {
     /// Opens the engine on a workspace. Fails only when the workspace itself is not a directory;
     /// configuration problems are reported through [`EngineInfo::diagnostics`].
@@ -316,7 +323,9 @@ impl Engine {
         // sidecar's clones share what it found).
         let state = Arc::new(crate::base::sqlite::StateDb::new(sidecar.state_db()));
         let coordination = match sidecar.repo() {
-            Some(_) => Arc::new(crate::base::sqlite::StateDb::making_folder(sidecar.coordination_db(), sidecar.dir())),
+            Some(_) => Arc::new(
+                crate::base::sqlite::StateDb::making_folder(sidecar.coordination_db(), sidecar.dir()).adopting(sidecar.state_db(), ADOPTED),
+            ),
             None => Arc::clone(&state),
         };
         // First, so that the ledger opened ahead starts before anything else is read.
