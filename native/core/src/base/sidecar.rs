@@ -198,14 +198,20 @@ mod tests {
     use crate::base::repo::tests::git;
     use crate::base::sqlite::StateDb;
 
+    /// A new git repository at `dir/name` (no commit yet), its workspace governed (a sidecar folder).
+    fn governed_repo(dir: &Path, name: &str) -> PathBuf {
+        let root = dir.join(name);
+        std::fs::create_dir_all(root.join(SIDECAR_DIR)).unwrap();
+        git(&root, &["init", "-q"]);
+        root
+    }
+
     /// Two worktrees of one repository coordinate in one database under git's common folder, each
     /// keeping its own state.db (the ledger's head); a folder in no repository keeps both in one.
     #[test]
     fn the_worktrees_of_a_repository_share_one_coordination_database() {
         let dir = tempfile::tempdir().unwrap();
-        let main = dir.path().join("repo");
-        std::fs::create_dir_all(main.join(SIDECAR_DIR)).unwrap();
-        git(&main, &["init", "-q"]);
+        let main = governed_repo(dir.path(), "repo");
         git(&main, &["commit", "-q", "--allow-empty", "-m", "one"]);
         git(&main, &["worktree", "add", "-q", "-b", "feature", "../wt2"]);
         let (first, second) = (Sidecar::new(&main), Sidecar::new(dir.path().join("wt2")));
@@ -247,9 +253,7 @@ mod tests {
         assert_eq!(mode(&db), RUNTIME_MODE);
 
         // A shared folder that cannot be made is an error that says where and what to do.
-        let other = dir.path().join("other");
-        std::fs::create_dir_all(other.join(SIDECAR_DIR)).unwrap();
-        git(&other, &["init", "-q"]);
+        let other = governed_repo(dir.path(), "other");
         let sidecar = Sidecar::new(&other);
         std::fs::write(other.join(".git").join(crate::base::repo::SHARED_DIR), "not a folder").unwrap();
         let error =
@@ -262,9 +266,7 @@ mod tests {
     #[test]
     fn the_shared_database_adopts_the_worktrees_tables_once() {
         let dir = tempfile::tempdir().unwrap();
-        let main = dir.path().join("repo");
-        std::fs::create_dir_all(main.join(SIDECAR_DIR)).unwrap();
-        git(&main, &["init", "-q"]);
+        let main = governed_repo(dir.path(), "repo");
         let sidecar = Sidecar::new(&main);
         let old = rusqlite::Connection::open(sidecar.state_db()).unwrap();
         old.execute_batch(
