@@ -22,6 +22,10 @@ active_intents:
     name: Tests
     status: IN_PROGRESS
     owned_scope: ['tests/**']
+  - id: INT-ALL
+    name: Everything
+    status: IN_PROGRESS
+    owned_scope: ['**']
 ";
 
 /// A repository whose main checkout is `repo` (branch `main`) with a linked worktree `wt2` (branch
@@ -334,4 +338,17 @@ fn what_a_workspace_approved_before_it_was_a_repository_carries_over() {
     assert!(select(&ws, "claude:S1", "claude", "INT-001").status.success());
     assert!(ws.join(".git/chokepoint/state.db").is_file());
     assert_eq!(claude_writes(&ws, "S1", "docs/notes.md"), None, "the expansion approved before is still in force");
+}
+
+/// In the main checkout the shared database is inside the workspace: no agent writes it, whatever
+/// its scope, as no agent writes `.orchestration/`.
+#[test]
+fn no_agent_writes_the_shared_database_even_under_a_scope_that_covers_it() {
+    let repo = repository();
+    let out = select(&repo.main, "claude:S1", "claude", "INT-ALL");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(claude_writes(&repo.main, "S1", "src/a.ts"), None);
+    let (decision, reason) = claude_writes(&repo.main, "S1", ".git/chokepoint/state.db").expect("refused");
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("Chokepoint") && reason.contains(".git/chokepoint/state.db"), "{reason}");
 }
