@@ -198,7 +198,21 @@ export const SessionView = z.object({
   label: z.string(),
   subagents: z.array(z.string()),
   model: z.string().optional(),
-  lease: z.object({ intentId: z.string(), sessionId: z.string(), agentId: z.string().optional(), since: z.number(), expires: z.number() }).optional(),
+  /** The git worktree and branch it works in (absent outside a repository). */
+  worktree: z.string().optional(),
+  branch: z.string().optional(),
+  lease: z
+    .object({
+      intentId: z.string(),
+      sessionId: z.string(),
+      agentId: z.string().optional(),
+      worktree: z.string().optional(),
+      worktreeRoot: z.string().optional(),
+      branch: z.string().optional(),
+      since: z.number(),
+      expires: z.number(),
+    })
+    .optional(),
   revoked: z
     .object({ sessionId: z.string(), intentId: z.string(), agentId: z.string().optional(), by: z.string(), reason: z.string().optional(), at: z.number() })
     .optional(),

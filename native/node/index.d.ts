@@ -213,7 +213,10 @@ export declare class Engine {
   traceReplay(options: ReplayOptions): Promise<ReplayResult>
   /** The intent a session holds, as every process on the workspace sees it; null if none. */
   selectedIntent(sessionId: string): string | null
-  /** Who holds which intent now, across every process on the workspace. */
+  /**
+   * Who holds which intent now, across every process on the workspace and every worktree of its
+   * repository.
+   */
   intentHolders(): Array<IntentHolder>
   /** Releases the intent a session holds; returns how many leases were released (0 or 1). */
   releaseIntent(sessionId: string): number
@@ -628,11 +631,20 @@ export interface HostHookSpec {
   paths?: Array<string>
 }
 
-/** Who holds an intent (a lease in the workspace's state database). */
+/**
+ * Who holds an intent (a lease in the coordination database every worktree of the repository
+ * shares), and where it works.
+ */
 export interface IntentHolder {
   intentId: string
   sessionId: string
   agentId?: string
+  /** The git worktree the holder works in (its folder's name); absent outside a repository. */
+  worktree?: string
+  /** That worktree's root folder. */
+  worktreeRoot?: string
+  /** The branch checked out there when it took the intent (`detached at <hash>` for a detached HEAD). */
+  branch?: string
   /** Unix milliseconds. */
   since: number
   expires: number
@@ -849,7 +861,10 @@ export interface SessionAction {
   subagent?: string
 }
 
-/** A session working in the workspace: seen in the trace in the last 24 hours, or holding a lease. */
+/**
+ * A session working in the workspace (or another worktree of its repository): seen in the trace in
+ * the last 24 hours, or holding a lease.
+ */
 export interface SessionView {
   /** `<agent>:<its session id>` for another agent's session (`claude:…`), a plain id for ours. */
   sessionId: string
@@ -859,6 +874,13 @@ export interface SessionView {
   label: string
   subagents: Array<string>
   model?: string
+  /**
+   * The git worktree it works in (its lease's, else the one whose trace holds its records);
+   * absent outside a repository.
+   */
+  worktree?: string
+  /** The branch checked out there (when it took its lease, else now). */
+  branch?: string
   /** The intent it holds now and until when. */
   lease?: IntentHolder
   revoked?: LeaseRevocation

@@ -6,6 +6,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert');
 const { execFileSync, spawnSync } = require('child_process');
+const fs = require('fs');
 const path = require('path');
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -66,4 +67,34 @@ test('a revoked lease: released, recorded, and the next write of the session is 
   assert.strictEqual(claude.revoked.by, 'alice via VS Code');
   const recorded = engine.traceRecent({ session: 'claude:S1' });
   assert.ok(recorded.some((r) => r.decision === 'revoked' && r.intent === 'INT-001'), JSON.stringify(recorded));
+});
+
+test("two worktrees of one repository share the holders, each with its worktree and branch", () => {
+  const dir = sampleWorkspace();
+  const git = (cwd, ...args) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'init.defaultBranch=main', '-c', 'commit.gpgsign=false', ...args], { cwd, stdio: 'pipe' });
+  git(dir, 'init', '-q');
+  git(dir, 'add', '.');
+  git(dir, 'commit', '-q', '-m', 'governed');
+  const linked = `${dir}-wt2`;
+  git(dir, 'worktree', 'add', '-q', '-b', 'feature-x', linked);
+  try {
+    const main = binding.Engine.open(dir);
+    const other = binding.Engine.open(linked);
+    const ctx = (sessionId) => ({ sessionId, agentId: 'claude' });
+    const select = (engine, sessionId) => engine.evaluate('PreToolUse', 'select_active_intent', null, { intent_id: 'INT-001' }, ctx(sessionId));
+    assert.strictEqual(select(other, 'claude:B').decision, 'allow');
+    const refused = select(main, 'claude:A');
+    assert.strictEqual(refused.decision, 'deny');
+    assert.match(refused.reason, /session `claude:B` \(agent `claude`\) in worktree `[^`]+-wt2` on branch `feature-x`/);
+    for (const engine of [main, other]) {
+      const [held] = engine.intentHolders();
+      assert.deepStrictEqual([held.sessionId, held.worktree, held.branch], ['claude:B', path.basename(linked), 'feature-x']);
+      assert.strictEqual(fs.realpathSync(held.worktreeRoot), fs.realpathSync(linked));
+    }
+    const listed = main.sessions().find((s) => s.sessionId === 'claude:B');
+    assert.deepStrictEqual([listed?.worktree, listed?.branch, listed?.lease?.intentId], [path.basename(linked), 'feature-x', 'INT-001']);
+  } finally {
+    fs.rmSync(linked, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
+  }
 });

@@ -1,5 +1,6 @@
 // The Sessions section: every agent session working in the workspace (ours, Claude Code, Codex,
-// Gemini CLI, VS Code's agent, ...), as the core reads it from the trace and the leases: the agent,
+// Gemini CLI, VS Code's agent, ...) and in the other worktrees of its repository, each with its
+// worktree and branch, as the core reads it from the trace and the leases: the agent,
 // the intent it holds and until when, its counts of allowed and denied calls, its last denial and its
 // last actions; and a Revoke button per held lease, with an optional reason told to the agent. The
 // host confirms a revocation in a modal dialog; the page only asks. Items are kept by session and
@@ -29,6 +30,12 @@ export function actionText(a: SessionAction): string {
   return [clock(a.time), what, a.summary, a.decision, a.subagent ? `(sub-agent ${a.subagent})` : undefined]
     .filter((x): x is string => !!x)
     .join(' ');
+}
+
+/** Where a session works, in words: its git worktree and branch (empty outside a repository). */
+export function placeText(s: SessionView): string {
+  if (!s.worktree) return '';
+  return s.branch ? `${s.worktree} · ${s.branch}` : s.worktree;
 }
 
 /** The lease in words: the intent and until when, or why there is none. */
@@ -87,6 +94,13 @@ export function sessionsSection(options: { post(message: WebviewMessage): void }
       el('span', { class: 'what', testid: 'session-agent', text: s.label }),
       el('span', { class: 'mono muted', text: s.sessionId }),
     );
+    // Every worktree of the repository shares the lease table: say where each session works.
+    const place = placeText(s);
+    if (place) {
+      const where = el('span', { class: 'muted', testid: 'session-worktree', text: place });
+      where.title = `worktree ${s.worktree}${s.branch ? `, branch ${s.branch}` : ''}`;
+      head.append(where);
+    }
     const lease = el('span', { class: s.lease ? 'lease' : 'lease muted', testid: 'session-lease', text: leaseText(s) });
     if (s.revoked && !s.lease) lease.className = 'lease reason';
     const counts = el('div', { class: 'muted', testid: 'session-counts', text: `allowed ${s.allowed} · denied ${s.denied}` });

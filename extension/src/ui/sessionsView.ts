@@ -33,7 +33,8 @@ export class SessionsView {
     }
   }
 
-  /** Asks the person (a modal dialog) and revokes `session`'s lease if they confirm. */
+  /** Asks the person (a modal dialog) and revokes `session`'s lease if they confirm (a lease of
+   *  another worktree of the repository too: the lease table is the one they share). */
   async revoke(session: string, reason: string | undefined): Promise<RevokeOutcome> {
     const engine = this.engine.nativeEngine;
     if (!engine) return { ok: false, error: 'the engine is not running' };
@@ -42,7 +43,7 @@ export class SessionsView {
     const lease = view?.lease;
     if (!view || !lease) return { ok: false, error: `session ${session} holds no lease now` };
     const pick = await vscode.window.showWarningMessage(
-      `Revoke the lease of ${view.label} session ${session} on ${lease.intentId}?`,
+      `Revoke the lease of ${view.label} session ${session} on ${lease.intentId}${where(lease)}?`,
       {
         modal: true,
         detail:
@@ -72,4 +73,11 @@ function personName(): string {
   } catch {
     return 'an unnamed user';
   }
+}
+
+/** Where a lease's holder works, for the dialog: ` (worktree wt2, branch feature-x)`, or nothing
+ *  outside a git repository. */
+function where(lease: { worktree?: string; branch?: string }): string {
+  if (!lease.worktree) return '';
+  return ` (worktree ${lease.worktree}${lease.branch ? `, branch ${lease.branch}` : ''})`;
 }

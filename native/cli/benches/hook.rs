@@ -20,7 +20,12 @@
 //!   without the token hold connections to the HTTP port (each opened again when the server cuts
 //!   it), as ratios to the quiet figures of the same run (target: ≤ 2×);
 //! - `hook.python` and `hook.node`: a minimal Python and Node hook doing the same JSON round trip
-//!   (read the input, answer allow), compared with `hook.claude.pre_tool_use` (target: Python ≥ 30×).
+//!   (read the input, answer allow), compared with `hook.claude.pre_tool_use` (target: Python ≥ 30×);
+//! - `hook.claude.pre_tool_use.main_checkout` and `hook.claude.pre_tool_use.worktree`: the same call
+//!   alone in the main checkout of a git repository (compared with `hook.claude.pre_tool_use`, in no
+//!   repository: the lookup of git's files) and in a worktree added to it (`git worktree add`),
+//!   compared with the main checkout: the hook finds the coordination database the worktrees share
+//!   under git's common folder (target: ≤ 1.1×).
 //!
 //! The program timed is `CHOKEPOINT_BENCH_PROGRAM` when set (`npm run bench` sets it to the program as
 //! shipped, statically linked; see scripts/build.js), else cargo's own build of it.
@@ -146,6 +151,58 @@ fn main() {
     let out = out.expect("the hook runs");
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty(), "a write in scope passes silently: {}", String::from_utf8_lossy(&out.stdout));
+    // A repository with the sidecar committed, and a worktree added to it: the session holds its
+    // intent in the coordination database both share, and the same call is judged in each.
+    let repo_dir = tempfile::tempdir().expect("a repository's folder");
+    let (main_root, linked_root) = (repo_dir.path().join("repo"), repo_dir.path().join("wt"));
+    std::fs::create_dir_all(main_root.join(".orchestration")).unwrap();
+    std::fs::create_dir_all(main_root.join("src")).unwrap();
+    for file in ["active_intents.yaml", "hooks.yaml"] {
+        std::fs::copy(root.join(".orchestration").join(file), main_root.join(".orchestration").join(file)).unwrap();
+    }
+    std::fs::write(main_root.join("src/flags.ts"), "export const verbose = true;\n").unwrap();
+    for args in [&["init", "-q"][..], &["add", "."], &["commit", "-q", "-m", "governed"], &["worktree", "add", "-q", "-b", "wt", "../wt"]] {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "user.name=bench",
+                "-c",
+                "user.email=bench@localhost",
+                "-c",
+                "init.defaultBranch=main",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(&main_root)
+            .output()
+            .expect("git runs (the worktree figures need it)");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let selected = Command::new(program)
+        .args(["intent", "select", "--workspace", main_root.to_str().unwrap(), "--session", "claude:bench", "INT-1"])
+        .output()
+        .unwrap();
+    assert!(selected.status.success(), "{}", String::from_utf8_lossy(&selected.stderr));
+    let input_in =
+        |at: &Path| String::from_utf8(input.to_vec()).unwrap().replace(root.to_str().unwrap(), at.to_str().unwrap()).into_bytes();
+    let (main_input, linked_input) = (input_in(&main_root), input_in(&linked_root));
+    let hook_at = |at: &Path| {
+        let mut c = Command::new(program);
+        c.args(["hook", "--agent", "claude", "--local", "--workspace", at.to_str().unwrap()]).env("XDG_RUNTIME_DIR", runtime.path());
+        c
+    };
+    for (at, input) in [(&main_root, &main_input), (&linked_root, &linked_input)] {
+        let out = hook_at(at).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(input)?;
+            c.wait_with_output()
+        });
+        let out = out.expect("the hook runs in the repository");
+        assert_eq!(out.status.code(), Some(0));
+        assert!(out.stdout.is_empty(), "a write in scope passes silently in {}: {}", at.display(), String::from_utf8_lossy(&out.stdout));
+    }
+    assert!(main_root.join(".git/chokepoint/state.db").is_file(), "the lease is in the shared database");
+
     // The baselines are part of the figure: without them there is nothing to compare with.
     let python = which("python3").expect("python3 on PATH (the Python hook's baseline)");
     let node = which("node").expect("node on PATH (the Node hook's baseline)");
@@ -154,9 +211,12 @@ fn main() {
     // VS Code is closed, and the process pays for opening (and closing) it by itself.
     let (mut t_true, mut t_hook, mut t_served, mut t_python, mut t_node) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut t_http = Vec::new();
+    let (mut t_main_checkout, mut t_worktree) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         t_true.push(round_trip(&mut Command::new("/bin/true"), input));
         t_hook.push(round_trip(&mut hook(), input));
+        t_main_checkout.push(round_trip(&mut hook_at(&main_root), &main_input));
+        t_worktree.push(round_trip(&mut hook_at(&linked_root), &linked_input));
         t_python.push(round_trip(Command::new(&python).args(["-c", PYTHON_HOOK]), input));
         t_node.push(round_trip(Command::new(&node).args(["-e", NODE_HOOK]), input));
     }
@@ -208,6 +268,8 @@ fn main() {
     samples::write("hook.claude.pre_tool_use.http.flood", Some("hook.claude.pre_tool_use.http"), &t_http_flood);
     samples::write("hook.python", Some("hook.claude.pre_tool_use"), &t_python);
     samples::write("hook.node", Some("hook.claude.pre_tool_use"), &t_node);
+    samples::write("hook.claude.pre_tool_use.main_checkout", Some("hook.claude.pre_tool_use"), &t_main_checkout);
+    samples::write("hook.claude.pre_tool_use.worktree", Some("hook.claude.pre_tool_use.main_checkout"), &t_worktree);
     let median = |v: &mut Vec<u64>| {
         v.sort_unstable();
         v[v.len() / 2] as f64 / 1e6
@@ -228,6 +290,13 @@ fn main() {
         median(&mut t_true) / http,
         median(&mut t_hook) / http,
         median(&mut t_python) / http,
+    );
+    println!(
+        "hook in a repository: main checkout {:.2} ms ({:.2}x no repository), linked worktree {:.2} ms ({:.3}x the main checkout; target: <= 1.1x)",
+        median(&mut t_main_checkout),
+        median(&mut t_main_checkout) / median(&mut t_hook),
+        median(&mut t_worktree),
+        median(&mut t_worktree) / median(&mut t_main_checkout),
     );
     println!(
         "hook: /bin/true {:.2} ms, chokepoint hook alone {:.2} ms, served {:.2} ms, python {:.2} ms, node {:.2} ms (medians of {ROUNDS})",

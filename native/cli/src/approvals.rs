@@ -5,16 +5,22 @@
 //! engine up there is nothing to list or decide, and the command says so (exit 1). A decision is the
 //! engine's `apply_decision`, by `cli:<user>`, recorded in the ledger with it.
 //!
+//! In a git repository, `list`, `show` and the decisions reach the live engine of every worktree
+//! ([`Engines`]: each worktree's engine has its own socket): `list` gives each Pending its worktree
+//! and branch, and a decision goes to the engine that holds the Pending (ids are unique across
+//! processes). `review` stays with this workspace's engine, whose files its diffs are read from.
+//!
 //! Also here: the Pending printed for a person (`describe`), which `approvals show` and the
 //! interactive review (`review.rs`) share, and the two desks the review works at.
 
 use crate::review::{self, Desk};
-use chokepoint_core::Engine;
 use chokepoint_core::approvals::{PendingDict, PendingKind, preview};
 use chokepoint_core::external_events::Agent;
+use chokepoint_core::leases::Checkout;
 use chokepoint_core::serve::client::{Unanswered, exchange};
 use chokepoint_core::serve::endpoint::Endpoint;
 use chokepoint_core::serve::protocol::{Answer, Request};
+use chokepoint_core::{Engine, Sidecar};
 use serde_json::{Value, json};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -112,11 +118,12 @@ pub fn run(command: ApprovalsCommand) -> ExitCode {
             };
         }
     };
-    let remote = match Remote::new(&target.workspace) {
-        Ok(remote) => remote,
+    let engines = match Engines::new(&target.workspace) {
+        Ok(engines) => engines,
         Err(e) => return failed(&e),
     };
-    match remote.ask(request) {
+    let (remote, answer) = engines.ask(request);
+    match answer {
         Ok(Answer::Pendings { pendings }) if target.json => print_json(&Value::Array(pendings)),
         Ok(Answer::Pendings { pendings }) if pendings.is_empty() => println!("no open pendings"),
         Ok(Answer::Pendings { pendings }) => {
@@ -174,6 +181,88 @@ pub fn by() -> String {
     let me = chokepoint_core::serve::process::this();
     let terminal = me.as_ref().and_then(chokepoint_core::serve::process::Process::terminal);
     chokepoint_core::serve::deciders::Decider { pid: std::process::id(), terminal }.by()
+}
+
+/// The live engines of the workspace's repository: this workspace's first, then each other
+/// worktree's that runs (the same folder below each worktree's root), each with where it works.
+/// Outside a repository, this workspace's alone.
+struct Engines {
+    live: Vec<(Remote, Option<Checkout>)>,
+}
+
+impl Engines {
+    /// `Err` when no engine of any worktree runs, saying so for this workspace.
+    fn new(workspace: &Path) -> Result<Engines, String> {
+        let here = Remote::new(workspace);
+        let root =
+            here.as_ref().map_or_else(|_| std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_owned()), |r| r.root.clone());
+        let sidecar = Sidecar::new(&root);
+        let place = |sidecar: &Sidecar| sidecar.repo().map(Checkout::of);
+        let mut live = Vec::new();
+        let mut unserved = None;
+        match here {
+            Ok(remote) => live.push((remote, place(&sidecar))),
+            Err(e) => unserved = Some(e),
+        }
+        if let Some(repo) = sidecar.repo() {
+            for worktree in repo.worktrees() {
+                let other = worktree.root.join(&repo.subdir);
+                if std::fs::canonicalize(&other).is_ok_and(|o| o == root) {
+                    continue;
+                }
+                // A worktree whose engine is not running has no Pendings: not an error.
+                if let Ok(remote) = Remote::new(&other) {
+                    live.push((remote, place(&Sidecar::new(&other))));
+                }
+            }
+        }
+        match (live.is_empty(), unserved) {
+            (true, Some(why)) => Err(why),
+            _ => Ok(Engines { live }),
+        }
+    }
+
+    /// Asks the engines: the Pendings of all of them (each with its worktree and branch, in a
+    /// repository), or a question or decision about one Pending of the engine that holds it (else of
+    /// the first, whose answer says it has no such Pending). The engine that answered, with its answer.
+    fn ask(&self, request: Request) -> (&Remote, Result<Answer, String>) {
+        let first = &self.live[0].0;
+        let id = match &request {
+            Request::Pendings => {
+                let mut all = Vec::new();
+                for (remote, checkout) in &self.live {
+                    match remote.ask(Request::Pendings) {
+                        Ok(Answer::Pendings { pendings }) => all.extend(pendings.into_iter().map(|p| placed(p, checkout.as_ref()))),
+                        // Another worktree's engine that stopped since, or refuses: its Pendings are not listed.
+                        _ if !std::ptr::eq(remote, first) => {}
+                        other => return (first, other),
+                    }
+                }
+                // Oldest first across the engines, as each lists its own (RFC 3339 times sort as text).
+                all.sort_by(|a, b| text(a, "/created_at").cmp(&text(b, "/created_at")));
+                return (first, Ok(Answer::Pendings { pendings: all }));
+            }
+            Request::Pending { id } | Request::Decide { id, .. } => id.clone(),
+            _ => return (first, first.ask(request)),
+        };
+        let holder = self
+            .live
+            .iter()
+            .map(|(remote, _)| remote)
+            .find(|remote| matches!(remote.ask(Request::Pending { id: id.clone() }), Ok(Answer::Pending { .. })))
+            .unwrap_or(first);
+        (holder, holder.ask(request))
+    }
+}
+
+/// A Pending with the worktree and branch of the engine holding it (unchanged outside a repository).
+fn placed(mut pending: Value, checkout: Option<&Checkout>) -> Value {
+    if let (Some(checkout), Some(object)) = (checkout, pending.as_object_mut()) {
+        object.insert("worktree".into(), json!(checkout.worktree));
+        object.insert("worktree_root".into(), json!(checkout.root));
+        object.insert("branch".into(), json!(checkout.branch));
+    }
+    pending
 }
 
 /// The workspace's live engine, over its socket.
@@ -278,6 +367,12 @@ fn line(pending: &Value) -> String {
         parts.push(paths.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "));
     }
     parts.extend(text(pending, "/subject/reason").map(|r| format!("({r})")));
+    if let Some(worktree) = text(pending, "/worktree") {
+        parts.push(match text(pending, "/branch") {
+            Some(branch) => format!("in worktree {worktree} on branch {branch}"),
+            None => format!("in worktree {worktree}"),
+        });
+    }
     parts.join("  ")
 }
 

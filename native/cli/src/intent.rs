@@ -30,7 +30,8 @@ pub enum IntentCommand {
         #[arg(long)]
         session: String,
     },
-    /// List the intents, their status and who holds each.
+    /// List the intents and who holds each (in a git repository, in any of its worktrees, with the
+    /// holder's worktree and branch).
     List {
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
@@ -123,6 +124,9 @@ pub fn run(command: IntentCommand) -> ExitCode {
                             "id": id,
                             "holder": lease.map(|l| &l.session),
                             "agent": lease.and_then(|l| l.agent.as_ref()),
+                            "worktree": lease.and_then(|l| l.checkout.as_ref()).map(|c| &c.worktree),
+                            "worktree_root": lease.and_then(|l| l.checkout.as_ref()).map(|c| &c.root),
+                            "branch": lease.and_then(|l| l.checkout.as_ref()).and_then(|c| c.branch.as_ref()),
                             "since": lease.map(|l| l.acquired_at_ms),
                             "expires": lease.map(|l| l.expires_at_ms),
                         })
@@ -133,9 +137,10 @@ pub fn run(command: IntentCommand) -> ExitCode {
                 for id in &info.intent_ids {
                     match holders.iter().find(|l| &l.intent == id) {
                         Some(l) => println!(
-                            "{id}  held by session `{}`{}",
+                            "{id}  held by session `{}`{}{}",
                             l.session,
-                            l.agent.as_ref().map(|a| format!(" (agent `{a}`)")).unwrap_or_default()
+                            l.agent.as_ref().map(|a| format!(" (agent `{a}`)")).unwrap_or_default(),
+                            l.checkout.as_ref().map(|c| format!(" in {c}")).unwrap_or_default()
                         ),
                         None => println!("{id}  free"),
                     }

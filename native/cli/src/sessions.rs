@@ -1,5 +1,5 @@
 //! `chokepoint sessions`: the sessions working in the workspace (every agent's, from the trace and
-//! the leases, as the sidebar's Sessions section shows them), and a person's revocation of a
+//! the leases, in every worktree of its repository, as the sidebar's Sessions section shows them), and a person's revocation of a
 //! session's lease. Both are one call into the core (`Engine::sessions`, `Engine::revoke_lease`).
 
 use crate::EXIT_DENY;
@@ -95,7 +95,8 @@ fn print_session(s: &SessionView) {
         (None, Some(revoked)) => format!("lease on {} revoked by {} at {}", revoked.intent, revoked.by, format_utc(revoked.at_ms)),
         (None, None) => "holds no intent".to_owned(),
     };
-    println!("{}  {}  {lease}  allowed {}  denied {}", s.session, s.label, s.allowed, s.denied);
+    let place = s.checkout.as_ref().map(|c| format!("  {c}")).unwrap_or_default();
+    println!("{}  {}{place}  {lease}  allowed {}  denied {}", s.session, s.label, s.allowed, s.denied);
     if !s.subagents.is_empty() {
         println!("  sub-agents: {}", s.subagents.join(", "));
     }
@@ -151,6 +152,9 @@ fn session_json(s: &SessionView) -> Value {
         "label": s.label,
         "subagents": s.subagents,
         "model": s.model,
+        "worktree": s.checkout.as_ref().map(|c| &c.worktree),
+        "worktree_root": s.checkout.as_ref().map(|c| &c.root),
+        "branch": s.checkout.as_ref().and_then(|c| c.branch.as_ref()),
         "lease": s.lease.as_ref().map(|l| json!({
             "intent": l.intent,
             "since": format_utc(l.acquired_at_ms),

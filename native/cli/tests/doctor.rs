@@ -98,7 +98,10 @@ fn a_workspace_set_up_by_init_passes_for_each_agent() {
         assert_eq!(probe["decision"]["decision"], "deny", "{probe}");
         let out = Command::new(program()).args(["intent", "list", "--json", "--workspace", ws.path().to_str().unwrap()]).output().unwrap();
         let intents: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(intents, json!([{ "id": "INT-SRC", "holder": null, "agent": null, "since": null, "expires": null }]));
+        assert_eq!(
+            intents,
+            json!([{ "id": "INT-SRC", "holder": null, "agent": null, "worktree": null, "worktree_root": null, "branch": null, "since": null, "expires": null }])
+        );
     }
 }
 

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use chokepoint_core::Sidecar;
 use chokepoint_core::clock::format_utc;
-use chokepoint_core::leases::{AcquireError, Holder, LeaseError, Leases, SCHEMA_VERSION};
+use chokepoint_core::leases::{AcquireError, Checkout, Holder, LeaseError, Leases, SCHEMA_VERSION};
 
 const LONG: Duration = Duration::from_secs(60);
 const CHILD_ENV: &str = "CHOKEPOINT_LEASES_CHILD";
@@ -127,7 +127,7 @@ fn a_second_session_is_told_who_holds_the_intent_and_since_when() {
 
     let error = leases.acquire("INT-001", &Holder::new("s-2", Some("codex")), LONG).unwrap_err();
     let AcquireError::Held(held) = &error else { panic!("expected held, got {error:?}") };
-    assert_eq!(held, &first, "the error carries the other holder's lease");
+    assert_eq!(**held, first, "the error carries the other holder's lease");
     let message = error.to_string();
     let expected = format!(
         "intent `INT-001` is locked by session `s-1` (agent `claude-code`) since {}; select another intent or \
@@ -221,7 +221,7 @@ fn racing_takeovers_have_exactly_one_winner() {
     for outcome in &outcomes {
         match outcome {
             Ok(_) => {}
-            Err(AcquireError::Held(lease)) => assert_eq!(lease, winner),
+            Err(AcquireError::Held(lease)) => assert_eq!(&**lease, winner),
             Err(other) => panic!("a loser must see the lock held, not {other:?}"),
         }
     }
@@ -284,7 +284,37 @@ fn a_newer_schema_is_refused() {
     let error = Leases::open(&db).unwrap_err();
     assert!(matches!(error, LeaseError::NewerSchema { found, .. } if found == SCHEMA_VERSION + 1), "{error:?}");
     let message = error.to_string();
-    assert!(message.contains("newer than the 1 this chokepoint understands"), "{message}");
+    assert!(message.contains(&format!("newer than the {SCHEMA_VERSION} this chokepoint understands")), "{message}");
+}
+
+/// A lock database of schema 1 (before leases said where their holder works) is migrated in place:
+/// its live lease is kept (saying nowhere), and a lease taken now records the holder's worktree and
+/// branch, which a refusal names.
+#[test]
+fn a_schema_1_database_is_migrated_and_a_refusal_names_the_holders_worktree() {
+    let (_dir, db) = workspace();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE leases (intent TEXT PRIMARY KEY NOT NULL, holder TEXT, agent TEXT, version INTEGER NOT NULL,
+             acquired_at INTEGER NOT NULL, renewed_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, taken_from TEXT) STRICT;
+         INSERT INTO leases VALUES ('INT-OLD', 's-old', NULL, 4, 1, 1, 9223372036854775807, NULL);
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let leases = Leases::open(&db).unwrap();
+    let old = leases.get("INT-OLD").unwrap().expect("the old lease is kept");
+    assert_eq!((old.session.as_str(), old.version, old.checkout), ("s-old", 4, None));
+
+    let checkout = Checkout { worktree: "wt2".into(), root: "/src/wt2".into(), branch: Some("feature-x".into()) };
+    let taken = leases.acquire("INT-001", &holder("s-1").at(Some(checkout.clone())), LONG).unwrap();
+    assert_eq!(taken.checkout.as_ref(), Some(&checkout));
+    assert_eq!(leases.get("INT-001").unwrap().unwrap().checkout, Some(checkout));
+    let refusal = leases.acquire("INT-001", &holder("s-2"), LONG).unwrap_err().to_string();
+    assert!(refusal.contains("session `s-1` (agent `claude-code`) in worktree `wt2` on branch `feature-x`"), "{refusal}");
+    let version: i64 = rusqlite::Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
 }
 
 #[test]

@@ -6,12 +6,19 @@ use crate::errors::{Code, Result, as_error};
 use chokepoint_core as core;
 use napi_derive::napi;
 
-/// Who holds an intent (a lease in the workspace's state database).
+/// Who holds an intent (a lease in the coordination database every worktree of the repository
+/// shares), and where it works.
 #[napi(object, js_name = "IntentHolder")]
 pub struct JsIntentHolder {
     pub intent_id: String,
     pub session_id: String,
     pub agent_id: Option<String>,
+    /// The git worktree the holder works in (its folder's name); absent outside a repository.
+    pub worktree: Option<String>,
+    /// That worktree's root folder.
+    pub worktree_root: Option<String>,
+    /// The branch checked out there when it took the intent (`detached at <hash>` for a detached HEAD).
+    pub branch: Option<String>,
     /// Unix milliseconds.
     pub since: f64,
     pub expires: f64,
@@ -19,10 +26,17 @@ pub struct JsIntentHolder {
 
 impl From<core::leases::Lease> for JsIntentHolder {
     fn from(l: core::leases::Lease) -> Self {
+        let (worktree, worktree_root, branch) = match l.checkout {
+            Some(c) => (Some(c.worktree), Some(c.root), c.branch),
+            None => (None, None, None),
+        };
         JsIntentHolder {
             intent_id: l.intent,
             session_id: l.session,
             agent_id: l.agent,
+            worktree,
+            worktree_root,
+            branch,
             since: l.acquired_at_ms as f64,
             expires: l.expires_at_ms as f64,
         }
@@ -50,7 +64,8 @@ impl Engine {
         self.inner.gatekeeper().selected(&session_id)
     }
 
-    /// Who holds which intent now, across every process on the workspace.
+    /// Who holds which intent now, across every process on the workspace and every worktree of its
+    /// repository.
     #[napi(catch_unwind)]
     pub fn intent_holders(&self) -> Result<Vec<JsIntentHolder>> {
         let holders = self.inner.gatekeeper().holders().map_err(as_error(Code::Scope))?;

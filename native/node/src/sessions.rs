@@ -61,7 +61,8 @@ impl From<core::sessions::SessionAction> for JsSessionAction {
     }
 }
 
-/// A session working in the workspace: seen in the trace in the last 24 hours, or holding a lease.
+/// A session working in the workspace (or another worktree of its repository): seen in the trace in
+/// the last 24 hours, or holding a lease.
 #[napi(object, js_name = "SessionView")]
 pub struct JsSessionView {
     /// `<agent>:<its session id>` for another agent's session (`claude:…`), a plain id for ours.
@@ -72,6 +73,11 @@ pub struct JsSessionView {
     pub label: String,
     pub subagents: Vec<String>,
     pub model: Option<String>,
+    /// The git worktree it works in (its lease's, else the one whose trace holds its records);
+    /// absent outside a repository.
+    pub worktree: Option<String>,
+    /// The branch checked out there (when it took its lease, else now).
+    pub branch: Option<String>,
     /// The intent it holds now and until when.
     pub lease: Option<JsIntentHolder>,
     pub revoked: Option<JsLeaseRevocation>,
@@ -94,6 +100,8 @@ impl From<core::sessions::SessionView> for JsSessionView {
             label: s.label,
             subagents: s.subagents,
             model: s.model,
+            worktree: s.checkout.as_ref().map(|c| c.worktree.clone()),
+            branch: s.checkout.and_then(|c| c.branch),
             lease: s.lease.map(Into::into),
             revoked: s.revoked.map(Into::into),
             actions: s.actions.into_iter().map(Into::into).collect(),

@@ -167,11 +167,13 @@ fn relative(path: &Path, base: &Path) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::process::Command;
 
-    fn git(dir: &Path, args: &[&str]) {
+    /// Runs git in `dir` with a fixed identity and default branch (`main`); also for the tests of
+    /// the modules that keep state per repository (`base::sidecar`).
+    pub(crate) fn git(dir: &Path, args: &[&str]) {
         let status = Command::new("git")
             .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
             .args(args)

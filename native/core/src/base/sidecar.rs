@@ -2,6 +2,9 @@
 //! ledger and lock database. One place names these paths so no other module spells them.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use crate::base::repo::Repo;
 
 /// The name of the sidecar folder at the root of a governed workspace.
 pub const SIDECAR_DIR: &str = ".orchestration";
@@ -42,6 +45,16 @@ pub fn create_owner_only(path: &Path) -> std::io::Result<()> {
         Err(error) if error.kind() != std::io::ErrorKind::AlreadyExists => Err(error),
         _ => Ok(()),
     }
+}
+
+/// Creates the folder `path` and those above it that are missing, owner-only (0700 on Unix): the
+/// repository's shared folder of runtime state, which holds leases and approvals like the sidecar.
+pub fn create_owner_only_dir(path: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(path)
 }
 
 /// The shared brain, relative to the workspace root: what people write for every agent, with one
@@ -91,14 +104,26 @@ pub fn with_lines(text: Option<&str>, header: &str, lines: &[&str]) -> String {
 }
 
 /// Paths of the governance files of one workspace.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Sidecar {
     root: PathBuf,
+    /// The git repository of the workspace, looked up on first need ([`Sidecar::repo`]) and shared
+    /// by every clone, so an engine (and each of its stores) reads git's files once.
+    repo: Arc<OnceLock<Option<Repo>>>,
 }
+
+/// Two sidecars are the same when they name the same workspace (the repository follows from it).
+impl PartialEq for Sidecar {
+    fn eq(&self, other: &Sidecar) -> bool {
+        self.root == other.root
+    }
+}
+
+impl Eq for Sidecar {}
 
 impl Sidecar {
     pub fn new(workspace_root: impl Into<PathBuf>) -> Self {
-        Sidecar { root: workspace_root.into() }
+        Sidecar { root: workspace_root.into(), repo: Arc::default() }
     }
 
     pub fn workspace_root(&self) -> &Path {
@@ -117,9 +142,29 @@ impl Sidecar {
         self.dir().join("active_intents.yaml")
     }
 
-    /// The SQLite database of runtime state shared by every process on this workspace (intent leases).
+    /// This worktree's own SQLite database of runtime state (`.orchestration/state.db`): what is
+    /// this checkout's alone, the ledger's head. What agents coordinate on is in
+    /// [`Sidecar::coordination_db`].
     pub fn state_db(&self) -> PathBuf {
         self.dir().join("state.db")
+    }
+
+    /// The git repository holding the workspace (`None` outside one), found by reading git's files
+    /// once per sidecar and its clones ([`Repo::discover`]).
+    pub fn repo(&self) -> Option<&Repo> {
+        self.repo.get_or_init(|| Repo::discover(&self.root)).as_ref()
+    }
+
+    /// The SQLite database of what every process and every worktree of the repository coordinate on
+    /// (intent leases and revocations, approved scope expansions, the brain's lessons, the agents'
+    /// processes): `<git common dir>/chokepoint/state.db` ([`Repo::shared_dir`]), so that two
+    /// worktrees' agents never both hold one intent; outside a repository, [`Sidecar::state_db`].
+    /// Its folder is created (owner-only) by the first store that opens it.
+    pub fn coordination_db(&self) -> PathBuf {
+        match self.repo() {
+            Some(repo) => repo.shared_dir().join("state.db"),
+            None => self.state_db(),
+        }
     }
 
     /// The trace ledger: one JSON record a line, hash-chained.
@@ -187,5 +232,113 @@ impl Sidecar {
     /// Whether the workspace is governed at all: it has a sidecar folder.
     pub fn exists(&self) -> bool {
         self.dir().is_dir()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::repo::tests::git;
+    use crate::base::sqlite::StateDb;
+
+    /// A new git repository at `dir/name` (no commit yet), its workspace governed (a sidecar folder).
+    fn governed_repo(dir: &Path, name: &str) -> PathBuf {
+        let root = dir.join(name);
+        std::fs::create_dir_all(root.join(SIDECAR_DIR)).unwrap();
+        git(&root, &["init", "-q"]);
+        root
+    }
+
+    /// Two worktrees of one repository coordinate in one database under git's common folder, each
+    /// keeping its own state.db (the ledger's head); a folder in no repository keeps both in one.
+    #[test]
+    fn the_worktrees_of_a_repository_share_one_coordination_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = governed_repo(dir.path(), "repo");
+        git(&main, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        git(&main, &["worktree", "add", "-q", "-b", "feature", "../wt2"]);
+        let (first, second) = (Sidecar::new(&main), Sidecar::new(dir.path().join("wt2")));
+
+        let common = std::fs::canonicalize(main.join(".git")).unwrap();
+        assert_eq!(first.coordination_db(), common.join("chokepoint/state.db"));
+        assert_eq!(second.coordination_db(), first.coordination_db());
+        assert_ne!(second.state_db(), first.state_db(), "the ledger's head stays per worktree");
+        assert_eq!(second.repo().unwrap().worktree_name(), "wt2");
+
+        let elsewhere = Sidecar::new(dir.path().join("plain"));
+        std::fs::create_dir_all(elsewhere.dir()).unwrap();
+        assert!(elsewhere.repo().is_none());
+        assert_eq!(elsewhere.coordination_db(), elsewhere.state_db());
+    }
+
+    /// The shared folder is made, owner-only, by the first open of a governed workspace's store, and
+    /// never for a workspace that is not governed.
+    #[cfg(unix)]
+    #[test]
+    fn the_shared_folder_is_made_owner_only_and_only_for_a_governed_workspace() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("repo");
+        std::fs::create_dir_all(&main).unwrap();
+        git(&main, &["init", "-q"]);
+        let sidecar = Sidecar::new(&main);
+        let db = sidecar.coordination_db();
+
+        let ungoverned = StateDb::making_folder(&db, sidecar.dir());
+        assert!(ungoverned.lock().is_err(), "no folder is made in .git for an ungoverned workspace");
+        assert!(!db.parent().unwrap().exists());
+
+        std::fs::create_dir_all(sidecar.dir()).unwrap();
+        let governed = StateDb::making_folder(&db, sidecar.dir());
+        drop(governed.lock().unwrap());
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(db.parent().unwrap()), 0o700);
+        assert_eq!(mode(&db), RUNTIME_MODE);
+
+        // A shared folder that cannot be made is an error that says where and what to do.
+        let other = governed_repo(dir.path(), "other");
+        let sidecar = Sidecar::new(&other);
+        std::fs::write(other.join(".git").join(crate::base::repo::SHARED_DIR), "not a folder").unwrap();
+        let error =
+            StateDb::making_folder(sidecar.coordination_db(), sidecar.dir()).lock().err().expect("no folder, no database").to_string();
+        assert!(error.contains("make git's folder writable"), "{error}");
+    }
+
+    /// The first open that makes the shared folder adopts the named tables (with their indexes and
+    /// rows) from the worktree's own state.db; a later open adopts nothing again.
+    #[test]
+    fn the_shared_database_adopts_the_worktrees_tables_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = governed_repo(dir.path(), "repo");
+        let sidecar = Sidecar::new(&main);
+        let old = rusqlite::Connection::open(sidecar.state_db()).unwrap();
+        old.execute_batch(
+            "CREATE TABLE kept_v1 (key TEXT PRIMARY KEY, n INTEGER NOT NULL); CREATE INDEX kept_v1_by_n ON kept_v1 (n);
+             INSERT INTO kept_v1 VALUES ('a', 1), ('b', 2);
+             CREATE TABLE left_v1 (x INTEGER); INSERT INTO left_v1 VALUES (1);",
+        )
+        .unwrap();
+        drop(old);
+        let shared =
+            || StateDb::making_folder(sidecar.coordination_db(), sidecar.dir()).adopting(sidecar.state_db(), &["kept_v1", "absent_v1"]);
+        let first = shared();
+        {
+            let conn = first.lock().unwrap();
+            let rows: i64 = conn.query_row("SELECT COUNT(*) FROM kept_v1", [], |r| r.get(0)).unwrap();
+            assert_eq!(rows, 2);
+            let names: Vec<String> = conn
+                .prepare("SELECT name FROM sqlite_master ORDER BY name")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(names, ["kept_v1", "kept_v1_by_n", "sqlite_autoindex_kept_v1_1"], "only the named tables, with their indexes");
+            conn.execute("DELETE FROM kept_v1 WHERE key = 'a'", []).unwrap();
+        }
+        drop(first);
+        let again = shared();
+        let rows: i64 = again.lock().unwrap().query_row("SELECT COUNT(*) FROM kept_v1", [], |r| r.get(0)).unwrap();
+        assert_eq!(rows, 1, "adopted once, when the folder was made");
     }
 }

@@ -1,7 +1,10 @@
-//! The state database (`.orchestration/state.db`): how a connection to it is opened and waits for a
-//! lock another process holds, and [`StateDb`], the one connection a process shares between the
-//! stores kept in it (the leases, the scope expansions, the ledger's head), which notices a shared
-//! memory file tampered with before SQLite reads it ([`ShmWatch`]).
+//! The state databases (a worktree's `.orchestration/state.db`, and the coordination database every
+//! worktree of a repository shares, `Sidecar::coordination_db`): how a connection to one is opened
+//! and waits for a lock another process holds, and [`StateDb`], the one connection a process shares
+//! between the stores kept in it (the leases, the scope expansions, the lessons, in the coordination
+//! database; the ledger's head, in the worktree's), which notices a shared memory file tampered with
+//! before SQLite reads it ([`ShmWatch`]). Processes of different worktrees open the same shared file
+//! as any two processes do: WAL, its `-shm` and the busy handler work the same.
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode};
@@ -82,7 +85,26 @@ const LONG_LOG_BYTES: u64 = 32 * (24 + 4096);
 /// can lose the last few changes but never corrupts the file. Leases are runtime state whose holders
 /// die in the same power cut; the ledger's head may lag (see ledger::head); an expansion lost is asked
 /// again, and its approval is in the ledger. Per-commit syncs would cost every one of them.
-fn open(db: &Path) -> rusqlite::Result<Connection> {
+fn open(db: &Path, shared: Option<&Shared>) -> rusqlite::Result<Connection> {
+    // The repository's shared folder is made by the first store that needs it, and only for a
+    // governed workspace (`StateDb::making_folder`): it is not part of any work tree.
+    let mut made = false;
+    if let (Some(shared), Some(folder)) = (shared, db.parent())
+        && shared.governed.is_dir()
+        && !folder.is_dir()
+    {
+        crate::base::sidecar::create_owner_only_dir(folder).map_err(|e| {
+            rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                Some(format!(
+                    "cannot create {} ({e}), where the worktrees of this repository share their intent leases and \
+                     approvals; make git's folder writable by this user",
+                    folder.display()
+                )),
+            )
+        })?;
+        made = true;
+    }
     // Created owner-only before SQLite creates it (its log and shared memory take its mode); a
     // failure here is SQLite's to report, with its own error, on the open below.
     let _ = crate::base::sidecar::create_owner_only(db);
@@ -95,7 +117,57 @@ fn open(db: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "mmap_size", 0)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    if made && let Some((from, tables)) = shared.and_then(|s| s.adopt.as_ref()) {
+        // Best effort: what is not carried over is learnt or asked again, and the gate does not
+        // wait on it.
+        let _ = adopt(&conn, from, tables);
+    }
     Ok(conn)
+}
+
+/// Copies `tables` (each with its indexes, as created there) from the database at `from` into the
+/// new database of `conn` where it has none of them yet, in one transaction: what a worktree kept
+/// in its own state.db before the coordination moved to the repository's shared folder.
+fn adopt(conn: &Connection, from: &Path, tables: &[&str]) -> rusqlite::Result<()> {
+    if !from.is_file() {
+        return Ok(());
+    }
+    conn.execute("ATTACH DATABASE ?1 AS adopted", [from.to_string_lossy()])?;
+    let copied = (|| {
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        for table in tables {
+            let here: bool = conn.query_row("SELECT EXISTS (SELECT 1 FROM main.sqlite_master WHERE name = ?1)", [table], |r| r.get(0))?;
+            if here {
+                continue;
+            }
+            let mut schema =
+                conn.prepare("SELECT sql FROM adopted.sqlite_master WHERE tbl_name = ?1 AND sql IS NOT NULL ORDER BY type = 'index'")?;
+            let statements: Vec<String> = schema.query_map([table], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+            if statements.is_empty() {
+                continue;
+            }
+            // Unqualified, each `CREATE` makes its table or index in `main`.
+            for statement in &statements {
+                conn.execute_batch(statement)?;
+            }
+            conn.execute_batch(&format!("INSERT INTO main.\"{table}\" SELECT * FROM adopted.\"{table}\""))?;
+        }
+        conn.execute_batch("COMMIT")
+    })();
+    if copied.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    let detached = conn.execute_batch("DETACH DATABASE adopted");
+    copied.and(detached)
+}
+
+/// What a database in the repository's shared folder needs besides its path ([`StateDb::making_folder`]).
+#[derive(Debug)]
+struct Shared {
+    /// Its folder is made only when this folder (the workspace's sidecar) exists.
+    governed: PathBuf,
+    /// When its folder is made: the database whose tables it adopts, and which ([`StateDb::adopting`]).
+    adopt: Option<(PathBuf, &'static [&'static str])>,
 }
 
 /// A WAL database's shared memory (`<db>-shm`) as a connection last saw it, so that a file shortened,
@@ -188,6 +260,9 @@ fn tampered(db: &Path, what: String) -> rusqlite::Error {
 #[derive(Debug)]
 pub(crate) struct StateDb {
     path: PathBuf,
+    /// For a database outside the workspace (the repository's shared one): its folder is created on
+    /// open when the workspace's sidecar exists, and what it adopts then.
+    shared: Option<Shared>,
     conn: Mutex<Option<Open>>,
     /// Until when every use is refused, and why: the shared memory was tampered with ([`ShmWatch`]).
     refused: Mutex<Option<(Instant, String)>>,
@@ -231,7 +306,25 @@ impl Drop for StateDb {
 impl StateDb {
     /// The database at `path`; nothing is opened (nor created) until [`StateDb::lock`].
     pub(crate) fn new(path: impl Into<PathBuf>) -> StateDb {
-        StateDb { path: path.into(), conn: Mutex::new(None), refused: Mutex::new(None) }
+        StateDb { path: path.into(), shared: None, conn: Mutex::new(None), refused: Mutex::new(None) }
+    }
+
+    /// As [`StateDb::new`], for a database whose folder may not exist yet (the repository's shared
+    /// folder, `Sidecar::coordination_db`): the open creates it, owner-only, when `governed` (the
+    /// workspace's sidecar folder) exists; an ungoverned workspace leaves no trace in `.git`.
+    pub(crate) fn making_folder(path: impl Into<PathBuf>, governed: impl Into<PathBuf>) -> StateDb {
+        let shared = Shared { governed: governed.into(), adopt: None };
+        StateDb { path: path.into(), shared: Some(shared), conn: Mutex::new(None), refused: Mutex::new(None) }
+    }
+
+    /// When the open makes the shared folder (the first worktree to use it since this build), the
+    /// database copies `tables` from `from` (the worktree's own state.db, where they were kept
+    /// before), so what it learnt and approved is not lost. Once: a folder is made once.
+    pub(crate) fn adopting(mut self, from: impl Into<PathBuf>, tables: &'static [&'static str]) -> StateDb {
+        if let Some(shared) = self.shared.as_mut() {
+            shared.adopt = Some((from.into(), tables));
+        }
+        self
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -278,7 +371,7 @@ impl StateDb {
         }
         drop(refused);
         if conn.is_none() {
-            let connection = open(&self.path)?;
+            let connection = open(&self.path, self.shared.as_ref())?;
             *conn = Some(Open { conn: connection, shm: ShmWatch::of(&self.path) });
         }
         Ok(StateGuard(conn))

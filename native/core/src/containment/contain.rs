@@ -167,9 +167,16 @@ impl ContainPlan {
     }
 }
 
-/// The engine's own runtime files, which other processes write while a command runs.
+/// The engine's own runtime files, which other processes write while a command runs: the sidecar's,
+/// and the repository's shared folder when the workspace is a main checkout (`.git/chokepoint`,
+/// where every worktree's processes write the leases).
 pub fn default_excluded() -> Vec<String> {
-    vec![format!("{SIDECAR_DIR}/snapshots"), format!("{SIDECAR_DIR}/state.db*"), format!("{SIDECAR_DIR}/agent_trace.jsonl")]
+    vec![
+        format!("{SIDECAR_DIR}/snapshots"),
+        format!("{SIDECAR_DIR}/state.db*"),
+        format!("{SIDECAR_DIR}/agent_trace.jsonl"),
+        format!(".git/{}", crate::base::repo::SHARED_DIR),
+    ]
 }
 
 /// A judge that allows a path matching one of `scope_globs` (compiled as the gatekeeper compiles

@@ -258,8 +258,11 @@ pub struct Engine {
     /// The cancel flag of each session's contained command while it runs (queued or running).
     running: std::sync::Mutex<HashMap<String, Arc<std::sync::atomic::AtomicBool>>>,
     tracer: Arc<crate::engine::trace::Tracer>,
-    /// The connection to state.db that the gatekeeper and the tracer share.
+    /// The connection to this worktree's state.db (the ledger's head, for the tracer).
     state: Arc<crate::base::sqlite::StateDb>,
+    /// The connection to the coordination database every worktree of the repository shares
+    /// (`Sidecar::coordination_db`): leases, expansions, lessons, agents' processes.
+    coordination: Arc<crate::base::sqlite::StateDb>,
     /// The Pendings of this engine; reconfigured from the last good hooks.yaml on every load.
     approvals: crate::approvals::Approvals,
     registrations: RwLock<Vec<Registration>>,
@@ -270,6 +273,13 @@ pub struct Engine {
     /// The shared brain `.orchestration/CLAUDE.md` and the worker that keeps its section true.
     brain: Arc<crate::engine::brain::Brain>,
 }
+
+/// The tables a worktree's own state.db held before what the worktrees coordinate on moved to the
+/// repository's shared database, carried over by the first worktree that makes it
+/// (`StateDb::adopting`): the lessons, the approved scope expansions and the revocations not yet
+/// answered. Not the leases (their holders select again; the table is versioned) nor the agents'
+/// processes (learnt again from the next hook).
+const ADOPTED: &[&str] = &["brain_lessons_v1", "brain_denials_v1", "brain_submits_v1", "scope_expansions_v1", "lease_revocations_v1"];
 
 impl Engine {
     /// Opens the engine on a workspace. Fails only when the workspace itself is not a directory;
@@ -307,8 +317,17 @@ impl Engine {
             ));
         }
         let sidecar = Sidecar::new(root);
-        // One connection to state.db for the gatekeeper's leases and expansions and the ledger's head.
+        // One connection to the worktree's state.db for the ledger's head, and one to the database
+        // the repository's worktrees share for what they coordinate on; outside a repository they
+        // are one file, and one connection. The repository is looked up here, once per engine (the
+        // sidecar's clones share what it found).
         let state = Arc::new(crate::base::sqlite::StateDb::new(sidecar.state_db()));
+        let coordination = match sidecar.repo() {
+            Some(_) => Arc::new(
+                crate::base::sqlite::StateDb::making_folder(sidecar.coordination_db(), sidecar.dir()).adopting(sidecar.state_db(), ADOPTED),
+            ),
+            None => Arc::clone(&state),
+        };
         // First, so that the ledger opened ahead starts before anything else is read.
         let tracer = Arc::new(crate::engine::trace::Tracer::new(sidecar.clone(), Arc::clone(&state)));
         let records = replay.is_none();
@@ -318,8 +337,11 @@ impl Engine {
             // is tried again, and reported, by the caller that needs it. No thread: opened on use.
             let _ = std::thread::Builder::new().name("chokepoint-ledger-open".into()).spawn(move || drop(tracer.ledger()));
         }
-        let gatekeeper =
-            crate::scope::gatekeeper::Gatekeeper::new(crate::scope::canonical::Workspace::new(root)?, sidecar.clone(), Arc::clone(&state));
+        let gatekeeper = crate::scope::gatekeeper::Gatekeeper::new(
+            crate::scope::canonical::Workspace::new(root)?,
+            sidecar.clone(),
+            Arc::clone(&coordination),
+        );
         let gatekeeper = Arc::new(if replay.is_some() { gatekeeper.replaying() } else { gatekeeper });
         let mut all = vec![Registration::native(
             crate::scope::gatekeeper::HOOK_NAME,
@@ -332,7 +354,7 @@ impl Engine {
         let loaded: Arc<RwLock<Arc<Loaded>>> = Arc::default();
         let brain = {
             let (loaded, gatekeeper) = (Arc::clone(&loaded), Arc::clone(&gatekeeper));
-            Arc::new(crate::engine::brain::Brain::new(sidecar.clone(), Arc::clone(&state), move || {
+            Arc::new(crate::engine::brain::Brain::new(sidecar.clone(), Arc::clone(&coordination), move || {
                 let loaded = loaded.read().unwrap_or_else(|p| p.into_inner()).clone();
                 crate::engine::brain::facts(&loaded.hooks, &loaded.intents, gatekeeper.holders().map_err(|e| e.to_string()))
             }))
@@ -347,6 +369,7 @@ impl Engine {
             running: Default::default(),
             tracer,
             state,
+            coordination,
             registrations: RwLock::new(all),
             piped: Default::default(),
             loaded,
@@ -356,10 +379,10 @@ impl Engine {
         Ok(engine)
     }
 
-    /// The connection to state.db the engine's stores share (the serve layer keeps its registry of
-    /// agents' processes there).
-    pub(crate) fn state_db(&self) -> &Arc<crate::base::sqlite::StateDb> {
-        &self.state
+    /// The connection to the coordination database the worktrees of the repository share
+    /// (`Sidecar::coordination_db`; the serve layer keeps its registry of agents' processes there).
+    pub(crate) fn coordination_db(&self) -> &Arc<crate::base::sqlite::StateDb> {
+        &self.coordination
     }
 
     pub fn sidecar(&self) -> &Sidecar {
@@ -644,6 +667,9 @@ impl Engine {
         // completion or a lease change gave the brain anything to do).
         self.brain.settle(BRAIN_SETTLE);
         self.state.shorten_log();
+        if !Arc::ptr_eq(&self.state, &self.coordination) {
+            self.coordination.shorten_log();
+        }
         flushed
     }
 

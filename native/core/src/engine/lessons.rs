@@ -1,5 +1,8 @@
-//! The lessons of the shared brain, kept in the state database: what the workspace learnt from a
-//! gate that kept saying no, each linked to the ledger record that taught it.
+//! The lessons of the shared brain, kept in the coordination database (`Sidecar::coordination_db`:
+//! shared by every worktree of a git repository, so what one worktree's agents learnt reaches the
+//! others; else the workspace's state database): what the workspace learnt from a gate that kept
+//! saying no, each linked to the ledger record that taught it (in the ledger of the worktree where
+//! it was learnt).
 //!
 //! Two things make a lesson:
 //! - **a denial that repeats**: the same hook, the same reason and the same intent [`REPEATS`] times
@@ -100,7 +103,7 @@ crate::base::error::domain_error! {
     LessonError
 }
 
-/// The lessons of one workspace, in its state database.
+/// The lessons of one workspace (of every worktree of its repository), in the coordination database.
 #[derive(Debug)]
 pub(crate) struct Lessons {
     state: Arc<StateDb>,

@@ -9,13 +9,22 @@
 //! length: the records of the last [`WINDOW`], at most [`MAX_SESSIONS`] sessions (the most recently
 //! active), the last [`LAST_ACTIONS`] actions of each, read back from the newest [`READ_BACK`]
 //! records of the session (where its sub-agents and model are found).
+//!
+//! **Every worktree.** In a git repository the lease table is the one every worktree shares
+//! (`Sidecar::coordination_db`), so each leaseholder is listed whichever worktree it works in; the
+//! activity of another worktree's sessions is read from that worktree's own trace index (its ledger
+//! is its own), found through git's list of worktrees (`Repo::worktrees`). Each session says where
+//! it works ([`SessionView::checkout`]): its lease's worktree and branch, else the worktree whose
+//! trace holds its records. A worktree whose index cannot be read is left out, not an error: this
+//! view must not fail because another checkout is broken (its own engine says so there).
 
+use crate::base::sidecar::Sidecar;
 use crate::engine::judge::Engine;
 use crate::engine::trace::TraceError;
-use crate::ledger::index::Filter;
+use crate::ledger::index::{Filter, Index};
 use crate::ledger::{Record, RecordKind, RecordedDecision};
 use crate::model::external_events::Agent;
-use crate::scope::leases::{Lease, Revocation};
+use crate::scope::leases::{Checkout, Lease, Revocation};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -48,6 +57,9 @@ pub struct SessionView {
     pub model: Option<String>,
     /// The lease the session holds now (its intent and expiry), if any.
     pub lease: Option<Lease>,
+    /// Where it works: the worktree and branch its lease names, else the worktree whose trace holds
+    /// its records (and the branch checked out there now). `None` outside a git repository.
+    pub checkout: Option<Checkout>,
     /// A person's revocation of its lease that the session has not answered by selecting again.
     pub revoked: Option<Revocation>,
     /// Newest first, at most [`LAST_ACTIONS`].
@@ -95,40 +107,25 @@ impl Engine {
         }
         let leases = self.gatekeeper().holders().map_err(|e| TraceError::from(format!("cannot read the leases: {e}")))?;
         let revocations = self.gatekeeper().revocations().map_err(|e| TraceError::from(format!("cannot read the revoked leases: {e}")))?;
-        let index = self.tracer().index()?;
         let since = crate::base::clock::now_ms().saturating_sub(u64::try_from(WINDOW.as_millis()).unwrap_or(u64::MAX));
-        let activity = index.session_activity(since, MAX_SESSIONS).map_err(|e| TraceError::from(e.to_string()))?;
-        let read = |e: crate::ledger::error::ReadError| TraceError::from(e.to_string());
-
-        let mut views = Vec::with_capacity(activity.len());
-        for active in activity {
-            let filter = Filter { session: Some(active.session.clone()), limit: Some(READ_BACK), newest_first: true, ..Filter::default() };
-            let records: Vec<Record> = index.query(&filter).map_err(read)?.into_iter().map(|found| found.record).collect();
-            let last_denial = match active.last_denial {
-                Some(seq) => match records.iter().find(|r| r.seq == seq) {
-                    Some(record) => Some(action(record)),
-                    None => index.get(seq).map_err(read)?.map(|found| action(&found.record)),
-                },
-                None => None,
-            };
-            let mut view = SessionView {
-                session: active.session.clone(),
-                agent: records.iter().find_map(|r| r.agent.clone()),
-                label: String::new(),
-                subagents: records.iter().filter_map(subagent).collect::<BTreeSet<_>>().into_iter().collect(),
-                model: records.iter().find_map(|r| r.model.clone()),
-                lease: None,
-                revoked: None,
-                actions: records.iter().take(LAST_ACTIONS).map(action).collect(),
-                records: active.records,
-                allowed: active.allowed,
-                denied: active.denied,
-                last_denial,
-                last_seen_ms: active.last_ms,
-            };
+        let repo = self.sidecar().repo();
+        let mut views = active_sessions(self.tracer().index()?, since, repo.map(Checkout::of))?;
+        if let Some(repo) = repo {
+            let here = std::fs::canonicalize(&repo.work_tree).unwrap_or_else(|_| repo.work_tree.clone());
+            for worktree in repo.worktrees() {
+                if std::fs::canonicalize(&worktree.root).unwrap_or_else(|_| worktree.root.clone()) == here {
+                    continue;
+                }
+                let Some(other) = crate::base::repo::Repo::discover(&worktree.root.join(&repo.subdir)) else { continue };
+                let Ok(found) = other_worktree(&other, since) else { continue };
+                // A session is listed once, where it was found first (this worktree's own first).
+                let new: Vec<SessionView> = found.into_iter().filter(|v| !views.iter().any(|seen| seen.session == v.session)).collect();
+                views.extend(new);
+            }
+        }
+        for view in &mut views {
             view.lease = leases.iter().find(|l| l.session == view.session).cloned();
             view.revoked = revocations.iter().find(|r| r.session == view.session).cloned();
-            views.push(view);
         }
         // Who holds or lost a lease is listed even when the window holds nothing of theirs (a session
         // that selected from a terminal and has not written yet).
@@ -143,6 +140,9 @@ impl Engine {
             }
         }
         for view in &mut views {
+            if let Some(checkout) = view.lease.as_ref().and_then(|l| l.checkout.clone()) {
+                view.checkout = Some(checkout);
+            }
             if view.agent.is_none() {
                 view.agent = view.lease.as_ref().and_then(|l| l.agent.clone()).or_else(|| agent_of_session(&view.session));
             }
@@ -185,6 +185,55 @@ impl Engine {
     }
 }
 
+/// The sessions with records in `index` since `since` (at most [`MAX_SESSIONS`], most recently active
+/// first), each with its actions and counts, said to work in `checkout`; no lease yet.
+fn active_sessions(index: &Index, since: u64, checkout: Option<Checkout>) -> Result<Vec<SessionView>, TraceError> {
+    let activity = index.session_activity(since, MAX_SESSIONS).map_err(|e| TraceError::from(e.to_string()))?;
+    let read = |e: crate::ledger::error::ReadError| TraceError::from(e.to_string());
+    let mut views = Vec::with_capacity(activity.len());
+    for active in activity {
+        let filter = Filter { session: Some(active.session.clone()), limit: Some(READ_BACK), newest_first: true, ..Filter::default() };
+        let records: Vec<Record> = index.query(&filter).map_err(read)?.into_iter().map(|found| found.record).collect();
+        let last_denial = match active.last_denial {
+            Some(seq) => match records.iter().find(|r| r.seq == seq) {
+                Some(record) => Some(action(record)),
+                None => index.get(seq).map_err(read)?.map(|found| action(&found.record)),
+            },
+            None => None,
+        };
+        views.push(SessionView {
+            session: active.session.clone(),
+            agent: records.iter().find_map(|r| r.agent.clone()),
+            label: String::new(),
+            subagents: records.iter().filter_map(subagent).collect::<BTreeSet<_>>().into_iter().collect(),
+            model: records.iter().find_map(|r| r.model.clone()),
+            lease: None,
+            checkout: checkout.clone(),
+            revoked: None,
+            actions: records.iter().take(LAST_ACTIONS).map(action).collect(),
+            records: active.records,
+            allowed: active.allowed,
+            denied: active.denied,
+            last_denial,
+            last_seen_ms: active.last_ms,
+        });
+    }
+    Ok(views)
+}
+
+/// The active sessions of another worktree of the repository, from its own trace index (brought up
+/// to date with its ledger, as its own engine would). Nothing when it is not governed or has never
+/// recorded anything: no index is created for it.
+fn other_worktree(repo: &crate::base::repo::Repo, since: u64) -> Result<Vec<SessionView>, TraceError> {
+    let sidecar = Sidecar::new(repo.work_tree.join(&repo.subdir));
+    if !sidecar.exists() || !sidecar.trace_ledger().exists() {
+        return Ok(Vec::new());
+    }
+    let index = Index::open(&sidecar).map_err(|e| TraceError::from(e.to_string()))?;
+    index.catch_up().map_err(|e| TraceError::from(e.to_string()))?;
+    active_sessions(&index, since, Some(Checkout::of(repo)))
+}
+
 /// A session listed for its lease or its revocation alone.
 fn quiet(session: &str, agent: Option<String>, lease: Option<Lease>, revoked: Option<Revocation>) -> SessionView {
     SessionView {
@@ -194,6 +243,7 @@ fn quiet(session: &str, agent: Option<String>, lease: Option<Lease>, revoked: Op
         subagents: Vec::new(),
         model: None,
         last_seen_ms: revoked.as_ref().map(|r| r.at_ms),
+        checkout: None,
         lease,
         revoked,
         actions: Vec::new(),

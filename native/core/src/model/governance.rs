@@ -43,6 +43,7 @@ const fn g(glob: &'static str, probe: &'static str, read_by: &'static str, what:
 
 const CHOKEPOINT: &str =
     "holds Chokepoint's configuration (hooks.yaml, active_intents.yaml), its ledger and its runtime state (leases, the ledger's head)";
+const COORDINATION: &str = "holds what the worktrees of this repository coordinate on: the intent leases, revocations and approved scope expansions (Chokepoint's shared database)";
 const CLAUDE: &str = "configures Claude Code: hooks (settings.json, settings.local.json, and the `hooks` of sub-agents and skills), MCP servers, permissions, sub-agents and commands";
 const CODEX: &str = "configures Codex: hooks (hooks.json, `[hooks]` of config.toml) and MCP servers (`[mcp_servers]` of config.toml)";
 const GEMINI: &str = "configures Gemini CLI: hooks and their master switch (`hooksConfig`), MCP servers (settings.json), extensions that bring their own servers and hooks";
@@ -74,6 +75,10 @@ const MCP_JSON: &str = "lists the MCP servers they start with a session";
 pub const GOVERNED: &[Governed] = &[
     g(".orchestration", ".orchestration", "Chokepoint", CHOKEPOINT),
     g(".orchestration/**", ".orchestration/hooks.yaml", "Chokepoint", CHOKEPOINT),
+    // In the main checkout the repository's shared folder is inside the workspace (a linked
+    // worktree's is outside it); only Chokepoint's own folder of `.git`, git's are git's.
+    g(".git/chokepoint", ".git/chokepoint", "Chokepoint", COORDINATION),
+    g(".git/chokepoint/**", ".git/chokepoint/state.db", "Chokepoint", COORDINATION),
     g(".claude", ".claude", "Claude Code", CLAUDE),
     g(".claude/**", ".claude/settings.json", "Claude Code", CLAUDE),
     g(".mcp.json", ".mcp.json", "Claude Code and Copilot CLI", MCP_JSON),

@@ -2,8 +2,9 @@
 //! (`scope_expansion_request`), once whoever answers asks has approved them.
 //!
 //! An approved expansion applies to that intent for the rest of the session that asked. It is kept in
-//! the workspace's state database, not in memory, for two reasons: every process on the workspace
-//! (the extension, `chokepoint exec`, another agent's hooks) must judge the session's writes the same
+//! the coordination database (`Sidecar::coordination_db`, shared by the worktrees of a repository),
+//! not in memory, for two reasons: every process on the workspace and its repository (the extension,
+//! `chokepoint exec`, another agent's hooks, in any worktree) must judge the session's writes the same
 //! way, and the approval is a fact worth keeping (who approved what, when, and why it was asked).
 //! Saving it into `active_intents.yaml` for good is a separate, explicit step ([`write_back`]).
 

@@ -7,7 +7,7 @@
 //! 2. the governance files (`model::governance`: `.orchestration/`, every agent's hooks, MCP servers and
 //!    settings) are never writable, and the refusal says who reads the file;
 //! 3. a session that has not selected an intent cannot write (the handshake, which takes the intent's
-//!    lease in the workspace's state database: one holder at a time across processes);
+//!    lease in the coordination database: one holder at a time across processes and worktrees);
 //! 4. a write outside the selected intent's `owned_scope`, and outside what was approved for this
 //!    session through `scope_expansion_request`, is refused with that tool suggested.
 //!
@@ -211,7 +211,7 @@ impl Gatekeeper {
         let Some(intent) = event.ids.intent.clone() else { return Ok(None) };
         let at = clock.get();
         // A workspace without a state database approved nothing; a replay does not create one.
-        let approved = if self.sidecar.state_db().exists() { self.expansion_store()?.list(Some(session))? } else { Vec::new() };
+        let approved = if self.state.path().exists() { self.expansion_store()?.list(Some(session))? } else { Vec::new() };
         let expansions: Vec<String> =
             approved.into_iter().filter(|e| e.intent == intent && e.approved_at_ms <= at).flat_map(|e| e.paths).collect();
         Ok(Some(Arc::new(Selection {
@@ -313,7 +313,7 @@ impl Gatekeeper {
 
     /// Revocations sessions have not answered yet (by selecting an intent again), newest first.
     pub fn revocations(&self) -> Result<Vec<Revocation>, ScopeError> {
-        if !self.sidecar.state_db().exists() {
+        if !self.state.path().exists() {
             return Ok(Vec::new());
         }
         self.leases()?.revocations().map_err(|e| e.to_string().into())
@@ -403,7 +403,10 @@ impl Gatekeeper {
             Ok(l) => l,
             Err(e) => return deny(&e, None).into(),
         };
-        let holder = Holder { session: session.clone(), agent: event.ids.agent.clone() };
+        // Where the session works, said to whoever is refused the intent (the branch is read now: a
+        // checkout may have switched it since the engine opened).
+        let checkout = self.sidecar.repo().map(crate::scope::leases::Checkout::of);
+        let holder = Holder { session: session.clone(), agent: event.ids.agent.clone(), checkout };
         match leases.acquire(id, &holder, config.lease_ttl()) {
             Ok(_) => {
                 self.forget(session);
@@ -663,7 +666,7 @@ impl Gatekeeper {
 
     /// Who holds which intent now, across every process on the workspace.
     pub fn holders(&self) -> Result<Vec<crate::scope::leases::Lease>, ScopeError> {
-        if !self.sidecar.state_db().exists() {
+        if !self.state.path().exists() {
             return Ok(Vec::new());
         }
         self.leases()?.list().map_err(|e| e.to_string().into())

@@ -2,7 +2,11 @@
 //!
 //! Several processes act on one workspace at once (agents' hooks, CLI invocations, the VS Code
 //! extension), and exactly one session may hold an intent at a time. The lock therefore lives in a
-//! file every process can open, `.orchestration/state.db`, and not in any process's memory.
+//! file every process can open, and not in any process's memory: the coordination database
+//! (`Sidecar::coordination_db`), which every git worktree of a repository shares (under git's common
+//! folder), so agents working in two worktrees of one repository never both hold an intent; outside
+//! a repository, `.orchestration/state.db`. A lease records where its holder works ([`Checkout`]:
+//! the worktree and the branch checked out when it was taken) so a refusal can say where to look.
 //!
 //! - **Why SQLite.** It gives atomic, crash-safe, cross-process transactions on a plain file, on every
 //!   platform, without a daemon to start, find and keep alive. Advisory file locks alone would need
@@ -37,22 +41,58 @@ use crate::base::clock;
 use crate::base::sqlite::{StateDb, is_busy};
 
 /// The schema version this build writes, kept in `PRAGMA user_version`. A database with a newer one
-/// is refused rather than misread.
-pub const SCHEMA_VERSION: i64 = 1;
+/// is refused rather than misread. 1: the leases; 2: where each holder works ([`Checkout`]).
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How long an operation keeps retrying a busy database before it fails with [`LeaseError::Busy`].
 pub const BUSY_GIVE_UP: Duration = Duration::from_secs(10);
 
-/// Who asks for a lease: the session that will write, and the agent running it (for messages).
+/// Who asks for a lease: the session that will write, the agent running it and where it works (for
+/// messages).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Holder {
     pub session: String,
     pub agent: Option<String>,
+    pub checkout: Option<Checkout>,
 }
 
 impl Holder {
     pub fn new(session: impl Into<String>, agent: Option<&str>) -> Holder {
-        Holder { session: session.into(), agent: agent.map(str::to_owned) }
+        Holder { session: session.into(), agent: agent.map(str::to_owned), checkout: None }
+    }
+
+    /// The same holder, working in `checkout`.
+    pub fn at(self, checkout: Option<Checkout>) -> Holder {
+        Holder { checkout, ..self }
+    }
+}
+
+/// Where a holder works: a git worktree of the repository and the branch checked out in it when the
+/// lease was taken (or last taken again). `None` on a lease of a workspace in no repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkout {
+    /// The worktree's name as people know it (its root folder's name).
+    pub worktree: String,
+    /// The worktree's root folder.
+    pub root: String,
+    /// `None` when `HEAD` could not be read; `detached at <hash>` for a detached `HEAD`.
+    pub branch: Option<String>,
+}
+
+impl Checkout {
+    /// Where the workspace of `repo` works now (its branch read from `HEAD` at this call).
+    pub fn of(repo: &crate::base::repo::Repo) -> Checkout {
+        Checkout { worktree: repo.worktree_name(), root: repo.work_tree.to_string_lossy().into_owned(), branch: repo.branch() }
+    }
+}
+
+impl fmt::Display for Checkout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "worktree `{}`", self.worktree)?;
+        match &self.branch {
+            Some(branch) => write!(f, " on branch `{branch}`"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -62,6 +102,8 @@ pub struct Lease {
     pub intent: String,
     pub session: String,
     pub agent: Option<String>,
+    /// Where the holder works, as it said when it took (or renewed by selecting again) the intent.
+    pub checkout: Option<Checkout>,
     /// The tenure's fencing token: grows by one each time a new session takes the intent.
     pub version: u64,
     pub acquired_at_ms: u64,
@@ -166,8 +208,9 @@ impl std::error::Error for LeaseError {
 /// tool error, so it names who holds the intent and what to do next.
 #[derive(Debug)]
 pub enum AcquireError {
-    /// Another session holds the intent and its lease is live: the other holder's lease.
-    Held(Lease),
+    /// Another session holds the intent and its lease is live: the other holder's lease (boxed: with
+    /// where its holder works, a lease is large, and every `Result` of this type carries its size).
+    Held(Box<Lease>),
     /// Renewal too late: the session's lease expired and `by` took the intent over from it.
     Lost {
         session: String,
@@ -187,11 +230,16 @@ impl From<LeaseError> for AcquireError {
     }
 }
 
-/// "session `s-1` (agent `claude-code`)", or without the agent when it is unknown.
+/// "session `s-1` (agent `claude-code`) in worktree `wt2` on branch `feature-x`", without the agent
+/// when it is unknown and without the place outside a repository.
 fn who(lease: &Lease) -> String {
-    match &lease.agent {
+    let session = match &lease.agent {
         Some(agent) => format!("session `{}` (agent `{agent}`)", lease.session),
         None => format!("session `{}`", lease.session),
+    };
+    match &lease.checkout {
+        Some(checkout) => format!("{session} in {checkout}"),
+        None => session,
     }
 }
 
@@ -266,10 +314,12 @@ struct Row {
     renewed_at: u64,
     expires_at: u64,
     taken_from: Option<String>,
+    checkout: Option<Checkout>,
 }
 
 impl Row {
-    const COLUMNS: &'static str = "holder, agent, version, acquired_at, renewed_at, expires_at, taken_from";
+    const COLUMNS: &'static str =
+        "holder, agent, version, acquired_at, renewed_at, expires_at, taken_from, worktree, worktree_root, branch";
 
     /// The row's [`Row::COLUMNS`], starting at column `first` of the result.
     fn read(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Row> {
@@ -281,6 +331,10 @@ impl Row {
             renewed_at: uint(row.get(first + 4)?),
             expires_at: uint(row.get(first + 5)?),
             taken_from: row.get(first + 6)?,
+            checkout: match (row.get::<_, Option<String>>(first + 7)?, row.get::<_, Option<String>>(first + 8)?) {
+                (Some(worktree), Some(root)) => Some(Checkout { worktree, root, branch: row.get(first + 9)? }),
+                _ => None,
+            },
         })
     }
 
@@ -289,6 +343,7 @@ impl Row {
             intent: intent.to_owned(),
             session: self.holder?,
             agent: self.agent,
+            checkout: self.checkout,
             version: self.version,
             acquired_at_ms: self.acquired_at,
             renewed_at_ms: self.renewed_at,
@@ -310,8 +365,18 @@ const SCHEMA: &str = "
         acquired_at INTEGER NOT NULL,  -- unix milliseconds
         renewed_at  INTEGER NOT NULL,
         expires_at  INTEGER NOT NULL,
-        taken_from  TEXT               -- whose expired lease this tenure took over, to tell them so
+        taken_from  TEXT,              -- whose expired lease this tenure took over, to tell them so
+        worktree      TEXT,            -- where the holder works (schema 2): the worktree's name,
+        worktree_root TEXT,            -- its root folder,
+        branch        TEXT             -- and its branch when it took the intent; NULL outside git
     ) STRICT;
+";
+/// From schema 1 (no place of the holder) to 2. Added columns are NULL on existing rows: a lease
+/// taken by an older build says nothing of where its holder works.
+const TO_2: &str = "
+    ALTER TABLE leases ADD COLUMN worktree TEXT;
+    ALTER TABLE leases ADD COLUMN worktree_root TEXT;
+    ALTER TABLE leases ADD COLUMN branch TEXT;
 ";
 /// The revocations a person made, one row per session (its latest). Created at every open, not under
 /// `user_version`: a table added later must reach databases already at this schema version, and a
@@ -361,7 +426,10 @@ impl Leases {
                     return Ok(Step::Done(Err(found)));
                 }
                 if found < SCHEMA_VERSION {
-                    tx.execute_batch(SCHEMA)?;
+                    match found {
+                        0 => tx.execute_batch(SCHEMA)?,
+                        _ => tx.execute_batch(TO_2)?,
+                    }
                     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
                 }
                 tx.execute_batch(REVOCATIONS)?;
@@ -391,6 +459,7 @@ impl Leases {
                 intent: intent.to_owned(),
                 session: session.to_owned(),
                 agent: holder.agent.clone(),
+                checkout: holder.checkout.clone(),
                 version,
                 acquired_at_ms: acquired_at,
                 renewed_at_ms: now,
@@ -452,7 +521,7 @@ impl Leases {
                     let live = row.is_live(now);
                     return Ok(Step::Done(Err(match row.lease(intent) {
                         Some(by) if lost => AcquireError::Lost { session: session.to_owned(), by: Box::new(by) },
-                        Some(other) if live => AcquireError::Held(other),
+                        Some(other) if live => AcquireError::Held(Box::new(other)),
                         _ => not_held(),
                     })));
                 }
@@ -462,6 +531,7 @@ impl Leases {
                 intent: intent.to_owned(),
                 session: session.to_owned(),
                 agent: row.agent,
+                checkout: row.checkout,
                 version: row.version,
                 acquired_at_ms: row.acquired_at,
                 renewed_at_ms: now,
@@ -697,7 +767,7 @@ fn expiry(now: u64, ttl: u64) -> u64 {
 /// if the row has no holder after all (only reachable if the write lock did not hold).
 fn held(row: Row, intent: &str) -> Step<Result<Lease, AcquireError>> {
     match row.lease(intent) {
-        Some(lease) => Step::Done(Err(AcquireError::Held(lease))),
+        Some(lease) => Step::Done(Err(AcquireError::Held(Box::new(lease)))),
         None => Step::Retry,
     }
 }
@@ -733,7 +803,8 @@ fn cas(tx: &Transaction<'_>, expected: u64, lease: &Lease, taken_from: Option<&s
     let changed = tx
         .prepare_cached(
             "UPDATE leases SET holder = ?3, agent = ?4, version = ?5, acquired_at = ?6, renewed_at = ?7,
-             expires_at = ?8, taken_from = ?9 WHERE intent = ?1 AND version = ?2",
+             expires_at = ?8, taken_from = ?9, worktree = ?10, worktree_root = ?11, branch = ?12
+             WHERE intent = ?1 AND version = ?2",
         )?
         .execute(params![
             lease.intent,
@@ -744,7 +815,10 @@ fn cas(tx: &Transaction<'_>, expected: u64, lease: &Lease, taken_from: Option<&s
             int(lease.acquired_at_ms),
             int(lease.renewed_at_ms),
             int(lease.expires_at_ms),
-            taken_from
+            taken_from,
+            lease.checkout.as_ref().map(|c| &c.worktree),
+            lease.checkout.as_ref().map(|c| &c.root),
+            lease.checkout.as_ref().and_then(|c| c.branch.as_ref())
         ])?;
     Ok(changed == 1)
 }
@@ -753,8 +827,8 @@ fn cas(tx: &Transaction<'_>, expected: u64, lease: &Lease, taken_from: Option<&s
 fn insert(tx: &Transaction<'_>, lease: &Lease) -> rusqlite::Result<bool> {
     let changed = tx
         .prepare_cached(
-            "INSERT INTO leases (intent, holder, agent, version, acquired_at, renewed_at, expires_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (intent) DO NOTHING",
+            "INSERT INTO leases (intent, holder, agent, version, acquired_at, renewed_at, expires_at, worktree, worktree_root, branch)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (intent) DO NOTHING",
         )?
         .execute(params![
             lease.intent,
@@ -763,7 +837,10 @@ fn insert(tx: &Transaction<'_>, lease: &Lease) -> rusqlite::Result<bool> {
             int(lease.version),
             int(lease.acquired_at_ms),
             int(lease.renewed_at_ms),
-            int(lease.expires_at_ms)
+            int(lease.expires_at_ms),
+            lease.checkout.as_ref().map(|c| &c.worktree),
+            lease.checkout.as_ref().map(|c| &c.root),
+            lease.checkout.as_ref().and_then(|c| c.branch.as_ref())
         ])?;
     Ok(changed == 1)
 }
@@ -810,7 +887,7 @@ mod tests {
         assert!(!cas(&tx, 1, &stale, None).unwrap(), "version 1 is gone");
         assert!(!insert(&tx, &stale).unwrap(), "the row exists");
         match held(read_row(&tx, "INT-001").unwrap().unwrap(), "INT-001") {
-            Step::Done(Err(AcquireError::Held(lease))) => assert_eq!(lease, winner),
+            Step::Done(Err(AcquireError::Held(lease))) => assert_eq!(*lease, winner),
             _ => panic!("the loser of a compare-and-swap is told who holds the intent"),
         }
         tx.commit().unwrap();

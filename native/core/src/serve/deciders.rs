@@ -8,9 +8,10 @@
 //! parent too). A served hook is read by the server (the socket peer's pid, from the kernel); a hook
 //! judging alone registers its agent itself; `chokepoint exec` registers its own process, so a
 //! contained command is under an agent's process even when the agent's hooks post over HTTP. Each is
-//! kept as (boot, pid, start time) in `agent_processes_v1` of `.orchestration/state.db`: a reused pid
-//! is another process, and the commands that change state without the live engine (`intent
-//! approve`, `sessions revoke`) read the same table.
+//! kept as (boot, pid, start time) in `agent_processes_v1` of the coordination database
+//! (`Sidecar::coordination_db`, shared by the worktrees of a repository, so an agent of one worktree
+//! is known in every other): a reused pid is another process, and the commands that change state
+//! without the live engine (`intent approve`, `sessions revoke`) read the same table.
 //!
 //! **The rule** ([`check`]), for the requesting process (the socket peer's pid from the kernel, or
 //! the command's own process, never a pid anyone claims), refused when:
@@ -133,7 +134,12 @@ impl Registry {
         if !engine.sidecar().dir().is_dir() {
             return None;
         }
-        Some(Registry { state: Arc::clone(engine.state_db()), boot: process::boot_id()?, known: Arc::default(), spared: Arc::default() })
+        Some(Registry {
+            state: Arc::clone(engine.coordination_db()),
+            boot: process::boot_id()?,
+            known: Arc::default(),
+            spared: Arc::default(),
+        })
     }
 
     /// As [`Registry::of`], for a server: its own lineage is never registered, and the processes
