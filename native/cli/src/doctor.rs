@@ -488,7 +488,7 @@ fn kill_group(child: &mut std::process::Child) {
 /// Whatever the probe's session holds is let go (it never selects an intent; this is the
 /// guarantee). Only where the lease table exists: doctor creates no state of its own.
 fn release(workspace: &Path, agent: Agent, session: &str) {
-    if !chokepoint_core::Sidecar::new(workspace).state_db().exists() {
+    if !chokepoint_core::Sidecar::new(workspace).coordination_db().exists() {
         return;
     }
     if let Ok(engine) = Engine::open(workspace) {
