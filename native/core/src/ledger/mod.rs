@@ -16,7 +16,9 @@
 //!   begun with a record that says so).
 
 pub mod activity;
+pub mod audit;
 pub mod blame;
+pub mod chains;
 pub mod error;
 pub mod export;
 pub mod head;
