@@ -169,7 +169,12 @@ impl ContainPlan {
 
 /// The engine's own runtime files, which other processes write while a command runs.
 pub fn default_excluded() -> Vec<String> {
-    vec![format!("{SIDECAR_DIR}/snapshots"), format!("{SIDECAR_DIR}/state.db*"), format!("{SIDECAR_DIR}/agent_trace.jsonl")]
+    vec![
+        format!("{SIDECAR_DIR}/snapshots"),
+        format!("{SIDECAR_DIR}/state.db*"),
+        format!("{SIDECAR_DIR}/agent_trace.jsonl"),
+        format!("{SIDECAR_DIR}/trace"),
+    ]
 }
 
 /// A judge that allows a path matching one of `scope_globs` (compiled as the gatekeeper compiles

@@ -98,6 +98,12 @@ pub fn list(sidecar: &Sidecar) -> io::Result<Vec<ChainFile>> {
     Ok(chains)
 }
 
+/// Whether `sidecar` has a ledger: the legacy file or the folder of chains (a `stat` or two; nothing
+/// is created to find out).
+pub fn any(sidecar: &Sidecar) -> bool {
+    sidecar.trace_dir().is_dir() || sidecar.trace_ledger().exists()
+}
+
 /// The chain the lock file names (read under its lock by the writer; without it by a reader, who
 /// may see it change a moment later). `None` when it names none, or something that is no chain name.
 pub fn read_current(lock: &File) -> io::Result<Option<String>> {

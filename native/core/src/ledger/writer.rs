@@ -1436,8 +1436,7 @@ mod tests {
         let flushed = ledger.flush();
         assert!(matches!(flushed, Err(LedgerError::Unrecordable { .. })), "{flushed:?}");
         ledger.flush().unwrap();
-        let lines = std::fs::read_to_string(sidecar.dir().join("agent_trace.jsonl")).unwrap();
-        assert_eq!(lines.lines().count(), 2);
+        assert_eq!(super::super::chains::all_lines(&sidecar).len(), 2);
     }
 
     #[test]
@@ -1449,12 +1448,14 @@ mod tests {
         let second = ledger.append(Record::new(super::super::RecordKind::ToolCall)).unwrap();
         assert_eq!((first.seq, first.offset, first.record.prev.as_str()), (1, 0, GENESIS));
         assert_eq!((second.seq, second.record.prev.as_str()), (2, first.hash.as_str()));
-        let text = std::fs::read_to_string(sidecar.trace_ledger()).unwrap();
+        let chain = super::super::chains::current(&sidecar).unwrap();
+        assert_eq!(Some(chain.chain.clone()), ledger.chain());
+        let text = std::fs::read_to_string(&chain.path).unwrap();
         assert_eq!(text, format!("{}\n{}\n", first.record.to_line(), second.record.to_line()));
         assert_eq!(second.offset as usize, text.find('\n').unwrap() + 1);
         // An append is answered once its record is durable; the head follows, and a flush waits for it.
         ledger.flush().unwrap();
-        let head = super::super::head::read(&sidecar.state_db()).unwrap().unwrap();
+        let head = super::super::head::read(&sidecar.state_db(), &chain.chain).unwrap().unwrap();
         assert_eq!((head.count, head.hash), (2, second.hash));
     }
 }
