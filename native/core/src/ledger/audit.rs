@@ -56,8 +56,17 @@ pub struct NotHere {
 impl std::fmt::Display for NotHere {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.kept_in {
-            Some(commit) => write!(f, "{} records are not in this checkout; commit {} holds them (another branch or a stash)", self.records, short(commit)),
-            None => write!(f, "{} records are not in this checkout: git discarded them (a reset --hard or a checkout of the file), and no commit holds them", self.records),
+            Some(commit) => write!(
+                f,
+                "{} records are not in this checkout; commit {} holds them (another branch or a stash)",
+                self.records,
+                short(commit)
+            ),
+            None => write!(
+                f,
+                "{} records are not in this checkout: git discarded them (a reset --hard or a checkout of the file), and no commit holds them",
+                self.records
+            ),
         }
     }
 }
@@ -113,8 +122,7 @@ pub fn verify_ledger(sidecar: &Sidecar) -> Result<LedgerVerification, LedgerErro
 fn check(chain: &str, path: &Path, present: bool, heads: Option<Heads>, git: &mut Git) -> Result<ChainVerification, LedgerError> {
     let head = heads.as_ref().and_then(Heads::strongest).cloned();
     let verification = verify(path, head.as_ref())?;
-    let mut result =
-        ChainVerification { chain: chain.to_owned(), path: path.to_owned(), present, verification, heads, not_here: None };
+    let mut result = ChainVerification { chain: chain.to_owned(), path: path.to_owned(), present, verification, heads, not_here: None };
     let shorter = result.verification.problem.as_ref().is_some_and(|p| p.kind == ProblemKind::Truncated)
         && head.as_ref().is_some_and(|head| result.verification.records < head.count);
     if let (true, Some(head)) = (shorter, head) {
@@ -171,13 +179,17 @@ impl Git {
     /// the file.
     fn holding(&self, rel: &str, head: &Head) -> Option<String> {
         let commits = self.run(&["log", "--all", "--format=%H", "-n", "64", "--", rel])?;
-        commits.lines().map(str::trim).filter(|c| !c.is_empty()).find(|commit| {
-            self.show(&format!("{commit}:{rel}")).is_some_and(|bytes| {
-                let count = usize::try_from(head.count).unwrap_or(usize::MAX);
-                bytes.split(|&b| b == b'\n').nth(count.saturating_sub(1)).is_some_and(|line| sha256_hex(line) == head.hash)
+        commits
+            .lines()
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .find(|commit| {
+                self.show(&format!("{commit}:{rel}")).is_some_and(|bytes| {
+                    let count = usize::try_from(head.count).unwrap_or(usize::MAX);
+                    bytes.split(|&b| b == b'\n').nth(count.saturating_sub(1)).is_some_and(|line| sha256_hex(line) == head.hash)
+                })
             })
-        })
-        .map(str::to_owned)
+            .map(str::to_owned)
     }
 
     fn run(&self, args: &[&str]) -> Option<String> {

@@ -186,7 +186,8 @@ mod tests {
         assert!(a.starts_with("20261122T043005Z-"), "{a}");
         assert!(is_chain_name(&a) && is_chain_name(&b) && a < b);
         assert_ne!(new_name(1), new_name(1), "two chains begun at one moment have different names");
-        for bad in ["", "x", "20261122T043005Z-1234567", "20261122T043005Z-1234567g", "a.recovered-1", "20261122T043005Z-12345678.sealed-1"] {
+        for bad in ["", "x", "20261122T043005Z-1234567", "20261122T043005Z-1234567g", "a.recovered-1", "20261122T043005Z-12345678.sealed-1"]
+        {
             assert!(!is_chain_name(bad), "{bad}");
         }
     }

@@ -78,12 +78,7 @@ impl fmt::Display for LedgerError {
             ),
             LedgerError::HeadMismatch { ledger, head, found_count, found_hash } => {
                 if *found_count == 0 {
-                    write!(
-                        f,
-                        "the chain {} is gone or empty but its head says {} records were written",
-                        ledger.display(),
-                        head.count
-                    )
+                    write!(f, "the chain {} is gone or empty but its head says {} records were written", ledger.display(), head.count)
                 } else if *found_count < head.count {
                     write!(
                         f,

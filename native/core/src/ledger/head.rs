@@ -116,7 +116,8 @@ impl HeadStore {
         let row = |row: &rusqlite::Row<'_>| Ok(Head { count: uint(row.get(0)?), hash: row.get(1)?, updated_at_ms: uint(row.get(2)?) });
         self.retrying("read the ledger head", |conn| {
             let found = if chain == LEGACY {
-                conn.prepare_cached("SELECT count, hash, updated_at FROM ledger_head_v1 WHERE id = 1").and_then(|mut s| s.query_row([], row))
+                conn.prepare_cached("SELECT count, hash, updated_at FROM ledger_head_v1 WHERE id = 1")
+                    .and_then(|mut s| s.query_row([], row))
             } else {
                 conn.prepare_cached("SELECT count, hash, updated_at FROM ledger_heads_v2 WHERE chain = ?1")
                     .and_then(|mut s| s.query_row(params![chain], row))
@@ -227,7 +228,8 @@ fn existing(db: &Path) -> Result<Option<HeadStore>, LedgerError> {
     }
     let mut store = HeadStore { state: Arc::new(StateDb::new(db)), copy: None };
     let exists = store.retrying("read the ledger head", |conn| {
-        conn.prepare_cached("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name IN ('ledger_head_v1', 'ledger_heads_v2')")?.exists([])
+        conn.prepare_cached("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name IN ('ledger_head_v1', 'ledger_heads_v2')")?
+            .exists([])
     })?;
     Ok(exists.then_some(store))
 }
@@ -362,11 +364,9 @@ impl HeadCopy {
         match self.try_raise(&path, count, hash, now_ms) {
             Ok(()) => Ok(()),
             Err(_) if self.failed.swap(true, Ordering::Relaxed) => Ok(()),
-            Err(source) => Err(LedgerError::Io {
-                path,
-                op: "raise the copy of the head kept outside the workspace in",
-                source: Arc::new(source),
-            }),
+            Err(source) => {
+                Err(LedgerError::Io { path, op: "raise the copy of the head kept outside the workspace in", source: Arc::new(source) })
+            }
         }
     }
 
@@ -402,11 +402,9 @@ impl HeadCopy {
     fn clear(&self, chain: &str) -> Result<(), LedgerError> {
         let path = self.path_of(chain);
         match std::fs::remove_file(&path) {
-            Err(error) if error.kind() != io::ErrorKind::NotFound => Err(LedgerError::Io {
-                path,
-                op: "remove the copy of the head kept outside the workspace in",
-                source: Arc::new(error),
-            }),
+            Err(error) if error.kind() != io::ErrorKind::NotFound => {
+                Err(LedgerError::Io { path, op: "remove the copy of the head kept outside the workspace in", source: Arc::new(error) })
+            }
             _ => Ok(()),
         }
     }

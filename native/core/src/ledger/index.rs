@@ -713,15 +713,7 @@ fn insert(tx: &Transaction<'_>, chain: &str, record: &Record, hash: &str, offset
         file_row.execute(params![rid, file.path, file.sha256])?;
         files += 1;
         for range in &file.ranges {
-            range_row.execute(params![
-                rid,
-                file.path,
-                range.start,
-                range.end,
-                range.sha256,
-                file.sha256,
-                range.line_digests
-            ])?;
+            range_row.execute(params![rid, file.path, range.start, range.end, range.sha256, file.sha256, range.line_digests])?;
             ranges += 1;
         }
     }
@@ -811,7 +803,12 @@ impl LedgerReader {
 
     fn with_capacity(path: &Path, capacity: usize) -> Result<Option<LedgerReader>, String> {
         match File::open(path) {
-            Ok(file) => Ok(Some(LedgerReader { path: path.to_owned(), inner: BufReader::with_capacity(capacity, file), offset: 0, buf: Vec::new() })),
+            Ok(file) => Ok(Some(LedgerReader {
+                path: path.to_owned(),
+                inner: BufReader::with_capacity(capacity, file),
+                offset: 0,
+                buf: Vec::new(),
+            })),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("opening the ledger {} failed: {e}", path.display())),
         }

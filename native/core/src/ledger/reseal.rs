@@ -154,9 +154,7 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
             Err(source) => return Err(io_error(&path, "create")(source).into()),
         }
     };
-    file.write_all(format!("{line}\n").as_bytes())
-        .and_then(|()| file.sync_data())
-        .map_err(io_error(&path, "write the first record of"))?;
+    file.write_all(format!("{line}\n").as_bytes()).and_then(|()| file.sync_data()).map_err(io_error(&path, "write the first record of"))?;
     sync_dir(&folder).map_err(io_error(&folder, "sync the folder"))?;
     heads.write(&new_chain, 1, &line_hash(&line), now)?;
     write_current(&lock, &new_chain).map_err(io_error(&lock_path, "name the current chain in"))?;
