@@ -269,7 +269,7 @@ fn vs_codes_calls_through_the_shared_entries_are_answered_as_vs_codes() {
     fs::write(ws.join("src/a.ts"), "x\n").unwrap();
     let reply = run_entry(&ws, "postToolUse", &result);
     assert_eq!(reply.exit, 0, "{reply:?}");
-    let ledger = chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(ws)).join("\n");
+    let ledger = chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(&ws)).join("\n");
     let records: Vec<Value> = ledger.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let post = records.iter().find(|r| r["event"] == "PostToolUse").unwrap_or_else(|| panic!("no PostToolUse in {ledger}"));
     assert_eq!(
