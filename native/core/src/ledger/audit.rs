@@ -49,7 +49,7 @@ pub struct NotHere {
     /// How many records the head counts beyond the file as it is.
     pub records: u64,
     /// A commit that holds the chain up to its head (another branch, a stash); `None` when no commit
-    /// does (a `reset --hard` or `checkout` of the file discarded them).
+    /// does (a `reset --hard` or `checkout` of the file discarded some of them).
     pub kept_in: Option<String>,
 }
 
@@ -64,7 +64,8 @@ impl std::fmt::Display for NotHere {
             ),
             None => write!(
                 f,
-                "{} records are not in this checkout: git discarded them (a reset --hard or a checkout of the file), and no commit holds them",
+                "{} records are not in this checkout: git discarded them (a reset --hard or a checkout of the file), and no commit \
+                 holds them all",
                 self.records
             ),
         }
@@ -165,13 +166,13 @@ impl Git {
             return None;
         }
         let kept_in = self.holding(&rel, head);
-        match (present, kept_in) {
-            (true, kept_in) => Some(kept_in),
-            // A missing file is explained only by a commit that holds it: an uncommitted chain that
-            // is gone was removed by hand (or by `git clean`, which is the same).
-            (false, Some(commit)) => Some(Some(commit)),
-            (false, None) => None,
+        // A missing file is explained only by a commit that has it (a switch to a branch without it
+        // took it away; a reset may have discarded its last records before): an uncommitted chain
+        // that is gone was removed by hand (or by `git clean`, which is the same).
+        if !present && kept_in.is_none() && self.run(&["log", "--all", "--format=%H", "-n", "1", "--", &rel])?.trim().is_empty() {
+            return None;
         }
+        Some(kept_in)
     }
 
     /// A commit on any ref (branches, tags, the stash and what it keeps) whose version of `rel` holds
