@@ -41,11 +41,11 @@ use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use chokepoint_core::Sidecar;
-use chokepoint_core::ledger::{audit, chains, head};
 use chokepoint_core::ledger::record::sha256_hex;
 use chokepoint_core::ledger::verify::verify;
 use chokepoint_core::ledger::writer::{Ledger, Ticket};
 use chokepoint_core::ledger::{FileChange, LineRange, Record, RecordKind, RecordedDecision, RecordedHook};
+use chokepoint_core::ledger::{audit, chains, head};
 
 const EACH_WARMUP: usize = 20;
 const EACH_SAMPLES: usize = 300;
