@@ -213,7 +213,7 @@ fn a_repeated_denial_makes_one_lesson_linked_to_its_record() {
     let lessons = lessons(&brain(ws));
     assert_eq!(lessons.len(), 1, "{lessons:#?}");
     // Linked to the third denial: the ledger's third record, whose line hash it quotes.
-    let ledger = common::ledger_text(&ws).unwrap();
+    let ledger = common::ledger_text(ws).unwrap();
     let third = ledger.lines().nth(2).unwrap();
     let next: Value = serde_json::from_str(ledger.lines().nth(3).unwrap()).unwrap();
     let hash = next["prev"].as_str().unwrap();
