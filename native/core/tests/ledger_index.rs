@@ -15,7 +15,7 @@ use chokepoint_core::ledger::blame::{BlameLine, blame};
 use chokepoint_core::ledger::chains::LEGACY;
 use chokepoint_core::ledger::export::{agent_trace, check_trace_record};
 use chokepoint_core::ledger::head;
-use chokepoint_core::ledger::index::{Filter, Index, IndexedRecord, reindex};
+use chokepoint_core::ledger::index::{Filter, Index, IndexReport, IndexedRecord, reindex};
 use chokepoint_core::ledger::ranges::{MAX_DIGESTED_LINES, file_change};
 use chokepoint_core::ledger::record::line_hash;
 use chokepoint_core::ledger::verify::verify;
@@ -717,6 +717,58 @@ fn the_index_reads_what_the_writer_writes() {
         );
     }
     assert_eq!(index.query(&Filter { session: Some("s-1".into()), ..filter() }).unwrap().len(), 10);
+}
+
+/// Chains of several worktrees side by side, as a merge leaves them: one index over all of them, in
+/// time order; a chain that shrank under it (a checkout of an older version) is read again, one that
+/// is gone (a switch to a branch without it) leaves the index with its rows.
+#[test]
+fn the_index_reads_every_chain_in_time_order_and_follows_what_git_does_to_them() {
+    let merged = Workspace::new();
+    fs::create_dir_all(merged.sidecar.trace_dir()).unwrap();
+    let mut chains = Vec::new();
+    for (n, session) in ["s-a", "s-b", "s-a"].into_iter().enumerate() {
+        let branch = Workspace::new();
+        let (ledger, _) = Ledger::open(&branch.sidecar).unwrap();
+        for i in 0..3 {
+            let mut record = tool_call(session, "INT-M");
+            record.files = vec![file_change(&format!("m{n}.rs"), None, Some(&format!("{i}\n")))];
+            ledger.append(record).unwrap();
+            // Each record at a time of its own.
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        }
+        let chain = chokepoint_core::ledger::chains::current(&branch.sidecar).unwrap();
+        drop(ledger);
+        let into = merged.sidecar.trace_dir().join(format!("{}.jsonl", chain.chain));
+        fs::copy(&chain.path, &into).unwrap();
+        chains.push((chain.chain, into));
+    }
+    let index = Index::open(&merged.sidecar).unwrap();
+    assert_eq!(index.catch_up().unwrap().records, 9);
+    let found = index.query(&filter()).unwrap();
+    let order: Vec<(String, u64)> = found.iter().map(|r| (r.chain.clone(), r.seq)).collect();
+    let mut by_time = order.clone();
+    by_time.sort_by_key(|(chain, seq)| found.iter().find(|r| &r.chain == chain && r.seq == *seq).unwrap().record.time.clone());
+    assert_eq!(order, by_time, "oldest first, across chains");
+    assert_eq!(index.query(&Filter { session: Some("s-a".into()), ..filter() }).unwrap().len(), 6);
+    assert_eq!(index.get_in(&chains[1].0, 2).unwrap().unwrap().record.session.as_deref(), Some("s-b"));
+    assert_eq!(index.query(&Filter { file: Some("m1.rs".into()), ..filter() }).unwrap().len(), 3);
+    assert_eq!(index.catch_up().unwrap(), IndexReport::default(), "nothing changed: nothing to do");
+
+    // An older version of the second chain checked out: read again from its start.
+    let text = fs::read_to_string(&chains[1].1).unwrap();
+    fs::write(&chains[1].1, text.lines().next().unwrap().to_owned() + "\n").unwrap();
+    let report = index.catch_up().unwrap();
+    assert!(report.rebuilt && report.records == 1, "{report:?}");
+    assert_eq!(index.query(&filter()).unwrap().len(), 7);
+    // The third chain gone: its rows go with it.
+    fs::remove_file(&chains[2].1).unwrap();
+    assert!(index.catch_up().unwrap().rebuilt);
+    assert_eq!(index.query(&filter()).unwrap().len(), 4);
+    assert_eq!(index.query(&Filter { file: Some("m2.rs".into()), ..filter() }).unwrap().len(), 0);
+    // And a rebuild from scratch answers the same.
+    reindex(&merged.sidecar).unwrap();
+    assert_eq!(index.query(&filter()).unwrap().len(), 4);
 }
 
 /// Figures for the report (run with `--release --ignored --nocapture`): a rebuild of 100k records, a

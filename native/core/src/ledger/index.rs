@@ -382,11 +382,15 @@ impl Index {
         .ok();
         drop(conn);
         let Some(progress) = progress else { return false };
-        if progress.len() != files.len() {
+        // Every chain read is still there (one that is gone has rows to drop)...
+        if !progress.iter().all(|(chain, ..)| files.iter().any(|f| f.chain == *chain)) {
             return false;
         }
+        // ...and every file was read to its end (a chain begun and still empty has nothing to read).
         files.iter().all(|file| {
-            let Some((_, offset, hash)) = progress.iter().find(|(chain, ..)| *chain == file.chain) else { return false };
+            let Some((_, offset, hash)) = progress.iter().find(|(chain, ..)| *chain == file.chain) else {
+                return std::fs::metadata(&file.path).is_ok_and(|meta| meta.len() == 0);
+            };
             let Ok(Some(mut reader)) = LedgerReader::for_lookups(&file.path) else { return false };
             if reader.seek(uint(*offset)).is_err() {
                 return false;
