@@ -64,7 +64,7 @@ const SCHEMA: &str = "
         count      INTEGER NOT NULL,                    -- records in the chain (its last seq)
         hash       TEXT NOT NULL,                       -- SHA-256 (hex) of its last record's line
         updated_at INTEGER NOT NULL                     -- unix milliseconds
-    ) STRICT;
+    ) STRICT, WITHOUT ROWID;                            -- looked up by chain: one B-tree, not two
 ";
 
 /// How long an operation retries a busy database before it fails with [`LedgerError::Busy`].
