@@ -8,6 +8,7 @@ const assert = require('node:assert/strict');
 const { describe, it, before, after } = require('node:test');
 const { spawn, spawnSync } = require('child_process');
 const fs = require('fs');
+const { ledgerRecords } = require('../support/ledger');
 const os = require('os');
 const path = require('path');
 const { ensureAgents } = require('../../scripts/agents');
@@ -34,8 +35,7 @@ function chokepoint(args, env) {
 }
 
 function ledger(ws) {
-  const file = path.join(ws, '.orchestration/agent_trace.jsonl');
-  return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+  return ledgerRecords(ws);
 }
 
 /** Starts `chokepoint serve` and resolves once it says it serves. */

@@ -11,6 +11,7 @@ const assert = require('node:assert/strict');
 const { describe, it, before, after } = require('node:test');
 const { spawnSync } = require('child_process');
 const fs = require('fs');
+const { ledgerRecords } = require('../support/ledger');
 const path = require('path');
 const { ROOT } = require('../../scripts/lib');
 const { ensureAgents } = require('../../scripts/agents');
@@ -39,9 +40,7 @@ function chokepoint(args) {
 }
 
 function ledger(ws) {
-  const file = path.join(ws, '.orchestration/agent_trace.jsonl');
-  if (!fs.existsSync(file)) return [];
-  return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return ledgerRecords(ws);
 }
 
 before(async () => {

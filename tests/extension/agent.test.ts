@@ -3,6 +3,7 @@
 // the BeforeSubmit hook), and Stop in the middle of a command.
 import * as assert from 'assert';
 import * as fs from 'fs';
+import { ledgerLines, ledgerRecords } from '../support/ledger';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { ChokepointApi } from '../../extension/src/extension';
@@ -72,7 +73,7 @@ describe('the agent runtime', () => {
     let ledgerWhenIdle = '';
     const watching = chokepoint.agent.onDidChangeBusy((b) => {
       busy.push(b);
-      if (!b) ledgerWhenIdle = fs.readFileSync(path.join(root(), '.orchestration/agent_trace.jsonl'), 'utf8');
+      if (!b) ledgerWhenIdle = ledgerLines(root()).join('\n');
     });
     const events = await collect(chokepoint, () => chokepoint.agent.runDemo());
     watching.dispose();
@@ -111,7 +112,7 @@ describe('the agent runtime', () => {
     assert.deepStrictEqual(tests, ['tests:deny', 'tests:allow']);
 
     // The trace has the task's tool calls with the model and the intent.
-    const ledger = fs.readFileSync(path.join(root(), '.orchestration/agent_trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const ledger = ledgerRecords(root());
     const mine = ledger.filter((r) => r.model === 'scripted-demo' && r.kind === 'tool_call' && r.event === 'PreToolUse');
     assert.deepStrictEqual(mine.map((r) => `${r.tool}:${r.decision.decision}`), calls);
     assert.ok(mine.slice(1).every((r) => r.intent === 'INT-001'));

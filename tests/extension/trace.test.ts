@@ -3,6 +3,7 @@
 // last wrote the cursor's line, after lines were typed above it.
 import * as assert from 'assert';
 import * as fs from 'fs';
+import { ledgerRecords } from '../support/ledger';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
@@ -33,7 +34,7 @@ describe('provenance of a line', () => {
     await chokepoint.evaluate({ event: 'TaskComplete', ...ids });
     // Two lines typed above the agent's write: the write is now lines 3-5.
     fs.writeFileSync(path.join(root(), FILE), `// Money is kept in integer cents.\n\n${WRITTEN}`);
-    const ledger = fs.readFileSync(path.join(root(), '.orchestration/agent_trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const ledger = ledgerRecords(root());
     writeSeq = ledger.filter((r) => r.event === 'PostToolUse' && r.session === session).pop().seq;
   });
 

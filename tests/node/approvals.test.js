@@ -6,6 +6,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
+const { ledgerRecords } = require('../support/ledger');
 const path = require('path');
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -172,12 +173,7 @@ test('routing follows hooks.yaml and the registered handlers; the guard and warn
   assert.throws(() => engine.setApprovalHandler('commit', 'x'), /handlers are registered for a kind/);
 
   engine.flushTrace();
-  const records = fs
-    .readFileSync(path.join(dir, '.orchestration/agent_trace.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l))
-    .filter((r) => r.kind === 'approval');
+  const records = ledgerRecords(dir).filter((r) => r.kind === 'approval');
   const phases = records.map((r) => `${r.data.pending_kind} ${r.data.phase} ${r.data.status} ${r.data.route}`);
   assert.deepStrictEqual(phases, [
     'submit open open auto-deny',

@@ -6,6 +6,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
+const { ledgerLines } = require('../support/ledger');
 const path = require('path');
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -42,7 +43,7 @@ function draft(dir, text) {
 
 test('traceReplay names the decisions a changed rule flips, and appends nothing', async () => {
   const { dir, engine } = recorded();
-  const ledger = fs.readFileSync(path.join(dir, '.orchestration/agent_trace.jsonl'));
+  const ledger = ledgerLines(dir);
   const result = await engine.traceReplay({ config: draft(dir, `version: 1\n${guard('src/auth/login.js')}`) });
   assert.deepStrictEqual(result.diagnostics, []);
   const report = result.report;
@@ -59,7 +60,7 @@ test('traceReplay names the decisions a changed rule flips, and appends nothing'
     ['guard', 'INT-001', 'deny', 'allow', 1],
   ]);
   assert.ok(report.changes[0].seq > 1 && typeof report.changes[0].time === 'string');
-  assert.deepStrictEqual(fs.readFileSync(path.join(dir, '.orchestration/agent_trace.jsonl')), ledger);
+  assert.deepStrictEqual(ledgerLines(dir), ledger);
   assert.deepStrictEqual(engine.intentHolders(), [], 'the replay took no lease');
   engine.close();
 });

@@ -4,6 +4,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
+const { ledgerRecords } = require('../support/ledger');
 const os = require('os');
 const path = require('path');
 
@@ -105,8 +106,7 @@ test('traceBlame throws a clear error for a bad path or line', async () => {
 test('a gate settles once its record is in the ledger, and the records before it (a turn, a tool result) are written with it, in order', async () => {
   const dir = sampleWorkspace();
   const engine = binding.Engine.open(dir);
-  const ledger = path.join(dir, '.orchestration/agent_trace.jsonl');
-  const lines = () => (fs.existsSync(ledger) ? fs.readFileSync(ledger, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+  const lines = () => ledgerRecords(dir);
   // A turn's start gates nothing: it settles at once, its record held back for the next gate.
   const turn = await engine.evaluateAsync({ event: 'TurnStart', sessionId: 'S', turn: 1 });
   assert.strictEqual(turn.decision, 'allow');
@@ -123,8 +123,8 @@ test('a gate settles once its record is in the ledger, and the records before it
 
 test('a PreToolUse that cannot be recorded is denied, on the fast path and on the asynchronous one', async () => {
   const dir = sampleWorkspace();
-  // The ledger cannot be opened: its path is a folder.
-  fs.mkdirSync(path.join(dir, '.orchestration/agent_trace.jsonl'));
+  // The ledger cannot be opened: its lock file's path is a folder.
+  fs.mkdirSync(path.join(dir, '.orchestration/agent_trace.lock'));
   const engine = binding.Engine.open(dir);
   const select = await engine.evaluateAsync({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-001' }, sessionId: 'S' });
   assert.strictEqual(select.decision, 'deny');

@@ -7,6 +7,7 @@
 const { before, after, test } = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
+const { ledgerRecords } = require('../support/ledger');
 const { spawnSync } = require('child_process');
 const path = require('path');
 const { ROOT } = require('../../scripts/lib');
@@ -168,7 +169,7 @@ test("Claude Code's ask waits on a card that names the agent and its session, an
   assert.strictEqual(fs.readFileSync(path.join(ws, 'src/auth/claude.js'), 'utf8'), CONTENT, 'the approved write ran');
 
   // The ledger has the person's decision on Claude Code's session.
-  const records = fs.readFileSync(path.join(ws, '.orchestration/agent_trace.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const records = ledgerRecords(ws);
   const decided = records.filter((x) => x.kind === 'approval' && x.data.phase === 'decision' && /^claude:/.test(x.session ?? ''));
   assert.strictEqual(decided.length, 1, JSON.stringify(decided));
   assert.strictEqual(decided[0].data.status, 'approved');

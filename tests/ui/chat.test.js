@@ -12,6 +12,7 @@
 const { before, after, test } = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
+const { ledgerRecords } = require('../support/ledger');
 const path = require('path');
 const { ROOT } = require('../../scripts/lib');
 const { startVsCode } = require('./harness');
@@ -97,8 +98,7 @@ after(async () => {
 });
 
 function ledger() {
-  const file = path.join(vsc.workspace, '.orchestration/agent_trace.jsonl');
-  return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+  return ledgerRecords(vsc.workspace);
 }
 
 test('"Connect VS Code\'s Agent" writes the hooks VS Code runs', async () => {

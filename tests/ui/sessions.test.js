@@ -8,6 +8,7 @@ const { before, after, test } = require('node:test');
 const assert = require('node:assert');
 const { execFileSync, spawnSync } = require('child_process');
 const fs = require('fs');
+const { ledgerSize } = require('../support/ledger');
 const path = require('path');
 const { ROOT } = require('../../scripts/lib');
 const { startVsCode } = require('./harness');
@@ -92,12 +93,11 @@ test('a lease that runs out leaves the section on its own, with nothing written 
   execFileSync(CLI, ['intent', 'select', '--workspace', vsc.workspace, '--session', 'claude:S2', '--agent', 'claude', 'INT-002'], { stdio: 'pipe' });
   const s2 = sessions().locator('[data-testid="session"][data-session="claude:S2"]');
   await s2.getByTestId('session-lease').getByText(/^INT-002 until /).waitFor({ timeout: 30000 });
-  const trace = path.join(vsc.workspace, '.orchestration/agent_trace.jsonl');
-  const size = fs.existsSync(trace) ? fs.statSync(trace).size : 0;
+  const size = ledgerSize(vsc.workspace);
   // Expired: the section no longer shows the lease (the session says "no intent", or leaves the list
   // when the lease was all it had), without a refresh asked by anything else.
   const holds = async () => (await s2.count()) > 0 && /^INT-002/.test((await s2.getByTestId('session-lease').textContent().catch(() => '')) ?? '');
   for (let i = 0; i < 100 && (await holds()); i++) await page.waitForTimeout(200);
   assert.strictEqual(await holds(), false, 'the expired lease is still shown');
-  assert.strictEqual(fs.existsSync(trace) ? fs.statSync(trace).size : 0, size, 'the trace did not change meanwhile');
+  assert.strictEqual(ledgerSize(vsc.workspace), size, 'the trace did not change meanwhile');
 });

@@ -1,6 +1,6 @@
 // The trace ledger as the extension reads it: the recent records the sidebar lists, the provenance of
-// a line for the command, and a debounced watch of `.orchestration/agent_trace.jsonl` that says when
-// either may have changed. The records are written by the engine (this process's and every other
+// a line for the command, and a debounced watch of the ledger's chains (`.orchestration/trace/*.jsonl`,
+// and the legacy `agent_trace.jsonl`) that says when either may have changed. The records are written by the engine (this process's and every other
 // process's on the workspace); this module only reads them back through the binding.
 import * as path from 'path';
 import * as vscode from 'vscode';
@@ -11,8 +11,12 @@ import type { NativeBinding } from '../engine/native';
 
 export type BlameResult = ReturnType<InstanceType<NativeBinding['Engine']>['traceBlame']>;
 
-/** The ledger, relative to the workspace root (sidecar.rs names it in the core). */
-export const LEDGER = '.orchestration/agent_trace.jsonl';
+/**
+ * The ledger's files, relative to the workspace root (sidecar.rs and ledger/chains.rs name them in the
+ * core): a file per chain in `trace/`, created as a worktree begins one (or as git brings one in), and
+ * the legacy single file, read but never appended.
+ */
+export const LEDGER = '.orchestration/{trace/*.jsonl,agent_trace.jsonl}';
 
 /** Several records land at once (a write and its PostToolUse); one refresh covers them. */
 const DEBOUNCE_MS = 250;
@@ -34,7 +38,7 @@ export interface ProvenanceReport {
 
 export class Trace implements vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<void>();
-  /** Fires (debounced) when the ledger file is created or appended to, by any process. */
+  /** Fires (debounced) when a ledger file is created, appended to or removed, by any process or by git. */
   readonly onDidChange = this.changed.event;
   private watcher: vscode.FileSystemWatcher | undefined;
   private watchedRoot: string | undefined;

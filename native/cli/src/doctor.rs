@@ -138,7 +138,7 @@ fn print_text(workspace: &Path, reports: &[Report], inert: usize) {
 /// The tools the ledger saw that the tool table does not know; none for a workspace without a
 /// ledger (doctor creates no state to find out).
 fn unknown_tools(workspace: &Path) -> Result<Vec<inspect::UnknownTool>, String> {
-    if !chokepoint_core::Sidecar::new(workspace).trace_ledger().exists() {
+    if !chokepoint_core::ledger::chains::any(&chokepoint_core::Sidecar::new(workspace)) {
         return Ok(Vec::new());
     }
     let engine = Engine::open(workspace).map_err(|e| format!("cannot open the workspace: {e}"))?;

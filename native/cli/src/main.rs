@@ -96,7 +96,7 @@ enum Command {
     /// Tasks and who may work on them: `task claim` checks a task type's `agents` allowlist.
     #[command(subcommand)]
     Task(task::TaskCommand),
-    /// The trace ledger (`.orchestration/agent_trace.jsonl`): verify it, record into it.
+    /// The trace ledger (`.orchestration/trace/`, a file per chain): verify it, record into it.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
     /// Serve the intent handshake to an agent as an MCP server over stdio (list_intents,

@@ -127,7 +127,7 @@ fn text(report: &MergeReport) -> String {
             out += &format!("           remediation: {}\n", remediation.lines().collect::<Vec<_>>().join("\n             "));
         }
     }
-    out += "recorded in the trace ledger (.orchestration/agent_trace.jsonl)\n";
+    out += "recorded in the trace ledger (.orchestration/trace/)\n";
     // Padding and indented blank lines leave no trailing blanks for a CI log to carry.
     out.lines().map(|l| format!("{}\n", l.trim_end())).collect()
 }

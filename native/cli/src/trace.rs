@@ -2,9 +2,10 @@
 //! durable writer, and through the index (brought up to date first; rebuildable with `reindex`) show,
 //! blame and export.
 //!
-//! `verify` exit codes say what is wrong: 0 intact, 10 edited, 11 deleted, 12 inserted, 13 reordered,
-//! 14 truncated, 15 a torn tail; 1 when the ledger cannot be read; 2 usage. `reseal` starts a new
-//! chain after a failed verification (exit 1, and nothing changed, for an intact ledger).
+//! `verify` exit codes say what is wrong with the first failing chain: 0 intact (records git explains
+//! as not in this checkout are reported and pass), 10 edited, 11 deleted, 12 inserted, 13 reordered,
+//! 14 truncated, 15 a torn tail; 1 when the ledger cannot be read; 2 usage. `reseal` moves the first
+//! failing chain aside and starts a new one (exit 1, and nothing changed, for an intact ledger).
 
 use crate::EXIT_CONFIG;
 use chokepoint_core::Sidecar;
@@ -17,8 +18,10 @@ use std::process::ExitCode;
 
 #[derive(Debug, Subcommand)]
 pub enum TraceCommand {
-    /// Check the whole ledger: the hash chain, the sequence, and the head kept in the state database.
-    /// Names the first bad record; the exit code says what is wrong with it.
+    /// Check the whole ledger: every chain's hash chain, sequence and end, against the heads kept in
+    /// the state database and outside the workspace; records git explains as not in this checkout
+    /// (another branch, a stash, a reset) are reported, not failed. Names the first bad record; the
+    /// exit code says what is wrong with it.
     Verify {
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
@@ -81,8 +84,8 @@ pub enum TraceCommand {
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
     },
-    /// The way forward from a ledger that fails `verify`: move it aside as evidence
-    /// (agent_trace.sealed-<ms>.jsonl) and begin a new chain whose first record names it, its hash,
+    /// The way forward from a chain that fails `verify`: move it aside as evidence
+    /// (<chain>.sealed-<ms>.jsonl) and begin a new chain whose first record names it, its hash,
     /// what was wrong, who resealed it and why. Refused for an intact ledger.
     Reseal {
         #[arg(long, default_value = ".")]
@@ -122,10 +125,13 @@ pub fn run(command: TraceCommand) -> ExitCode {
                 Ok(done) => {
                     match (&done.sealed, &done.sealed_sha256) {
                         (Some(sealed), Some(sha)) => {
-                            println!("the ledger ({}) was moved to {}", done.problem, sealed.display());
-                            println!("a new ledger begins with a record of the reseal (sha256 of the sealed file {sha})");
+                            println!("the chain {} ({}) was moved to {}", done.chain, done.problem, sealed.display());
+                            println!("a new chain {} begins with a record of the reseal (sha256 of the sealed file {sha})", done.new_chain);
                         }
-                        _ => println!("the ledger ({}) is gone; a new ledger begins with a record of the reseal", done.problem),
+                        _ => println!(
+                            "the chain {} ({}) is gone; a new chain {} begins with a record of the reseal",
+                            done.chain, done.problem, done.new_chain
+                        ),
                     }
                     ExitCode::SUCCESS
                 }
@@ -229,53 +235,89 @@ fn blame(workspace: &std::path::Path, target: &str, json: bool) -> ExitCode {
 
 fn verify(workspace: &std::path::Path, json: bool) -> ExitCode {
     let sidecar = Sidecar::new(workspace);
-    // The larger of the head in state.db and its copy outside the workspace, which a command that
-    // removed state.db with the ledger could not reach.
-    let heads = match chokepoint_core::ledger::head::read_both(&sidecar) {
-        Ok(h) => h,
+    // Every chain on its own, then against the larger of the head in state.db and its copy outside
+    // the workspace (which a command that removed state.db with the ledger could not reach), git
+    // asked about a chain that holds fewer records than its head.
+    let audit = match chokepoint_core::ledger::audit::verify_ledger(&sidecar) {
+        Ok(audit) => audit,
         Err(e) => return failure(&e.to_string()),
     };
-    if let (Some(path), Some(why)) = (&heads.outside_path, &heads.outside_unreadable) {
-        eprintln!(
-            "warning: the copy of the head kept outside the workspace ({}) cannot be read ({why}); verified against state.db's alone",
-            path.display()
-        );
+    for chain in &audit.chains {
+        if let Some(heads) = &chain.heads
+            && let (Some(path), Some(why)) = (&heads.outside_path, &heads.outside_unreadable)
+        {
+            eprintln!(
+                "warning: the copy of chain {}'s head kept outside the workspace ({}) cannot be read ({why}); verified against \
+                 state.db's alone",
+                chain.chain,
+                path.display()
+            );
+        }
     }
-    let head = heads.strongest().cloned();
-    let v = match chokepoint_core::ledger::verify::verify(&sidecar.trace_ledger(), head.as_ref()) {
-        Ok(v) => v,
-        Err(e) => return failure(&e.to_string()),
-    };
+    let failing = audit.first_problem();
     if json {
+        let head =
+            |h: &Option<chokepoint_core::ledger::head::Head>| h.as_ref().map(|h| serde_json::json!({ "count": h.count, "hash": h.hash }));
+        let chains: Vec<serde_json::Value> = audit
+            .chains
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "chain": c.chain,
+                    "path": c.path.display().to_string(),
+                    "present": c.present,
+                    "records": c.verification.records,
+                    "headHash": c.verification.head_hash,
+                    "headInDatabase": c.heads.as_ref().and_then(|h| head(&h.database)),
+                    "headOutside": c.heads.as_ref().and_then(|h| head(&h.outside)),
+                    "headOutsidePath": c.heads.as_ref().and_then(|h| h.outside_path.as_ref()).map(|p| p.display().to_string()),
+                    "notHere": c.not_here.as_ref().map(|n| serde_json::json!({ "records": n.records, "keptIn": n.kept_in, "detail": n.to_string() })),
+                    "problem": c.verification.problem.as_ref().map(|p| serde_json::json!({ "kind": p.kind.to_string(), "line": p.line, "offset": p.offset, "detail": p.detail })),
+                })
+            })
+            .collect();
+        // The worktree's current chain, whose heads a person checking this worktree asks about first.
+        let current = chokepoint_core::ledger::chains::current(&sidecar).and_then(|c| audit.chains.iter().find(|v| v.chain == c.chain));
         println!(
             "{}",
             serde_json::json!({
-                "intact": v.is_intact(),
-                "records": v.records,
-                "headHash": v.head_hash,
-                "headInDatabase": heads.database.as_ref().map(|h| serde_json::json!({ "count": h.count, "hash": h.hash })),
-                "headOutside": heads.outside.as_ref().map(|h| serde_json::json!({ "count": h.count, "hash": h.hash })),
-                "headOutsidePath": heads.outside_path.as_ref().map(|p| p.display().to_string()),
-                "problem": v.problem.as_ref().map(|p| serde_json::json!({ "kind": p.kind.to_string(), "line": p.line, "offset": p.offset, "detail": p.detail })),
+                "intact": audit.is_intact(),
+                "records": audit.records(),
+                "chains": chains,
+                "currentChain": current.map(|c| c.chain.clone()),
+                "headInDatabase": current.and_then(|c| c.heads.as_ref()).and_then(|h| head(&h.database)),
+                "headOutside": current.and_then(|c| c.heads.as_ref()).and_then(|h| head(&h.outside)),
+                "headOutsidePath": current.and_then(|c| c.heads.as_ref()).and_then(|h| h.outside_path.as_ref()).map(|p| p.display().to_string()),
+                "problem": failing.map(|(c, p)| serde_json::json!({ "chain": c.chain, "kind": p.kind.to_string(), "line": p.line, "offset": p.offset, "detail": p.detail })),
             })
         );
     }
-    match &v.problem {
+    if !json {
+        for chain in audit.chains.iter().filter(|c| c.verification.problem.is_none()) {
+            if let Some(not_here) = &chain.not_here {
+                println!("note: chain {}: {not_here}", chain.chain);
+            }
+        }
+    }
+    match failing {
         None => {
             if !json {
-                println!("ledger intact: {} records, head {}", v.records, v.head_hash);
+                println!("ledger intact: {} records in {} chains", audit.records(), audit.chains.len());
             }
             ExitCode::SUCCESS
         }
-        Some(p) => {
+        Some((chain, p)) => {
             if !json {
-                eprintln!("ledger damaged: {p}");
+                eprintln!("ledger damaged: chain {} ({}): {p}", chain.chain, chain.path.display());
                 // Only the copy outside the workspace remembers these records: say where it is, for
                 // the one innocent case (the workspace cloned again at the same path).
-                let from_copy = heads.outside.as_ref().is_some_and(|o| heads.database.as_ref().is_none_or(|d| d.count < o.count));
+                let from_copy = chain
+                    .heads
+                    .as_ref()
+                    .is_some_and(|h| h.outside.as_ref().is_some_and(|o| h.database.as_ref().is_none_or(|d| d.count < o.count)));
                 if p.kind == ProblemKind::Truncated
                     && from_copy
-                    && let Some(path) = &heads.outside_path
+                    && let Some(path) = chain.heads.as_ref().and_then(|h| h.outside_path.as_ref())
                 {
                     eprintln!(
                         "note: that head is the copy kept outside the workspace, {}; state.db counts fewer. If this checkout is new \
@@ -336,6 +378,10 @@ fn record(workspace: &std::path::Path, event: &str) -> ExitCode {
     }
     match ledger.append(record) {
         Ok(appended) => {
+            // A chain git changed under the worktree was left for a new one: said, not failed.
+            for notice in ledger.notices() {
+                eprintln!("note: {notice}");
+            }
             println!("{}", appended.seq);
             ExitCode::SUCCESS
         }

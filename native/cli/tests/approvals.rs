@@ -175,7 +175,7 @@ fn pending(ws: &Path, runtime: &Path) -> Value {
 
 /// The ledger's `approval` records of one phase.
 fn approval_records(ws: &Path, phase: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl")).unwrap_or_default();
+    let text = common::ledger_text(ws).unwrap_or_default();
     text.lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|r| r["kind"] == "approval" && r["data"]["phase"] == phase)

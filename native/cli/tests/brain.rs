@@ -213,7 +213,7 @@ fn a_repeated_denial_makes_one_lesson_linked_to_its_record() {
     let lessons = lessons(&generated(ws));
     assert_eq!(lessons.len(), 1, "{lessons:#?}");
     // Linked to the third denial: the ledger's third record, whose line hash it quotes.
-    let ledger = fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl")).unwrap();
+    let ledger = common::ledger_text(ws).unwrap();
     let third = ledger.lines().nth(2).unwrap();
     let next: Value = serde_json::from_str(ledger.lines().nth(3).unwrap()).unwrap();
     let hash = next["prev"].as_str().unwrap();
@@ -341,7 +341,7 @@ fn git(dir: &Path, args: &[&str]) -> Output {
 }
 
 /// In its own worktree and branch, an agent takes the lease of INT-001 and is refused three times on
-/// one path (a lesson); then everything `git add -A` takes is committed.
+/// one path (a lesson); then everything `git add -A` takes is committed, and the lease let go.
 fn works_and_commits(wt: &Path, agent: &str) {
     let out = chokepoint(wt, &["intent", "select", "--session", &format!("claude:S-{agent}"), "INT-001"]);
     assert!(out.status.success(), "{out:?}");
@@ -357,6 +357,8 @@ fn works_and_commits(wt: &Path, agent: &str) {
     git(wt, &["commit", "-qm", &format!("work of {agent}")]);
     let status = String::from_utf8(git(wt, &["status", "--porcelain", "--ignored"]).stdout).unwrap();
     assert!(status.contains("!! .orchestration/brain.generated.md"), "the generated part is ignored, not committed: {status}");
+    // The worktrees share their leases: the next worktree's agent takes INT-001 once this one let go.
+    assert!(chokepoint(wt, &["intent", "release", "--session", &format!("claude:S-{agent}")]).status.success());
 }
 
 #[test]
@@ -388,9 +390,9 @@ fn two_branches_that_each_took_a_lease_and_learnt_a_lesson_merge_without_a_confl
 
     let merge = git(&main, &["merge", "--no-edit", "b"]);
     let conflicted = String::from_utf8(git(&main, &["diff", "--name-only", "--diff-filter=U"]).stdout).unwrap();
-    // The ledger's own layout across branches is another part of issue 28 (item 2); until it lands,
-    // its file is the one conflict allowed here, and no file of the brain may be one.
-    let conflicted: Vec<&str> = conflicted.lines().filter(|f| *f != ".orchestration/agent_trace.jsonl").collect();
+    // No file Chokepoint writes conflicts: not the brain, not the ledger's chains.
+    let conflicted: Vec<&str> = conflicted.lines().collect();
     assert_eq!(conflicted, Vec::<&str>::new(), "{}", String::from_utf8_lossy(&merge.stdout));
+    assert!(merge.status.success(), "git merge: {}", String::from_utf8_lossy(&merge.stderr));
     assert_eq!(brain(&main).matches("We deploy on Fridays.").count(), 1);
 }

@@ -216,9 +216,10 @@ fn trace_record_from_many_processes_makes_one_chain_and_verify_names_what_was_ta
     assert_eq!(seqs, (1..=48).collect::<Vec<u64>>(), "every acknowledged record has its own place");
     let (code, out, _) = run_in(&ws, &["trace", "verify"]);
     assert_eq!(code, 0);
-    assert!(out.starts_with("ledger intact: 48 records"), "{out}");
+    assert!(out.starts_with("ledger intact: 48 records in 1 chains"), "{out}");
 
-    let ledger = ws.path().join(".orchestration/agent_trace.jsonl");
+    // The processes of one worktree share one chain, the one its lock file names.
+    let ledger = chokepoint_core::ledger::chains::current(&chokepoint_core::Sidecar::new(ws.path())).unwrap().path;
     let text = fs::read_to_string(&ledger).unwrap();
     fs::write(&ledger, text.replacen("\"step\":3", "\"step\":9", 1)).unwrap();
     let (code, _, err) = run_in(&ws, &["trace", "verify"]);
@@ -299,7 +300,7 @@ fn trace_record_prints_its_seq_only_after_the_ledger_is_synced() {
     let lines: Vec<&str> = calls.lines().collect();
     let fd = lines
         .iter()
-        .find(|l| l.contains("openat(") && l.contains("agent_trace.jsonl\""))
+        .find(|l| l.contains("openat(") && l.contains(".orchestration/trace/") && l.contains(".jsonl\""))
         .and_then(|l| l.rsplit("= ").next())
         .unwrap_or_else(|| panic!("the ledger is opened:\n{calls}"))
         .trim()
@@ -311,8 +312,9 @@ fn trace_record_prints_its_seq_only_after_the_ledger_is_synced() {
     assert!(write < sync && sync < printed, "the record is written ({write}), synced ({sync}), then acknowledged ({printed}):\n{calls}");
 }
 
-/// A truncated ledger stops every governed write; `trace reseal` moves it aside as evidence and starts
-/// a new chain that says so, after which recording (and verification) work again.
+/// A truncated chain no longer stops any governed write (the writer leaves it for a new chain), but
+/// fails `trace verify` until `trace reseal` moves it aside as evidence and starts a new chain that
+/// says so, after which verification passes again.
 #[test]
 fn a_tampered_ledger_is_resealed_not_repaired() {
     let ws = sample_workspace();
@@ -322,33 +324,38 @@ fn a_tampered_ledger_is_resealed_not_repaired() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
     assert_eq!(run_in(&ws, &["trace", "reseal", "--reason", "nothing wrong"]).0, 1, "an intact ledger is not resealed");
-    let ledger = ws.path().join(".orchestration/agent_trace.jsonl");
+    let sidecar = chokepoint_core::Sidecar::new(ws.path());
+    let first_chain = chokepoint_core::ledger::chains::current(&sidecar).unwrap();
+    let ledger = first_chain.path.clone();
     let text = fs::read_to_string(&ledger).unwrap();
     let truncated: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
     fs::write(&ledger, &truncated).unwrap();
-    let refused = chokepoint(&["trace", "record", "--workspace", &dir, "--event", r#"{"event":"after"}"#]);
-    assert!(!refused.status.success(), "a truncated ledger is not appended to");
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("records were removed"), "{}", String::from_utf8_lossy(&refused.stderr));
+    let recorded = chokepoint(&["trace", "record", "--workspace", &dir, "--event", r#"{"event":"after"}"#]);
+    assert!(recorded.status.success(), "a truncated chain stops nothing: {}", String::from_utf8_lossy(&recorded.stderr));
+    assert_eq!(String::from_utf8_lossy(&recorded.stdout).trim(), "1", "a new chain");
+    let said = String::from_utf8_lossy(&recorded.stderr);
+    assert!(said.contains("left its chain") && said.contains("ends at record 2 but its head says 3"), "{said}");
+    assert_eq!(fs::read_to_string(&ledger).unwrap(), truncated, "the truncated chain is left as found");
+    let (code, _, err) = run_in(&ws, &["trace", "verify"]);
+    assert_eq!(code, 14, "the truncation is still found: {err}");
 
     assert_eq!(run_in(&ws, &["trace", "reseal"]).0, 2, "a reason is required");
     let (code, out, err) = run_in(&ws, &["trace", "reseal", "--reason", "restored from backup failed", "--by", "ops"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("truncated"), "{out}");
-    let sealed: Vec<_> = fs::read_dir(ws.path().join(".orchestration"))
+    let sealed: Vec<_> = fs::read_dir(sidecar.trace_dir())
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("agent_trace.sealed-"))
+        .filter(|n| n.starts_with(&format!("{}.sealed-", first_chain.chain)))
         .collect();
     assert_eq!(sealed.len(), 1);
-    assert_eq!(
-        fs::read_to_string(ws.path().join(".orchestration").join(&sealed[0])).unwrap(),
-        truncated,
-        "the evidence is kept byte for byte"
-    );
-    let first: serde_json::Value = serde_json::from_str(fs::read_to_string(&ledger).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(fs::read_to_string(sidecar.trace_dir().join(&sealed[0])).unwrap(), truncated, "the evidence is kept byte for byte");
+    let resealed = chokepoint_core::ledger::chains::current(&sidecar).unwrap();
+    let first: serde_json::Value = serde_json::from_str(fs::read_to_string(&resealed.path).unwrap().lines().next().unwrap()).unwrap();
     assert_eq!(first["seq"], 1);
     assert_eq!(first["data"]["resealed"]["reason"], "restored from backup failed");
+    assert_eq!(first["data"]["resealed"]["sealed_chain"], first_chain.chain.as_str());
     assert_eq!(first["data"]["resealed"]["sealed_file"], sealed[0].as_str());
     assert_eq!(first["data"]["resealed"]["previous_head"]["count"], 3);
 
@@ -356,5 +363,6 @@ fn a_tampered_ledger_is_resealed_not_repaired() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2", "recording continues the new chain");
     let (code, out, _) = run_in(&ws, &["trace", "verify"]);
     assert_eq!(code, 0);
-    assert!(out.starts_with("ledger intact: 2 records"), "{out}");
+    // The chain begun after the truncation (1 record) and the reseal's (2).
+    assert!(out.starts_with("ledger intact: 3 records in 2 chains"), "{out}");
 }

@@ -89,7 +89,7 @@ fn a_workspace_set_up_by_init_passes_for_each_agent() {
         assert_eq!(examined, readers, "{agent}");
 
         // The probe reached the gate, was denied, and holds nothing.
-        let trace = fs::read_to_string(ws.path().join(".orchestration/agent_trace.jsonl")).unwrap();
+        let trace = chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(ws.path())).join("\n");
         let probe: Value = trace
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())

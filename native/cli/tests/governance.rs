@@ -38,30 +38,34 @@ fn remove_state(ws: &Path, names: &[&str]) {
     }
 }
 
-/// Issue 27, item 3: the ledger and `state.db*` removed (as a shell under scope `**` could) after
-/// some records. Verification fails, naming the removal, and the next gate is refused; a reseal (a
-/// person's acceptance) starts again, and both heads follow it.
+/// Issue 27, item 3: the ledger's chain and `state.db*` removed (as a shell under scope `**` could)
+/// after some records. Verification fails, naming the removal; the gates keep working (the writer
+/// begins a new chain, issue 28: a branch switch removes a chain's file too); a reseal (a person's
+/// acceptance) clears the removed chain's heads, and verification passes again.
 #[test]
-fn a_ledger_removed_with_its_state_database_fails_verification_and_stops_the_next_gate() {
+fn a_ledger_removed_with_its_state_database_fails_verification_and_gates_go_on_in_a_new_chain() {
     let ws = common::workspace("version: 1\n", INTENTS);
     assert!(select(ws.path(), "claude:me").status.success());
     assert_eq!(write(ws.path(), "src/a.ts").status.code(), Some(0), "in scope");
     let records = common::records(ws.path()).len();
     assert!(records >= 2, "{records}");
     common::verify(ws.path());
+    let sidecar = chokepoint_core::Sidecar::new(ws.path());
+    let chain = chokepoint_core::ledger::chains::current(&sidecar).unwrap();
+    let ledger = chain.path.clone();
+    let name = format!("trace/{}.jsonl", chain.chain);
 
-    // The ledger alone: the head in state.db remembers it.
-    let ledger = ws.path().join(".orchestration/agent_trace.jsonl");
+    // The chain alone: the head in state.db remembers it.
     let kept = fs::read(&ledger).unwrap();
-    remove_state(ws.path(), &["agent_trace.jsonl"]);
+    remove_state(ws.path(), &[&name]);
     let out = chokepoint(ws.path(), &["trace", "verify"]);
     assert_eq!(out.status.code(), Some(14), "{}{}", stdout(&out), stderr(&out));
     assert!(stderr(&out).contains("the ledger was removed"), "{}", stderr(&out));
     fs::write(&ledger, &kept).unwrap();
     common::verify(ws.path());
 
-    // The ledger and the state database with its log: the copy outside the workspace remembers it.
-    remove_state(ws.path(), &["agent_trace.jsonl", "state.db", "state.db-wal", "state.db-shm"]);
+    // The chain and the state database with its log: the copy outside the workspace remembers it.
+    remove_state(ws.path(), &[&name, "state.db", "state.db-wal", "state.db-shm"]);
     let out = chokepoint(ws.path(), &["trace", "verify"]);
     assert_eq!(out.status.code(), Some(14), "{}{}", stdout(&out), stderr(&out));
     assert!(stderr(&out).contains(&format!("the ledger was removed: its head says {records} records were written")), "{}", stderr(&out));
@@ -71,25 +75,22 @@ fn a_ledger_removed_with_its_state_database_fails_verification_and_stops_the_nex
     let out = chokepoint(ws.path(), &["trace", "verify"]);
     assert!(stderr(&out).contains(&format!("the ledger was shortened: it has 0 records but its head says {records}")), "{}", stderr(&out));
 
-    // The next gate: the intent is selected again (the leases went with state.db), then a write in
-    // scope is refused because its record cannot be kept.
-    // The handshake is refused first, for the same reason.
-    let selected = select(ws.path(), "claude:me");
-    assert!(!selected.status.success() && stderr(&selected).contains("removed or emptied"), "{}", stderr(&selected));
-    let gate = write(ws.path(), "src/b.ts");
-    let said = stdout(&gate);
-    assert!(said.contains(r#""permissionDecision":"deny""#), "the gate blocks: {said}{}", stderr(&gate));
-    assert!(said.contains("removed or emptied") && said.contains("reseal"), "{said}");
+    // The next gate works: the intent is selected again (the leases went with state.db), and a write
+    // in scope is allowed and recorded, in a new chain; the emptied one is left as found.
+    assert!(select(ws.path(), "claude:me").status.success());
+    assert_eq!(write(ws.path(), "src/b.ts").status.code(), Some(0), "the gate goes on");
+    assert_ne!(chokepoint_core::ledger::chains::current(&sidecar).unwrap().chain, chain.chain);
+    assert_eq!(fs::read(&ledger).unwrap(), b"", "the emptied chain is left as found");
+    assert_eq!(chokepoint(ws.path(), &["trace", "verify"]).status.code(), Some(14), "and still found");
 
-    // A person accepts the loss: both heads start again from the reseal's record.
+    // A person accepts the loss: the removed chain's heads are cleared, a new chain says so.
     let out = chokepoint(ws.path(), &["trace", "reseal", "--reason", "a shell removed it"]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     let out = chokepoint(ws.path(), &["trace", "verify", "--json"]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     let verified: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(verified["headOutside"]["count"], 1, "{verified}");
-    assert!(select(ws.path(), "claude:me").status.success());
-    assert_eq!(write(ws.path(), "src/c.ts").status.code(), Some(0), "recording works again");
+    assert_eq!(write(ws.path(), "src/c.ts").status.code(), Some(0), "recording goes on");
     common::verify(ws.path());
 }
 
@@ -128,13 +129,16 @@ fn runtime_files_are_created_owner_only() {
         assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{name}");
         seen.push(name);
     }
-    for name in ["agent_trace.jsonl", "agent_trace.lock", "state.db", "trace.db"] {
+    for name in ["agent_trace.lock", "state.db", "trace.db"] {
         assert!(seen.contains(&name), "{name} exists: {seen:?}");
     }
+    // The current chain too.
+    let chain = chokepoint_core::ledger::chains::current(&chokepoint_core::Sidecar::new(ws.path())).unwrap().path;
+    assert_eq!(fs::metadata(&chain).unwrap().permissions().mode() & 0o777, 0o600, "{}", chain.display());
     // A person who widened one keeps it widened.
-    fs::set_permissions(dir.join("agent_trace.jsonl"), fs::Permissions::from_mode(0o640)).unwrap();
+    fs::set_permissions(&chain, fs::Permissions::from_mode(0o640)).unwrap();
     assert_eq!(write(ws.path(), "src/b.ts").status.code(), Some(0));
-    assert_eq!(fs::metadata(dir.join("agent_trace.jsonl")).unwrap().permissions().mode() & 0o777, 0o640);
+    assert_eq!(fs::metadata(&chain).unwrap().permissions().mode() & 0o777, 0o640);
 }
 
 /// Issue 27, item 9: a contained command that truncates `state.db-shm` (SQLite's shared memory,

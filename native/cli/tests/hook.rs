@@ -449,8 +449,8 @@ fn vs_codes_agent_running_claude_codes_hooks_has_its_writes_judged() {
 #[test]
 fn hooks_judging_alone_record_every_call_and_leave_a_short_log() {
     let ws = workspace_for(Scenario::Selected, Some((Agent::ClaudeCode, "claude:s1")));
-    let ledger = ws.path().join(".orchestration/agent_trace.jsonl");
-    let records = || fs::read_to_string(&ledger).unwrap_or_default().lines().count();
+    let sidecar = chokepoint_core::Sidecar::new(ws.path());
+    let records = || chokepoint_core::ledger::chains::all_lines(&sidecar).len();
     let before = records();
     let write = json!({"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path": ws.path().join("src/a.ts"),"content":"x"}});
     for round in 0..50 {
@@ -554,7 +554,8 @@ fn a_copilot_sub_agent_works_under_its_parents_intent() {
         "agentId":"sub-1","agentType":"general-purpose","parentAgentId":"parent-1"});
     let reply = hook(Agent::Copilot, &root, Some("preToolUse"), &input.to_string());
     assert!(!reply.blocks(Agent::Copilot), "{reply:?}");
-    let ledger = fs::read_to_string(root.join(".orchestration/agent_trace.jsonl")).unwrap();
+    let ledger: String =
+        chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(&root)).into_iter().map(|l| l + "\n").collect();
     let rec: Value = ledger.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).rfind(|r| r["event"] == "PreToolUse").unwrap();
     assert_eq!(rec["session"], "copilot:parent-1", "{rec}");
     assert_eq!(rec["intent"], "INT-SRC", "{rec}");

@@ -157,9 +157,7 @@ fn socket_hook(ws: &Path, runtime: &Path, input: &str) -> (i32, String) {
 }
 
 fn ledger(ws: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl"))
-        .map(|t| t.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
-        .unwrap_or_default()
+    common::ledger_text(ws).map(|t| t.lines().map(|l| serde_json::from_str(l).unwrap()).collect()).unwrap_or_default()
 }
 
 /// A record without what differs between two calls of the same judgment (time, ids, the chain).

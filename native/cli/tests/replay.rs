@@ -48,7 +48,7 @@ fn draft(ws: &Path, hooks_yaml: &str) -> String {
 fn replay_prints_the_flipped_decisions_as_json_and_leaves_the_ledger_as_it_was() {
     let ws = workspace();
     let ws = ws.path();
-    let ledger = fs::read(ws.join(".orchestration/agent_trace.jsonl")).unwrap();
+    let ledger = common::ledger_text(ws).unwrap();
     let dir = draft(ws, &hooks("src/lib/**"));
     let out = chokepoint(ws, &["trace", "replay", "--config", &dir, "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -89,14 +89,14 @@ fn replay_prints_the_flipped_decisions_as_json_and_leaves_the_ledger_as_it_was()
     let out = chokepoint(ws, &["trace", "replay", "--config", &dir, "--since", "2999-01-01", "--json"]);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["replayed"], 0);
-    assert_eq!(fs::read(ws.join(".orchestration/agent_trace.jsonl")).unwrap(), ledger, "no replay appended to the ledger");
+    assert_eq!(common::ledger_text(ws).unwrap(), ledger, "no replay appended to the ledger");
 }
 
 #[test]
 fn a_draft_that_does_not_load_is_exit_2_naming_file_line_and_column() {
     let ws = workspace();
     let ws = ws.path();
-    let ledger = fs::read(ws.join(".orchestration/agent_trace.jsonl")).unwrap();
+    let ledger = common::ledger_text(ws).unwrap();
     let dir = draft(ws, "version: 1\nhooks:\n  PreToolUse:\n    - name: guard\n      tool: '('\n      deny:\n        reason: no\n");
     let out = chokepoint(ws, &["trace", "replay", "--config", &dir]);
     assert_eq!(out.status.code(), Some(2));
@@ -106,5 +106,5 @@ fn a_draft_that_does_not_load_is_exit_2_naming_file_line_and_column() {
     let out = chokepoint(ws, &["trace", "replay", "--config", &dir, "--since", "last tuesday"]);
     assert_eq!(out.status.code(), Some(2), "a --since that is not a time is a usage error");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--since"));
-    assert_eq!(fs::read(ws.join(".orchestration/agent_trace.jsonl")).unwrap(), ledger);
+    assert_eq!(common::ledger_text(ws).unwrap(), ledger);
 }

@@ -91,7 +91,7 @@ fn before_merge_fails_on_a_failing_gatekeeper_of_one_type_and_accepts_a_type_wit
            not run: an earlier hook failed, which ends the chain
   SKIP     writes-only
            does not apply: its `tool` or `paths` matcher matches nothing on a merge-side event
-recorded in the trace ledger (.orchestration/agent_trace.jsonl)",
+recorded in the trace ledger (.orchestration/trace/)",
     );
     assert!(!ws.join("architecture-ran").exists(), "nothing after the failing gatekeeper runs");
     assert!(!ws.join("project-gate-ran").exists(), "the type's hooks replace the project's");
@@ -241,14 +241,16 @@ fn our_own_failures_exit_2_with_a_reason_and_never_report_success() {
     fs::write(ws.join(".orchestration/hooks.yaml"), HOOKS).unwrap();
 
     // A ledger that cannot be written: the run is not run, since it could not be recorded.
-    fs::create_dir(ws.join(".orchestration/agent_trace.jsonl")).unwrap();
+    let lock = ws.join(".orchestration/agent_trace.lock");
+    let _ = fs::remove_file(&lock);
+    fs::create_dir(&lock).unwrap();
     let out = chokepoint(ws, &["run", "BeforeMerge", "--task-type", "docs"]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     assert!(stderr(&out).starts_with("error: cannot record the run: cannot open the trace ledger"), "{}", stderr(&out));
     assert!(!ws.join("project-gate-ran").exists(), "no hook ran");
 
     // From inside a running hook the chain would not run: refused, not an empty pass.
-    fs::remove_dir(ws.join(".orchestration/agent_trace.jsonl")).unwrap();
+    fs::remove_dir(&lock).unwrap();
     let out = Command::new(program())
         .args(["run", "BeforeMerge", "--task-type", "docs", "--workspace", ws.to_str().unwrap()])
         .env("CHOKEPOINT_HOOK_DEPTH", "1")

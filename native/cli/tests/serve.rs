@@ -133,7 +133,7 @@ fn doctor(ws: &Path, runtime: &Path) -> serde_json::Value {
 }
 
 fn records(ws: &Path) -> usize {
-    std::fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl")).map(|t| t.lines().count()).unwrap_or(0)
+    common::ledger_text(ws).map(|t| t.lines().count()).unwrap_or(0)
 }
 
 #[test]

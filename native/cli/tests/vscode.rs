@@ -272,7 +272,7 @@ fn vs_codes_calls_through_the_shared_entries_are_answered_as_vs_codes() {
     fs::write(ws.join("src/a.ts"), "x\n").unwrap();
     let reply = run_entry(&ws, "postToolUse", &result);
     assert_eq!(reply.exit, 0, "{reply:?}");
-    let ledger = fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl")).unwrap();
+    let ledger = chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(&ws)).join("\n");
     let records: Vec<Value> = ledger.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let post = records.iter().find(|r| r["event"] == "PostToolUse").unwrap_or_else(|| panic!("no PostToolUse in {ledger}"));
     assert_eq!(
@@ -292,7 +292,10 @@ fn vs_codes_calls_through_the_shared_entries_are_answered_as_vs_codes() {
 }
 
 fn records_now(ws: &Path) -> Vec<Value> {
-    fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(ws))
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]

@@ -9,8 +9,13 @@
 //!   divided by the records the round appended, so its ratio to the baseline is the throughput gain.
 //!   (Producers that each block on one append at a time can group at most 8 records per sync; that
 //!   figure is printed on stderr for comparison.)
-//! - `ledger.verify`: nanoseconds per record of verifying a ledger of [`VERIFY_RECORDS`] records, one
+//! - `ledger.verify`: nanoseconds per record of verifying a chain of [`VERIFY_RECORDS`] records, one
 //!   core, the file in the page cache.
+//! - `ledger.verify.merged_8`: `trace verify` (`audit::verify_ledger`) of a ledger merged from
+//!   [`BRANCHES`] branches (as many chain files, recorded each by its own writer, side by side in one
+//!   folder with no head here, as after a merge), nanoseconds per record; its baseline
+//!   `ledger.verify.one_chain` verifies the same number of records in one chain, against its head. The
+//!   two are interleaved, one run of each at a time.
 //! - `ledger.head.raise`: one raise of the head as the syncer does it after each sync: the state
 //!   database's row and the copy outside the workspace (`head::HeadCopy`); its baseline
 //!   `ledger.head.raise.database_only` raises the row alone. The two are interleaved, one of each at
@@ -36,11 +41,11 @@ use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use chokepoint_core::Sidecar;
-use chokepoint_core::ledger::head;
 use chokepoint_core::ledger::record::sha256_hex;
 use chokepoint_core::ledger::verify::verify;
 use chokepoint_core::ledger::writer::{Ledger, Ticket};
 use chokepoint_core::ledger::{FileChange, LineRange, Record, RecordKind, RecordedDecision, RecordedHook};
+use chokepoint_core::ledger::{audit, chains, head};
 
 const EACH_WARMUP: usize = 20;
 const EACH_SAMPLES: usize = 300;
@@ -51,8 +56,11 @@ const ROUNDS: usize = 20;
 const BLOCKING_EACH: usize = 40;
 const VERIFY_RECORDS: usize = 200_000;
 const VERIFY_RUNS: usize = 10;
+const BRANCHES: usize = 8;
 const HEAD_WARMUP: usize = 50;
 const HEAD_RAISES: usize = 2000;
+/// The chain whose head `ledger.head.raise` raises.
+const CHAIN: &str = "20260101T000000Z-00000001";
 
 fn main() {
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
@@ -67,11 +75,15 @@ fn main() {
     let (each, group, batch) = appends(&workspace("each"), &workspace("group"));
     let blocking = blocking(&workspace("blocking"));
     let verified = verify_bench(&workspace("verify"));
+    let branches: Vec<Sidecar> = (0..BRANCHES).map(|b| workspace(&format!("branch-{b}"))).collect();
+    let (one_chain, merged) = verify_merged(&workspace("verify"), &branches, &workspace("merged"));
     let (raised, database_only) = head_raise(&workspace("head"), &workspace("head-database-only"));
 
     samples::write("ledger.append.fsync_each", None, &each);
     samples::write("ledger.append.group_commit", Some("ledger.append.fsync_each"), &group);
     samples::write("ledger.verify", None, &verified);
+    samples::write("ledger.verify.one_chain", None, &one_chain);
+    samples::write("ledger.verify.merged_8", Some("ledger.verify.one_chain"), &merged);
     samples::write("ledger.head.raise.database_only", None, &database_only);
     samples::write("ledger.head.raise", Some("ledger.head.raise.database_only"), &raised);
     eprintln!("ledger: ledger.head.raise {} (the database's row alone: {})", summary(&raised), summary(&database_only));
@@ -84,6 +96,12 @@ fn main() {
         median(&each) / median(&blocking)
     );
     eprintln!("ledger: ledger.verify {} per record ({:.0} records per second)", summary(&verified), 1e9 / median(&verified));
+    eprintln!(
+        "ledger: ledger.verify.merged_8 {} per record, {:.2}x one chain's ({})",
+        summary(&merged),
+        median(&merged) / median(&one_chain),
+        summary(&one_chain)
+    );
 }
 
 /// A tool call as the engine records one: a decision with two hooks, a file with one changed range of
@@ -223,8 +241,9 @@ fn verify_bench(sidecar: &Sidecar) -> Vec<u64> {
         }
         ledger.flush().expect("write the ledger to verify");
     }
-    let path = sidecar.trace_ledger();
-    let head = head::read(&sidecar.state_db()).expect("read the head");
+    let chain = chains::current(sidecar).expect("the chain written");
+    let path = chain.path;
+    let head = head::read(&sidecar.state_db(), &chain.chain).expect("read the head");
     (0..VERIFY_RUNS)
         .map(|_| {
             let started = Instant::now();
@@ -237,6 +256,33 @@ fn verify_bench(sidecar: &Sidecar) -> Vec<u64> {
         .collect()
 }
 
+/// `trace verify` of `single` (one chain of [`VERIFY_RECORDS`] records, written by `verify_bench`)
+/// and of `merged`: the chains of `branches`, [`VERIFY_RECORDS`] / [`BRANCHES`] records each, copied
+/// side by side into its folder as a merge leaves them. Interleaved, [`VERIFY_RUNS`] of each.
+fn verify_merged(single: &Sidecar, branches: &[Sidecar], merged: &Sidecar) -> (Vec<u64>, Vec<u64>) {
+    std::fs::create_dir_all(merged.trace_dir()).expect("create the merged folder of chains");
+    for (b, branch) in branches.iter().enumerate() {
+        {
+            let ledger = open(branch);
+            for i in 0..VERIFY_RECORDS / branches.len() {
+                drop(ledger.enqueue(record(b * VERIFY_RECORDS + i)));
+            }
+            ledger.flush().expect("write a branch's chain");
+        }
+        let chain = chains::current(branch).expect("the branch's chain");
+        std::fs::copy(&chain.path, merged.trace_dir().join(format!("{}.jsonl", chain.chain))).expect("merge a chain");
+    }
+    let run = |sidecar: &Sidecar, chains: usize| {
+        let started = Instant::now();
+        let verification = audit::verify_ledger(sidecar).expect("verify");
+        let elapsed = nanos(started);
+        assert!(verification.is_intact(), "{:?}", verification.first_problem());
+        assert_eq!((verification.records(), verification.chains.len()), (VERIFY_RECORDS as u64, chains));
+        elapsed / VERIFY_RECORDS as u64
+    };
+    (0..VERIFY_RUNS).map(|_| (run(single, 1), run(merged, branches.len()))).unzip()
+}
+
 /// One raise of the head with its copy outside the workspace, then one of the database's row alone,
 /// [`HEAD_RAISES`] times each.
 fn head_raise(with_copy: &Sidecar, database_only: &Sidecar) -> (Vec<u64>, Vec<u64>) {
@@ -246,10 +292,10 @@ fn head_raise(with_copy: &Sidecar, database_only: &Sidecar) -> (Vec<u64>, Vec<u6
     let (mut raised, mut row) = (Vec::with_capacity(HEAD_RAISES), Vec::with_capacity(HEAD_RAISES));
     for count in 1..=(HEAD_WARMUP + HEAD_RAISES) as u64 {
         let started = Instant::now();
-        both.write(count, &hash, count).expect("raise the head and its copy");
+        both.write(CHAIN, count, &hash, count).expect("raise the head and its copy");
         let with = nanos(started);
         let started = Instant::now();
-        alone.write(count, &hash, count).expect("raise the head");
+        alone.write(CHAIN, count, &hash, count).expect("raise the head");
         let without = nanos(started);
         if count > HEAD_WARMUP as u64 {
             raised.push(with);

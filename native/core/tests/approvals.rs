@@ -643,7 +643,7 @@ fn governed(hooks: &str) -> (tempfile::TempDir, Engine) {
 }
 
 fn approval_records(ws: &tempfile::TempDir) -> Vec<Record> {
-    let text = fs::read_to_string(ws.path().join(".orchestration/agent_trace.jsonl")).unwrap_or_default();
+    let text = chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(ws.path())).join("\n");
     text.lines().map(|l| Record::from_line(l).unwrap()).filter(|r| r.kind == RecordKind::Approval).collect()
 }
 
@@ -723,9 +723,8 @@ fn every_pending_and_its_outcome_is_in_the_ledger_and_the_ledger_verifies() {
     assert!(records.iter().all(|r| r.input_sha256.is_some()), "the subject is kept as its digest");
 
     let sidecar = engine.sidecar();
-    let head = chokepoint_core::ledger::head::read(&sidecar.state_db()).unwrap();
-    let verification = chokepoint_core::ledger::verify::verify(&sidecar.trace_ledger(), head.as_ref()).unwrap();
-    assert!(verification.is_intact(), "{:?}", verification.problem);
+    let verification = chokepoint_core::ledger::audit::verify_ledger(sidecar).unwrap();
+    assert!(verification.is_intact(), "{:?}", verification.first_problem());
     // Read back through the index, like the sidebar does.
     let filter = chokepoint_core::ledger::index::Filter { kind: Some(RecordKind::Approval), ..Default::default() };
     assert_eq!(engine.tracer().query(&filter).unwrap().len(), 9);

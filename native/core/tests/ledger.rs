@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chokepoint_core::Sidecar;
+use chokepoint_core::ledger::chains;
 use chokepoint_core::ledger::head::{self, Head};
 use chokepoint_core::ledger::record::{line_hash, sha256_hex};
 use chokepoint_core::ledger::verify::{ProblemKind, Verification, verify};
@@ -26,11 +27,22 @@ const DIR_ENV: &str = "CHOKEPOINT_LEDGER_DIR";
 const TAG_ENV: &str = "CHOKEPOINT_LEDGER_TAG";
 const COUNT_ENV: &str = "CHOKEPOINT_LEDGER_COUNT";
 
+/// The chain the tests' workspaces begin with, so that a test knows its file before the first append.
+const CHAIN: &str = "20260101T000000Z-00000001";
+
+/// A workspace whose current chain is [`CHAIN`], begun and still empty: what the writer's first batch
+/// would have made, under a name the test knows.
 fn workspace() -> (tempfile::TempDir, Sidecar) {
     let dir = tempfile::tempdir().unwrap();
     let sidecar = Sidecar::new(dir.path());
-    std::fs::create_dir(sidecar.dir()).unwrap();
+    std::fs::create_dir_all(sidecar.trace_dir()).unwrap();
+    std::fs::write(chain_path(&sidecar), "").unwrap();
+    std::fs::write(sidecar.trace_lock(), format!("{CHAIN}\n")).unwrap();
     (dir, sidecar)
+}
+
+fn chain_path(sidecar: &Sidecar) -> PathBuf {
+    chains::path_of(sidecar, CHAIN)
 }
 
 /// A record like the engine writes, varied by `rng`, tagged with `agent`. `big` adds to a quarter of
@@ -77,8 +89,8 @@ fn lines_of(path: &Path) -> Vec<String> {
 }
 
 fn verified(sidecar: &Sidecar) -> Verification {
-    let head = head::read(&sidecar.state_db()).unwrap();
-    verify(&sidecar.trace_ledger(), head.as_ref()).unwrap()
+    let head = head::read(&sidecar.state_db(), CHAIN).unwrap();
+    verify(&chain_path(sidecar), head.as_ref()).unwrap()
 }
 
 // ---- one process --------------------------------------------------------------------------------
@@ -116,7 +128,7 @@ fn appends_from_many_threads_form_one_chain() {
     assert_eq!(seqs, (1..=total as u64).collect(), "every seq once, none missing");
 
     // What each producer was told is what the file holds, and the file verifies against its head.
-    let lines = lines_of(&sidecar.trace_ledger());
+    let lines = lines_of(&chain_path(&sidecar));
     assert_eq!(lines.len(), total);
     for a in &appended {
         let line = &lines[a.seq as usize - 1];
@@ -157,7 +169,7 @@ fn an_append_is_acknowledged_after_its_sync_and_a_flush_after_its_head() {
                     // A flush returns after the head that counts it was written (the head follows the data).
                     if appended.seq % 5 == 0 {
                         ledger.flush().unwrap();
-                        let head = head::read(&db).unwrap().unwrap();
+                        let head = head::read(&db, CHAIN).unwrap().unwrap();
                         assert!(head.count >= appended.seq, "seq {} flushed before its head ({})", appended.seq, head.count);
                     }
                     seen.push(appended.seq);
@@ -175,7 +187,7 @@ fn an_append_is_acknowledged_after_its_sync_and_a_flush_after_its_head() {
     let last = tickets.into_iter().map(|t| t.wait().unwrap()).last().unwrap();
     assert!(ledger.stats().durable_seq >= last.seq);
     ledger.flush().unwrap();
-    let head = head::read(&sidecar.state_db()).unwrap().unwrap();
+    let head = head::read(&sidecar.state_db(), CHAIN).unwrap().unwrap();
     assert_eq!((head.count, head.hash), (last.seq, last.hash));
 }
 
@@ -188,18 +200,18 @@ fn enqueued_records_are_written_without_anyone_waiting() {
         drop(ledger.enqueue(sample(&mut rng, "fire-and-forget", false)));
     }
     ledger.flush().unwrap();
-    assert_eq!(lines_of(&sidecar.trace_ledger()).len(), 20);
+    assert_eq!(lines_of(&chain_path(&sidecar)).len(), 20);
     // Closing writes what is still queued.
     drop(ledger.enqueue(sample(&mut rng, "last", false)));
     drop(ledger);
-    assert_eq!(lines_of(&sidecar.trace_ledger()).len(), 21);
+    assert_eq!(lines_of(&chain_path(&sidecar)).len(), 21);
     assert!(verified(&sidecar).is_intact());
 }
 
 #[test]
 fn a_torn_tail_is_moved_aside_and_reported_on_open() {
     let (_dir, sidecar) = workspace();
-    let path = sidecar.trace_ledger();
+    let path = chain_path(&sidecar);
     let mut rng = Rng(5);
     {
         let (ledger, _) = Ledger::open(&sidecar).unwrap();
@@ -224,14 +236,16 @@ fn a_torn_tail_is_moved_aside_and_reported_on_open() {
         assert!(recovery.reason.contains(why), "{}", recovery.reason);
         assert_eq!(std::fs::read(&recovery.to).unwrap(), torn, "the recovery file holds exactly what was cut");
         assert_eq!(std::fs::read(&path).unwrap(), intact);
-        assert!(recovery.to.file_name().unwrap().to_str().unwrap().starts_with("agent_trace.recovered-"));
+        assert!(recovery.to.file_name().unwrap().to_str().unwrap().starts_with(&format!("{CHAIN}.recovered-")));
         drop(ledger);
     }
     // Every recovery got its own file.
-    let recovered = std::fs::read_dir(sidecar.dir())
+    let recovered = std::fs::read_dir(sidecar.trace_dir())
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().file_name().to_str().unwrap().starts_with("agent_trace.recovered-"));
+        .filter(|e| e.as_ref().unwrap().file_name().to_str().unwrap().starts_with(&format!("{CHAIN}.recovered-")));
     assert_eq!(recovered.count(), 3);
+    // They are evidence, not chains: readers pass them by.
+    assert_eq!(chains::list(&sidecar).unwrap().len(), 1);
     // And the chain continues from the last good record.
     let (ledger, recovery) = Ledger::open(&sidecar).unwrap();
     assert!(recovery.is_none());
@@ -245,7 +259,7 @@ fn a_torn_tail_is_moved_aside_and_reported_on_open() {
 #[test]
 fn records_and_a_torn_end_longer_than_the_first_read_back_are_found_whole() {
     let (_dir, sidecar) = workspace();
-    let path = sidecar.trace_ledger();
+    let path = chain_path(&sidecar);
     let mut rng = Rng(11);
     {
         let (ledger, _) = Ledger::open(&sidecar).unwrap();
@@ -276,7 +290,7 @@ fn a_tail_torn_by_another_process_is_recovered_before_the_next_batch() {
     ledger.append(sample(&mut rng, "a", false)).unwrap();
     // Another process took the lock, wrote half a line and died.
     let torn = b"{\"v\":1,\"seq\":2,\"time\":\"2026";
-    std::fs::OpenOptions::new().append(true).open(sidecar.trace_ledger()).unwrap().write_all(torn).unwrap();
+    std::fs::OpenOptions::new().append(true).open(chain_path(&sidecar)).unwrap().write_all(torn).unwrap();
     let appended = ledger.append(sample(&mut rng, "a", false)).unwrap();
     assert_eq!(appended.seq, 2);
     let notices = ledger.notices();
@@ -287,7 +301,7 @@ fn a_tail_torn_by_another_process_is_recovered_before_the_next_batch() {
 #[test]
 fn a_line_the_head_vouches_for_is_never_moved_aside() {
     let (_dir, sidecar) = workspace();
-    let path = sidecar.trace_ledger();
+    let path = chain_path(&sidecar);
     let mut rng = Rng(12);
     {
         let (ledger, _) = Ledger::open(&sidecar).unwrap();
@@ -308,42 +322,69 @@ fn a_line_the_head_vouches_for_is_never_moved_aside() {
 }
 
 #[test]
-fn a_ledger_shorter_than_its_head_is_refused() {
+fn a_chain_shorter_than_its_head_is_left_as_found_and_a_new_one_begun() {
     let (_dir, sidecar) = workspace();
-    let path = sidecar.trace_ledger();
+    let path = chain_path(&sidecar);
     let (ledger, _) = Ledger::open(&sidecar).unwrap();
     let mut rng = Rng(13);
     for _ in 0..4 {
         ledger.append(sample(&mut rng, "a", false)).unwrap();
     }
-    // Someone cuts the last record off while the ledger is open: the next batch refuses to write,
-    // since moving the head back would erase the evidence.
+    // The last record is cut off while the ledger is open (git checked out an older version, or
+    // someone cut it): the next batch does not stop, and does not touch the chain either (moving its
+    // head back would erase the evidence): it begins a new chain and says why.
     let lines = lines_of(&path);
     std::fs::write(&path, lines[..3].join("\n") + "\n").unwrap();
-    let ticket = ledger.enqueue(sample(&mut rng, "a", false));
-    let error = ticket.wait().unwrap_err();
-    assert!(matches!(&error, LedgerError::HeadMismatch { found_count: 3, head: Head { count: 4, .. }, .. }), "{error:?}");
-    assert!(error.to_string().contains("ends at record 3 but its head says 4 records"), "{error}");
-    // The failure is also reported once by flush, for producers that dropped their tickets.
-    assert!(matches!(ledger.flush(), Err(LedgerError::HeadMismatch { .. })));
+    let appended = ledger.enqueue(sample(&mut rng, "a", false)).wait().unwrap();
+    assert_eq!((appended.seq, appended.record.prev.as_str()), (1, GENESIS), "a new chain, from its start");
+    let notices = ledger.notices();
+    let [Notice::LeftChain { chain, cause }] = &notices[..] else { panic!("{notices:?}") };
+    assert_eq!(chain, CHAIN);
+    assert!(matches!(cause, LedgerError::HeadMismatch { found_count: 3, head: Head { count: 4, .. }, .. }), "{cause:?}");
+    assert!(cause.to_string().contains("ends at record 3 but its head says 4 records"), "{cause}");
     ledger.flush().unwrap();
+    let new = ledger.chain().unwrap();
+    assert_ne!(new, CHAIN);
+    assert_eq!(chains::current(&sidecar).unwrap().chain, new, "the lock file names the new chain for every process");
     drop(ledger);
-    assert!(matches!(Ledger::open(&sidecar), Err(LedgerError::HeadMismatch { .. })));
-    assert_eq!(lines_of(&path).len(), 3, "nothing was appended");
-    // Rewritten to the same length: refused too.
+    assert_eq!(lines_of(&path).len(), 3, "the old chain is as it was found");
+    // Its head stays: verify names the truncation (this workspace is no git repository to explain it).
+    let problem = verified(&sidecar).problem.unwrap();
+    assert_eq!((problem.kind, problem.line), (ProblemKind::Truncated, 4));
+    let audit = chokepoint_core::ledger::audit::verify_ledger(&sidecar).unwrap();
+    let (failing, _) = audit.first_problem().unwrap();
+    assert_eq!(failing.chain, CHAIN);
+    // Another process opens the ledger and appends to the new chain.
+    let (ledger, recovery) = Ledger::open(&sidecar).unwrap();
+    assert!(recovery.is_none() && ledger.notices().is_empty());
+    assert_eq!(ledger.append(sample(&mut rng, "a", false)).unwrap().seq, 2);
+    assert_eq!(ledger.chain().unwrap(), new);
+    drop(ledger);
+
+    // The old chain named current again (the lock file of a worktree that never saw the new one), its
+    // end rewritten to the same length: left too, on opening.
     let mut forged = Record::new(RecordKind::External);
     forged.seq = 4;
     forged.time = "2026-01-01T00:00:00.000Z".into();
     forged.prev = line_hash(&lines[2]);
     std::fs::write(&path, lines[..3].join("\n") + "\n" + &forged.to_line() + "\n").unwrap();
-    let error = Ledger::open(&sidecar).unwrap_err();
-    assert!(error.to_string().contains("its end was rewritten"), "{error}");
+    std::fs::write(sidecar.trace_lock(), CHAIN).unwrap();
+    let (ledger, _) = Ledger::open(&sidecar).unwrap();
+    let notices = ledger.notices();
+    assert!(
+        matches!(&notices[..], [Notice::LeftChain { cause, .. }] if cause.to_string().contains("its end was rewritten")),
+        "{notices:?}"
+    );
+    assert_eq!(ledger.append(sample(&mut rng, "a", false)).unwrap().seq, 1);
+    drop(ledger);
+    assert_eq!(lines_of(&path).len(), 4, "nothing was appended to it");
+    assert_eq!(chains::list(&sidecar).unwrap().len(), 3);
 }
 
 #[test]
 fn a_last_line_rewritten_to_the_same_length_is_noticed_before_the_next_batch() {
     let (_dir, sidecar) = workspace();
-    let path = sidecar.trace_ledger();
+    let path = chain_path(&sidecar);
     let (ledger, _) = Ledger::open(&sidecar).unwrap();
     let mut rng = Rng(14);
     for _ in 0..3 {
@@ -354,25 +395,52 @@ fn a_last_line_rewritten_to_the_same_length_is_noticed_before_the_next_batch() {
     let edited = text.replacen("\"agent\":\"a\"", "\"agent\":\"b\"", 3);
     assert_eq!(edited.len(), text.len());
     std::fs::OpenOptions::new().write(true).open(&path).unwrap().write_all(edited.as_bytes()).unwrap();
-    let error = ledger.append(sample(&mut rng, "a", false)).unwrap_err();
-    assert!(matches!(error, LedgerError::HeadMismatch { found_count: 3, .. }), "{error:?}");
+    let appended = ledger.append(sample(&mut rng, "a", false)).unwrap();
+    assert_eq!(appended.seq, 1, "a new chain");
+    let notices = ledger.notices();
+    assert!(matches!(&notices[..], [Notice::LeftChain { cause: LedgerError::HeadMismatch { found_count: 3, .. }, .. }]), "{notices:?}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), edited, "nothing was appended, nothing moved");
-    assert!(ledger.notices().is_empty());
+}
+
+/// A chain's file that is gone (git switched to a branch without it, a stash took it) is left, not
+/// made anew; and a workspace whose lock file names no chain begins one with its first batch only.
+#[test]
+fn a_chain_whose_file_is_gone_is_left_and_nothing_is_created_before_the_first_batch() {
+    let (_dir, sidecar) = workspace();
+    let (ledger, _) = Ledger::open(&sidecar).unwrap();
+    let mut rng = Rng(15);
+    ledger.append(sample(&mut rng, "a", false)).unwrap();
+    std::fs::remove_file(chain_path(&sidecar)).unwrap();
+    assert_eq!(ledger.append(sample(&mut rng, "a", false)).unwrap().seq, 1);
+    assert!(matches!(&ledger.notices()[..], [Notice::LeftChain { chain, .. }] if chain == CHAIN));
+    assert!(!chain_path(&sidecar).exists(), "the gone chain was not made anew");
+    drop(ledger);
+
+    let fresh = tempfile::tempdir().unwrap();
+    let sidecar = Sidecar::new(fresh.path());
+    std::fs::create_dir(sidecar.dir()).unwrap();
+    let (ledger, _) = Ledger::open(&sidecar).unwrap();
+    assert!(!sidecar.trace_dir().exists() && ledger.chain().is_none(), "opening creates no chain");
+    ledger.flush().unwrap();
+    assert_eq!(ledger.append(sample(&mut rng, "a", false)).unwrap().seq, 1);
+    let chain = ledger.chain().unwrap();
+    assert!(chains::is_chain_name(&chain), "{chain}");
+    assert_eq!(chains::list(&sidecar).unwrap().iter().map(|c| c.chain.clone()).collect::<Vec<_>>(), [chain]);
 }
 
 #[test]
 fn reading_the_head_creates_nothing() {
     let (_dir, sidecar) = workspace();
-    assert_eq!(head::read(&sidecar.state_db()).unwrap(), None);
+    assert_eq!(head::read(&sidecar.state_db(), CHAIN).unwrap(), None);
     assert!(!sidecar.state_db().exists());
     chokepoint_core::leases::Leases::open(&sidecar.state_db()).unwrap();
-    assert_eq!(head::read(&sidecar.state_db()).unwrap(), None);
+    assert_eq!(head::read(&sidecar.state_db(), CHAIN).unwrap(), None);
     let tables = rusqlite_tables(&sidecar.state_db());
     // The lease module's schema: the leases and their revocations, nothing of the head's.
     assert_eq!(tables, ["lease_revocations_v1", "leases"]);
     // The lease module's schema and the head's live side by side.
     drop(Ledger::open(&sidecar).unwrap());
-    assert!(rusqlite_tables(&sidecar.state_db()).contains(&"ledger_head_v1".to_owned()));
+    assert!(rusqlite_tables(&sidecar.state_db()).contains(&"ledger_heads_v2".to_owned()));
     let leases = chokepoint_core::leases::Leases::open(&sidecar.state_db()).unwrap();
     assert!(leases.list().unwrap().is_empty());
 }
@@ -697,7 +765,7 @@ fn agents_from(path: &Path, from: u64) -> Vec<(u64, String)> {
 #[test]
 fn acknowledged_appends_survive_sigkill_and_torn_tails_are_recovered() {
     let (_dir, sidecar) = workspace();
-    let path = sidecar.trace_ledger();
+    let path = chain_path(&sidecar);
     let mut rng = Rng(0xc4a5);
     let started = Instant::now();
     // Who wrote each seq, and how far the file has been checked: the chain is followed incrementally
@@ -799,7 +867,7 @@ fn processes_appending_at_once_share_one_chain() {
     assert!(verification.is_intact(), "{:?}", verification.problem);
     assert_eq!(verification.records, total + 1);
     let mut per_agent = BTreeMap::<String, usize>::new();
-    for (_, agent) in agents_from(&sidecar.trace_ledger(), 0) {
+    for (_, agent) in agents_from(&chain_path(&sidecar), 0) {
         *per_agent.entry(agent).or_default() += 1;
     }
     assert_eq!(per_agent.len(), PROCESSES + 1);

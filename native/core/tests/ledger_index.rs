@@ -12,9 +12,10 @@ use std::time::Instant;
 use chokepoint_core::Sidecar;
 use chokepoint_core::clock::format_utc;
 use chokepoint_core::ledger::blame::{BlameLine, blame};
+use chokepoint_core::ledger::chains::LEGACY;
 use chokepoint_core::ledger::export::{agent_trace, check_trace_record};
 use chokepoint_core::ledger::head;
-use chokepoint_core::ledger::index::{Filter, Index, IndexedRecord, reindex};
+use chokepoint_core::ledger::index::{Filter, Index, IndexReport, IndexedRecord, reindex};
 use chokepoint_core::ledger::ranges::{MAX_DIGESTED_LINES, file_change};
 use chokepoint_core::ledger::record::line_hash;
 use chokepoint_core::ledger::verify::verify;
@@ -161,13 +162,13 @@ fn an_index_built_record_by_record_answers_as_a_rebuild() {
     let lines = read_ledger(&ws);
     let third = lines.len() / 3;
     for (record, hash, offset) in &lines[..third] {
-        assert!(index.add(record, hash, *offset).unwrap());
+        assert!(index.add(LEGACY, record, hash, *offset).unwrap());
         // Idempotent on seq.
-        assert!(!index.add(record, hash, *offset).unwrap());
+        assert!(!index.add(LEGACY, record, hash, *offset).unwrap());
     }
     let many: Vec<(&Record, &str, u64)> = lines[third..2 * third].iter().map(|(r, h, o)| (r, h.as_str(), *o)).collect();
-    assert_eq!(index.add_many(many.clone()).unwrap(), many.len() as u64);
-    assert_eq!(index.add_many(many).unwrap(), 0);
+    assert_eq!(index.add_many(LEGACY, many.clone()).unwrap(), many.len() as u64);
+    assert_eq!(index.add_many(LEGACY, many).unwrap(), 0);
     let caught = index.catch_up().unwrap();
     assert_eq!(caught.records, (lines.len() - 2 * third) as u64);
     assert!(!caught.rebuilt && caught.skipped == 0, "{caught:?}");
@@ -316,7 +317,7 @@ fn catch_up_indexes_only_what_was_appended_and_only_whole_lines() {
     // is not indexed yet: catch-up still reads the earlier one.
     let seventeen = ws.agent_writes("a.txt", "17\n", "s", "I", "m");
     let eighteen = ws.agent_writes("a.txt", "18\n", "s", "I", "m");
-    assert!(index.add(&eighteen.record, &eighteen.hash, eighteen.offset).unwrap());
+    assert!(index.add(LEGACY, &eighteen.record, &eighteen.hash, eighteen.offset).unwrap());
     let report = index.catch_up().unwrap();
     assert_eq!(report.records, 1, "{report:?}");
     assert_eq!(index.get(17).unwrap().map(|r| r.record), Some(seventeen.record));
@@ -363,11 +364,11 @@ fn a_rewritten_ledger_is_noticed() {
         let a = ws2.agent_writes("x", "x\n", "s", "I", "m");
         (a.record, a.hash, a.offset)
     };
-    assert!(index.add(&record, &hash, offset).unwrap());
+    assert!(index.add(LEGACY, &record, &hash, offset).unwrap());
     let mut other = record.clone();
     other.session = Some("someone else".into());
-    let error = index.add(&other, &line_hash(&other.to_line()), offset).unwrap_err();
-    assert!(error.message().contains("record 1 is already indexed"), "{error}");
+    let error = index.add(LEGACY, &other, &line_hash(&other.to_line()), offset).unwrap_err();
+    assert!(error.message().contains("record 1 of chain agent_trace is already indexed"), "{error}");
 }
 
 #[test]
@@ -562,7 +563,8 @@ fn version_1_records_still_verify_and_blame_by_range_hash() {
     ws.agent_writes_v1("both.rs", "fn a() {\n    a\n}\n", "s-old");
     let v1_lines = fs::read_to_string(ws.sidecar.trace_ledger()).unwrap();
     assert!(v1_lines.lines().all(|l| l.starts_with(r#"{"v":1,"#) && !l.contains("line_digests")), "{v1_lines}");
-    // ...and this engine's writer goes on with the same chain, in version 2.
+    // ...in the single file of before chains, which this engine reads as the legacy chain and never
+    // appends to: its writer begins a chain of its own, in version 2.
     let (ledger, recovery) = Ledger::open(&ws.sidecar).unwrap();
     assert!(recovery.is_none());
     let content = "fn a() {\n    a\n}\n\nfn b() {\n    b\n    bb\n}\n";
@@ -570,20 +572,24 @@ fn version_1_records_still_verify_and_blame_by_range_hash() {
     let mut record = tool_call("s-new", "INT-NEW");
     record.files = vec![file_change("both.rs", Some("fn a() {\n    a\n}\n"), Some(content))];
     let appended = ledger.append(record).unwrap();
-    assert_eq!((appended.seq, appended.record.v), (3, 2));
+    assert_eq!((appended.seq, appended.record.v), (1, 2));
     assert!(appended.record.files[0].ranges[0].line_digests.is_some());
+    let chain = ledger.chain().unwrap();
     drop(ledger);
+    assert_eq!(fs::read_to_string(ws.sidecar.trace_ledger()).unwrap(), v1_lines, "the legacy file is never appended");
 
-    // The mixed ledger is intact, against its head too, and every line reads back as it was written.
-    let head = head::read(&ws.sidecar.state_db()).unwrap();
-    let verification = verify(&ws.sidecar.trace_ledger(), head.as_ref()).unwrap();
+    // The mixed ledger is intact, against its heads too, and every line reads back as it was written.
+    let head = head::read(&ws.sidecar.state_db(), &chain).unwrap();
+    let verification = verify(&chokepoint_core::ledger::chains::path_of(&ws.sidecar, &chain), head.as_ref()).unwrap();
     assert!(verification.is_intact(), "{:?}", verification.problem);
-    assert_eq!(verification.records, 3);
-    let text = fs::read_to_string(ws.sidecar.trace_ledger()).unwrap();
-    let versions: Vec<u32> = text.lines().map(|l| Record::from_line(l).unwrap().v).collect();
+    let audit = chokepoint_core::ledger::audit::verify_ledger(&ws.sidecar).unwrap();
+    assert!(audit.is_intact(), "{:?}", audit.first_problem());
+    assert_eq!((audit.chains.len(), audit.records()), (2, 3));
+    let lines = chokepoint_core::ledger::chains::all_lines(&ws.sidecar);
+    let versions: Vec<u32> = lines.iter().map(|l| Record::from_line(l).unwrap().v).collect();
     assert_eq!(versions, [1, 1, 2]);
-    for line in text.lines() {
-        assert_eq!(Record::from_line(line).unwrap().to_line(), line);
+    for line in &lines {
+        assert_eq!(&Record::from_line(line).unwrap().to_line(), line);
     }
     let report = reindex(&ws.sidecar).unwrap();
     assert_eq!((report.records, report.skipped), (3, 0));
@@ -598,7 +604,7 @@ fn version_1_records_still_verify_and_blame_by_range_hash() {
     // digests. The version-2 range of the same file, partly edited too, keeps its other lines.
     ws.human_writes("both.rs", "fn a() {\n    A\n}\n\nfn b() {\n    B\n    bb\n}\n");
     let lines = blame(&index, &ws.sidecar, "both.rs", None).unwrap();
-    assert_eq!(origin_seqs(&lines), [None, None, None, Some(3), Some(3), None, Some(3), Some(3)]);
+    assert_eq!(origin_seqs(&lines), [None, None, None, Some(1), Some(1), None, Some(1), Some(1)]);
 }
 
 #[test]
@@ -699,17 +705,70 @@ fn the_index_reads_what_the_writer_writes() {
     }
     // The writer's own answer indexes a record directly...
     let first = &appended[0];
-    assert!(index.add(&first.record, &first.hash, first.offset).unwrap());
+    let chain = ledger.chain().unwrap();
+    assert!(index.add(&chain, &first.record, &first.hash, first.offset).unwrap());
     // ...and a catch-up finds the rest, with the writer's offsets and hashes.
     assert_eq!(index.catch_up().unwrap().records, 19);
     let found = index.query(&filter()).unwrap();
     for (found, written) in found.iter().zip(&appended) {
         assert_eq!(
-            (found.seq, &found.line_hash, found.offset, &found.record),
-            (written.seq, &written.hash, written.offset, &written.record)
+            (found.chain.as_str(), found.seq, &found.line_hash, found.offset, &found.record),
+            (chain.as_str(), written.seq, &written.hash, written.offset, &written.record)
         );
     }
     assert_eq!(index.query(&Filter { session: Some("s-1".into()), ..filter() }).unwrap().len(), 10);
+}
+
+/// Chains of several worktrees side by side, as a merge leaves them: one index over all of them, in
+/// time order; a chain that shrank under it (a checkout of an older version) is read again, one that
+/// is gone (a switch to a branch without it) leaves the index with its rows.
+#[test]
+fn the_index_reads_every_chain_in_time_order_and_follows_what_git_does_to_them() {
+    let merged = Workspace::new();
+    fs::create_dir_all(merged.sidecar.trace_dir()).unwrap();
+    let mut chains = Vec::new();
+    for (n, session) in ["s-a", "s-b", "s-a"].into_iter().enumerate() {
+        let branch = Workspace::new();
+        let (ledger, _) = Ledger::open(&branch.sidecar).unwrap();
+        for i in 0..3 {
+            let mut record = tool_call(session, "INT-M");
+            record.files = vec![file_change(&format!("m{n}.rs"), None, Some(&format!("{i}\n")))];
+            ledger.append(record).unwrap();
+            // Each record at a time of its own.
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        }
+        let chain = chokepoint_core::ledger::chains::current(&branch.sidecar).unwrap();
+        drop(ledger);
+        let into = merged.sidecar.trace_dir().join(format!("{}.jsonl", chain.chain));
+        fs::copy(&chain.path, &into).unwrap();
+        chains.push((chain.chain, into));
+    }
+    let index = Index::open(&merged.sidecar).unwrap();
+    assert_eq!(index.catch_up().unwrap().records, 9);
+    let found = index.query(&filter()).unwrap();
+    let order: Vec<(String, u64)> = found.iter().map(|r| (r.chain.clone(), r.seq)).collect();
+    let mut by_time = order.clone();
+    by_time.sort_by_key(|(chain, seq)| found.iter().find(|r| &r.chain == chain && r.seq == *seq).unwrap().record.time.clone());
+    assert_eq!(order, by_time, "oldest first, across chains");
+    assert_eq!(index.query(&Filter { session: Some("s-a".into()), ..filter() }).unwrap().len(), 6);
+    assert_eq!(index.get_in(&chains[1].0, 2).unwrap().unwrap().record.session.as_deref(), Some("s-b"));
+    assert_eq!(index.query(&Filter { file: Some("m1.rs".into()), ..filter() }).unwrap().len(), 3);
+    assert_eq!(index.catch_up().unwrap(), IndexReport::default(), "nothing changed: nothing to do");
+
+    // An older version of the second chain checked out: read again from its start.
+    let text = fs::read_to_string(&chains[1].1).unwrap();
+    fs::write(&chains[1].1, text.lines().next().unwrap().to_owned() + "\n").unwrap();
+    let report = index.catch_up().unwrap();
+    assert!(report.rebuilt && report.records == 1, "{report:?}");
+    assert_eq!(index.query(&filter()).unwrap().len(), 7);
+    // The third chain gone: its rows go with it.
+    fs::remove_file(&chains[2].1).unwrap();
+    assert!(index.catch_up().unwrap().rebuilt);
+    assert_eq!(index.query(&filter()).unwrap().len(), 4);
+    assert_eq!(index.query(&Filter { file: Some("m2.rs".into()), ..filter() }).unwrap().len(), 0);
+    // And a rebuild from scratch answers the same.
+    reindex(&merged.sidecar).unwrap();
+    assert_eq!(index.query(&filter()).unwrap().len(), 4);
 }
 
 /// Figures for the report (run with `--release --ignored --nocapture`): a rebuild of 100k records, a

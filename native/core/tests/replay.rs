@@ -98,8 +98,8 @@ async fn a_changed_rule_flips_exactly_the_calls_it_matches_and_nothing_is_writte
     let ws = workspace();
     let ws = ws.path();
     assert_eq!(record_work(ws).await, ["allow", "allow", "allow", "deny", "deny", "allow"]);
-    let ledger = ws.join(".orchestration/agent_trace.jsonl");
-    let before = fs::read(&ledger).unwrap();
+    let ledger = || chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(ws));
+    let before = ledger();
     assert_eq!(lines(&ws.join("audit.log")), 2, "audit ran for the two writes the chain reached it on");
 
     // The draft guards src/lib instead of src/secret.
@@ -133,7 +133,7 @@ async fn a_changed_rule_flips_exactly_the_calls_it_matches_and_nothing_is_writte
         ["command hook `audit` not re-run and not in the record (it did not run then): counted as allow"]
     );
 
-    assert!(fs::read(&ledger).unwrap() == before, "the replay appended to the ledger");
+    assert!(ledger() == before, "the replay appended to the ledger");
     assert_eq!(lines(&ws.join("audit.log")), 2, "the command hook was not run again");
     let engine = Engine::open(ws).unwrap();
     assert_eq!(engine.gatekeeper().holders().unwrap(), [], "the replay took no lease");
@@ -144,7 +144,7 @@ async fn a_changed_rule_flips_exactly_the_calls_it_matches_and_nothing_is_writte
     assert_eq!(flips(&report).len(), 2);
     assert_eq!(report.unverified, 0);
     assert_eq!(lines(&ws.join("audit.log")), 4, "audit ran for src/a.ts and, now allowed, src/secret/k.ts");
-    assert!(fs::read(&ledger).unwrap() == before, "the replay that ran the commands appended to the ledger");
+    assert!(ledger() == before, "the replay that ran the commands appended to the ledger");
 
     // Against the same configuration nothing changes.
     let same = ws.join(".orchestration");
@@ -175,13 +175,16 @@ async fn a_draft_that_does_not_load_is_refused_with_its_file_line_and_column() {
     let ws = workspace();
     let ws = ws.path();
     record_work(ws).await;
-    let before = fs::read(ws.join(".orchestration/agent_trace.jsonl")).unwrap();
+    let before = chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(ws));
     let bad = "version: 1\nhooks:\n  PreToolUse:\n    - name: guard\n      priority: urgent\n      deny:\n        reason: no\n";
     let err = replay(ws, &ReplayOptions { config: draft(ws, bad), ..ReplayOptions::default() }).await.unwrap_err();
     let ReplayError::Config(diagnostics) = &err else { panic!("expected a configuration error, got {err:?}") };
     assert!(diagnostics[0].file.ends_with("draft/hooks.yaml"), "{diagnostics:?}");
     assert_eq!((diagnostics[0].line, diagnostics[0].column), (5, 17), "{diagnostics:?}");
-    assert!(fs::read(ws.join(".orchestration/agent_trace.jsonl")).unwrap() == before, "a refused replay appended to the ledger");
+    assert!(
+        chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(ws)) == before,
+        "a refused replay appended to the ledger"
+    );
     // And a folder with neither file is no configuration at all.
     let empty = ws.join("empty");
     fs::create_dir_all(&empty).unwrap();
@@ -195,7 +198,7 @@ async fn a_write_recorded_without_its_paths_is_skipped_not_judged_as_naming_none
     let ws = ws.path();
     record_work(ws).await;
     // A ledger of an older engine: the same records without `data.call`, chained again.
-    let ledger = ws.join(".orchestration/agent_trace.jsonl");
+    let ledger = chokepoint_core::ledger::chains::current(&chokepoint_core::Sidecar::new(ws)).unwrap().path;
     let mut prev = chokepoint_core::ledger::GENESIS.to_owned();
     let mut text = String::new();
     for line in fs::read_to_string(&ledger).unwrap().lines() {

@@ -58,7 +58,7 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 }
 
 fn ledger(ws: &tempfile::TempDir) -> Vec<Record> {
-    let text = fs::read_to_string(ws.path().join(".orchestration/agent_trace.jsonl")).unwrap();
+    let text = chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(ws.path())).join("\n");
     text.lines().map(|l| Record::from_line(l).unwrap()).collect()
 }
 

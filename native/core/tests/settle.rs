@@ -52,7 +52,7 @@ fn write(path: &str) -> Event {
 }
 
 fn approval_decisions(ws: &tempfile::TempDir) -> Vec<Record> {
-    let text = fs::read_to_string(ws.path().join(".orchestration/agent_trace.jsonl")).unwrap_or_default();
+    let text = chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(ws.path())).join("\n");
     let records = text.lines().map(|l| Record::from_line(l).unwrap());
     records.filter(|r| r.kind == RecordKind::Approval && r.data.as_ref().unwrap()["phase"] == "decision").collect()
 }

@@ -29,7 +29,7 @@ fn event(kind: EventKind, tool: Option<&str>, input: serde_json::Value) -> Event
 }
 
 fn ledger(ws: &tempfile::TempDir) -> Vec<Record> {
-    let text = fs::read_to_string(ws.path().join(".orchestration/agent_trace.jsonl")).unwrap_or_default();
+    let text = chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(ws.path())).join("\n");
     text.lines().map(|l| Record::from_line(l).unwrap()).collect()
 }
 
@@ -78,8 +78,7 @@ fn every_judged_event_is_recorded_with_its_intent_decision_and_the_ranges_it_wro
         ]
     );
     assert_eq!(records[0].prev, GENESIS);
-    let lines: Vec<String> =
-        fs::read_to_string(ws.path().join(".orchestration/agent_trace.jsonl")).unwrap().lines().map(str::to_owned).collect();
+    let lines: Vec<String> = chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(ws.path()));
     for i in 1..lines.len() {
         assert_eq!(
             records[i].prev,

@@ -60,8 +60,16 @@ pub fn stderr(out: &Output) -> String {
 
 /// The ledger's records, as written on disk.
 pub fn records(ws: &Path) -> Vec<Value> {
-    let text = fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl")).unwrap_or_default();
+    let text = ledger_text(ws).unwrap_or_default();
     text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Every line of the workspace's ledger, each with its newline: its chains one after another, in
+/// the order they began (`ledger::chains::all_lines`).
+#[allow(dead_code)]
+pub fn ledger_text(ws: impl AsRef<Path>) -> std::io::Result<String> {
+    let lines = chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(ws.as_ref()));
+    Ok(lines.into_iter().map(|l| l + "\n").collect())
 }
 
 /// `chokepoint trace verify` passes: the ledger's hash chain, sequence and head are intact.

@@ -157,7 +157,7 @@ pub struct UnknownTool {
 /// hooks.yaml's) does not know, most called first; our MCP server's tools are known. None for a
 /// workspace with no ledger (nothing is created to find out).
 pub fn unknown_tools(engine: &crate::engine::judge::Engine) -> Result<Vec<UnknownTool>, String> {
-    if !engine.sidecar().trace_ledger().exists() {
+    if !crate::ledger::chains::any(engine.sidecar()) {
         return Ok(Vec::new());
     }
     let index = engine.tracer().index().map_err(|e| e.to_string())?;

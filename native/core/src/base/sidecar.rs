@@ -167,9 +167,22 @@ impl Sidecar {
         }
     }
 
-    /// The trace ledger: one JSON record a line, hash-chained.
+    /// The ledger's single file of before chains (`ledger::chains`): read as one more chain when
+    /// present, and never appended again.
     pub fn trace_ledger(&self) -> PathBuf {
         self.dir().join("agent_trace.jsonl")
+    }
+
+    /// The trace ledger's folder of chains: `<chain>.jsonl` files, one hash chain each, committed
+    /// with the project (`ledger::chains`).
+    pub fn trace_dir(&self) -> PathBuf {
+        self.dir().join("trace")
+    }
+
+    /// The lock file that serialises this worktree's appends to the ledger, and names the chain they
+    /// go to (ignored by git: each worktree has its own).
+    pub fn trace_lock(&self) -> PathBuf {
+        self.dir().join("agent_trace.lock")
     }
 
     /// The SQLite index of the ledger, rebuildable from it at any time. (The chain head is kept in

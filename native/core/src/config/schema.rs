@@ -13,7 +13,8 @@ pub fn intents_schema() -> String {
     pretty(schemars::schema_for!(IntentSet))
 }
 
-/// One line of `agent_trace.jsonl` (the record's `v` says which version of this schema it follows).
+/// One line of a chain of the trace ledger, `.orchestration/trace/<chain>.jsonl` (the record's `v` says
+/// which version of this schema it follows).
 pub fn trace_record_schema() -> String {
     pretty(schemars::schema_for!(crate::ledger::Record))
 }

@@ -175,6 +175,7 @@ pub fn default_excluded() -> Vec<String> {
         format!("{SIDECAR_DIR}/snapshots"),
         format!("{SIDECAR_DIR}/state.db*"),
         format!("{SIDECAR_DIR}/agent_trace.jsonl"),
+        format!("{SIDECAR_DIR}/trace"),
         format!(".git/{}", crate::base::repo::SHARED_DIR),
     ]
 }

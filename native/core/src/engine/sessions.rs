@@ -193,14 +193,17 @@ fn active_sessions(index: &Index, since: u64, checkout: Option<Checkout>) -> Res
     let mut views = Vec::with_capacity(activity.len());
     for active in activity {
         let filter = Filter { session: Some(active.session.clone()), limit: Some(READ_BACK), newest_first: true, ..Filter::default() };
-        let records: Vec<Record> = index.query(&filter).map_err(read)?.into_iter().map(|found| found.record).collect();
-        let last_denial = match active.last_denial {
-            Some(seq) => match records.iter().find(|r| r.seq == seq) {
-                Some(record) => Some(action(record)),
-                None => index.get(seq).map_err(read)?.map(|found| action(&found.record)),
+        let found = index.query(&filter).map_err(read)?;
+        // A record is named by its chain and its number in it: two chains (two worktrees, or one
+        // before and after a checkout) both have a record 7.
+        let last_denial = match (active.last_denial, active.last_denial_chain.as_deref()) {
+            (Some(seq), Some(chain)) => match found.iter().find(|f| f.record.seq == seq && f.chain == chain) {
+                Some(f) => Some(action(&f.record)),
+                None => index.get_in(chain, seq).map_err(read)?.map(|f| action(&f.record)),
             },
-            None => None,
+            _ => None,
         };
+        let records: Vec<Record> = found.into_iter().map(|f| f.record).collect();
         views.push(SessionView {
             session: active.session.clone(),
             agent: records.iter().find_map(|r| r.agent.clone()),
@@ -226,7 +229,7 @@ fn active_sessions(index: &Index, since: u64, checkout: Option<Checkout>) -> Res
 /// recorded anything: no index is created for it.
 fn other_worktree(repo: &crate::base::repo::Repo, since: u64) -> Result<Vec<SessionView>, TraceError> {
     let sidecar = Sidecar::new(repo.work_tree.join(&repo.subdir));
-    if !sidecar.exists() || !sidecar.trace_ledger().exists() {
+    if !sidecar.exists() || !crate::ledger::chains::any(&sidecar) {
         return Ok(Vec::new());
     }
     let index = Index::open(&sidecar).map_err(|e| TraceError::from(e.to_string()))?;

@@ -19,12 +19,14 @@ pub struct SessionActivity {
     pub allowed: u64,
     /// Its tool calls the chain denied (`PreToolUse` records deciding `deny`).
     pub denied: u64,
-    /// The newest record of the session.
+    /// The newest record of the session (by time, chain, seq): its number in its chain.
     pub last_seq: u64,
     /// When it was written (unix milliseconds), if its time parses.
     pub last_ms: Option<u64>,
-    /// The newest of its records that decided `deny` (a tool call, or a gate such as a completion).
+    /// The newest of its records that decided `deny` (a tool call, or a gate such as a completion):
+    /// its number in its chain, and the chain (`Index::get_in`).
     pub last_denial: Option<u64>,
+    pub last_denial_chain: Option<String>,
 }
 
 /// How often an agent called a tool, by the ledger's `PreToolUse` records.
@@ -34,7 +36,7 @@ pub struct ToolCalls {
     pub tool: String,
     pub calls: u64,
     pub denied: u64,
-    /// The newest of those records.
+    /// The newest of those records: its number in its chain.
     pub last_seq: u64,
 }
 
@@ -42,8 +44,11 @@ impl Index {
     /// Every tool called, per agent, from the `PreToolUse` records indexed (one aggregate query;
     /// `chokepoint doctor` reads it once). Call [`Index::catch_up`] first.
     pub fn tools_called(&self) -> Result<Vec<ToolCalls>, ReadError> {
-        let sql = "SELECT agent, tool, COUNT(*), SUM(decision = 'deny'), MAX(seq)
-                   FROM records
+        let sql = "SELECT agent, tool, COUNT(*), SUM(decision = 'deny'),
+                          (SELECT n.seq FROM records n
+                           WHERE n.event = 'PreToolUse' AND n.tool = r.tool AND n.agent IS r.agent
+                           ORDER BY n.time_ms DESC, n.chain DESC, n.seq DESC LIMIT 1)
+                   FROM records r
                    WHERE event = 'PreToolUse' AND tool IS NOT NULL
                    GROUP BY agent, tool
                    ORDER BY COUNT(*) DESC, tool";
@@ -69,17 +74,24 @@ impl Index {
     pub fn session_activity(&self, since_ms: u64, limit: usize) -> Result<Vec<SessionActivity>, ReadError> {
         // The `time_ms` index bounds the scan to the window; a day of a busy workspace is some
         // thousands of rows, counted in a few milliseconds.
-        let sql = "SELECT session,
+        // Records of several chains (merged branches) interleave: the newest is the newest by time,
+        // then chain and seq, as every query of the index orders them.
+        let sql = "SELECT r.session,
                           COUNT(*),
-                          SUM(kind = 'tool_call' AND event = 'PreToolUse' AND decision = 'allow'),
-                          SUM(kind = 'tool_call' AND event = 'PreToolUse' AND decision = 'deny'),
-                          MAX(seq),
-                          MAX(time_ms),
-                          MAX(CASE WHEN decision = 'deny' THEN seq END)
-                   FROM records
-                   WHERE time_ms >= ?1 AND session IS NOT NULL
-                   GROUP BY session
-                   ORDER BY MAX(seq) DESC
+                          SUM(r.kind = 'tool_call' AND r.event = 'PreToolUse' AND r.decision = 'allow'),
+                          SUM(r.kind = 'tool_call' AND r.event = 'PreToolUse' AND r.decision = 'deny'),
+                          (SELECT n.seq FROM records n WHERE n.session = r.session AND n.time_ms >= ?1
+                           ORDER BY n.time_ms DESC, n.chain DESC, n.seq DESC LIMIT 1),
+                          MAX(r.time_ms),
+                          d.seq,
+                          d.chain
+                   FROM records r
+                   LEFT JOIN records d ON d.id = (SELECT n.id FROM records n
+                                                  WHERE n.session = r.session AND n.time_ms >= ?1 AND n.decision = 'deny'
+                                                  ORDER BY n.time_ms DESC, n.chain DESC, n.seq DESC LIMIT 1)
+                   WHERE r.time_ms >= ?1 AND r.session IS NOT NULL
+                   GROUP BY r.session
+                   ORDER BY MAX(r.time_ms) DESC, MAX(r.id) DESC
                    LIMIT ?2";
         let conn = self.lock()?;
         (|| {
@@ -93,6 +105,7 @@ impl Index {
                     last_seq: uint(row.get(4)?),
                     last_ms: row.get::<_, Option<i64>>(5)?.map(uint),
                     last_denial: row.get::<_, Option<i64>>(6)?.map(uint),
+                    last_denial_chain: row.get(7)?,
                 })
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()

@@ -28,9 +28,10 @@ pub enum LedgerError {
         db: PathBuf,
         waited: Duration,
     },
-    /// The ledger ends before, or differently from, what its head says was written: records were
-    /// removed or rewritten. The writer does not append to it, because updating the head would erase
-    /// the evidence.
+    /// A chain ends before, or differently from, what its head says was written: git checked out
+    /// another version of it, or records were removed or rewritten. The writer does not append to it,
+    /// because updating the head would erase the evidence: it begins a new chain
+    /// (`Notice::LeftChain`), and `trace verify` tells which it was.
     HeadMismatch {
         ledger: PathBuf,
         head: Head,
@@ -77,30 +78,19 @@ impl fmt::Display for LedgerError {
             ),
             LedgerError::HeadMismatch { ledger, head, found_count, found_hash } => {
                 if *found_count == 0 {
-                    write!(
-                        f,
-                        "the trace ledger {} was removed or emptied: it holds no record but its head says {} records \
-                         were written; nothing more is appended until it is restored, or the loss accepted with \
-                         `chokepoint trace reseal --reason ...`",
-                        ledger.display(),
-                        head.count
-                    )
+                    write!(f, "the chain {} is gone or empty but its head says {} records were written", ledger.display(), head.count)
                 } else if *found_count < head.count {
                     write!(
                         f,
-                        "the trace ledger {} ends at record {found_count} but its head says {} records were \
-                         written: records were removed from its end; nothing more is appended until it is \
-                         restored, or resealed as evidence with `chokepoint trace reseal --reason ...` \
-                         (`chokepoint trace verify` says what is missing)",
+                        "the chain {} ends at record {found_count} but its head says {} records were written",
                         ledger.display(),
                         head.count
                     )
                 } else {
                     write!(
                         f,
-                        "the trace ledger {}: record {} hashes to {found_hash}, not to {} as its head says: \
-                         its end was rewritten; nothing more is appended until it is restored, or resealed \
-                         as evidence with `chokepoint trace reseal --reason ...`",
+                        "the chain {}: record {} hashes to {found_hash}, not to {} as its head says: its end was \
+                         rewritten",
                         ledger.display(),
                         head.count,
                         head.hash

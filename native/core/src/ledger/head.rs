@@ -1,5 +1,12 @@
-//! The chain head: how many records the ledger holds and the hash of the last one, kept in SQLite
-//! (`ledger_head_v1` in `.orchestration/state.db`) beside the ledger itself.
+//! The chain heads: how many records each chain of the ledger holds and the hash of its last one,
+//! kept in SQLite (`ledger_heads_v2` in the worktree's `.orchestration/state.db`, one row per chain
+//! this worktree wrote; the legacy single file's in `ledger_head_v1`) beside the ledger itself.
+//!
+//! - **Why per chain, and per worktree.** A chain is appended by one worktree only (`chains.rs`), so
+//!   the worktree that wrote it is the one that can vouch for its end; a chain merged in from another
+//!   branch has no head here and verifies on its own. A chain this worktree left (its file was not as
+//!   its head said: a branch switch, a stash, a reset, or tampering) keeps its head as the last known
+//!   one, for `trace verify` to compare with what the checkout holds.
 //!
 //! - **Why a head at all.** The hash chain catches an edited, inserted, deleted or reordered line, but
 //!   not lines cut off the end (what is left still chains) nor a tail cut off and written anew. A
@@ -34,22 +41,30 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
 use crate::base::sidecar::Sidecar;
 use crate::base::sqlite::StateDb;
 
+use super::chains::{LEGACY, is_chain_name};
 use super::error::LedgerError;
+use std::collections::BTreeMap;
 
 pub use super::record::Head;
 
 const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS ledger_head_v1 (
-        id         INTEGER PRIMARY KEY CHECK (id = 1),  -- one ledger per workspace, one row
+        id         INTEGER PRIMARY KEY CHECK (id = 1),  -- the legacy single file's head, one row
         count      INTEGER NOT NULL,                    -- records in the ledger (the last seq)
         hash       TEXT NOT NULL,                       -- SHA-256 (hex) of the last record's line
         updated_at INTEGER NOT NULL                     -- unix milliseconds
     ) STRICT;
+    CREATE TABLE IF NOT EXISTS ledger_heads_v2 (
+        chain      TEXT PRIMARY KEY,                    -- the chain's name (`chains.rs`)
+        count      INTEGER NOT NULL,                    -- records in the chain (its last seq)
+        hash       TEXT NOT NULL,                       -- SHA-256 (hex) of its last record's line
+        updated_at INTEGER NOT NULL                     -- unix milliseconds
+    ) STRICT, WITHOUT ROWID;                            -- looked up by chain: one B-tree, not two
 ";
 
 /// How long an operation retries a busy database before it fails with [`LedgerError::Busy`].
@@ -89,45 +104,86 @@ impl HeadStore {
         self.state.path()
     }
 
-    /// The head: the larger of the database's and the copy's ([`Heads::strongest`]), or `None` if
-    /// no append has written one yet.
-    pub fn read(&mut self) -> Result<Option<Head>, LedgerError> {
-        let database = self.read_database()?;
-        let outside = self.copy.as_ref().and_then(|copy| copy.read().ok().flatten());
+    /// The head of `chain`: the larger of the database's and the copy's ([`Heads::strongest`]), or
+    /// `None` if no append of this worktree has written one yet.
+    pub fn read(&mut self, chain: &str) -> Result<Option<Head>, LedgerError> {
+        let database = self.read_database(chain)?;
+        let outside = self.copy.as_ref().and_then(|copy| copy.read(chain).ok().flatten());
         Ok(Heads { database, outside, ..Heads::default() }.strongest().cloned())
     }
 
-    fn read_database(&mut self) -> Result<Option<Head>, LedgerError> {
+    fn read_database(&mut self, chain: &str) -> Result<Option<Head>, LedgerError> {
+        let row = |row: &rusqlite::Row<'_>| Ok(Head { count: uint(row.get(0)?), hash: row.get(1)?, updated_at_ms: uint(row.get(2)?) });
         self.retrying("read the ledger head", |conn| {
-            conn.prepare_cached("SELECT count, hash, updated_at FROM ledger_head_v1 WHERE id = 1")?
-                .query_row([], |row| Ok(Head { count: uint(row.get(0)?), hash: row.get(1)?, updated_at_ms: uint(row.get(2)?) }))
-                .optional()
+            let found = if chain == LEGACY {
+                conn.prepare_cached("SELECT count, hash, updated_at FROM ledger_head_v1 WHERE id = 1")
+                    .and_then(|mut s| s.query_row([], row))
+            } else {
+                conn.prepare_cached("SELECT count, hash, updated_at FROM ledger_heads_v2 WHERE chain = ?1")
+                    .and_then(|mut s| s.query_row(params![chain], row))
+            };
+            absent_as_none(found)
         })
     }
 
-    /// Removes the head (a reseal, which starts a new chain, under the ledger's lock).
-    pub fn clear(&mut self) -> Result<(), LedgerError> {
-        self.retrying("clear the ledger head", |conn| conn.execute("DELETE FROM ledger_head_v1", []).map(drop))?;
+    /// Every chain's head in the database, by chain.
+    fn read_database_all(&mut self) -> Result<BTreeMap<String, Head>, LedgerError> {
+        let mut heads: BTreeMap<String, Head> = self.retrying("read the ledger heads", |conn| {
+            let all = (|| {
+                let mut statement = conn.prepare_cached("SELECT chain, count, hash, updated_at FROM ledger_heads_v2")?;
+                let rows = statement.query_map([], |row| {
+                    Ok((row.get::<_, String>(0)?, Head { count: uint(row.get(1)?), hash: row.get(2)?, updated_at_ms: uint(row.get(3)?) }))
+                })?;
+                rows.collect::<rusqlite::Result<BTreeMap<_, _>>>()
+            })();
+            absent_as_none(all).map(Option::unwrap_or_default)
+        })?;
+        if let Some(legacy) = self.read_database(LEGACY)? {
+            heads.insert(LEGACY.to_owned(), legacy);
+        }
+        Ok(heads)
+    }
+
+    /// Removes `chain`'s head (a reseal, which moves the chain aside, under the ledger's lock).
+    pub fn clear(&mut self, chain: &str) -> Result<(), LedgerError> {
+        self.retrying("clear the ledger head", |conn| {
+            if chain == LEGACY {
+                conn.execute("DELETE FROM ledger_head_v1", []).map(drop)
+            } else {
+                conn.execute("DELETE FROM ledger_heads_v2 WHERE chain = ?1", params![chain]).map(drop)
+            }
+        })?;
         match &self.copy {
-            Some(copy) => copy.clear(),
+            Some(copy) => copy.clear(chain),
             None => Ok(()),
         }
     }
 
-    /// Raises the head to `count` records ending in `hash`; a head that already counts as many or more
-    /// stays (another process's syncer got there first). One statement, so it is its own transaction.
-    pub fn write(&mut self, count: u64, hash: &str, now_ms: u64) -> Result<(), LedgerError> {
+    /// Raises `chain`'s head to `count` records ending in `hash`; a head that already counts as many
+    /// or more stays (another process's syncer got there first). One statement, so it is its own
+    /// transaction.
+    pub fn write(&mut self, chain: &str, count: u64, hash: &str, now_ms: u64) -> Result<(), LedgerError> {
         self.retrying("write the ledger head", |conn| {
-            conn.prepare_cached(
-                "INSERT INTO ledger_head_v1 (id, count, hash, updated_at) VALUES (1, ?1, ?2, ?3)
-                 ON CONFLICT (id) DO UPDATE SET count = excluded.count, hash = excluded.hash,
-                 updated_at = excluded.updated_at WHERE excluded.count > ledger_head_v1.count",
-            )?
-            .execute(params![int(count), hash, int(now_ms)])
-            .map(drop)
+            if chain == LEGACY {
+                conn.prepare_cached(
+                    "INSERT INTO ledger_head_v1 (id, count, hash, updated_at) VALUES (1, ?1, ?2, ?3)
+                     ON CONFLICT (id) DO UPDATE SET count = excluded.count, hash = excluded.hash,
+                     updated_at = excluded.updated_at WHERE excluded.count > ledger_head_v1.count",
+                )?
+                .execute(params![int(count), hash, int(now_ms)])
+                .map(drop)
+            } else {
+                conn.prepare_cached(
+                    "INSERT INTO ledger_heads_v2 (chain, count, hash, updated_at) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (chain) DO UPDATE SET count = excluded.count, hash = excluded.hash,
+                     updated_at = excluded.updated_at WHERE excluded.count > ledger_heads_v2.count",
+                )?
+                .execute(params![chain, int(count), hash, int(now_ms)])
+                .map(drop)
+            }
         })?;
         match &self.copy {
-            Some(copy) => copy.raise(count, hash, now_ms),
+            Some(copy) => copy.raise(chain, count, hash, now_ms),
             None => Ok(()),
         }
     }
@@ -156,33 +212,72 @@ impl HeadStore {
     }
 }
 
-/// The head stored in the state database at `db`, for a one-off check (`verify`); `None` when the
+/// `chain`'s head stored in the state database at `db`, for a one-off check; `None` when the
 /// database, its table or its row does not exist yet. Reads only: creates nothing.
-pub fn read(db: &Path) -> Result<Option<Head>, LedgerError> {
+pub fn read(db: &Path, chain: &str) -> Result<Option<Head>, LedgerError> {
+    match existing(db)? {
+        Some(mut store) => store.read_database(chain),
+        None => Ok(None),
+    }
+}
+
+/// The head store on the state database at `db` if it has the head's tables, creating nothing.
+fn existing(db: &Path) -> Result<Option<HeadStore>, LedgerError> {
     if !db.exists() {
         return Ok(None);
     }
     let mut store = HeadStore { state: Arc::new(StateDb::new(db)), copy: None };
     let exists = store.retrying("read the ledger head", |conn| {
-        conn.prepare_cached("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'ledger_head_v1'")?.exists([])
+        conn.prepare_cached("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name IN ('ledger_head_v1', 'ledger_heads_v2')")?
+            .exists([])
     })?;
-    if !exists {
-        return Ok(None);
-    }
-    store.read_database()
+    Ok(exists.then_some(store))
 }
 
-/// Both heads of `sidecar`'s ledger, for a one-off check (`trace verify`). Reads only: creates
-/// nothing, here or outside the workspace.
-pub fn read_both(sidecar: &Sidecar) -> Result<Heads, LedgerError> {
-    let database = read(&sidecar.state_db())?;
+/// Both heads of `chain` in `sidecar`'s ledger, for a one-off check. Reads only: creates nothing,
+/// here or outside the workspace.
+pub fn read_both(sidecar: &Sidecar, chain: &str) -> Result<Heads, LedgerError> {
+    let database = read(&sidecar.state_db(), chain)?;
     let copy = HeadCopy::for_sidecar(sidecar);
-    let (outside, outside_unreadable) = match copy.as_ref().map(HeadCopy::read) {
+    let (outside, outside_unreadable) = match copy.as_ref().map(|copy| copy.read(chain)) {
         None | Some(Ok(None)) => (None, None),
         Some(Ok(Some(head))) => (Some(head), None),
         Some(Err(why)) => (None, Some(why)),
     };
-    Ok(Heads { database, outside, outside_path: copy.map(|c| c.path), outside_unreadable })
+    Ok(Heads { database, outside, outside_path: copy.map(|c| c.path_of(chain)), outside_unreadable })
+}
+
+/// Both heads of every chain this worktree knows (in the state database or in the copy outside the
+/// workspace), by chain, for `trace verify`. Reads only: creates nothing.
+pub fn read_all(sidecar: &Sidecar) -> Result<BTreeMap<String, Heads>, LedgerError> {
+    let database = match existing(&sidecar.state_db())? {
+        Some(mut store) => store.read_database_all()?,
+        None => BTreeMap::new(),
+    };
+    let copy = HeadCopy::for_sidecar(sidecar);
+    let mut chains: Vec<String> = database.keys().cloned().collect();
+    if let Some(copy) = &copy {
+        chains.extend(copy.chains());
+    }
+    let mut all = BTreeMap::new();
+    for chain in chains {
+        if all.contains_key(&chain) {
+            continue;
+        }
+        let (outside, outside_unreadable) = match copy.as_ref().map(|copy| copy.read(&chain)) {
+            None | Some(Ok(None)) => (None, None),
+            Some(Ok(Some(head))) => (Some(head), None),
+            Some(Err(why)) => (None, Some(why)),
+        };
+        let heads = Heads {
+            database: database.get(&chain).cloned(),
+            outside,
+            outside_path: copy.as_ref().map(|c| c.path_of(&chain)),
+            outside_unreadable,
+        };
+        all.insert(chain, heads);
+    }
+    Ok(all)
 }
 
 /// The two heads of one ledger.
@@ -209,10 +304,11 @@ impl Heads {
     }
 }
 
-/// The copy of the head kept outside the workspace: `head` in `Sidecar::outside_state_dir`.
+/// The copies of the heads kept outside the workspace, in `Sidecar::outside_state_dir`: one file per
+/// chain, `heads/<chain>`, and the legacy file's in `head`.
 #[derive(Debug)]
 pub struct HeadCopy {
-    path: PathBuf,
+    dir: PathBuf,
     /// The workspace whose head it is, written into the copy for a person who finds it.
     workspace: PathBuf,
     /// The copy could not be written once: reported then, not at every batch after.
@@ -223,20 +319,36 @@ pub struct HeadCopy {
 const COPY_MAGIC: &str = "chokepoint ledger head v1";
 
 impl HeadCopy {
-    /// The copy of `sidecar`'s head; `None` when no per-user folder is known.
+    /// The copies of `sidecar`'s heads; `None` when no per-user folder is known.
     pub fn for_sidecar(sidecar: &Sidecar) -> Option<HeadCopy> {
         let dir = sidecar.outside_state_dir()?;
-        Some(HeadCopy { path: dir.join("head"), workspace: sidecar.workspace_root().to_path_buf(), failed: AtomicBool::new(false) })
+        Some(HeadCopy { dir, workspace: sidecar.workspace_root().to_path_buf(), failed: AtomicBool::new(false) })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The copy of `chain`'s head.
+    pub fn path_of(&self, chain: &str) -> PathBuf {
+        if chain == LEGACY { self.dir.join("head") } else { self.dir.join("heads").join(chain) }
     }
 
-    /// The copy; `Ok(None)` when there is none, `Err` (why) when it exists but cannot be read.
-    pub fn read(&self) -> Result<Option<Head>, String> {
+    /// The chains with a copy of their head.
+    fn chains(&self) -> Vec<String> {
+        let mut chains: Vec<String> = std::fs::read_dir(self.dir.join("heads"))
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| is_chain_name(name))
+            .collect();
+        if self.path_of(LEGACY).exists() {
+            chains.push(LEGACY.to_owned());
+        }
+        chains
+    }
+
+    /// The copy of `chain`'s head; `Ok(None)` when there is none, `Err` (why) when it exists but
+    /// cannot be read.
+    pub fn read(&self, chain: &str) -> Result<Option<Head>, String> {
         let mut text = String::new();
-        match File::open(&self.path).and_then(|mut file| file.read_to_string(&mut text)) {
+        match File::open(self.path_of(chain)).and_then(|mut file| file.read_to_string(&mut text)) {
             Ok(_) => parse_copy(&text).map(Some),
             Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(error) => Err(error.to_string()),
@@ -247,24 +359,23 @@ impl HeadCopy {
     /// (another process's syncer may raise it at the same moment); a copy that counts as many or
     /// more stays. Creates the folder (0700) and the file (0600) when missing. No sync: see the
     /// module's comment. A failure is reported once.
-    fn raise(&self, count: u64, hash: &str, now_ms: u64) -> Result<(), LedgerError> {
-        match self.try_raise(count, hash, now_ms) {
+    fn raise(&self, chain: &str, count: u64, hash: &str, now_ms: u64) -> Result<(), LedgerError> {
+        let path = self.path_of(chain);
+        match self.try_raise(&path, count, hash, now_ms) {
             Ok(()) => Ok(()),
             Err(_) if self.failed.swap(true, Ordering::Relaxed) => Ok(()),
-            Err(source) => Err(LedgerError::Io {
-                path: self.path.clone(),
-                op: "raise the copy of the head kept outside the workspace in",
-                source: Arc::new(source),
-            }),
+            Err(source) => {
+                Err(LedgerError::Io { path, op: "raise the copy of the head kept outside the workspace in", source: Arc::new(source) })
+            }
         }
     }
 
-    fn try_raise(&self, count: u64, hash: &str, now_ms: u64) -> io::Result<()> {
-        let mut file = match open_private(&self.path) {
+    fn try_raise(&self, path: &Path, count: u64, hash: &str, now_ms: u64) -> io::Result<()> {
+        let mut file = match open_private(path) {
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                let dir = self.path.parent().unwrap_or(Path::new("."));
+                let dir = path.parent().unwrap_or(Path::new("."));
                 create_private_dir(dir)?;
-                open_private(&self.path)?
+                open_private(path)?
             }
             other => other?,
         };
@@ -287,14 +398,13 @@ impl HeadCopy {
         Ok(())
     }
 
-    /// Removes the copy (a reseal, which clears the database's head too).
-    fn clear(&self) -> Result<(), LedgerError> {
-        match std::fs::remove_file(&self.path) {
-            Err(error) if error.kind() != io::ErrorKind::NotFound => Err(LedgerError::Io {
-                path: self.path.clone(),
-                op: "remove the copy of the head kept outside the workspace in",
-                source: Arc::new(error),
-            }),
+    /// Removes the copy of `chain`'s head (a reseal, which clears the database's head too).
+    fn clear(&self, chain: &str) -> Result<(), LedgerError> {
+        let path = self.path_of(chain);
+        match std::fs::remove_file(&path) {
+            Err(error) if error.kind() != io::ErrorKind::NotFound => {
+                Err(LedgerError::Io { path, op: "remove the copy of the head kept outside the workspace in", source: Arc::new(error) })
+            }
             _ => Ok(()),
         }
     }
@@ -338,6 +448,17 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
     builder.create(dir)
 }
 
+/// No row, or no table (a state database an older version wrote, read without creating anything),
+/// as `None`.
+fn absent_as_none<T>(found: rusqlite::Result<T>) -> rusqlite::Result<Option<T>> {
+    match found {
+        Ok(value) => Ok(Some(value)),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+        Err(rusqlite::Error::SqliteFailure(_, Some(message))) if message.starts_with("no such table") => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
 /// A count or time as SQLite's signed INTEGER; nothing written here comes near `i64::MAX`.
 fn int(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
@@ -355,16 +476,20 @@ mod tests {
     fn the_head_round_trips_and_leaves_user_version_alone() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("state.db");
-        assert_eq!(read(&db).unwrap(), None);
+        let chain = "20261122T043005Z-0123abcd";
+        assert_eq!(read(&db, chain).unwrap(), None);
         let mut store = HeadStore::open(&db).unwrap();
-        assert_eq!(store.read().unwrap(), None);
-        store.write(3, "abc", 17).unwrap();
-        store.write(4, "def", 18).unwrap();
-        assert_eq!(read(&db).unwrap(), Some(Head { count: 4, hash: "def".into(), updated_at_ms: 18 }));
+        assert_eq!(store.read(chain).unwrap(), None);
+        store.write(chain, 3, "abc", 17).unwrap();
+        store.write(chain, 4, "def", 18).unwrap();
+        store.write(chain, 2, "low", 19).unwrap();
+        store.write(LEGACY, 9, "old", 20).unwrap();
+        assert_eq!(read(&db, chain).unwrap(), Some(Head { count: 4, hash: "def".into(), updated_at_ms: 18 }), "never lowered");
+        assert_eq!(read(&db, LEGACY).unwrap().unwrap().count, 9, "the legacy head is its own");
         let version: i64 = store.state.lock().unwrap().query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
         assert_eq!(version, 0, "user_version belongs to the lease module");
         // The lease module opens the same database afterwards and finds its schema to create.
         crate::scope::leases::Leases::open(&db).unwrap();
-        assert_eq!(store.read().unwrap().unwrap().count, 4);
+        assert_eq!(store.read(chain).unwrap().unwrap().count, 4);
     }
 }

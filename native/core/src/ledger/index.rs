@@ -1,14 +1,21 @@
 //! The SQLite index of the trace ledger, `.orchestration/trace.db`: which records are about which
 //! intent, session, file and time, so `log`, `show` and `blame` need not read the whole ledger.
 //!
+//! - **Every chain, in time order.** The ledger is a folder of chains (`chains.rs`): the index reads
+//!   every chain file in the checkout (and the legacy single file), each row carries its chain, a
+//!   record is known by (chain, seq), and queries order by (time, chain, seq), so the records of
+//!   branches merged together read as they happened. A chain whose file is gone (a branch switched
+//!   away) leaves the index with its rows.
+//!
 //! - **The ledger is the source of truth; the index is derived.** It stores where each record's line
 //!   starts in the ledger and its hash, and reads the record back from the ledger, checking the hash,
 //!   rather than keeping a second copy that could disagree. Deleting `trace.db` loses nothing: the
 //!   next [`Index::catch_up`] rebuilds it. For the same reason a database of an older schema is not
 //!   migrated but dropped and rebuilt.
-//! - **Catching up is cheap and anyone may do it.** The index remembers the offset of the last line it
-//!   read; [`Index::catch_up`] checks that this line still hashes as indexed (so a rewritten or
-//!   recovered ledger is noticed, and the index is rebuilt) and indexes only what follows. Whichever
+//! - **Catching up is cheap and anyone may do it.** The index remembers, per chain, the offset of the
+//!   last line it read; [`Index::catch_up`] checks that this line still hashes as indexed (so a
+//!   rewritten, recovered or checked-out chain is noticed, and that chain is read again from its
+//!   start) and indexes only what follows. Whichever
 //!   process gets there first does the work, inside one `BEGIN IMMEDIATE` transaction, so two
 //!   processes never index the same lines twice and a reader sees all of a catch-up or none of it.
 //! - **Only whole lines are indexed.** The writer appends a line and its newline together; a reader
@@ -30,13 +37,15 @@ use std::time::Duration;
 use globset::{GlobBuilder, GlobMatcher};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
+use super::chains::{self, ChainFile};
 use super::record::{Record, RecordKind};
 use crate::base::sidecar::Sidecar;
 use crate::base::sqlite::ShmWatch;
 
 /// The schema this build writes, in `PRAGMA user_version`. An older index is rebuilt; a newer one is
-/// refused (an older engine must not half-understand it). 2: ranges keep their line digests.
-pub const SCHEMA_VERSION: i64 = 2;
+/// refused (an older engine must not half-understand it). 2: ranges keep their line digests. 3: a
+/// folder of chains (rows carry their chain; progress per chain).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How long a statement waits for another process's catch-up or rebuild before failing. A rebuild of
 /// a large ledger holds the write lock for seconds.
@@ -44,9 +53,11 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 const TABLES: &str = "
     CREATE TABLE IF NOT EXISTS records (
-        seq         INTEGER PRIMARY KEY,
+        id          INTEGER PRIMARY KEY,
+        chain       TEXT NOT NULL,     -- the chain's name (`chains.rs`)
+        seq         INTEGER NOT NULL,  -- in its chain
         line_hash   TEXT NOT NULL,     -- SHA-256 (hex) of the ledger line, checked when read back
-        line_offset INTEGER NOT NULL,  -- byte offset of the line in the ledger
+        line_offset INTEGER NOT NULL,  -- byte offset of the line in its chain's file
         time        TEXT NOT NULL,     -- as recorded (RFC 3339)
         time_ms     INTEGER,           -- the same in unix milliseconds; NULL if it does not parse
         kind        TEXT NOT NULL,
@@ -57,25 +68,26 @@ const TABLES: &str = "
         intent      TEXT,
         tool        TEXT,
         decision    TEXT,              -- allow, deny, ask
-        model       TEXT
+        model       TEXT,
+        UNIQUE (chain, seq)
     ) STRICT;
     -- One row per file a record touched, with or without ranges (a deletion has none), so a query by
     -- file finds every record that changed it.
     CREATE TABLE IF NOT EXISTS files (
-        seq         INTEGER NOT NULL,
+        rid         INTEGER NOT NULL,  -- records.id
         path        TEXT NOT NULL,
         sha256      TEXT               -- the whole file after the write; NULL when deleted
     ) STRICT;
-    -- How far catch-up has read the ledger: the last whole line it read (indexed or skipped) and its
+    -- How far catch-up has read each chain: the last whole line it read (indexed or skipped) and its
     -- hash. Kept apart from the records because `add` may index records out of reading order (a
     -- writer indexing its own appends) and the reading must not skip what lies before them.
     CREATE TABLE IF NOT EXISTS progress (
-        id          INTEGER PRIMARY KEY CHECK (id = 1),
+        chain       TEXT PRIMARY KEY,
         line_offset INTEGER NOT NULL,
         line_hash   TEXT NOT NULL
     ) STRICT;
     CREATE TABLE IF NOT EXISTS ranges (
-        seq         INTEGER NOT NULL,
+        rid         INTEGER NOT NULL,  -- records.id
         path        TEXT NOT NULL,
         start_line  INTEGER NOT NULL,
         end_line    INTEGER NOT NULL,
@@ -88,11 +100,13 @@ const TABLES: &str = "
 /// Created after the tables are filled when rebuilding: building an index once over sorted input is
 /// several times faster than maintaining it row by row.
 const INDEXES: &str = "
-    CREATE INDEX IF NOT EXISTS records_intent ON records (intent, seq);
-    CREATE INDEX IF NOT EXISTS records_session ON records (session, seq);
-    CREATE INDEX IF NOT EXISTS records_time ON records (time_ms);
-    CREATE INDEX IF NOT EXISTS files_path ON files (path, seq);
-    CREATE INDEX IF NOT EXISTS ranges_path ON ranges (path, seq);
+    CREATE INDEX IF NOT EXISTS records_intent ON records (intent, time_ms);
+    CREATE INDEX IF NOT EXISTS records_session ON records (session, time_ms);
+    CREATE INDEX IF NOT EXISTS records_time ON records (time_ms, chain, seq);
+    CREATE INDEX IF NOT EXISTS files_path ON files (path, rid);
+    CREATE INDEX IF NOT EXISTS files_rid ON files (rid);
+    CREATE INDEX IF NOT EXISTS ranges_path ON ranges (path, rid);
+    CREATE INDEX IF NOT EXISTS ranges_rid ON ranges (rid);
 ";
 
 /// Only these tables are dropped on a rebuild: nothing else in the file is the index's to delete.
@@ -107,6 +121,8 @@ const DROP: &str = "
 #[derive(Debug)]
 pub struct Index {
     db: PathBuf,
+    sidecar: Sidecar,
+    /// The folder of chains.
     ledger: PathBuf,
     conn: Mutex<Connection>,
     /// Its shared memory (`trace.db-shm`) as last seen: one shortened under the mapping is noticed
@@ -128,16 +144,18 @@ pub struct Filter {
     pub since: Option<String>,
     pub kind: Option<RecordKind>,
     pub limit: Option<usize>,
-    /// Newest first (by `seq`), as a log is read; otherwise oldest first.
+    /// Newest first (by time, chain, `seq`), as a log is read; otherwise oldest first.
     pub newest_first: bool,
 }
 
 /// A record as found through the index: where its line is and what it hashes to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexedRecord {
+    /// The chain holding it, and its number there.
+    pub chain: String,
     pub seq: u64,
     pub line_hash: String,
-    /// Byte offset of the line in the ledger.
+    /// Byte offset of the line in its chain's file.
     pub offset: u64,
     pub record: Record,
 }
@@ -158,8 +176,9 @@ pub struct IndexReport {
     /// The ledger ends in a line without its newline (an append in progress, or a torn write the
     /// writer's recovery will cut off): not indexed yet.
     pub unterminated_tail: bool,
-    /// The index was dropped and rebuilt: the ledger no longer has the line the index last read
-    /// (rewritten, recovered or deleted), or this was a [`reindex`].
+    /// The index was dropped and rebuilt (a [`reindex`]), or a chain was read again from its start:
+    /// its file no longer has the line the index last read (rewritten, recovered, checked out by git
+    /// or deleted).
     pub rebuilt: bool,
 }
 
@@ -197,7 +216,7 @@ enum Added {
         ranges: u64,
     },
     Present,
-    /// The `seq` is indexed with another line hash: the stored hash.
+    /// The (chain, `seq`) is indexed with another line hash: the stored hash.
     Conflict(String),
 }
 
@@ -231,7 +250,7 @@ impl Index {
         }
         tx.commit().map_err(failed("commit the schema"))?;
         let shm = Mutex::new(ShmWatch::of(&db));
-        Ok(Index { db, ledger: sidecar.trace_ledger(), conn: Mutex::new(conn), shm })
+        Ok(Index { db, sidecar: sidecar.clone(), ledger: sidecar.trace_dir(), conn: Mutex::new(conn), shm })
     }
 
     /// The database file.
@@ -239,30 +258,30 @@ impl Index {
         &self.db
     }
 
-    /// The ledger this indexes.
+    /// The folder of chains this indexes.
     pub fn ledger(&self) -> &Path {
         &self.ledger
     }
 
-    /// Indexes one record whose line (hashing to `line_hash`) starts at byte `offset` of the ledger.
-    /// Returns whether it was new: adding a record already indexed with the same hash changes nothing;
-    /// with another hash it is an error (the ledger was rewritten; [`reindex`]).
-    pub fn add(&self, record: &Record, line_hash: &str, offset: u64) -> Result<bool, ReadError> {
-        self.add_many([(record, line_hash, offset)]).map(|added| added == 1)
+    /// Indexes one record of `chain` whose line (hashing to `line_hash`) starts at byte `offset` of
+    /// its file. Returns whether it was new: adding a record already indexed with the same hash
+    /// changes nothing; with another hash it is an error (the chain was rewritten; [`reindex`]).
+    pub fn add(&self, chain: &str, record: &Record, line_hash: &str, offset: u64) -> Result<bool, ReadError> {
+        self.add_many(chain, [(record, line_hash, offset)]).map(|added| added == 1)
     }
 
-    /// [`Index::add`] for many records in one transaction; returns how many were new.
-    pub fn add_many<'a>(&self, entries: impl IntoIterator<Item = (&'a Record, &'a str, u64)>) -> Result<u64, ReadError> {
+    /// [`Index::add`] for many records of `chain` in one transaction; returns how many were new.
+    pub fn add_many<'a>(&self, chain: &str, entries: impl IntoIterator<Item = (&'a Record, &'a str, u64)>) -> Result<u64, ReadError> {
         self.write("add records", |tx| {
             let mut added = 0;
             for (record, hash, offset) in entries {
-                match insert(tx, record, hash, offset).map_err(|e| self.failed("add a record", e))? {
+                match insert(tx, chain, record, hash, offset).map_err(|e| self.failed("add a record", e))? {
                     Added::New { .. } => added += 1,
                     Added::Present => {}
                     Added::Conflict(stored) => {
                         return Err(format!(
-                            "record {} is already indexed with line hash {stored}, not {hash}: the ledger was \
-                             rewritten since it was indexed; rebuild the index",
+                            "record {} of chain {chain} is already indexed with line hash {stored}, not {hash}: \
+                             the chain was rewritten since it was indexed; rebuild the index",
                             record.seq
                         ));
                     }
@@ -273,60 +292,112 @@ impl Index {
         .map_err(ReadError::from)
     }
 
-    /// Brings the index up to date with the ledger: indexes the lines after the last one it read. If
-    /// that line is no longer there as it was (the ledger was rewritten, recovered or deleted), drops
-    /// the index and rebuilds it from the whole ledger. A missing ledger is an empty one.
+    /// Brings the index up to date with the ledger: for every chain file, indexes the lines after the
+    /// last one it read. If that line is no longer there as it was (the chain was rewritten,
+    /// recovered or checked out by git), drops the chain's rows and reads it again from its start; a
+    /// chain whose file is gone has its rows dropped.
     pub fn catch_up(&self) -> Result<IndexReport, ReadError> {
-        if self.up_to_date() {
+        let files = self.chain_files()?;
+        if self.up_to_date(&files) {
             return Ok(IndexReport::default());
         }
         self.write("catch up with the ledger", |tx| {
-            let progress: Option<(i64, String)> = tx
-                .query_row("SELECT line_offset, line_hash FROM progress WHERE id = 1", [], |row| Ok((row.get(0)?, row.get(1)?)))
-                .optional()
-                .map_err(|e| self.failed("read how far the index has read", e))?;
-            let Some(mut reader) = LedgerReader::open(&self.ledger)? else {
-                let empty = progress.is_none()
-                    && tx
-                        .query_row("SELECT NOT EXISTS (SELECT 1 FROM records)", [], |row| row.get::<_, bool>(0))
-                        .map_err(|e| self.failed("count records", e))?;
-                return if empty { Ok(IndexReport::default()) } else { self.rebuild(tx, None) };
-            };
-            let Some((offset, hash)) = progress else {
-                return self.fill(tx, &mut reader, IndexReport::default());
-            };
-            reader.seek(uint(offset)).map_err(|e| self.read_failed(e))?;
-            let still_there = match reader.next_line().map_err(|e| self.read_failed(e))? {
-                Line::Whole { bytes } => line_hash_bytes(bytes) == hash,
-                Line::Unterminated | Line::End => false,
-            };
-            if !still_there {
-                return self.rebuild(tx, Some(reader));
+            let mut report = IndexReport::default();
+            let known: Vec<String> = (|| {
+                let mut statement = tx.prepare("SELECT chain FROM progress UNION SELECT DISTINCT chain FROM records")?;
+                let rows = statement.query_map([], |row| row.get(0))?;
+                rows.collect::<rusqlite::Result<Vec<String>>>()
+            })()
+            .map_err(|e| self.failed("list the chains indexed", e))?;
+            for gone in known.iter().filter(|chain| !files.iter().any(|f| &f.chain == *chain)) {
+                self.drop_chain(tx, gone)?;
+                report.rebuilt = true;
             }
-            self.fill(tx, &mut reader, IndexReport::default())
+            for file in &files {
+                self.catch_up_chain(tx, file, &mut report)?;
+            }
+            Ok(report)
         })
         .map_err(ReadError::from)
     }
 
-    /// Whether the index has read the ledger to its end and the last line is still as it read it:
-    /// then a catch-up has nothing to do and need not take the write lock (a sidebar refreshing every
-    /// second, or every `log`, would otherwise queue behind each other). `false` when unsure.
-    fn up_to_date(&self) -> bool {
-        let Ok(conn) = self.lock() else { return false };
-        let progress: Option<(i64, String)> = conn
-            .query_row("SELECT line_offset, line_hash FROM progress WHERE id = 1", [], |row| Ok((row.get(0)?, row.get(1)?)))
+    fn chain_files(&self) -> Result<Vec<ChainFile>, String> {
+        chains::list(&self.sidecar).map_err(|e| format!("listing the chains in {} failed: {e}", self.ledger.display()))
+    }
+
+    /// Catches up with one chain's file, in the transaction `tx`.
+    fn catch_up_chain(&self, tx: &Transaction<'_>, file: &ChainFile, report: &mut IndexReport) -> Result<(), String> {
+        let progress: Option<(i64, String)> = tx
+            .query_row("SELECT line_offset, line_hash FROM progress WHERE chain = ?1", params![file.chain], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
             .optional()
-            .ok()
-            .flatten();
-        drop(conn);
-        let (Some((offset, hash)), Ok(Some(mut reader))) = (progress, LedgerReader::for_lookups(&self.ledger)) else {
-            return false;
+            .map_err(|e| self.failed("read how far the index has read", e))?;
+        let Some(mut reader) = LedgerReader::open(&file.path)? else {
+            if progress.is_some() {
+                self.drop_chain(tx, &file.chain)?;
+                report.rebuilt = true;
+            }
+            return Ok(());
         };
-        if reader.seek(uint(offset)).is_err() {
+        let Some((offset, hash)) = progress else {
+            return self.fill(tx, &file.chain, &mut reader, report);
+        };
+        reader.seek(uint(offset)).map_err(|e| self.read_failed(&file.path, e))?;
+        let still_there = match reader.next_line().map_err(|e| self.read_failed(&file.path, e))? {
+            Line::Whole { bytes } => line_hash_bytes(bytes) == hash,
+            Line::Unterminated | Line::End => false,
+        };
+        if !still_there {
+            self.drop_chain(tx, &file.chain)?;
+            report.rebuilt = true;
+            reader.seek(0).map_err(|e| self.read_failed(&file.path, e))?;
+        }
+        self.fill(tx, &file.chain, &mut reader, report)
+    }
+
+    /// Removes a chain's rows and progress.
+    fn drop_chain(&self, tx: &Transaction<'_>, chain: &str) -> Result<(), String> {
+        (|| {
+            tx.execute("DELETE FROM files WHERE rid IN (SELECT id FROM records WHERE chain = ?1)", params![chain])?;
+            tx.execute("DELETE FROM ranges WHERE rid IN (SELECT id FROM records WHERE chain = ?1)", params![chain])?;
+            tx.execute("DELETE FROM records WHERE chain = ?1", params![chain])?;
+            tx.execute("DELETE FROM progress WHERE chain = ?1", params![chain])
+        })()
+        .map(drop)
+        .map_err(|e| self.failed("drop a chain", e))
+    }
+
+    /// Whether the index has read every chain file to its end and each last line is still as it read
+    /// it, and knows no chain whose file is gone: then a catch-up has nothing to do and need not take
+    /// the write lock (a sidebar refreshing every second, or every `log`, would otherwise queue
+    /// behind each other). `false` when unsure.
+    fn up_to_date(&self, files: &[ChainFile]) -> bool {
+        let Ok(conn) = self.lock() else { return false };
+        let progress: Option<Vec<(String, i64, String)>> = (|| {
+            let mut statement = conn.prepare_cached("SELECT chain, line_offset, line_hash FROM progress")?;
+            let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })()
+        .ok();
+        drop(conn);
+        let Some(progress) = progress else { return false };
+        // Every chain read is still there (one that is gone has rows to drop)...
+        if !progress.iter().all(|(chain, ..)| files.iter().any(|f| f.chain == *chain)) {
             return false;
         }
-        let same = matches!(reader.next_line(), Ok(Line::Whole { bytes }) if line_hash_bytes(bytes) == hash);
-        same && matches!(reader.next_line(), Ok(Line::End))
+        // ...and every file was read to its end (a chain begun and still empty has nothing to read).
+        files.iter().all(|file| {
+            let Some((_, offset, hash)) = progress.iter().find(|(chain, ..)| *chain == file.chain) else {
+                return std::fs::metadata(&file.path).is_ok_and(|meta| meta.len() == 0);
+            };
+            let Ok(Some(mut reader)) = LedgerReader::for_lookups(&file.path) else { return false };
+            if reader.seek(uint(*offset)).is_err() {
+                return false;
+            }
+            let same = matches!(reader.next_line(), Ok(Line::Whole { bytes }) if line_hash_bytes(bytes) == *hash);
+            same && matches!(reader.next_line(), Ok(Line::End))
+        })
     }
 
     /// The records that match `filter`, read back from the ledger. Reads only what is indexed: call
@@ -338,7 +409,7 @@ impl Index {
             _ => None,
         };
         let conn = self.lock()?;
-        let mut sql = String::from("SELECT seq, line_hash, line_offset FROM records WHERE 1 = 1");
+        let mut sql = String::from("SELECT chain, seq, line_hash, line_offset FROM records WHERE 1 = 1");
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
         let mut arg = |sql: &mut String, clause: &str, value: rusqlite::types::Value| {
             args.push(value);
@@ -361,19 +432,20 @@ impl Index {
                 // Distinct paths are far fewer than rows: match them here with globset's semantics
                 // (SQLite's GLOB lets `*` cross folders), then select through a connection-local table.
                 fill_glob_paths(&conn, glob).map_err(|e| self.failed("match paths", e))?;
-                sql.push_str(" AND seq IN (SELECT f.seq FROM files f JOIN temp.glob_paths g ON g.path = f.path)");
+                sql.push_str(" AND id IN (SELECT f.rid FROM files f JOIN temp.glob_paths g ON g.path = f.path)");
             }
-            (Some(path), None) => arg(&mut sql, " AND seq IN (SELECT seq FROM files WHERE path = ?)", path.clone().into()),
+            (Some(path), None) => arg(&mut sql, " AND id IN (SELECT rid FROM files WHERE path = ?)", path.clone().into()),
             _ => {}
         }
-        sql.push_str(if filter.newest_first { " ORDER BY seq DESC" } else { " ORDER BY seq ASC" });
+        sql.push_str(if filter.newest_first { " ORDER BY time_ms DESC, chain DESC, seq DESC" } else { " ORDER BY time_ms, chain, seq" });
         if let Some(limit) = filter.limit {
             arg(&mut sql, " LIMIT ?", int(u64::try_from(limit).unwrap_or(u64::MAX)).into());
         }
         let found = (|| {
             let mut statement = conn.prepare(&sql)?;
-            let rows = statement
-                .query_map(rusqlite::params_from_iter(args), |row| Ok((uint(row.get(0)?), row.get::<_, String>(1)?, uint(row.get(2)?))))?;
+            let rows = statement.query_map(rusqlite::params_from_iter(args), |row| {
+                Ok((row.get::<_, String>(0)?, uint(row.get(1)?), row.get::<_, String>(2)?, uint(row.get(3)?)))
+            })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })()
         .map_err(|e| self.failed("query records", e))?;
@@ -381,19 +453,34 @@ impl Index {
         self.read_back(found).map_err(ReadError::from)
     }
 
-    /// The record `seq`, if indexed, read back from the ledger (`show`).
+    /// The newest record numbered `seq` in any chain, if indexed, read back from the ledger: the
+    /// record `seq` of a ledger of one chain. [`Index::get_in`] names the chain.
     pub fn get(&self, seq: u64) -> Result<Option<IndexedRecord>, ReadError> {
         let found = self
             .lock()?
-            .query_row("SELECT line_hash, line_offset FROM records WHERE seq = ?1", params![int(seq)], |row| {
-                Ok((seq, row.get::<_, String>(0)?, uint(row.get(1)?)))
+            .query_row(
+                "SELECT chain, line_hash, line_offset FROM records WHERE seq = ?1 ORDER BY time_ms DESC, chain DESC LIMIT 1",
+                params![int(seq)],
+                |row| Ok((row.get::<_, String>(0)?, seq, row.get::<_, String>(1)?, uint(row.get(2)?))),
+            )
+            .optional()
+            .map_err(|e| self.failed("read a record", e))?;
+        Ok(self.read_back(found.into_iter().collect())?.pop())
+    }
+
+    /// The record `seq` of `chain`, if indexed, read back from the ledger.
+    pub fn get_in(&self, chain: &str, seq: u64) -> Result<Option<IndexedRecord>, ReadError> {
+        let found = self
+            .lock()?
+            .query_row("SELECT line_hash, line_offset FROM records WHERE chain = ?1 AND seq = ?2", params![chain, int(seq)], |row| {
+                Ok((chain.to_owned(), seq, row.get::<_, String>(0)?, uint(row.get(1)?)))
             })
             .optional()
             .map_err(|e| self.failed("read a record", e))?;
         Ok(self.read_back(found.into_iter().collect())?.pop())
     }
 
-    /// The highest `seq` indexed.
+    /// The highest `seq` indexed, in any chain.
     pub fn last_seq(&self) -> Result<Option<u64>, ReadError> {
         self.lock()?
             .query_row("SELECT MAX(seq) FROM records", [], |row| row.get::<_, Option<i64>>(0))
@@ -407,9 +494,9 @@ impl Index {
         let conn = self.lock()?;
         let sql = "SELECT r.seq, r.time, r.kind, r.session, r.agent, r.intent, r.tool, r.model,
                           g.start_line, g.end_line, g.sha256, g.line_digests
-                   FROM ranges g JOIN records r ON r.seq = g.seq
+                   FROM ranges g JOIN records r ON r.id = g.rid
                    WHERE g.path = ?1 AND (r.decision IS NULL OR r.decision <> 'deny')
-                   ORDER BY g.seq DESC, g.start_line ASC";
+                   ORDER BY r.time_ms DESC, r.chain DESC, r.seq DESC, g.start_line ASC";
         (|| {
             let mut statement = conn.prepare_cached(sql)?;
             let rows = statement.query_map(params![path], |row| {
@@ -433,37 +520,32 @@ impl Index {
         .map_err(|e| self.failed("read a file's ranges", e).into())
     }
 
-    /// Drops the index's tables and indexes the whole ledger again, in the transaction `tx`. `reader`
-    /// is the ledger if the caller already opened it.
-    fn rebuild(&self, tx: &Transaction<'_>, reader: Option<LedgerReader>) -> Result<IndexReport, String> {
+    /// Drops the index's tables and indexes the whole ledger again, in the transaction `tx`.
+    fn rebuild(&self, tx: &Transaction<'_>) -> Result<IndexReport, String> {
         (|| {
             tx.execute_batch(DROP)?;
             tx.execute_batch(TABLES)
         })()
         .map_err(|e| self.failed("drop the index", e))?;
-        let report = IndexReport { rebuilt: true, ..IndexReport::default() };
-        let report = match reader {
-            Some(mut reader) => {
-                reader.seek(0).map_err(|e| self.read_failed(e))?;
-                self.fill(tx, &mut reader, report)?
+        let mut report = IndexReport { rebuilt: true, ..IndexReport::default() };
+        for file in self.chain_files()? {
+            if let Some(mut reader) = LedgerReader::open(&file.path)? {
+                self.fill(tx, &file.chain, &mut reader, &mut report)?;
             }
-            None => match LedgerReader::open(&self.ledger)? {
-                Some(mut reader) => self.fill(tx, &mut reader, report)?,
-                None => report,
-            },
-        };
+        }
         tx.execute_batch(INDEXES).map_err(|e| self.failed("create the indexes", e))?;
         Ok(report)
     }
 
-    /// Indexes every whole line from where `reader` is to the end of the ledger.
-    fn fill(&self, tx: &Transaction<'_>, reader: &mut LedgerReader, mut report: IndexReport) -> Result<IndexReport, String> {
+    /// Indexes every whole line of `chain` from where `reader` is to the end of its file.
+    fn fill(&self, tx: &Transaction<'_>, chain: &str, reader: &mut LedgerReader, report: &mut IndexReport) -> Result<(), String> {
         let start = reader.offset;
+        let path = reader.path.clone();
         // The last whole line read, indexed or skipped: where the next catch-up resumes.
         let mut last: Option<(u64, String)> = None;
         loop {
             let offset = reader.offset;
-            let bytes = match reader.next_line().map_err(|e| self.read_failed(e))? {
+            let bytes = match reader.next_line().map_err(|e| self.read_failed(&path, e))? {
                 Line::Whole { bytes } => bytes,
                 Line::Unterminated => {
                     report.unterminated_tail = true;
@@ -484,7 +566,7 @@ impl Index {
                     continue;
                 }
             };
-            match insert(tx, &record, &hash, offset).map_err(|e| self.failed("index a record", e))? {
+            match insert(tx, chain, &record, &hash, offset).map_err(|e| self.failed("index a record", e))? {
                 Added::New { files, ranges } => {
                     report.records += 1;
                     report.files += files;
@@ -497,34 +579,43 @@ impl Index {
         report.bytes += reader.offset - start;
         if let Some((offset, hash)) = last {
             tx.prepare_cached(
-                "INSERT INTO progress (id, line_offset, line_hash) VALUES (1, ?1, ?2)
-                 ON CONFLICT (id) DO UPDATE SET line_offset = excluded.line_offset, line_hash = excluded.line_hash",
+                "INSERT INTO progress (chain, line_offset, line_hash) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (chain) DO UPDATE SET line_offset = excluded.line_offset, line_hash = excluded.line_hash",
             )
-            .and_then(|mut statement| statement.execute(params![int(offset), hash]))
+            .and_then(|mut statement| statement.execute(params![chain, int(offset), hash]))
             .map_err(|e| self.failed("record how far the index has read", e))?;
         }
-        Ok(report)
+        Ok(())
     }
 
-    /// Reads the records at `found` (seq, line hash, offset) back from the ledger, checking that each
-    /// line still hashes as indexed.
-    fn read_back(&self, found: Vec<(u64, String, u64)>) -> Result<Vec<IndexedRecord>, String> {
-        if found.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut reader = LedgerReader::for_lookups(&self.ledger)?
-            .ok_or_else(|| format!("the ledger {} is gone but the index lists records; rebuild the index", self.ledger.display()))?;
+    /// Reads the records at `found` (chain, seq, line hash, offset) back from their chains' files,
+    /// checking that each line still hashes as indexed.
+    fn read_back(&self, found: Vec<(String, u64, String, u64)>) -> Result<Vec<IndexedRecord>, String> {
+        let mut readers: Vec<(String, LedgerReader)> = Vec::new();
         let mut out = Vec::with_capacity(found.len());
-        for (seq, hash, offset) in found {
-            reader.seek(offset).map_err(|e| self.read_failed(e))?;
+        for (chain, seq, hash, offset) in found {
+            let at = match readers.iter().position(|(c, _)| *c == chain) {
+                Some(at) => at,
+                None => {
+                    let path = chains::path_of(&self.sidecar, &chain);
+                    let reader = LedgerReader::for_lookups(&path)?.ok_or_else(|| {
+                        format!("the chain {} is gone but the index lists its records; rebuild the index", path.display())
+                    })?;
+                    readers.push((chain.clone(), reader));
+                    readers.len() - 1
+                }
+            };
+            let reader = &mut readers[at].1;
+            let path = reader.path.clone();
+            reader.seek(offset).map_err(|e| self.read_failed(&path, e))?;
             let stale = || {
                 format!(
-                    "the ledger {} no longer holds record {seq} where the index found it (byte {offset}): the ledger \
-                     was rewritten or recovered since; rebuild the index, and run verify if nobody should have",
-                    self.ledger.display()
+                    "the chain {} no longer holds record {seq} where the index found it (byte {offset}): it was \
+                     rewritten, recovered or checked out since; rebuild the index, and run verify if nobody should have",
+                    path.display()
                 )
             };
-            let Line::Whole { bytes } = reader.next_line().map_err(|e| self.read_failed(e))? else {
+            let Line::Whole { bytes } = reader.next_line().map_err(|e| self.read_failed(&path, e))? else {
                 return Err(stale());
             };
             if line_hash_bytes(bytes) != hash {
@@ -532,7 +623,7 @@ impl Index {
             }
             let text = std::str::from_utf8(bytes).map_err(|_| stale())?;
             let record = Record::from_line(text).map_err(|_| stale())?;
-            out.push(IndexedRecord { seq, line_hash: hash, offset, record });
+            out.push(IndexedRecord { chain, seq, line_hash: hash, offset, record });
         }
         Ok(out)
     }
@@ -572,8 +663,8 @@ impl Index {
         format!("the trace index {}: {op} failed: {error}", self.db.display())
     }
 
-    fn read_failed(&self, error: io::Error) -> String {
-        format!("reading the ledger {} failed: {error}", self.ledger.display())
+    fn read_failed(&self, path: &Path, error: io::Error) -> String {
+        format!("reading the ledger {} failed: {error}", path.display())
     }
 }
 
@@ -581,16 +672,16 @@ impl Index {
 /// see the old index until the new one is complete. Streams the ledger; the index is what it builds.
 pub fn reindex(sidecar: &Sidecar) -> Result<IndexReport, ReadError> {
     let index = Index::open(sidecar)?;
-    index.write("rebuild the index", |tx| index.rebuild(tx, None)).map_err(ReadError::from)
+    index.write("rebuild the index", |tx| index.rebuild(tx)).map_err(ReadError::from)
 }
 
-fn insert(tx: &Transaction<'_>, record: &Record, hash: &str, offset: u64) -> rusqlite::Result<Added> {
+fn insert(tx: &Transaction<'_>, chain: &str, record: &Record, hash: &str, offset: u64) -> rusqlite::Result<Added> {
     let inserted = tx
         .prepare_cached(
-            "INSERT INTO records (seq, line_hash, line_offset, time, time_ms, kind, event, session, agent, task,
+            "INSERT INTO records (chain, seq, line_hash, line_offset, time, time_ms, kind, event, session, agent, task,
                                   intent, tool, decision, model)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
-             ON CONFLICT (seq) DO NOTHING",
+             VALUES (?15, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+             ON CONFLICT (chain, seq) DO NOTHING",
         )?
         .execute(params![
             int(record.seq),
@@ -607,31 +698,26 @@ fn insert(tx: &Transaction<'_>, record: &Record, hash: &str, offset: u64) -> rus
             record.tool,
             record.decision.as_ref().map(|d| d.decision.as_str()),
             record.model,
+            chain,
         ])?;
     if inserted == 0 {
-        let stored: String =
-            tx.prepare_cached("SELECT line_hash FROM records WHERE seq = ?1")?.query_row(params![int(record.seq)], |row| row.get(0))?;
+        let stored: String = tx
+            .prepare_cached("SELECT line_hash FROM records WHERE chain = ?1 AND seq = ?2")?
+            .query_row(params![chain, int(record.seq)], |row| row.get(0))?;
         return Ok(if stored == hash { Added::Present } else { Added::Conflict(stored) });
     }
+    let rid = tx.last_insert_rowid();
     let mut files = 0;
     let mut ranges = 0;
-    let mut file_row = tx.prepare_cached("INSERT INTO files (seq, path, sha256) VALUES (?1, ?2, ?3)")?;
+    let mut file_row = tx.prepare_cached("INSERT INTO files (rid, path, sha256) VALUES (?1, ?2, ?3)")?;
     let mut range_row = tx.prepare_cached(
-        "INSERT INTO ranges (seq, path, start_line, end_line, sha256, file_sha256, line_digests) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO ranges (rid, path, start_line, end_line, sha256, file_sha256, line_digests) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?;
     for file in &record.files {
-        file_row.execute(params![int(record.seq), file.path, file.sha256])?;
+        file_row.execute(params![rid, file.path, file.sha256])?;
         files += 1;
         for range in &file.ranges {
-            range_row.execute(params![
-                int(record.seq),
-                file.path,
-                range.start,
-                range.end,
-                range.sha256,
-                file.sha256,
-                range.line_digests
-            ])?;
+            range_row.execute(params![rid, file.path, range.start, range.end, range.sha256, file.sha256, range.line_digests])?;
             ranges += 1;
         }
     }
@@ -702,6 +788,7 @@ enum Line<'a> {
 
 /// Reads the ledger line by line from any offset, keeping track of where each line starts.
 struct LedgerReader {
+    path: PathBuf,
     inner: BufReader<File>,
     offset: u64,
     buf: Vec<u8>,
@@ -720,7 +807,12 @@ impl LedgerReader {
 
     fn with_capacity(path: &Path, capacity: usize) -> Result<Option<LedgerReader>, String> {
         match File::open(path) {
-            Ok(file) => Ok(Some(LedgerReader { inner: BufReader::with_capacity(capacity, file), offset: 0, buf: Vec::new() })),
+            Ok(file) => Ok(Some(LedgerReader {
+                path: path.to_owned(),
+                inner: BufReader::with_capacity(capacity, file),
+                offset: 0,
+                buf: Vec::new(),
+            })),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("opening the ledger {} failed: {e}", path.display())),
         }

@@ -1,4 +1,5 @@
-//! One line of `.orchestration/agent_trace.jsonl`: the record of one action or lifecycle event.
+//! One line of a chain of the trace ledger (`.orchestration/trace/<chain>.jsonl`): the record of one
+//! action or lifecycle event.
 //!
 //! The line is the unit of integrity: `prev` is the SHA-256 of the previous line's bytes (without its
 //! newline), so editing, inserting, deleting or reordering any line breaks the chain at the next one.

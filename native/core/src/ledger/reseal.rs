@@ -1,30 +1,34 @@
-//! The way forward from a ledger that fails verification: reseal it.
+//! The way forward from a ledger that fails verification: reseal its failing chain.
 //!
-//! A ledger that was edited, truncated or rewritten is refused by the writer (nothing more is
-//! appended to it, so every action the trace must record first is denied). Repairing it in place
-//! would erase the evidence; deleting it would lose the record. Resealing does neither:
+//! A chain that was edited, truncated or rewritten fails `trace verify` (`audit.rs`) for as long as it
+//! is there (the writer has left it for a new chain, so the gates keep working). Repairing it in
+//! place would erase the evidence; deleting it would lose the record. Resealing does neither:
 //!
-//! - under the ledger's lock (so no process appends meanwhile), the tampered file is moved aside to
-//!   `agent_trace.sealed-<unix ms>.jsonl`, byte for byte, and its folder synced (a removed ledger
-//!   leaves nothing to move: the record says `sealed_file: null`);
-//! - the head is cleared, in the state database and outside the workspace (`head::HeadCopy`), and a new ledger begins with one record (`kind: external`, `tool:
-//!   "chokepoint trace reseal"`) that names the sealed file, its SHA-256, what verification found, the
-//!   head it contradicted, who resealed it and why — synced, and the head set to it, before the lock
-//!   is released;
-//! - writers in other processes notice the new file at their next batch (its identity changed) and
-//!   continue its chain; the index rebuilds itself from the new ledger when next read.
+//! - under the ledger's lock (so no process of this worktree appends meanwhile), the first failing
+//!   chain's file is moved aside to `<chain>.sealed-<unix ms>.jsonl`, byte for byte (no longer a chain
+//!   by its name), and its folder synced (a removed chain leaves nothing to move: the record says
+//!   `sealed_file: null`);
+//! - its head is cleared, in the state database and outside the workspace (`head::HeadCopy`), and a
+//!   new chain begins with one record (`kind: external`, `tool: "chokepoint trace reseal"`) that
+//!   names the sealed chain and file, its SHA-256, what verification found, the head it
+//!   contradicted, who resealed it and why — synced, its head set and the chain named the
+//!   worktree's current one before the lock is released;
+//! - writers in other processes follow the new chain at their next batch (the lock file names it);
+//!   the index drops the sealed chain's rows and indexes the new one when next read.
 //!
 //! An intact ledger is never resealed ([`ResealError::Intact`]): resealing is for tampering, and a
-//! way to start over at will would make the chain worthless.
+//! way to start over at will would make the chain worthless. Records git explains as not in this
+//! checkout are not tampering, and are never resealed.
 
 use std::fmt;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::PathBuf;
 
+use super::audit::verify_ledger;
+use super::chains::{new_name, write_current};
 use super::head::{self, HeadStore};
 use super::record::{GENESIS, Record, RecordKind, line_hash, sha256_hex};
-use super::verify::verify;
 // The writer's own helpers: the same lock, the same error shape, the same folder sync.
 use super::error::{LedgerError, io_error};
 use super::writer::{lock_exclusive, sync_dir};
@@ -34,13 +38,16 @@ use crate::base::sidecar::Sidecar;
 /// What a reseal did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resealed {
-    /// Where the tampered ledger now is; `None` when it had been removed (nothing to move aside).
+    /// The chain resealed.
+    pub chain: String,
+    /// Where the tampered chain now is; `None` when it had been removed (nothing to move aside).
     pub sealed: Option<PathBuf>,
     /// SHA-256 (hex) of the sealed file's bytes, as recorded in the new ledger's first record.
     pub sealed_sha256: Option<String>,
     /// What verification found, as recorded.
     pub problem: String,
-    /// The new ledger's first record.
+    /// The new chain, and its first record.
+    pub new_chain: String,
     pub first: Record,
 }
 
@@ -59,7 +66,7 @@ impl fmt::Display for ResealError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ResealError::Intact { records } => {
-                write!(f, "the ledger is intact ({records} records, matching its head): there is nothing to reseal")
+                write!(f, "the ledger is intact ({records} records, matching its heads): there is nothing to reseal")
             }
             ResealError::NoReason => f.write_str("a reseal needs a reason: it is recorded as the first record of the new ledger"),
             ResealError::Ledger(e) => e.fmt(f),
@@ -75,24 +82,25 @@ impl From<LedgerError> for ResealError {
     }
 }
 
-/// Moves a ledger that fails verification aside and starts a new one whose first record says so.
-/// `by` names who resealed it (a user name, `ci`); `reason` is required.
+/// Moves the first chain that fails verification aside and starts a new chain whose first record
+/// says so. `by` names who resealed it (a user name, `ci`); `reason` is required.
 pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, ResealError> {
     if reason.trim().is_empty() {
         return Err(ResealError::NoReason);
     }
-    let ledger = sidecar.trace_ledger();
-    let lock_path = ledger.with_extension("lock");
+    let lock_path = sidecar.trace_lock();
     let lock = crate::base::sidecar::owner_only(OpenOptions::new().read(true).write(true).create(true).truncate(false))
         .open(&lock_path)
         .map_err(io_error(&lock_path, "open the lock file"))?;
     let _locked = lock_exclusive(&lock, &lock_path)?;
     let mut heads = HeadStore::for_sidecar(sidecar)?;
-    let previous_head = heads.read()?;
-    let verification = verify(&ledger, previous_head.as_ref())?;
-    let Some(problem) = verification.problem else {
-        return Err(ResealError::Intact { records: verification.records });
+    let audit = verify_ledger(sidecar)?;
+    let Some((failing, problem)) = audit.first_problem() else {
+        return Err(ResealError::Intact { records: audit.records() });
     };
+    let (chain, ledger, problem) = (failing.chain.clone(), failing.path.clone(), problem.clone());
+    let verification = failing.verification.clone();
+    let previous_head = heads.read(&chain)?;
     let now = clock::now_ms();
     let dir = ledger.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
     // A ledger that was removed leaves nothing to move aside: the new chain's first record says so.
@@ -114,7 +122,7 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
         }
     };
     // Both heads, the database's and the copy outside the workspace.
-    heads.clear()?;
+    heads.clear(&chain)?;
 
     let mut first = Record::new(RecordKind::External);
     first.seq = 1;
@@ -124,6 +132,7 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
     first.tool = Some("chokepoint trace reseal".to_owned());
     first.data = Some(serde_json::json!({
         "resealed": {
+            "sealed_chain": chain,
             "sealed_file": sealed.as_ref().and_then(|s| s.file_name()).map(|n| n.to_string_lossy().into_owned()),
             "sealed_sha256": sealed_sha256,
             "sealed_records": verification.records,
@@ -134,14 +143,21 @@ pub fn reseal(sidecar: &Sidecar, reason: &str, by: &str) -> Result<Resealed, Res
         }
     }));
     let line = first.to_line();
-    let mut file = crate::base::sidecar::owner_only(OpenOptions::new().append(true).create_new(true))
-        .open(&ledger)
-        .map_err(io_error(&ledger, "create"))?;
-    file.write_all(format!("{line}\n").as_bytes())
-        .and_then(|()| file.sync_data())
-        .map_err(io_error(&ledger, "write the first record of"))?;
-    sync_dir(&dir).map_err(io_error(&dir, "sync the folder"))?;
-    heads.write(1, &line_hash(&line), now)?;
-    debug_assert_eq!(head::read(&sidecar.state_db()).ok().flatten().map(|h| h.count), Some(1));
-    Ok(Resealed { sealed, sealed_sha256, problem: problem.to_string(), first })
+    let folder = sidecar.trace_dir();
+    std::fs::create_dir_all(&folder).map_err(io_error(&folder, "create the folder"))?;
+    let (new_chain, path, mut file) = loop {
+        let name = new_name(now);
+        let path = folder.join(format!("{name}.jsonl"));
+        match crate::base::sidecar::owner_only(OpenOptions::new().append(true).create_new(true)).open(&path) {
+            Ok(file) => break (name, path, file),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(source) => return Err(io_error(&path, "create")(source).into()),
+        }
+    };
+    file.write_all(format!("{line}\n").as_bytes()).and_then(|()| file.sync_data()).map_err(io_error(&path, "write the first record of"))?;
+    sync_dir(&folder).map_err(io_error(&folder, "sync the folder"))?;
+    heads.write(&new_chain, 1, &line_hash(&line), now)?;
+    write_current(&lock, &new_chain).map_err(io_error(&lock_path, "name the current chain in"))?;
+    debug_assert_eq!(head::read(&sidecar.state_db(), &new_chain).ok().flatten().map(|h| h.count), Some(1));
+    Ok(Resealed { chain, sealed, sealed_sha256, problem: problem.to_string(), new_chain, first })
 }

@@ -1,5 +1,5 @@
-//! The whole-ledger check: reads `agent_trace.jsonl` once, front to back, and names the first bad
-//! record and what is wrong with it.
+//! The whole-chain check: reads one chain's file once, front to back, and names the first bad record
+//! and what is wrong with it (`audit.rs` checks every chain of a worktree with it).
 //!
 //! An intact ledger's line `n` is a record with `seq` `n` whose `prev` is the SHA-256 of line `n - 1`
 //! ([`super::GENESIS`] for line 1), and, given the head from the state database, record number `head.count`

@@ -1,4 +1,4 @@
-//! The durable writer of `.orchestration/agent_trace.jsonl`.
+//! The durable writer of the ledger's chains, `.orchestration/trace/<chain>.jsonl` (`chains.rs`).
 //!
 //! - **Acknowledged means synced.** An append returns (or its [`Ticket`] resolves) only after
 //!   `fdatasync` of the bytes that hold it, so a record a producer was told about survives a crash of
@@ -15,13 +15,22 @@
 //!   await durability later ([`Ledger::flush`]). Dedicated threads rather than a leader chosen among
 //!   the producers, so that records enqueued by a producer that never waits are still written
 //!   promptly.
-//! - **One writer across processes.** Every batch is written under an exclusive `flock` of a lock file
-//!   next to the ledger (not of the ledger itself, which recovery truncates and which anyone may
-//!   replace). Under the lock the writer checks whether the file changed since its own last write
-//!   (another process appended, or replaced or truncated it) and if so reads the tail again to
-//!   continue the chain (`seq`, `prev`) from what is really there. The lock covers the write, not the
-//!   sync: an fdatasync flushes every dirty page of the file, whoever wrote it, so another process's
-//!   sync can only make this one's records durable sooner.
+//! - **One writer across processes.** Every batch is written under an exclusive `flock` of the
+//!   worktree's lock file (`Sidecar::trace_lock`; not of a chain's file, which recovery truncates and
+//!   which git or anyone may replace). The lock file also names the worktree's current chain: under the
+//!   lock the writer reads it (one small read per batch) and follows a chain another process began,
+//!   then checks whether the chain's file changed since its own last write (another process appended,
+//!   or it was replaced or truncated) and if so reads the tail again to continue the chain (`seq`,
+//!   `prev`) from what is really there. The lock covers the write, not the sync: an fdatasync flushes
+//!   every dirty page of the file, whoever wrote it, so another process's sync can only make this
+//!   one's records durable sooner.
+//! - **The writer never stops for git.** A chain's file that is not as its head says (shorter,
+//!   missing, or different at the head's record: a `checkout`, `switch`, `stash`, `reset --hard` or
+//!   `pull` did that, or someone tampered with it) is left as found, its head kept as the last known
+//!   one, and the next batch begins a new chain ([`Notice::LeftChain`]); `trace verify` later tells
+//!   what git explains from tampering. The first batch of a worktree that names no chain (a new
+//!   worktree, a fresh clone) begins one too. A chain's file is created with its first batch, so a
+//!   process that never appends creates nothing.
 //! - **The head follows the data.** After each sync the syncer raises the chain head in the state
 //!   database (`head.rs`) to the last record that sync covered; the head only ever grows, and may lag
 //!   the ledger (after a crash, or behind another process's newer head), never lead it, so a ledger
@@ -143,6 +152,24 @@ pub enum Notice {
     /// A batch was written and synced (its appends succeeded) but the head could not be updated; it
     /// lags until the next batch updates it.
     HeadNotWritten(LedgerError),
+    /// The current chain's file was not as its head said (why: [`LedgerError::HeadMismatch`],
+    /// [`LedgerError::Corrupt`], or its file is gone), so the writer left it as found and the next
+    /// batch begins a new chain.
+    LeftChain { chain: String, cause: LedgerError },
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Notice::Recovered(recovery) => recovery.fmt(f),
+            Notice::HeadNotWritten(error) => write!(f, "the ledger's head lags: {error}"),
+            Notice::LeftChain { chain, cause } => write!(
+                f,
+                "the ledger left its chain {chain} ({cause}); its head stays recorded and a new chain begins; \
+                 `chokepoint trace verify` tells whether git explains it"
+            ),
+        }
+    }
 }
 
 /// Counters of one [`Ledger`]'s writer since it was opened.
@@ -211,7 +238,10 @@ enum WriterWaits {
 }
 
 struct Shared {
+    /// The ledger's folder of chains, named in errors that concern no one chain.
     ledger: Arc<Path>,
+    /// The chain the writer last wrote to or followed.
+    chain: Mutex<Option<String>>,
     queue: Mutex<Queue>,
     /// The writer thread waits here for records; `flush` waits on `settled`; a producer facing a full
     /// queue on `room`.
@@ -255,10 +285,11 @@ impl fmt::Debug for Ledger {
 }
 
 impl Ledger {
-    /// Opens (creating it if missing) the ledger of `sidecar`, whose folder must exist. Under the lock,
-    /// recovers a torn end (returned, `None` if the end was intact) and checks the ledger against its
-    /// head: a ledger shorter than its head, or whose head record differs, is refused
-    /// ([`LedgerError::HeadMismatch`]).
+    /// Opens the ledger of `sidecar`, whose folder must exist. Under the lock, follows the worktree's
+    /// current chain (if it has one): recovers a torn end (returned, `None` if the end was intact) and
+    /// checks the chain against its head: a chain shorter than its head, or whose head record
+    /// differs, is left for a new chain ([`Notice::LeftChain`]). Creates no chain file: the first
+    /// batch does.
     pub fn open(sidecar: &Sidecar) -> Result<(Ledger, Option<Recovery>), LedgerError> {
         Ledger::open_sharing(sidecar, Arc::new(StateDb::new(sidecar.state_db())))
     }
@@ -266,19 +297,20 @@ impl Ledger {
     /// [`Ledger::open`] keeping the head on `state`, the connection the engine shares between its
     /// stores.
     pub(crate) fn open_sharing(sidecar: &Sidecar, state: Arc<StateDb>) -> Result<(Ledger, Option<Recovery>), LedgerError> {
-        let ledger_path = sidecar.trace_ledger();
-        let lock_path = ledger_path.with_extension("lock");
+        let lock_path = sidecar.trace_lock();
         let lock = crate::base::sidecar::owner_only(OpenOptions::new().read(true).write(true).create(true).truncate(false))
             .open(&lock_path)
             .map_err(io_error(&lock_path, "open the lock file"))?;
         let head = HeadStore::on(state, super::head::HeadCopy::for_sidecar(sidecar))?;
-        let file = open_ledger(&ledger_path)?;
+        let dir = sidecar.trace_dir();
         let mut writer = Writer {
-            identity: identity(&file),
-            ledger: ledger_path,
+            sidecar: sidecar.clone(),
+            chain: None,
+            identity: None,
+            ledger: dir.clone(),
             lock_path,
             lock,
-            file: Arc::new(file),
+            file: None,
             end: 0,
             last_start: 0,
             last_seq: 0,
@@ -287,18 +319,25 @@ impl Ledger {
             poisoned: None,
             buf: Vec::new(),
         };
-        let recovery = {
+        let mut notices = Vec::new();
+        {
             let _locked = writer.lock()?;
-            writer.load_tail()?
-        };
+            writer.catch_up(&mut notices)?;
+        }
+        // A torn end found on opening is the opener's to report; anything else waits as a notice.
+        let recovery = notices.iter().position(|n| matches!(n, Notice::Recovered(_))).map(|at| match notices.remove(at) {
+            Notice::Recovered(recovery) => recovery,
+            _ => unreachable!("matched above"),
+        });
         let shared = Arc::new(Shared {
-            ledger: Arc::from(writer.ledger.as_path()),
+            ledger: Arc::from(dir.as_path()),
+            chain: Mutex::new(writer.chain.as_deref().map(str::to_owned)),
             queue: Mutex::new(Queue {
                 pending: Vec::new(),
                 enqueued: 0,
                 settled: 0,
                 unreported: None,
-                notices: Vec::new(),
+                notices,
                 urgent: false,
                 writer_waits: WriterWaits::Busy,
                 first_queued_at: std::time::Instant::now(),
@@ -319,20 +358,26 @@ impl Ledger {
         });
         // The head is read under the lock by the writer and written after each sync by the syncer,
         // each taking the connection for one statement.
-        let syncer = Syncer { head: writer.head.clone(), ledger: writer.ledger.clone(), failed: None };
+        let syncer = Syncer { head: writer.head.clone(), ledger: dir.clone(), failed: None };
         let thread = std::thread::Builder::new()
             .name("chokepoint-ledger".into())
             .spawn({
                 let shared = Arc::clone(&shared);
                 move || run(&shared, writer, syncer)
             })
-            .map_err(io_error(sidecar.trace_ledger().as_path(), "start the writer thread of"))?;
+            .map_err(io_error(&dir, "start the writer thread of"))?;
         Ok((Ledger { shared, thread: Some(thread) }, recovery))
     }
 
-    /// The ledger file.
+    /// The ledger's folder of chains.
     pub fn path(&self) -> &Path {
         &self.shared.ledger
+    }
+
+    /// The chain this writer last wrote to or followed; `None` before its first batch when the
+    /// worktree had no current chain.
+    pub fn chain(&self) -> Option<String> {
+        self.shared.chain.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Appends `record` and blocks until it is durable. The writer sets `v`, `seq`, `time` and `prev`.
@@ -649,7 +694,9 @@ struct Stage {
 /// A batch in the file, not yet synced.
 struct Written {
     appended: Vec<Appended>,
-    /// The file it was written to (the writer reopens the path when the file was replaced).
+    /// The chain it was written to, and its file (the writer reopens the path when the file was
+    /// replaced).
+    chain: Arc<str>,
     file: Arc<File>,
     now_ms: u64,
 }
@@ -680,7 +727,9 @@ impl Syncer {
     /// then the head raised, then the queue's counters, which `flush` waits for: a flush returns with
     /// the head written, a ticket as soon as its record is durable.
     fn settle(&mut self, shared: &Shared, mut stages: Vec<Stage>) {
-        let mut last: Option<(u64, String, u64)> = None;
+        // The last record synced, per chain written (more than one when the writer began a new chain
+        // between these batches).
+        let mut last: Vec<(Arc<str>, u64, String, u64)> = Vec::new();
         let mut synced: Vec<Arc<File>> = Vec::new();
         for stage in &stages {
             let Ok(batch) = &stage.outcome else { continue };
@@ -693,7 +742,11 @@ impl Syncer {
                 synced.push(Arc::clone(&batch.file));
             }
             if let Some(appended) = batch.appended.last() {
-                last = Some((appended.seq, appended.hash.clone(), batch.now_ms));
+                let latest = (Arc::clone(&batch.chain), appended.seq, appended.hash.clone(), batch.now_ms);
+                match last.iter_mut().find(|(chain, ..)| *chain == batch.chain) {
+                    Some(entry) => *entry = latest,
+                    None => last.push(latest),
+                }
             }
         }
         if let Some(error) = &self.failed {
@@ -705,7 +758,7 @@ impl Syncer {
                     stage.outcome = Err(error.clone());
                 }
             }
-        } else if let Some((seq, _, _)) = &last {
+        } else if let Some((_, seq, _, _)) = last.last() {
             let records: usize = stages.iter().filter_map(|s| s.outcome.as_ref().ok()).map(|b| b.appended.len()).sum();
             shared.durable_seq.store(*seq, Ordering::Release);
             shared.batches.fetch_add(1, Ordering::Release);
@@ -738,10 +791,14 @@ impl Syncer {
                 }
             }
         }
-        let head = match last {
-            Some((seq, hash, now)) if self.failed.is_none() => self.head.write(seq, &hash, now).err(),
-            _ => None,
-        };
+        let mut head = None;
+        if self.failed.is_none() {
+            for (chain, seq, hash, now) in last {
+                if let Err(error) = self.head.write(&chain, seq, &hash, now) {
+                    head.get_or_insert(error);
+                }
+            }
+        }
         let mut queue = shared.lock();
         if let Some(error) = head {
             queue.notices.push(Notice::HeadNotWritten(error));
@@ -765,10 +822,14 @@ impl Syncer {
 
 /// The writer thread's own state: the files, and where the chain ends as this writer last saw it.
 struct Writer {
+    sidecar: Sidecar,
+    /// The chain appended to, and its file; `None` (and the folder of chains as `ledger`) until the
+    /// worktree has one: the next batch begins it.
+    chain: Option<Arc<str>>,
     ledger: PathBuf,
     lock_path: PathBuf,
     lock: File,
-    file: Arc<File>,
+    file: Option<Arc<File>>,
     /// Device and inode of the open ledger, to notice that the path now names another file.
     identity: Option<(u64, u64)>,
     /// The ledger's length after this writer's last write (or last read of its tail), and where its
@@ -797,6 +858,12 @@ impl Writer {
         }
         let _locked = self.lock()?;
         self.catch_up(notices)?;
+        let chain = match &self.chain {
+            Some(chain) => Arc::clone(chain),
+            None => self.begin_chain()?,
+        };
+        *shared.chain.lock().unwrap_or_else(PoisonError::into_inner) = Some(chain.to_string());
+        let file = Arc::clone(self.file.as_ref().expect("a chain has its file"));
         let start = self.end;
         // One time for the batch: its records are made durable at the same moment.
         let now = clock::now_ms();
@@ -819,14 +886,93 @@ impl Writer {
             record.prev = std::mem::replace(&mut hash, line_hash);
             appended.push(Appended { seq, hash: hash.clone(), offset: start + line_start as u64, record });
         }
-        if let Err(source) = (&*self.file).write_all(&self.buf) {
+        if let Err(source) = (&*file).write_all(&self.buf) {
             return Err(self.roll_back(start, "write", source));
         }
         self.end = start + self.buf.len() as u64;
         self.last_start = appended.last().map_or(self.last_start, |a| a.offset);
         self.last_seq = seq;
         self.last_hash = hash;
-        Ok(Written { appended, file: Arc::clone(&self.file), now_ms: now })
+        Ok(Written { appended, chain, file, now_ms: now })
+    }
+
+    /// Under the lock: begins a new chain (its file created empty, its name made durable in the folder
+    /// before any record of it is acknowledged) and names it the worktree's current one.
+    fn begin_chain(&mut self) -> Result<Arc<str>, LedgerError> {
+        let dir = self.sidecar.trace_dir();
+        if !dir.is_dir() {
+            std::fs::create_dir_all(&dir).map_err(io_error(&dir, "create the folder"))?;
+            let parent = dir.parent().unwrap_or(Path::new("."));
+            sync_dir(parent).map_err(io_error(parent, "sync the folder"))?;
+        }
+        let now = clock::now_ms();
+        let (name, path, file) = loop {
+            let name = super::chains::new_name(now);
+            let path = dir.join(format!("{name}.jsonl"));
+            match crate::base::sidecar::owner_only(OpenOptions::new().read(true).append(true).create_new(true)).open(&path) {
+                Ok(file) => break (name, path, file),
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(source) => return Err(io_error(&path, "create the chain")(source)),
+            }
+        };
+        sync_dir(&dir).map_err(io_error(&dir, "sync the folder"))?;
+        super::chains::write_current(&self.lock, &name).map_err(io_error(&self.lock_path, "name the current chain in"))?;
+        let chain: Arc<str> = Arc::from(name.as_str());
+        self.follow(Arc::clone(&chain), path, file);
+        Ok(chain)
+    }
+
+    /// Takes `chain`, whose file is `file` at `path`, as the one appended to, from its start.
+    fn follow(&mut self, chain: Arc<str>, path: PathBuf, file: File) {
+        self.identity = identity(&file);
+        self.file = Some(Arc::new(file));
+        self.ledger = path;
+        self.chain = Some(chain);
+        self.end = 0;
+        self.last_start = 0;
+        self.last_seq = 0;
+        self.last_hash = GENESIS.to_owned();
+    }
+
+    /// Leaves the current chain as found (its head stays), saying why; the next batch begins a new one.
+    fn leave(&mut self, cause: LedgerError, notices: &mut Vec<Notice>) {
+        if let Some(chain) = self.chain.take() {
+            notices.push(Notice::LeftChain { chain: chain.to_string(), cause });
+        }
+        self.file = None;
+        self.identity = None;
+        self.ledger = self.sidecar.trace_dir();
+    }
+
+    /// Under the lock: takes the chain the lock file names, reading its tail (a torn end recovered,
+    /// a file not as its head says left).
+    fn join(&mut self, chain: String, notices: &mut Vec<Notice>) -> Result<(), LedgerError> {
+        let path = super::chains::path_of(&self.sidecar, &chain);
+        let file = match crate::base::sidecar::owner_only(OpenOptions::new().read(true).append(true)).open(&path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                // Named but gone (a branch switch while no process appended): nothing to continue.
+                if let Some(head) = self.head.read(&chain)? {
+                    let cause = LedgerError::HeadMismatch { ledger: path, head, found_count: 0, found_hash: GENESIS.to_owned() };
+                    notices.push(Notice::LeftChain { chain, cause });
+                }
+                return Ok(());
+            }
+            Err(source) => return Err(io_error(&path, "open")(source)),
+        };
+        self.follow(Arc::from(chain.as_str()), path, file);
+        self.reload(notices)
+    }
+
+    /// Reads the tail of the current chain again; a chain not as its head says is left.
+    fn reload(&mut self, notices: &mut Vec<Notice>) -> Result<(), LedgerError> {
+        match self.load_tail() {
+            Ok(Some(recovery)) => notices.push(Notice::Recovered(recovery)),
+            Ok(None) => {}
+            Err(cause @ (LedgerError::HeadMismatch { .. } | LedgerError::Corrupt { .. })) => self.leave(cause, notices),
+            Err(error) => return Err(error),
+        }
+        Ok(())
     }
 
     /// After a failed write: cuts the file back to where the batch began and syncs that, so no part of
@@ -834,59 +980,80 @@ impl Writer {
     /// unknown and the writer refuses further batches.
     fn roll_back(&mut self, start: u64, op: &'static str, source: io::Error) -> LedgerError {
         let failed = io_error(&self.ledger, op)(source);
-        if self.file.set_len(start).and_then(|()| self.file.sync_all()).is_err() {
+        let file = self.file.as_ref().expect("a chain has its file");
+        if file.set_len(start).and_then(|()| file.sync_all()).is_err() {
             self.poisoned = Some(failed.clone());
         }
         failed
     }
 
-    /// Under the lock: if the ledger is not as this writer left it (another process appended, or the
-    /// file was replaced, removed, cut or rewritten), reads its tail again, recovering a torn end.
-    /// Unchanged means the same file, the same length, and the last line still the one this writer
-    /// last wrote or read (a few hundred bytes read and hashed per batch, against a sync's
-    /// milliseconds).
+    /// Under the lock: follows the chain the lock file names if another process began it, then, if the
+    /// chain's file is not as this writer left it (another process appended, or the file was replaced,
+    /// removed, cut or rewritten), reads its tail again, recovering a torn end, or leaving a chain that
+    /// is not as its head says. Unchanged means the same chain, the same file, the same length, and
+    /// the last line still the one this writer last wrote or read (the lock file's few bytes and a
+    /// few hundred of the chain's read per batch, against a sync's milliseconds).
     fn catch_up(&mut self, notices: &mut Vec<Notice>) -> Result<(), LedgerError> {
-        let same_file = match std::fs::metadata(&self.ledger) {
-            Ok(meta) => identity_of(&meta) == self.identity,
-            // A ledger that held records and is gone is evidence of its removal, not a file to make
-            // anew: making it would hide the removal from the next reader and, while its folder is
-            // being removed, keep the folder from going.
-            Err(source) if source.kind() == io::ErrorKind::NotFound && self.last_seq > 0 => {
-                return Err(io_error(&self.ledger, "find")(source));
-            }
-            Err(error) if error.kind() == io::ErrorKind::NotFound => false,
-            Err(source) => return Err(io_error(&self.ledger, "inspect")(source)),
-        };
-        if !same_file {
-            self.file = Arc::new(open_ledger(&self.ledger)?);
-            self.identity = identity(&self.file);
-        } else if self.file.metadata().map_err(io_error(&self.ledger, "inspect"))?.len() == self.end && self.last_line_unchanged()? {
+        let current = super::chains::read_current(&self.lock).map_err(io_error(&self.lock_path, "read the current chain from"))?;
+        if current.as_deref() != self.chain.as_deref() {
+            self.chain = None;
+            self.file = None;
+            self.identity = None;
+            return match current {
+                Some(chain) => self.join(chain, notices),
+                None => Ok(()),
+            };
+        }
+        if self.chain.is_none() {
             return Ok(());
         }
-        if let Some(recovery) = self.load_tail()? {
-            notices.push(Notice::Recovered(recovery));
+        let same_file = match std::fs::metadata(&self.ledger) {
+            Ok(meta) => identity_of(&meta) == self.identity,
+            // A chain's file that is gone (git switched to a branch without it, a stash took it, or it
+            // was removed) is left, not made anew: making it would hide its removal from the next
+            // reader and, while its folder is being removed, keep the folder from going.
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                let head = self.head.read(self.chain.as_deref().unwrap_or_default())?;
+                let head = head.unwrap_or(super::record::Head { count: self.last_seq, hash: self.last_hash.clone(), updated_at_ms: 0 });
+                let cause = LedgerError::HeadMismatch { ledger: self.ledger.clone(), head, found_count: 0, found_hash: GENESIS.to_owned() };
+                self.leave(cause, notices);
+                return Ok(());
+            }
+            Err(source) => return Err(io_error(&self.ledger, "inspect")(source)),
+        };
+        let file = self.file.as_ref().expect("a chain has its file");
+        if !same_file {
+            let file = crate::base::sidecar::owner_only(OpenOptions::new().read(true).append(true))
+                .open(&self.ledger)
+                .map_err(io_error(&self.ledger, "open"))?;
+            self.identity = identity(&file);
+            self.file = Some(Arc::new(file));
+        } else if file.metadata().map_err(io_error(&self.ledger, "inspect"))?.len() == self.end && self.last_line_unchanged()? {
+            return Ok(());
         }
-        Ok(())
+        self.reload(notices)
     }
 
     fn last_line_unchanged(&self) -> Result<bool, LedgerError> {
         if self.end == 0 {
             return Ok(true);
         }
+        let file = self.file.as_ref().expect("a chain has its file");
         let mut line = vec![0; usize::try_from(self.end - self.last_start).expect("a line fits in memory")];
-        read_at(&self.file, self.last_start, &mut line).map_err(io_error(&self.ledger, "read the end of"))?;
+        read_at(file, self.last_start, &mut line).map_err(io_error(&self.ledger, "read the end of"))?;
         Ok(line.pop() == Some(b'\n') && hash_line(&line) == self.last_hash)
     }
 
     /// Under the lock: finds where the chain ends, moving a torn end aside, and checks it against the
     /// head. Sets `end`, `last_start`, `last_seq` and `last_hash`.
     fn load_tail(&mut self) -> Result<Option<Recovery>, LedgerError> {
-        let head = self.head.read()?;
-        let len = self.file.metadata().map_err(io_error(&self.ledger, "inspect"))?.len();
+        let head = self.head.read(self.chain.as_deref().expect("a chain to load"))?;
+        let file = Arc::clone(self.file.as_ref().expect("a chain has its file"));
+        let len = file.metadata().map_err(io_error(&self.ledger, "inspect"))?.len();
         let read = |what| io_error(&self.ledger, what);
         let mut reasons = Vec::new();
         // Bytes after the last newline: a write cut short.
-        let mut end = line_start(&self.file, len).map_err(read("read the end of"))?;
+        let mut end = line_start(&file, len).map_err(read("read the end of"))?;
         if end < len {
             reasons.push(format!("{} bytes after the last newline", len - end));
         }
@@ -895,7 +1062,7 @@ impl Writer {
         // hash, or a seq it counts) was acknowledged, so its being bad is tampering, not a crash:
         // it stays, for `verify` to name.
         let last = loop {
-            let Some(last) = line_before(&self.file, end).map_err(read("read the end of"))? else { break None };
+            let Some(last) = line_before(&file, end).map_err(read("read the end of"))? else { break None };
             let hash = hash_line(&last.bytes);
             let record = std::str::from_utf8(&last.bytes)
                 .map_err(|_| "not utf-8".to_owned())
@@ -904,7 +1071,7 @@ impl Writer {
                 Ok(record) => {
                     let before = match last.start {
                         0 => None,
-                        start => line_before(&self.file, start).map_err(read("read the end of"))?,
+                        start => line_before(&file, start).map_err(read("read the end of"))?,
                     };
                     chains(record, before.as_ref())
                 }
@@ -953,7 +1120,8 @@ impl Writer {
     /// both places rather than in neither.
     fn move_aside(&mut self, from: u64, to: u64, reason: String) -> Result<Recovery, LedgerError> {
         let mut bytes = vec![0; usize::try_from(to - from).expect("a torn end fits in memory")];
-        read_at(&self.file, from, &mut bytes).map_err(io_error(&self.ledger, "read the torn end of"))?;
+        let file = Arc::clone(self.file.as_ref().expect("a chain has its file"));
+        read_at(&file, from, &mut bytes).map_err(io_error(&self.ledger, "read the torn end of"))?;
         let dir = self.ledger.parent().unwrap_or(Path::new("."));
         let stem = self.ledger.file_stem().unwrap_or_default().to_string_lossy().into_owned();
         let stamp = clock::now_ms();
@@ -972,7 +1140,7 @@ impl Writer {
         };
         out.write_all(&bytes).and_then(|()| out.sync_all()).map_err(io_error(&path, "write the recovery file"))?;
         sync_dir(dir).map_err(io_error(dir, "sync the folder"))?;
-        self.file.set_len(from).and_then(|()| self.file.sync_all()).map_err(io_error(&self.ledger, "cut the torn end off"))?;
+        file.set_len(from).and_then(|()| file.sync_all()).map_err(io_error(&self.ledger, "cut the torn end off"))?;
         Ok(Recovery { ledger: self.ledger.clone(), from_offset: from, moved_bytes: to - from, to: path, reason })
     }
 }
@@ -988,11 +1156,6 @@ fn hash_line(line: &[u8]) -> String {
         out.push(char::from(DIGITS[usize::from(b & 15)]));
     }
     out
-}
-
-fn open_ledger(path: &Path) -> Result<File, LedgerError> {
-    // Append mode: every write lands at the end even if the writer's idea of the end were stale.
-    crate::base::sidecar::owner_only(OpenOptions::new().read(true).append(true).create(true)).open(path).map_err(io_error(path, "open"))
 }
 
 /// A complete line of the file: where it starts, and its bytes without the newline.
@@ -1273,8 +1436,7 @@ mod tests {
         let flushed = ledger.flush();
         assert!(matches!(flushed, Err(LedgerError::Unrecordable { .. })), "{flushed:?}");
         ledger.flush().unwrap();
-        let lines = std::fs::read_to_string(sidecar.dir().join("agent_trace.jsonl")).unwrap();
-        assert_eq!(lines.lines().count(), 2);
+        assert_eq!(super::super::chains::all_lines(&sidecar).len(), 2);
     }
 
     #[test]
@@ -1286,12 +1448,14 @@ mod tests {
         let second = ledger.append(Record::new(super::super::RecordKind::ToolCall)).unwrap();
         assert_eq!((first.seq, first.offset, first.record.prev.as_str()), (1, 0, GENESIS));
         assert_eq!((second.seq, second.record.prev.as_str()), (2, first.hash.as_str()));
-        let text = std::fs::read_to_string(sidecar.trace_ledger()).unwrap();
+        let chain = super::super::chains::current(&sidecar).unwrap();
+        assert_eq!(Some(chain.chain.clone()), ledger.chain());
+        let text = std::fs::read_to_string(&chain.path).unwrap();
         assert_eq!(text, format!("{}\n{}\n", first.record.to_line(), second.record.to_line()));
         assert_eq!(second.offset as usize, text.find('\n').unwrap() + 1);
         // An append is answered once its record is durable; the head follows, and a flush waits for it.
         ledger.flush().unwrap();
-        let head = super::super::head::read(&sidecar.state_db()).unwrap().unwrap();
+        let head = super::super::head::read(&sidecar.state_db(), &chain.chain).unwrap().unwrap();
         assert_eq!((head.count, head.hash), (2, second.hash));
     }
 }

@@ -211,6 +211,7 @@ mod tests {
             "sub/dir/team.code-workspace",
             ".orchestration/state.db-shm",
             ".orchestration/agent_trace.jsonl",
+            ".orchestration/trace/20261122T043005Z-0123abcd.jsonl",
         ] {
             assert!(is_governance_file(path), "{path}");
         }
