@@ -29,6 +29,13 @@ async function buildNative({ force = false } = {}) {
     const flags = linkStatic ? ['--', '-C', 'target-feature=+crt-static', '-C', 'relocation-model=static'] : [];
     await run('cargo', ['rustc', '--release', '-p', 'chokepoint-cli', '--bin', 'chokepoint', ...flags]);
   }
+  // The extension runs bin/chokepoint before target/release/chokepoint (the .vsix ships the first);
+  // in a checkout, bin/ is the copy the last `npm run package` made, so it follows every build.
+  const shipped = path.join(ROOT, 'bin', 'chokepoint');
+  if (fs.existsSync(shipped) && fs.statSync(shipped).mtimeMs < fs.statSync(cli).mtimeMs) {
+    fs.copyFileSync(cli, shipped);
+    fs.chmodSync(shipped, 0o755);
+  }
 }
 
 /** Linux with glibc's static archives (libc6-dev has them; Fedora's glibc-static is separate). */

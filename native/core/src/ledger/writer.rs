@@ -899,9 +899,17 @@ impl Writer {
     /// Under the lock: begins a new chain (its file created empty, its name made durable in the folder
     /// before any record of it is acknowledged) and names it the worktree's current one.
     fn begin_chain(&mut self) -> Result<Arc<str>, LedgerError> {
+        // A lock file no longer at its path means the sidecar folder is being removed (git never
+        // touches it: it is ignored), not that git took a chain away: nothing is made anew in a
+        // folder on its way out, which would also keep it from going.
+        let lock_here = std::fs::metadata(&self.lock_path).ok();
+        if lock_here.is_none_or(|meta| identity_of(&meta) != identity(&self.lock)) {
+            let gone = io::Error::new(io::ErrorKind::NotFound, "the ledger's lock file was removed with its folder");
+            return Err(io_error(&self.lock_path, "find")(gone));
+        }
         let dir = self.sidecar.trace_dir();
         if !dir.is_dir() {
-            std::fs::create_dir_all(&dir).map_err(io_error(&dir, "create the folder"))?;
+            std::fs::create_dir(&dir).map_err(io_error(&dir, "create the folder"))?;
             let parent = dir.parent().unwrap_or(Path::new("."));
             sync_dir(parent).map_err(io_error(parent, "sync the folder"))?;
         }
