@@ -143,8 +143,12 @@ test("Claude Code's ask waits on a card that names the agent and its session, an
   // so the ask opens a Pending in VS Code and the hook waits on it.
   await ensureAgents({ only: ['claude'] });
   const ws = vsc.workspace;
-  const init = spawnSync(CLI, ['init', '--agent', 'claude', '--workspace', ws, '--local', '--program', CLI], { encoding: 'utf8' });
-  assert.strictEqual(init.status, 0, init.stderr);
+  // The committed settings find the program at run time; this machine names it in Claude Code's
+  // local settings, as a person with chokepoint off PATH would.
+  for (const args of [[], ['--local', '--program', CLI]]) {
+    const init = spawnSync(CLI, ['init', '--agent', 'claude', '--workspace', ws, ...args], { encoding: 'utf8' });
+    assert.strictEqual(init.status, 0, init.stderr);
+  }
   const CONTENT = "'use strict';\n// written by Claude Code, approved in VS Code\n";
   const t = CLIENTS.claude.tools;
   const script = [...t.mcp('select_active_intent', { intent_id: 'INT-001' }), { tools: [t.write(ws, 'src/auth/claude.js', CONTENT)] }, { text: 'Done.' }];
