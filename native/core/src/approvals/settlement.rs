@@ -5,10 +5,13 @@
 use super::error::ApprovalError;
 use super::kind::{PendingKind, ScopeExpansionSubject, Subject};
 use super::pending::{PendingDict, Status};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The step after a decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The step after a decision. Serialised as [`Next::as_str`] names it (a Pending relayed from
+/// another worktree's hook is answered with its settlement, `serve::relay`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Next {
     /// Go on with what was asked: the tool call as the agent made it, the plan or the compaction as
     /// decided (their subject, which the decider may have edited).
