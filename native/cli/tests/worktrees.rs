@@ -315,6 +315,106 @@ fn approvals_lists_every_worktrees_pendings_and_a_decision_reaches_the_engine_th
     assert!(stdout(&out).contains("not now"), "{}", stdout(&out));
 }
 
+/// VS Code (here `chokepoint serve`) runs on the main checkout only; an agent works in the second
+/// worktree, whose hook judges alone, and its chain asks about a write. The ask is relayed to the
+/// main checkout's live engine: `approvals list` there shows it with the worktree and branch it comes
+/// from, and the person's decision there answers the hook (approved: allowed; modified: run as the
+/// person wrote it; rejected: denied with the reason). With no live engine anywhere, the fallback
+/// answers at once, as before.
+#[test]
+fn an_ask_in_a_worktree_nobody_serves_is_decided_in_the_main_checkouts_live_engine() {
+    let repo = repository_with(
+        "version: 1\nhooks:\n  PreToolUse:\n    - name: confirm\n      tool: Write\n      ask: a person confirms every write\n",
+    );
+    let (main, linked) = (&repo.main, &repo.linked);
+    let runtime = common::runtime_dir();
+    assert!(select(linked, "claude:s2", "claude", "INT-002").status.success());
+    let asking = |file: &str| {
+        let input = json!({
+            "session_id": "s2", "cwd": linked, "permission_mode": "default", "hook_event_name": "PreToolUse",
+            "tool_name": "Write", "tool_input": { "file_path": linked.join(file), "content": "x\n" }, "tool_use_id": "toolu_01",
+        });
+        let mut child = common::as_agent()
+            .args(["hook", "--agent", "claude", "--workspace", linked.to_str().unwrap()])
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.to_string().as_bytes()).unwrap();
+        child
+    };
+    let reply = |child: std::process::Child| {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out)
+    };
+
+    // No live engine anywhere: the fallback (deny) answers at once.
+    let started = std::time::Instant::now();
+    let alone = reply(asking("tests/a.ts"));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "answered at once");
+    assert!(alone.contains("\"deny\"") && alone.contains("no live engine runs on this workspace"), "{alone}");
+
+    let served = Served::start(main, runtime.path());
+    let pending = || {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let out = approvals(main, runtime.path(), &["list", "--json"]);
+            assert!(out.status.success(), "{}", stderr(&out));
+            let listed: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+            if let [one] = listed.as_slice() {
+                break one.clone();
+            }
+            assert!(std::time::Instant::now() < until, "the relayed ask is open in the main checkout's engine: {listed:?}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+
+    // Approved in the main checkout: the write in wt2 runs.
+    let waiting = asking("tests/b.ts");
+    let open = pending();
+    assert_eq!((&open["worktree"], &open["branch"]), (&json!("wt2"), &json!("feature-x")), "{open}");
+    assert_eq!((&open["subject"]["agent"], &open["session_id"]), (&json!("claude"), &json!("claude:s2")), "{open}");
+    let text = stdout(&approvals(main, runtime.path(), &["list"]));
+    assert!(text.contains("in worktree wt2 on branch feature-x"), "{text}");
+    let id = open["id"].as_str().unwrap().to_owned();
+    let shown = stdout(&approvals(main, runtime.path(), &["show", &id]));
+    assert!(shown.contains("worktree wt2 on branch feature-x") && shown.contains("+++ b/tests/b.ts"), "{shown}");
+    let approved = approvals(main, runtime.path(), &["approve", &id]);
+    assert!(approved.status.success(), "{}", stderr(&approved));
+    let allowed = reply(waiting);
+    assert!(!allowed.contains("\"deny\"") && allowed.contains("approved by cli:"), "approved in the main checkout: {allowed}");
+    assert!(common::ledger_text(main).unwrap().contains(&id), "the Pending's phases are in the main checkout's ledger");
+
+    // Modified there: the write runs as the person wrote it, judged again in wt2.
+    let waiting = asking("tests/c.ts");
+    let id = pending()["id"].as_str().unwrap().to_owned();
+    let input = json!({ "file_path": linked.join("tests/c.ts"), "content": "y\n" });
+    let file = linked.join("modified.json");
+    fs::write(&file, input.to_string()).unwrap();
+    let modified = approvals(main, runtime.path(), &["modify", &id, "--input", file.to_str().unwrap()]);
+    assert!(modified.status.success(), "{}", stderr(&modified));
+    let rewritten: Value = serde_json::from_str(&reply(waiting)).unwrap();
+    assert_eq!(rewritten["hookSpecificOutput"]["updatedInput"], input, "{rewritten}");
+
+    // Rejected there: denied with the person's reason.
+    let waiting = asking("tests/d.ts");
+    let id = pending()["id"].as_str().unwrap().to_owned();
+    let rejected = approvals(main, runtime.path(), &["reject", &id, "--reason", "not on this branch"]);
+    assert!(rejected.status.success(), "{}", stderr(&rejected));
+    let denied = reply(waiting);
+    assert!(denied.contains("\"deny\"") && denied.contains("not on this branch"), "{denied}");
+
+    // The engine goes away while the hook waits: the fallback answers, saying why; never an allow.
+    let waiting = asking("tests/e.ts");
+    pending();
+    drop(served);
+    let gone = reply(waiting);
+    assert!(gone.contains("\"deny\"") && gone.contains("could not be relayed"), "{gone}");
+}
+
 /// A workspace governed before it became a git repository (or before this build): the scope
 /// expansion approved then, kept in its `.orchestration/state.db`, still applies once the
 /// coordination moves to the repository's shared folder.
