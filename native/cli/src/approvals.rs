@@ -134,7 +134,7 @@ pub fn run(command: ApprovalsCommand) -> ExitCode {
         Ok(Answer::Pending { pending }) if target.json => print_json(&pending),
         Ok(Answer::Pending { pending }) => {
             // A relayed ask's write is diffed against the file in the worktree that asked.
-            let root = text(&pending, "/subject/worktree_root").map_or_else(|| remote.root.clone(), PathBuf::from);
+            let root = text(&pending, "/subject/workspace_root").map_or_else(|| remote.root.clone(), PathBuf::from);
             print!("{}", describe(&pending, &root));
         }
         Ok(Answer::Decided { pending, .. }) if target.json => print_json(&pending),
@@ -267,7 +267,7 @@ impl Engines {
 fn placed(mut pending: Value, checkout: Option<&Checkout>) -> Value {
     let relayed = pending.pointer("/subject/worktree").and_then(Value::as_str).map(|worktree| Checkout {
         worktree: worktree.to_owned(),
-        root: text(&pending, "/subject/worktree_root").unwrap_or_default().to_owned(),
+        root: text(&pending, "/subject/workspace_root").unwrap_or_default().to_owned(),
         branch: text(&pending, "/subject/branch").map(str::to_owned),
     });
     if let (Some(checkout), Some(object)) = (relayed.as_ref().or(checkout), pending.as_object_mut()) {

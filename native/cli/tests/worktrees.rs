@@ -372,7 +372,9 @@ fn an_ask_in_a_worktree_nobody_serves_is_decided_in_the_main_checkouts_live_engi
         }
     };
 
-    // Approved in the main checkout: the write in wt2 runs.
+    // Approved in the main checkout: the write in wt2 runs. Its diff is against wt2's file.
+    fs::create_dir_all(linked.join("tests")).unwrap();
+    fs::write(linked.join("tests/b.ts"), "only in wt2\n").unwrap();
     let waiting = asking("tests/b.ts");
     let open = pending();
     assert_eq!((&open["worktree"], &open["branch"]), (&json!("wt2"), &json!("feature-x")), "{open}");
@@ -381,7 +383,7 @@ fn an_ask_in_a_worktree_nobody_serves_is_decided_in_the_main_checkouts_live_engi
     assert!(text.contains("in worktree wt2 on branch feature-x"), "{text}");
     let id = open["id"].as_str().unwrap().to_owned();
     let shown = stdout(&approvals(main, runtime.path(), &["show", &id]));
-    assert!(shown.contains("worktree wt2 on branch feature-x") && shown.contains("+++ b/tests/b.ts"), "{shown}");
+    assert!(shown.contains("worktree wt2 on branch feature-x") && shown.contains("-only in wt2"), "{shown}");
     let approved = approvals(main, runtime.path(), &["approve", &id]);
     assert!(approved.status.success(), "{}", stderr(&approved));
     let allowed = reply(waiting);

@@ -57,10 +57,11 @@ pub struct AskRequest {
     pub asked: Vec<AskedBy>,
     /// The agent's session id, as the hook read it.
     pub session_id: Option<String>,
-    /// The asking worktree's name and root, and its branch: the Pending's subject names them.
+    /// The asking worktree's name and branch: the Pending's subject names them.
     pub worktree: String,
-    pub worktree_root: String,
     pub branch: Option<String>,
+    /// The asking workspace's root, which `paths` are relative to (a write's diff reads the file there).
+    pub workspace_root: String,
     /// Milliseconds the hook still waits: a person has that, less a margin, to decide.
     pub deadline_ms: u64,
 }
@@ -165,5 +166,37 @@ mod tests {
         let mut short = (10u32).to_be_bytes().to_vec();
         short.extend_from_slice(b"xx");
         assert_eq!(read_frame(&mut short.as_slice(), 100).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn a_relayed_ask_and_its_settlement_are_tagged_and_round_trip() {
+        let ask = Request::Ask(AskRequest {
+            agent: "claude".into(),
+            tool: Some("Write".into()),
+            input: serde_json::json!({ "file_path": "/w/a.ts" }),
+            paths: vec!["a.ts".into()],
+            asked: vec![AskedBy { hook: "confirm".into(), reason: "a person confirms".into() }],
+            session_id: Some("s2".into()),
+            worktree: "wt2".into(),
+            branch: Some("feature-x".into()),
+            workspace_root: "/w".into(),
+            deadline_ms: 24_000,
+        });
+        let wire = serde_json::to_value(&ask).unwrap();
+        assert_eq!((&wire["kind"], &wire["worktree"]), (&serde_json::json!("ask"), &serde_json::json!("wt2")));
+        assert_eq!(serde_json::from_value::<Request>(wire).unwrap(), ask);
+        let settled = Answer::Settled(Settled {
+            id: "pnd-1".into(),
+            next: Next::RunModified,
+            by: "cli:me".into(),
+            reason: None,
+            note: Some("y".into()),
+            input: Some(serde_json::json!({ "file_path": "/w/a.ts" })),
+            message: "modified".into(),
+            waited_ms: 5,
+        });
+        let wire = serde_json::to_value(&settled).unwrap();
+        assert_eq!((&wire["kind"], &wire["next"]), (&serde_json::json!("settled"), &serde_json::json!("run_modified")));
+        assert_eq!(serde_json::from_value::<Answer>(wire).unwrap(), settled);
     }
 }

@@ -54,7 +54,7 @@ impl AskRelay for ToRepository {
                 continue;
             }
             let left = self.until.saturating_duration_since(Instant::now());
-            let request = Request::Ask(request(&ask, agent, &from, left));
+            let request = Request::Ask(request(&ask, agent, &from, &here, left));
             let failed = |why: String| Relayed::Failed(format!("the live engine of {}: {why}", other.display()));
             match exchange(&Endpoint::for_workspace(&other), &request, left) {
                 // Not running there: the next worktree's, if any.
@@ -74,7 +74,7 @@ fn canonical(path: &Path) -> std::path::PathBuf {
 }
 
 /// The request that relays `ask`, from the worktree `from`, for a hook that waits `left` more.
-fn request(ask: &Ask, agent: Agent, from: &Checkout, left: Duration) -> AskRequest {
+fn request(ask: &Ask, agent: Agent, from: &Checkout, root: &Path, left: Duration) -> AskRequest {
     AskRequest {
         agent: agent.id().to_owned(),
         tool: ask.tool.clone(),
@@ -83,8 +83,8 @@ fn request(ask: &Ask, agent: Agent, from: &Checkout, left: Duration) -> AskReque
         asked: ask.asked.iter().map(|a| AskedBy { hook: a.hook.to_string(), reason: a.reason.clone() }).collect(),
         session_id: ask.session_id.clone(),
         worktree: from.worktree.clone(),
-        worktree_root: from.root.clone(),
         branch: from.branch.clone(),
+        workspace_root: root.to_string_lossy().into_owned(),
         deadline_ms: u64::try_from(left.as_millis()).unwrap_or(u64::MAX),
     }
 }
@@ -103,8 +103,8 @@ fn settled_of(settled: Settled) -> Relayed {
     Relayed::Settled { id: settled.id, settlement, waited: Duration::from_millis(settled.waited_ms) }
 }
 
-/// The live engine's side: opens the relayed ask's Pending here (its subject names the agent, and
-/// the worktree and branch it comes from), waits until the hook's deadline less [`ASK_MARGIN`]
+/// The live engine's side: opens the relayed ask's Pending here (its subject names the agent, the
+/// worktree and branch it comes from, and the asking workspace's root, where a write's diff is read), waits until the hook's deadline less [`ASK_MARGIN`]
 /// from `received`, and answers with the settlement. Only a tool call's ask is taken: a scope
 /// expansion would be granted here, for a gatekeeper that never judged it.
 pub(crate) fn answer(engine: &Arc<Engine>, request: AskRequest, received: Instant) -> Answer {
@@ -128,8 +128,8 @@ pub(crate) fn answer(engine: &Arc<Engine>, request: AskRequest, received: Instan
         Err(e) => return refused(e.to_string()),
     };
     open.subject["worktree"] = request.worktree.into();
-    open.subject["worktree_root"] = request.worktree_root.into();
     open.subject["branch"] = request.branch.into();
+    open.subject["workspace_root"] = request.workspace_root.into();
     let id = match engine.approvals().open(open) {
         Ok(opened) => opened.pending.id,
         Err(e) => return refused(format!("its approval could not be opened: {e}")),
