@@ -252,6 +252,26 @@ fn approvals(ws: &Path, runtime: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// Claude Code's PreToolUse for a Write of `file` in session `session`, sent to a hook process in
+/// `ws` (which hands it to its worktree's live engine when one runs, else judges alone and relays an
+/// ask), left running: the test reads its answer once it has decided what the hook waits for.
+fn claude_writes_served(ws: &Path, runtime: &Path, session: &str, file: &str) -> std::process::Child {
+    let input = json!({
+        "session_id": session, "cwd": ws, "permission_mode": "default", "hook_event_name": "PreToolUse",
+        "tool_name": "Write", "tool_input": { "file_path": ws.join(file), "content": "x\n" }, "tool_use_id": "toolu_01",
+    });
+    let mut child = common::as_agent()
+        .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
+        .env("XDG_RUNTIME_DIR", runtime)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.to_string().as_bytes()).unwrap();
+    child
+}
+
 /// Each worktree's live engine holds a Pending of its own agent's write; `approvals list` in the main
 /// checkout shows both, each with its worktree and branch, and approving the other worktree's there
 /// lets that worktree's write run.
@@ -265,22 +285,7 @@ fn approvals_lists_every_worktrees_pendings_and_a_decision_reaches_the_engine_th
     let _servers = [Served::start(main, runtime.path()), Served::start(linked, runtime.path())];
     assert!(select(main, "claude:s1", "claude", "INT-001").status.success());
     assert!(select(linked, "claude:s2", "claude", "INT-002").status.success());
-    let waiting = |ws: &Path, session: &str, file: &str| {
-        let input = json!({
-            "session_id": session, "cwd": ws, "permission_mode": "default", "hook_event_name": "PreToolUse",
-            "tool_name": "Write", "tool_input": { "file_path": ws.join(file), "content": "x\n" }, "tool_use_id": "toolu_01",
-        });
-        let mut child = common::as_agent()
-            .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
-            .env("XDG_RUNTIME_DIR", runtime.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.to_string().as_bytes()).unwrap();
-        child
-    };
+    let waiting = |ws: &Path, session: &str, file: &str| claude_writes_served(ws, runtime.path(), session, file);
     let (first, second) = (waiting(main, "s1", "src/a.ts"), waiting(linked, "s2", "tests/b.ts"));
 
     let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -329,22 +334,7 @@ fn an_ask_in_a_worktree_nobody_serves_is_decided_in_the_main_checkouts_live_engi
     let (main, linked) = (&repo.main, &repo.linked);
     let runtime = common::runtime_dir();
     assert!(select(linked, "claude:s2", "claude", "INT-002").status.success());
-    let asking = |file: &str| {
-        let input = json!({
-            "session_id": "s2", "cwd": linked, "permission_mode": "default", "hook_event_name": "PreToolUse",
-            "tool_name": "Write", "tool_input": { "file_path": linked.join(file), "content": "x\n" }, "tool_use_id": "toolu_01",
-        });
-        let mut child = common::as_agent()
-            .args(["hook", "--agent", "claude", "--workspace", linked.to_str().unwrap()])
-            .env("XDG_RUNTIME_DIR", runtime.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.to_string().as_bytes()).unwrap();
-        child
-    };
+    let asking = |file: &str| claude_writes_served(linked, runtime.path(), "s2", file);
     let reply = |child: std::process::Child| {
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

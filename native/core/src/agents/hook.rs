@@ -196,7 +196,7 @@ async fn ask_person(
             let agent = call.agent;
             let relayed = tokio::task::spawn_blocking(move || relay.relay(&asker, ask, agent)).await;
             match relayed {
-                Ok(Relayed::Settled { id, settlement, waited }) => (id, settlement, waited),
+                Ok(Relayed::Settled { id, settlement, waited }) => (id, *settlement, waited),
                 Ok(Relayed::Nobody) => return unanswered(engine, call, &reasons, fallback, None, options),
                 Ok(Relayed::Failed(why)) => {
                     return noted(unanswered(engine, call, &reasons, fallback, None, options), &why);

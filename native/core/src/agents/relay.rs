@@ -24,8 +24,9 @@ pub enum Relayed {
     /// No live engine of another worktree runs (or the workspace is no repository's): nobody could be
     /// asked, as before the relay.
     Nobody,
-    /// The Pending `id` of the engine that opened it, decided or timed out after `waited`.
-    Settled { id: String, settlement: Settlement, waited: Duration },
+    /// The Pending `id` of the engine that opened it, decided or timed out after `waited` (boxed: a
+    /// settlement is large beside the other answers).
+    Settled { id: String, settlement: Box<Settlement>, waited: Duration },
     /// A live engine was found but the relay failed (refused, broke off, answered something else):
     /// why. The fallback answers; the relay never allows by itself.
     Failed(String),

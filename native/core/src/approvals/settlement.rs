@@ -41,8 +41,9 @@ impl Next {
     }
 }
 
-/// A decided Pending and what follows from it.
-#[derive(Debug, Clone, PartialEq)]
+/// A decided Pending and what follows from it. Serialised without the Pending: a relayed ask's
+/// settlement travels to the hook that asked (`serve::relay`), and the Pending stays in its engine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settlement {
     pub next: Next,
     /// Who decided (`human`, `reviewer`, `timeout`, `handler:<name>`, ...).
@@ -56,7 +57,9 @@ pub struct Settlement {
     /// The line the agent's model is told: the tool's result when nothing runs, the context added to
     /// its result when something does.
     pub message: String,
-    /// The decided Pending; none when there was none to decide (an unknown id).
+    /// The decided Pending; none when there was none to decide (an unknown id), or the settlement
+    /// came from another process.
+    #[serde(skip)]
     pub pending: Option<PendingDict>,
 }
 

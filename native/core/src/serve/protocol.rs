@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agents::reply::Reply;
-use crate::approvals::Next;
+use crate::approvals::Settlement;
 
 /// The most a request may hold: the hook's own limit on its input (a write's content included), and
 /// a little for the fields around it.
@@ -79,13 +79,8 @@ pub struct AskedBy {
 pub struct Settled {
     /// The Pending's id in the engine that opened it.
     pub id: String,
-    pub next: Next,
-    pub by: String,
-    pub reason: Option<String>,
-    pub note: Option<String>,
-    /// The person's input, when they modified the call (`next: run_modified`).
-    pub input: Option<Value>,
-    pub message: String,
+    #[serde(flatten)]
+    pub settlement: Settlement,
     /// How long the Pending waited for a decision, in milliseconds.
     pub waited_ms: u64,
 }
@@ -125,8 +120,8 @@ pub enum Answer {
     Pending { pending: Value },
     /// A decision taken: the Pending as it is now, and the line that says what happened.
     Decided { pending: Value, text: String },
-    /// A relayed ask's settlement.
-    Settled(Settled),
+    /// A relayed ask's settlement (boxed: the largest answer by far, and the rarest).
+    Settled(Box<Settled>),
 }
 
 /// Writes one frame.
@@ -185,16 +180,16 @@ mod tests {
         let wire = serde_json::to_value(&ask).unwrap();
         assert_eq!((&wire["kind"], &wire["worktree"]), (&serde_json::json!("ask"), &serde_json::json!("wt2")));
         assert_eq!(serde_json::from_value::<Request>(wire).unwrap(), ask);
-        let settled = Answer::Settled(Settled {
-            id: "pnd-1".into(),
-            next: Next::RunModified,
+        let settlement = Settlement {
+            next: crate::approvals::Next::RunModified,
             by: "cli:me".into(),
             reason: None,
             note: Some("y".into()),
             input: Some(serde_json::json!({ "file_path": "/w/a.ts" })),
             message: "modified".into(),
-            waited_ms: 5,
-        });
+            pending: None,
+        };
+        let settled = Answer::Settled(Box::new(Settled { id: "pnd-1".into(), settlement, waited_ms: 5 }));
         let wire = serde_json::to_value(&settled).unwrap();
         assert_eq!((&wire["kind"], &wire["next"]), (&serde_json::json!("settled"), &serde_json::json!("run_modified")));
         assert_eq!(serde_json::from_value::<Answer>(wire).unwrap(), settled);

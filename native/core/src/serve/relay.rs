@@ -22,7 +22,7 @@ use super::client::{Unanswered, exchange};
 use super::endpoint::Endpoint;
 use super::protocol::{Answer, AskRequest, AskedBy, Request, Settled};
 use crate::agents::relay::{AskRelay, Relayed};
-use crate::approvals::{Ask, PendingKind, Settlement};
+use crate::approvals::{Ask, PendingKind};
 use crate::engine::judge::Engine;
 use crate::model::decision::Asked;
 use crate::model::event::EventKind;
@@ -60,7 +60,7 @@ impl AskRelay for ToRepository {
                 // Not running there: the next worktree's, if any.
                 Err(Unanswered::NotServed(_)) => continue,
                 Err(Unanswered::Failed(why)) => return failed(why),
-                Ok(Answer::Settled(settled)) => return settled_of(settled),
+                Ok(Answer::Settled(settled)) => return settled_of(*settled),
                 Ok(Answer::Refused { reason }) => return failed(format!("it refused the ask: {reason}")),
                 Ok(_) => return failed("it answered something else than a settlement".into()),
             }
@@ -91,16 +91,7 @@ fn request(ask: &Ask, agent: Agent, from: &Checkout, root: &Path, left: Duration
 
 /// The asker's reading of the settlement it was answered (the Pending stays with its engine).
 fn settled_of(settled: Settled) -> Relayed {
-    let settlement = Settlement {
-        next: settled.next,
-        by: settled.by,
-        reason: settled.reason,
-        note: settled.note,
-        input: settled.input,
-        message: settled.message,
-        pending: None,
-    };
-    Relayed::Settled { id: settled.id, settlement, waited: Duration::from_millis(settled.waited_ms) }
+    Relayed::Settled { id: settled.id, settlement: Box::new(settled.settlement), waited: Duration::from_millis(settled.waited_ms) }
 }
 
 /// The live engine's side: opens the relayed ask's Pending here (its subject names the agent, the
@@ -141,16 +132,9 @@ pub(crate) fn answer(engine: &Arc<Engine>, request: AskRequest, received: Instan
         engine.settle(&id).await
     });
     match settled {
-        Ok(s) => Answer::Settled(Settled {
-            id,
-            next: s.next,
-            by: s.by,
-            reason: s.reason,
-            note: s.note,
-            input: s.input,
-            message: s.message,
-            waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-        }),
+        Ok(settlement) => {
+            Answer::Settled(Box::new(Settled { id, settlement, waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX) }))
+        }
         Err(e) => refused(format!("the ask could not be awaited: {e}")),
     }
 }
