@@ -407,6 +407,67 @@ fn an_ask_in_a_worktree_nobody_serves_is_decided_in_the_main_checkouts_live_engi
     assert!(gone.contains("\"deny\"") && gone.contains("could not be relayed"), "{gone}");
 }
 
+/// Who may decide a relayed ask stays as it is: the agent whose hook in the second worktree relayed it
+/// cannot approve it from its own process (its `approvals approve` reaches the main checkout's engine,
+/// which knows the asking hook's agent); the person can.
+#[test]
+fn the_agent_that_relayed_an_ask_cannot_decide_it() {
+    let repo = repository_with(
+        "version: 1\nhooks:\n  PreToolUse:\n    - name: confirm\n      tool: Write\n      ask: a person confirms every write\n",
+    );
+    let (main, linked) = (&repo.main, &repo.linked);
+    let runtime = common::runtime_dir();
+    assert!(select(linked, "claude:s2", "claude", "INT-002").status.success());
+    let _served = Served::start(main, runtime.path());
+    let input = json!({
+        "session_id": "s2", "cwd": linked, "hook_event_name": "PreToolUse",
+        "tool_name": "Write", "tool_input": { "file_path": linked.join("tests/a.ts"), "content": "x\n" }, "tool_use_id": "toolu_01",
+    });
+    fs::write(linked.join("input.json"), input.to_string()).unwrap();
+    // The agent: its hook relays the ask and waits (in the background); meanwhile the agent itself
+    // tries to approve it, then waits for its hook's answer.
+    let script = r#"
+"$CHOKEPOINT" hook --agent claude --workspace "$WS" < "$WS/input.json" > "$WS/reply.json" &
+for _ in $(seq 200); do
+  id=$("$CHOKEPOINT" approvals list --json --workspace "$WS" | grep -o 'pnd-[0-9a-f]*' | head -n 1)
+  [ -n "$id" ] && break
+  sleep 0.1
+done
+echo "pending=$id"
+"$CHOKEPOINT" approvals approve "$id" --workspace "$WS" 2>&1
+echo "exit=$?"
+echo "$id" > "$WS/id"
+wait
+"#;
+    // A script file, not `sh -c`: the shell running it is the agent (behind a `sh -c`, its parent
+    // would be, which is this test, the person).
+    fs::write(linked.join("agent.sh"), script).unwrap();
+    let agent = Command::new("/bin/sh")
+        .arg(linked.join("agent.sh"))
+        .env("CHOKEPOINT", common::program())
+        .env("WS", linked)
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .env_remove("CHOKEPOINT_HOOK_DEPTH")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !linked.join("id").exists() {
+        assert!(std::time::Instant::now() < until, "the agent tried to decide");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let id = fs::read_to_string(linked.join("id")).unwrap().trim().to_owned();
+    assert!(id.starts_with("pnd-"), "the relayed ask was listed from the second worktree: {id:?}");
+    let approved = approvals(main, runtime.path(), &["approve", &id]);
+    assert!(approved.status.success(), "the person approves: {}", stderr(&approved));
+    let out = agent.wait_with_output().unwrap();
+    let said = stdout(&out) + &stderr(&out);
+    assert!(!said.contains("exit=0") && said.contains("your own terminal"), "the agent's own approval is refused: {said}");
+    let reply = fs::read_to_string(linked.join("reply.json")).unwrap();
+    assert!(!reply.contains("\"deny\"") && reply.contains("approved by cli:"), "approved by the person: {reply}");
+}
+
 /// A workspace governed before it became a git repository (or before this build): the scope
 /// expansion approved then, kept in its `.orchestration/state.db`, still applies once the
 /// coordination moves to the repository's shared folder.
