@@ -255,13 +255,14 @@ fn approvals(ws: &Path, runtime: &Path, args: &[&str]) -> std::process::Output {
 /// Claude Code's PreToolUse for a Write of `file` in session `session`, sent to a hook process in
 /// `ws` (which hands it to its worktree's live engine when one runs, else judges alone and relays an
 /// ask), left running: the test reads its answer once it has decided what the hook waits for.
-fn claude_writes_served(ws: &Path, runtime: &Path, session: &str, file: &str) -> std::process::Child {
+fn claude_writes_served(ws: &Path, runtime: &Path, session: &str, file: &str, more: &[&str]) -> std::process::Child {
     let input = json!({
         "session_id": session, "cwd": ws, "permission_mode": "default", "hook_event_name": "PreToolUse",
         "tool_name": "Write", "tool_input": { "file_path": ws.join(file), "content": "x\n" }, "tool_use_id": "toolu_01",
     });
     let mut child = common::as_agent()
         .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
+        .args(more)
         .env("XDG_RUNTIME_DIR", runtime)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -285,7 +286,7 @@ fn approvals_lists_every_worktrees_pendings_and_a_decision_reaches_the_engine_th
     let _servers = [Served::start(main, runtime.path()), Served::start(linked, runtime.path())];
     assert!(select(main, "claude:s1", "claude", "INT-001").status.success());
     assert!(select(linked, "claude:s2", "claude", "INT-002").status.success());
-    let waiting = |ws: &Path, session: &str, file: &str| claude_writes_served(ws, runtime.path(), session, file);
+    let waiting = |ws: &Path, session: &str, file: &str| claude_writes_served(ws, runtime.path(), session, file, &[]);
     let (first, second) = (waiting(main, "s1", "src/a.ts"), waiting(linked, "s2", "tests/b.ts"));
 
     let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -334,7 +335,7 @@ fn an_ask_in_a_worktree_nobody_serves_is_decided_in_the_main_checkouts_live_engi
     let (main, linked) = (&repo.main, &repo.linked);
     let runtime = common::runtime_dir();
     assert!(select(linked, "claude:s2", "claude", "INT-002").status.success());
-    let asking = |file: &str| claude_writes_served(linked, runtime.path(), "s2", file);
+    let asking = |file: &str| claude_writes_served(linked, runtime.path(), "s2", file, &[]);
     let reply = |child: std::process::Child| {
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -398,6 +399,12 @@ fn an_ask_in_a_worktree_nobody_serves_is_decided_in_the_main_checkouts_live_engi
     assert!(rejected.status.success(), "{}", stderr(&rejected));
     let denied = reply(waiting);
     assert!(denied.contains("\"deny\"") && denied.contains("not on this branch"), "{denied}");
+
+    // Nobody decides before the hook's deadline (3 s, less the margin): the fallback answers.
+    let waiting = claude_writes_served(linked, runtime.path(), "s2", "tests/f.ts", &["--deadline", "3"]);
+    let id = pending()["id"].as_str().unwrap().to_owned();
+    let timed_out = reply(waiting);
+    assert!(timed_out.contains("\"deny\"") && timed_out.contains(&format!("Nobody decided this call (pending `{id}`)")), "{timed_out}");
 
     // The engine goes away while the hook waits: the fallback answers, saying why; never an allow.
     let waiting = asking("tests/e.ts");
