@@ -405,6 +405,8 @@ fn an_ask_in_a_worktree_nobody_serves_is_decided_in_the_main_checkouts_live_engi
     let id = pending()["id"].as_str().unwrap().to_owned();
     let timed_out = reply(waiting);
     assert!(timed_out.contains("\"deny\"") && timed_out.contains(&format!("Nobody decided this call (pending `{id}`)")), "{timed_out}");
+    let review = format!("approvals review --workspace '{}'", main.canonicalize().unwrap().display());
+    assert!(timed_out.contains(&review), "it says where to decide next time: the engine that held it: {timed_out}");
 
     // The engine goes away while the hook waits: the fallback answers, saying why; never an allow.
     let waiting = asking("tests/e.ts");

@@ -172,7 +172,8 @@ async fn ask_person(
         task_id: None,
         review: false,
     };
-    let (id, settlement, wait) = match (options.decide_by, &options.relay) {
+    // The Pending, its settlement, how long it waited, and the workspace whose live engine held it.
+    let (id, settlement, wait, held_at) = match (options.decide_by, &options.relay) {
         (Some(decide_by), _) => {
             let opened = match engine.open_agent_ask(ask, call.agent) {
                 Ok(opened) => opened,
@@ -187,7 +188,7 @@ async fn ask_person(
             // Brings the Pending's deadline forward to the hook's: nobody decides after the agent gave up.
             let _ = engine.approvals().wait(&id, Some(wait)).await;
             let settlement = engine.settle(&id).await;
-            (id, settlement, wait)
+            (id, settlement, wait, engine.sidecar().workspace_root().to_owned())
         }
         (None, None) => return unanswered(engine, call, &reasons, fallback, None, options),
         (None, Some(relay)) => {
@@ -196,7 +197,7 @@ async fn ask_person(
             let agent = call.agent;
             let relayed = tokio::task::spawn_blocking(move || relay.relay(&asker, ask, agent)).await;
             match relayed {
-                Ok(Relayed::Settled { id, settlement, waited }) => (id, *settlement, waited),
+                Ok(Relayed::Settled { id, settlement, waited, at }) => (id, *settlement, waited, at),
                 Ok(Relayed::Nobody) => return unanswered(engine, call, &reasons, fallback, None, options),
                 Ok(Relayed::Failed(why)) => {
                     return noted(unanswered(engine, call, &reasons, fallback, None, options), &why);
@@ -211,7 +212,7 @@ async fn ask_person(
             allowed(engine, call, evaluation.modified.clone(), options, "a Chokepoint hook")
         }
         Next::RunModified => modified(engine, call, asks, &settlement, options, verdict).await,
-        Next::Refuse if settlement.by == "timeout" => unanswered(engine, call, &reasons, fallback, Some((&id, wait)), options),
+        Next::Refuse if settlement.by == "timeout" => unanswered(engine, call, &reasons, fallback, Some((&id, wait, &held_at)), options),
         Next::Refuse | Next::Retry => Outcome::Deny(format!(
             "Chokepoint: {reasons}. A person was asked, and this call was {}. Take it into account and choose another way.",
             settlement.message
@@ -267,26 +268,28 @@ async fn modified(
     allowed(engine, call, Some(again.modified.unwrap_or(input)), options, "the person who approved it")
 }
 
-/// What the call becomes when no person decided it: `timed_out` names the Pending and how long it
-/// waited (none: no live engine could show it to anyone).
+/// What the call becomes when no person decided it: `timed_out` names the Pending, how long it
+/// waited and the workspace whose live engine held it (this one's, or another worktree's for a
+/// relayed ask); none: no live engine could show it to anyone.
 fn unanswered(
     engine: &Engine,
     call: &Call,
     reasons: &str,
     fallback: AskFallback,
-    timed_out: Option<(&str, std::time::Duration)>,
+    timed_out: Option<(&str, std::time::Duration, &std::path::Path)>,
     options: &HookOptions,
 ) -> Outcome {
     if fallback == AskFallback::Agent {
         return Outcome::Ask(format!("Chokepoint asks a person: {reasons}"));
     }
     let program = program_word(options.program.as_deref());
-    let workspace = quote(&engine.sidecar().workspace_root().to_string_lossy());
+    let held_at = timed_out.map_or_else(|| engine.sidecar().workspace_root(), |(_, _, at)| at);
+    let workspace = quote(&held_at.to_string_lossy());
     let how = format!(
         "To approve it, retry it and decide it while the agent waits: in VS Code's Chokepoint sidebar (Approvals), or with `{program} approvals review --workspace {workspace}` (or `approvals list` and `approvals approve <id>`)"
     );
     match timed_out {
-        Some((id, waited)) => Outcome::Deny(format!(
+        Some((id, waited, _)) => Outcome::Deny(format!(
             "Chokepoint: {reasons}. Nobody decided this call (pending `{id}`) within {} s, so it is refused. {how}; `approvals.fallback: agent` in hooks.yaml hands such calls to {}'s own prompt instead. Tell the user.",
             waited.as_secs_f64().round(),
             call.agent.as_str()

@@ -4,6 +4,7 @@
 //! edge hands in through [`crate::agents::hook::HookOptions::relay`]); this is only the hook's side,
 //! so that `agents::hook` applies a relayed settlement exactly as it applies a local one.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::approvals::{Ask, Settlement};
@@ -24,9 +25,9 @@ pub enum Relayed {
     /// No live engine of another worktree runs (or the workspace is no repository's): nobody could be
     /// asked, as before the relay.
     Nobody,
-    /// The Pending `id` of the engine that opened it, decided or timed out after `waited` (boxed: a
-    /// settlement is large beside the other answers).
-    Settled { id: String, settlement: Box<Settlement>, waited: Duration },
+    /// The Pending `id` of the live engine of the workspace `at`, decided or timed out after `waited`
+    /// (boxed: a settlement is large beside the other answers).
+    Settled { id: String, settlement: Box<Settlement>, waited: Duration, at: PathBuf },
     /// A live engine was found but the relay failed (refused, broke off, answered something else):
     /// why. The fallback answers; the relay never allows by itself.
     Failed(String),

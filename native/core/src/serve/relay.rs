@@ -49,8 +49,8 @@ impl AskRelay for ToRepository {
         let here = canonical(sidecar.workspace_root());
         let from = Checkout::of(repo);
         for worktree in repo.worktrees() {
-            let other = worktree.root.join(&repo.subdir);
-            if canonical(&other) == here {
+            let other = canonical(&worktree.root.join(&repo.subdir));
+            if other == here {
                 continue;
             }
             let left = self.until.saturating_duration_since(Instant::now());
@@ -60,7 +60,7 @@ impl AskRelay for ToRepository {
                 // Not running there: the next worktree's, if any.
                 Err(Unanswered::NotServed(_)) => continue,
                 Err(Unanswered::Failed(why)) => return failed(why),
-                Ok(Answer::Settled(settled)) => return settled_of(*settled),
+                Ok(Answer::Settled(settled)) => return settled_of(*settled, other),
                 Ok(Answer::Refused { reason }) => return failed(format!("it refused the ask: {reason}")),
                 Ok(_) => return failed("it answered something else than a settlement".into()),
             }
@@ -90,8 +90,9 @@ fn request(ask: &Ask, agent: Agent, from: &Checkout, root: &Path, left: Duration
 }
 
 /// The asker's reading of the settlement it was answered (the Pending stays with its engine).
-fn settled_of(settled: Settled) -> Relayed {
-    Relayed::Settled { id: settled.id, settlement: Box::new(settled.settlement), waited: Duration::from_millis(settled.waited_ms) }
+fn settled_of(settled: Settled, at: std::path::PathBuf) -> Relayed {
+    let waited = Duration::from_millis(settled.waited_ms);
+    Relayed::Settled { id: settled.id, settlement: Box::new(settled.settlement), waited, at }
 }
 
 /// The live engine's side: opens the relayed ask's Pending here (its subject names the agent, the
