@@ -28,6 +28,10 @@ active_intents:
     owned_scope: ['**']
 ";
 
+/// A hooks.yaml whose chain asks a person about every write.
+const CONFIRM_WRITES: &str =
+    "version: 1\nhooks:\n  PreToolUse:\n    - name: confirm\n      tool: Write\n      ask: a person confirms every write\n";
+
 /// A repository whose main checkout is `repo` (branch `main`) with a linked worktree `wt2` (branch
 /// `feature-x`), both holding the committed sidecar.
 struct Repository {
@@ -278,9 +282,7 @@ fn claude_writes_served(ws: &Path, runtime: &Path, session: &str, file: &str, mo
 /// lets that worktree's write run.
 #[test]
 fn approvals_lists_every_worktrees_pendings_and_a_decision_reaches_the_engine_that_holds_it() {
-    let repo = repository_with(
-        "version: 1\nhooks:\n  PreToolUse:\n    - name: confirm\n      tool: Write\n      ask: a person confirms every write\n",
-    );
+    let repo = repository_with(CONFIRM_WRITES);
     let (main, linked) = (&repo.main, &repo.linked);
     let runtime = common::runtime_dir();
     let _servers = [Served::start(main, runtime.path()), Served::start(linked, runtime.path())];
@@ -329,9 +331,7 @@ fn approvals_lists_every_worktrees_pendings_and_a_decision_reaches_the_engine_th
 /// answers at once, as before.
 #[test]
 fn an_ask_in_a_worktree_nobody_serves_is_decided_in_the_main_checkouts_live_engine() {
-    let repo = repository_with(
-        "version: 1\nhooks:\n  PreToolUse:\n    - name: confirm\n      tool: Write\n      ask: a person confirms every write\n",
-    );
+    let repo = repository_with(CONFIRM_WRITES);
     let (main, linked) = (&repo.main, &repo.linked);
     let runtime = common::runtime_dir();
     assert!(select(linked, "claude:s2", "claude", "INT-002").status.success());
@@ -421,9 +421,7 @@ fn an_ask_in_a_worktree_nobody_serves_is_decided_in_the_main_checkouts_live_engi
 /// which knows the asking hook's agent); the person can.
 #[test]
 fn the_agent_that_relayed_an_ask_cannot_decide_it() {
-    let repo = repository_with(
-        "version: 1\nhooks:\n  PreToolUse:\n    - name: confirm\n      tool: Write\n      ask: a person confirms every write\n",
-    );
+    let repo = repository_with(CONFIRM_WRITES);
     let (main, linked) = (&repo.main, &repo.linked);
     let runtime = common::runtime_dir();
     assert!(select(linked, "claude:s2", "claude", "INT-002").status.success());
