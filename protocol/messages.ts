@@ -140,6 +140,8 @@ export const PendingView = z.object({
   agent: z.string().nullable(),
   /** The session the Pending belongs to (`claude:<id>` for another agent's). */
   sessionId: z.string().nullable(),
+  /** Where an ask relayed from another worktree's hook comes from (`worktree wt2 on branch x`). */
+  from: z.string().nullable(),
   route: z.string(),
   /** Per kind, as the approvals contract has it; the page reads it defensively. */
   subject: z.record(z.string(), z.unknown()),

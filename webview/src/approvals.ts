@@ -96,10 +96,11 @@ function pendingCard(initial: PendingView, post: (m: WebviewMessage) => void): C
   const by = el('span', { class: 'muted', text: `asked by ${p.triggeredBy}` });
   const route = el('span', { class: 'muted', testid: 'pending-route', text: p.route === 'human' ? '' : `· ${p.route}` });
   const head = el('div', { class: 'entry-head' }, title, by, route, time);
-  // Another agent's call: which agent and which session wait on this card.
+  // Another agent's call: which agent and which session wait on this card, and in which worktree
+  // when its hook relayed the ask from another worktree of the repository.
   const who = el('div', { class: 'muted pending-who', testid: 'pending-who' });
   const renderWho = () => {
-    who.textContent = p.agent ? `${p.agent}${p.sessionId ? ` · session ${p.sessionId}` : ''}` : '';
+    who.textContent = p.agent ? `${p.agent}${p.sessionId ? ` · session ${p.sessionId}` : ''}${p.from ? ` · in ${p.from}` : ''}` : '';
     who.hidden = !p.agent;
   };
   renderWho();

@@ -132,11 +132,17 @@ pub fn run(command: ApprovalsCommand) -> ExitCode {
             }
         }
         Ok(Answer::Pending { pending }) if target.json => print_json(&pending),
-        Ok(Answer::Pending { pending }) => print!("{}", describe(&pending, &remote.root)),
+        Ok(Answer::Pending { pending }) => {
+            // A relayed ask's write is diffed against the file in the worktree that asked.
+            let root = text(&pending, "/subject/workspace_root").map_or_else(|| remote.root.clone(), PathBuf::from);
+            print!("{}", describe(&pending, &root));
+        }
         Ok(Answer::Decided { pending, .. }) if target.json => print_json(&pending),
         Ok(Answer::Decided { text, .. }) => println!("{text}"),
         Ok(Answer::Refused { reason }) => return failed(&reason),
-        Ok(Answer::Reply(_)) => return failed("the engine answered a hook's reply to a question about its pendings"),
+        Ok(Answer::Reply(_) | Answer::Settled(_)) => {
+            return failed("the engine answered a hook's reply to a question about its pendings");
+        }
         Err(e) => return failed(&e),
     }
     ExitCode::SUCCESS
@@ -255,9 +261,16 @@ impl Engines {
     }
 }
 
-/// A Pending with the worktree and branch of the engine holding it (unchanged outside a repository).
+/// A Pending with the worktree and branch it comes from: those its subject names, for an ask relayed
+/// from another worktree's hook (`serve::relay`), else the engine's that holds it (unchanged outside
+/// a repository).
 fn placed(mut pending: Value, checkout: Option<&Checkout>) -> Value {
-    if let (Some(checkout), Some(object)) = (checkout, pending.as_object_mut()) {
+    let relayed = pending.pointer("/subject/worktree").and_then(Value::as_str).map(|worktree| Checkout {
+        worktree: worktree.to_owned(),
+        root: text(&pending, "/subject/workspace_root").unwrap_or_default().to_owned(),
+        branch: text(&pending, "/subject/branch").map(str::to_owned),
+    });
+    if let (Some(checkout), Some(object)) = (relayed.as_ref().or(checkout), pending.as_object_mut()) {
         object.insert("worktree".into(), json!(checkout.worktree));
         object.insert("worktree_root".into(), json!(checkout.root));
         object.insert("branch".into(), json!(checkout.branch));
@@ -388,6 +401,13 @@ pub fn describe(pending: &Value, root: &Path) -> String {
     };
     field("agent", agent(pending));
     field("session", text(pending, "/session_id").map(str::to_owned));
+    field(
+        "from",
+        text(pending, "/subject/worktree").map(|w| match text(pending, "/subject/branch") {
+            Some(branch) => format!("worktree {w} on branch {branch} (relayed from its hook)"),
+            None => format!("worktree {w} (relayed from its hook)"),
+        }),
+    );
     field("tool", text(pending, "/subject/tool").map(str::to_owned));
     field(
         "paths",

@@ -12,11 +12,13 @@ use chokepoint_core::Engine;
 use chokepoint_core::agents::bounded;
 use chokepoint_core::agents::hook::{HookOptions, answer};
 use chokepoint_core::agents::input::Call;
+use chokepoint_core::agents::relay::AskRelay;
 use chokepoint_core::agents::reply::{self, Reply};
 use chokepoint_core::external_events::Agent;
 use chokepoint_core::serve::client::{Forwarded, forward};
 use chokepoint_core::serve::endpoint::Endpoint;
 use chokepoint_core::serve::protocol::HookRequest;
+use chokepoint_core::serve::relay::ToRepository;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -45,7 +47,8 @@ pub struct HookArgs {
     #[arg(long, default_value_t = 25)]
     deadline: u64,
     /// Judge in this process even when a live engine serves the workspace (VS Code with Chokepoint,
-    /// or `chokepoint serve`); by default the call is handed to it, which answers faster.
+    /// or `chokepoint serve`), and relay no ask to another worktree's; by default the call is handed
+    /// to it, which answers faster.
     #[arg(long)]
     local: bool,
 }
@@ -82,8 +85,10 @@ fn judge(args: &HookArgs) -> Reply {
         return Reply::default();
     }
     let workspace = args.workspace.clone().unwrap_or_else(|| workspace_of(&call));
-    // Alone, nobody could see an ask's Pending: `decide_by` stays unset and the fallback answers.
-    let options = HookOptions { program: std::env::current_exe().ok(), depth: crate::hook_depth(), decide_by: None };
+    // Alone, nobody here could see an ask's Pending: `decide_by` stays unset, and an ask is relayed
+    // to another worktree's live engine if one runs (not with `--local`), else the fallback answers.
+    let relay = (!args.local).then(|| Arc::new(ToRepository::until(started + deadline)) as Arc<dyn AskRelay>);
+    let options = HookOptions { program: std::env::current_exe().ok(), depth: crate::hook_depth(), decide_by: None, relay };
     let mut note = String::new();
     if !args.local {
         match served(args, &workspace, bytes, &options, deadline.saturating_sub(started.elapsed())) {

@@ -28,6 +28,10 @@ active_intents:
     owned_scope: ['**']
 ";
 
+/// A hooks.yaml whose chain asks a person about every write.
+const CONFIRM_WRITES: &str =
+    "version: 1\nhooks:\n  PreToolUse:\n    - name: confirm\n      tool: Write\n      ask: a person confirms every write\n";
+
 /// A repository whose main checkout is `repo` (branch `main`) with a linked worktree `wt2` (branch
 /// `feature-x`), both holding the committed sidecar.
 struct Repository {
@@ -252,35 +256,39 @@ fn approvals(ws: &Path, runtime: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// Claude Code's PreToolUse for a Write of `file` in session `session`, sent to a hook process in
+/// `ws` (which hands it to its worktree's live engine when one runs, else judges alone and relays an
+/// ask), left running: the test reads its answer once it has decided what the hook waits for.
+fn claude_writes_served(ws: &Path, runtime: &Path, session: &str, file: &str, more: &[&str]) -> std::process::Child {
+    let input = json!({
+        "session_id": session, "cwd": ws, "permission_mode": "default", "hook_event_name": "PreToolUse",
+        "tool_name": "Write", "tool_input": { "file_path": ws.join(file), "content": "x\n" }, "tool_use_id": "toolu_01",
+    });
+    let mut child = common::as_agent()
+        .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
+        .args(more)
+        .env("XDG_RUNTIME_DIR", runtime)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.to_string().as_bytes()).unwrap();
+    child
+}
+
 /// Each worktree's live engine holds a Pending of its own agent's write; `approvals list` in the main
 /// checkout shows both, each with its worktree and branch, and approving the other worktree's there
 /// lets that worktree's write run.
 #[test]
 fn approvals_lists_every_worktrees_pendings_and_a_decision_reaches_the_engine_that_holds_it() {
-    let repo = repository_with(
-        "version: 1\nhooks:\n  PreToolUse:\n    - name: confirm\n      tool: Write\n      ask: a person confirms every write\n",
-    );
+    let repo = repository_with(CONFIRM_WRITES);
     let (main, linked) = (&repo.main, &repo.linked);
     let runtime = common::runtime_dir();
     let _servers = [Served::start(main, runtime.path()), Served::start(linked, runtime.path())];
     assert!(select(main, "claude:s1", "claude", "INT-001").status.success());
     assert!(select(linked, "claude:s2", "claude", "INT-002").status.success());
-    let waiting = |ws: &Path, session: &str, file: &str| {
-        let input = json!({
-            "session_id": session, "cwd": ws, "permission_mode": "default", "hook_event_name": "PreToolUse",
-            "tool_name": "Write", "tool_input": { "file_path": ws.join(file), "content": "x\n" }, "tool_use_id": "toolu_01",
-        });
-        let mut child = common::as_agent()
-            .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
-            .env("XDG_RUNTIME_DIR", runtime.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.to_string().as_bytes()).unwrap();
-        child
-    };
+    let waiting = |ws: &Path, session: &str, file: &str| claude_writes_served(ws, runtime.path(), session, file, &[]);
     let (first, second) = (waiting(main, "s1", "src/a.ts"), waiting(linked, "s2", "tests/b.ts"));
 
     let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -313,6 +321,158 @@ fn approvals_lists_every_worktrees_pendings_and_a_decision_reaches_the_engine_th
     assert!(rejected.status.success(), "{}", stderr(&rejected));
     let out = first.wait_with_output().unwrap();
     assert!(stdout(&out).contains("not now"), "{}", stdout(&out));
+}
+
+/// VS Code (here `chokepoint serve`) runs on the main checkout only; an agent works in the second
+/// worktree, whose hook judges alone, and its chain asks about a write. The ask is relayed to the
+/// main checkout's live engine: `approvals list` there shows it with the worktree and branch it comes
+/// from, and the person's decision there answers the hook (approved: allowed; modified: run as the
+/// person wrote it; rejected: denied with the reason). With no live engine anywhere, the fallback
+/// answers at once, as before.
+#[test]
+fn an_ask_in_a_worktree_nobody_serves_is_decided_in_the_main_checkouts_live_engine() {
+    let repo = repository_with(CONFIRM_WRITES);
+    let (main, linked) = (&repo.main, &repo.linked);
+    let runtime = common::runtime_dir();
+    assert!(select(linked, "claude:s2", "claude", "INT-002").status.success());
+    let asking = |file: &str| claude_writes_served(linked, runtime.path(), "s2", file, &[]);
+    let reply = |child: std::process::Child| {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out)
+    };
+
+    // No live engine anywhere: the fallback (deny) answers at once.
+    let started = std::time::Instant::now();
+    let alone = reply(asking("tests/a.ts"));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "answered at once");
+    assert!(alone.contains("\"deny\"") && alone.contains("no live engine runs on this workspace"), "{alone}");
+
+    let served = Served::start(main, runtime.path());
+    let pending = || {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let out = approvals(main, runtime.path(), &["list", "--json"]);
+            assert!(out.status.success(), "{}", stderr(&out));
+            let listed: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+            if let [one] = listed.as_slice() {
+                break one.clone();
+            }
+            assert!(std::time::Instant::now() < until, "the relayed ask is open in the main checkout's engine: {listed:?}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+
+    // Approved in the main checkout: the write in wt2 runs. Its diff is against wt2's file.
+    fs::create_dir_all(linked.join("tests")).unwrap();
+    fs::write(linked.join("tests/b.ts"), "only in wt2\n").unwrap();
+    let waiting = asking("tests/b.ts");
+    let open = pending();
+    assert_eq!((&open["worktree"], &open["branch"]), (&json!("wt2"), &json!("feature-x")), "{open}");
+    assert_eq!((&open["subject"]["agent"], &open["session_id"]), (&json!("claude"), &json!("claude:s2")), "{open}");
+    let text = stdout(&approvals(main, runtime.path(), &["list"]));
+    assert!(text.contains("in worktree wt2 on branch feature-x"), "{text}");
+    let id = open["id"].as_str().unwrap().to_owned();
+    let shown = stdout(&approvals(main, runtime.path(), &["show", &id]));
+    assert!(shown.contains("worktree wt2 on branch feature-x") && shown.contains("-only in wt2"), "{shown}");
+    let approved = approvals(main, runtime.path(), &["approve", &id]);
+    assert!(approved.status.success(), "{}", stderr(&approved));
+    let allowed = reply(waiting);
+    assert!(!allowed.contains("\"deny\"") && allowed.contains("approved by cli:"), "approved in the main checkout: {allowed}");
+    assert!(common::ledger_text(main).unwrap().contains(&id), "the Pending's phases are in the main checkout's ledger");
+
+    // Modified there: the write runs as the person wrote it, judged again in wt2.
+    let waiting = asking("tests/c.ts");
+    let id = pending()["id"].as_str().unwrap().to_owned();
+    let input = json!({ "file_path": linked.join("tests/c.ts"), "content": "y\n" });
+    let file = linked.join("modified.json");
+    fs::write(&file, input.to_string()).unwrap();
+    let modified = approvals(main, runtime.path(), &["modify", &id, "--input", file.to_str().unwrap()]);
+    assert!(modified.status.success(), "{}", stderr(&modified));
+    let rewritten: Value = serde_json::from_str(&reply(waiting)).unwrap();
+    assert_eq!(rewritten["hookSpecificOutput"]["updatedInput"], input, "{rewritten}");
+
+    // Rejected there: denied with the person's reason.
+    let waiting = asking("tests/d.ts");
+    let id = pending()["id"].as_str().unwrap().to_owned();
+    let rejected = approvals(main, runtime.path(), &["reject", &id, "--reason", "not on this branch"]);
+    assert!(rejected.status.success(), "{}", stderr(&rejected));
+    let denied = reply(waiting);
+    assert!(denied.contains("\"deny\"") && denied.contains("not on this branch"), "{denied}");
+
+    // Nobody decides before the hook's deadline (3 s, less the margin): the fallback answers.
+    let waiting = claude_writes_served(linked, runtime.path(), "s2", "tests/f.ts", &["--deadline", "3"]);
+    let id = pending()["id"].as_str().unwrap().to_owned();
+    let timed_out = reply(waiting);
+    assert!(timed_out.contains("\"deny\"") && timed_out.contains(&format!("Nobody decided this call (pending `{id}`)")), "{timed_out}");
+    let review = format!("approvals review --workspace '{}'", main.canonicalize().unwrap().display());
+    assert!(timed_out.contains(&review), "it says where to decide next time: the engine that held it: {timed_out}");
+
+    // The engine goes away while the hook waits: the fallback answers, saying why; never an allow.
+    let waiting = asking("tests/e.ts");
+    pending();
+    drop(served);
+    let gone = reply(waiting);
+    assert!(gone.contains("\"deny\"") && gone.contains("could not be relayed"), "{gone}");
+}
+
+/// Who may decide a relayed ask stays as it is: the agent whose hook in the second worktree relayed it
+/// cannot approve it from its own process (its `approvals approve` reaches the main checkout's engine,
+/// which knows the asking hook's agent); the person can.
+#[test]
+fn the_agent_that_relayed_an_ask_cannot_decide_it() {
+    let repo = repository_with(CONFIRM_WRITES);
+    let (main, linked) = (&repo.main, &repo.linked);
+    let runtime = common::runtime_dir();
+    assert!(select(linked, "claude:s2", "claude", "INT-002").status.success());
+    let _served = Served::start(main, runtime.path());
+    let input = json!({
+        "session_id": "s2", "cwd": linked, "hook_event_name": "PreToolUse",
+        "tool_name": "Write", "tool_input": { "file_path": linked.join("tests/a.ts"), "content": "x\n" }, "tool_use_id": "toolu_01",
+    });
+    fs::write(linked.join("input.json"), input.to_string()).unwrap();
+    // The agent: its hook relays the ask and waits (in the background); meanwhile the agent itself
+    // tries to approve it, then waits for its hook's answer.
+    let script = r#"
+"$CHOKEPOINT" hook --agent claude --workspace "$WS" < "$WS/input.json" > "$WS/reply.json" &
+for _ in $(seq 200); do
+  id=$("$CHOKEPOINT" approvals list --json --workspace "$WS" | grep -o 'pnd-[0-9a-f]*' | head -n 1)
+  [ -n "$id" ] && break
+  sleep 0.1
+done
+echo "pending=$id"
+"$CHOKEPOINT" approvals approve "$id" --workspace "$WS" 2>&1
+echo "exit=$?"
+echo "$id" > "$WS/id"
+wait
+"#;
+    // A script file, not `sh -c`: the shell running it is the agent (behind a `sh -c`, its parent
+    // would be, which is this test, the person).
+    fs::write(linked.join("agent.sh"), script).unwrap();
+    let agent = Command::new("/bin/sh")
+        .arg(linked.join("agent.sh"))
+        .env("CHOKEPOINT", common::program())
+        .env("WS", linked)
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .env_remove("CHOKEPOINT_HOOK_DEPTH")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !linked.join("id").exists() {
+        assert!(std::time::Instant::now() < until, "the agent tried to decide");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let id = fs::read_to_string(linked.join("id")).unwrap().trim().to_owned();
+    assert!(id.starts_with("pnd-"), "the relayed ask was listed from the second worktree: {id:?}");
+    let approved = approvals(main, runtime.path(), &["approve", &id]);
+    assert!(approved.status.success(), "the person approves: {}", stderr(&approved));
+    let out = agent.wait_with_output().unwrap();
+    let said = stdout(&out) + &stderr(&out);
+    assert!(!said.contains("exit=0") && said.contains("your own terminal"), "the agent's own approval is refused: {said}");
+    let reply = fs::read_to_string(linked.join("reply.json")).unwrap();
+    assert!(!reply.contains("\"deny\"") && reply.contains("approved by cli:"), "approved by the person: {reply}");
 }
 
 /// A workspace governed before it became a git repository (or before this build): the scope

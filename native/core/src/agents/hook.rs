@@ -5,9 +5,11 @@
 //! session start, a configuration that does not load denying every gate instead of running on
 //! defaults, and a hook's `ask` about a tool call taken to a person (`ask_person`): a Pending the
 //! live engine shows (VS Code's sidebar, `chokepoint approvals`) while the hook waits, then the
-//! configured fallback (`approvals.fallback`).
+//! configured fallback (`approvals.fallback`); a hook judging alone relays it to another worktree's
+//! live engine (`relay.rs`).
 
 use crate::agents::input::Call;
+use crate::agents::relay::{AskRelay, Relayed};
 use crate::agents::reply::{self, Outcome, Reply, Verdict};
 use crate::agents::shell::{exec_command, exec_prefix, is_own_handshake, program_word, quote};
 use crate::approvals::config::AskFallback;
@@ -36,6 +38,10 @@ pub struct HookOptions {
     /// deadline less a margin), where the Pending is seen; `None` when the hook judges alone, where
     /// nobody could see it, so the configured fallback answers at once.
     pub decide_by: Option<Instant>,
+    /// Where an ask goes when `decide_by` is `None` (the hook judges alone): the live engine of
+    /// another worktree of the repository, set by `chokepoint hook` (`serve::relay`). `None`: the
+    /// fallback answers at once.
+    pub relay: Option<Arc<dyn AskRelay>>,
 }
 
 /// Whether the agent obeys a rewritten tool input from this event (docs/agents/protocols.md): all
@@ -141,8 +147,10 @@ fn allowed(engine: &Engine, call: &Call, modified: Option<Value>, options: &Hook
 /// A hook asked about a tool call: the Pending is opened on this engine (its subject names the
 /// agent, the session and the tool input, for VS Code's Approvals and `chokepoint approvals`) and
 /// waited for until `options.decide_by`; undecided then, it times out (recorded, so it does not
-/// linger) and the configured fallback answers. A hook judging alone has nobody to show it to: the
-/// fallback answers at once. Whatever fails here refuses the call.
+/// linger) and the configured fallback answers. A hook judging alone has nobody to show it to here:
+/// it relays the ask to another worktree's live engine when one runs (`options.relay`), and applies
+/// that Pending's settlement as its own; else, or when the relay fails, the fallback answers at
+/// once. Whatever fails here refuses the call (or hands it to the fallback): it never allows.
 async fn ask_person(
     engine: &Arc<Engine>,
     call: &Call,
@@ -153,9 +161,6 @@ async fn ask_person(
 ) -> Outcome {
     let reasons = evaluation.decision.ask_reasons().join("; ");
     let fallback = engine.approvals().config().fallback;
-    let Some(decide_by) = options.decide_by else {
-        return unanswered(engine, call, &reasons, fallback, None, options);
-    };
     let input = evaluation.modified.clone().unwrap_or_else(|| call.subject.clone());
     let ask = Ask {
         event: EventKind::PreToolUse,
@@ -167,30 +172,61 @@ async fn ask_person(
         task_id: None,
         review: false,
     };
-    let opened = match engine.open_agent_ask(ask, call.agent) {
-        Ok(opened) => opened,
-        Err(e) => {
-            return Outcome::Deny(format!(
-                "Chokepoint: {reasons}. A person must approve this call, and its approval could not be opened ({e}); the call is refused"
-            ));
+    // The Pending, its settlement, how long it waited, and the workspace whose live engine held it.
+    let (id, settlement, wait, held_at) = match (options.decide_by, &options.relay) {
+        (Some(decide_by), _) => {
+            let opened = match engine.open_agent_ask(ask, call.agent) {
+                Ok(opened) => opened,
+                Err(e) => {
+                    return Outcome::Deny(format!(
+                        "Chokepoint: {reasons}. A person must approve this call, and its approval could not be opened ({e}); the call is refused"
+                    ));
+                }
+            };
+            let id = opened.pending.id;
+            let wait = decide_by.saturating_duration_since(Instant::now());
+            // Brings the Pending's deadline forward to the hook's: nobody decides after the agent gave up.
+            let _ = engine.approvals().wait(&id, Some(wait)).await;
+            let settlement = engine.settle(&id).await;
+            (id, settlement, wait, engine.sidecar().workspace_root().to_owned())
+        }
+        (None, None) => return unanswered(engine, call, &reasons, fallback, None, options),
+        (None, Some(relay)) => {
+            // The relay blocks on a socket until a person decides: off this runtime's thread.
+            let (relay, asker) = (Arc::clone(relay), Arc::clone(engine));
+            let agent = call.agent;
+            let relayed = tokio::task::spawn_blocking(move || relay.relay(&asker, ask, agent)).await;
+            match relayed {
+                Ok(Relayed::Settled { id, settlement, waited, at }) => (id, *settlement, waited, at),
+                Ok(Relayed::Nobody) => return unanswered(engine, call, &reasons, fallback, None, options),
+                Ok(Relayed::Failed(why)) => {
+                    return noted(unanswered(engine, call, &reasons, fallback, None, options), &why);
+                }
+                Err(e) => return noted(unanswered(engine, call, &reasons, fallback, None, options), &e.to_string()),
+            }
         }
     };
-    let id = opened.pending.id;
-    let wait = decide_by.saturating_duration_since(Instant::now());
-    // Brings the Pending's deadline forward to the hook's: nobody decides after the agent gave up.
-    let _ = engine.approvals().wait(&id, Some(wait)).await;
-    let settlement = engine.settle(&id).await;
     match settlement.next {
         Next::Run | Next::Granted | Next::Override => {
             verdict.context.push(format!("Chokepoint: this call was {}", settlement.message));
             allowed(engine, call, evaluation.modified.clone(), options, "a Chokepoint hook")
         }
         Next::RunModified => modified(engine, call, asks, &settlement, options, verdict).await,
-        Next::Refuse if settlement.by == "timeout" => unanswered(engine, call, &reasons, fallback, Some((&id, wait)), options),
+        Next::Refuse if settlement.by == "timeout" => unanswered(engine, call, &reasons, fallback, Some((&id, wait, &held_at)), options),
         Next::Refuse | Next::Retry => Outcome::Deny(format!(
             "Chokepoint: {reasons}. A person was asked, and this call was {}. Take it into account and choose another way.",
             settlement.message
         )),
+    }
+}
+
+/// The fallback's answer with why the ask could not be relayed to another worktree's live engine.
+fn noted(outcome: Outcome, why: &str) -> Outcome {
+    let note = format!(" (The ask could not be relayed to the live engine of another worktree: {why}.)");
+    match outcome {
+        Outcome::Deny(text) => Outcome::Deny(text + &note),
+        Outcome::Ask(text) => Outcome::Ask(text + &note),
+        other => other,
     }
 }
 
@@ -232,26 +268,28 @@ async fn modified(
     allowed(engine, call, Some(again.modified.unwrap_or(input)), options, "the person who approved it")
 }
 
-/// What the call becomes when no person decided it: `timed_out` names the Pending and how long it
-/// waited (none: no live engine could show it to anyone).
+/// What the call becomes when no person decided it: `timed_out` names the Pending, how long it
+/// waited and the workspace whose live engine held it (this one's, or another worktree's for a
+/// relayed ask); none: no live engine could show it to anyone.
 fn unanswered(
     engine: &Engine,
     call: &Call,
     reasons: &str,
     fallback: AskFallback,
-    timed_out: Option<(&str, std::time::Duration)>,
+    timed_out: Option<(&str, std::time::Duration, &std::path::Path)>,
     options: &HookOptions,
 ) -> Outcome {
     if fallback == AskFallback::Agent {
         return Outcome::Ask(format!("Chokepoint asks a person: {reasons}"));
     }
     let program = program_word(options.program.as_deref());
-    let workspace = quote(&engine.sidecar().workspace_root().to_string_lossy());
+    let held_at = timed_out.map_or_else(|| engine.sidecar().workspace_root(), |(_, _, at)| at);
+    let workspace = quote(&held_at.to_string_lossy());
     let how = format!(
         "To approve it, retry it and decide it while the agent waits: in VS Code's Chokepoint sidebar (Approvals), or with `{program} approvals review --workspace {workspace}` (or `approvals list` and `approvals approve <id>`)"
     );
     match timed_out {
-        Some((id, waited)) => Outcome::Deny(format!(
+        Some((id, waited, _)) => Outcome::Deny(format!(
             "Chokepoint: {reasons}. Nobody decided this call (pending `{id}`) within {} s, so it is refused. {how}; `approvals.fallback: agent` in hooks.yaml hands such calls to {}'s own prompt instead. Tell the user.",
             waited.as_secs_f64().round(),
             call.agent.as_str()

@@ -4,7 +4,8 @@
 //! needs met (`hook.rs`: contained shell commands (`shell.rs`), the handshake's next step, the rules
 //! at session start (`context.rs`)), and answered in that agent's format and exit codes
 //! (`reply.rs`); `bounded.rs` takes a call from its bytes to its reply within a deadline, for the
-//! hook process and the live engine alike. No argv, no process: the CLI's `chokepoint hook` reads stdin and prints the
+//! hook process and the live engine alike; `relay.rs` is the hook's side of taking an ask it judged
+//! alone to another worktree's live engine. No argv, no process: the CLI's `chokepoint hook` reads stdin and prints the
 //! [`reply::Reply`]; a live engine can answer the same calls.
 //!
 //! The intent handshake's tools (`handshake.rs`: list, select, context, expansion) are answered here
@@ -23,6 +24,7 @@ pub mod input;
 pub mod inspect;
 pub mod json;
 pub mod portable;
+pub mod relay;
 pub mod reply;
 pub mod setup;
 pub mod shell;

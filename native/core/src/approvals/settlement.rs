@@ -5,10 +5,13 @@
 use super::error::ApprovalError;
 use super::kind::{PendingKind, ScopeExpansionSubject, Subject};
 use super::pending::{PendingDict, Status};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The step after a decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The step after a decision. Serialised as [`Next::as_str`] names it (a Pending relayed from
+/// another worktree's hook is answered with its settlement, `serve::relay`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Next {
     /// Go on with what was asked: the tool call as the agent made it, the plan or the compaction as
     /// decided (their subject, which the decider may have edited).
@@ -38,8 +41,9 @@ impl Next {
     }
 }
 
-/// A decided Pending and what follows from it.
-#[derive(Debug, Clone, PartialEq)]
+/// A decided Pending and what follows from it. Serialised without the Pending: a relayed ask's
+/// settlement travels to the hook that asked (`serve::relay`), and the Pending stays in its engine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settlement {
     pub next: Next,
     /// Who decided (`human`, `reviewer`, `timeout`, `handler:<name>`, ...).
@@ -53,7 +57,9 @@ pub struct Settlement {
     /// The line the agent's model is told: the tool's result when nothing runs, the context added to
     /// its result when something does.
     pub message: String,
-    /// The decided Pending; none when there was none to decide (an unknown id).
+    /// The decided Pending; none when there was none to decide (an unknown id), or the settlement
+    /// came from another process.
+    #[serde(skip)]
     pub pending: Option<PendingDict>,
 }
 

@@ -27,7 +27,10 @@ impl Engine {
     /// one file.
     pub fn pending_preview(&self, id: &str) -> Option<crate::approvals::Preview> {
         let pending = self.approvals().get(id)?;
-        crate::approvals::preview(pending.kind, &pending.subject, self.sidecar().workspace_root())
+        // An ask relayed from another worktree's hook (`serve::relay`) writes there: its paths are
+        // relative to that workspace's root, which its subject names.
+        let relayed = pending.subject.get("workspace_root").and_then(serde_json::Value::as_str).map(std::path::Path::new);
+        crate::approvals::preview(pending.kind, &pending.subject, relayed.unwrap_or(self.sidecar().workspace_root()))
     }
 
     /// Waits (without holding a thread) until the Pending `id` is decided or times out, then makes

@@ -59,7 +59,7 @@ pub(crate) fn answer(engine: &Arc<Engine>, call: HookCall, received: Instant, bo
         );
     }
     let decide_by = call.deadline.map(|d| received + d.saturating_sub(ASK_MARGIN));
-    let options = HookOptions { program: call.program, depth: call.depth, decide_by };
+    let options = HookOptions { program: call.program, depth: call.depth, decide_by, relay: None };
     match (bound, call.deadline) {
         // Judged on another of the pool's threads while this one keeps the deadline: a judging that
         // does not end in time is denied here, and finishes on its own.
@@ -88,19 +88,25 @@ pub(crate) fn answer(engine: &Arc<Engine>, call: HookCall, received: Instant, bo
     }
 }
 
-/// Judges `read` on this thread, on the runtime this thread keeps for it.
+/// Judges `read` on this thread ([`run_here`]).
+fn judge_here(engine: &Arc<Engine>, read: &crate::agents::input::Call, options: &HookOptions) -> Reply {
+    run_here(judge(engine, read, options)).unwrap_or_else(|e| reply::failure(read, &format!("Chokepoint could not start judging: {e}")))
+}
+
+/// Runs `future` on this thread, on the runtime this thread keeps for it (a judging, a relayed ask's
+/// wait); `Err` when no runtime could be built.
 ///
 /// Why a runtime per thread of the pool, kept: building one per call (its event loop and timers)
 /// cost about a tenth of an HTTP hook's answer; and a judging blocks its thread anyway (SQLite, the
 /// file system), so it runs where it is, with no hand-off to another runtime's threads.
-fn judge_here(engine: &Arc<Engine>, read: &crate::agents::input::Call, options: &HookOptions) -> Reply {
+pub(crate) fn run_here<F: std::future::Future>(future: F) -> Result<F::Output, String> {
     thread_local! {
         static RUNTIME: std::cell::OnceCell<Result<tokio::runtime::Runtime, String>> = const { std::cell::OnceCell::new() };
     }
     RUNTIME.with(|runtime| {
         match runtime.get_or_init(|| tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())) {
-            Ok(runtime) => runtime.block_on(judge(engine, read, options)),
-            Err(e) => reply::failure(read, &format!("Chokepoint could not start judging: {e}")),
+            Ok(runtime) => Ok(runtime.block_on(future)),
+            Err(e) => Err(e.clone()),
         }
     })
 }

@@ -14,6 +14,8 @@
 //! - `token.rs`: the HTTP endpoint's per-run token and `.orchestration/serve.json`, which says where;
 //! - `call.rs`: one hook call judged, whichever transport brought it;
 //! - `client.rs`: the client's side;
+//! - `relay.rs`: an ask a hook judged alone in another worktree of the repository, relayed to this
+//!   engine, shown to a person here and answered with its settlement (both sides);
 //! - `deciders.rs`: who may decide (a person, never an agent's process), from `process.rs`'s reading
 //!   of `/proc`.
 //!
@@ -29,5 +31,6 @@ pub mod error;
 pub mod http;
 pub mod process;
 pub mod protocol;
+pub mod relay;
 pub mod server;
 pub mod token;

@@ -2,7 +2,9 @@
 //! JSON, tagged by `kind`. A hook's request carries its input as the agent sent it: the server reads
 //! it exactly as `chokepoint hook` would, so the two cannot judge the same call differently. The
 //! other requests are the engine's Pendings, for `chokepoint approvals` (list, read, decide): one
-//! protocol, one server, one client, with the same checks of who asks and how much.
+//! protocol, one server, one client, with the same checks of who asks and how much. And one more:
+//! a hook that judged alone in another worktree of the repository relays its ask (`ask`), to be
+//! shown to a person here and answered with its settlement (`serve::relay`).
 
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
@@ -11,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agents::reply::Reply;
+use crate::approvals::Settlement;
 
 /// The most a request may hold: the hook's own limit on its input (a write's content included), and
 /// a little for the fields around it.
@@ -34,6 +37,52 @@ pub enum Request {
     /// peer's user, pid and terminal, from the kernel) and refuses an agent's process
     /// (`serve::deciders`).
     Decide { id: String, decision: Value, by: String },
+    /// Open a Pending about a tool call that a hook of another worktree judged alone and that its
+    /// chain asks about, wait for its decision, and answer with its settlement (`Answer::Settled`).
+    Ask(AskRequest),
+}
+
+/// A tool call's ask, relayed by a hook that judged it alone in another worktree of the repository:
+/// what `Engine::open_agent_ask` takes, and where it comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AskRequest {
+    /// The agent's id (`claude`, `codex`, …).
+    pub agent: String,
+    pub tool: Option<String>,
+    /// The tool input as the chain left it (a hook's rewrite included).
+    pub input: Value,
+    /// The workspace paths the call writes, as the asking worktree's gatekeeper resolves them.
+    pub paths: Vec<String>,
+    /// The hooks that asked and why, in chain order.
+    pub asked: Vec<AskedBy>,
+    /// The agent's session id, as the hook read it.
+    pub session_id: Option<String>,
+    /// The asking worktree's name and branch: the Pending's subject names them.
+    pub worktree: String,
+    pub branch: Option<String>,
+    /// The asking workspace's root, which `paths` are relative to (a write's diff reads the file there).
+    pub workspace_root: String,
+    /// Milliseconds the hook still waits: a person has that, less a margin, to decide.
+    pub deadline_ms: u64,
+}
+
+/// One hook's ask (`model::decision::Asked`) on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskedBy {
+    pub hook: String,
+    pub reason: String,
+}
+
+/// A relayed ask's Pending, decided or timed out: what `Engine::settle` returned for it, without the
+/// Pending itself (the asker applies the settlement; the Pending stays in the engine that opened it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settled {
+    /// The Pending's id in the engine that opened it.
+    pub id: String,
+    #[serde(flatten)]
+    pub settlement: Settlement,
+    /// How long the Pending waited for a decision, in milliseconds.
+    pub waited_ms: u64,
 }
 
 /// A hook call to judge.
@@ -71,6 +120,8 @@ pub enum Answer {
     Pending { pending: Value },
     /// A decision taken: the Pending as it is now, and the line that says what happened.
     Decided { pending: Value, text: String },
+    /// A relayed ask's settlement (boxed: the largest answer by far, and the rarest).
+    Settled(Box<Settled>),
 }
 
 /// Writes one frame.
@@ -110,5 +161,37 @@ mod tests {
         let mut short = (10u32).to_be_bytes().to_vec();
         short.extend_from_slice(b"xx");
         assert_eq!(read_frame(&mut short.as_slice(), 100).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn a_relayed_ask_and_its_settlement_are_tagged_and_round_trip() {
+        let ask = Request::Ask(AskRequest {
+            agent: "claude".into(),
+            tool: Some("Write".into()),
+            input: serde_json::json!({ "file_path": "/w/a.ts" }),
+            paths: vec!["a.ts".into()],
+            asked: vec![AskedBy { hook: "confirm".into(), reason: "a person confirms".into() }],
+            session_id: Some("s2".into()),
+            worktree: "wt2".into(),
+            branch: Some("feature-x".into()),
+            workspace_root: "/w".into(),
+            deadline_ms: 24_000,
+        });
+        let wire = serde_json::to_value(&ask).unwrap();
+        assert_eq!((&wire["kind"], &wire["worktree"]), (&serde_json::json!("ask"), &serde_json::json!("wt2")));
+        assert_eq!(serde_json::from_value::<Request>(wire).unwrap(), ask);
+        let settlement = Settlement {
+            next: crate::approvals::Next::RunModified,
+            by: "cli:me".into(),
+            reason: None,
+            note: Some("y".into()),
+            input: Some(serde_json::json!({ "file_path": "/w/a.ts" })),
+            message: "modified".into(),
+            pending: None,
+        };
+        let settled = Answer::Settled(Box::new(Settled { id: "pnd-1".into(), settlement, waited_ms: 5 }));
+        let wire = serde_json::to_value(&settled).unwrap();
+        assert_eq!((&wire["kind"], &wire["next"]), (&serde_json::json!("settled"), &serde_json::json!("run_modified")));
+        assert_eq!(serde_json::from_value::<Answer>(wire).unwrap(), settled);
     }
 }

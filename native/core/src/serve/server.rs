@@ -1,7 +1,7 @@
 //! The live engine's listener: one Unix socket per workspace, its connections accepted and read on
 //! one event loop and answered on the pool's threads (`call::pool`), one request and one answer per
-//! connection: a hook call to judge, or a question or decision about the engine's
-//! Pendings (`chokepoint approvals`). Beside it, the loopback HTTP endpoint for agents whose hooks
+//! connection: a hook call to judge, an ask relayed from another worktree's hook (`relay.rs`), or a
+//! question or decision about the engine's Pendings (`chokepoint approvals`). Beside it, the loopback HTTP endpoint for agents whose hooks
 //! post to a URL (`http.rs`), started and stopped with it; both judge a hook call through `call.rs`.
 //!
 //! Who may ask, checked before the engine sees anything: only a process of the same user (the
@@ -264,6 +264,13 @@ fn serve(mut stream: UnixStream, peer: u32, request: Request, received: Instant,
             }
             return sent;
         }
+        Request::Ask(ask) => {
+            // The asking hook's agent is an agent's process here too, before anyone may decide.
+            if let (Some(registry), Some(caller)) = (registry, Process::read(peer)) {
+                let _ = registry.remember_caller_of(&caller, Reference::this_process());
+            }
+            super::relay::answer(&engine, ask, received)
+        }
         Request::Decide { id, decision, .. } => match deciders::check_peer(registry, peer, Act::Decide) {
             // Who decided, as the kernel says and not as the request claims.
             Ok(decider) => pendings(Request::Decide { id, decision, by: decider.by() }, &engine),
@@ -310,7 +317,7 @@ fn pendings(request: Request, engine: &Engine) -> Answer {
             Ok(applied) => Answer::Decided { pending: applied.pending.to_json(), text: applied.text },
             Err(e) => refused(e.to_string()),
         },
-        Request::Hook(_) => refused("a hook call is judged, not looked up".into()),
+        Request::Hook(_) | Request::Ask(_) => refused("a hook call or an ask is judged, not looked up".into()),
     }
 }
 

@@ -1,0 +1,141 @@
+//! An ask relayed between the worktrees of one repository: a hook that judged a tool call alone in
+//! one worktree (no live engine serves it) and whose chain asks takes the ask to the live engine of
+//! another worktree (typically VS Code on the main checkout), which opens the Pending in its own
+//! Approvals, records its phases in its own ledger, and answers with its settlement once a person
+//! decides or the hook's deadline (less [`ASK_MARGIN`]) passes.
+//!
+//! Why only the ask, and not the whole call: a live engine is loaded for its own worktree's root and
+//! configuration, so it cannot judge another worktree's call; the asker has judged it already with
+//! its own, and judges again with its own a person's modified input. What is shared is a person's
+//! decision (and the coordination database, where an approved expansion lands for both).
+//!
+//! Found as `chokepoint approvals` finds them: each worktree's endpoint from its root
+//! (`Repository::worktrees`, the main checkout first), tried only when its socket exists. A gate never
+//! fails open here: a relay that breaks is [`Relayed::Failed`], which the fallback answers.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::call::ASK_MARGIN;
+use super::client::{Unanswered, exchange};
+use super::endpoint::Endpoint;
+use super::protocol::{Answer, AskRequest, AskedBy, Request, Settled};
+use crate::agents::relay::{AskRelay, Relayed};
+use crate::approvals::{Ask, PendingKind};
+use crate::engine::judge::Engine;
+use crate::model::decision::Asked;
+use crate::model::event::EventKind;
+use crate::model::external_events::Agent;
+use crate::scope::leases::Checkout;
+
+/// The relay of one hook process: the other worktrees' live engines, asked until `until` (the
+/// hook's own deadline, at which it denies by itself).
+#[derive(Debug, Clone, Copy)]
+pub struct ToRepository {
+    until: Instant,
+}
+
+impl ToRepository {
+    pub fn until(until: Instant) -> ToRepository {
+        ToRepository { until }
+    }
+}
+
+impl AskRelay for ToRepository {
+    fn relay(&self, engine: &Engine, ask: Ask, agent: Agent) -> Relayed {
+        let sidecar = engine.sidecar();
+        let Some(repo) = sidecar.repo() else { return Relayed::Nobody };
+        let here = canonical(sidecar.workspace_root());
+        let from = Checkout::of(repo);
+        for worktree in repo.worktrees() {
+            let other = canonical(&worktree.root.join(&repo.subdir));
+            if other == here {
+                continue;
+            }
+            let left = self.until.saturating_duration_since(Instant::now());
+            let request = Request::Ask(request(&ask, agent, &from, &here, left));
+            let failed = |why: String| Relayed::Failed(format!("the live engine of {}: {why}", other.display()));
+            match exchange(&Endpoint::for_workspace(&other), &request, left) {
+                // Not running there: the next worktree's, if any.
+                Err(Unanswered::NotServed(_)) => continue,
+                Err(Unanswered::Failed(why)) => return failed(why),
+                Ok(Answer::Settled(settled)) => return settled_of(*settled, other),
+                Ok(Answer::Refused { reason }) => return failed(format!("it refused the ask: {reason}")),
+                Ok(_) => return failed("it answered something else than a settlement".into()),
+            }
+        }
+        Relayed::Nobody
+    }
+}
+
+fn canonical(path: &Path) -> std::path::PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// The request that relays `ask`, from the worktree `from`, for a hook that waits `left` more.
+fn request(ask: &Ask, agent: Agent, from: &Checkout, root: &Path, left: Duration) -> AskRequest {
+    AskRequest {
+        agent: agent.id().to_owned(),
+        tool: ask.tool.clone(),
+        input: ask.input.clone(),
+        paths: ask.paths.clone(),
+        asked: ask.asked.iter().map(|a| AskedBy { hook: a.hook.to_string(), reason: a.reason.clone() }).collect(),
+        session_id: ask.session_id.clone(),
+        worktree: from.worktree.clone(),
+        branch: from.branch.clone(),
+        workspace_root: root.to_string_lossy().into_owned(),
+        deadline_ms: u64::try_from(left.as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+/// The asker's reading of the settlement it was answered (the Pending stays with its engine).
+fn settled_of(settled: Settled, at: std::path::PathBuf) -> Relayed {
+    let waited = Duration::from_millis(settled.waited_ms);
+    Relayed::Settled { id: settled.id, settlement: Box::new(settled.settlement), waited, at }
+}
+
+/// The live engine's side: opens the relayed ask's Pending here (its subject names the agent, the
+/// worktree and branch it comes from, and the asking workspace's root, where a write's diff is read), waits until the hook's deadline less [`ASK_MARGIN`]
+/// from `received`, and answers with the settlement. Only a tool call's ask is taken: a scope
+/// expansion would be granted here, for a gatekeeper that never judged it.
+pub(crate) fn answer(engine: &Arc<Engine>, request: AskRequest, received: Instant) -> Answer {
+    let refused = |reason: String| Answer::Refused { reason };
+    let Some(agent) = Agent::from_id(&request.agent) else { return refused(format!("unknown agent `{}`", request.agent)) };
+    let ask = Ask {
+        event: EventKind::PreToolUse,
+        tool: request.tool,
+        input: request.input,
+        paths: request.paths,
+        asked: request.asked.into_iter().map(|a| Asked { hook: a.hook.into(), reason: a.reason }).collect(),
+        session_id: request.session_id,
+        task_id: None,
+        review: false,
+    };
+    if !matches!(ask.kind(), Ok(PendingKind::ToolCall)) {
+        return refused("only a tool call's ask is relayed from another worktree".into());
+    }
+    let mut open = match ask.into_request_of(Some(agent)) {
+        Ok(open) => open,
+        Err(e) => return refused(e.to_string()),
+    };
+    open.subject["worktree"] = request.worktree.into();
+    open.subject["branch"] = request.branch.into();
+    open.subject["workspace_root"] = request.workspace_root.into();
+    let id = match engine.approvals().open(open) {
+        Ok(opened) => opened.pending.id,
+        Err(e) => return refused(format!("its approval could not be opened: {e}")),
+    };
+    let wait = Duration::from_millis(request.deadline_ms).saturating_sub(ASK_MARGIN).saturating_sub(received.elapsed());
+    let settled = super::call::run_here(async {
+        // Brings the Pending's deadline forward to the hook's: nobody decides after the agent gave up.
+        let _ = engine.approvals().wait(&id, Some(wait)).await;
+        engine.settle(&id).await
+    });
+    match settled {
+        Ok(settlement) => {
+            Answer::Settled(Box::new(Settled { id, settlement, waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX) }))
+        }
+        Err(e) => refused(format!("the ask could not be awaited: {e}")),
+    }
+}
