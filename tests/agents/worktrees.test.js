@@ -15,6 +15,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { ensureAgents } = require('../../scripts/agents');
+const { waitFor, shellRunning } = require('./support/waiting');
 const { CLIENTS, runAgent, PROGRAM } = require('./support/clients');
 
 const A = 'claude';
@@ -64,34 +65,6 @@ function read(ws, rel) {
   } catch {
     return null;
   }
-}
-
-/** Polls `cond` every 50 ms until it is true, `settled()` says the process it waits on ended, or
- *  `ms` passed; fails naming `what`. */
-async function waitFor(cond, ms, what, settled = () => false) {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (cond()) return;
-    if (settled()) throw new Error(`${what}: the agent ended first`);
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** Whether a process runs `bash -c <command>` exactly: A's contained waiting command. */
-function shellRunning(command) {
-  for (const pid of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    let argv;
-    try {
-      argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    } catch {
-      continue;
-    }
-    if (argv[argv.length - 1] === '') argv.pop();
-    if (argv.length === 3 && path.basename(argv[0]) === 'bash' && argv[1] === '-c' && argv[2] === command) return true;
-  }
-  return false;
 }
 
 const told = (results) => JSON.stringify(results.map((t) => `${t.name}: ${t.content.slice(0, 600)}`), null, 1);
