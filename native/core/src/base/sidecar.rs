@@ -48,7 +48,8 @@ pub fn create_owner_only(path: &Path) -> std::io::Result<()> {
 }
 
 /// Creates the folder `path` and those above it that are missing, owner-only (0700 on Unix): the
-/// repository's shared folder of runtime state, which holds leases and approvals like the sidecar.
+/// repository's shared folder of runtime state (leases and approvals, like the sidecar) and the
+/// per-user folder outside the workspace (the ledger's head copy).
 pub fn create_owner_only_dir(path: &Path) -> std::io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);

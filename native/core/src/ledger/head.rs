@@ -374,7 +374,7 @@ impl HeadCopy {
         let mut file = match open_private(path) {
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 let dir = path.parent().unwrap_or(Path::new("."));
-                create_private_dir(dir)?;
+                crate::base::sidecar::create_owner_only_dir(dir)?;
                 open_private(path)?
             }
             other => other?,
@@ -438,14 +438,6 @@ fn open_private(path: &Path) -> io::Result<File> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     options.open(path)
-}
-
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
 }
 
 /// No row, or no table (a state database an older version wrote, read without creating anything),
