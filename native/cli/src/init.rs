@@ -107,7 +107,23 @@ pub fn run(args: InitArgs) -> ExitCode {
             }
         }
     }
-    if !args.local {
+    if args.local {
+        // The local file only names this machine's program: without the shared settings' hooks the
+        // agent runs ungoverned, which a person who ran only `--local` would not expect.
+        let shared = setup::files(args.agent);
+        let read_shared = |path: &str| std::fs::read_to_string(workspace.join(path)).ok();
+        if !setup::plan(&setup, read_shared).is_ok_and(|plan| plan.iter().any(PlannedFile::changed)) {
+            return ExitCode::SUCCESS;
+        }
+        println!(
+            "warning: the shared settings ({}) are not as `chokepoint init --agent {}` writes them (its hooks are missing or out of date), \
+             so {} may run ungoverned here: run `chokepoint init --agent {}` too",
+            shared.join(", "),
+            args.agent.id(),
+            args.agent.as_str(),
+            args.agent.id()
+        );
+    } else {
         for note in notes(&setup, &plan) {
             println!("{note}");
         }

@@ -234,6 +234,7 @@ fn a_personal_program_goes_only_into_claude_codes_local_settings_which_git_ignor
     let shared = snapshot(ws);
     let out = init(ws, "claude", &["--local", "--program", PROGRAM]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("warning"), "{}", String::from_utf8_lossy(&out.stdout));
     let after = snapshot(ws);
     let added: Vec<&str> = after.iter().filter(|f| !shared.contains(f)).map(|(f, _)| f.as_str()).collect();
     assert_eq!(added, [".claude/.gitignore", ".claude/settings.local.json"], "nothing shared changed");
@@ -257,6 +258,22 @@ fn a_personal_program_goes_only_into_claude_codes_local_settings_which_git_ignor
     let out = init(ws, "codex", &["--local", "--program", PROGRAM]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("set CHOKEPOINT_PROGRAM"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// `--local` alone writes only this machine's file: a person who ran only that is told the agent's
+/// shared settings have no hooks, and what to run.
+#[test]
+fn a_local_setup_without_the_shared_one_says_the_agent_runs_ungoverned() {
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    let out = init(ws, "claude", &["--local", "--program", PROGRAM]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("warning") && said.contains("may run ungoverned") && said.contains("`chokepoint init --agent claude` too"),
+        "{said}"
+    );
+    assert!(!ws.join(".claude/settings.json").exists(), "--local writes nothing shared");
 }
 
 #[test]
