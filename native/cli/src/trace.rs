@@ -171,6 +171,12 @@ fn with_index(workspace: &std::path::Path, body: impl FnOnce(&Index) -> Result<E
     result.unwrap_or_else(|e| failure(&e))
 }
 
+/// How `trace show` names a chain: the random part of its name (`20261127T205400Z-0c09bcbb` is
+/// `0c09bcbb`), enough to tell a workspace's chains apart; the legacy file's name as it is.
+fn short_chain(chain: &str) -> &str {
+    chain.rsplit_once('-').map_or(chain, |(_, random)| random)
+}
+
 fn show(workspace: &std::path::Path, filter: &Filter, json: bool) -> ExitCode {
     with_index(workspace, |index| {
         for found in index.query(filter)? {
@@ -186,13 +192,16 @@ fn show(workspace: &std::path::Path, filter: &Filter, json: bool) -> ExitCode {
                 .flatten()
                 .collect::<Vec<_>>()
                 .join(", ");
-            println!("{:>6}  {}  {what}{decision}  {who}", r.seq, r.time);
+            // A record is its chain's and its number in it: two chains (two worktrees, or one before
+            // and after a checkout) both have a record 7, so the chain's short name goes with it.
+            let at = format!("{}#{}", short_chain(&found.chain), r.seq);
+            println!("{at:>15}  {}  {what}{decision}  {who}", r.time);
             for f in &r.files {
                 let ranges: Vec<String> = f.ranges.iter().map(|x| format!("{}-{}", x.start, x.end)).collect();
-                println!("        {} {}", f.path, ranges.join(","));
+                println!("                 {} {}", f.path, ranges.join(","));
             }
             if let Some(reason) = r.decision.as_ref().and_then(|d| d.reason.as_deref()) {
-                println!("        reason: {reason}");
+                println!("                 reason: {reason}");
             }
         }
         Ok(ExitCode::SUCCESS)

@@ -251,6 +251,10 @@ fn show_blame_and_export_go_through_the_index() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("human-edit") && !out.contains("ci-run"), "{out}");
     assert!(out.contains("notes.txt 2-3"), "{out}");
+    // Each record is named by its chain (the random part of its name) and its number in it.
+    let at = out.lines().find(|l| l.contains("human-edit")).and_then(|l| l.split_whitespace().next()).unwrap_or_default();
+    let (chain, seq) = at.split_once('#').unwrap_or_default();
+    assert!(chain.len() == 8 && chain.bytes().all(|b| b.is_ascii_hexdigit()) && seq.parse::<u64>().is_ok(), "{out}");
 
     // Lines are added above the recorded range: blame still finds it by content.
     fs::write(ws.path().join("notes.txt"), "zero\nhalf\none\ntwo\nthree\n").unwrap();
