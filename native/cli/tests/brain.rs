@@ -5,6 +5,7 @@
 //! CLAUDE.md once, and two branches that each worked merge without a conflict in it (real git).
 
 mod common;
+use common::git;
 
 use serde_json::{Value, json};
 use std::fs;
@@ -329,17 +330,6 @@ fn damaged_markers_of_an_older_section_remove_nothing_and_are_reported() {
     assert!(!generated(ws).contains(BEGIN) && !generated(ws).contains(END));
 }
 
-fn git(dir: &Path, args: &[&str]) -> Output {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success() || args[0] == "merge", "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
 /// In its own worktree and branch, an agent takes the lease of INT-001 and is refused three times on
 /// one path (a lesson); then everything `git add -A` takes is committed, and the lease let go.
 fn works_and_commits(wt: &Path, agent: &str) {
@@ -355,7 +345,7 @@ fn works_and_commits(wt: &Path, agent: &str) {
     assert!(lessons(&generated).iter().any(|l| l.contains(&format!("`.orchestration/{agent}.txt`"))), "{generated}");
     git(wt, &["add", "-A"]);
     git(wt, &["commit", "-qm", &format!("work of {agent}")]);
-    let status = String::from_utf8(git(wt, &["status", "--porcelain", "--ignored"]).stdout).unwrap();
+    let status = git(wt, &["status", "--porcelain", "--ignored"]);
     assert!(status.contains("!! .orchestration/brain.generated.md"), "the generated part is ignored, not committed: {status}");
     // The worktrees share their leases: the next worktree's agent takes INT-001 once this one let go.
     assert!(chokepoint(wt, &["intent", "release", "--session", &format!("claude:S-{agent}")]).status.success());
@@ -384,12 +374,12 @@ fn two_branches_that_each_took_a_lease_and_learnt_a_lesson_merge_without_a_confl
     works_and_commits(&main, "a");
     works_and_commits(&other, "b");
     for (branch, committed) in [("a", &main), ("b", &other)] {
-        let shown = String::from_utf8(git(committed, &["show", &format!("{branch}:{BRAIN}")]).stdout).unwrap();
+        let shown = git(committed, &["show", &format!("{branch}:{BRAIN}")]);
         assert!(!shown.contains("held by") && !shown.contains("### Lessons"), "{branch}: no live state in git: {shown}");
     }
 
-    let merge = git(&main, &["merge", "--no-edit", "b"]);
-    let conflicted = String::from_utf8(git(&main, &["diff", "--name-only", "--diff-filter=U"]).stdout).unwrap();
+    let merge = common::git_output(&main, &["merge", "--no-edit", "b"]);
+    let conflicted = git(&main, &["diff", "--name-only", "--diff-filter=U"]);
     // No file Chokepoint writes conflicts: not the brain, not the ledger's chains.
     let conflicted: Vec<&str> = conflicted.lines().collect();
     assert_eq!(conflicted, Vec::<&str>::new(), "{}", String::from_utf8_lossy(&merge.stdout));

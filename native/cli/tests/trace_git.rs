@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{chokepoint, claude_hook, program, stderr, stdout};
+use common::{chokepoint, claude_hook, git, git_output, program, stderr, stdout};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::fs;
@@ -22,24 +22,6 @@ active_intents:
 
 /// What the engine keeps out of git in `.orchestration/` (as `chokepoint init` writes it).
 const IGNORE: &str = "state.db\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\nserve.json\nbrain.lock\n";
-
-/// `git ARGS` in `dir`, which must succeed; its output.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_output(dir, args);
-    assert!(out.status.success(), "git {}: {}{}", args.join(" "), stdout(&out), stderr(&out));
-    stdout(&out)
-}
-
-fn git_output(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .output()
-        .unwrap()
-}
 
 /// A repository at `<tmp>/main` with a governed workspace committed on `main`.
 fn repository() -> (tempfile::TempDir, PathBuf) {

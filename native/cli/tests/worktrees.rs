@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{chokepoint, stderr, stdout};
+use common::{chokepoint, git, stderr, stdout};
 use serde_json::{Value, json};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -38,16 +38,6 @@ struct Repository {
     _dir: tempfile::TempDir,
     main: PathBuf,
     linked: PathBuf,
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 fn repository() -> Repository {

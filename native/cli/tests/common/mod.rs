@@ -87,3 +87,23 @@ pub fn as_agent() -> Command {
     command.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/agent.sh")).arg(program());
     command
 }
+
+/// `git ARGS` in `dir` as a test's own user, with no signing and `main` as the first branch; its
+/// output, whether or not it succeeded (a merge that conflicts, say).
+pub fn git_output(dir: &Path, args: &[&str]) -> Output {
+    Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .expect("git runs")
+}
+
+/// `git ARGS` in `dir`, which must succeed; its stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_output(dir, args);
+    assert!(out.status.success(), "git {}: {}{}", args.join(" "), stdout(&out), stderr(&out));
+    stdout(&out)
+}
