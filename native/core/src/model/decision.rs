@@ -91,8 +91,8 @@ pub enum Decision {
     },
 }
 
-/// One hook's `ask`: who asked and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One hook's `ask`: who asked and why (as it is, on the wire of a relayed ask too).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Asked {
     pub hook: std::sync::Arc<str>,
     pub reason: String,

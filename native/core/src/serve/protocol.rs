@@ -54,7 +54,7 @@ pub struct AskRequest {
     /// The workspace paths the call writes, as the asking worktree's gatekeeper resolves them.
     pub paths: Vec<String>,
     /// The hooks that asked and why, in chain order.
-    pub asked: Vec<AskedBy>,
+    pub asked: Vec<crate::model::decision::Asked>,
     /// The agent's session id, as the hook read it.
     pub session_id: Option<String>,
     /// The asking worktree's name and branch: the Pending's subject names them.
@@ -64,13 +64,6 @@ pub struct AskRequest {
     pub workspace_root: String,
     /// Milliseconds the hook still waits: a person has that, less a margin, to decide.
     pub deadline_ms: u64,
-}
-
-/// One hook's ask (`model::decision::Asked`) on the wire.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AskedBy {
-    pub hook: String,
-    pub reason: String,
 }
 
 /// A relayed ask's Pending, decided or timed out: what `Engine::settle` returned for it, without the
@@ -170,7 +163,7 @@ mod tests {
             tool: Some("Write".into()),
             input: serde_json::json!({ "file_path": "/w/a.ts" }),
             paths: vec!["a.ts".into()],
-            asked: vec![AskedBy { hook: "confirm".into(), reason: "a person confirms".into() }],
+            asked: vec![crate::model::decision::Asked { hook: "confirm".into(), reason: "a person confirms".into() }],
             session_id: Some("s2".into()),
             worktree: "wt2".into(),
             branch: Some("feature-x".into()),

@@ -20,11 +20,10 @@ use std::time::{Duration, Instant};
 use super::call::ASK_MARGIN;
 use super::client::{Unanswered, exchange};
 use super::endpoint::Endpoint;
-use super::protocol::{Answer, AskRequest, AskedBy, Request, Settled};
+use super::protocol::{Answer, AskRequest, Request, Settled};
 use crate::agents::relay::{AskRelay, Relayed};
 use crate::approvals::{Ask, PendingKind};
 use crate::engine::judge::Engine;
-use crate::model::decision::Asked;
 use crate::model::event::EventKind;
 use crate::model::external_events::Agent;
 use crate::scope::leases::Checkout;
@@ -80,7 +79,7 @@ fn request(ask: &Ask, agent: Agent, from: &Checkout, root: &Path, left: Duration
         tool: ask.tool.clone(),
         input: ask.input.clone(),
         paths: ask.paths.clone(),
-        asked: ask.asked.iter().map(|a| AskedBy { hook: a.hook.to_string(), reason: a.reason.clone() }).collect(),
+        asked: ask.asked.clone(),
         session_id: ask.session_id.clone(),
         worktree: from.worktree.clone(),
         branch: from.branch.clone(),
@@ -107,7 +106,7 @@ pub(crate) fn answer(engine: &Arc<Engine>, request: AskRequest, received: Instan
         tool: request.tool,
         input: request.input,
         paths: request.paths,
-        asked: request.asked.into_iter().map(|a| Asked { hook: a.hook.into(), reason: a.reason }).collect(),
+        asked: request.asked,
         session_id: request.session_id,
         task_id: None,
         review: false,
