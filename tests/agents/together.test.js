@@ -36,23 +36,11 @@ const os = require('os');
 const path = require('path');
 const { ROOT } = require('../../scripts/lib');
 const { ensureAgents } = require('../../scripts/agents');
-const { waitFor, shellRunning } = require('./support/waiting');
+const { TWO_INTENTS: INTENTS, chokepoint, read, waitFor, shellRunning } = require('./support/together');
 const { CLIENTS, runAgent, makeWorkspace, PROGRAM } = require('./support/clients');
 
 const A = 'claude';
 const B = process.env.CHOKEPOINT_AGENT_B || 'codex';
-
-const INTENTS = `version: 1
-active_intents:
-  - id: INT-001
-    name: Authentication
-    status: IN_PROGRESS
-    owned_scope: ['src/auth/**']
-  - id: INT-002
-    name: Billing
-    status: IN_PROGRESS
-    owned_scope: ['src/billing/**']
-`;
 
 const README = '# The project\n';
 const KEEP = 'export const keep = 1;\n';
@@ -61,22 +49,8 @@ const PERSON = 'Written by the person while the agents worked.\n';
 const PAY = "export const pay = 'B';\n";
 const A_FILE = 'export const a = 1;\n';
 
-function chokepoint(args) {
-  const r = spawnSync(PROGRAM, args, { encoding: 'utf8' });
-  assert.equal(r.status, 0, `chokepoint ${args.join(' ')}: ${r.stdout}${r.stderr}`);
-  return r.stdout;
-}
-
 function ledger(ws) {
   return ledgerRecords(ws);
-}
-
-function read(ws, rel) {
-  try {
-    return fs.readFileSync(path.join(ws, rel), 'utf8');
-  } catch {
-    return null;
-  }
 }
 
 /** The same file write as each client's model sends it. */

@@ -15,23 +15,11 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { ensureAgents } = require('../../scripts/agents');
-const { waitFor, shellRunning } = require('./support/waiting');
+const { TWO_INTENTS: INTENTS, chokepoint, read, waitFor, shellRunning } = require('./support/together');
 const { CLIENTS, runAgent, PROGRAM } = require('./support/clients');
 
 const A = 'claude';
 const B = process.env.CHOKEPOINT_AGENT_B || 'codex';
-
-const INTENTS = `version: 1
-active_intents:
-  - id: INT-001
-    name: Authentication
-    status: IN_PROGRESS
-    owned_scope: ['src/auth/**']
-  - id: INT-002
-    name: Billing
-    status: IN_PROGRESS
-    owned_scope: ['src/billing/**']
-`;
 
 function run(cmd, args, cwd) {
   const r = spawnSync(cmd, args, { cwd, encoding: 'utf8' });
@@ -44,12 +32,6 @@ function git(cwd, ...args) {
   return r.out;
 }
 
-function chokepoint(args) {
-  const r = run(PROGRAM, args);
-  assert.equal(r.code, 0, `chokepoint ${args.join(' ')}: ${r.out}`);
-  return r.out;
-}
-
 /** Every record of the workspace's ledger, oldest first, as `trace show --json` lists them. */
 function records(ws) {
   return chokepoint(['trace', 'show', '--workspace', ws, '--json', '--limit', '10000'])
@@ -57,14 +39,6 @@ function records(ws) {
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l))
     .reverse();
-}
-
-function read(ws, rel) {
-  try {
-    return fs.readFileSync(path.join(ws, rel), 'utf8');
-  } catch {
-    return null;
-  }
 }
 
 const told = (results) => JSON.stringify(results.map((t) => `${t.name}: ${t.content.slice(0, 600)}`), null, 1);
