@@ -211,11 +211,7 @@ impl Engines {
             Err(e) => unserved = Some(e),
         }
         if let Some(repo) = sidecar.repo() {
-            for worktree in repo.worktrees() {
-                let other = worktree.root.join(&repo.subdir);
-                if std::fs::canonicalize(&other).is_ok_and(|o| o == root) {
-                    continue;
-                }
+            for other in repo.other_workspaces() {
                 // A worktree whose engine is not running has no Pendings: not an error.
                 if let Ok(remote) = Remote::new(&other) {
                     live.push((remote, place(&Sidecar::new(&other))));

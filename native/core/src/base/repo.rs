@@ -124,6 +124,18 @@ impl Repo {
     }
 }
 
+impl Repo {
+    /// This governed folder in every other worktree of the repository (the same `subdir` below each
+    /// other worktree's root), canonical: where the other worktrees' live engines, ledgers and
+    /// sessions are. For the few callers that reach across worktrees (the Sessions view, the
+    /// approvals of every engine, a relayed ask), never a hook's hot path.
+    pub fn other_workspaces(&self) -> Vec<PathBuf> {
+        let canonical = |path: PathBuf| std::fs::canonicalize(&path).unwrap_or(path);
+        let here = canonical(self.work_tree.join(&self.subdir));
+        self.worktrees().into_iter().map(|w| canonical(w.root.join(&self.subdir))).filter(|other| *other != here).collect()
+    }
+}
+
 impl Worktree {
     /// Its name as people know it: the name of its root folder.
     pub fn name(&self) -> String {
@@ -210,6 +222,8 @@ pub(crate) mod tests {
         assert_eq!(second.worktree_name(), "wt2");
         let names: Vec<_> = first.worktrees().iter().map(Worktree::name).collect();
         assert_eq!(names, ["repo", "wt2"]);
+        assert_eq!(first.other_workspaces(), [std::fs::canonicalize(&wt2).unwrap()]);
+        assert_eq!(second.other_workspaces(), [std::fs::canonicalize(&main).unwrap()]);
     }
 
     #[test]

@@ -111,12 +111,8 @@ impl Engine {
         let repo = self.sidecar().repo();
         let mut views = active_sessions(self.tracer().index()?, since, repo.map(Checkout::of))?;
         if let Some(repo) = repo {
-            let here = std::fs::canonicalize(&repo.work_tree).unwrap_or_else(|_| repo.work_tree.clone());
-            for worktree in repo.worktrees() {
-                if std::fs::canonicalize(&worktree.root).unwrap_or_else(|_| worktree.root.clone()) == here {
-                    continue;
-                }
-                let Some(other) = crate::base::repo::Repo::discover(&worktree.root.join(&repo.subdir)) else { continue };
+            for other in repo.other_workspaces() {
+                let Some(other) = crate::base::repo::Repo::discover(&other) else { continue };
                 let Ok(found) = other_worktree(&other, since) else { continue };
                 // A session is listed once, where it was found first (this worktree's own first).
                 let new: Vec<SessionView> = found.into_iter().filter(|v| !views.iter().any(|seen| seen.session == v.session)).collect();

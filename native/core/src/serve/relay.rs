@@ -47,11 +47,7 @@ impl AskRelay for ToRepository {
         let Some(repo) = sidecar.repo() else { return Relayed::Nobody };
         let here = canonical(sidecar.workspace_root());
         let from = Checkout::of(repo);
-        for worktree in repo.worktrees() {
-            let other = canonical(&worktree.root.join(&repo.subdir));
-            if other == here {
-                continue;
-            }
+        for other in repo.other_workspaces() {
             let left = self.until.saturating_duration_since(Instant::now());
             let request = Request::Ask(request(&ask, agent, &from, &here, left));
             let failed = |why: String| Relayed::Failed(format!("the live engine of {}: {why}", other.display()));
