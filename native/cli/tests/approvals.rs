@@ -115,17 +115,7 @@ fn write_input(ws: &Path, file: &str, mode: &str) -> String {
 
 /// `chokepoint hook --agent claude`, started in the background with `input` on its stdin.
 fn hook(ws: &Path, runtime: &Path, input: &str, extra: &[&str]) -> Child {
-    let mut child = common::as_agent()
-        .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
-        .args(extra)
-        .env("XDG_RUNTIME_DIR", runtime)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    child
+    common::spawn_claude_hook(ws, runtime, input, extra)
 }
 
 /// Its exit code and stdout (a JSON object, or `null` when it printed nothing).

@@ -103,17 +103,7 @@ fn write_input(ws: &Path, file: &str) -> String {
 
 /// Runs `chokepoint hook --agent claude` with `input`; (exit code, stdout, stderr).
 fn hook(ws: &Path, runtime: &Path, input: &str, extra: &[&str]) -> (i32, String, String) {
-    let mut child = common::as_agent()
-        .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
-        .args(extra)
-        .env("XDG_RUNTIME_DIR", runtime)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::spawn_claude_hook(ws, runtime, input, extra).wait_with_output().unwrap();
     (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
 }
 

@@ -254,17 +254,7 @@ fn claude_writes_served(ws: &Path, runtime: &Path, session: &str, file: &str, mo
         "session_id": session, "cwd": ws, "permission_mode": "default", "hook_event_name": "PreToolUse",
         "tool_name": "Write", "tool_input": { "file_path": ws.join(file), "content": "x\n" }, "tool_use_id": "toolu_01",
     });
-    let mut child = common::as_agent()
-        .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
-        .args(more)
-        .env("XDG_RUNTIME_DIR", runtime)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.to_string().as_bytes()).unwrap();
-    child
+    common::spawn_claude_hook(ws, runtime, &input.to_string(), more)
 }
 
 /// Each worktree's live engine holds a Pending of its own agent's write; `approvals list` in the main

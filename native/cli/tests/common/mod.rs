@@ -88,6 +88,23 @@ pub fn as_agent() -> Command {
     command
 }
 
+/// `chokepoint hook --agent claude` on `ws`, started as an agent's process (`as_agent`) in the
+/// background with `input` on its stdin and `runtime` as its runtime folder (where it finds a live
+/// engine's socket); the test reads its answer when it has done what the hook waits for.
+pub fn spawn_claude_hook(ws: &Path, runtime: &Path, input: &str, extra: &[&str]) -> std::process::Child {
+    let mut child = as_agent()
+        .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
+        .args(extra)
+        .env("XDG_RUNTIME_DIR", runtime)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child
+}
+
 /// `git ARGS` in `dir` as a test's own user, with no signing and `main` as the first branch; its
 /// output, whether or not it succeeded (a merge that conflicts, say).
 pub fn git_output(dir: &Path, args: &[&str]) -> Output {
