@@ -69,6 +69,22 @@ pub fn run(args: ServeArgs) -> ExitCode {
         limits = Limits { connections: max, per_peer: limits.per_peer.min(max), ..limits };
     }
     let options = ServeOptions { program: std::env::current_exe().ok(), http_port: args.http_port, limits };
+    // The stop signals are caught before the server says it serves: a stop that comes at once (a
+    // person's Ctrl-C, a supervisor's SIGTERM) still stops the server and flushes the trace, instead
+    // of killing the process with its socket left behind.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime starts");
+    let signals = {
+        let _in_runtime = runtime.enter();
+        use tokio::signal::unix::{SignalKind, signal};
+        signal(SignalKind::interrupt()).and_then(|interrupt| Ok((interrupt, signal(SignalKind::terminate())?)))
+    };
+    let (mut interrupt, mut terminate) = match signals {
+        Ok(signals) => signals,
+        Err(e) => {
+            eprintln!("error: cannot wait for a signal: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let mut server = match Server::start(Arc::clone(&engine), options) {
         Ok(server) => server,
         Err(e) => {
@@ -96,11 +112,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
             eprintln!("warning: cannot start the review ({e}); decide with `chokepoint approvals` from another terminal");
         }
     }
-    let stopped = crate::block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    runtime.block_on(async {
         tokio::select! {
-            r = tokio::signal::ctrl_c() => r,
-            _ = term.recv() => Ok(()),
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
         }
     });
     server.stop();
@@ -108,14 +123,6 @@ pub fn run(args: ServeArgs) -> ExitCode {
         eprintln!("error: the trace could not be written: {e}");
         return ExitCode::from(1);
     }
-    match stopped {
-        Ok(()) => {
-            eprintln!("chokepoint: stopped after {} calls ({} refused)", server.served(), server.refused());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: cannot wait for a signal: {e}");
-            ExitCode::from(1)
-        }
-    }
+    eprintln!("chokepoint: stopped after {} calls ({} refused)", server.served(), server.refused());
+    ExitCode::SUCCESS
 }

@@ -62,7 +62,14 @@ impl Served {
 
     fn terminate(mut self) -> std::process::ExitStatus {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
-        self.child.wait().unwrap()
+        let status = self.child.wait().unwrap();
+        if !status.success() {
+            // What it said on the way out, for the failure's message.
+            for line in self.lines.try_iter() {
+                eprintln!("chokepoint serve: {line}");
+            }
+        }
+        status
     }
 }
 
@@ -481,5 +488,6 @@ fn a_stopped_live_engine_whose_backlog_is_full_makes_the_hook_judge_alone_not_ha
     assert!(finished, "the hook hung on a connection nobody accepts (its agent would let the call through at its timeout)");
     assert_eq!((out.status.code(), out.stdout.as_slice()), (Some(0), &b""[..]), "judged alone: {}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("judged without the live engine"), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(server.terminate().success());
+    let status = server.terminate();
+    assert!(status.success(), "{status:?}");
 }
