@@ -1,7 +1,7 @@
 //! The base layer: what every other layer may use and which uses nothing of the crate. Time
 //! (`clock.rs`), located diagnostics of configuration files (`diagnostic.rs`), where the sidecar
 //! files live (`sidecar.rs`), the YAML locations and version check every configuration file shares
-//! (`yaml.rs`), the SQLite busy handling the ledger's head and the leases share (`sqlite.rs`), the git repository a workspace belongs to, read from git's files (`repo.rs`), and
+//! (`yaml.rs`), the SQLite busy handling the ledger's head and the leases share (`sqlite.rs`), the git repository a workspace belongs to, read from git's files (`repo.rs`), a team's PostgreSQL database shared by several machines, one connection per engine on a thread of its own (`team.rs`), and
 //! opening a file that may no longer be a regular one without blocking on it (`regular.rs`).
 
 pub mod clock;
@@ -11,4 +11,5 @@ pub mod regular;
 pub mod repo;
 pub mod sidecar;
 pub mod sqlite;
+pub mod team;
 pub mod yaml;

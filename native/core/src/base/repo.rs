@@ -136,6 +136,27 @@ impl Repo {
     }
 }
 
+impl Repo {
+    /// The URL of the remote `name` as the repository's `config` file sets it (`[remote "origin"]`,
+    /// `url = …`), read from the common folder; `None` when it has no such remote.
+    pub fn remote_url(&self, name: &str) -> Option<String> {
+        let text = std::fs::read_to_string(self.common_dir.join("config")).ok()?;
+        let header = format!("[remote \"{name}\"]");
+        let mut inside = false;
+        for line in text.lines().map(str::trim) {
+            if line.starts_with('[') {
+                inside = line == header;
+            } else if inside
+                && let Some((key, value)) = line.split_once('=')
+                && key.trim() == "url"
+            {
+                return Some(value.trim().trim_matches('"').to_owned());
+            }
+        }
+        None
+    }
+}
+
 impl Worktree {
     /// Its name as people know it: the name of its root folder.
     pub fn name(&self) -> String {

@@ -5,6 +5,7 @@
 
 use crate::approvals::config::ApprovalsConfig;
 use crate::base::diagnostic::Diagnostic;
+use crate::base::team::CoordinationConfig;
 use crate::base::yaml::{check_version, locate_value};
 use crate::hooks::priority::{FailureMode, Priority};
 use crate::model::event::EventKind;
@@ -34,6 +35,10 @@ pub struct HooksConfig {
     /// Who answers an ask (a Pending) when no caller reviews it, and how long it may wait.
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    /// The team's coordination database (PostgreSQL) several machines share, and what a gate does
+    /// when it cannot be reached.
+    #[serde(default)]
+    pub coordination: CoordinationConfig,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -192,7 +197,11 @@ impl HooksConfig {
             }
         }
         // The sections other layers own validate themselves; this file places what they report.
-        let sections = [("gatekeeper", config.gatekeeper.problems()), ("approvals", config.approvals.problems())];
+        let sections = [
+            ("gatekeeper", config.gatekeeper.problems()),
+            ("approvals", config.approvals.problems()),
+            ("coordination", config.coordination.problems()),
+        ];
         for (code, found) in sections {
             for problem in found {
                 let (line, column) = problem.locate(text);

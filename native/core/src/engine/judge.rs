@@ -263,6 +263,9 @@ pub struct Engine {
     /// The connection to the coordination database every worktree of the repository shares
     /// (`Sidecar::coordination_db`): leases, expansions, lessons, agents' processes.
     coordination: Arc<crate::base::sqlite::StateDb>,
+    /// The team's database this engine coordinates on (`coordination:` in hooks.yaml, or
+    /// `CHOKEPOINT_COORDINATION_URL`), resolved on every load; `Off` without one.
+    team: RwLock<crate::base::team::Team>,
     /// The Pendings of this engine; reconfigured from the last good hooks.yaml on every load.
     approvals: crate::approvals::Approvals,
     registrations: RwLock<Vec<Registration>>,
@@ -370,6 +373,7 @@ impl Engine {
             tracer,
             state,
             coordination,
+            team: RwLock::default(),
             registrations: RwLock::new(all),
             piped: Default::default(),
             loaded,
@@ -387,6 +391,11 @@ impl Engine {
 
     pub fn sidecar(&self) -> &Sidecar {
         &self.sidecar
+    }
+
+    /// The team's database this engine coordinates on, as of its last load.
+    pub fn team(&self) -> crate::base::team::Team {
+        self.team.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The intent gatekeeper every chain of this engine runs first (selections, expansions, the
@@ -413,6 +422,13 @@ impl Engine {
         let brain_stale = previous.hooks_status.is_some() && (hooks != previous.hooks || intents != previous.intents);
         self.gatekeeper.configure(intents.clone(), intents_status != FileStatus::Missing, hooks.gatekeeper.clone(), hooks.allowlists());
         self.approvals.configure(&hooks.approvals);
+        let team = {
+            let mut team = self.team.write().unwrap_or_else(|p| p.into_inner());
+            *team =
+                crate::base::team::Team::resolve(&team, &hooks.coordination, self.sidecar.repo(), &crate::base::team::Team::process_env);
+            team.clone()
+        };
+        self.gatekeeper.coordinate(team);
         let chains = Chains::build(&hooks, &registrations);
         let next = Loaded {
             chains,

@@ -152,6 +152,8 @@ pub struct Gatekeeper {
     // no database.
     leases: OnceLock<Result<Leases, String>>,
     expansions: OnceLock<Result<Expansions, ScopeError>>,
+    /// The team's database, when one coordinates this repository across machines (each load's).
+    team: RwLock<crate::base::team::Team>,
     // Shared, not cloned, on the hot path: a selection holds a compiled glob set.
     selections: RwLock<HashMap<String, Arc<Selection>>>,
     /// Set for a replay of the ledger (`engine::replay`): the session's selection is the intent the
@@ -188,6 +190,7 @@ impl Gatekeeper {
             config: RwLock::new(Arc::new(GateConfig::new(IntentSet::default(), false, GatekeeperConfig::default(), Allowlists::default()))),
             leases: OnceLock::new(),
             expansions: OnceLock::new(),
+            team: RwLock::default(),
             selections: RwLock::default(),
             replay: None,
         }
@@ -225,6 +228,11 @@ impl Gatekeeper {
 
     /// Takes the intents and settings of a (re)load. `gating` is false when the workspace has no
     /// active_intents.yaml at all.
+    /// Takes the team's database of a (re)load (`Team::Off`: this repository's SQLite file).
+    pub fn coordinate(&self, team: crate::base::team::Team) {
+        *self.team.write().unwrap_or_else(|p| p.into_inner()) = team;
+    }
+
     pub fn configure(&self, intents: IntentSet, gating: bool, settings: GatekeeperConfig, claims: Allowlists) {
         *self.config.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(GateConfig::new(intents, gating, settings, claims));
     }
