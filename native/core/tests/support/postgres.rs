@@ -332,7 +332,8 @@ impl Drop for Server {
 
 /// The folder of the PostgreSQL server binaries: `$CHOKEPOINT_PG_BIN`, else `pg_config --bindir`, else
 /// the newest `/usr/lib/postgresql/<version>/bin`, else where `initdb` on PATH really lives. Each
-/// candidate must hold initdb, pg_ctl, postgres and psql.
+/// candidate must hold initdb, pg_ctl, postgres and psql. `scripts/postgres.js` looks the same way, for
+/// the JS tests and for `npm test`'s check that Debian's `postgresql` is installed.
 pub fn bin_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("CHOKEPOINT_PG_BIN") {
         return Some(PathBuf::from(dir)).filter(|d| has_server(d));
