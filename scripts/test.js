@@ -35,7 +35,9 @@ function tapCounts(text) {
 
 async function cargoLayer() {
   // One cargo test watches the ledger's syncs with strace; without it that test fails and says why.
-  await vscode.ensureSystemPackages({ need: ['strace'] }).catch((e) => log('test', e.message));
+  // The coordination database's tests start PostgreSQL servers of their own (TLS ones with openssl's
+  // certificates); without it they fail saying to install it.
+  await vscode.ensureSystemPackages({ need: ['strace', 'postgresql', 'openssl'] }).catch((e) => log('test', e.message));
   const r = await capture('cargo', ['test', '--workspace', '--no-fail-fast', '--color', 'never'], { echo: true });
   let passed = 0;
   let failed = 0;

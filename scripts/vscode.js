@@ -11,6 +11,7 @@ const os = require('os');
 const path = require('path');
 const { ROOT, log, run, envWithoutNpm } = require('./lib');
 const { SERVER_MARKER, endServer } = require('./processes');
+const { postgresBinDir } = require('./postgres');
 
 const NODE_VERSION = '24.21.0';
 const CODE_SERVER_VERSION = '4.139.1';
@@ -27,6 +28,8 @@ const SYSTEM_PACKAGES = [
   { pkg: 'chromium', why: 'the browser that loads the VS Code workbench', present: () => fs.existsSync(CHROMIUM) },
   { pkg: 'strace', why: 'watches the ledger sync before an acknowledgement (a cargo test)', present: () => fs.existsSync('/usr/bin/strace') },
   { pkg: 'libkrb5-dev', why: "headers for code-server's kerberos module", present: () => fs.existsSync('/usr/include/krb5.h') || fs.existsSync('/usr/include/krb5/krb5.h') },
+  { pkg: 'postgresql', why: 'the server the coordination database tests start in a temporary folder (cargo tests)', present: () => postgresBinDir() !== null },
+  { pkg: 'openssl', why: 'makes the certificates of the TLS PostgreSQL server in the tests', present: () => fs.existsSync('/usr/bin/openssl') },
 ];
 
 /** Installs missing Debian packages when we are root (saying so); otherwise stops with the command. */
