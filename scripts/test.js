@@ -180,6 +180,8 @@ async function extensionLayer() {
  *  node --test tests/agents. */
 async function agentsLayer() {
   await ensureAgents();
+  // The team test (tests/agents/team.test.js) starts a PostgreSQL server for two machines' agents.
+  await vscode.ensureSystemPackages({ need: ['postgresql'] }).catch((e) => log('test', e.message));
   return nodeTestLayer('tests/agents');
 }
 
