@@ -4,10 +4,10 @@
 //! machine's engine settles it. Who may decide is checked as for every command that decides without
 //! a live engine (`serve::deciders::check_this_process`): a person, never an agent's process.
 
+use chokepoint_core::Engine;
 use chokepoint_core::approvals::team::{Claim, Origin, TeamPendings, TeamRow};
 use chokepoint_core::approvals::{Pending, PendingKind};
 use chokepoint_core::serve::deciders::{Act, check_this_process};
-use chokepoint_core::Engine;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;

@@ -210,7 +210,11 @@ fn two_machines_deciding_at_once_exactly_one_wins() {
         assert_eq!(c.pending()["id"], json!(id));
         let (from_b, from_c) = (
             b.command(&["approvals", "approve", &id]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap(),
-            c.command(&["approvals", "reject", &id, "--reason", "C says no"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap(),
+            c.command(&["approvals", "reject", &id, "--reason", "C says no"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
         );
         let (from_b, from_c) = (from_b.wait_with_output().unwrap(), from_c.wait_with_output().unwrap());
         assert!(

@@ -14,6 +14,7 @@
 
 use super::error::ApprovalError;
 use super::kind::PendingKind;
+use super::listener::Registry;
 use super::pending::{Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult};
 use super::record::{Phase, approval_record};
 use super::routing::{ANY_KIND, Route, merged_handlers, route};
@@ -141,7 +142,7 @@ impl std::fmt::Debug for Approvals {
     }
 }
 
-pub(super) struct Inner {
+struct Inner {
     state: Mutex<State>,
     /// Wakes the timer thread: a new or earlier deadline, or shutdown.
     wake: Condvar,
@@ -151,7 +152,7 @@ pub(super) struct Inner {
 }
 
 #[derive(Default)]
-pub(super) struct State {
+struct State {
     config: ApprovalsConfig,
     registered: BTreeMap<String, Route>,
     /// Sessions with a handler running, and how many (handlers may nest).
@@ -557,8 +558,7 @@ impl Approvals {
         }
         state.listening = Some(Arc::clone(&team));
         let weak = Arc::downgrade(&self.inner);
-        let spawned =
-            std::thread::Builder::new().name("chokepoint-team-asks".to_owned()).spawn(move || super::listener::run(&weak, &team));
+        let spawned = std::thread::Builder::new().name("chokepoint-team-asks".to_owned()).spawn(move || super::listener::run(&weak, &team));
         if spawned.is_err() {
             state.listening = None;
         }
@@ -612,9 +612,9 @@ fn start_timer(inner: &Arc<Inner>, state: &mut State) {
 }
 
 /// The team's side of the registry, for the listener thread (`listener.rs`).
-impl Inner {
+impl Registry for Inner {
     /// Whether the listener of `team` should go on: the registry lives and still shares through it.
-    pub(super) fn still_listening(&self, team: &Arc<TeamPendings>) -> bool {
+    fn still_listening(&self, team: &Arc<TeamPendings>) -> bool {
         let mut state = self.lock();
         let current = !state.shutdown && state.team.as_ref().is_some_and(|t| Arc::ptr_eq(t, team));
         if !current && state.listening.as_ref().is_some_and(|l| Arc::ptr_eq(l, team)) {
@@ -623,17 +623,17 @@ impl Inner {
         current
     }
 
-    pub(super) fn shows_others(&self) -> bool {
+    fn shows_others(&self) -> bool {
         self.lock().show_others
     }
 
     /// Why the listener has no connection (`None`: it has one again).
-    pub(super) fn set_team_down(&self, why: Option<String>) {
+    fn set_team_down(&self, why: Option<String>) {
         self.lock().team_down = why;
     }
 
     /// The open Pendings this registry published, and the other machines' it shows.
-    pub(super) fn shared_open(&self) -> (Vec<String>, Vec<String>) {
+    fn shared_open(&self) -> (Vec<String>, Vec<String>) {
         let state = self.lock();
         let (mut published, mut remote) = (Vec::new(), Vec::new());
         for (id, entry) in state.entries.iter().filter(|(_, e)| e.pending.is_open()) {
@@ -647,7 +647,7 @@ impl Inner {
     }
 
     /// Shows another machine's open Pending `row` here until it is decided or `left` passes.
-    pub(super) fn mirror(self: &Arc<Self>, team: &Arc<TeamPendings>, row: &TeamRow, left: Duration) {
+    fn mirror(self: &Arc<Self>, team: &Arc<TeamPendings>, row: &TeamRow, left: Duration) {
         let Ok(kind) = row.kind() else { return };
         let Ok(mut pending) = Pending::new(kind, row.placed_subject(), row.triggered_by.clone()) else { return };
         pending.id = row.id.clone();
@@ -662,7 +662,8 @@ impl Inner {
         let seq = state.next_seq;
         state.next_seq += 1;
         let (status, _) = watch::channel(Status::Open);
-        let entry = Entry { pending, seq, timeout: left, deadline: Instant::now() + left, status, sharing: Sharing::Remote(Arc::clone(team)) };
+        let entry =
+            Entry { pending, seq, timeout: left, deadline: Instant::now() + left, status, sharing: Sharing::Remote(Arc::clone(team)) };
         state.entries.insert(row.id.clone(), entry);
         start_timer(self, &mut state);
         self.wake.notify_all();
@@ -673,7 +674,7 @@ impl Inner {
     /// A decision found in the database for the Pending of `row`: this engine's own is settled as a
     /// local decision is (the decider's action through the kind's table, recorded with their
     /// machine); another machine's card goes.
-    pub(super) fn apply_row(&self, row: &TeamRow) {
+    fn apply_row(&self, row: &TeamRow) {
         let (Some(decision), Some(status)) = (&row.decision, row.status.as_deref()) else { return };
         let by = row.decided_by.clone().unwrap_or_else(|| "someone".to_owned());
         let mut state = self.lock();
@@ -791,7 +792,7 @@ impl State {
 }
 
 impl Inner {
-    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -42,9 +42,17 @@ pub enum ApprovalError {
     /// An ask on an event that nothing approves (the event's name).
     NotAskable(String),
     /// A shared Pending was decided first by someone else, maybe on another machine.
-    DecidedElsewhere { id: String, status: String, by: String, machine: String },
+    DecidedElsewhere {
+        id: String,
+        status: String,
+        by: String,
+        machine: String,
+    },
     /// Another machine's Pending can be decided here, not edited: its subject is the asker's.
-    RemoteEdit { id: String, action: String },
+    RemoteEdit {
+        id: String,
+        action: String,
+    },
     /// The team's coordination database could not take a shared Pending or its decision.
     Team(crate::base::team::TeamError),
 }

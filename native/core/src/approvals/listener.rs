@@ -11,8 +11,24 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::broker::Inner;
-use super::team::{CHANNEL, Notice, NoticeEvent, TeamPendings, left_ms, open_rows, select_row};
+use super::team::{CHANNEL, Notice, NoticeEvent, TeamPendings, TeamRow, left_ms, open_rows, select_row};
+
+/// What the listener needs of a registry (`broker.rs`'s, which starts it): kept here so the two
+/// files do not import each other.
+pub(super) trait Registry: Send + Sync + 'static {
+    /// Whether the listener of `team` should go on: the registry lives and still shares through it.
+    fn still_listening(&self, team: &Arc<TeamPendings>) -> bool;
+    /// Whether other machines' Pendings are shown (a live engine).
+    fn shows_others(&self) -> bool;
+    /// Why the listener has no connection (`None`: it has one again).
+    fn set_team_down(&self, why: Option<String>);
+    /// The open Pendings the registry published, and the other machines' it shows.
+    fn shared_open(&self) -> (Vec<String>, Vec<String>);
+    /// Shows another machine's open Pending `row` until it is decided or `left` passes.
+    fn mirror(self: &Arc<Self>, team: &Arc<TeamPendings>, row: &TeamRow, left: Duration);
+    /// A decision found in the database for the Pending of `row`, applied.
+    fn apply_row(&self, row: &TeamRow);
+}
 
 /// How long one wait for a notification lasts before the thread checks it is still wanted.
 const TICK: Duration = Duration::from_millis(250);
@@ -20,7 +36,7 @@ const TICK: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 /// Runs until the registry is dropped or stops sharing through `team`.
-pub(super) fn run(registry: &Weak<Inner>, team: &Arc<TeamPendings>) {
+pub(super) fn run<R: Registry>(registry: &Weak<R>, team: &Arc<TeamPendings>) {
     let mut backoff = Duration::from_millis(100);
     loop {
         let Some(inner) = registry.upgrade() else { return };
@@ -44,7 +60,7 @@ pub(super) fn run(registry: &Weak<Inner>, team: &Arc<TeamPendings>) {
 
 /// One connection: listen, catch up, then apply what is heard until the connection breaks (`Err`,
 /// why) or the registry no longer wants it (`Ok`).
-fn session(registry: &Weak<Inner>, team: &Arc<TeamPendings>) -> Result<(), String> {
+fn session<R: Registry>(registry: &Weak<R>, team: &Arc<TeamPendings>) -> Result<(), String> {
     team.ensure_schema().map_err(|e| e.to_string())?;
     let mut client = team.db().connect_listener().map_err(|e| e.to_string())?;
     let describe = |e: postgres::Error| format!("the team's coordination database `{}` cannot be reached ({e})", team.db().shown());
@@ -76,7 +92,12 @@ fn session(registry: &Weak<Inner>, team: &Arc<TeamPendings>) -> Result<(), Strin
 }
 
 /// What a notification says, applied: the row is read again (the payload names it only).
-fn heard(inner: &Arc<Inner>, team: &Arc<TeamPendings>, client: &mut postgres::Client, notice: &Notice) -> Result<(), postgres::Error> {
+fn heard<R: Registry>(
+    inner: &Arc<R>,
+    team: &Arc<TeamPendings>,
+    client: &mut postgres::Client,
+    notice: &Notice,
+) -> Result<(), postgres::Error> {
     match notice.event {
         // Our own Pendings are in the registry already: `mirror` skips them.
         NoticeEvent::Opened if inner.shows_others() => {
@@ -101,7 +122,7 @@ fn heard(inner: &Arc<Inner>, team: &Arc<TeamPendings>, client: &mut postgres::Cl
 
 /// The table read again after a (re)connection: decisions of this engine's shared Pendings and of
 /// the cards it shows, and (a live engine) the other machines' open Pendings.
-fn catch_up(inner: &Arc<Inner>, team: &Arc<TeamPendings>, client: &mut postgres::Client) -> Result<(), postgres::Error> {
+fn catch_up<R: Registry>(inner: &Arc<R>, team: &Arc<TeamPendings>, client: &mut postgres::Client) -> Result<(), postgres::Error> {
     let (published, remote) = inner.shared_open();
     for id in published.iter().chain(&remote) {
         if let Some(row) = select_row(client, team.namespace(), id)? {

@@ -283,7 +283,8 @@ pub fn open_rows(client: &mut impl postgres::GenericClient, namespace: &str) -> 
 
 /// The row `id` of `namespace`, if any, with how long it has left by the database's clock.
 pub fn select_row(client: &mut impl postgres::GenericClient, namespace: &str, id: &str) -> Result<Option<TeamRow>, postgres::Error> {
-    let row = client.query_opt(&format!("SELECT {COLUMNS} FROM chokepoint.pendings WHERE namespace = $1 AND id = $2"), &[&namespace, &id])?;
+    let row =
+        client.query_opt(&format!("SELECT {COLUMNS} FROM chokepoint.pendings WHERE namespace = $1 AND id = $2"), &[&namespace, &id])?;
     Ok(row.as_ref().map(TeamRow::of))
 }
 
