@@ -6,7 +6,8 @@
 //! defaults, and a hook's `ask` about a tool call taken to a person (`ask_person`): a Pending the
 //! live engine shows (VS Code's sidebar, `chokepoint approvals`) while the hook waits, then the
 //! configured fallback (`approvals.fallback`); a hook judging alone relays it to another worktree's
-//! live engine (`relay.rs`).
+//! live engine (`relay.rs`), else, with a team's database, shares it with the team's machines and
+//! waits for their answer until its deadline (`approvals::team`).
 
 use crate::agents::input::Call;
 use crate::agents::relay::{AskRelay, Relayed};

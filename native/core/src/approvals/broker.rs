@@ -11,6 +11,11 @@
 //! sleeps until the earliest deadline and times out what is still open then (`timed_out`, a
 //! rejection). Waiters are futures on a watch channel of the Pending's status: no thread waits
 //! for a decision.
+//!
+//! Shared with a team's database (`team.rs`, `listener.rs`): a Pending a person is to answer is
+//! published (`publish`), and its decision, here or on a card of another machine's registry, is
+//! first claimed there; the claim that loses changes nothing and says who decided first. Another
+//! machine's Pending shown here records nothing in this engine's ledger: its asker records it.
 
 use super::error::ApprovalError;
 use super::kind::PendingKind;
