@@ -74,8 +74,12 @@ export class ApprovalsHost implements vscode.Disposable {
       // Another agent's call (its hook judged by the live engine): which agent, which session.
       agent: typeof p.subject?.agent === 'string' && binding ? binding.agentLabel(p.subject.agent) : null,
       sessionId: p.session_id,
-      // An ask relayed from another worktree's hook (the core's `serve::relay`): where it waits.
-      from: typeof p.subject?.worktree === 'string' ? `worktree ${p.subject.worktree}${typeof p.subject.branch === 'string' ? ` on branch ${p.subject.branch}` : ''}` : null,
+      // An ask relayed from another worktree's hook (the core's `serve::relay`), or another machine's
+      // shown through the team's database (`approvals::team`): where it waits.
+      from:
+        typeof p.subject?.worktree === 'string'
+          ? `${typeof p.subject.machine === 'string' ? `machine ${p.subject.machine}, ` : ''}worktree ${p.subject.worktree}${typeof p.subject.branch === 'string' ? ` on branch ${p.subject.branch}` : ''}`
+          : null,
       route: p.route,
       subject: p.subject ?? {},
       actions: p.actions,

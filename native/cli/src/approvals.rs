@@ -14,6 +14,7 @@
 //! interactive review (`review.rs`) share, and the two desks the review works at.
 
 use crate::review::{self, Desk};
+use crate::team_pendings::TeamDesk;
 use chokepoint_core::approvals::{PendingDict, PendingKind, preview};
 use chokepoint_core::external_events::Agent;
 use chokepoint_core::leases::Checkout;
@@ -118,10 +119,23 @@ pub fn run(command: ApprovalsCommand) -> ExitCode {
             };
         }
     };
-    let engines = match Engines::new(&target.workspace) {
-        Ok(engines) => engines,
-        Err(e) => return failed(&e),
+    // A team's database holds the Pendings of every machine: those no live engine here holds are
+    // read and decided there.
+    let team = TeamDesk::of(&target.workspace);
+    let engines = match (Engines::new(&target.workspace), &team) {
+        (Ok(engines), _) => Some(engines),
+        (Err(_), Some(_)) => None,
+        (Err(e), None) => return failed(&e),
     };
+    let (request, team) = match (team, &request) {
+        (Some(team), Request::Pendings) => return team_list(engines.as_ref(), &team, target),
+        (Some(team), Request::Pending { id } | Request::Decide { id, .. }) if !engines.as_ref().is_some_and(|e| e.holds(id)) => {
+            return team_one(&team, request, target);
+        }
+        (team, _) => (request, team),
+    };
+    drop(team);
+    let Some(engines) = engines else { return failed("no live engine holds this pending") };
     let (remote, answer) = engines.ask(request);
     match answer {
         Ok(Answer::Pendings { pendings }) if target.json => print_json(&Value::Array(pendings)),
@@ -144,6 +158,52 @@ pub fn run(command: ApprovalsCommand) -> ExitCode {
             return failed("the engine answered a hook's reply to a question about its pendings");
         }
         Err(e) => return failed(&e),
+    }
+    ExitCode::SUCCESS
+}
+
+/// `list` with a team's database: the live engines' Pendings (another machine's among them when an
+/// engine here shows it) and the team's that none of them holds, oldest first, each with its machine.
+fn team_list(engines: Option<&Engines>, team: &TeamDesk, target: &Target) -> ExitCode {
+    let mut all = match engines.map(|e| e.ask(Request::Pendings).1) {
+        Some(Ok(Answer::Pendings { pendings })) => pendings,
+        Some(Ok(_)) | None => Vec::new(),
+        Some(Err(e)) => return failed(&e),
+    };
+    match team.open() {
+        Ok(rows) => {
+            for row in rows {
+                if !all.iter().any(|p| p.get("id") == row.get("id")) {
+                    all.push(row);
+                }
+            }
+        }
+        Err(e) => return failed(&e),
+    }
+    all.sort_by(|a, b| text(a, "/created_at").cmp(&text(b, "/created_at")));
+    match () {
+        _ if target.json => print_json(&Value::Array(all)),
+        _ if all.is_empty() => println!("no open pendings"),
+        _ => all.iter().for_each(|p| println!("{}", line(p))),
+    }
+    ExitCode::SUCCESS
+}
+
+/// `show` or a decision of a Pending no live engine here holds: the team's database's.
+fn team_one(team: &TeamDesk, request: Request, target: &Target) -> ExitCode {
+    match request {
+        Request::Pending { id } => match team.get(&id) {
+            Ok(Some(pending)) if target.json => print_json(&pending),
+            Ok(Some(pending)) => print!("{}", describe(&pending, &target.workspace)),
+            Ok(None) => return failed(&format!("no pending `{id}` here or in the team's database")),
+            Err(e) => return failed(&e),
+        },
+        Request::Decide { id, decision, by } => match team.decide(&id, &decision, &by) {
+            Ok(text) if target.json => print_json(&json!({ "id": id, "text": text })),
+            Ok(text) => println!("{text}"),
+            Err(e) => return failed(&e),
+        },
+        _ => return failed("not a question about one pending"),
     }
     ExitCode::SUCCESS
 }
@@ -222,6 +282,11 @@ impl Engines {
             (true, Some(why)) => Err(why),
             _ => Ok(Engines { live }),
         }
+    }
+
+    /// Whether one of the engines holds the Pending `id` (open or decided a short while ago).
+    fn holds(&self, id: &str) -> bool {
+        self.live.iter().any(|(remote, _)| matches!(remote.ask(Request::Pending { id: id.to_owned() }), Ok(Answer::Pending { .. })))
     }
 
     /// Asks the engines: the Pendings of all of them (each with its worktree and branch, in a
@@ -376,6 +441,9 @@ fn line(pending: &Value) -> String {
         parts.push(paths.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "));
     }
     parts.extend(text(pending, "/subject/reason").map(|r| format!("({r})")));
+    if let Some(machine) = text(pending, "/machine").or(text(pending, "/subject/machine")) {
+        parts.push(format!("on machine {machine}"));
+    }
     if let Some(worktree) = text(pending, "/worktree") {
         parts.push(match text(pending, "/branch") {
             Some(branch) => format!("in worktree {worktree} on branch {branch}"),
@@ -396,6 +464,7 @@ pub fn describe(pending: &Value, root: &Path) -> String {
         }
     };
     field("agent", agent(pending));
+    field("machine", text(pending, "/machine").or(text(pending, "/subject/machine")).map(str::to_owned));
     field("session", text(pending, "/session_id").map(str::to_owned));
     field(
         "from",

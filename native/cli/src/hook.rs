@@ -60,6 +60,9 @@ fn parse_agent(id: &str) -> Result<Agent, String> {
     })
 }
 
+/// How long before the hook's deadline a shared ask stops waiting: time to settle and reply.
+const TEAM_ASK_MARGIN: Duration = Duration::from_millis(1500);
+
 pub fn run(args: HookArgs) -> ExitCode {
     let reply = judge(&args);
     // A reply is one write each; a closed pipe leaves the exit code to say it.
@@ -88,7 +91,10 @@ fn judge(args: &HookArgs) -> Reply {
     // Alone, nobody here could see an ask's Pending: `decide_by` stays unset, and an ask is relayed
     // to another worktree's live engine if one runs (not with `--local`), else the fallback answers.
     let relay = (!args.local).then(|| Arc::new(ToRepository::until(started + deadline)) as Arc<dyn AskRelay>);
-    let options = HookOptions { program: std::env::current_exe().ok(), depth: crate::hook_depth(), decide_by: None, relay };
+    // With a team's database, an ask no worktree's live engine took is shared with the team's
+    // machines and waited for until a little before our deadline, so the reply is written in time.
+    let team_until = (!args.local).then(|| started + deadline.saturating_sub(TEAM_ASK_MARGIN));
+    let options = HookOptions { program: std::env::current_exe().ok(), depth: crate::hook_depth(), decide_by: None, relay, team_until };
     let mut note = String::new();
     if !args.local {
         match served(args, &workspace, bytes, &options, deadline.saturating_sub(started.elapsed())) {

@@ -28,6 +28,7 @@ mod run;
 mod serve;
 mod sessions;
 mod task;
+mod team_pendings;
 mod trace;
 
 use chokepoint_core::Engine;

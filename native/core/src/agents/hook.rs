@@ -6,7 +6,8 @@
 //! defaults, and a hook's `ask` about a tool call taken to a person (`ask_person`): a Pending the
 //! live engine shows (VS Code's sidebar, `chokepoint approvals`) while the hook waits, then the
 //! configured fallback (`approvals.fallback`); a hook judging alone relays it to another worktree's
-//! live engine (`relay.rs`).
+//! live engine (`relay.rs`), else, with a team's database, shares it with the team's machines and
+//! waits for their answer until its deadline (`approvals::team`).
 
 use crate::agents::input::Call;
 use crate::agents::relay::{AskRelay, Relayed};
@@ -42,6 +43,10 @@ pub struct HookOptions {
     /// another worktree of the repository, set by `chokepoint hook` (`serve::relay`). `None`: the
     /// fallback answers at once.
     pub relay: Option<Arc<dyn AskRelay>>,
+    /// Until when a person on any machine of the team may decide an ask when this hook judges alone
+    /// and no other worktree's live engine took it: with a team's database configured, the Pending
+    /// is shared there and waited for until then (`approvals::team`). `None`: not shared.
+    pub team_until: Option<Instant>,
 }
 
 /// Whether the agent obeys a rewritten tool input from this event (docs/agents/protocols.md): all
@@ -174,35 +179,38 @@ async fn ask_person(
     };
     // The Pending, its settlement, how long it waited, and the workspace whose live engine held it.
     let (id, settlement, wait, held_at) = match (options.decide_by, &options.relay) {
-        (Some(decide_by), _) => {
-            let opened = match engine.open_agent_ask(ask, call.agent) {
-                Ok(opened) => opened,
-                Err(e) => {
-                    return Outcome::Deny(format!(
-                        "Chokepoint: {reasons}. A person must approve this call, and its approval could not be opened ({e}); the call is refused"
-                    ));
+        (Some(decide_by), _) => match ask_here(engine, call, ask, decide_by, false, options).await {
+            Ok(held) => held,
+            Err(outcome) => return outcome,
+        },
+        (None, relay) => {
+            let relayed = match relay {
+                // The relay blocks on a socket until a person decides: off this runtime's thread.
+                Some(relay) => {
+                    let (relay, asker, ask) = (Arc::clone(relay), Arc::clone(engine), ask.clone());
+                    let agent = call.agent;
+                    match tokio::task::spawn_blocking(move || relay.relay(&asker, ask, agent)).await {
+                        Ok(relayed) => relayed,
+                        Err(e) => Relayed::Failed(e.to_string()),
+                    }
                 }
+                None => Relayed::Nobody,
             };
-            let id = opened.pending.id;
-            let wait = decide_by.saturating_duration_since(Instant::now());
-            // Brings the Pending's deadline forward to the hook's: nobody decides after the agent gave up.
-            let _ = engine.approvals().wait(&id, Some(wait)).await;
-            let settlement = engine.settle(&id).await;
-            (id, settlement, wait, engine.sidecar().workspace_root().to_owned())
-        }
-        (None, None) => return unanswered(engine, call, &reasons, fallback, None, options),
-        (None, Some(relay)) => {
-            // The relay blocks on a socket until a person decides: off this runtime's thread.
-            let (relay, asker) = (Arc::clone(relay), Arc::clone(engine));
-            let agent = call.agent;
-            let relayed = tokio::task::spawn_blocking(move || relay.relay(&asker, ask, agent)).await;
             match relayed {
-                Ok(Relayed::Settled { id, settlement, waited, at }) => (id, *settlement, waited, at),
-                Ok(Relayed::Nobody) => return unanswered(engine, call, &reasons, fallback, None, options),
-                Ok(Relayed::Failed(why)) => {
-                    return noted(unanswered(engine, call, &reasons, fallback, None, options), &why);
+                Relayed::Settled { id, settlement, waited, at } => (id, *settlement, waited, at),
+                // No live engine here: the team's machines, when a database is shared.
+                Relayed::Nobody if options.team_until.is_some() && engine.team().db().is_some() => {
+                    let until = options.team_until.unwrap_or_else(Instant::now);
+                    match ask_here(engine, call, ask, until, true, options).await {
+                        Ok(held) => held,
+                        Err(outcome) => return outcome,
+                    }
                 }
-                Err(e) => return noted(unanswered(engine, call, &reasons, fallback, None, options), &e.to_string()),
+                Relayed::Nobody => return unanswered(engine, call, &reasons, fallback, None, options),
+                Relayed::Failed(why) => {
+                    let note = format!(" (The ask could not be relayed to the live engine of another worktree: {why}.)");
+                    return noted(unanswered(engine, call, &reasons, fallback, None, options), &note);
+                }
             }
         }
     };
@@ -212,7 +220,14 @@ async fn ask_person(
             allowed(engine, call, evaluation.modified.clone(), options, "a Chokepoint hook")
         }
         Next::RunModified => modified(engine, call, asks, &settlement, options, verdict).await,
-        Next::Refuse if settlement.by == "timeout" => unanswered(engine, call, &reasons, fallback, Some((&id, wait, &held_at)), options),
+        Next::Refuse if settlement.by == "timeout" => {
+            let outcome = unanswered(engine, call, &reasons, fallback, Some((&id, wait, &held_at)), options);
+            // A shared Pending's timeout says why other machines could not answer it, if they could not.
+            match settlement.reason.as_deref().and_then(|r| r.split_once("; ")) {
+                Some((_, why)) => noted(outcome, &format!(" ({why}.)")),
+                None => outcome,
+            }
+        }
         Next::Refuse | Next::Retry => Outcome::Deny(format!(
             "Chokepoint: {reasons}. A person was asked, and this call was {}. Take it into account and choose another way.",
             settlement.message
@@ -220,12 +235,46 @@ async fn ask_person(
     }
 }
 
-/// The fallback's answer with why the ask could not be relayed to another worktree's live engine.
-fn noted(outcome: Outcome, why: &str) -> Outcome {
-    let note = format!(" (The ask could not be relayed to the live engine of another worktree: {why}.)");
+/// Opens the ask's Pending on this engine and waits for its settlement until `until`: a live
+/// engine's, shown to its people (and shared with the team's database, if any), or, with `team`,
+/// a hook's judging alone, which must be shared there (nobody here could see it). `Err` is the
+/// answer when it could not be opened or shared.
+async fn ask_here(
+    engine: &Arc<Engine>,
+    call: &Call,
+    ask: Ask,
+    until: Instant,
+    team: bool,
+    options: &HookOptions,
+) -> Result<(String, Settlement, std::time::Duration, PathBuf), Outcome> {
+    let reasons = ask.asked.iter().map(|a| a.reason.as_str()).collect::<Vec<_>>().join("; ");
+    let wait = until.saturating_duration_since(Instant::now());
+    let fallback = engine.approvals().config().fallback;
+    let opened = match engine.open_agent_ask_within(ask, call.agent, wait) {
+        Ok(opened) => opened,
+        Err(e) => {
+            return Err(Outcome::Deny(format!(
+                "Chokepoint: {reasons}. A person must approve this call, and its approval could not be opened ({e}); the call is refused"
+            )));
+        }
+    };
+    let id = opened.opened.pending.id;
+    if team && let Err(e) = opened.shared {
+        // Nobody on this machine sees a hook's Pending: unshared, it would wait for no one.
+        let note = format!(" (The ask could not be shared with the team's other machines: {e}.)");
+        return Err(noted(unanswered(engine, call, &reasons, fallback, None, options), &note));
+    }
+    // Brings the Pending's deadline forward to the hook's: nobody decides after the agent gave up.
+    let _ = engine.approvals().wait(&id, Some(wait)).await;
+    let settlement = engine.settle(&id).await;
+    Ok((id, settlement, wait, engine.sidecar().workspace_root().to_owned()))
+}
+
+/// The fallback's answer with a note on why nobody could answer (`note` starts with a space).
+fn noted(outcome: Outcome, note: &str) -> Outcome {
     match outcome {
-        Outcome::Deny(text) => Outcome::Deny(text + &note),
-        Outcome::Ask(text) => Outcome::Ask(text + &note),
+        Outcome::Deny(text) => Outcome::Deny(text + note),
+        Outcome::Ask(text) => Outcome::Ask(text + note),
         other => other,
     }
 }

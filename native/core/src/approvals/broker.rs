@@ -11,12 +11,19 @@
 //! sleeps until the earliest deadline and times out what is still open then (`timed_out`, a
 //! rejection). Waiters are futures on a watch channel of the Pending's status: no thread waits
 //! for a decision.
+//!
+//! Shared with a team's database (`team.rs`, `listener.rs`): a Pending a person is to answer is
+//! published (`publish`), and its decision, here or on a card of another machine's registry, is
+//! first claimed there; the claim that loses changes nothing and says who decided first. Another
+//! machine's Pending shown here records nothing in this engine's ledger: its asker records it.
 
 use super::error::ApprovalError;
 use super::kind::PendingKind;
+use super::listener::Registry;
 use super::pending::{Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult};
 use super::record::{Phase, approval_record};
 use super::routing::{ANY_KIND, Route, merged_handlers, route};
+use super::team::{Claim, TeamPendings, TeamRow};
 use crate::approvals::config::{ApprovalRoute, ApprovalsConfig, AskFallback, ReviewerConfig};
 use crate::ledger::Record;
 use serde_json::{Value, json};
@@ -160,6 +167,27 @@ struct State {
     decided: VecDeque<String>,
     timer_started: bool,
     shutdown: bool,
+    /// The team's database this registry shares its human-answered Pendings through, if any.
+    team: Option<Arc<TeamPendings>>,
+    /// The team whose notifications a listener thread is hearing now (`listener.rs`).
+    listening: Option<Arc<TeamPendings>>,
+    /// Whether other machines' Pendings are shown here (a live engine), or only this engine's own
+    /// are listened for (a hook process that published its ask).
+    show_others: bool,
+    /// Why the listener has no connection now, for the reason of a shared Pending that times out.
+    team_down: Option<String>,
+}
+
+/// Whether a Pending is this engine's alone, this engine's and shared with the team's database, or
+/// another machine's shown here.
+#[derive(Clone, Default)]
+enum Sharing {
+    #[default]
+    Local,
+    Published(Arc<TeamPendings>),
+    /// Another machine's: deciding it writes to the database and settles nothing here; its records
+    /// are the asker's.
+    Remote(Arc<TeamPendings>),
 }
 
 struct Entry {
@@ -170,6 +198,7 @@ struct Entry {
     timeout: Duration,
     deadline: Instant,
     status: watch::Sender<Status>,
+    sharing: Sharing,
 }
 
 /// Something that happened to a Pending, told to the trace, the listeners and the policy after the
@@ -180,6 +209,9 @@ enum Happened {
     Decided(PendingDict),
     Warned(PendingDict, String),
     Escalated(PendingDict, String),
+    /// Another machine's Pending appeared or went: told to the listeners only (its records are the
+    /// asker's).
+    Mirrored(PendingDict),
 }
 
 impl Default for Approvals {
@@ -293,7 +325,7 @@ impl Approvals {
         let seq = state.next_seq;
         state.next_seq += 1;
         let (status, _) = tokio::sync::watch::channel(pending.status);
-        state.entries.insert(id.clone(), Entry { pending, seq, timeout, deadline: now + timeout, status });
+        state.entries.insert(id.clone(), Entry { pending, seq, timeout, deadline: now + timeout, status, sharing: Sharing::Local });
         if open {
             self.start_timer(&mut state);
             self.inner.wake.notify_all();
@@ -332,12 +364,14 @@ impl Approvals {
     /// `apply_decision` on the Pending `id`, by `by` (`human`, `reviewer`, `handler:<name>`...).
     pub fn apply_decision(&self, id: &str, decision: &Value, by: &str) -> Result<Applied, ApprovalError> {
         let action = decision.get("action").and_then(Value::as_str).unwrap_or_default().to_owned();
-        self.act(id, &action, |pending| pending.apply_decision(decision, by))
+        self.act(id, &action, decision.clone(), |pending| pending.apply_decision(decision, by))
     }
 
     /// `execute_tool` on the Pending `id`: the action `name` with `args`.
     pub fn execute_tool(&self, id: &str, name: &str, args: Value, by: &str) -> Result<Applied, ApprovalError> {
-        self.act(id, name, |pending| pending.execute_tool(name, args, by))
+        let mut request = if args.is_object() { args.clone() } else { json!({}) };
+        request["action"] = name.into();
+        self.act(id, name, request, |pending| pending.execute_tool(name, args, by))
     }
 
     /// Resolves when the Pending is decided or timed out. `timeout`, if given, brings its deadline
@@ -415,15 +449,78 @@ impl Approvals {
         self.inner.lock().entries.get(id).map(|e| f(&e.pending)).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))
     }
 
-    fn act(&self, id: &str, action: &str, f: impl FnOnce(&mut Pending) -> Result<Effect, ApprovalError>) -> Result<Applied, ApprovalError> {
+    /// Applies an action. On a Pending shared with the team's database, a decision is first claimed
+    /// there (compare-and-set, outside the lock): the first answer on any machine wins, and a later
+    /// one is refused with who decided. Another machine's Pending is only claimed: its asker settles it.
+    fn act(
+        &self,
+        id: &str,
+        action: &str,
+        request: Value,
+        f: impl FnOnce(&mut Pending) -> Result<Effect, ApprovalError>,
+    ) -> Result<Applied, ApprovalError> {
         let mut state = self.inner.lock();
         let entry = state.entries.get_mut(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
-        let effect = f(&mut entry.pending)?;
+        // Applied to a copy: a decision a shared Pending's claim loses changes nothing here.
+        let mut next = entry.pending.clone();
+        let effect = f(&mut next)?;
+        let sharing = entry.sharing.clone();
+        let claim = match (&sharing, &effect) {
+            (Sharing::Local, _) => None,
+            (Sharing::Remote(_), Effect::Edited | Effect::RetryRequested { .. }) => {
+                return Err(ApprovalError::RemoteEdit { id: id.to_owned(), action: action.to_owned() });
+            }
+            (Sharing::Published(_), Effect::Edited | Effect::RetryRequested { .. }) => None,
+            (Sharing::Published(team) | Sharing::Remote(team), Effect::Decided) => Some(Arc::clone(team)),
+        };
+        if let Some(team) = claim {
+            drop(state);
+            let by = next.decision.as_ref().map(|d| d.by.clone()).unwrap_or_default();
+            match team.claim(id, &request, next.status, &by) {
+                Ok(Claim::Won) => {}
+                Ok(Claim::Missing) if matches!(sharing, Sharing::Published(_)) => {}
+                Ok(Claim::Missing) => return Err(ApprovalError::UnknownPending(id.to_owned())),
+                Ok(Claim::Expired) => return Err(ApprovalError::NotOpen { id: id.to_owned(), status: Status::TimedOut.as_str() }),
+                Ok(Claim::Lost(row)) => {
+                    self.inner.apply_row(&row);
+                    return Err(ApprovalError::DecidedElsewhere {
+                        id: id.to_owned(),
+                        status: row.status.clone().unwrap_or_default(),
+                        by: row.decided_by.clone().unwrap_or_default(),
+                        machine: row.decided_machine.clone().unwrap_or_default(),
+                    });
+                }
+                // The database cannot be reached: this machine's person decides its own Pending
+                // only where hooks.yaml lets it coordinate alone meanwhile.
+                Err(e)
+                    if e.is_unreachable()
+                        && matches!(sharing, Sharing::Published(_))
+                        && team.db().unreachable() == crate::base::team::Unreachable::Local => {}
+                Err(e) => return Err(ApprovalError::Team(e)),
+            }
+            if let Some(decision) = next.decision.as_mut() {
+                decision.machine = Some(team.machine().to_owned());
+            }
+            state = self.inner.lock();
+        }
+        let entry = state.entries.get_mut(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
+        if !entry.pending.is_open() {
+            // Our own claim's notification was heard first, and the listener applied this decision.
+            let dict = entry.pending.to_dict();
+            let text = entry.pending.result_text(action, &effect);
+            return if dict.decision.as_ref().map(|d| &d.by) == next.decision.as_ref().map(|d| &d.by) {
+                Ok(Applied { pending: dict, effect, text })
+            } else {
+                Err(ApprovalError::NotOpen { id: id.to_owned(), status: entry.pending.status.as_str() })
+            };
+        }
+        entry.pending = next;
         let (dict, text) = (entry.pending.to_dict(), entry.pending.result_text(action, &effect));
+        let remote = matches!(entry.sharing, Sharing::Remote(_));
         let (happened, waiters) = if effect == Effect::Decided {
             let waiters = (entry.status.clone(), entry.pending.status);
             state.remember_decided(id);
-            (Happened::Decided(dict.clone()), Some(waiters))
+            (if remote { Happened::Mirrored(dict.clone()) } else { Happened::Decided(dict.clone()) }, Some(waiters))
         } else {
             (Happened::Edited(dict.clone(), action.to_owned()), None)
         };
@@ -437,15 +534,204 @@ impl Approvals {
         Ok(Applied { pending: dict, effect, text })
     }
 
-    fn start_timer(&self, state: &mut State) {
-        if state.timer_started {
+    /// Shares the human-answered Pendings of this registry through `team` from now on (`None`: no
+    /// longer). The same database from the same place keeps the current handle and its listener.
+    pub fn share(&self, team: Option<Arc<TeamPendings>>) {
+        let mut state = self.inner.lock();
+        match (&state.team, &team) {
+            (Some(current), Some(new)) if current.same(new) => return,
+            (None, None) => return,
+            _ => {}
+        }
+        state.team = team;
+        let show = state.show_others;
+        drop(state);
+        if show {
+            self.listen(true);
+        }
+    }
+
+    /// Listens to the team's notifications (if a database is shared): decisions of this registry's
+    /// published Pendings are applied as they come; with `show_others`, other machines' open
+    /// Pendings are shown here too (a live engine's view), caught up on every connection.
+    pub fn listen(&self, show_others: bool) {
+        let mut state = self.inner.lock();
+        state.show_others |= show_others;
+        let Some(team) = state.team.clone() else { return };
+        if state.listening.as_ref().is_some_and(|l| Arc::ptr_eq(l, &team)) {
             return;
         }
-        let inner = Arc::clone(&self.inner);
-        let spawned = std::thread::Builder::new().name("chokepoint-approvals".to_owned()).spawn(move || inner.run_timer());
-        // Without a timer thread (the process is out of threads) deadlines are still enforced by the
-        // next open, which tries again.
-        state.timer_started = spawned.is_ok();
+        state.listening = Some(Arc::clone(&team));
+        let weak = Arc::downgrade(&self.inner);
+        let spawned = std::thread::Builder::new().name("chokepoint-team-asks".to_owned()).spawn(move || super::listener::run(&weak, &team));
+        if spawned.is_err() {
+            state.listening = None;
+        }
+    }
+
+    /// Shares the open Pending `id` with the team's database, if one is set and a person is to
+    /// answer it (the human route): its row is written and every engine of the team told. `Ok(false)`
+    /// when there is nothing to share. On `Err` the Pending stays this engine's alone.
+    pub fn publish(&self, id: &str) -> Result<bool, ApprovalError> {
+        let (team, dict, left) = {
+            let mut state = self.inner.lock();
+            let Some(team) = state.team.clone() else { return Ok(false) };
+            let entry = state.entries.get_mut(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
+            if !entry.pending.is_open() || entry.pending.route != Route::Human || !matches!(entry.sharing, Sharing::Local) {
+                return Ok(false);
+            }
+            // Marked before the row is written: a decision taken meanwhile is claimed after the
+            // insert (one worker thread runs the database's operations in order).
+            entry.sharing = Sharing::Published(Arc::clone(&team));
+            (team, entry.pending.to_dict(), entry.deadline.saturating_duration_since(Instant::now()))
+        };
+        self.listen(false);
+        match team.publish(&dict, left) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                let mut state = self.inner.lock();
+                if let Some(entry) = state.entries.get_mut(id)
+                    && entry.pending.is_open()
+                {
+                    entry.sharing = Sharing::Local;
+                }
+                Err(ApprovalError::Team(e))
+            }
+        }
+    }
+
+    fn start_timer(&self, state: &mut State) {
+        start_timer(&self.inner, state);
+    }
+}
+
+fn start_timer(inner: &Arc<Inner>, state: &mut State) {
+    if state.timer_started {
+        return;
+    }
+    let inner = Arc::clone(inner);
+    let spawned = std::thread::Builder::new().name("chokepoint-approvals".to_owned()).spawn(move || inner.run_timer());
+    // Without a timer thread (the process is out of threads) deadlines are still enforced by the
+    // next open, which tries again.
+    state.timer_started = spawned.is_ok();
+}
+
+/// The team's side of the registry, for the listener thread (`listener.rs`).
+impl Registry for Inner {
+    /// Whether the listener of `team` should go on: the registry lives and still shares through it.
+    fn still_listening(&self, team: &Arc<TeamPendings>) -> bool {
+        let mut state = self.lock();
+        let current = !state.shutdown && state.team.as_ref().is_some_and(|t| Arc::ptr_eq(t, team));
+        if !current && state.listening.as_ref().is_some_and(|l| Arc::ptr_eq(l, team)) {
+            state.listening = None;
+        }
+        current
+    }
+
+    fn shows_others(&self) -> bool {
+        self.lock().show_others
+    }
+
+    /// Why the listener has no connection (`None`: it has one again).
+    fn set_team_down(&self, why: Option<String>) {
+        self.lock().team_down = why;
+    }
+
+    /// The open Pendings this registry published, and the other machines' it shows.
+    fn shared_open(&self) -> (Vec<String>, Vec<String>) {
+        let state = self.lock();
+        let (mut published, mut remote) = (Vec::new(), Vec::new());
+        for (id, entry) in state.entries.iter().filter(|(_, e)| e.pending.is_open()) {
+            match entry.sharing {
+                Sharing::Published(_) => published.push(id.clone()),
+                Sharing::Remote(_) => remote.push(id.clone()),
+                Sharing::Local => {}
+            }
+        }
+        (published, remote)
+    }
+
+    /// Shows another machine's open Pending `row` here until it is decided or `left` passes.
+    fn mirror(self: &Arc<Self>, team: &Arc<TeamPendings>, row: &TeamRow, left: Duration) {
+        let Ok(kind) = row.kind() else { return };
+        let Ok(mut pending) = Pending::new(kind, row.placed_subject(), row.triggered_by.clone()) else { return };
+        pending.id = row.id.clone();
+        pending.created_at = row.created_at.clone();
+        pending.session_id = row.session.clone();
+        pending.route = Route::Human;
+        let mut state = self.lock();
+        if state.entries.contains_key(&row.id) {
+            return;
+        }
+        let dict = pending.to_dict();
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        let (status, _) = watch::channel(Status::Open);
+        let entry =
+            Entry { pending, seq, timeout: left, deadline: Instant::now() + left, status, sharing: Sharing::Remote(Arc::clone(team)) };
+        state.entries.insert(row.id.clone(), entry);
+        start_timer(self, &mut state);
+        self.wake.notify_all();
+        drop(state);
+        self.after(vec![Happened::Mirrored(dict)]);
+    }
+
+    /// A decision found in the database for the Pending of `row`: this engine's own is settled as a
+    /// local decision is (the decider's action through the kind's table, recorded with their
+    /// machine); another machine's card goes.
+    fn apply_row(&self, row: &TeamRow) {
+        let (Some(decision), Some(status)) = (&row.decision, row.status.as_deref()) else { return };
+        let by = row.decided_by.clone().unwrap_or_else(|| "someone".to_owned());
+        let mut state = self.lock();
+        let Some(entry) = state.entries.get_mut(&row.id) else { return };
+        if !entry.pending.is_open() {
+            return;
+        }
+        let mut next = entry.pending.clone();
+        let remote = match entry.sharing {
+            Sharing::Local => return,
+            // Our own timeout, marked there: the timer decides it here.
+            Sharing::Published(_) if status == Status::TimedOut.as_str() => return,
+            Sharing::Published(_) => {
+                if next.apply_decision(decision, &by).is_err() {
+                    // Not a decision this kind takes: left open, it times out (a no).
+                    return;
+                }
+                false
+            }
+            Sharing::Remote(_) => {
+                next.status = status_named(status);
+                let text = |k: &str| decision.get(k).and_then(Value::as_str).map(str::to_owned);
+                next.decision = Some(Decision {
+                    reason: text("reason"),
+                    note: text("note"),
+                    ..Decision::new(decision.get("action").and_then(Value::as_str).unwrap_or("decide"), &by)
+                });
+                true
+            }
+        };
+        if let Some(d) = next.decision.as_mut() {
+            d.machine = row.decided_machine.clone();
+        }
+        entry.pending = next;
+        let dict = entry.pending.to_dict();
+        let (sender, status) = (entry.status.clone(), entry.pending.status);
+        state.remember_decided(&row.id);
+        drop(state);
+        self.after(vec![if remote { Happened::Mirrored(dict) } else { Happened::Decided(dict) }]);
+        sender.send_replace(status);
+    }
+}
+
+/// A status as the database names it; an unknown name is a rejection's.
+fn status_named(name: &str) -> Status {
+    match name {
+        "approved" => Status::Approved,
+        "modified" => Status::Modified,
+        "overridden" => Status::Overridden,
+        "retry" => Status::Retry,
+        "timed_out" => Status::TimedOut,
+        _ => Status::Rejected,
     }
 }
 
@@ -477,7 +763,7 @@ impl State {
     }
 
     /// Times out every open Pending whose deadline has passed.
-    fn expire(&mut self, now: Instant) -> Vec<(Happened, watch::Sender<Status>)> {
+    fn expire(&mut self, now: Instant) -> Vec<(Happened, watch::Sender<Status>, Option<Arc<TeamPendings>>)> {
         let due: Vec<String> =
             self.entries.iter().filter(|(_, e)| e.pending.is_open() && e.deadline <= now).map(|(id, _)| id.clone()).collect();
         let mut happened = Vec::new();
@@ -486,12 +772,24 @@ impl State {
                 continue;
             };
             entry.pending.status = Status::TimedOut;
+            // A shared Pending's reason says when nobody on another machine could have seen it.
+            let unseen = match (&entry.sharing, &self.team_down) {
+                (Sharing::Published(_), Some(why)) => format!("; other machines could not be asked: {why}"),
+                _ => String::new(),
+            };
             entry.pending.decision = Some(Decision {
-                reason: Some(format!("no decision within {}", seconds(entry.timeout))),
+                reason: Some(format!("no decision within {}{unseen}", seconds(entry.timeout))),
                 ..Decision::new("timeout", "timeout")
             });
-            // The waiters are told by the timer once the record is queued (as `act` does).
-            happened.push((Happened::Decided(entry.pending.to_dict()), entry.status.clone()));
+            let dict = entry.pending.to_dict();
+            // The waiters are told by the timer once the record is queued (as `act` does). Another
+            // machine's card just goes; this engine's shared one is marked in the database too.
+            let (event, team) = match &entry.sharing {
+                Sharing::Local => (Happened::Decided(dict), None),
+                Sharing::Published(team) => (Happened::Decided(dict), Some(Arc::clone(team))),
+                Sharing::Remote(_) => (Happened::Mirrored(dict), None),
+            };
+            happened.push((event, entry.status.clone(), team));
             self.remember_decided(&id);
         }
         happened
@@ -515,10 +813,27 @@ impl Inner {
             let expired = state.expire(now);
             if !expired.is_empty() {
                 drop(state);
-                let (happened, waiters): (Vec<_>, Vec<_>) = expired.into_iter().unzip();
+                let mut shared = Vec::new();
+                let mut happened = Vec::with_capacity(expired.len());
+                let mut waiters = Vec::with_capacity(expired.len());
+                for (event, sender, team) in expired {
+                    if let (Happened::Decided(dict), Some(team)) = (&event, team) {
+                        shared.push((dict.id.clone(), team));
+                    }
+                    happened.push(event);
+                    waiters.push(sender);
+                }
                 self.after(happened);
                 for sender in waiters {
                     sender.send_replace(Status::TimedOut);
+                }
+                if !shared.is_empty() {
+                    // Off this thread: a database that does not answer must not hold other deadlines.
+                    let _ = std::thread::Builder::new().name("chokepoint-team-timeout".to_owned()).spawn(move || {
+                        for (id, team) in shared {
+                            let _ = team.claim(&id, &json!({ "action": "timeout" }), Status::TimedOut, "timeout");
+                        }
+                    });
                 }
                 state = self.lock();
                 continue;
@@ -546,6 +861,13 @@ impl Inner {
                 Happened::Decided(d) => (d, Phase::Decision, None, None),
                 Happened::Warned(d, warning) => (d, Phase::Warning, None, Some(warning.as_str())),
                 Happened::Escalated(d, note) => (d, Phase::Escalation, Some("escalate"), Some(note.as_str())),
+                Happened::Mirrored(d) => {
+                    let listeners = self.listeners.read().unwrap_or_else(|p| p.into_inner()).clone();
+                    for listener in &listeners {
+                        guarded(&|| listener(d));
+                    }
+                    continue;
+                }
             };
             if let Some(sink) = &self.sink {
                 guarded(&|| sink(approval_record(phase, dict, action, warning), phase));

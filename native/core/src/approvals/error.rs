@@ -41,6 +41,20 @@ pub enum ApprovalError {
     WrongSubject(String),
     /// An ask on an event that nothing approves (the event's name).
     NotAskable(String),
+    /// A shared Pending was decided first by someone else, maybe on another machine.
+    DecidedElsewhere {
+        id: String,
+        status: String,
+        by: String,
+        machine: String,
+    },
+    /// Another machine's Pending can be decided here, not edited: its subject is the asker's.
+    RemoteEdit {
+        id: String,
+        action: String,
+    },
+    /// The team's coordination database could not take a shared Pending or its decision.
+    Team(crate::base::team::TeamError),
 }
 
 impl ApprovalError {
@@ -52,6 +66,8 @@ impl ApprovalError {
                 | ApprovalError::NotAllowed { .. }
                 | ApprovalError::BadArguments { .. }
                 | ApprovalError::NotOpen { .. }
+                | ApprovalError::DecidedElsewhere { .. }
+                | ApprovalError::RemoteEdit { .. }
         )
     }
 }
@@ -82,6 +98,14 @@ impl fmt::Display for ApprovalError {
             ApprovalError::WrongSubject(action) => {
                 write!(f, "action `{action}` reached a subject of another kind")
             }
+            ApprovalError::DecidedElsewhere { id, status, by, machine } => {
+                write!(f, "pending `{id}` was decided first by {by} on {machine} ({status}); the first answer counts")
+            }
+            ApprovalError::RemoteEdit { id, action } => write!(
+                f,
+                "pending `{id}` was opened on another machine: `{action}` can be done only there; here it can be decided (approve, reject, modify)"
+            ),
+            ApprovalError::Team(e) => write!(f, "{e}"),
         }
     }
 }

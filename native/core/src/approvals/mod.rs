@@ -16,6 +16,10 @@
 //! - `ask.rs`: which Pending an ask opens, with the subject built from the event the chain judged.
 //! - `settlement.rs`: what a decision means for the agent (`Next`) and the line its model is told.
 //! - `preview.rs`: what a tool call's Pending would do to its file, for whoever decides it.
+//! - `team.rs`: Pendings shared with a team's coordination database (`chokepoint.pendings`): the
+//!   first answer on any machine wins (a compare-and-set), the asker settles it.
+//! - `listener.rs`: the thread that hears the team's notifications (LISTEN/NOTIFY) and catches up on
+//!   every connection.
 //! - `error.rs`: refusals, lower-case, naming what is allowed.
 
 mod actions;
@@ -23,11 +27,13 @@ mod ask;
 mod broker;
 mod error;
 mod kind;
+mod listener;
 mod pending;
 mod preview;
 mod record;
 mod routing;
 mod settlement;
+pub mod team;
 
 pub use actions::{Action, ActionSpec};
 pub use ask::Ask;

@@ -62,11 +62,13 @@ pub struct Decision {
     pub input: Option<Value>,
     /// An approved scope expansion to be written into active_intents.yaml.
     pub save: bool,
+    /// The machine the decider was on, for a Pending shared with a team's database (`approvals::team`).
+    pub machine: Option<String>,
 }
 
 impl Decision {
     pub fn new(action: &str, by: &str) -> Decision {
-        Decision { action: action.to_owned(), by: by.to_owned(), reason: None, note: None, input: None, save: false }
+        Decision { action: action.to_owned(), by: by.to_owned(), reason: None, note: None, input: None, save: false, machine: None }
     }
 }
 

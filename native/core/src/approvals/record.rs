@@ -68,6 +68,7 @@ pub fn approval_record(phase: Phase, pending: &PendingDict, action: Option<&str>
         "status": pending.status.as_str(),
         "action": action.or(decision.map(|d| d.action.as_str())),
         "decided_by": decision.map(|d| d.by.as_str()),
+        "decided_machine": decision.and_then(|d| d.machine.as_deref()),
         "reason": decision.and_then(|d| d.reason.as_deref()),
         "note": escalation_note.or(decision.and_then(|d| d.note.as_deref())),
         "save": decision.is_some_and(|d| d.save),

@@ -428,6 +428,7 @@ impl Engine {
                 crate::base::team::Team::resolve(&team, &hooks.coordination, self.sidecar.repo(), &crate::base::team::Team::process_env);
             team.clone()
         };
+        self.approvals.share(team_pendings(&team, &self.sidecar));
         self.gatekeeper.coordinate(team);
         let chains = Chains::build(&hooks, &registrations);
         let next = Loaded {
@@ -961,4 +962,21 @@ fn awaits_durability(kind: EventKind) -> bool {
             | EventKind::TaskComplete
             | EventKind::SessionEnd
     )
+}
+
+/// The team's side of this engine's Pendings, when it coordinates through a team's database: its
+/// asks are shared there, named by this worktree and branch.
+fn team_pendings(team: &crate::base::team::Team, sidecar: &Sidecar) -> Option<Arc<crate::approvals::team::TeamPendings>> {
+    let db = team.db()?;
+    let origin = match sidecar.repo() {
+        Some(repo) => {
+            let checkout = crate::scope::leases::Checkout::of(repo);
+            crate::approvals::team::Origin { worktree: checkout.worktree, branch: checkout.branch }
+        }
+        None => crate::approvals::team::Origin {
+            worktree: sidecar.workspace_root().file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            branch: None,
+        },
+    };
+    Some(Arc::new(crate::approvals::team::TeamPendings::new(Arc::clone(db), origin)))
 }

@@ -10,16 +10,41 @@ use crate::model::external_events::Agent;
 use crate::scope::error::ScopeError;
 use crate::scope::expansion::Expansion;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// An ask's Pending, opened, and whether the team's database shares it with other machines.
+#[derive(Debug)]
+pub struct SharedAsk {
+    pub opened: Opened,
+    pub shared: Result<bool, ApprovalError>,
+}
 
 impl Engine {
-    /// Opens the Pending of an ask and routes it; the automatic routes have decided it on return.
+    /// Opens the Pending of an ask and routes it; the automatic routes have decided it on return. A
+    /// Pending a person is to answer is shared with the team's database, if one is configured (a
+    /// database that cannot take it leaves it to this machine's people).
     pub fn open_ask(&self, ask: Ask) -> Result<Opened, ApprovalError> {
-        self.approvals().open(ask.into_request()?)
+        let opened = self.approvals().open(ask.into_request()?)?;
+        let _ = self.approvals().publish(&opened.pending.id);
+        Ok(opened)
     }
 
     /// [`Engine::open_ask`] for another agent's call: its subject also names the agent (`agent`).
     pub fn open_agent_ask(&self, ask: Ask, agent: Agent) -> Result<Opened, ApprovalError> {
-        self.approvals().open(ask.into_request_of(Some(agent))?)
+        let opened = self.approvals().open(ask.into_request_of(Some(agent))?)?;
+        let _ = self.approvals().publish(&opened.pending.id);
+        Ok(opened)
+    }
+
+    /// [`Engine::open_agent_ask`] for a call whose agent waits `within` more: the Pending's deadline,
+    /// here and in the team's database. `shared` says whether the team's database took it (`Ok(false)`:
+    /// none is configured, or no person is to answer it).
+    pub fn open_agent_ask_within(&self, ask: Ask, agent: Agent, within: Duration) -> Result<SharedAsk, ApprovalError> {
+        let mut request = ask.into_request_of(Some(agent))?;
+        request.timeout = Some(within);
+        let opened = self.approvals().open(request)?;
+        let shared = self.approvals().publish(&opened.pending.id);
+        Ok(SharedAsk { opened, shared })
     }
 
     /// What the write of the Pending `id` would do to its file, read now from the workspace (the card

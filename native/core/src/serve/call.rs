@@ -59,7 +59,7 @@ pub(crate) fn answer(engine: &Arc<Engine>, call: HookCall, received: Instant, bo
         );
     }
     let decide_by = call.deadline.map(|d| received + d.saturating_sub(ASK_MARGIN));
-    let options = HookOptions { program: call.program, depth: call.depth, decide_by, relay: None };
+    let options = HookOptions { program: call.program, depth: call.depth, decide_by, relay: None, team_until: None };
     match (bound, call.deadline) {
         // Judged on another of the pool's threads while this one keeps the deadline: a judging that
         // does not end in time is denied here, and finishes on its own.

@@ -121,6 +121,9 @@ pub(crate) fn answer(engine: &Arc<Engine>, request: AskRequest, received: Instan
         Ok(opened) => opened.pending.id,
         Err(e) => return refused(format!("its approval could not be opened: {e}")),
     };
+    // Shown on the team's other machines too, when a team's database is shared (best effort: this
+    // engine's people see it regardless).
+    let _ = engine.approvals().publish(&id);
     let wait = Duration::from_millis(request.deadline_ms).saturating_sub(ASK_MARGIN).saturating_sub(received.elapsed());
     let settled = super::call::run_here(async {
         // Brings the Pending's deadline forward to the hook's: nobody decides after the agent gave up.

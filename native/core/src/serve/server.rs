@@ -69,6 +69,8 @@ impl Server {
     /// `.orchestration/serve.json`). Refused when another live server holds the socket; a socket
     /// left by a server that died is replaced.
     pub fn start_at(engine: Arc<Engine>, endpoint: Endpoint, options: ServeOptions) -> Result<Server, ServeError> {
+        // A live engine shows the team's Pendings of every machine and hears their decisions.
+        engine.approvals().listen(true);
         endpoint.prepare()?;
         let socket = endpoint.socket();
         if socket.exists() {
