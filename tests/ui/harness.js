@@ -12,8 +12,9 @@ const { packageVsix } = require('../../scripts/package');
  * Starts everything; `stop()` ends what it started and removes its folders. `outsideHome`: the
  * workspace goes into the system's temporary folder instead of the cache under ~/.cache, because VS
  * Code's agent asks before editing any file under a dot-folder of the home directory ("system files").
+ * `env`: more of code-server's environment (which the extension host inherits).
  */
-async function startVsCode({ outsideHome = false } = {}) {
+async function startVsCode({ outsideHome = false, env = {} } = {}) {
   const vsix = await packageVsix();
   const runDir = fs.mkdtempSync(path.join(vscode.CACHE, 'run-ui-tests-'));
   const extensionsDir = path.join(runDir, 'extensions');
@@ -22,7 +23,7 @@ async function startVsCode({ outsideHome = false } = {}) {
   const workspace = vscode.makeSampleWorkspace(path.join(workspaceParent, 'workspace'));
   let server, browser, page;
   try {
-    server = await vscode.startCodeServer({ runDir, extensionsDir });
+    server = await vscode.startCodeServer({ runDir, extensionsDir, env });
     browser = await vscode.launchBrowser({ runDir });
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     await server.login(page.context());

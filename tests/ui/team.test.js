@@ -1,0 +1,116 @@
+// Issue 29: an ask raised on one machine, answered in VS Code on another. A PostgreSQL server started
+// by the test is the team's database, named by the repository's committed hooks.yaml (no password).
+// VS Code (code-server with the packed .vsix, Debian's Chromium on its workbench) works on machine
+// `beta`, in a repository whose origin machine `alpha` cloned; each machine has its name and the
+// password in its environment. The real Claude Code on `alpha`, with no VS Code or live engine there,
+// writes a file a hook escalates with `ask`: its hook shares the Pending through the database and
+// waits; the card appears in beta's Approvals naming machine alpha, the person approves it there,
+// and the write runs on alpha, whose ledger records the decision and beta as where it was made.
+'use strict';
+const { before, after, test } = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { spawnSync } = require('child_process');
+const { ROOT } = require('../../scripts/lib');
+const { ledgerRecords } = require('../support/ledger');
+const postgres = require('../support/postgres');
+const { startVsCode } = require('./harness');
+const { ensureAgents } = require('../../scripts/agents');
+const { CLIENTS, runAgent } = require('../agents/support/clients');
+
+const CLI = path.join(ROOT, 'target/release/chokepoint');
+const version = require(path.join(ROOT, 'package.json')).version;
+delete process.env.NODE_TEST_CONTEXT;
+
+function git(cwd, ...args) {
+  const r = spawnSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd, encoding: 'utf8' });
+  assert.strictEqual(r.status, 0, `git ${args.join(' ')} in ${cwd}: ${r.stdout}${r.stderr}`);
+}
+
+function chokepoint(args, env = {}) {
+  const r = spawnSync(CLI, args, { encoding: 'utf8', env: { ...process.env, ...env } });
+  assert.strictEqual(r.status, 0, `chokepoint ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+  return r.stdout;
+}
+
+let pg, vsc, page, sidebar, top, alpha;
+const approvals = () => sidebar().getByTestId('approvals');
+
+before(async () => {
+  pg = await postgres.start();
+  await ensureAgents({ only: ['claude'] });
+  vsc = await startVsCode({ env: { CHOKEPOINT_MACHINE: 'beta', PGPASSWORD: pg.password } });
+  ({ page, sidebar } = vsc);
+  await page.locator('.statusbar').getByText(`Chokepoint ${version}`).waitFor({ timeout: 90000 });
+  const beta = vsc.workspace;
+  // The team's repository, as beta's person commits it: the governance, Claude Code's hooks, and the
+  // team's database in hooks.yaml (the URL only; each machine has the password).
+  fs.writeFileSync(
+    path.join(beta, '.orchestration/hooks.yaml'),
+    `version: 1
+hooks:
+  PreToolUse:
+    - name: confirm-claude-writes
+      tool: Write
+      ask: "a person confirms what Claude Code writes"
+coordination:
+  url: ${pg.url}
+`,
+  );
+  chokepoint(['init', '--agent', 'claude', '--workspace', beta]);
+  git(beta, 'init', '-q');
+  git(beta, 'add', '-A');
+  git(beta, 'commit', '-q', '-m', 'Governed by Chokepoint, coordinated on the team database');
+  top = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-ui-team-')));
+  const origin = path.join(top, 'origin.git');
+  git(top, 'clone', '-q', '--bare', beta, origin);
+  git(beta, 'remote', 'add', 'origin', origin);
+  git(top, 'clone', '-q', origin, 'alpha');
+  alpha = path.join(top, 'alpha');
+  // alpha names the program in Claude Code's local settings, as a person with chokepoint off PATH would.
+  chokepoint(['init', '--agent', 'claude', '--workspace', alpha, '--local', '--program', CLI]);
+  await vsc.openSidebar();
+  await approvals().waitFor({ timeout: 30000 });
+  // The engine picked the new hooks.yaml up, and with it the team's database.
+  await page.locator('.statusbar').getByText(/team/i).first().waitFor({ timeout: 30000 });
+});
+
+after(async () => {
+  if (vsc) await vsc.stop();
+  if (top) fs.rmSync(top, { recursive: true, force: true });
+  if (pg) await pg.stop({ remove: true });
+});
+
+test("Claude Code's ask on machine alpha waits on a card in VS Code on machine beta, and its write runs once approved there", async () => {
+  const CONTENT = "'use strict';\n// written by Claude Code on alpha, approved in VS Code on beta\n";
+  const t = CLIENTS.claude.tools;
+  const script = [...t.mcp('select_active_intent', { intent_id: 'INT-001' }), { tools: [t.write(alpha, 'src/auth/claude.js', CONTENT)] }, { text: 'Done.' }];
+  const model = await CLIENTS.claude.startServer({ script });
+  const env = { CHOKEPOINT_MACHINE: 'alpha', PGPASSWORD: pg.password };
+  let r;
+  const run = runAgent('claude', { workspace: alpha, prompt: 'Do as scripted.', serverUrl: model.url, timeoutMs: 150000, env });
+  try {
+    const card = approvals().getByTestId('pending').filter({ hasText: 'Claude Code' });
+    await card.waitFor({ timeout: 90000 });
+    const text = await card.textContent();
+    assert.match(text, /alpha/, `the card does not name the machine that asks: ${text}`);
+    assert.match(text, /a person confirms what Claude Code writes/);
+    await card.getByTestId('action-approve').click();
+    await card.waitFor({ state: 'detached', timeout: 15000 });
+  } finally {
+    r = await run;
+    await model.close();
+  }
+  assert.strictEqual(r.timedOut, false, `claude timed out; stderr: ${r.stderr.slice(-800)}`);
+  assert.strictEqual(r.code, 0, `claude exited ${r.code}; stderr: ${r.stderr.slice(-800)}`);
+  assert.strictEqual(fs.readFileSync(path.join(alpha, 'src/auth/claude.js'), 'utf8'), CONTENT, 'the approved write ran on alpha');
+  assert.ok(!fs.existsSync(path.join(vsc.workspace, 'src/auth/claude.js')), 'nothing was written on beta');
+
+  // alpha's ledger has the person's decision, made on beta.
+  const decided = ledgerRecords(alpha).filter((x) => x.kind === 'approval' && x.data.phase === 'decision' && /^claude:/.test(x.session ?? ''));
+  assert.strictEqual(decided.length, 1, JSON.stringify(decided));
+  assert.strictEqual(decided[0].data.status, 'approved');
+  assert.strictEqual(decided[0].data.decided_machine, 'beta', JSON.stringify(decided[0].data));
+});
