@@ -47,6 +47,7 @@ pub mod serve;
 
 // The modules a consumer uses by name, at the paths they have always had.
 pub use base::clock;
+pub use base::team;
 pub use budget::{compaction, tokens};
 pub use config::schema;
 pub use containment::{sandbox, snapshot};

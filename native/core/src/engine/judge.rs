@@ -428,6 +428,7 @@ impl Engine {
                 crate::base::team::Team::resolve(&team, &hooks.coordination, self.sidecar.repo(), &crate::base::team::Team::process_env);
             team.clone()
         };
+        self.tracer.follow_team(&team);
         self.gatekeeper.coordinate(team);
         let chains = Chains::build(&hooks, &registrations);
         let next = Loaded {
