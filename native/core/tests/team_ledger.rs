@@ -188,3 +188,26 @@ fn a_live_engines_copier_is_woken_by_each_durable_batch() {
     drop(copier);
     assert_eq!(copied(&server), local(&sidecar));
 }
+
+/// What a one-call process would pay to copy its record before exiting: a new connection (with
+/// scram authentication), the migration check, how far the copy is, one insert. Printed, for the
+/// decision in `team_copy`'s module doc; `cargo test --release -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn measure_a_copy_from_a_fresh_process() {
+    let server = Server::start();
+    let (_dir, sidecar) = workspace();
+    let (ledger, _) = Ledger::open(&sidecar).unwrap();
+    append(&ledger, 1, "Read");
+    TeamCopy::new(team(&server, "laptop"), sidecar.clone()).copy_pending().unwrap();
+    let mut took = Vec::new();
+    for _ in 0..30 {
+        append(&ledger, 1, "Read");
+        let began = Instant::now();
+        let copy = TeamCopy::new(team(&server, "laptop"), sidecar.clone());
+        assert_eq!(copy.copy_pending().unwrap().inserted, 1);
+        took.push(began.elapsed());
+    }
+    took.sort();
+    println!("one record copied by a fresh handle: p50 {:?}, p90 {:?}", took[15], took[27]);
+}
