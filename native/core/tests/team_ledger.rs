@@ -195,6 +195,7 @@ fn a_live_engines_copier_is_woken_by_each_durable_batch() {
 /// decision in `team_copy`'s module doc; `cargo test --release -- --ignored --nocapture`.
 #[test]
 #[ignore]
+#[allow(clippy::print_stdout)] // the measurement is what this ignored test is for
 fn measure_a_copy_from_a_fresh_process() {
     let server = Server::start();
     let (_dir, sidecar) = workspace();
