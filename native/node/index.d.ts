@@ -249,6 +249,19 @@ export declare class Engine {
    */
   traceRecent(filter?: TraceFilter | undefined | null): Array<TraceEntry>
   /**
+   * Every machine's and worktree's records in the team's database (hooks.yaml's
+   * `coordination.url`, or `CHOKEPOINT_COORDINATION_URL`) that match `filter`, oldest first (the
+   * newest `limit`), after this worktree's pending records were copied there. Throws (`EINVAL`)
+   * without a team database or for a `since` that is not a time, (`ELEDGER`) when the database
+   * cannot be reached or read.
+   */
+  traceTeam(filter?: TeamTraceFilter | undefined | null): TeamTrace
+  /**
+   * How the copy of this worktree's ledger to the team's database fares; `null` when the engine
+   * has no team database (then the team's trace cannot be listed either).
+   */
+  teamCopyStatus(): TeamCopyStatus | null
+  /**
    * Which recorded write last put line `line` (1-based) of `path` (workspace-relative,
    * `/`-separated) as it is on disk now, found by content even after lines moved. Throws for a
    * path outside the workspace, a file that cannot be read, a line past its end, or an ungoverned
@@ -925,6 +938,54 @@ export interface SummaryGroup {
   firstTurn: number
   lastTurn: number
   tokens: number
+}
+
+/** How the copy of this worktree's ledger to the team's database fares. */
+export interface TeamCopyStatus {
+  /** The team's database, as messages name it (no password). */
+  database: string
+  /** This machine's name in the team's records. */
+  machine: string
+  /** Records this engine copied since it began. */
+  copied: number
+  /** Durable records of this worktree the database lacked after the last attempt. */
+  waiting: number
+  /** The last attempt's failure; absent once an attempt copied everything. */
+  lastError?: string
+  /** When the last attempt ended, unix milliseconds; 0 before the first. */
+  lastAttemptMs: number
+}
+
+/** The team's records, oldest first, and whether this worktree's own could all be copied first. */
+export interface TeamTrace {
+  entries: Array<TeamTraceEntry>
+  /**
+   * Why some of this worktree's records are not in the team's database yet (they are listed once
+   * a later copy succeeds).
+   */
+  copyError?: string
+}
+
+/** One record of the team's trace and where it was written. */
+export interface TeamTraceEntry {
+  /** `CHOKEPOINT_MACHINE`, or the host name, of the machine that wrote it. */
+  machine: string
+  /** The name of the worktree that wrote it (its root folder's). */
+  worktree: string
+  /** The branch that worktree had checked out when the record was copied. */
+  branch?: string
+  chain: string
+  record: TraceEntry
+}
+
+/** Which of the team's records `Engine.traceTeam` returns; every field set must match. */
+export interface TeamTraceFilter {
+  intent?: string
+  session?: string
+  /** Records at or after this time: RFC 3339, a date, or unix milliseconds as a string. */
+  since?: string
+  /** At most this many, the newest; all when absent. */
+  limit?: number
 }
 
 /**

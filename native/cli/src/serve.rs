@@ -44,6 +44,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::from(crate::EXIT_CONFIG);
         }
     };
+    // A live engine copies the worktree's ledger to the team's database, when one is configured.
+    engine.tracer().copy_in_background();
     // Whoever runs the live engine decides its Pendings at its prompt (`--review`) and holds its
     // token: not an agent's process.
     if let Err(refused) = chokepoint_core::serve::deciders::check_this_process(&engine, Act::Serve) {

@@ -2,6 +2,10 @@
 //! durable writer, and through the index (brought up to date first; rebuildable with `reindex`) show,
 //! blame and export.
 //!
+//! `show --team` lists every machine's records from the team's database (`ledger::team_query`), after
+//! copying this worktree's pending ones (`ledger::team_copy`): exit 2 without a team database
+//! configured, 1 when it cannot be reached.
+//!
 //! `verify` exit codes say what is wrong with the first failing chain: 0 intact (records git explains
 //! as not in this checkout are reported and pass), 10 edited, 11 deleted, 12 inserted, 13 reordered,
 //! 14 truncated, 15 a torn tail; 1 when the ledger cannot be read; 2 usage. `reseal` moves the first
@@ -10,8 +14,10 @@
 use crate::EXIT_CONFIG;
 use chokepoint_core::Sidecar;
 use chokepoint_core::ledger::index::{Filter, Index};
+use chokepoint_core::ledger::team_query::TeamFilter;
 use chokepoint_core::ledger::verify::ProblemKind;
 use chokepoint_core::ledger::{Record, RecordKind};
+use chokepoint_core::trace::TeamTraceError;
 use clap::Subcommand;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,7 +44,8 @@ pub enum TraceCommand {
         #[arg(long)]
         event: String,
     },
-    /// List records, newest first, through the index (brought up to date first).
+    /// List records, newest first, through the index (brought up to date first); with `--team`, every
+    /// machine's and worktree's records in the team's database, newest last.
     Show {
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
@@ -54,9 +61,14 @@ pub enum TraceCommand {
         since: Option<String>,
         #[arg(long, default_value_t = 50)]
         limit: usize,
-        /// One JSON record a line, as the ledger holds them.
+        /// One JSON record a line, as the ledger holds them (with `--team`, each with its machine,
+        /// worktree, branch, chain and hash).
         #[arg(long)]
         json: bool,
+        /// Every machine's records from the team's database (coordination.url in hooks.yaml, or
+        /// CHOKEPOINT_COORDINATION_URL), after this worktree's own are copied there; newest last.
+        #[arg(long)]
+        team: bool,
     },
     /// Which intent, session and model last wrote each line of FILE (or FILE:LINE), found by content
     /// hash even after the lines moved.
@@ -103,7 +115,18 @@ pub fn run(command: TraceCommand) -> ExitCode {
     match command {
         TraceCommand::Verify { workspace, json } => verify(&workspace, json),
         TraceCommand::Record { workspace, event } => record(&workspace, &event),
-        TraceCommand::Show { workspace, intent, file, session, since, limit, json } => {
+        TraceCommand::Show { workspace, intent, file, session, since, limit, json, team: true } => {
+            if file.is_some() {
+                return usage("--file is not available with --team: a file's history is this worktree's index's (drop --team)");
+            }
+            let since_ms = match since.as_deref().map(chokepoint_core::ledger::index::parse_time).transpose() {
+                Ok(since) => since,
+                Err(e) => return usage(&e.to_string()),
+            };
+            let filter = TeamFilter { intent, session, since_ms, limit: Some(limit) };
+            show_team(&workspace, &filter, json)
+        }
+        TraceCommand::Show { workspace, intent, file, session, since, limit, json, team: false } => {
             let filter = Filter { intent, file, session, since, kind: None, limit: Some(limit), newest_first: true };
             show(&workspace, &filter, json)
         }
@@ -206,6 +229,53 @@ fn show(workspace: &std::path::Path, filter: &Filter, json: bool) -> ExitCode {
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// `trace show --team`: the team's records, newest last, with where each was written.
+fn show_team(workspace: &std::path::Path, filter: &TeamFilter, json: bool) -> ExitCode {
+    if !Sidecar::new(workspace).exists() {
+        return usage(&format!("{} has no .orchestration folder", workspace.display()));
+    }
+    let engine = match chokepoint_core::Engine::open(workspace) {
+        Ok(engine) => engine,
+        Err(e) => return usage(&format!("cannot open workspace `{}`: {e}", workspace.display())),
+    };
+    let trace = match engine.tracer().team_trace(filter) {
+        Ok(trace) => trace,
+        Err(e @ TeamTraceError::NotConfigured) => return usage(&e.to_string()),
+        Err(e) => return failure(&e.to_string()),
+    };
+    if let Err(e) = &trace.copy {
+        eprintln!("warning: {e}");
+    }
+    for found in &trace.records {
+        let r = &found.record;
+        if json {
+            let line = serde_json::json!({
+                "machine": found.machine,
+                "worktree": found.worktree,
+                "branch": found.branch,
+                "chain": found.chain,
+                "hash": found.record_hash,
+                "record": r,
+            });
+            println!("{line}");
+            continue;
+        }
+        let decision = r.decision.as_ref().map_or(String::new(), |d| format!(" {}", d.decision));
+        let what = r.tool.as_deref().or(r.event.as_deref()).unwrap_or("-");
+        let who = [r.session.as_deref().map(|s| format!("session {s}")), r.intent.as_deref().map(|i| format!("intent {i}"))]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(", ");
+        let at = format!("{}#{}", short_chain(&found.chain), r.seq);
+        println!("{}  {:<16} {:<16} {at:>15}  {what}{decision}  {who}", r.time, found.machine, found.worktree);
+        if let Some(reason) = r.decision.as_ref().and_then(|d| d.reason.as_deref()) {
+            println!("{:>26}reason: {reason}", "");
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn blame(workspace: &std::path::Path, target: &str, json: bool) -> ExitCode {

@@ -85,7 +85,11 @@ impl Engine {
     #[napi(factory, catch_unwind)]
     pub fn open(workspace_root: String) -> Result<Engine> {
         core::Engine::open(&workspace_root)
-            .map(|inner| Engine { inner: Arc::new(inner), host: Arc::default() })
+            .map(|inner| {
+                // The extension's engine lives: it copies the ledger to the team's database, if any.
+                inner.tracer().copy_in_background();
+                Engine { inner: Arc::new(inner), host: Arc::default() }
+            })
             .map_err(|e| crate::errors::invalid(format!("cannot open workspace `{workspace_root}`: {e}")))
     }
 

@@ -1,5 +1,6 @@
 //! The trace ledger as the sidebar reads it: recent records through the index, blame of a line, and
-//! `flushTrace` for a caller that must know everything queued is durable.
+//! `flushTrace` for a caller that must know everything queued is durable; with a team's database,
+//! every machine's records (`traceTeam`) and how the copy there fares (`teamCopyStatus`).
 
 use crate::Engine;
 use crate::errors::{Code, Result, as_error, error, invalid};
@@ -98,6 +99,56 @@ impl From<core::ledger::Record> for JsTraceEntry {
     }
 }
 
+/// Which of the team's records `Engine.traceTeam` returns; every field set must match.
+#[napi(object, js_name = "TeamTraceFilter")]
+pub struct JsTeamTraceFilter {
+    pub intent: Option<String>,
+    pub session: Option<String>,
+    /// Records at or after this time: RFC 3339, a date, or unix milliseconds as a string.
+    pub since: Option<String>,
+    /// At most this many, the newest; all when absent.
+    pub limit: Option<u32>,
+}
+
+/// One record of the team's trace and where it was written.
+#[napi(object, js_name = "TeamTraceEntry")]
+pub struct JsTeamTraceEntry {
+    /// `CHOKEPOINT_MACHINE`, or the host name, of the machine that wrote it.
+    pub machine: String,
+    /// The name of the worktree that wrote it (its root folder's).
+    pub worktree: String,
+    /// The branch that worktree had checked out when the record was copied.
+    pub branch: Option<String>,
+    pub chain: String,
+    pub record: JsTraceEntry,
+}
+
+/// The team's records, oldest first, and whether this worktree's own could all be copied first.
+#[napi(object, js_name = "TeamTrace")]
+pub struct JsTeamTrace {
+    pub entries: Vec<JsTeamTraceEntry>,
+    /// Why some of this worktree's records are not in the team's database yet (they are listed once
+    /// a later copy succeeds).
+    pub copy_error: Option<String>,
+}
+
+/// How the copy of this worktree's ledger to the team's database fares.
+#[napi(object, js_name = "TeamCopyStatus")]
+pub struct JsTeamCopyStatus {
+    /// The team's database, as messages name it (no password).
+    pub database: String,
+    /// This machine's name in the team's records.
+    pub machine: String,
+    /// Records this engine copied since it began.
+    pub copied: f64,
+    /// Durable records of this worktree the database lacked after the last attempt.
+    pub waiting: f64,
+    /// The last attempt's failure; absent once an attempt copied everything.
+    pub last_error: Option<String>,
+    /// When the last attempt ended, unix milliseconds; 0 before the first.
+    pub last_attempt_ms: f64,
+}
+
 /// The record whose write holds a line now.
 #[napi(object, js_name = "BlameOrigin")]
 pub struct JsBlameOrigin {
@@ -158,6 +209,51 @@ impl Engine {
     pub fn trace_recent(&self, filter: Option<JsTraceFilter>) -> Result<Vec<JsTraceEntry>> {
         let records = self.inner.tracer().query(&JsTraceFilter::into_core(filter)).map_err(as_error(Code::Ledger))?;
         Ok(records.into_iter().map(Into::into).collect())
+    }
+
+    /// Every machine's and worktree's records in the team's database (hooks.yaml's
+    /// `coordination.url`, or `CHOKEPOINT_COORDINATION_URL`) that match `filter`, oldest first (the
+    /// newest `limit`), after this worktree's pending records were copied there. Throws (`EINVAL`)
+    /// without a team database or for a `since` that is not a time, (`ELEDGER`) when the database
+    /// cannot be reached or read.
+    #[napi(catch_unwind)]
+    pub fn trace_team(&self, filter: Option<JsTeamTraceFilter>) -> Result<JsTeamTrace> {
+        let f = filter.unwrap_or(JsTeamTraceFilter { intent: None, session: None, since: None, limit: None });
+        let since_ms = f.since.as_deref().map(core::ledger::index::parse_time).transpose().map_err(|e| invalid(e.to_string()))?;
+        let filter = core::ledger::team_query::TeamFilter {
+            intent: f.intent,
+            session: f.session,
+            since_ms,
+            limit: f.limit.map(|l| l as usize),
+        };
+        let trace = self.inner.tracer().team_trace(&filter).map_err(|e| match e {
+            core::trace::TeamTraceError::NotConfigured => invalid(e.to_string()),
+            other => error(Code::Ledger, other.to_string()),
+        })?;
+        Ok(JsTeamTrace {
+            entries: trace
+                .records
+                .into_iter()
+                .map(|r| JsTeamTraceEntry { machine: r.machine, worktree: r.worktree, branch: r.branch, chain: r.chain, record: r.record.into() })
+                .collect(),
+            copy_error: trace.copy.err().map(|e| e.to_string()),
+        })
+    }
+
+    /// How the copy of this worktree's ledger to the team's database fares; `null` when the engine
+    /// has no team database (then the team's trace cannot be listed either).
+    #[napi(catch_unwind)]
+    pub fn team_copy_status(&self) -> Option<JsTeamCopyStatus> {
+        let copy = self.inner.tracer().team_copy()?;
+        let status = copy.status();
+        Some(JsTeamCopyStatus {
+            database: copy.db().shown().to_owned(),
+            machine: copy.db().machine().to_owned(),
+            copied: status.copied as f64,
+            waiting: status.waiting as f64,
+            last_error: status.last_error.map(|e| e.to_string()),
+            last_attempt_ms: status.last_attempt_ms as f64,
+        })
     }
 
     /// Which recorded write last put line `line` (1-based) of `path` (workspace-relative,

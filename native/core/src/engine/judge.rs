@@ -429,6 +429,7 @@ impl Engine {
             team.clone()
         };
         self.approvals.share(team_pendings(&team, &self.sidecar));
+        self.tracer.follow_team(&team);
         self.gatekeeper.coordinate(team);
         let chains = Chains::build(&hooks, &registrations);
         let next = Loaded {

@@ -11,12 +11,21 @@
 //! Reading the trace back (the extension's sidebar and provenance command) goes through the ledger's
 //! index, opened once per tracer and brought up to date with the ledger before every read, so a
 //! reader sees every record that is durable, whichever process wrote it.
+//!
+//! With a team's database (`base::team`), the tracer also holds the ledger's copy there
+//! (`ledger::team_copy`): engines that live start its copier ([`Tracer::copy_in_background`]), which
+//! the ledger wakes after each durable batch; a reload that changes the database points it at the
+//! new one. [`Tracer::team_trace`] reads every machine's records back, after copying this
+//! worktree's own.
 
 use crate::base::regular::open_regular;
 use crate::base::sidecar::Sidecar;
 use crate::base::sqlite::StateDb;
+use crate::base::team::{Team, TeamError};
 use crate::ledger::blame::BlameLine;
 use crate::ledger::index::{Filter, Index};
+use crate::ledger::team_copy::{Copied, Copier, CopyError, CopyStatus, TeamCopy};
+use crate::ledger::team_query::{QueryError, TeamFilter, TeamRecord};
 use crate::ledger::writer::{Appended, Ledger, Recovery};
 use crate::ledger::{FileChange, Record, RecordKind, RecordedDecision, RecordedHook};
 use crate::model::decision::{Decision, HookOutcome, OutcomeKind};
@@ -44,6 +53,46 @@ pub struct Tracer {
     /// The index, opened on the first read. A failure to open is not kept: the next read tries again
     /// (the sidecar folder may appear later).
     index: OnceLock<Index>,
+    /// The team's database as of the last load, and the ledger's copy there when it is on.
+    team: Mutex<(Team, Option<Arc<TeamCopy>>)>,
+    /// The copier of an engine that lives, started once it has a database to copy to.
+    copier: Mutex<Option<Copier>>,
+    /// Whether this engine lives ([`Tracer::copy_in_background`]): a one-call process never copies.
+    live: std::sync::atomic::AtomicBool,
+}
+
+/// Why the team's trace cannot be listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TeamTraceError {
+    /// No team database is configured.
+    NotConfigured,
+    /// The configured one cannot work, or cannot be reached.
+    Team(TeamError),
+    Query(QueryError),
+}
+
+impl std::fmt::Display for TeamTraceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TeamTraceError::NotConfigured => f.write_str(
+                "no team database is configured: set coordination.url in .orchestration/hooks.yaml (or the environment variable \
+                 CHOKEPOINT_COORDINATION_URL) to the team's PostgreSQL database, with the password in PGPASSWORD or ~/.pgpass",
+            ),
+            TeamTraceError::Team(e) => e.fmt(f),
+            TeamTraceError::Query(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for TeamTraceError {}
+
+/// The team's records, and what copying this worktree's own first did.
+#[derive(Debug)]
+pub struct TeamTrace {
+    pub records: Vec<TeamRecord>,
+    /// `Err` when some of this worktree's records could not be copied (they are listed once a copy
+    /// succeeds); a database that cannot be reached fails the whole listing instead.
+    pub copy: Result<Copied, CopyError>,
 }
 
 /// The before-images of writes in flight, apart from the tracer: the records that use them are built
@@ -76,7 +125,88 @@ impl Tracer {
             images,
             recovery: Mutex::default(),
             index: OnceLock::new(),
+            team: Mutex::default(),
+            copier: Mutex::default(),
+            live: Default::default(),
         }
+    }
+
+    /// Follows the team's database a load resolved: a new copy for a new database (none without
+    /// one), which a live engine's copier copies to from now on.
+    pub(crate) fn follow_team(&self, team: &Team) {
+        let target = {
+            let mut current = self.team.lock().unwrap_or_else(|p| p.into_inner());
+            let same = match (&current.1, team.db()) {
+                (Some(copy), Some(db)) => Arc::ptr_eq(copy.db(), db),
+                _ => false,
+            };
+            if !same {
+                current.1 = team.db().map(|db| Arc::new(TeamCopy::new(Arc::clone(db), self.sidecar.clone())));
+            }
+            current.0 = team.clone();
+            current.1.clone()
+        };
+        if self.live.load(std::sync::atomic::Ordering::Acquire) {
+            self.start_copier(target);
+        }
+    }
+
+    /// Copies this worktree's ledger to the team's database in the background from now on, for an
+    /// engine that lives (the extension's, `chokepoint serve`): soon after each durable batch, and
+    /// every `team_copy::PERIOD`. Nothing runs while no team database is configured.
+    pub fn copy_in_background(&self) {
+        self.live.store(true, std::sync::atomic::Ordering::Release);
+        let target = self.team_copy();
+        self.start_copier(target);
+    }
+
+    fn start_copier(&self, target: Option<Arc<TeamCopy>>) {
+        let mut copier = self.copier.lock().unwrap_or_else(|p| p.into_inner());
+        match copier.as_ref() {
+            Some(running) => running.follow(target),
+            // No thread when it cannot start: the copy waits for `trace show --team` or another engine.
+            None if target.is_some() => {
+                if let Ok(started) = Copier::start(target) {
+                    if let Some(ledger) = self.ledger.get() {
+                        ledger.on_durable(started.waker());
+                    }
+                    started.wake();
+                    *copier = Some(started);
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// The ledger's copy in the team's database, when one is configured and usable.
+    pub fn team_copy(&self) -> Option<Arc<TeamCopy>> {
+        self.team.lock().unwrap_or_else(|p| p.into_inner()).1.clone()
+    }
+
+    /// How the copy fares: records waiting, the last error; `None` without a team database.
+    pub fn team_copy_status(&self) -> Option<CopyStatus> {
+        self.team_copy().map(|copy| copy.status())
+    }
+
+    /// Every machine's records in the team's database that match `filter`, oldest first, after
+    /// this worktree's pending records were copied.
+    pub fn team_trace(&self, filter: &TeamFilter) -> Result<TeamTrace, TeamTraceError> {
+        let (team, copy) = self.team.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let copy = match (team, copy) {
+            (Team::Off, _) => return Err(TeamTraceError::NotConfigured),
+            (Team::Broken(e), _) => return Err(TeamTraceError::Team(e)),
+            (Team::On(_), Some(copy)) => copy,
+            (Team::On(db), None) => Arc::new(TeamCopy::new(db, self.sidecar.clone())),
+        };
+        let copied = copy.copy_pending();
+        if let Err(CopyError::Team(e)) = &copied {
+            return Err(TeamTraceError::Team(e.clone()));
+        }
+        let records = crate::ledger::team_query::query(copy.db(), filter).map_err(|e| match e {
+            QueryError::Team(e) => TeamTraceError::Team(e),
+            other => TeamTraceError::Query(other),
+        })?;
+        Ok(TeamTrace { records, copy: copied })
     }
 
     /// The ledger, opened on first use; `Err` when the workspace is not governed or the ledger cannot
@@ -101,6 +231,9 @@ impl Tracer {
             Ledger::open_sharing(&self.sidecar, Arc::clone(&self.state)).map_err(|e| format!("cannot open the trace ledger: {e}"))?;
         if self.ledger.set(ledger).is_ok() {
             *self.recovery.lock().unwrap_or_else(|p| p.into_inner()) = recovery;
+            if let Some(copier) = self.copier.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                self.ledger.get().expect("set above").on_durable(copier.waker());
+            }
         }
         Ok(self.ledger.get().expect("set above, by this call or a concurrent one"))
     }

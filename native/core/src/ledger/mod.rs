@@ -17,6 +17,8 @@
 //! - `index.rs`: the SQLite index and its queries; `blame.rs`: who last wrote a line, by content;
 //! - `activity.rs`: what each session did lately, counted in the index (the Sessions view);
 //! - `export.rs`: Agent Trace v0.1;
+//! - `team_copy.rs`: every durable record copied to a team's PostgreSQL database, caught up from
+//!   the chains, by a live engine's thread; `team_query.rs`: every machine's records read back;
 //! - `reseal.rs`: the way forward from a chain that fails verification (moved aside, a new chain
 //!   begun with a record that says so).
 
@@ -31,6 +33,8 @@ pub mod index;
 pub mod ranges;
 pub mod record;
 pub mod reseal;
+pub mod team_copy;
+pub mod team_query;
 pub mod ticket;
 pub mod verify;
 pub mod writer;

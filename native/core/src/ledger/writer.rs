@@ -256,6 +256,8 @@ struct Shared {
     wakeups: AtomicU64,
     /// Set by the syncer when a sync fails; the writer then refuses further batches.
     sync_failed: Mutex<Option<LedgerError>>,
+    /// Told after each batch's head is raised ([`Ledger::on_durable`]): the team copy's waker.
+    on_durable: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl Shared {
@@ -355,6 +357,7 @@ impl Ledger {
             durable_seq: AtomicU64::new(0),
             wakeups: AtomicU64::new(0),
             sync_failed: Mutex::new(None),
+            on_durable: std::sync::OnceLock::new(),
         });
         // The head is read under the lock by the writer and written after each sync by the syncer,
         // each taking the connection for one statement.
@@ -480,6 +483,13 @@ impl Ledger {
             return Err(LedgerError::Closed { ledger: self.path().to_owned() });
         }
         Ok(())
+    }
+
+    /// Calls `waker` after each batch is durable and its head raised, on the ledger's syncer (after
+    /// the batch's answers went): it must return at once, never wait (the team copy's sets a flag).
+    /// The first waker given is kept.
+    pub fn on_durable(&self, waker: impl Fn() + Send + Sync + 'static) {
+        let _ = self.shared.on_durable.set(Box::new(waker));
     }
 
     /// What happened since the last call that no append was answerable for (recoveries of another
@@ -798,6 +808,11 @@ impl Syncer {
                     head.get_or_insert(error);
                 }
             }
+        }
+        if self.failed.is_none()
+            && let Some(waker) = shared.on_durable.get()
+        {
+            waker();
         }
         let mut queue = shared.lock();
         if let Some(error) = head {
