@@ -5,11 +5,22 @@
 // Five regions: the Approvals section (approvals.ts: a card per open Pending, updated in place), the
 // Task section (taskPanel.ts: the prompt, the model, the transcript appended event by event), the
 // Sessions section (sessions.ts: every agent's session, its lease with a Revoke button), the
-// engine (re-rendered whenever its state arrives) and the Trace section (its filter and list updated
-// in place, so a ledger refresh never steals the keyboard focus).
+// engine (re-rendered whenever its state arrives) and the Trace section (its filter, its scope (this
+// worktree or the team, when the engine has a team database) and list updated in place, so a ledger
+// refresh never steals the keyboard focus).
 import './main.css';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
-import { HostMessage, PROTOCOL_VERSION, parseMessage, type EngineState, type ReloadResult, type TraceEntry, type WebviewMessage } from '../../protocol/messages';
+import {
+  HostMessage,
+  PROTOCOL_VERSION,
+  parseMessage,
+  type EngineState,
+  type ReloadResult,
+  type TeamTraceState,
+  type TraceListEntry,
+  type TraceScope,
+  type WebviewMessage,
+} from '../../protocol/messages';
 import { approvalsSection } from './approvals';
 import { sessionsSection } from './sessions';
 import { button, el } from './dom';
@@ -149,7 +160,7 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       render();
       return;
     case 'trace':
-      traceRegion.show(msg.intent, msg.outcome);
+      traceRegion.show(msg.intent, msg.scope, msg.team, msg.outcome);
       return;
     case 'models':
       taskRegion.setModels(msg.choices, msg.selected);
@@ -189,7 +200,8 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
   }
 });
 
-/** The Trace section: a filter by intent and the newest records of the ledger, newest first. */
+/** The Trace section: a filter by intent, a scope (this worktree's ledger or every machine's records
+ *  in the team's database, offered only when the engine has one) and the newest records, newest first. */
 function traceSection() {
   const heading = el('h3', { text: 'Trace' });
   heading.id = 'trace-heading';
@@ -200,11 +212,31 @@ function traceSection() {
   filter.setAttribute('data-testid', 'trace-filter');
   const label = el('label', { class: 'label', text: 'Intent' });
   label.htmlFor = filter.id;
+  // Two native radio buttons: a toggle the keyboard (arrows) and screen readers already know.
+  const scopeRadio = (value: TraceScope, text: string) => {
+    const input = el('input', { testid: `trace-scope-${value}` });
+    input.type = 'radio';
+    input.name = 'trace-scope';
+    input.value = value;
+    input.addEventListener('change', () => {
+      if (input.checked) vscode.postMessage({ type: 'setTraceScope', scope: value });
+    });
+    return { input, label: el('label', { class: 'scope-choice' }, input, document.createTextNode(` ${text}`)) };
+  };
+  const worktreeScope = scopeRadio('worktree', 'This worktree');
+  const teamScope = scopeRadio('team', 'The team');
+  const scopeRow = el('div', { class: 'row scope', testid: 'trace-scope' }, worktreeScope.label, teamScope.label);
+  scopeRow.setAttribute('role', 'radiogroup');
+  scopeRow.setAttribute('aria-label', 'Whose records');
+  scopeRow.hidden = true;
+  // One line, whichever scope is shown: this worktree's records wait for the team's database.
+  const copyWarning = el('p', { class: 'warn copy-warning', testid: 'trace-copy-warning' });
+  copyWarning.hidden = true;
   const status = el('p', { class: 'muted' });
   status.setAttribute('role', 'status');
   const list = el('ol', { class: 'trace' });
   list.setAttribute('aria-labelledby', heading.id);
-  const section = el('section', { class: 'trace-section' }, heading, el('div', { class: 'row filter' }, label, filter), status, list);
+  const section = el('section', { class: 'trace-section' }, heading, scopeRow, el('div', { class: 'row filter' }, label, filter), copyWarning, status, list);
   section.setAttribute('data-testid', 'trace');
   // Updates are frequent; announcing each would drown the reader. The status line says what changed.
   section.setAttribute('aria-live', 'off');
@@ -230,12 +262,20 @@ function traceSection() {
     filter.value = selected ?? '';
   }
 
-  function entry(e: TraceEntry): HTMLElement {
+  /** Unique in the list: a team's `seq` repeats across machines, worktrees and chains. */
+  const key = (e: TraceListEntry) => (e.from ? `${e.from.machine}/${e.from.worktree}/${e.from.chain}#${e.seq}` : `#${e.seq}`);
+
+  function entry(e: TraceListEntry): HTMLElement {
     const what = e.tool ?? e.event ?? e.kind;
     const when = new Date(e.time);
     const time = el('time', { class: 'muted', text: Number.isNaN(when.getTime()) ? e.time : when.toLocaleTimeString(), title: e.time });
     time.dateTime = e.time;
     const head = el('div', { class: 'entry-head' }, el('span', { class: 'seq muted', text: `#${e.seq}` }), time, el('span', { class: 'what', text: what }));
+    if (e.from) {
+      const branch = e.from.branch ? ` on branch ${e.from.branch}` : '';
+      const title = `Written on machine ${e.from.machine}, worktree ${e.from.worktree}${branch} (chain ${e.from.chain})`;
+      head.append(el('span', { class: 'origin muted', text: `${e.from.machine} · ${e.from.worktree}`, title, testid: 'trace-origin' }));
+    }
     if (e.decision) head.append(el('span', { class: `decision ${e.decision}`, text: e.decision }));
     const item = el('li', { class: 'entry' }, head);
     if (e.decision !== 'allow' && e.reason) item.append(el('div', { class: 'reason', text: e.reason }));
@@ -249,6 +289,7 @@ function traceSection() {
     // Reachable with Tab; its whole text is its name for a screen reader.
     item.tabIndex = 0;
     item.dataset.seq = String(e.seq);
+    item.dataset.key = key(e);
     item.setAttribute('data-testid', 'trace-entry');
     return item;
   }
@@ -260,27 +301,44 @@ function traceSection() {
       intents = [...ids];
       fillFilter();
     },
-    show(intent: string | null, outcome: { ok: true; entries: TraceEntry[] } | { ok: false; error: string }): void {
+    show(
+      intent: string | null,
+      scope: TraceScope,
+      team: TeamTraceState | null,
+      outcome: { ok: true; entries: TraceListEntry[] } | { ok: false; error: string },
+    ): void {
       if (intent !== selected) {
         selected = intent;
         fillFilter();
       }
+      // The toggle says the scope the host applied (it lists this worktree's when there is no team).
+      scopeRow.hidden = team === null;
+      worktreeScope.input.checked = scope === 'worktree';
+      teamScope.input.checked = scope === 'team';
+      copyWarning.hidden = !team?.copyError;
+      copyWarning.textContent = team?.copyError
+        ? "The team's database could not be reached: this worktree's records are kept here and copied when it returns."
+        : '';
+      copyWarning.title = team?.copyError ?? '';
       // Keep the focus on the record it was on, if that record is still listed.
-      const focused = list.contains(document.activeElement) ? (document.activeElement as HTMLElement).dataset.seq : undefined;
+      const focused = list.contains(document.activeElement) ? (document.activeElement as HTMLElement).dataset.key : undefined;
       list.replaceChildren();
       status.classList.toggle('error', !outcome.ok);
+      const whose = scope === 'team' ? "the team's trace" : 'the trace';
       if (!outcome.ok) {
-        status.textContent = `Cannot read the trace: ${outcome.error}`;
+        status.textContent = `Cannot read ${whose}: ${outcome.error}`;
         return;
       }
       if (outcome.entries.length === 0) {
-        status.textContent = intent ? `No records yet for ${intent}` : 'No records yet';
+        const none = scope === 'team' ? 'No records in the team’s database yet' : 'No records yet';
+        status.textContent = intent ? `${none} for ${intent}` : none;
         return;
       }
       const n = outcome.entries.length;
-      status.textContent = `${n} record${n === 1 ? '' : 's'}, newest first${intent ? ` (${intent})` : ''}`;
+      const where = scope === 'team' ? ', every machine' : '';
+      status.textContent = `${n} record${n === 1 ? '' : 's'}, newest first${where}${intent ? ` (${intent})` : ''}`;
       list.append(...outcome.entries.map(entry));
-      if (focused) list.querySelector<HTMLElement>(`[data-seq="${CSS.escape(focused)}"]`)?.focus();
+      if (focused) list.querySelector<HTMLElement>(`[data-key="${CSS.escape(focused)}"]`)?.focus();
     },
   };
 }

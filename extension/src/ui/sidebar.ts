@@ -1,8 +1,9 @@
 // The sidebar webview view: serves the page with a strict CSP, validates every message it receives,
 // and pushes engine state, the trace's recent records and the task panel's models and transcript only
 // after the page says it is ready. What must survive the view being hidden lives here, not in the
-// page: the trace filter (a command, "Show in Trace", sets it too), the model last picked, and the
-// transcript of the current or last run, which a page shown again gets back whole.
+// page: the trace filter (a command, "Show in Trace", sets it too) and scope (this worktree or the
+// team), the model last picked, and the transcript of the current or last run, which a page shown
+// again gets back whole.
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import {
@@ -16,6 +17,7 @@ import {
   type EngineState,
   type ModelChoice,
   type RuntimeEvent as WireRuntimeEvent,
+  type TraceScope,
 } from '../../../protocol/messages';
 import type { AgentHost } from '../agent/agent';
 import type { ApprovalsHost } from './approvalsView';
@@ -31,12 +33,23 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const runtimeEventsMirrored: Same<RuntimeEvent, WireRuntimeEvent> = true;
 void runtimeEventsMirrored;
 
+/** Other machines' records arrive without a local event: the team's list is read again this often
+ *  while the view is visible (the engine's copier sends this worktree's on the same period). */
+const TEAM_REFRESH_MS = 5_000;
+/** After the team's database could not be read: less often, since each try may wait for the core's
+ *  connect timeout on this thread. A local event still refreshes at once. */
+const TEAM_RETRY_MS = 30_000;
+
 export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   static readonly viewId = 'chokepoint.sidebar';
   private view: vscode.WebviewView | undefined;
   private ready = false;
   /** The intent whose records the Trace section lists; null: every record. */
   private traceIntent: string | null = null;
+  /** Whose records the Trace section lists (the team's only while the engine has a team database). */
+  private traceScope: TraceScope = 'worktree';
+  /** The team scope's next periodic refresh, armed only while it is shown on a visible view. */
+  private teamRefresh: ReturnType<typeof setTimeout> | undefined;
   /** The model the page last started a task with; undefined: the `chokepoint.agent.model` setting. */
   private pickedModel: string | undefined;
   /** The events of the current or last run (one session of the runtime), streamed text coalesced. */
@@ -104,9 +117,15 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     this.pushApprovals(); // the badge, before the page is ready
     this.subscriptions.push(
       view.webview.onDidReceiveMessage((data: unknown) => this.receive(data)),
+      // Shown again: the team's records may have moved on while it was hidden (no timer ran then).
+      view.onDidChangeVisibility(() => {
+        if (view.visible && this.traceScope === 'team') this.pushTrace();
+        else clearTimeout(this.teamRefresh);
+      }),
       view.onDidDispose(() => {
         this.view = undefined;
         this.ready = false;
+        clearTimeout(this.teamRefresh);
       }),
     );
   }
@@ -191,6 +210,10 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
       }
       case 'setTraceFilter':
         this.traceIntent = msg.intent;
+        this.pushTrace();
+        return;
+      case 'setTraceScope':
+        this.traceScope = msg.scope;
         this.pushTrace();
         return;
       case 'startTask':
@@ -333,10 +356,21 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
   }
 
   private pushTrace(): void {
+    clearTimeout(this.teamRefresh);
     if (!this.ready || this.engine.state.status !== 'ready') return;
-    const limit = vscode.workspace.getConfiguration('chokepoint').get<number>('trace.limit', 50);
-    const outcome = this.trace.recent(this.traceIntent ?? undefined, Math.max(1, Math.floor(limit)));
-    this.post({ type: 'trace', intent: this.traceIntent, outcome });
+    const limit = Math.max(1, Math.floor(vscode.workspace.getConfiguration('chokepoint').get<number>('trace.limit', 50)));
+    const intent = this.traceIntent ?? undefined;
+    const team = this.trace.teamState();
+    // The team scope is kept while the engine has no team database (a hooks.yaml being edited), but
+    // the page is told, and shown, this worktree's records until it has one again.
+    if (!team || this.traceScope === 'worktree') {
+      this.post({ type: 'trace', intent: this.traceIntent, scope: 'worktree', team, outcome: this.trace.recent(intent, limit) });
+      return;
+    }
+    const { outcome, copyError } = this.trace.team(intent, limit);
+    // This call copied before it read: its copy error is newer than the status read above.
+    this.post({ type: 'trace', intent: this.traceIntent, scope: 'team', team: { machine: team.machine, copyError }, outcome });
+    if (this.view?.visible) this.teamRefresh = setTimeout(() => this.pushTrace(), outcome.ok ? TEAM_REFRESH_MS : TEAM_RETRY_MS);
   }
 
   private pushState(state: EngineState): void {
@@ -354,6 +388,7 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
 
   dispose(): void {
     clearTimeout(this.leaseExpiry);
+    clearTimeout(this.teamRefresh);
     for (const s of this.subscriptions) s.dispose();
   }
 }

@@ -1,10 +1,12 @@
 // The trace ledger as the extension reads it: the recent records the sidebar lists, the provenance of
 // a line for the command, and a debounced watch of the ledger's chains (`.orchestration/trace/*.jsonl`,
 // and the legacy `agent_trace.jsonl`) that says when either may have changed. The records are written by the engine (this process's and every other
-// process's on the workspace); this module only reads them back through the binding.
+// process's on the workspace); this module only reads them back through the binding. With a team's
+// database (issue 29) it also reads every machine's records from there, and how the copy of this
+// worktree's records to it fares.
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { TraceEntry } from '../../../protocol/messages';
+import type { TeamTraceState, TraceEntry, TraceListEntry } from '../../../protocol/messages';
 import type { EngineHost } from '../engine/engineHost';
 import type { Log } from './log';
 import type { NativeBinding } from '../engine/native';
@@ -22,6 +24,7 @@ export const LEDGER = '.orchestration/{trace/*.jsonl,agent_trace.jsonl}';
 const DEBOUNCE_MS = 250;
 
 export type TraceOutcome = { ok: true; entries: TraceEntry[] } | { ok: false; error: string };
+export type TeamTraceOutcome = { ok: true; entries: TraceListEntry[] } | { ok: false; error: string };
 
 /** What `chokepoint.showProvenance` found for one line, and the sentence it showed. */
 export interface ProvenanceReport {
@@ -90,6 +93,42 @@ export class Trace implements vscode.Disposable {
       const error = (e as Error).message;
       this.log.warn(`reading the trace failed: ${error}`);
       return { ok: false, error };
+    }
+  }
+
+  /**
+   * The team's database as the Trace section shows it: null when the engine has none (or is not
+   * running). The copy error is the background copier's last one: local records are kept and copied
+   * when the database returns.
+   */
+  teamState(): TeamTraceState | null {
+    const status = this.engine.nativeEngine?.teamCopyStatus();
+    if (!status) return null;
+    return { machine: status.machine, copyError: status.lastError };
+  }
+
+  /**
+   * The newest `limit` records of every machine and worktree in the team's database, of `intent`
+   * only when given, newest first as `recent` lists them, each with where it was written; and why
+   * some of this worktree's own records could not be copied there first, when they could not.
+   * Synchronous like `recent`: the binding copies, then queries, on this thread, within the core's
+   * connect and statement timeouts (3 s and 5 s) when the database does not answer.
+   */
+  team(intent: string | undefined, limit: number): { outcome: TeamTraceOutcome; copyError?: string } {
+    const engine = this.engine.nativeEngine;
+    if (!engine) return { outcome: { ok: false, error: 'the engine is not running' } };
+    try {
+      const trace = engine.traceTeam({ intent, limit });
+      // The binding lists them oldest first (as `trace show --team` prints them); the sidebar's list is
+      // newest first in both scopes.
+      const entries = trace.entries
+        .map((e): TraceListEntry => ({ ...e.record, from: { machine: e.machine, worktree: e.worktree, branch: e.branch, chain: e.chain } }))
+        .reverse();
+      return { outcome: { ok: true, entries }, copyError: trace.copyError };
+    } catch (e) {
+      const error = (e as Error).message;
+      this.log.warn(`reading the team's trace failed: ${error}`);
+      return { outcome: { ok: false, error }, copyError: error };
     }
   }
 
