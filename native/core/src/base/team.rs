@@ -473,6 +473,28 @@ impl Team {
     }
 }
 
+/// Where an engine reads the team's settings from the environment: the process's, or a test's (two
+/// engines of one process playing two machines).
+#[derive(Clone)]
+pub struct TeamEnv(pub Arc<dyn Fn(&str) -> Option<String> + Send + Sync>);
+
+impl TeamEnv {
+    /// The process's environment.
+    pub fn process() -> TeamEnv {
+        TeamEnv(Arc::new(Team::process_env))
+    }
+
+    pub fn get(&self, name: &str) -> Option<String> {
+        (self.0)(name)
+    }
+}
+
+impl fmt::Debug for TeamEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TeamEnv")
+    }
+}
+
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
 /// The worker's side: the connection, made on first use and again after it broke.
