@@ -200,10 +200,7 @@ fn a_killed_database_denies_with_its_name_and_a_restarted_one_is_used_again() {
     let server = Server::start();
     let origin = origin("");
     // The password in the URL, from the environment: it must appear in no message.
-    let env = vec![
-        ("CHOKEPOINT_COORDINATION_URL".to_owned(), server.url_with_password()),
-        ("HOME".to_owned(), "/nonexistent".to_owned()),
-    ];
+    let env = vec![("CHOKEPOINT_COORDINATION_URL".to_owned(), server.url_with_password()), ("HOME".to_owned(), "/nonexistent".to_owned())];
     let alpha = machine(origin.path(), "alpha", env);
     allowed(&select(&alpha, "a", "INT-001"));
     allowed(&write(&alpha, "a"));
@@ -278,16 +275,16 @@ fn a_schema_newer_than_ours_is_refused() {
 fn tls_is_verified_against_the_named_ca() {
     let server = Server::start_tls();
     let origin = origin("");
-    let url = |ca: &Path| {
-        format!("{}?sslmode=verify-full&sslrootcert={}", server.url(), ca.display()).replace("127.0.0.1", "localhost")
-    };
+    let url = |ca: &Path| format!("{}?sslmode=verify-full&sslrootcert={}", server.url(), ca.display()).replace("127.0.0.1", "localhost");
     let mut env = server.env();
     env.retain(|(k, _)| k != "CHOKEPOINT_COORDINATION_URL");
     let mut good = env.clone();
     good.push(("CHOKEPOINT_COORDINATION_URL".into(), url(&server.ca_cert())));
     let alpha = machine(origin.path(), "alpha", good);
     allowed(&select(&alpha, "a", "INT-001"));
-    let ssl = server.psql("SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE s.ssl AND a.application_name = 'chokepoint alpha'");
+    let ssl = server.psql(
+        "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE s.ssl AND a.application_name = 'chokepoint alpha'",
+    );
     assert_eq!(ssl, "1", "the engine's connection is TLS");
 
     // Another CA, which did not sign the server's certificate.
@@ -314,7 +311,11 @@ fn two_machines_racing_for_one_intent_get_exactly_one_holder_each_round() {
     let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let stores: Vec<Arc<chokepoint_core::team_leases::TeamLeases>> = ["alpha", "beta"]
         .into_iter()
-        .map(|m| Arc::new(chokepoint_core::team_leases::TeamLeases::new(Arc::new(chokepoint_core::team::TeamDb::new(settings(m), &lookup).unwrap()))))
+        .map(|m| {
+            Arc::new(chokepoint_core::team_leases::TeamLeases::new(Arc::new(
+                chokepoint_core::team::TeamDb::new(settings(m), &lookup).unwrap(),
+            )))
+        })
         .collect();
     let rounds = 100;
     let barrier = Arc::new(Barrier::new(2));
@@ -347,7 +348,12 @@ fn two_machines_racing_for_one_intent_get_exactly_one_holder_each_round() {
         .collect();
     let results: Vec<Vec<bool>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
     for round in 0..rounds {
-        assert_eq!(results.iter().filter(|r| r[round]).count(), 1, "round {round}: {:?}", results.iter().map(|r| r[round]).collect::<Vec<_>>());
+        assert_eq!(
+            results.iter().filter(|r| r[round]).count(),
+            1,
+            "round {round}: {:?}",
+            results.iter().map(|r| r[round]).collect::<Vec<_>>()
+        );
     }
     // Both machines won at some point: the race was real.
     assert!(results.iter().all(|r| r.iter().any(|w| *w)), "one machine won every round");

@@ -691,6 +691,20 @@ impl TeamDb {
         Ok(())
     }
 
+    /// Connects (or uses the open connection) and reads every component's schema version, for
+    /// `chokepoint doctor`: `Ok` says the database answers; an empty list, that no store made its
+    /// tables yet.
+    pub fn probe(&self) -> Result<Vec<(String, i64)>, TeamError> {
+        self.run("read the schema versions", |client| {
+            let exists: bool = client.query_one("SELECT to_regclass('chokepoint.schema_versions') IS NOT NULL", &[])?.get(0);
+            if !exists {
+                return Ok(Vec::new());
+            }
+            let rows = client.query("SELECT component, version FROM chokepoint.schema_versions ORDER BY component", &[])?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })
+    }
+
     /// A second connection of this database's, for a thread that waits on `LISTEN` (a connection
     /// waiting for notifications cannot serve operations meanwhile).
     pub fn connect_listener(&self) -> Result<postgres::Client, TeamError> {

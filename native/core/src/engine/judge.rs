@@ -447,8 +447,7 @@ impl Engine {
         self.approvals.configure(&hooks.approvals);
         let team = {
             let mut team = self.team.write().unwrap_or_else(|p| p.into_inner());
-            *team =
-                crate::base::team::Team::resolve(&team, &hooks.coordination, self.sidecar.repo(), &|name| self.env.get(name));
+            *team = crate::base::team::Team::resolve(&team, &hooks.coordination, self.sidecar.repo(), &|name| self.env.get(name));
             team.clone()
         };
         self.gatekeeper.coordinate(team);

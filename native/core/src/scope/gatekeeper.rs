@@ -30,6 +30,7 @@
 
 use crate::base::sidecar::Sidecar;
 use crate::base::sqlite::StateDb;
+use crate::base::team::{Team, TeamDb, TeamError};
 use crate::hooks::chain::NativeHook;
 use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
 use crate::model::event::{Event, EventKind, ResolvedPath};
@@ -38,14 +39,13 @@ use crate::model::governance;
 use crate::scope::canonical::{PathRefusal, Workspace};
 use crate::scope::claims::Allowlists;
 use crate::scope::error::ScopeError;
-use crate::base::team::{Team, TeamDb, TeamError};
 use crate::scope::expansion::{Expansion, ExpansionStore, Expansions};
 use crate::scope::intents::{Intent, IntentSet, IntentStatus};
 use crate::scope::leases::{AcquireError, Holder, Lease, LeaseError, LeaseStore, Leases, Revocation};
-use crate::scope::team_expansions::TeamExpansions;
-use crate::scope::team_leases::TeamLeases;
 use crate::scope::patch;
 use crate::scope::settings::GatekeeperConfig;
+use crate::scope::team_expansions::TeamExpansions;
+use crate::scope::team_leases::TeamLeases;
 use crate::scope::tools::{ToolRole, ToolTable};
 use globset::{GlobSet, GlobSetBuilder};
 use std::borrow::Cow;
@@ -158,6 +158,20 @@ impl Coordination {
     }
 }
 
+/// What the gatekeeper coordinates on, as of its last operation: for the status bar and the binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoordinationState {
+    /// This repository's own SQLite file: no team's database is configured.
+    Off,
+    /// The team's database, as its URL shows without a password, for a repository, from a machine.
+    Team { database: String, namespace: String, machine: String },
+    /// The team's database could not be reached at the last operation, and this machine coordinates
+    /// alone meanwhile (`coordination.unreachable: local`): the note its answers carry.
+    LocalFallback { database: String, cause: String },
+    /// The team's setting cannot work: every write that needs a lease is denied with this.
+    Broken { message: String },
+}
+
 /// Where one operation ran: the team's database, or this machine's SQLite file (with the note to
 /// give every answer when that was a fallback).
 #[derive(Clone)]
@@ -253,6 +267,9 @@ pub struct Gatekeeper {
     team: RwLock<Coordination>,
     /// This machine's name for leases taken without a team's database (with one, the database's).
     machine: OnceLock<String>,
+    /// The note of the last operation that fell back to this machine's state; cleared by one the
+    /// team's database served.
+    fallback: RwLock<Option<String>>,
     // Shared, not cloned, on the hot path: a selection holds a compiled glob set.
     selections: RwLock<HashMap<String, Arc<Selection>>>,
     /// Set for a replay of the ledger (`engine::replay`): the session's selection is the intent the
@@ -291,6 +308,7 @@ impl Gatekeeper {
             expansions: OnceLock::new(),
             team: RwLock::default(),
             machine: OnceLock::new(),
+            fallback: RwLock::default(),
             selections: RwLock::default(),
             replay: None,
         }
@@ -354,8 +372,25 @@ impl Gatekeeper {
         let mut team = self.team.write().unwrap_or_else(|p| p.into_inner());
         if !team.same(&next) {
             self.selections.write().unwrap_or_else(|p| p.into_inner()).clear();
+            *self.fallback.write().unwrap_or_else(|p| p.into_inner()) = None;
         }
         *team = next;
+    }
+
+    /// What this gatekeeper coordinates on, as of its last operation.
+    pub fn coordination(&self) -> CoordinationState {
+        match &*self.team.read().unwrap_or_else(|p| p.into_inner()) {
+            Coordination::Off => CoordinationState::Off,
+            Coordination::Broken(e) => CoordinationState::Broken { message: e.to_string() },
+            Coordination::On { db, .. } => match self.fallback.read().unwrap_or_else(|p| p.into_inner()).clone() {
+                Some(cause) => CoordinationState::LocalFallback { database: db.shown().to_owned(), cause },
+                None => CoordinationState::Team {
+                    database: db.shown().to_owned(),
+                    namespace: db.namespace().to_owned(),
+                    machine: db.machine().to_owned(),
+                },
+            },
+        }
     }
 
     /// This machine's name, as leases record it.
@@ -381,6 +416,9 @@ impl Gatekeeper {
                     Err(e) if db.unreachable() == crate::base::team::Unreachable::Local => e.unreachable().map(local_note),
                     _ => None,
                 };
+                let mut fallback = self.fallback.write().unwrap_or_else(|p| p.into_inner());
+                fallback.clone_from(&note);
+                drop(fallback);
                 match note {
                     Some(note) => Ok((op(self.leases()?), Place::Local(Some(note)))),
                     None => Ok((result, Place::Team(leases, expansions))),

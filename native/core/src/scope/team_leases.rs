@@ -412,7 +412,9 @@ impl LeaseStore for TeamLeases {
             let Some(first) = held.first() else {
                 // Nothing held: this call may be the second run of one whose commit went through.
                 let mine = tx.query_typed_opt(
-                    &format!("SELECT {REVOCATION_COLUMNS} FROM chokepoint.lease_revocations WHERE namespace = $1 AND session = $2 AND op = $3"),
+                    &format!(
+                        "SELECT {REVOCATION_COLUMNS} FROM chokepoint.lease_revocations WHERE namespace = $1 AND session = $2 AND op = $3"
+                    ),
                     &[(&ns, Type::TEXT), (&session, Type::TEXT), (&op, Type::TEXT)],
                 )?;
                 return Ok(mine.as_ref().map(read_revocation));
