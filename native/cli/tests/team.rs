@@ -105,9 +105,8 @@ fn the_second_machine_is_refused_and_every_view_names_the_holders_machine() {
     let out = beta.run(&["intent", "select", "--session", "claude:two", "--agent", "claude", "INT-001"]);
     assert!(!out.status.success());
     let refusal = format!("{}{}", stdout(&out), stderr(&out));
-    for part in ["locked by session `claude:one` (agent `claude`) on machine `alpha` in worktree `alpha` on branch `main`"] {
-        assert!(refusal.contains(part), "{part} missing from: {refusal}");
-    }
+    let holder = "locked by session `claude:one` (agent `claude`) on machine `alpha` in worktree `alpha` on branch `main`";
+    assert!(refusal.contains(holder), "the refusal names holder, agent, machine, worktree and branch: {refusal}");
     // Claude Code on beta writing under the intent alpha holds is denied in the form that blocks it.
     let (verdict, reason) = decision(&beta.claude_write("two"));
     assert_eq!(verdict, "deny", "{reason}");

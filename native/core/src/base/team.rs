@@ -476,7 +476,10 @@ impl Team {
 /// Where an engine reads the team's settings from the environment: the process's, or a test's (two
 /// engines of one process playing two machines).
 #[derive(Clone)]
-pub struct TeamEnv(pub Arc<dyn Fn(&str) -> Option<String> + Send + Sync>);
+pub struct TeamEnv(pub Arc<EnvLookup>);
+
+/// A look-up of one environment variable.
+pub type EnvLookup = dyn Fn(&str) -> Option<String> + Send + Sync;
 
 impl TeamEnv {
     /// The process's environment.
