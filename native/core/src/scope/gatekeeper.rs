@@ -641,18 +641,11 @@ impl Gatekeeper {
         let checkout = self.sidecar.repo().map(crate::scope::leases::Checkout::of);
         let holder = Holder { session: session.clone(), agent: event.ids.agent.clone(), checkout, machine: Some(self.machine()) };
         let ttl = config.lease_ttl();
-        let (taken, held) = match self.leased(|leases| -> Result<Lease, AcquireError> {
-            match leases.acquire(id, &holder, ttl) {
-                // What is held, for the refusal's remediation, from the same table.
-                Err(AcquireError::Held(lease)) => Err(AcquireError::Held(lease)),
-                other => other,
-            }
-        }) {
-            Ok((taken, place)) => (taken, place),
+        let (taken, place) = match self.leased(|leases| leases.acquire(id, &holder, ttl)) {
+            Ok(taken) => taken,
             Err(e) => return deny(&e, None).into(),
         };
-        let note = held.note().map(str::to_owned);
-        noted(self.selected_answer(taken, id, intent, session, config, &held), note.as_deref())
+        noted(self.selected_answer(taken, id, intent, session, config, &place), place.note())
     }
 
     /// The handshake's answer once the take ran at `place`.
