@@ -126,7 +126,7 @@ fn the_second_machine_is_refused_and_every_view_names_the_holders_machine() {
     assert_eq!(c["source"], "CHOKEPOINT_COORDINATION_URL");
     assert_eq!(c["machine"], "beta");
     assert_eq!(c["reachable"], true);
-    assert_eq!(c["schema_versions"]["leases"], 1, "{c}");
+    assert_eq!(c["schema_versions"]["leases"], 2, "{c}");
     assert_eq!(c["database"], format!("postgres://chokepoint@127.0.0.1:{}/chokepoint", server.port()));
     let text = stdout(&beta.run(&["doctor"]));
     assert!(text.contains("coordination: the team's database postgres://chokepoint@127.0.0.1:"), "{text}");

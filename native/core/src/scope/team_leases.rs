@@ -19,6 +19,11 @@
 //!   to release; a revocation carries an operation id, so its second run finds the revocation it made.
 //! - **One statement per round trip.** Every statement is sent with its parameters' types
 //!   (`query_typed`), so none is prepared first: a prepare is a round trip of its own.
+//! - **A take is one round trip.** Selecting an intent (lock, read, decide, write, release the
+//!   session's other lease, forget its revocation) is one call of a function the schema defines,
+//!   `chokepoint.lease_take` (schema 2), committed on its own: as a client-side transaction it was
+//!   seven round trips and 40× SQLite's take on loopback. Its decision is `Leases::acquire`'s, in
+//!   SQL; a renewal (once per half lease) and a revocation stay client-side transactions.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,7 +71,57 @@ const STEPS: &[&str] = &["
         op          text NOT NULL,      -- the revoking call's id: its second run finds its own row
         PRIMARY KEY (namespace, session)
     );
-"];
+", TAKE];
+
+/// Schema 2: a take in one round trip and one commit (see the module doc), with the decision of
+/// `scope::leases::Leases::acquire`: free, released or expired → a new tenure (version + 1, and
+/// `taken_from` the expired holder); the session's own → the same tenure renewed; another live
+/// holder → `held`, with its row. The session's other leases are released and its revocation
+/// forgotten in the same transaction.
+const TAKE: &str = "
+    CREATE OR REPLACE FUNCTION chokepoint.lease_take(
+        p_ns text, p_intent text, p_session text, p_agent text, p_machine text,
+        p_worktree text, p_root text, p_branch text, p_ttl bigint)
+    RETURNS TABLE (o_outcome text, o_now bigint, o_holder text, o_agent text, o_version bigint,
+        o_acquired_at bigint, o_renewed_at bigint, o_expires_at bigint, o_taken_from text,
+        o_worktree text, o_worktree_root text, o_branch text, o_machine text)
+    LANGUAGE plpgsql AS $fn$
+    DECLARE
+        v_now bigint;
+        r chokepoint.leases%ROWTYPE;
+        v_outcome text := 'taken';
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtext(p_ns), hashtext(p_intent));
+        -- Read once the lock is held: each statement of a function sees what committed before it.
+        v_now := (floor(extract(epoch from clock_timestamp()) * 1000))::bigint;
+        SELECT * INTO r FROM chokepoint.leases l WHERE l.namespace = p_ns AND l.intent = p_intent;
+        IF FOUND AND r.holder IS NOT NULL AND r.holder <> p_session AND r.expires_at > v_now THEN
+            v_outcome := 'held';
+        ELSIF NOT FOUND THEN
+            INSERT INTO chokepoint.leases (namespace, intent, holder, agent, machine, version, acquired_at, renewed_at,
+                expires_at, worktree, worktree_root, branch)
+            VALUES (p_ns, p_intent, p_session, p_agent, p_machine, 1, v_now, v_now, v_now + p_ttl, p_worktree, p_root, p_branch);
+        ELSIF r.holder = p_session THEN
+            UPDATE chokepoint.leases l SET agent = p_agent, machine = p_machine, renewed_at = v_now, expires_at = v_now + p_ttl,
+                worktree = p_worktree, worktree_root = p_root, branch = p_branch
+            WHERE l.namespace = p_ns AND l.intent = p_intent AND l.version = r.version;
+        ELSE
+            UPDATE chokepoint.leases l SET holder = p_session, agent = p_agent, machine = p_machine, version = r.version + 1,
+                acquired_at = v_now, renewed_at = v_now, expires_at = v_now + p_ttl, taken_from = r.holder,
+                worktree = p_worktree, worktree_root = p_root, branch = p_branch
+            WHERE l.namespace = p_ns AND l.intent = p_intent AND l.version = r.version;
+        END IF;
+        IF v_outcome = 'taken' THEN
+            UPDATE chokepoint.leases l SET holder = NULL, agent = NULL, taken_from = NULL, expires_at = LEAST(l.expires_at, v_now)
+            WHERE l.namespace = p_ns AND l.holder = p_session AND l.intent <> p_intent;
+            DELETE FROM chokepoint.lease_revocations v WHERE v.namespace = p_ns AND v.session = p_session;
+        END IF;
+        RETURN QUERY SELECT v_outcome, v_now, l.holder, l.agent, l.version, l.acquired_at, l.renewed_at, l.expires_at,
+            l.taken_from, l.worktree, l.worktree_root, l.branch, l.machine
+            FROM chokepoint.leases l WHERE l.namespace = p_ns AND l.intent = p_intent;
+    END
+    $fn$;
+";
 
 const COLUMNS: &str = "holder, agent, version, acquired_at, renewed_at, expires_at, taken_from, worktree, worktree_root, branch, machine";
 const REVOCATION_COLUMNS: &str = "session, intent, agent, version, revoked_by, reason, revoked_at";
@@ -179,33 +234,6 @@ fn cas(tx: &mut impl GenericClient, ns: &str, expected: u64, lease: &Lease, take
     Ok(changed == 1)
 }
 
-/// Writes the first lease of an intent (the lock is held, so nobody else can have inserted it).
-fn insert(tx: &mut impl GenericClient, ns: &str, lease: &Lease) -> Result<bool, postgres::Error> {
-    let checkout = lease.checkout.as_ref();
-    let (worktree, root, branch) =
-        (checkout.map(|c| c.worktree.clone()), checkout.map(|c| c.root.clone()), checkout.and_then(|c| c.branch.clone()));
-    let changed = tx.execute_typed(
-        "INSERT INTO chokepoint.leases
-         (namespace, intent, holder, agent, version, acquired_at, renewed_at, expires_at, worktree, worktree_root, branch, machine)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (namespace, intent) DO NOTHING",
-        &[
-            (&ns, Type::TEXT),
-            (&lease.intent, Type::TEXT),
-            (&lease.session, Type::TEXT),
-            text(&lease.agent),
-            (&int(lease.version), Type::INT8),
-            (&int(lease.acquired_at_ms), Type::INT8),
-            (&int(lease.renewed_at_ms), Type::INT8),
-            (&int(lease.expires_at_ms), Type::INT8),
-            text(&worktree),
-            text(&root),
-            text(&branch),
-            text(&lease.machine),
-        ],
-    )?;
-    Ok(changed == 1)
-}
-
 fn read_revocation(row: &postgres::Row) -> Revocation {
     Revocation {
         session: row.get(0),
@@ -269,62 +297,38 @@ impl LeaseStore for TeamLeases {
         check_id(&holder.session, "the session id is empty")?;
         let ttl = ttl_ms(ttl)?;
         let (intent, holder) = (intent.to_owned(), holder.clone());
-        self.transaction("take a lease", move |tx, ns| {
-            let (now, row) = lock_and_read(tx, ns, &intent)?;
-            let session = holder.session.as_str();
-            let tenure = |version, acquired_at| Lease {
-                intent: intent.clone(),
-                session: session.to_owned(),
-                agent: holder.agent.clone(),
-                checkout: holder.checkout.clone(),
-                machine: holder.machine.clone(),
-                version,
-                acquired_at_ms: acquired_at,
-                renewed_at_ms: now,
-                expires_at_ms: expiry(now, ttl),
-            };
-            let (lease, taken) = match row {
-                // Ours, live or expired without anyone taking it since (or this call run again after
-                // its commit's answer was lost): the same tenure goes on.
-                Some(row) if row.holder.as_deref() == Some(session) => {
-                    let lease = tenure(row.version, row.acquired_at);
-                    let taken = cas(tx, ns, row.version, &lease, row.taken_from.as_deref())?;
-                    (lease, taken)
-                }
-                Some(row) if row.is_live(now) => {
-                    return Ok(Err(AcquireError::Held(Box::new(row.lease(&intent).expect("a live row has a holder")))));
-                }
-                Some(row) => {
-                    let lease = tenure(row.version + 1, now);
-                    let taken = cas(tx, ns, row.version, &lease, row.holder.as_deref())?;
-                    (lease, taken)
-                }
-                None => {
-                    let lease = tenure(1, now);
-                    let taken = insert(tx, ns, &lease)?;
-                    (lease, taken)
-                }
-            };
-            if !taken {
-                // Unreachable while the advisory lock holds; reported as held by whoever the row names.
-                let (_, row) = lock_and_read(tx, ns, &intent)?;
-                return Ok(Err(match row.and_then(|r| r.lease(&intent)) {
-                    Some(lease) => AcquireError::Held(Box::new(lease)),
-                    None => AcquireError::NotHeld { intent: intent.clone(), session: session.to_owned() },
-                }));
-            }
-            let now_i = int(now);
-            tx.execute_typed(
-                "UPDATE chokepoint.leases SET holder = NULL, agent = NULL, taken_from = NULL, expires_at = LEAST(expires_at, $4)
-                 WHERE namespace = $1 AND holder = $2 AND intent <> $3",
-                &[(&ns, Type::TEXT), (&session, Type::TEXT), (&intent, Type::TEXT), (&now_i, Type::INT8)],
+        // Far beyond any lease, and clear of bigint's end when the database adds "now".
+        let ttl = int(ttl).min(i64::MAX / 2);
+        // Run again after its commit's answer was lost, it finds the session holding the intent and
+        // renews the same tenure.
+        self.read("take a lease", move |client, ns| {
+            let checkout = holder.checkout.as_ref();
+            let (worktree, root, branch) =
+                (checkout.map(|c| c.worktree.clone()), checkout.map(|c| c.root.clone()), checkout.and_then(|c| c.branch.clone()));
+            let row = client.query_typed_opt(
+                "SELECT * FROM chokepoint.lease_take($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                &[
+                    (&ns, Type::TEXT),
+                    (&intent, Type::TEXT),
+                    (&holder.session, Type::TEXT),
+                    text(&holder.agent),
+                    text(&holder.machine),
+                    text(&worktree),
+                    text(&root),
+                    text(&branch),
+                    (&ttl, Type::INT8),
+                ],
             )?;
-            // A session that selects an intent again has heard of its revocation.
-            tx.execute_typed(
-                "DELETE FROM chokepoint.lease_revocations WHERE namespace = $1 AND session = $2",
-                &[(&ns, Type::TEXT), (&session, Type::TEXT)],
-            )?;
-            Ok(Ok(lease))
+            let Some(row) = row else {
+                return Ok(Err(AcquireError::NotHeld { intent: intent.clone(), session: holder.session.clone() }));
+            };
+            let outcome: String = row.get(0);
+            let lease = Row::read(&row, 2).lease(&intent);
+            Ok(match (outcome.as_str(), lease) {
+                ("taken", Some(lease)) if lease.session == holder.session => Ok(lease),
+                (_, Some(other)) => Err(AcquireError::Held(Box::new(other))),
+                (_, None) => Err(AcquireError::NotHeld { intent: intent.clone(), session: holder.session.clone() }),
+            })
         })?
     }
 
