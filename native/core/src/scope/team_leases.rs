@@ -41,7 +41,8 @@ use crate::scope::leases::{
 const COMPONENT: &str = "leases";
 
 /// The schema, one step per version. Every row is keyed by the repository's namespace.
-const STEPS: &[&str] = &["
+const STEPS: &[&str] = &[
+    "
     CREATE TABLE chokepoint.leases (
         namespace     text NOT NULL,
         intent        text NOT NULL,
@@ -71,7 +72,9 @@ const STEPS: &[&str] = &["
         op          text NOT NULL,      -- the revoking call's id: its second run finds its own row
         PRIMARY KEY (namespace, session)
     );
-", TAKE];
+",
+    TAKE,
+];
 
 /// Schema 2: a take in one round trip and one commit (see the module doc), with the decision of
 /// `scope::leases::Leases::acquire`: free, released or expired → a new tenure (version + 1, and
@@ -89,14 +92,17 @@ const TAKE: &str = "
     DECLARE
         v_now bigint;
         r chokepoint.leases%ROWTYPE;
-        v_outcome text := 'taken';
     BEGIN
         PERFORM pg_advisory_xact_lock(hashtext(p_ns), hashtext(p_intent));
         -- Read once the lock is held: each statement of a function sees what committed before it.
         v_now := (floor(extract(epoch from clock_timestamp()) * 1000))::bigint;
         SELECT * INTO r FROM chokepoint.leases l WHERE l.namespace = p_ns AND l.intent = p_intent;
         IF FOUND AND r.holder IS NOT NULL AND r.holder <> p_session AND r.expires_at > v_now THEN
-            v_outcome := 'held';
+            -- The holder as read under the lock: a release (which takes no lock) may come before a
+            -- second read, which would name nobody.
+            RETURN QUERY SELECT 'held'::text, v_now, r.holder, r.agent, r.version, r.acquired_at, r.renewed_at, r.expires_at,
+                r.taken_from, r.worktree, r.worktree_root, r.branch, r.machine;
+            RETURN;
         ELSIF NOT FOUND THEN
             INSERT INTO chokepoint.leases (namespace, intent, holder, agent, machine, version, acquired_at, renewed_at,
                 expires_at, worktree, worktree_root, branch)
@@ -111,12 +117,10 @@ const TAKE: &str = "
                 worktree = p_worktree, worktree_root = p_root, branch = p_branch
             WHERE l.namespace = p_ns AND l.intent = p_intent AND l.version = r.version;
         END IF;
-        IF v_outcome = 'taken' THEN
-            UPDATE chokepoint.leases l SET holder = NULL, agent = NULL, taken_from = NULL, expires_at = LEAST(l.expires_at, v_now)
-            WHERE l.namespace = p_ns AND l.holder = p_session AND l.intent <> p_intent;
-            DELETE FROM chokepoint.lease_revocations v WHERE v.namespace = p_ns AND v.session = p_session;
-        END IF;
-        RETURN QUERY SELECT v_outcome, v_now, l.holder, l.agent, l.version, l.acquired_at, l.renewed_at, l.expires_at,
+        UPDATE chokepoint.leases l SET holder = NULL, agent = NULL, taken_from = NULL, expires_at = LEAST(l.expires_at, v_now)
+        WHERE l.namespace = p_ns AND l.holder = p_session AND l.intent <> p_intent;
+        DELETE FROM chokepoint.lease_revocations v WHERE v.namespace = p_ns AND v.session = p_session;
+        RETURN QUERY SELECT 'taken'::text, v_now, l.holder, l.agent, l.version, l.acquired_at, l.renewed_at, l.expires_at,
             l.taken_from, l.worktree, l.worktree_root, l.branch, l.machine
             FROM chokepoint.leases l WHERE l.namespace = p_ns AND l.intent = p_intent;
     END
