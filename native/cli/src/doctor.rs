@@ -58,10 +58,10 @@ pub fn run(args: DoctorArgs) -> ExitCode {
     let unknown = unknown_tools(&workspace);
     // Guards the configuration itself leaves off (no active_intents.yaml: no scope is checked), for
     // every agent at once. Opening the engine creates no state.
-    let engine = Engine::open(&workspace).ok();
-    let unguarded = engine.as_ref().map(|engine| engine.info().warnings()).unwrap_or_default();
-    // The team's database, when one is configured: asked once, here.
-    let coordination = engine.as_ref().map(|e| coordination::examine(&e.team())).unwrap_or_default();
+    // The team's database, when one is configured: asked once, here. The engine is closed before the
+    // probes run: they judge in processes of their own on the same workspace.
+    let (unguarded, coordination) =
+        Engine::open(&workspace).map(|engine| (engine.info().warnings(), coordination::examine(&engine.team()))).unwrap_or_default();
     let inert = reports.iter().flat_map(|r| &r.findings).filter(|f| f.severity == Severity::Inert).count()
         + unguarded.len()
         + usize::from(coordination.failing());
