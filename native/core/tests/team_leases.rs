@@ -394,3 +394,23 @@ fn a_refused_take_names_its_holder_even_while_it_releases() {
         t.join().unwrap();
     }
 }
+
+/// A reload that names another database forgets the selections read from the first at once, not
+/// after `RECHECK`: the session holds nothing there.
+#[test]
+fn a_reload_onto_another_database_forgets_the_cached_selection() {
+    let (first, second) = (Server::start(), Server::start());
+    let origin = origin(&format!("coordination:\n  url: {}\n", first.url()));
+    // Both passwords from a ~/.pgpass-style file: hooks.yaml holds none.
+    let pgpass = tempfile::NamedTempFile::new().unwrap();
+    let line = |s: &Server| format!("127.0.0.1:{}:*:*:{}\n", s.port(), s.password());
+    fs::write(pgpass.path(), format!("{}{}", line(&first), line(&second))).unwrap();
+    let env = vec![("PGPASSFILE".to_owned(), pgpass.path().to_string_lossy().into_owned())];
+    let alpha = machine(origin.path(), "alpha", env);
+    allowed(&select(&alpha, "a", "INT-001"));
+    allowed(&write(&alpha, "a"));
+    fs::write(alpha.root.join(".orchestration/hooks.yaml"), format!("version: 1\ncoordination:\n  url: {}\n", second.url())).unwrap();
+    assert!(alpha.engine.reload().is_empty());
+    let reason = denied(&write(&alpha, "a"));
+    assert!(reason.contains("no intent is selected"), "{reason}");
+}
