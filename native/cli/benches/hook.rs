@@ -29,7 +29,9 @@
 //! - `hook.claude.pre_tool_use.team`: the same call alone in a workspace whose leases live on a
 //!   team's PostgreSQL database on loopback (a server this bench starts, with the tests' harness):
 //!   the process connects, reads the session's lease there and judges; compared with
-//!   `hook.claude.pre_tool_use` (target: ≤ 1.5×).
+//!   `hook.claude.pre_tool_use` (target: ≤ 1.5×); `hook.claude.pre_tool_use.team.served`: the same
+//!   call handed to that workspace's live engine, which keeps its connection, compared with
+//!   `hook.claude.pre_tool_use.served`.
 //!
 //! The program timed is `CHOKEPOINT_BENCH_PROGRAM` when set (`npm run bench` sets it to the program as
 //! shipped, statically linked; see scripts/build.js), else cargo's own build of it.
@@ -239,6 +241,28 @@ fn main() {
     let out = out.expect("the hook runs on the team's database");
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty(), "a write in scope passes silently on the team's database: {}", String::from_utf8_lossy(&out.stdout));
+    // Its twin for the live engine (a hook judged alone made this process an agent's in the first).
+    let team_served_ws = tempfile::tempdir().expect("a served team's workspace");
+    let team_served_root = team_served_ws.path();
+    std::fs::create_dir_all(team_served_root.join(".orchestration")).unwrap();
+    std::fs::create_dir_all(team_served_root.join("src")).unwrap();
+    std::fs::copy(team_root.join(".orchestration/active_intents.yaml"), team_served_root.join(".orchestration/active_intents.yaml")).unwrap();
+    // A repository of its own in the database: the other holds INT-1 there.
+    std::fs::write(team_served_root.join(".orchestration/hooks.yaml"), "version: 1\ncoordination:\n  repository: bench-served\n").unwrap();
+    let selected = Command::new(program)
+        .args(["intent", "select", "--workspace", team_served_root.to_str().unwrap(), "--session", "claude:bench-served", "INT-1"])
+        .envs(team_env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert!(selected.status.success(), "{}", String::from_utf8_lossy(&selected.stderr));
+    let team_served_input = String::from_utf8(input_in(team_served_root)).unwrap().replace("\"bench\"", "\"bench-served\"").into_bytes();
+    let team_served_in = || {
+        let mut c = Command::new(program);
+        c.args(["hook", "--agent", "claude", "--workspace", team_served_root.to_str().unwrap()])
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .envs(team_env.iter().map(|(k, v)| (k, v)));
+        c
+    };
 
     // The baselines are part of the figure: without them there is nothing to compare with.
     let python = which("python3").expect("python3 on PATH (the Python hook's baseline)");
@@ -281,12 +305,33 @@ fn main() {
         serde_json::from_str(&std::fs::read_to_string(served_root.join(".orchestration/serve.json")).expect("serve.json")).unwrap();
     let host = access["url"].as_str().unwrap().strip_prefix("http://").unwrap().to_owned();
     let token = access["token"].as_str().unwrap().to_owned();
+    let mut team_server = Command::new(program)
+        .args(["serve", "--workspace", team_served_root.to_str().unwrap()])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .envs(team_env.iter().map(|(k, v)| (k, v)))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chokepoint serve starts on the team's workspace");
+    let mut said_team = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(team_server.stderr.as_mut().unwrap()), &mut said_team).unwrap();
+    assert!(said_team.contains("serving"), "{said_team}");
+    let out = team_served_in().stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut c| {
+        c.stdin.take().unwrap().write_all(&team_served_input)?;
+        c.wait_with_output()
+    });
+    let out = out.expect("the served team hook runs");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty(), "served on the team's database, a write in scope passes silently: {}", String::from_utf8_lossy(&out.stdout));
+    let mut t_team_served = Vec::new();
     // The spawn is timed in these rounds too, so the baseline covers both halves of the run.
     for _ in 0..ROUNDS {
         t_true.push(round_trip(&mut Command::new("/bin/true"), input));
         t_served.push(round_trip(&mut served_in(), served_input));
+        t_team_served.push(round_trip(&mut team_served_in(), &team_served_input));
         t_http.push(http_round(&host, &token, served_input));
     }
+    let _ = nix_kill(&team_server);
+    let _ = team_server.wait();
     // The same calls during a flood of slow clients on both transports (loopback only, bounded).
     let socket = said.split(" at ").nth(1).and_then(|s| s.split(" (").next()).expect("the socket's path").to_owned();
     let flood = Flood::start(std::path::PathBuf::from(socket), host.parse().expect("the http address"));
@@ -309,6 +354,7 @@ fn main() {
     samples::write("hook.claude.pre_tool_use.main_checkout", Some("hook.claude.pre_tool_use"), &t_main_checkout);
     samples::write("hook.claude.pre_tool_use.worktree", Some("hook.claude.pre_tool_use.main_checkout"), &t_worktree);
     samples::write("hook.claude.pre_tool_use.team", Some("hook.claude.pre_tool_use"), &t_team);
+    samples::write("hook.claude.pre_tool_use.team.served", Some("hook.claude.pre_tool_use.served"), &t_team_served);
     let median = |v: &mut Vec<u64>| {
         v.sort_unstable();
         v[v.len() / 2] as f64 / 1e6
