@@ -246,7 +246,8 @@ fn main() {
     let team_served_root = team_served_ws.path();
     std::fs::create_dir_all(team_served_root.join(".orchestration")).unwrap();
     std::fs::create_dir_all(team_served_root.join("src")).unwrap();
-    std::fs::copy(team_root.join(".orchestration/active_intents.yaml"), team_served_root.join(".orchestration/active_intents.yaml")).unwrap();
+    std::fs::copy(team_root.join(".orchestration/active_intents.yaml"), team_served_root.join(".orchestration/active_intents.yaml"))
+        .unwrap();
     // A repository of its own in the database: the other holds INT-1 there.
     std::fs::write(team_served_root.join(".orchestration/hooks.yaml"), "version: 1\ncoordination:\n  repository: bench-served\n").unwrap();
     let selected = Command::new(program)
@@ -321,7 +322,11 @@ fn main() {
     });
     let out = out.expect("the served team hook runs");
     assert_eq!(out.status.code(), Some(0));
-    assert!(out.stdout.is_empty(), "served on the team's database, a write in scope passes silently: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.stdout.is_empty(),
+        "served on the team's database, a write in scope passes silently: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let mut t_team_served = Vec::new();
     // The spawn is timed in these rounds too, so the baseline covers both halves of the run.
     for _ in 0..ROUNDS {

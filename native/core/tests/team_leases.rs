@@ -295,6 +295,14 @@ fn tls_is_verified_against_the_named_ca() {
     let reason = denied(&select(&beta, "b", "INT-002"));
     assert!(reason.contains("cannot be reached"), "{reason}");
     assert!(reason.to_lowercase().contains("certificate"), "the reason says the certificate is not trusted: {reason}");
+
+    // No sslrootcert: the system's trusted roots (read on first use), which do not hold the test CA.
+    let mut system = server.env();
+    system.retain(|(k, _)| k != "CHOKEPOINT_COORDINATION_URL");
+    system.push(("CHOKEPOINT_COORDINATION_URL".into(), format!("{}?sslmode=verify-full", server.url()).replace("127.0.0.1", "localhost")));
+    let gamma = machine(origin.path(), "gamma", system);
+    let reason = denied(&select(&gamma, "c", "INT-002"));
+    assert!(reason.to_lowercase().contains("certificate"), "the system's roots do not trust the test CA: {reason}");
 }
 
 #[test]
