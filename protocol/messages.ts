@@ -27,6 +27,17 @@ const FileState = z.object({
 });
 
 /** What the sidebar shows about the engine. */
+/** What the agents coordinate on (the binding's `Coordination`): this repository's state, a team's
+ *  PostgreSQL database, this machine alone while the team's cannot be reached, or a broken setting. */
+export const CoordinationState = z.object({
+  mode: z.enum(['off', 'team', 'local-fallback', 'broken']),
+  database: z.string().nullish(),
+  namespace: z.string().nullish(),
+  machine: z.string().nullish(),
+  cause: z.string().nullish(),
+});
+export type CoordinationState = z.infer<typeof CoordinationState>;
+
 export const EngineState = z.discriminatedUnion('status', [
   z.object({
     status: z.literal('ready'),
@@ -35,6 +46,7 @@ export const EngineState = z.discriminatedUnion('status', [
     hooks: FileState.extend({ hookCount: z.number().int().min(0), events: z.array(z.string()), taskTypes: z.array(z.string()) }),
     intents: FileState.extend({ ids: z.array(z.string()) }),
     diagnostics: z.array(Diagnostic),
+    coordination: CoordinationState.optional(),
   }),
   /** The native addon could not be loaded: nothing is governed, and the sidebar must say so. */
   z.object({ status: z.literal('failed'), error: z.string(), lookedFor: z.string() }),

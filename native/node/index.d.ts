@@ -218,6 +218,12 @@ export declare class Engine {
    * repository.
    */
   intentHolders(): Array<IntentHolder>
+  /**
+   * What the workspace's agents coordinate on (this repository's state, a team's database, this
+   * machine alone while the team's cannot be reached, or a setting that cannot work), as of the
+   * gatekeeper's last operation: it never connects.
+   */
+  coordination(): Coordination
   /** Releases the intent a session holds; returns how many leases were released (0 or 1). */
   releaseIntent(sessionId: string): number
   /**
@@ -485,6 +491,34 @@ export interface ContainedResult {
   durationMs: number
 }
 
+/** The coordination state, as of the gatekeeper's last operation (the status bar shows it). */
+export interface Coordination {
+  mode: CoordinationMode
+  /** The database's URL without its password (`team`, `local-fallback`). */
+  database?: string
+  /** The repository's name in the database (`team`). */
+  namespace?: string
+  /** This machine's name in its rows (`team`). */
+  machine?: string
+  /** Why: the fallback's note (`local-fallback`) or the setting's failure (`broken`). */
+  cause?: string
+}
+
+/** What the workspace's agents coordinate on. */
+export declare const enum CoordinationMode {
+  /** This repository's own state: no team's database is configured. */
+  Off = 'off',
+  /** The team's PostgreSQL database. */
+  Team = 'team',
+  /**
+   * The team's database could not be reached at the last operation, and this machine
+   * coordinates alone meanwhile (`coordination.unreachable: local`).
+   */
+  LocalFallback = 'local-fallback',
+  /** The team's setting cannot work: every write that needs a lease is denied. */
+  Broken = 'broken',
+}
+
 /**
  * The tokens of each text as one chat message of `model` (its content and the message's framing):
  * exact for OpenAI's o200k and cl100k families, an estimate that errs high for the others (see
@@ -658,6 +692,11 @@ export interface IntentHolder {
   worktreeRoot?: string
   /** The branch checked out there when it took the intent (`detached at <hash>` for a detached HEAD). */
   branch?: string
+  /**
+   * The machine the holder runs on (`CHOKEPOINT_MACHINE`, else its host name); absent on a lease
+   * an older Chokepoint took.
+   */
+  machine?: string
   /** Unix milliseconds. */
   since: number
   expires: number

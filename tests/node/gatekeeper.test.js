@@ -111,3 +111,12 @@ test('observed (no program), a change outside the scope is kept and reported, ne
   assert.deepStrictEqual(r.unattributed.map((c) => `${c.path}:${c.kind}`), ['README.md:modified']);
   assert.match(r.toolError, /cannot tell whether the command or someone else/);
 });
+
+test("the coordination state says this repository's own state without a team's database, and holders say their machine", () => {
+  const engine = binding.Engine.open(sampleWorkspace());
+  assert.deepStrictEqual({ ...engine.coordination() }, { mode: 'off' });
+  assert.strictEqual(select(engine, 'M', 'INT-001').decision, 'allow');
+  const [held] = engine.intentHolders();
+  assert.strictEqual(typeof held.machine, 'string', 'a lease says the machine it was taken on');
+  assert.ok(held.machine.length > 0);
+});

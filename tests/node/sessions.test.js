@@ -86,7 +86,7 @@ test("two worktrees of one repository share the holders, each with its worktree 
     assert.strictEqual(select(other, 'claude:B').decision, 'allow');
     const refused = select(main, 'claude:A');
     assert.strictEqual(refused.decision, 'deny');
-    assert.match(refused.reason, /session `claude:B` \(agent `claude`\) in worktree `[^`]+-wt2` on branch `feature-x`/);
+    assert.match(refused.reason, /session `claude:B` \(agent `claude`\) on machine `[^`]+` in worktree `[^`]+-wt2` on branch `feature-x`/);
     for (const engine of [main, other]) {
       const [held] = engine.intentHolders();
       assert.deepStrictEqual([held.sessionId, held.worktree, held.branch], ['claude:B', path.basename(linked), 'feature-x']);

@@ -4,7 +4,11 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { EngineState } from '../../../protocol/messages';
-import type { EngineInfo, NativeEngine, NativeLoad } from './native';
+import type { Coordination, EngineInfo, NativeEngine, NativeLoad } from './native';
+
+/** How often the coordination state (a team's database answering or not) is looked at again: the
+ *  gatekeeper updates it on every operation, and the status bar should not lag far behind. */
+const COORDINATION_POLL_MS = 5000;
 
 /** What the host reports to: the output channel (ui/log.ts) in the extension. Declared here, by what
  *  the host calls, so that the engine's room imports nothing from the UI's. */
@@ -66,7 +70,14 @@ export class EngineHost implements vscode.Disposable {
     this.serveHooks(engine);
     const info = this.engine.info();
     this.log.info(`engine ${info.version} opened on ${root} (${this.native.file})`);
-    return toState(info);
+    // A team's database that stops (or starts) answering changes no file: look again now and then.
+    const poll = setInterval(() => {
+      if (this.current.status !== 'ready') return;
+      const now = engine.coordination();
+      if (JSON.stringify(now) !== JSON.stringify(this.current.coordination)) this.refresh();
+    }, COORDINATION_POLL_MS);
+    this.disposables.push({ dispose: () => clearInterval(poll) });
+    return toState(info, engine.coordination());
   }
 
   /** Other agents' hooks on this workspace are answered by this engine while the window is open
@@ -93,7 +104,7 @@ export class EngineHost implements vscode.Disposable {
   /** Publishes what the engine runs now, after a reload done here or by the engine's own watcher. */
   private refresh(): EngineState {
     if (!this.engine) return this.current;
-    this.current = toState(this.engine.info());
+    this.current = toState(this.engine.info(), this.engine.coordination());
     this.publish();
     return this.current;
   }
@@ -125,7 +136,7 @@ export class EngineHost implements vscode.Disposable {
   }
 }
 
-export function toState(info: EngineInfo): EngineState {
+export function toState(info: EngineInfo, coordination?: Coordination): EngineState {
   return {
     status: 'ready',
     version: info.version,
@@ -133,6 +144,7 @@ export function toState(info: EngineInfo): EngineState {
     hooks: { path: info.hooks.path, status: info.hooks.status, hookCount: info.hookCount, events: info.events, taskTypes: info.taskTypes },
     intents: { path: info.intents.path, status: info.intents.status, ids: info.intentIds },
     diagnostics: info.diagnostics.map((d) => ({ ...d })),
+    coordination: coordination && { ...coordination },
   };
 }
 

@@ -11,6 +11,7 @@ import type * as Binding from '../../../native/node/index';
 export type NativeBinding = typeof Binding;
 export type NativeEngine = Binding.Engine;
 export type EngineInfo = Binding.EngineInfo;
+export type Coordination = Binding.Coordination;
 export type EngineDiagnostic = Binding.Diagnostic;
 
 export type NativeLoad =

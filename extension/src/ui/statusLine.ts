@@ -10,7 +10,8 @@ export interface StatusLine {
   warning?: string;
 }
 
-/** The engine's state at a glance. Without active_intents.yaml the gatekeeper requires no intent and
+/** The engine's state at a glance: a team's database it coordinates on, or a warning while it cannot
+ *  (falling back to this machine alone, or a setting that cannot work). Without active_intents.yaml the gatekeeper requires no intent and
  *  checks no scope (`EngineInfo::warnings` in the core, which `chokepoint config check` and `doctor`
  *  say): a deleted file must not look like a healthy engine. */
 export function statusLine(state: EngineState): StatusLine {
@@ -27,5 +28,19 @@ export function statusLine(state: EngineState): StatusLine {
         'declare the intents work is done under.',
     };
   }
+  const team = state.coordination;
+  if (team?.mode === 'broken') {
+    return { text: `$(error) Chokepoint ${state.version}: team database broken`, tone: 'error', warning: team.cause ?? undefined };
+  }
+  if (team?.mode === 'local-fallback') {
+    return { text: `$(warning) Chokepoint ${state.version}: this machine alone`, tone: 'warning', warning: team.cause ?? undefined };
+  }
+  if (team?.mode === 'team') return { text: `$(shield) Chokepoint ${state.version} · team: ${shortDatabase(team.database ?? '')}` };
   return { text: `$(shield) Chokepoint ${state.version}` };
+}
+
+/** `postgres://team@db.example:5432/chokepoint` as `db.example:5432/chokepoint`: where, not who. */
+function shortDatabase(url: string): string {
+  const rest = url.replace(/^[a-z]+:\/\//, '');
+  return rest.slice(rest.lastIndexOf('@') + 1);
 }

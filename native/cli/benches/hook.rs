@@ -25,7 +25,13 @@
 //!   alone in the main checkout of a git repository (compared with `hook.claude.pre_tool_use`, in no
 //!   repository: the lookup of git's files) and in a worktree added to it (`git worktree add`),
 //!   compared with the main checkout: the hook finds the coordination database the worktrees share
-//!   under git's common folder (target: ≤ 1.1×).
+//!   under git's common folder (target: ≤ 1.1×);
+//! - `hook.claude.pre_tool_use.team`: the same call alone in a workspace whose leases live on a
+//!   team's PostgreSQL database on loopback (a server this bench starts, with the tests' harness):
+//!   the process connects, reads the session's lease there and judges; compared with
+//!   `hook.claude.pre_tool_use` (target: ≤ 1.5×); `hook.claude.pre_tool_use.team.served`: the same
+//!   call handed to that workspace's live engine, which keeps its connection, compared with
+//!   `hook.claude.pre_tool_use.served`.
 //!
 //! The program timed is `CHOKEPOINT_BENCH_PROGRAM` when set (`npm run bench` sets it to the program as
 //! shipped, statically linked; see scripts/build.js), else cargo's own build of it.
@@ -40,6 +46,9 @@ use std::time::Instant;
 
 #[path = "../../core/benches/samples/mod.rs"]
 mod samples;
+
+#[path = "../../core/tests/support/postgres.rs"]
+mod postgres;
 
 const ROUNDS: usize = 200;
 
@@ -203,6 +212,59 @@ fn main() {
     }
     assert!(main_root.join(".git/chokepoint/state.db").is_file(), "the lease is in the shared database");
 
+    // A workspace coordinated on a team's database: the URL and password from the environment, the
+    // repository named in hooks.yaml (no git needed).
+    let pg = postgres::Server::start();
+    let team_ws = tempfile::tempdir().expect("a team's workspace");
+    let team_root = team_ws.path();
+    std::fs::create_dir_all(team_root.join(".orchestration")).unwrap();
+    std::fs::create_dir_all(team_root.join("src")).unwrap();
+    std::fs::copy(root.join(".orchestration/active_intents.yaml"), team_root.join(".orchestration/active_intents.yaml")).unwrap();
+    std::fs::write(team_root.join(".orchestration/hooks.yaml"), "version: 1\ncoordination:\n  repository: bench\n").unwrap();
+    let team_env = pg.env();
+    let selected = Command::new(program)
+        .args(["intent", "select", "--workspace", team_root.to_str().unwrap(), "--session", "claude:bench", "INT-1"])
+        .envs(team_env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert!(selected.status.success(), "{}", String::from_utf8_lossy(&selected.stderr));
+    let team_input = input_in(team_root);
+    let hook_team = || {
+        let mut c = hook_at(team_root);
+        c.envs(team_env.iter().map(|(k, v)| (k, v)));
+        c
+    };
+    let out = hook_team().stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut c| {
+        c.stdin.take().unwrap().write_all(&team_input)?;
+        c.wait_with_output()
+    });
+    let out = out.expect("the hook runs on the team's database");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty(), "a write in scope passes silently on the team's database: {}", String::from_utf8_lossy(&out.stdout));
+    // Its twin for the live engine (a hook judged alone made this process an agent's in the first).
+    let team_served_ws = tempfile::tempdir().expect("a served team's workspace");
+    let team_served_root = team_served_ws.path();
+    std::fs::create_dir_all(team_served_root.join(".orchestration")).unwrap();
+    std::fs::create_dir_all(team_served_root.join("src")).unwrap();
+    std::fs::copy(team_root.join(".orchestration/active_intents.yaml"), team_served_root.join(".orchestration/active_intents.yaml"))
+        .unwrap();
+    // A repository of its own in the database: the other holds INT-1 there.
+    std::fs::write(team_served_root.join(".orchestration/hooks.yaml"), "version: 1\ncoordination:\n  repository: bench-served\n").unwrap();
+    let selected = Command::new(program)
+        .args(["intent", "select", "--workspace", team_served_root.to_str().unwrap(), "--session", "claude:bench-served", "INT-1"])
+        .envs(team_env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert!(selected.status.success(), "{}", String::from_utf8_lossy(&selected.stderr));
+    let team_served_input = String::from_utf8(input_in(team_served_root)).unwrap().replace("\"bench\"", "\"bench-served\"").into_bytes();
+    let team_served_in = || {
+        let mut c = Command::new(program);
+        c.args(["hook", "--agent", "claude", "--workspace", team_served_root.to_str().unwrap()])
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .envs(team_env.iter().map(|(k, v)| (k, v)));
+        c
+    };
+
     // The baselines are part of the figure: without them there is nothing to compare with.
     let python = which("python3").expect("python3 on PATH (the Python hook's baseline)");
     let node = which("node").expect("node on PATH (the Node hook's baseline)");
@@ -211,10 +273,11 @@ fn main() {
     // VS Code is closed, and the process pays for opening (and closing) it by itself.
     let (mut t_true, mut t_hook, mut t_served, mut t_python, mut t_node) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut t_http = Vec::new();
-    let (mut t_main_checkout, mut t_worktree) = (Vec::new(), Vec::new());
+    let (mut t_main_checkout, mut t_worktree, mut t_team) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         t_true.push(round_trip(&mut Command::new("/bin/true"), input));
         t_hook.push(round_trip(&mut hook(), input));
+        t_team.push(round_trip(&mut hook_team(), &team_input));
         t_main_checkout.push(round_trip(&mut hook_at(&main_root), &main_input));
         t_worktree.push(round_trip(&mut hook_at(&linked_root), &linked_input));
         t_python.push(round_trip(Command::new(&python).args(["-c", PYTHON_HOOK]), input));
@@ -243,12 +306,37 @@ fn main() {
         serde_json::from_str(&std::fs::read_to_string(served_root.join(".orchestration/serve.json")).expect("serve.json")).unwrap();
     let host = access["url"].as_str().unwrap().strip_prefix("http://").unwrap().to_owned();
     let token = access["token"].as_str().unwrap().to_owned();
+    let mut team_server = Command::new(program)
+        .args(["serve", "--workspace", team_served_root.to_str().unwrap()])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .envs(team_env.iter().map(|(k, v)| (k, v)))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chokepoint serve starts on the team's workspace");
+    let mut said_team = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(team_server.stderr.as_mut().unwrap()), &mut said_team).unwrap();
+    assert!(said_team.contains("serving"), "{said_team}");
+    let out = team_served_in().stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut c| {
+        c.stdin.take().unwrap().write_all(&team_served_input)?;
+        c.wait_with_output()
+    });
+    let out = out.expect("the served team hook runs");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stdout.is_empty(),
+        "served on the team's database, a write in scope passes silently: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let mut t_team_served = Vec::new();
     // The spawn is timed in these rounds too, so the baseline covers both halves of the run.
     for _ in 0..ROUNDS {
         t_true.push(round_trip(&mut Command::new("/bin/true"), input));
         t_served.push(round_trip(&mut served_in(), served_input));
+        t_team_served.push(round_trip(&mut team_served_in(), &team_served_input));
         t_http.push(http_round(&host, &token, served_input));
     }
+    let _ = nix_kill(&team_server);
+    let _ = team_server.wait();
     // The same calls during a flood of slow clients on both transports (loopback only, bounded).
     let socket = said.split(" at ").nth(1).and_then(|s| s.split(" (").next()).expect("the socket's path").to_owned();
     let flood = Flood::start(std::path::PathBuf::from(socket), host.parse().expect("the http address"));
@@ -270,6 +358,8 @@ fn main() {
     samples::write("hook.node", Some("hook.claude.pre_tool_use"), &t_node);
     samples::write("hook.claude.pre_tool_use.main_checkout", Some("hook.claude.pre_tool_use"), &t_main_checkout);
     samples::write("hook.claude.pre_tool_use.worktree", Some("hook.claude.pre_tool_use.main_checkout"), &t_worktree);
+    samples::write("hook.claude.pre_tool_use.team", Some("hook.claude.pre_tool_use"), &t_team);
+    samples::write("hook.claude.pre_tool_use.team.served", Some("hook.claude.pre_tool_use.served"), &t_team_served);
     let median = |v: &mut Vec<u64>| {
         v.sort_unstable();
         v[v.len() / 2] as f64 / 1e6

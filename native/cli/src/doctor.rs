@@ -4,8 +4,11 @@
 //! and executable, and that the gate hooks, sent a write outside the workspace exactly as the agent
 //! would send it (`sh -c`, the input on stdin), answer with a deny; and what the configuration leaves
 //! off for every agent (`EngineInfo::warnings`: no active_intents.yaml). It also lists the tools the
-//! ledger saw called that the tool table does not know (`inspect::unknown_tools`). Exit code: 1
+//! ledger saw called that the tool table does not know (`inspect::unknown_tools`), and the team's
+//! coordination database when one is configured (`coordination`). Exit code: 1
 //! when a guard is inert, 0 otherwise, 2 when the workspace cannot be opened.
+
+mod coordination;
 
 use crate::{EXIT_CONFIG, EXIT_DENY};
 use chokepoint_core::Engine;
@@ -55,8 +58,13 @@ pub fn run(args: DoctorArgs) -> ExitCode {
     let unknown = unknown_tools(&workspace);
     // Guards the configuration itself leaves off (no active_intents.yaml: no scope is checked), for
     // every agent at once. Opening the engine creates no state.
-    let unguarded = Engine::open(&workspace).map(|engine| engine.info().warnings()).unwrap_or_default();
-    let inert = reports.iter().flat_map(|r| &r.findings).filter(|f| f.severity == Severity::Inert).count() + unguarded.len();
+    // The team's database, when one is configured: asked once, here. The engine is closed before the
+    // probes run: they judge in processes of their own on the same workspace.
+    let (unguarded, coordination) =
+        Engine::open(&workspace).map(|engine| (engine.info().warnings(), coordination::examine(&engine.team()))).unwrap_or_default();
+    let inert = reports.iter().flat_map(|r| &r.findings).filter(|f| f.severity == Severity::Inert).count()
+        + unguarded.len()
+        + usize::from(coordination.failing());
     // Not a guard: without a live engine each hook judges alone, as safely and more slowly.
     let endpoint = Endpoint::for_workspace(&workspace);
     let live = client::probe(&endpoint);
@@ -85,12 +93,13 @@ pub fn run(args: DoctorArgs) -> ExitCode {
         };
         println!(
             "{}",
-            json!({ "workspace": workspace, "configuration": { "warnings": unguarded }, "agents": agents, "inert": inert, "live_engine": live_engine, "unknown_tools": unknown_tools, "unknown_tools_error": unknown.as_ref().err() })
+            json!({ "workspace": workspace, "configuration": { "warnings": unguarded }, "coordination": coordination.json(), "agents": agents, "inert": inert, "live_engine": live_engine, "unknown_tools": unknown_tools, "unknown_tools_error": unknown.as_ref().err() })
         );
     } else {
         for w in &unguarded {
             println!("configuration: inert: {w}");
         }
+        coordination.print();
         print_text(&workspace, &reports, inert);
         print_unknown(&reports, &unknown);
         match &live {

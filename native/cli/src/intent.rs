@@ -124,6 +124,7 @@ pub fn run(command: IntentCommand) -> ExitCode {
                             "id": id,
                             "holder": lease.map(|l| &l.session),
                             "agent": lease.and_then(|l| l.agent.as_ref()),
+                            "machine": lease.and_then(|l| l.machine.as_ref()),
                             "worktree": lease.and_then(|l| l.checkout.as_ref()).map(|c| &c.worktree),
                             "worktree_root": lease.and_then(|l| l.checkout.as_ref()).map(|c| &c.root),
                             "branch": lease.and_then(|l| l.checkout.as_ref()).and_then(|c| c.branch.as_ref()),
@@ -137,9 +138,10 @@ pub fn run(command: IntentCommand) -> ExitCode {
                 for id in &info.intent_ids {
                     match holders.iter().find(|l| &l.intent == id) {
                         Some(l) => println!(
-                            "{id}  held by session `{}`{}{}",
+                            "{id}  held by session `{}`{}{}{}",
                             l.session,
                             l.agent.as_ref().map(|a| format!(" (agent `{a}`)")).unwrap_or_default(),
+                            l.machine.as_ref().map(|m| format!(" on machine `{m}`")).unwrap_or_default(),
                             l.checkout.as_ref().map(|c| format!(" in {c}")).unwrap_or_default()
                         ),
                         None => println!("{id}  free"),

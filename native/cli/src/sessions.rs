@@ -95,7 +95,8 @@ fn print_session(s: &SessionView) {
         (None, Some(revoked)) => format!("lease on {} revoked by {} at {}", revoked.intent, revoked.by, format_utc(revoked.at_ms)),
         (None, None) => "holds no intent".to_owned(),
     };
-    let place = s.checkout.as_ref().map(|c| format!("  {c}")).unwrap_or_default();
+    let machine = s.lease.as_ref().and_then(|l| l.machine.as_ref()).map(|m| format!("  on machine `{m}`")).unwrap_or_default();
+    let place = s.checkout.as_ref().map(|c| format!("{machine}  {c}")).unwrap_or(machine);
     println!("{}  {}{place}  {lease}  allowed {}  denied {}", s.session, s.label, s.allowed, s.denied);
     if !s.subagents.is_empty() {
         println!("  sub-agents: {}", s.subagents.join(", "));
@@ -152,6 +153,7 @@ fn session_json(s: &SessionView) -> Value {
         "label": s.label,
         "subagents": s.subagents,
         "model": s.model,
+        "machine": s.lease.as_ref().and_then(|l| l.machine.as_ref()),
         "worktree": s.checkout.as_ref().map(|c| &c.worktree),
         "worktree_root": s.checkout.as_ref().map(|c| &c.root),
         "branch": s.checkout.as_ref().and_then(|c| c.branch.as_ref()),

@@ -100,7 +100,7 @@ fn a_workspace_set_up_by_init_passes_for_each_agent() {
         let intents: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(
             intents,
-            json!([{ "id": "INT-SRC", "holder": null, "agent": null, "worktree": null, "worktree_root": null, "branch": null, "since": null, "expires": null }])
+            json!([{ "id": "INT-SRC", "holder": null, "agent": null, "machine": null, "worktree": null, "worktree_root": null, "branch": null, "since": null, "expires": null }])
         );
     }
 }

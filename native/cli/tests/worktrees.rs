@@ -118,7 +118,8 @@ fn two_worktrees_share_one_holder_and_the_refusal_says_where_it_works() {
         assert_eq!(held["branch"], "main");
         assert_eq!(Path::new(held["worktree_root"].as_str().unwrap()).canonicalize().unwrap(), main.canonicalize().unwrap());
         let text = stdout(&chokepoint(ws, &["intent", "list"]));
-        assert!(text.contains("INT-001  held by session `claude:A` (agent `claude`) in worktree `repo` on branch `main`"), "{text}");
+        assert!(text.contains("INT-001  held by session `claude:A` (agent `claude`) on machine `"), "{text}");
+        assert!(text.contains("` in worktree `repo` on branch `main`"), "{text}");
     }
 
     // Released in one worktree, the intent is free in the other.

@@ -7,6 +7,15 @@
 //!   sharing SQLite's write lock between processes. Each process times its own pairs; the children
 //!   send theirs back as one JSON array on stdout.
 //!
+//! - `lease.select.sqlite` and `lease.select.postgres`: what an intent's selection costs the
+//!   gatekeeper (a take and its release, through `LeaseStore`), on this repository's SQLite file and on
+//!   a team's PostgreSQL database on loopback (a server this bench starts, with the tests' harness),
+//!   compared with SQLite (goal ≤ 5×); `lease.check.postgres`: the look-up of a session's lease that
+//!   a write pays once per `RECHECK`, compared with SQLite's (`lease.check.sqlite`);
+//! - `lease.contend.postgres.8x2`: 8 agents, each with a connection of its own as on 8 machines, taking
+//!   and releasing 2 intents on the database at once: each sample is one decision (a take, granted or
+//!   refused, and the winner's release); decisions per second are printed.
+//!
 //! Criterion cannot time several processes at once, so this writes per-pair nanoseconds itself to
 //! `target/bench-samples/<name>.json` (`{ name, baseline?, samples }`), which `scripts/bench.js`
 //! reads. Command-line arguments (cargo passes `--bench`) are ignored.
@@ -22,7 +31,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use chokepoint_core::leases::{Holder, Leases};
+use chokepoint_core::leases::{AcquireError, Holder, LeaseStore, Leases};
+use chokepoint_core::team::{Settings, TeamDb, Unreachable};
+use chokepoint_core::team_leases::TeamLeases;
+use std::sync::{Arc, Barrier};
+
+#[path = "../tests/support/postgres.rs"]
+mod postgres;
 
 const CHILD_ENV: &str = "CHOKEPOINT_BENCH_LEASES_DB";
 const INDEX_ENV: &str = "CHOKEPOINT_BENCH_LEASES_INDEX";
@@ -78,6 +93,109 @@ fn main() {
     samples::write("gate.lock.1proc", None, &one);
     samples::write("gate.lock.4proc", Some("gate.lock.1proc"), &four);
     eprintln!("leases: gate.lock.1proc {}, gate.lock.4proc {}", summary(&one), summary(&four));
+    team(dir.path());
+}
+
+const TEAM_PAIRS: usize = 2000;
+const AGENTS: usize = 8;
+const DECISIONS_EACH: usize = 500;
+
+/// The PostgreSQL figures, against SQLite's measured here, interleaved in rounds of 100 so the
+/// machine's noise falls on both alike.
+fn team(dir: &Path) {
+    let server = postgres::Server::start();
+    let env = server.env();
+    let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let db = |machine: &str| {
+        let settings = Settings {
+            url: server.url(),
+            namespace: "bench".into(),
+            machine: machine.into(),
+            unreachable: Unreachable::Deny,
+            source: "bench",
+        };
+        Arc::new(TeamDb::new(settings, &lookup).expect("the bench's database"))
+    };
+    let sqlite = Leases::open(&dir.join("select.db")).expect("open the lock database");
+    let team = TeamLeases::new(db("bench"));
+    let (mut select_sqlite, mut select_team, mut check_sqlite, mut check_team) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    select(&sqlite, WARMUP);
+    select(&team, WARMUP);
+    for _ in 0..TEAM_PAIRS / 100 {
+        select_sqlite.extend(select(&sqlite, 100));
+        select_team.extend(select(&team, 100));
+        check_sqlite.extend(check(&sqlite, 100));
+        check_team.extend(check(&team, 100));
+    }
+    samples::write("lease.select.sqlite", None, &select_sqlite);
+    samples::write("lease.select.postgres", Some("lease.select.sqlite"), &select_team);
+    samples::write("lease.check.sqlite", None, &check_sqlite);
+    samples::write("lease.check.postgres", Some("lease.check.sqlite"), &check_team);
+    eprintln!(
+        "leases: lease.select.sqlite {}, lease.select.postgres {}, lease.check.sqlite {}, lease.check.postgres {}",
+        summary(&select_sqlite),
+        summary(&select_team),
+        summary(&check_sqlite),
+        summary(&check_team)
+    );
+
+    // 8 agents, 2 intents: agent i wants intent i % 2, all at once.
+    let stores: Vec<Arc<TeamLeases>> = (0..AGENTS).map(|i| Arc::new(TeamLeases::new(db(&format!("m-{i}"))))).collect();
+    let start = Arc::new(Barrier::new(AGENTS + 1));
+    let threads: Vec<_> = stores
+        .iter()
+        .enumerate()
+        .map(|(i, store)| {
+            let (store, start) = (Arc::clone(store), Arc::clone(&start));
+            std::thread::spawn(move || {
+                let (intent, holder) = (format!("INT-{}", i % 2), Holder::new(format!("s-{i}"), Some("bench")));
+                let _ = store.held_by("warm");
+                start.wait();
+                (0..DECISIONS_EACH)
+                    .map(|_| {
+                        let started = Instant::now();
+                        match store.acquire(&intent, &holder, TTL) {
+                            Ok(_) => assert!(store.release(&intent, &holder.session).expect("release")),
+                            Err(AcquireError::Held(_)) => {}
+                            Err(e) => panic!("{e}"),
+                        }
+                        u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+                    })
+                    .collect::<Vec<u64>>()
+            })
+        })
+        .collect();
+    start.wait();
+    let began = Instant::now();
+    let contended: Vec<u64> = threads.into_iter().flat_map(|t| t.join().expect("an agent's thread")).collect();
+    let per_second = contended.len() as f64 / began.elapsed().as_secs_f64();
+    samples::write("lease.contend.postgres.8x2", Some("lease.select.postgres"), &contended);
+    eprintln!("leases: lease.contend.postgres.8x2 {} per decision, {per_second:.0} decisions/s", summary(&contended));
+}
+
+/// `count` selections (take, release) of intent `SEL` by session `s-sel`, in nanoseconds.
+fn select(store: &dyn LeaseStore, count: usize) -> Vec<u64> {
+    let holder = Holder::new("s-sel", Some("bench"));
+    (0..count)
+        .map(|_| {
+            let started = Instant::now();
+            store.acquire("SEL", &holder, TTL).expect("an uncontended intent is free");
+            assert!(store.release("SEL", "s-sel").expect("release"));
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        })
+        .collect()
+}
+
+/// `count` look-ups of a session's lease (the gatekeeper's check once per RECHECK), in nanoseconds.
+fn check(store: &dyn LeaseStore, count: usize) -> Vec<u64> {
+    store.acquire("CHK", &Holder::new("s-chk", Some("bench")), TTL).expect("an uncontended intent is free");
+    (0..count)
+        .map(|_| {
+            let started = Instant::now();
+            assert!(store.held_by_at("s-chk").expect("look up").0.is_some());
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        })
+        .collect()
 }
 
 /// A child: opens the shared database, warms up, says "ready", waits for "go", runs its pairs and

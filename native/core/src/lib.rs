@@ -46,8 +46,7 @@ pub mod ledger;
 pub mod serve;
 
 // The modules a consumer uses by name, at the paths they have always had.
-pub use base::clock;
-pub use base::team;
+pub use base::{clock, team};
 pub use budget::{compaction, tokens};
 pub use config::schema;
 pub use containment::{sandbox, snapshot};
@@ -55,7 +54,7 @@ pub use engine::{brain, claim, lessons, merge, replay, sessions, trace, watch};
 pub use hooks::{builtin, command, pipe, template};
 pub use model::{external_events, governance};
 pub use scope::expansion as scope_expansion;
-pub use scope::{canonical, gatekeeper, leases};
+pub use scope::{canonical, gatekeeper, leases, team_expansions, team_leases};
 
 // The types of the engine's API.
 pub use approvals::config::{ApprovalRoute, ApprovalsConfig, AskFallback, Escalation, ReviewerConfig};

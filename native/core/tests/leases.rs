@@ -317,6 +317,34 @@ fn a_schema_1_database_is_migrated_and_a_refusal_names_the_holders_worktree() {
     assert_eq!(version, SCHEMA_VERSION);
 }
 
+/// A lock database of schema 2 (before leases said their machine) is migrated in place to 3: its
+/// lease is kept, saying no machine, and a lease taken now says the holder's, which a refusal names.
+#[test]
+fn a_schema_2_database_is_migrated_and_a_refusal_names_the_holders_machine() {
+    let (_dir, db) = workspace();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE leases (intent TEXT PRIMARY KEY NOT NULL, holder TEXT, agent TEXT, version INTEGER NOT NULL,
+             acquired_at INTEGER NOT NULL, renewed_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, taken_from TEXT,
+             worktree TEXT, worktree_root TEXT, branch TEXT) STRICT;
+         INSERT INTO leases VALUES ('INT-OLD', 's-old', NULL, 4, 1, 1, 9223372036854775807, NULL, 'wt', '/src/wt', 'main');
+         PRAGMA user_version = 2;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let leases = Leases::open(&db).unwrap();
+    let old = leases.get("INT-OLD").unwrap().expect("the old lease is kept");
+    assert_eq!((old.session.as_str(), old.version, old.machine), ("s-old", 4, None));
+    let checkout = Checkout { worktree: "wt2".into(), root: "/src/wt2".into(), branch: Some("main".into()) };
+    leases.acquire("INT-001", &holder("s-1").at(Some(checkout)).on(Some("alpha".into())), LONG).unwrap();
+    assert_eq!(leases.get("INT-001").unwrap().unwrap().machine.as_deref(), Some("alpha"));
+    let refusal = leases.acquire("INT-001", &holder("s-2"), LONG).unwrap_err().to_string();
+    assert!(refusal.contains("(agent `claude-code`) on machine `alpha` in worktree `wt2` on branch `main`"), "{refusal}");
+    let version: i64 = rusqlite::Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, 3);
+}
+
 #[test]
 fn a_missing_folder_is_an_error_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();

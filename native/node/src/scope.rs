@@ -19,6 +19,9 @@ pub struct JsIntentHolder {
     pub worktree_root: Option<String>,
     /// The branch checked out there when it took the intent (`detached at <hash>` for a detached HEAD).
     pub branch: Option<String>,
+    /// The machine the holder runs on (`CHOKEPOINT_MACHINE`, else its host name); absent on a lease
+    /// an older Chokepoint took.
+    pub machine: Option<String>,
     /// Unix milliseconds.
     pub since: f64,
     pub expires: f64,
@@ -37,8 +40,61 @@ impl From<core::leases::Lease> for JsIntentHolder {
             worktree,
             worktree_root,
             branch,
+            machine: l.machine,
             since: l.acquired_at_ms as f64,
             expires: l.expires_at_ms as f64,
+        }
+    }
+}
+
+/// What the workspace's agents coordinate on.
+#[napi(string_enum, js_name = "CoordinationMode")]
+pub enum JsCoordinationMode {
+    /// This repository's own state: no team's database is configured.
+    #[napi(value = "off")]
+    Off,
+    /// The team's PostgreSQL database.
+    #[napi(value = "team")]
+    Team,
+    /// The team's database could not be reached at the last operation, and this machine
+    /// coordinates alone meanwhile (`coordination.unreachable: local`).
+    #[napi(value = "local-fallback")]
+    LocalFallback,
+    /// The team's setting cannot work: every write that needs a lease is denied.
+    #[napi(value = "broken")]
+    Broken,
+}
+
+/// The coordination state, as of the gatekeeper's last operation (the status bar shows it).
+#[napi(object, js_name = "Coordination")]
+pub struct JsCoordination {
+    pub mode: JsCoordinationMode,
+    /// The database's URL without its password (`team`, `local-fallback`).
+    pub database: Option<String>,
+    /// The repository's name in the database (`team`).
+    pub namespace: Option<String>,
+    /// This machine's name in its rows (`team`).
+    pub machine: Option<String>,
+    /// Why: the fallback's note (`local-fallback`) or the setting's failure (`broken`).
+    pub cause: Option<String>,
+}
+
+impl From<core::gatekeeper::CoordinationState> for JsCoordination {
+    fn from(state: core::gatekeeper::CoordinationState) -> Self {
+        use core::gatekeeper::CoordinationState as S;
+        let none = |mode| JsCoordination { mode, database: None, namespace: None, machine: None, cause: None };
+        match state {
+            S::Off => none(JsCoordinationMode::Off),
+            S::Team { database, namespace, machine } => JsCoordination {
+                database: Some(database),
+                namespace: Some(namespace),
+                machine: Some(machine),
+                ..none(JsCoordinationMode::Team)
+            },
+            S::LocalFallback { database, cause } => {
+                JsCoordination { database: Some(database), cause: Some(cause), ..none(JsCoordinationMode::LocalFallback) }
+            }
+            S::Broken { message } => JsCoordination { cause: Some(message), ..none(JsCoordinationMode::Broken) },
         }
     }
 }
@@ -70,6 +126,14 @@ impl Engine {
     pub fn intent_holders(&self) -> Result<Vec<JsIntentHolder>> {
         let holders = self.inner.gatekeeper().holders().map_err(as_error(Code::Scope))?;
         Ok(holders.into_iter().map(Into::into).collect())
+    }
+
+    /// What the workspace's agents coordinate on (this repository's state, a team's database, this
+    /// machine alone while the team's cannot be reached, or a setting that cannot work), as of the
+    /// gatekeeper's last operation: it never connects.
+    #[napi(catch_unwind)]
+    pub fn coordination(&self) -> JsCoordination {
+        self.inner.gatekeeper().coordination().into()
     }
 
     /// Releases the intent a session holds; returns how many leases were released (0 or 1).

@@ -266,6 +266,9 @@ pub struct Engine {
     /// The team's database this engine coordinates on (`coordination:` in hooks.yaml, or
     /// `CHOKEPOINT_COORDINATION_URL`), resolved on every load; `Off` without one.
     team: RwLock<crate::base::team::Team>,
+    /// Where the team's settings read the environment (`CHOKEPOINT_COORDINATION_URL`, `PGPASSWORD`,
+    /// `CHOKEPOINT_MACHINE`): the process's, or a test's ([`Engine::open_with_env`]).
+    env: crate::base::team::TeamEnv,
     /// The Pendings of this engine; reconfigured from the last good hooks.yaml on every load.
     approvals: crate::approvals::Approvals,
     registrations: RwLock<Vec<Registration>>,
@@ -297,6 +300,15 @@ impl Engine {
         Engine::open_in(workspace_root.as_ref(), registrations, None, false)
     }
 
+    /// [`Engine::open`] with the team's settings read from `env` instead of the process's
+    /// environment: how a test gives two engines in one process two machines' settings.
+    pub fn open_with_env(
+        workspace_root: impl AsRef<Path>,
+        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> std::io::Result<Engine> {
+        Engine::open_configured(workspace_root.as_ref(), Vec::new(), None, false, crate::base::team::TeamEnv(Arc::new(env)))
+    }
+
     /// Opens the engine for a process that judges one call and exits (`chokepoint hook` alone): as
     /// [`Engine::open`], with the ledger opened on another thread from the start (the state
     /// database, its log's index rebuilt, the ledger's lock and tail, its writer thread) while this
@@ -313,6 +325,16 @@ impl Engine {
     }
 
     fn open_in(root: &Path, registrations: Vec<Registration>, replay: Option<ConfigFiles>, ledger_ahead: bool) -> std::io::Result<Engine> {
+        Engine::open_configured(root, registrations, replay, ledger_ahead, crate::base::team::TeamEnv::process())
+    }
+
+    fn open_configured(
+        root: &Path,
+        registrations: Vec<Registration>,
+        replay: Option<ConfigFiles>,
+        ledger_ahead: bool,
+        env: crate::base::team::TeamEnv,
+    ) -> std::io::Result<Engine> {
         if !std::fs::metadata(root)?.is_dir() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::NotADirectory,
@@ -374,6 +396,7 @@ impl Engine {
             state,
             coordination,
             team: RwLock::default(),
+            env,
             registrations: RwLock::new(all),
             piped: Default::default(),
             loaded,
@@ -424,8 +447,7 @@ impl Engine {
         self.approvals.configure(&hooks.approvals);
         let team = {
             let mut team = self.team.write().unwrap_or_else(|p| p.into_inner());
-            *team =
-                crate::base::team::Team::resolve(&team, &hooks.coordination, self.sidecar.repo(), &crate::base::team::Team::process_env);
+            *team = crate::base::team::Team::resolve(&team, &hooks.coordination, self.sidecar.repo(), &|name| self.env.get(name));
             team.clone()
         };
         self.approvals.share(team_pendings(&team, &self.sidecar));

@@ -113,6 +113,31 @@ impl Expansions {
     }
 }
 
+/// The approved expansions, whichever database holds them: this repository's SQLite file
+/// ([`Expansions`]) or a team's PostgreSQL database (`scope::team_expansions::TeamExpansions`).
+pub trait ExpansionStore: Send + Sync + std::fmt::Debug {
+    /// Records an approval. The paths must have passed [`check_globs`].
+    fn approve(&self, expansion: &Expansion) -> Result<(), ScopeError>;
+    /// The approvals of one session, or of every session, oldest first.
+    fn list(&self, session: Option<&str>) -> Result<Vec<Expansion>, ScopeError>;
+    /// Every glob approved for this session on this intent, oldest first.
+    fn globs(&self, session: &str, intent: &str) -> Result<Vec<String>, ScopeError> {
+        Ok(self.list(Some(session))?.into_iter().filter(|e| e.intent == intent).flat_map(|e| e.paths).collect())
+    }
+}
+
+impl ExpansionStore for Expansions {
+    fn approve(&self, expansion: &Expansion) -> Result<(), ScopeError> {
+        Expansions::approve(self, expansion)
+    }
+    fn list(&self, session: Option<&str>) -> Result<Vec<Expansion>, ScopeError> {
+        Expansions::list(self, session)
+    }
+    fn globs(&self, session: &str, intent: &str) -> Result<Vec<String>, ScopeError> {
+        Expansions::globs(self, session, intent)
+    }
+}
+
 /// Checks the paths of a request: each a glob relative to the workspace root that compiles the way
 /// owned scopes compile. Returns them trimmed, or what is wrong with the first bad one.
 pub fn check_globs(paths: &[String]) -> Result<Vec<String>, ScopeError> {

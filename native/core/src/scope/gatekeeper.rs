@@ -16,9 +16,21 @@
 //! a glob match, and a release or takeover seen by another process is honoured within that time.
 //! Intent gating applies when the workspace has an `active_intents.yaml`; governance files are
 //! protected whether it has one or not.
+//!
+//! Which lease table: the one the engine's last load chose ([`Gatekeeper::coordinate`]). Without a
+//! team's database, this repository's SQLite file (`scope::leases`); with one, its PostgreSQL
+//! tables (`scope::team_leases`, `scope::team_expansions`), through the same [`LeaseStore`] and
+//! [`ExpansionStore`] so both judge alike. A team setting that cannot work denies every write that
+//! needs a lease with its message. A database that cannot be reached denies the same way, unless
+//! `coordination.unreachable: local`: then this machine's SQLite file serves meanwhile and every
+//! answer says so (a denial's reason, an allowance's added context). Each operation tries the team's
+//! database first, so it is used again as soon as it answers; leases taken locally meanwhile are not
+//! copied to it (another machine may have taken the intent meanwhile: the session selects again).
+//! A reload that changes the database forgets every cached selection.
 
 use crate::base::sidecar::Sidecar;
 use crate::base::sqlite::StateDb;
+use crate::base::team::{Team, TeamDb, TeamError};
 use crate::hooks::chain::NativeHook;
 use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
 use crate::model::event::{Event, EventKind, ResolvedPath};
@@ -27,11 +39,13 @@ use crate::model::governance;
 use crate::scope::canonical::{PathRefusal, Workspace};
 use crate::scope::claims::Allowlists;
 use crate::scope::error::ScopeError;
-use crate::scope::expansion::{Expansion, Expansions};
+use crate::scope::expansion::{Expansion, ExpansionStore, Expansions};
 use crate::scope::intents::{Intent, IntentSet, IntentStatus};
-use crate::scope::leases::{AcquireError, Holder, Leases, Revocation};
+use crate::scope::leases::{AcquireError, Holder, Lease, LeaseError, LeaseStore, Leases, Revocation};
 use crate::scope::patch;
 use crate::scope::settings::GatekeeperConfig;
+use crate::scope::team_expansions::TeamExpansions;
+use crate::scope::team_leases::TeamLeases;
 use crate::scope::tools::{ToolRole, ToolTable};
 use globset::{GlobSet, GlobSetBuilder};
 use std::borrow::Cow;
@@ -114,6 +128,103 @@ struct Selection {
     expansion_set: GlobSet,
     expires_at_ms: u64,
     checked: Instant,
+    /// Set when the selection was read from this machine's state because the team's database could
+    /// not be reached (`coordination.unreachable: local`): what every answer then says.
+    note: Option<String>,
+}
+
+/// The stores the last load chose: this repository's SQLite file (`Off`), a team's database, or a
+/// team setting that cannot work.
+#[derive(Debug, Clone, Default)]
+enum Coordination {
+    #[default]
+    Off,
+    On {
+        db: Arc<TeamDb>,
+        leases: Arc<TeamLeases>,
+        expansions: Arc<TeamExpansions>,
+    },
+    Broken(TeamError),
+}
+
+impl Coordination {
+    fn same(&self, other: &Coordination) -> bool {
+        match (self, other) {
+            (Coordination::Off, Coordination::Off) => true,
+            (Coordination::On { db: a, .. }, Coordination::On { db: b, .. }) => Arc::ptr_eq(a, b),
+            (Coordination::Broken(a), Coordination::Broken(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// What the gatekeeper coordinates on, as of its last operation: for the status bar and the binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoordinationState {
+    /// This repository's own SQLite file: no team's database is configured.
+    Off,
+    /// The team's database, as its URL shows without a password, for a repository, from a machine.
+    Team { database: String, namespace: String, machine: String },
+    /// The team's database could not be reached at the last operation, and this machine coordinates
+    /// alone meanwhile (`coordination.unreachable: local`): the note its answers carry.
+    LocalFallback { database: String, cause: String },
+    /// The team's setting cannot work: every write that needs a lease is denied with this.
+    Broken { message: String },
+}
+
+/// Where one operation ran: the team's database, or this machine's SQLite file (with the note to
+/// give every answer when that was a fallback).
+#[derive(Clone)]
+enum Place {
+    Local(Option<String>),
+    Team(Arc<TeamLeases>, Arc<TeamExpansions>),
+}
+
+impl Place {
+    fn note(&self) -> Option<&str> {
+        match self {
+            Place::Local(note) => note.as_deref(),
+            Place::Team(..) => None,
+        }
+    }
+}
+
+/// A failure of a lease operation that may be the team's database being out of reach.
+trait StoreFailure: From<LeaseError> {
+    /// The team's database's failure, when it could not be reached.
+    fn unreachable(&self) -> Option<&TeamError>;
+}
+
+impl StoreFailure for LeaseError {
+    fn unreachable(&self) -> Option<&TeamError> {
+        match self {
+            LeaseError::Team(e) if e.is_unreachable() => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl StoreFailure for AcquireError {
+    fn unreachable(&self) -> Option<&TeamError> {
+        match self {
+            AcquireError::Store(e) => e.unreachable(),
+            _ => None,
+        }
+    }
+}
+
+/// What every answer says while the team's database cannot be reached and this machine coordinates
+/// alone.
+fn local_note(error: &TeamError) -> String {
+    let why = match error {
+        TeamError::Unreachable { target, cause } => format!("the team's database `{target}` cannot be reached ({cause})"),
+        TeamError::Deadline { target, .. } => format!("the team's database `{target}` does not answer"),
+        other => other.to_string(),
+    };
+    format!(
+        "coordinating on this machine alone: {why}, and coordination.unreachable is `local`; other machines' leases are not \
+         seen until it answers again"
+    )
 }
 
 /// A path a write names, and what the canonicaliser made of it (for `chokepoint explain`).
@@ -150,10 +261,15 @@ pub struct Gatekeeper {
     config: RwLock<Arc<GateConfig>>,
     // Opened on first use: judging a read-only workspace, or one nobody selects intents in, creates
     // no database.
-    leases: OnceLock<Result<Leases, String>>,
-    expansions: OnceLock<Result<Expansions, ScopeError>>,
+    leases: OnceLock<Result<Arc<Leases>, String>>,
+    expansions: OnceLock<Result<Arc<Expansions>, ScopeError>>,
     /// The team's database, when one coordinates this repository across machines (each load's).
-    team: RwLock<crate::base::team::Team>,
+    team: RwLock<Coordination>,
+    /// This machine's name for leases taken without a team's database (with one, the database's).
+    machine: OnceLock<String>,
+    /// The note of the last operation that fell back to this machine's state; cleared by one the
+    /// team's database served.
+    fallback: RwLock<Option<String>>,
     // Shared, not cloned, on the hot path: a selection holds a compiled glob set.
     selections: RwLock<HashMap<String, Arc<Selection>>>,
     /// Set for a replay of the ledger (`engine::replay`): the session's selection is the intent the
@@ -191,6 +307,8 @@ impl Gatekeeper {
             leases: OnceLock::new(),
             expansions: OnceLock::new(),
             team: RwLock::default(),
+            machine: OnceLock::new(),
+            fallback: RwLock::default(),
             selections: RwLock::default(),
             replay: None,
         }
@@ -215,6 +333,7 @@ impl Gatekeeper {
         let at = clock.get();
         // A workspace without a state database approved nothing; a replay does not create one.
         let approved = if self.state.path().exists() { self.expansion_store()?.list(Some(session))? } else { Vec::new() };
+        // A replay reads this machine's approvals (a team's are not replayed yet).
         let expansions: Vec<String> =
             approved.into_iter().filter(|e| e.intent == intent && e.approved_at_ms <= at).flat_map(|e| e.paths).collect();
         Ok(Some(Arc::new(Selection {
@@ -223,14 +342,97 @@ impl Gatekeeper {
             intent,
             expires_at_ms: u64::MAX,
             checked: Instant::now(),
+            note: None,
         })))
     }
 
     /// Takes the intents and settings of a (re)load. `gating` is false when the workspace has no
     /// active_intents.yaml at all.
-    /// Takes the team's database of a (re)load (`Team::Off`: this repository's SQLite file).
-    pub fn coordinate(&self, team: crate::base::team::Team) {
-        *self.team.write().unwrap_or_else(|p| p.into_inner()) = team;
+    /// Takes the team's database of a (re)load (`Team::Off`: this repository's SQLite file). A
+    /// different choice than before forgets every cached selection: it was read from the other store.
+    pub fn coordinate(&self, team: Team) {
+        let next = match team {
+            Team::Off => Coordination::Off,
+            Team::Broken(e) => Coordination::Broken(e),
+            Team::On(db) => {
+                let current = self.team.read().unwrap_or_else(|p| p.into_inner()).clone();
+                match current {
+                    // The same handle: keep its stores (and what they migrated).
+                    Coordination::On { db: old, leases, expansions } if Arc::ptr_eq(&old, &db) => {
+                        Coordination::On { db: old, leases, expansions }
+                    }
+                    _ => Coordination::On {
+                        leases: Arc::new(TeamLeases::new(Arc::clone(&db))),
+                        expansions: Arc::new(TeamExpansions::new(Arc::clone(&db))),
+                        db,
+                    },
+                }
+            }
+        };
+        let mut team = self.team.write().unwrap_or_else(|p| p.into_inner());
+        if !team.same(&next) {
+            self.selections.write().unwrap_or_else(|p| p.into_inner()).clear();
+            *self.fallback.write().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+        *team = next;
+    }
+
+    /// What this gatekeeper coordinates on, as of its last operation.
+    pub fn coordination(&self) -> CoordinationState {
+        match &*self.team.read().unwrap_or_else(|p| p.into_inner()) {
+            Coordination::Off => CoordinationState::Off,
+            Coordination::Broken(e) => CoordinationState::Broken { message: e.to_string() },
+            Coordination::On { db, .. } => match self.fallback.read().unwrap_or_else(|p| p.into_inner()).clone() {
+                Some(cause) => CoordinationState::LocalFallback { database: db.shown().to_owned(), cause },
+                None => CoordinationState::Team {
+                    database: db.shown().to_owned(),
+                    namespace: db.namespace().to_owned(),
+                    machine: db.machine().to_owned(),
+                },
+            },
+        }
+    }
+
+    /// This machine's name, as leases record it.
+    fn machine(&self) -> String {
+        match &*self.team.read().unwrap_or_else(|p| p.into_inner()) {
+            Coordination::On { db, .. } => db.machine().to_owned(),
+            _ => self.machine.get_or_init(|| crate::base::team::machine_name(&Team::process_env)).clone(),
+        }
+    }
+
+    /// Runs `op` on the lease table the last load chose: this machine's SQLite file, or the team's
+    /// database; on a team setting that cannot work, its error; on a database that cannot be
+    /// reached, its error, or with `coordination.unreachable: local` this machine's table with the
+    /// note every answer then carries. `Err` only when this machine's table cannot be opened.
+    fn leased<T, E: StoreFailure>(&self, op: impl Fn(&dyn LeaseStore) -> Result<T, E>) -> Result<(Result<T, E>, Place), String> {
+        let team = self.team.read().unwrap_or_else(|p| p.into_inner()).clone();
+        match team {
+            Coordination::Off => Ok((op(self.leases()?), Place::Local(None))),
+            Coordination::Broken(e) => Ok((Err(E::from(LeaseError::Team(e))), Place::Local(None))),
+            Coordination::On { db, leases, expansions } => {
+                let result = op(&*leases);
+                let note = match &result {
+                    Err(e) if db.unreachable() == crate::base::team::Unreachable::Local => e.unreachable().map(local_note),
+                    _ => None,
+                };
+                let mut fallback = self.fallback.write().unwrap_or_else(|p| p.into_inner());
+                fallback.clone_from(&note);
+                drop(fallback);
+                match note {
+                    Some(note) => Ok((op(self.leases()?), Place::Local(Some(note)))),
+                    None => Ok((result, Place::Team(leases, expansions))),
+                }
+            }
+        }
+    }
+
+    /// The approved expansions where a lease operation ran.
+    fn expansions_at(&self, place: &Place) -> Result<Arc<dyn ExpansionStore>, ScopeError> {
+        match place {
+            Place::Local(_) => Ok(self.expansion_store()? as Arc<dyn ExpansionStore>),
+            Place::Team(_, expansions) => Ok(Arc::clone(expansions) as Arc<dyn ExpansionStore>),
+        }
     }
 
     pub fn configure(&self, intents: IntentSet, gating: bool, settings: GatekeeperConfig, claims: Allowlists) {
@@ -250,14 +452,16 @@ impl Gatekeeper {
             .get_or_init(|| {
                 self.sidecar.ignore_runtime_files();
                 Leases::on(Arc::clone(&self.state), crate::base::clock::now_ms)
+                    .map(Arc::new)
                     .map_err(|e| format!("cannot open the intent lock database: {e}"))
             })
             .as_ref()
+            .map(|l| &**l)
             .map_err(Clone::clone)
     }
 
-    fn expansion_store(&self) -> Result<&Expansions, ScopeError> {
-        self.expansions.get_or_init(|| Expansions::on(Arc::clone(&self.state))).as_ref().map_err(Clone::clone)
+    fn expansion_store(&self) -> Result<Arc<Expansions>, ScopeError> {
+        self.expansions.get_or_init(|| Expansions::on(Arc::clone(&self.state)).map(Arc::new)).as_ref().map(Arc::clone).map_err(Clone::clone)
     }
 
     fn forget(&self, session: &str) {
@@ -273,22 +477,33 @@ impl Gatekeeper {
         {
             return Ok(Some(Arc::clone(s)));
         }
-        let leases = self.leases()?;
-        let Some(mut lease) = leases.held_by(session).map_err(|e| e.to_string())? else {
+        let ttl = config.lease_ttl();
+        // The lease and, when half its time is gone, its renewal (holders renew while they are
+        // active), in one operation: a fallback to this machine's table takes both from it. The
+        // expiry is compared with the time the store answers in (the database's, for a team).
+        let (found, place) = self.leased(|leases| -> Result<Option<(Lease, u64)>, AcquireError> {
+            let (Some(lease), now) = leases.held_by_at(session)? else { return Ok(None) };
+            if lease.expires_at_ms.saturating_sub(now) < (ttl.as_millis() as u64) / 2 {
+                let renewed = leases.renew(&lease.intent, session, ttl)?;
+                let now = renewed.renewed_at_ms;
+                return Ok(Some((renewed, now)));
+            }
+            Ok(Some((lease, now)))
+        })?;
+        let Some((lease, now)) = found.map_err(|e| e.to_string())? else {
             self.forget(session);
             return Ok(None);
         };
-        let ttl = config.lease_ttl();
-        if lease.expires_at_ms.saturating_sub(crate::base::clock::now_ms()) < (ttl.as_millis() as u64) / 2 {
-            lease = leases.renew(&lease.intent, session, ttl).map_err(|e| e.to_string())?;
-        }
-        let expansions = self.expansion_store()?.globs(session, &lease.intent)?;
+        let expansions = self.expansions_at(&place)?.globs(session, &lease.intent)?;
         let selection = Arc::new(Selection {
             expansion_set: glob_set(&expansions),
             expansions,
             intent: lease.intent,
-            expires_at_ms: lease.expires_at_ms,
+            // Kept for at most RECHECK on this machine's clock: a team's lease's expiry is on the
+            // database's, and compared with ours only through the lease's own remaining time.
+            expires_at_ms: crate::base::clock::now_ms().saturating_add(lease.expires_at_ms.saturating_sub(now)),
             checked: Instant::now(),
+            note: place.note().map(str::to_owned),
         });
         self.selections.write().unwrap_or_else(|p| p.into_inner()).insert(session.to_owned(), Arc::clone(&selection));
         Ok(Some(selection))
@@ -303,7 +518,8 @@ impl Gatekeeper {
     /// `chokepoint intent release`). Returns how many leases were released.
     pub fn release(&self, session: &str) -> Result<usize, ScopeError> {
         self.forget(session);
-        self.leases()?.release_session(session).map_err(|e| e.to_string().into())
+        let (released, _) = self.leased(|leases| leases.release_session(session))?;
+        released.map_err(|e| e.to_string().into())
     }
 
     /// A person takes the session's lease away (`chokepoint sessions revoke`, the sidebar's Revoke).
@@ -313,7 +529,8 @@ impl Gatekeeper {
     /// held nothing.
     pub fn revoke(&self, session: &str, by: &str, reason: Option<&str>) -> Result<Option<Revocation>, ScopeError> {
         self.forget(session);
-        let revoked = self.leases()?.revoke(session, by, reason).map_err(|e| ScopeError::from(e.to_string()))?;
+        let (revoked, _) = self.leased(|leases| leases.revoke(session, by, reason))?;
+        let revoked = revoked.map_err(|e| ScopeError::from(e.to_string()))?;
         // A write judged while the revocation was being made may have cached the selection again.
         self.forget(session);
         Ok(revoked)
@@ -321,25 +538,37 @@ impl Gatekeeper {
 
     /// Revocations sessions have not answered yet (by selecting an intent again), newest first.
     pub fn revocations(&self) -> Result<Vec<Revocation>, ScopeError> {
-        if !self.state.path().exists() {
+        if self.is_local() && !self.state.path().exists() {
             return Ok(Vec::new());
         }
-        self.leases()?.revocations().map_err(|e| e.to_string().into())
+        let (revocations, _) = self.leased(|leases| leases.revocations())?;
+        revocations.map_err(|e| e.to_string().into())
+    }
+
+    /// Whether the last load chose this repository's SQLite file (no team's database).
+    fn is_local(&self) -> bool {
+        matches!(*self.team.read().unwrap_or_else(|p| p.into_inner()), Coordination::Off)
     }
 
     /// Why a session that holds no intent cannot write: its lease was revoked by a person (said with
     /// who, when and why, and what to do), else it never selected one.
-    fn unselected(&self, session: &str, config: &GateConfig, generic: impl FnOnce() -> Answer) -> Answer {
-        let leases = match self.leases() {
-            Ok(leases) => leases,
+    fn unselected(&self, session: &str, config: &GateConfig, generic: impl FnOnce() -> Answer, note: &mut Option<String>) -> Answer {
+        let found = self.leased(|leases| -> Result<_, LeaseError> {
+            let Some(revocation) = leases.revocation(session)? else { return Ok(None) };
+            let holder = leases.get(&revocation.intent);
+            Ok(Some((revocation, holder)))
+        });
+        let (found, place) = match found {
+            Ok(found) => found,
             Err(e) => return deny(&format!("cannot tell which intent this session holds: {e}"), None),
         };
-        let revocation = match leases.revocation(session) {
-            Ok(Some(revocation)) => revocation,
+        *note = place.note().map(str::to_owned);
+        let (revocation, holder) = match found {
+            Ok(Some(found)) => found,
             Ok(None) => return generic(),
             Err(e) => return deny(&format!("cannot tell which intent this session holds: {e}"), None),
         };
-        let now = match leases.get(&revocation.intent) {
+        let now = match holder {
             Ok(Some(lease)) => format!("intent `{}` is held by session `{}` now", revocation.intent, lease.session),
             Ok(None) if config.intent(&revocation.intent).is_some() => format!("intent `{}` is free now", revocation.intent),
             Ok(None) => format!("intent `{}` is no longer declared; {}", revocation.intent, available(&config.intents)),
@@ -407,15 +636,29 @@ impl Gatekeeper {
                 deny(&format!("intent `{id}` was not taken when this call was made (a replay takes no lease)"), None).into()
             };
         }
-        let leases = match self.leases() {
-            Ok(l) => l,
-            Err(e) => return deny(&e, None).into(),
-        };
         // Where the session works, said to whoever is refused the intent (the branch is read now: a
         // checkout may have switched it since the engine opened).
         let checkout = self.sidecar.repo().map(crate::scope::leases::Checkout::of);
-        let holder = Holder { session: session.clone(), agent: event.ids.agent.clone(), checkout };
-        match leases.acquire(id, &holder, config.lease_ttl()) {
+        let holder = Holder { session: session.clone(), agent: event.ids.agent.clone(), checkout, machine: Some(self.machine()) };
+        let ttl = config.lease_ttl();
+        let (taken, place) = match self.leased(|leases| leases.acquire(id, &holder, ttl)) {
+            Ok(taken) => taken,
+            Err(e) => return deny(&e, None).into(),
+        };
+        noted(self.selected_answer(taken, id, intent, session, config, &place), place.note())
+    }
+
+    /// The handshake's answer once the take ran at `place`.
+    fn selected_answer(
+        &self,
+        taken: Result<Lease, AcquireError>,
+        id: &str,
+        intent: &Intent,
+        session: &str,
+        config: &GateConfig,
+        place: &Place,
+    ) -> HookAnswer {
+        match taken {
             Ok(_) => {
                 self.forget(session);
                 HookAnswer { answer: Answer::Allow, additional_context: Some(intent_context(intent)) }
@@ -425,7 +668,11 @@ impl Gatekeeper {
                 reason: held.to_string(),
                 remediation: Some({
                     // Point at what is free now, not at what is held (this one included).
-                    let held: Vec<String> = leases.list().unwrap_or_default().into_iter().map(|l| l.intent).collect();
+                    let listed = match place {
+                        Place::Local(_) => self.leases().ok().and_then(|l| l.list().ok()),
+                        Place::Team(leases, _) => leases.list().ok(),
+                    };
+                    let held: Vec<String> = listed.unwrap_or_default().into_iter().map(|l| l.intent).collect();
                     let free = IntentSet {
                         active_intents: config.intents.active_intents.iter().filter(|i| !held.contains(&i.id)).cloned().collect(),
                         ..config.intents.clone()
@@ -508,7 +755,15 @@ impl Gatekeeper {
     }
 
     /// Judges a write whose paths are `resolved` (made canonical once, by the engine's `begin`).
-    fn judge_write(&self, event: &Event, resolved: Arc<[ResolvedPath]>, config: &GateConfig) -> Answer {
+    fn judge_write(&self, event: &Event, resolved: Arc<[ResolvedPath]>, config: &GateConfig) -> HookAnswer {
+        let mut note = None;
+        let answer = self.judge_write_noting(event, resolved, config, &mut note);
+        noted(answer.into(), note.as_deref())
+    }
+
+    /// [`Gatekeeper::judge_write`], setting `note` when the answer was read from this machine's
+    /// state in place of the team's unreachable database.
+    fn judge_write_noting(&self, event: &Event, resolved: Arc<[ResolvedPath]>, config: &GateConfig, note: &mut Option<String>) -> Answer {
         if resolved.is_empty() {
             return deny(&format!("`{}` names no path to write", event.tool.as_deref().unwrap_or_default()), None);
         }
@@ -538,9 +793,10 @@ impl Gatekeeper {
             // A replay judges the moment of the record: a revocation since then is not its reason.
             Ok(None) if self.replay.is_some() => return no_selection(),
             // Only a write without a selection looks for a revocation: the hot path never reads it.
-            Ok(None) => return self.unselected(session, config, no_selection),
+            Ok(None) => return self.unselected(session, config, no_selection, note),
             Err(e) => return deny(&format!("cannot tell which intent this session holds: {e}"), None),
         };
+        note.clone_from(&selection.note);
         let Some((intent, scope)) = config.intent(&selection.intent) else {
             return deny(
                 &format!("intent `{}` is no longer declared in active_intents.yaml; {}", selection.intent, available(&config.intents)),
@@ -605,7 +861,11 @@ impl Gatekeeper {
         if let Some(g) = globs.iter().find(|g| governance::covers_governance(g)) {
             return Err(format!("`{g}` covers governance files; no scope can include them").into());
         }
-        self.expansion_store()?.approve(&Expansion { paths: globs.clone(), ..expansion.clone() })?;
+        // Recorded where the session's lease is read from now (the team's database, or this
+        // machine's while it cannot be reached and `coordination.unreachable` is `local`).
+        let (checked, place) = self.leased(|leases| leases.held_by(&expansion.session))?;
+        checked.map_err(|e| ScopeError::from(e.to_string()))?;
+        self.expansions_at(&place)?.approve(&Expansion { paths: globs.clone(), ..expansion.clone() })?;
         self.forget(&expansion.session);
         if save {
             crate::scope::expansion::write_back(&self.sidecar.active_intents_yaml(), &expansion.intent, &globs)?;
@@ -674,10 +934,11 @@ impl Gatekeeper {
 
     /// Who holds which intent now, across every process on the workspace.
     pub fn holders(&self) -> Result<Vec<crate::scope::leases::Lease>, ScopeError> {
-        if !self.state.path().exists() {
+        if self.is_local() && !self.state.path().exists() {
             return Ok(Vec::new());
         }
-        self.leases()?.list().map_err(|e| e.to_string().into())
+        let (holders, _) = self.leased(|leases| leases.list())?;
+        holders.map_err(|e| e.to_string().into())
     }
 
     /// The gatekeeper's settings from the last good hooks.yaml (shell tools, writable dirs, Landlock).
@@ -721,6 +982,23 @@ fn glob_set(globs: &[String]) -> GlobSet {
     b.build().unwrap_or_else(|_| GlobSet::empty())
 }
 
+/// `answer` with the note of a fallback to this machine's state, if any: appended to a denial's or
+/// an ask's reason, and given as context with an allowance (which has no reason of its own).
+fn noted(mut answer: HookAnswer, note: Option<&str>) -> HookAnswer {
+    let Some(note) = note else { return answer };
+    match &mut answer.answer {
+        Answer::Deny(denial) => denial.reason = format!("{}; {note}", denial.reason),
+        Answer::Ask { reason } => *reason = format!("{reason}; {note}"),
+        Answer::Allow | Answer::Modify(_) => {
+            answer.additional_context = Some(match answer.additional_context.take() {
+                Some(context) => format!("{context}\n{note}"),
+                None => note.to_owned(),
+            })
+        }
+    }
+    answer
+}
+
 fn deny(reason: &str, remediation: Option<&str>) -> Answer {
     Answer::Deny(Denial { reason: reason.to_owned(), remediation: remediation.map(str::to_owned), suggested_tool: None })
 }
@@ -758,9 +1036,9 @@ impl NativeHook for Gatekeeper {
             // The engine resolved the paths of a write before the chain ran (it looked the tool up
             // then); only an event that came another way is looked up here.
             _ => match &event.writes {
-                Some(resolved) => Ok(self.judge_write(event, Arc::clone(resolved), &config).into()),
+                Some(resolved) => Ok(self.judge_write(event, Arc::clone(resolved), &config)),
                 None => match config.write_role(event) {
-                    Some(role) => Ok(self.judge_write(event, self.resolve(event, &role), &config).into()),
+                    Some(role) => Ok(self.judge_write(event, self.resolve(event, &role), &config)),
                     None => Ok(Answer::Allow.into()),
                 },
             },

@@ -39,10 +39,12 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 
 use crate::base::clock;
 use crate::base::sqlite::{StateDb, is_busy};
+use crate::base::team::TeamError;
 
 /// The schema version this build writes, kept in `PRAGMA user_version`. A database with a newer one
-/// is refused rather than misread. 1: the leases; 2: where each holder works ([`Checkout`]).
-pub const SCHEMA_VERSION: i64 = 2;
+/// is refused rather than misread. 1: the leases; 2: where each holder works ([`Checkout`]); 3: on
+/// which machine ([`Holder::machine`]).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How long an operation keeps retrying a busy database before it fails with [`LeaseError::Busy`].
 pub const BUSY_GIVE_UP: Duration = Duration::from_secs(10);
@@ -54,16 +56,24 @@ pub struct Holder {
     pub session: String,
     pub agent: Option<String>,
     pub checkout: Option<Checkout>,
+    /// The machine it runs on (`base::team::machine_name`): beside the checkout rather than in it,
+    /// since a workspace outside a repository has a machine and no checkout.
+    pub machine: Option<String>,
 }
 
 impl Holder {
     pub fn new(session: impl Into<String>, agent: Option<&str>) -> Holder {
-        Holder { session: session.into(), agent: agent.map(str::to_owned), checkout: None }
+        Holder { session: session.into(), agent: agent.map(str::to_owned), checkout: None, machine: None }
     }
 
     /// The same holder, working in `checkout`.
     pub fn at(self, checkout: Option<Checkout>) -> Holder {
         Holder { checkout, ..self }
+    }
+
+    /// The same holder, on `machine`.
+    pub fn on(self, machine: Option<String>) -> Holder {
+        Holder { machine, ..self }
     }
 }
 
@@ -104,6 +114,8 @@ pub struct Lease {
     pub agent: Option<String>,
     /// Where the holder works, as it said when it took (or renewed by selecting again) the intent.
     pub checkout: Option<Checkout>,
+    /// The machine the holder runs on; `None` on a lease an older build took.
+    pub machine: Option<String>,
     /// The tenure's fencing token: grows by one each time a new session takes the intent.
     pub version: u64,
     pub acquired_at_ms: u64,
@@ -169,6 +181,16 @@ pub enum LeaseError {
         op: &'static str,
         source: rusqlite::Error,
     },
+    /// The team's PostgreSQL database (`scope::team_leases`) could not serve the operation; its
+    /// message names the database and how to fix it.
+    Team(TeamError),
+}
+
+impl LeaseError {
+    /// The team's database could not be reached: what `coordination.unreachable: local` falls back on.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, LeaseError::Team(e) if e.is_unreachable())
+    }
 }
 
 impl fmt::Display for LeaseError {
@@ -191,6 +213,7 @@ impl fmt::Display for LeaseError {
             LeaseError::Sqlite { db, op, source } => {
                 write!(f, "the lock database {}: {op} failed: {source}", db.display())
             }
+            LeaseError::Team(error) => error.fmt(f),
         }
     }
 }
@@ -199,6 +222,7 @@ impl std::error::Error for LeaseError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             LeaseError::Sqlite { source, .. } => Some(source),
+            LeaseError::Team(error) => Some(error),
             _ => None,
         }
     }
@@ -230,13 +254,16 @@ impl From<LeaseError> for AcquireError {
     }
 }
 
-/// "session `s-1` (agent `claude-code`) in worktree `wt2` on branch `feature-x`", without the agent
-/// when it is unknown and without the place outside a repository.
+/// "session `s-1` (agent `claude-code`) on machine `alpha` in worktree `wt2` on branch `feature-x`",
+/// without the agent or machine when unknown and without the place outside a repository.
 fn who(lease: &Lease) -> String {
-    let session = match &lease.agent {
+    let mut session = match &lease.agent {
         Some(agent) => format!("session `{}` (agent `{agent}`)", lease.session),
         None => format!("session `{}`", lease.session),
     };
+    if let Some(machine) = &lease.machine {
+        session = format!("{session} on machine `{machine}`");
+    }
     match &lease.checkout {
         Some(checkout) => format!("{session} in {checkout}"),
         None => session,
@@ -315,11 +342,12 @@ struct Row {
     expires_at: u64,
     taken_from: Option<String>,
     checkout: Option<Checkout>,
+    machine: Option<String>,
 }
 
 impl Row {
     const COLUMNS: &'static str =
-        "holder, agent, version, acquired_at, renewed_at, expires_at, taken_from, worktree, worktree_root, branch";
+        "holder, agent, version, acquired_at, renewed_at, expires_at, taken_from, worktree, worktree_root, branch, machine";
 
     /// The row's [`Row::COLUMNS`], starting at column `first` of the result.
     fn read(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Row> {
@@ -335,6 +363,7 @@ impl Row {
                 (Some(worktree), Some(root)) => Some(Checkout { worktree, root, branch: row.get(first + 9)? }),
                 _ => None,
             },
+            machine: row.get(first + 10)?,
         })
     }
 
@@ -344,6 +373,7 @@ impl Row {
             session: self.holder?,
             agent: self.agent,
             checkout: self.checkout,
+            machine: self.machine,
             version: self.version,
             acquired_at_ms: self.acquired_at,
             renewed_at_ms: self.renewed_at,
@@ -368,7 +398,8 @@ const SCHEMA: &str = "
         taken_from  TEXT,              -- whose expired lease this tenure took over, to tell them so
         worktree      TEXT,            -- where the holder works (schema 2): the worktree's name,
         worktree_root TEXT,            -- its root folder,
-        branch        TEXT             -- and its branch when it took the intent; NULL outside git
+        branch        TEXT,            -- and its branch when it took the intent; NULL outside git
+        machine       TEXT             -- the machine it runs on (schema 3)
     ) STRICT;
 ";
 /// From schema 1 (no place of the holder) to 2. Added columns are NULL on existing rows: a lease
@@ -377,6 +408,10 @@ const TO_2: &str = "
     ALTER TABLE leases ADD COLUMN worktree TEXT;
     ALTER TABLE leases ADD COLUMN worktree_root TEXT;
     ALTER TABLE leases ADD COLUMN branch TEXT;
+";
+/// From schema 2 to 3: the holder's machine, NULL on existing rows.
+const TO_3: &str = "
+    ALTER TABLE leases ADD COLUMN machine TEXT;
 ";
 /// The revocations a person made, one row per session (its latest). Created at every open, not under
 /// `user_version`: a table added later must reach databases already at this schema version, and a
@@ -428,7 +463,8 @@ impl Leases {
                 if found < SCHEMA_VERSION {
                     match found {
                         0 => tx.execute_batch(SCHEMA)?,
-                        _ => tx.execute_batch(TO_2)?,
+                        1 => tx.execute_batch(&format!("{TO_2}{TO_3}"))?,
+                        _ => tx.execute_batch(TO_3)?,
                     }
                     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
                 }
@@ -460,6 +496,7 @@ impl Leases {
                 session: session.to_owned(),
                 agent: holder.agent.clone(),
                 checkout: holder.checkout.clone(),
+                machine: holder.machine.clone(),
                 version,
                 acquired_at_ms: acquired_at,
                 renewed_at_ms: now,
@@ -532,6 +569,7 @@ impl Leases {
                 session: session.to_owned(),
                 agent: row.agent,
                 checkout: row.checkout,
+                machine: row.machine,
                 version: row.version,
                 acquired_at_ms: row.acquired_at,
                 renewed_at_ms: now,
@@ -726,21 +764,77 @@ impl Leases {
     }
 }
 
+/// The operations of a lease table, whichever database holds it: this repository's SQLite file
+/// ([`Leases`]) or a team's PostgreSQL database (`scope::team_leases::TeamLeases`), with one
+/// meaning, stated on [`Leases`]' methods. The gatekeeper judges through it, so the two can never
+/// disagree about a decision.
+pub trait LeaseStore: Send + Sync + fmt::Debug {
+    fn acquire(&self, intent: &str, holder: &Holder, ttl: Duration) -> Result<Lease, AcquireError>;
+    fn renew(&self, intent: &str, session: &str, ttl: Duration) -> Result<Lease, AcquireError>;
+    fn release(&self, intent: &str, session: &str) -> Result<bool, LeaseError>;
+    fn release_session(&self, session: &str) -> Result<usize, LeaseError>;
+    fn revoke(&self, session: &str, by: &str, reason: Option<&str>) -> Result<Option<Revocation>, LeaseError>;
+    fn revocation(&self, session: &str) -> Result<Option<Revocation>, LeaseError>;
+    fn revocations(&self) -> Result<Vec<Revocation>, LeaseError>;
+    fn held_by(&self, session: &str) -> Result<Option<Lease>, LeaseError>;
+    /// [`LeaseStore::held_by`] with the store's "now" in unix ms (the database's clock, for a team),
+    /// against which the lease's expiry means something.
+    fn held_by_at(&self, session: &str) -> Result<(Option<Lease>, u64), LeaseError>;
+    fn get(&self, intent: &str) -> Result<Option<Lease>, LeaseError>;
+    fn list(&self) -> Result<Vec<Lease>, LeaseError>;
+}
+
+impl LeaseStore for Leases {
+    fn acquire(&self, intent: &str, holder: &Holder, ttl: Duration) -> Result<Lease, AcquireError> {
+        Leases::acquire(self, intent, holder, ttl)
+    }
+    fn renew(&self, intent: &str, session: &str, ttl: Duration) -> Result<Lease, AcquireError> {
+        Leases::renew(self, intent, session, ttl)
+    }
+    fn release(&self, intent: &str, session: &str) -> Result<bool, LeaseError> {
+        Leases::release(self, intent, session)
+    }
+    fn release_session(&self, session: &str) -> Result<usize, LeaseError> {
+        Leases::release_session(self, session)
+    }
+    fn revoke(&self, session: &str, by: &str, reason: Option<&str>) -> Result<Option<Revocation>, LeaseError> {
+        Leases::revoke(self, session, by, reason)
+    }
+    fn revocation(&self, session: &str) -> Result<Option<Revocation>, LeaseError> {
+        Leases::revocation(self, session)
+    }
+    fn revocations(&self) -> Result<Vec<Revocation>, LeaseError> {
+        Leases::revocations(self)
+    }
+    fn held_by(&self, session: &str) -> Result<Option<Lease>, LeaseError> {
+        Leases::held_by(self, session)
+    }
+    fn held_by_at(&self, session: &str) -> Result<(Option<Lease>, u64), LeaseError> {
+        Ok((Leases::held_by(self, session)?, self.now()))
+    }
+    fn get(&self, intent: &str) -> Result<Option<Lease>, LeaseError> {
+        Leases::get(self, intent)
+    }
+    fn list(&self) -> Result<Vec<Lease>, LeaseError> {
+        Leases::list(self)
+    }
+}
+
 /// The query of [`Leases::held_by`].
 fn held_by_sql() -> &'static str {
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     SQL.get_or_init(|| format!("SELECT intent, {} FROM leases WHERE holder = ?1", Row::COLUMNS))
 }
 
-fn check_id(id: &str, empty: &'static str) -> Result<(), LeaseError> {
+pub(crate) fn check_id(id: &str, empty: &'static str) -> Result<(), LeaseError> {
     if id.is_empty() { Err(LeaseError::Invalid(empty)) } else { Ok(()) }
 }
 
 /// The largest time SQLite's signed 64-bit INTEGER stores: "never expires" in practice.
-const MAX_MS: u64 = i64::MAX as u64;
+pub(crate) const MAX_MS: u64 = i64::MAX as u64;
 
 /// The time to live in whole milliseconds; a lease shorter than one would be expired when written.
-fn ttl_ms(ttl: Duration) -> Result<u64, LeaseError> {
+pub(crate) fn ttl_ms(ttl: Duration) -> Result<u64, LeaseError> {
     match ttl.as_millis() {
         0 => Err(LeaseError::Invalid("the lease time to live is under a millisecond")),
         ms => Ok(u64::try_from(ms).unwrap_or(MAX_MS).min(MAX_MS)),
@@ -749,17 +843,17 @@ fn ttl_ms(ttl: Duration) -> Result<u64, LeaseError> {
 
 /// A time or version as SQLite stores it. Every value written is at most [`MAX_MS`], so this is exact;
 /// rusqlite leaves `u64` out of its conversions precisely because the top half would not fit.
-fn int(value: u64) -> i64 {
+pub(crate) fn int(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 /// A stored time or version back; the table never holds a negative one, and 0 would read as expired.
-fn uint(value: i64) -> u64 {
+pub(crate) fn uint(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
 /// When a lease taken at `now` for `ttl` milliseconds expires, within what the table can store.
-fn expiry(now: u64, ttl: u64) -> u64 {
+pub(crate) fn expiry(now: u64, ttl: u64) -> u64 {
     now.saturating_add(ttl).min(MAX_MS)
 }
 
@@ -803,7 +897,7 @@ fn cas(tx: &Transaction<'_>, expected: u64, lease: &Lease, taken_from: Option<&s
     let changed = tx
         .prepare_cached(
             "UPDATE leases SET holder = ?3, agent = ?4, version = ?5, acquired_at = ?6, renewed_at = ?7,
-             expires_at = ?8, taken_from = ?9, worktree = ?10, worktree_root = ?11, branch = ?12
+             expires_at = ?8, taken_from = ?9, worktree = ?10, worktree_root = ?11, branch = ?12, machine = ?13
              WHERE intent = ?1 AND version = ?2",
         )?
         .execute(params![
@@ -818,7 +912,8 @@ fn cas(tx: &Transaction<'_>, expected: u64, lease: &Lease, taken_from: Option<&s
             taken_from,
             lease.checkout.as_ref().map(|c| &c.worktree),
             lease.checkout.as_ref().map(|c| &c.root),
-            lease.checkout.as_ref().and_then(|c| c.branch.as_ref())
+            lease.checkout.as_ref().and_then(|c| c.branch.as_ref()),
+            lease.machine
         ])?;
     Ok(changed == 1)
 }
@@ -827,8 +922,8 @@ fn cas(tx: &Transaction<'_>, expected: u64, lease: &Lease, taken_from: Option<&s
 fn insert(tx: &Transaction<'_>, lease: &Lease) -> rusqlite::Result<bool> {
     let changed = tx
         .prepare_cached(
-            "INSERT INTO leases (intent, holder, agent, version, acquired_at, renewed_at, expires_at, worktree, worktree_root, branch)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (intent) DO NOTHING",
+            "INSERT INTO leases (intent, holder, agent, version, acquired_at, renewed_at, expires_at, worktree, worktree_root, branch, machine)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (intent) DO NOTHING",
         )?
         .execute(params![
             lease.intent,
@@ -840,7 +935,8 @@ fn insert(tx: &Transaction<'_>, lease: &Lease) -> rusqlite::Result<bool> {
             int(lease.expires_at_ms),
             lease.checkout.as_ref().map(|c| &c.worktree),
             lease.checkout.as_ref().map(|c| &c.root),
-            lease.checkout.as_ref().and_then(|c| c.branch.as_ref())
+            lease.checkout.as_ref().and_then(|c| c.branch.as_ref()),
+            lease.machine
         ])?;
     Ok(changed == 1)
 }

@@ -1,6 +1,7 @@
 //! The scope layer: the path canonicaliser (`canonical.rs`), the intents of active_intents.yaml
-//! (`intents.rs`), the leases shared by every process on a workspace (`leases.rs`), approved scope
-//! expansions (`expansion.rs`), which tools write or run shell commands, per agent (`tools.rs`), the
+//! (`intents.rs`), the leases shared by every process on a workspace (`leases.rs`, and on a team's
+//! PostgreSQL database for several machines, `team_leases.rs`), approved scope expansions
+//! (`expansion.rs`, `team_expansions.rs`), which tools write or run shell commands, per agent (`tools.rs`), the
 //! paths inside a patch (`patch.rs`), and the intent gatekeeper, the critical native hook every engine
 //! registers first (`gatekeeper.rs`).
 
@@ -13,4 +14,6 @@ pub mod intents;
 pub mod leases;
 pub mod patch;
 pub mod settings;
+pub mod team_expansions;
+pub mod team_leases;
 pub mod tools;
