@@ -45,6 +45,13 @@ before(async () => {
   ({ page, sidebar } = vsc);
   await page.locator('.statusbar').getByText(`Chokepoint ${version}`).waitFor({ timeout: 90000 });
   const beta = vsc.workspace;
+  top = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-ui-team-')));
+  const origin = path.join(top, 'origin.git');
+  git(top, 'init', '-q', '--bare', origin);
+  // VS Code opened the folder before it was a repository, so the engine cannot name the team's rows
+  // by the origin's URL: hooks.yaml names the repository (`coordination.repository`), for every clone.
+  git(beta, 'init', '-q');
+  git(beta, 'remote', 'add', 'origin', origin);
   // The team's repository, as beta's person commits it: the governance, Claude Code's hooks, and the
   // team's database in hooks.yaml (the URL only; each machine has the password).
   fs.writeFileSync(
@@ -57,16 +64,13 @@ hooks:
       ask: "a person confirms what Claude Code writes"
 coordination:
   url: ${pg.url}
+  repository: acme/web
 `,
   );
   chokepoint(['init', '--agent', 'claude', '--workspace', beta]);
-  git(beta, 'init', '-q');
   git(beta, 'add', '-A');
   git(beta, 'commit', '-q', '-m', 'Governed by Chokepoint, coordinated on the team database');
-  top = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-ui-team-')));
-  const origin = path.join(top, 'origin.git');
-  git(top, 'clone', '-q', '--bare', beta, origin);
-  git(beta, 'remote', 'add', 'origin', origin);
+  git(beta, 'push', '-q', 'origin', 'HEAD:main');
   git(top, 'clone', '-q', origin, 'alpha');
   alpha = path.join(top, 'alpha');
   // alpha names the program in Claude Code's local settings, as a person with chokepoint off PATH would.
@@ -74,7 +78,7 @@ coordination:
   await vsc.openSidebar();
   await approvals().waitFor({ timeout: 30000 });
   // The engine picked the new hooks.yaml up, and with it the team's database.
-  await page.locator('.statusbar').getByText(/team/i).first().waitFor({ timeout: 30000 });
+  await page.locator('.statusbar').getByText(/Chokepoint .* · team: 127\.0\.0\.1:\d+\/chokepoint/).first().waitFor({ timeout: 30000 });
 });
 
 after(async () => {
