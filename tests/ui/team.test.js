@@ -5,7 +5,10 @@
 // password in its environment. The real Claude Code on `alpha`, with no VS Code or live engine there,
 // writes a file a hook escalates with `ask`: its hook shares the Pending through the database and
 // waits; the card appears in beta's Approvals naming machine alpha, the person approves it there,
-// and the write runs on alpha, whose ledger records the decision and beta as where it was made.
+// and the write runs on alpha, whose ledger records the decision and beta as where it was made. Then
+// the Trace section's team scope lists alpha's record (copied by `trace show --team` there) beside
+// beta's own (copied by VS Code's engine in the background), each labelled `machine · worktree`; with
+// the database killed it says why instead of listing, and lists again once it is back.
 'use strict';
 const { before, after, test } = require('node:test');
 const assert = require('node:assert');
@@ -117,4 +120,60 @@ test("Claude Code's ask on machine alpha waits on a card in VS Code on machine b
   assert.strictEqual(decided.length, 1, JSON.stringify(decided));
   assert.strictEqual(decided[0].data.status, 'approved');
   assert.strictEqual(decided[0].data.decided_machine, 'beta', JSON.stringify(decided[0].data));
+});
+
+test("a hook call on machine alpha is listed in beta's Trace in the team scope, with its machine; a database gone down shows why", async () => {
+  const env = { CHOKEPOINT_MACHINE: 'alpha', PGPASSWORD: pg.password };
+  const session = 'team-trace-from-alpha';
+  const input = {
+    session_id: session,
+    cwd: alpha,
+    hook_event_name: 'PreToolUse',
+    tool_name: 'Read',
+    tool_input: { file_path: path.join(alpha, 'README.md') },
+    tool_use_id: 'team-trace-1',
+  };
+  const r = spawnSync(CLI, ['hook', '--agent', 'claude', '--local', '--workspace', alpha], { input: JSON.stringify(input), encoding: 'utf8', env: { ...process.env, ...env } });
+  assert.strictEqual(r.status, 0, `chokepoint hook on alpha: ${r.stdout}${r.stderr}`);
+  // A hook process does not copy (ARCHITECTURE.md: the team's copy); the team's trace on alpha copies
+  // alpha's records before it lists them, as a live engine there would in the background.
+  assert.match(chokepoint(['trace', 'show', '--team', '--json', '--workspace', alpha], env), new RegExp(session));
+  // A call on beta, judged by VS Code's live engine there (its hook finds it by code-server's runtime
+  // folder), which copies its own records to the database in the background.
+  const own = 'team-trace-from-beta';
+  const betaEnv = { CHOKEPOINT_MACHINE: 'beta', PGPASSWORD: pg.password, XDG_RUNTIME_DIR: path.join(vsc.runDir, 'xdg', 'run') };
+  const onBeta = { ...input, session_id: own, cwd: vsc.workspace, tool_input: { file_path: path.join(vsc.workspace, 'README.md') }, tool_use_id: 'team-trace-2' };
+  const rb = spawnSync(CLI, ['hook', '--agent', 'claude', '--workspace', vsc.workspace], { input: JSON.stringify(onBeta), encoding: 'utf8', env: { ...process.env, ...betaEnv } });
+  assert.strictEqual(rb.status, 0, `chokepoint hook on beta: ${rb.stdout}${rb.stderr}`);
+
+  const trace = sidebar().getByTestId('trace');
+  const fromAlpha = trace.getByTestId('trace-entry').filter({ hasText: session });
+  await trace.getByTestId('trace-scope').waitFor({ timeout: 30000 });
+  await trace.getByTestId('trace-scope-worktree').waitFor();
+  assert.strictEqual(await trace.getByTestId('trace-scope-worktree').isChecked(), true, 'this worktree is the scope to begin with');
+  assert.strictEqual(await fromAlpha.count(), 0, "alpha's record is not in beta's own ledger");
+
+  await trace.getByTestId('trace-scope-team').check();
+  await fromAlpha.first().waitFor({ timeout: 20000 });
+  assert.strictEqual((await fromAlpha.first().getByTestId('trace-origin').textContent()).trim(), 'alpha · alpha', 'machine · worktree');
+  // beta's own record, copied by its live engine without anyone asking, is listed beside it.
+  const fromBeta = trace.getByTestId('trace-entry').filter({ hasText: own });
+  await fromBeta.first().waitFor({ timeout: 20000 });
+  assert.strictEqual((await fromBeta.first().getByTestId('trace-origin').textContent()).trim(), `beta · ${path.basename(vsc.workspace)}`);
+  assert.strictEqual(await trace.getByTestId('trace-copy-warning').isVisible(), false);
+
+  // The database goes down: the periodic refresh shows why instead of the records, never an empty list.
+  await pg.kill();
+  try {
+    await trace.getByText(/Cannot read the team's trace/).waitFor({ timeout: 20000 });
+    assert.strictEqual(await trace.getByTestId('trace-entry').count(), 0);
+    const warning = await trace.getByTestId('trace-copy-warning').textContent();
+    assert.match(warning, /could not be reached.*kept.*copied when it returns/);
+  } finally {
+    await pg.restart();
+  }
+  // Back: the next refresh lists the records again.
+  await fromAlpha.first().waitFor({ timeout: 60000 });
+  await trace.getByTestId('trace-scope-worktree').check();
+  await fromAlpha.first().waitFor({ state: 'detached', timeout: 15000 });
 });
