@@ -220,12 +220,8 @@ impl Engine {
     pub fn trace_team(&self, filter: Option<JsTeamTraceFilter>) -> Result<JsTeamTrace> {
         let f = filter.unwrap_or(JsTeamTraceFilter { intent: None, session: None, since: None, limit: None });
         let since_ms = f.since.as_deref().map(core::ledger::index::parse_time).transpose().map_err(|e| invalid(e.to_string()))?;
-        let filter = core::ledger::team_query::TeamFilter {
-            intent: f.intent,
-            session: f.session,
-            since_ms,
-            limit: f.limit.map(|l| l as usize),
-        };
+        let filter =
+            core::ledger::team_query::TeamFilter { intent: f.intent, session: f.session, since_ms, limit: f.limit.map(|l| l as usize) };
         let trace = self.inner.tracer().team_trace(&filter).map_err(|e| match e {
             core::trace::TeamTraceError::NotConfigured => invalid(e.to_string()),
             other => error(Code::Ledger, other.to_string()),
@@ -234,7 +230,13 @@ impl Engine {
             entries: trace
                 .records
                 .into_iter()
-                .map(|r| JsTeamTraceEntry { machine: r.machine, worktree: r.worktree, branch: r.branch, chain: r.chain, record: r.record.into() })
+                .map(|r| JsTeamTraceEntry {
+                    machine: r.machine,
+                    worktree: r.worktree,
+                    branch: r.branch,
+                    chain: r.chain,
+                    record: r.record.into(),
+                })
                 .collect(),
             copy_error: trace.copy.err().map(|e| e.to_string()),
         })

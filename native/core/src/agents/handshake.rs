@@ -299,6 +299,7 @@ fn holder_json(lease: &Lease) -> Value {
     json!({
         "session": lease.session,
         "agent": lease.agent,
+        "machine": lease.machine,
         "worktree": lease.checkout.as_ref().map(|c| &c.worktree),
         "branch": lease.checkout.as_ref().and_then(|c| c.branch.as_ref()),
         "acquired_at_ms": lease.acquired_at_ms,
@@ -309,9 +310,10 @@ fn holder_json(lease: &Lease) -> Value {
 fn holder_text(lease: &Lease) -> String {
     let left = lease.expires_at_ms.saturating_sub(clock::now_ms()) / 1000;
     format!(
-        "session `{}`{}{} (its lease runs {left} s more, renewed while it writes)",
+        "session `{}`{}{}{} (its lease runs {left} s more, renewed while it writes)",
         lease.session,
         lease.agent.as_ref().map(|a| format!(" of agent `{a}`")).unwrap_or_default(),
+        lease.machine.as_ref().map(|m| format!(" on machine `{m}`")).unwrap_or_default(),
         lease.checkout.as_ref().map(|c| format!(" in {c}")).unwrap_or_default()
     )
 }
