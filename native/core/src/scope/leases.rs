@@ -332,21 +332,22 @@ enum Step<T> {
     Retry,
 }
 
-/// A row of the `leases` table; `holder` is `None` once released.
-struct Row {
-    holder: Option<String>,
-    agent: Option<String>,
-    version: u64,
-    acquired_at: u64,
-    renewed_at: u64,
-    expires_at: u64,
-    taken_from: Option<String>,
-    checkout: Option<Checkout>,
-    machine: Option<String>,
+/// A row of the `leases` table (and of the team's `chokepoint.leases`, which `scope::team_leases`
+/// reads into the same shape); `holder` is `None` once released.
+pub(crate) struct Row {
+    pub(crate) holder: Option<String>,
+    pub(crate) agent: Option<String>,
+    pub(crate) version: u64,
+    pub(crate) acquired_at: u64,
+    pub(crate) renewed_at: u64,
+    pub(crate) expires_at: u64,
+    pub(crate) taken_from: Option<String>,
+    pub(crate) checkout: Option<Checkout>,
+    pub(crate) machine: Option<String>,
 }
 
 impl Row {
-    const COLUMNS: &'static str =
+    pub(crate) const COLUMNS: &'static str =
         "holder, agent, version, acquired_at, renewed_at, expires_at, taken_from, worktree, worktree_root, branch, machine";
 
     /// The row's [`Row::COLUMNS`], starting at column `first` of the result.
@@ -367,7 +368,7 @@ impl Row {
         })
     }
 
-    fn lease(self, intent: &str) -> Option<Lease> {
+    pub(crate) fn lease(self, intent: &str) -> Option<Lease> {
         Some(Lease {
             intent: intent.to_owned(),
             session: self.holder?,
@@ -381,7 +382,7 @@ impl Row {
         })
     }
 
-    fn is_live(&self, now: u64) -> bool {
+    pub(crate) fn is_live(&self, now: u64) -> bool {
         self.holder.is_some() && self.expires_at > now
     }
 }

@@ -34,7 +34,7 @@ use postgres::types::{ToSql, Type};
 
 use crate::base::team::{NOW_MS, TeamDb};
 use crate::scope::leases::{
-    AcquireError, Checkout, Holder, Lease, LeaseError, LeaseStore, REVOCATION_KEPT, Revocation, check_id, expiry, int, ttl_ms, uint,
+    AcquireError, Checkout, Holder, Lease, LeaseError, LeaseStore, REVOCATION_KEPT, Revocation, Row, check_id, expiry, int, ttl_ms, uint,
 };
 
 /// This store's name in `chokepoint.schema_versions`.
@@ -127,7 +127,8 @@ const TAKE: &str = "
     $fn$;
 ";
 
-const COLUMNS: &str = "holder, agent, version, acquired_at, renewed_at, expires_at, taken_from, worktree, worktree_root, branch, machine";
+/// The lease columns, in the order [`read_row`] reads them: the SQLite table's, named alike.
+const COLUMNS: &str = Row::COLUMNS;
 const REVOCATION_COLUMNS: &str = "session, intent, agent, version, revoked_by, reason, revoked_at";
 
 /// The lease table of one repository on the team's database.
@@ -136,54 +137,22 @@ pub struct TeamLeases {
     db: Arc<TeamDb>,
 }
 
-/// A row of `chokepoint.leases`, as `scope::leases` reads its own.
-struct Row {
-    holder: Option<String>,
-    agent: Option<String>,
-    machine: Option<String>,
-    version: u64,
-    acquired_at: u64,
-    renewed_at: u64,
-    expires_at: u64,
-    taken_from: Option<String>,
-    checkout: Option<Checkout>,
-}
-
-impl Row {
-    /// The row's [`COLUMNS`], starting at column `first`.
-    fn read(row: &postgres::Row, first: usize) -> Row {
-        Row {
-            holder: row.get(first),
-            agent: row.get(first + 1),
-            version: uint(row.get(first + 2)),
-            acquired_at: uint(row.get(first + 3)),
-            renewed_at: uint(row.get(first + 4)),
-            expires_at: uint(row.get(first + 5)),
-            taken_from: row.get(first + 6),
-            checkout: match (row.get::<_, Option<String>>(first + 7), row.get::<_, Option<String>>(first + 8)) {
-                (Some(worktree), Some(root)) => Some(Checkout { worktree, root, branch: row.get(first + 9) }),
-                _ => None,
-            },
-            machine: row.get(first + 10),
-        }
-    }
-
-    fn lease(self, intent: &str) -> Option<Lease> {
-        Some(Lease {
-            intent: intent.to_owned(),
-            session: self.holder?,
-            agent: self.agent,
-            checkout: self.checkout,
-            machine: self.machine,
-            version: self.version,
-            acquired_at_ms: self.acquired_at,
-            renewed_at_ms: self.renewed_at,
-            expires_at_ms: self.expires_at,
-        })
-    }
-
-    fn is_live(&self, now: u64) -> bool {
-        self.holder.is_some() && self.expires_at > now
+/// A row of `chokepoint.leases` ([`COLUMNS`], starting at column `first`), in the shape
+/// `scope::leases` reads its own table into.
+fn read_row(row: &postgres::Row, first: usize) -> Row {
+    Row {
+        holder: row.get(first),
+        agent: row.get(first + 1),
+        version: uint(row.get(first + 2)),
+        acquired_at: uint(row.get(first + 3)),
+        renewed_at: uint(row.get(first + 4)),
+        expires_at: uint(row.get(first + 5)),
+        taken_from: row.get(first + 6),
+        checkout: match (row.get::<_, Option<String>>(first + 7), row.get::<_, Option<String>>(first + 8)) {
+            (Some(worktree), Some(root)) => Some(Checkout { worktree, root, branch: row.get(first + 9) }),
+            _ => None,
+        },
+        machine: row.get(first + 10),
     }
 }
 
@@ -205,7 +174,7 @@ fn lock_and_read(tx: &mut postgres::Transaction<'_>, ns: &str, intent: &str) -> 
     )?;
     let now = uint(row.get(0));
     let found = row.get::<_, Option<bool>>(1).unwrap_or(false);
-    Ok((now, found.then(|| Row::read(&row, 2))))
+    Ok((now, found.then(|| read_row(&row, 2))))
 }
 
 /// Writes `lease` over its intent's row if the row still has version `expected`.
@@ -327,7 +296,7 @@ impl LeaseStore for TeamLeases {
                 return Ok(Err(AcquireError::NotHeld { intent: intent.clone(), session: holder.session.clone() }));
             };
             let outcome: String = row.get(0);
-            let lease = Row::read(&row, 2).lease(&intent);
+            let lease = read_row(&row, 2).lease(&intent);
             Ok(match (outcome.as_str(), lease) {
                 ("taken", Some(lease)) if lease.session == holder.session => Ok(lease),
                 (_, Some(other)) => Err(AcquireError::Held(Box::new(other))),
@@ -428,7 +397,7 @@ impl LeaseStore for TeamLeases {
                 return Ok(mine.as_ref().map(read_revocation));
             };
             let intent: String = first.get(0);
-            let row = Row::read(first, 1);
+            let row = read_row(first, 1);
             let now: i64 = first.get(12);
             tx.execute_typed(
                 "UPDATE chokepoint.leases SET holder = NULL, agent = NULL, taken_from = NULL, expires_at = LEAST(expires_at, $3)
@@ -511,7 +480,7 @@ impl LeaseStore for TeamLeases {
             let mut newest: Option<(String, Row)> = None;
             for found in &rows {
                 let Some(intent) = found.get::<_, Option<String>>(1) else { continue };
-                let row = Row::read(found, 2);
+                let row = read_row(found, 2);
                 if row.expires_at > now && newest.as_ref().is_none_or(|(_, n)| row.renewed_at > n.renewed_at) {
                     newest = Some((intent, row));
                 }
@@ -530,7 +499,7 @@ impl LeaseStore for TeamLeases {
                 ),
                 &[(&ns, Type::TEXT), (&intent, Type::TEXT)],
             )?;
-            Ok(row.and_then(|r| Row::read(&r, 0).lease(&intent)))
+            Ok(row.and_then(|r| read_row(&r, 0).lease(&intent)))
         })
     }
 
@@ -543,7 +512,7 @@ impl LeaseStore for TeamLeases {
                 ),
                 &[(&ns, Type::TEXT)],
             )?;
-            Ok(rows.iter().filter_map(|r| Row::read(r, 1).lease(&r.get::<_, String>(0))).collect())
+            Ok(rows.iter().filter_map(|r| read_row(r, 1).lease(&r.get::<_, String>(0))).collect())
         })
     }
 }
