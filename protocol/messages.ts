@@ -239,6 +239,8 @@ export const SessionView = z.object({
       intentId: z.string(),
       sessionId: z.string(),
       agentId: z.string().optional(),
+      /** The machine it was taken on (a team's database names it; absent on older leases). */
+      machine: z.string().optional(),
       worktree: z.string().optional(),
       worktreeRoot: z.string().optional(),
       branch: z.string().optional(),

@@ -210,6 +210,10 @@ test('the Sessions section: a revocation the page may ask for, and the sessions 
     lastSeen: 5,
   };
   assert.ok(accepts(HostMessage, { type: 'sessions', outcome: { ok: true, sessions: [session] } }));
+  // A team's lease names its machine, and the page gets it (the schema keeps it, not strips it).
+  const onAlpha = { ...session, worktree: 'repo', branch: 'main', lease: { ...session.lease, machine: 'alpha' } };
+  const parsed = HostMessage.parse({ type: 'sessions', outcome: { ok: true, sessions: [onAlpha] } });
+  assert.strictEqual(parsed.outcome.sessions[0].lease.machine, 'alpha');
   assert.ok(accepts(HostMessage, { type: 'sessions', outcome: { ok: false, error: 'the index is locked' } }));
   assert.ok(accepts(HostMessage, { type: 'revokeResult', session: 'claude:S1', ok: true, revoked: true, message: 'revoked' }));
   for (const msg of [

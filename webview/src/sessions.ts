@@ -32,10 +32,12 @@ export function actionText(a: SessionAction): string {
     .join(' ');
 }
 
-/** Where a session works, in words: its git worktree and branch (empty outside a repository). */
+/** Where a session works, in words: the machine its lease was taken on (a team's database names
+ *  it), its git worktree and branch (empty outside a repository). */
 export function placeText(s: SessionView): string {
-  if (!s.worktree) return '';
-  return s.branch ? `${s.worktree} · ${s.branch}` : s.worktree;
+  if (!s.worktree) return s.lease?.machine ?? '';
+  const place = s.branch ? `${s.worktree} · ${s.branch}` : s.worktree;
+  return s.lease?.machine ? `${s.lease.machine} · ${place}` : place;
 }
 
 /** The lease in words: the intent and until when, or why there is none. */
@@ -98,7 +100,7 @@ export function sessionsSection(options: { post(message: WebviewMessage): void }
     const place = placeText(s);
     if (place) {
       const where = el('span', { class: 'muted', testid: 'session-worktree', text: place });
-      where.title = `worktree ${s.worktree}${s.branch ? `, branch ${s.branch}` : ''}`;
+      where.title = `${s.lease?.machine ? `machine ${s.lease.machine}, ` : ''}worktree ${s.worktree ?? '?'}${s.branch ? `, branch ${s.branch}` : ''}`;
       head.append(where);
     }
     const lease = el('span', { class: s.lease ? 'lease' : 'lease muted', testid: 'session-lease', text: leaseText(s) });
