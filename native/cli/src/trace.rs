@@ -200,6 +200,21 @@ fn short_chain(chain: &str) -> &str {
     chain.rsplit_once('-').map_or(chain, |(_, random)| random)
 }
 
+/// One record as `trace show` lists it, for this worktree's ledger and the team's alike: where it is
+/// (`<chain>#<seq>`: two chains, of two worktrees or of one before and after a checkout, both have a
+/// record 7, so the chain's short name goes with it) and what it was (tool or event, decision, session
+/// and intent).
+fn summary(chain: &str, r: &Record) -> (String, String) {
+    let decision = r.decision.as_ref().map_or(String::new(), |d| format!(" {}", d.decision));
+    let what = r.tool.as_deref().or(r.event.as_deref()).unwrap_or("-");
+    let who = [r.session.as_deref().map(|s| format!("session {s}")), r.intent.as_deref().map(|i| format!("intent {i}"))]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+    (format!("{}#{}", short_chain(chain), r.seq), format!("{what}{decision}  {who}"))
+}
+
 fn show(workspace: &std::path::Path, filter: &Filter, json: bool) -> ExitCode {
     with_index(workspace, |index| {
         for found in index.query(filter)? {
@@ -208,17 +223,8 @@ fn show(workspace: &std::path::Path, filter: &Filter, json: bool) -> ExitCode {
                 println!("{}", r.to_line());
                 continue;
             }
-            let decision = r.decision.as_ref().map_or(String::new(), |d| format!(" {}", d.decision));
-            let what = r.tool.as_deref().or(r.event.as_deref()).unwrap_or("-");
-            let who = [r.session.as_deref().map(|s| format!("session {s}")), r.intent.as_deref().map(|i| format!("intent {i}"))]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join(", ");
-            // A record is its chain's and its number in it: two chains (two worktrees, or one before
-            // and after a checkout) both have a record 7, so the chain's short name goes with it.
-            let at = format!("{}#{}", short_chain(&found.chain), r.seq);
-            println!("{at:>15}  {}  {what}{decision}  {who}", r.time);
+            let (at, summary) = summary(&found.chain, r);
+            println!("{at:>15}  {}  {summary}", r.time);
             for f in &r.files {
                 let ranges: Vec<String> = f.ranges.iter().map(|x| format!("{}-{}", x.start, x.end)).collect();
                 println!("                 {} {}", f.path, ranges.join(","));
@@ -262,15 +268,8 @@ fn show_team(workspace: &std::path::Path, filter: &TeamFilter, json: bool) -> Ex
             println!("{line}");
             continue;
         }
-        let decision = r.decision.as_ref().map_or(String::new(), |d| format!(" {}", d.decision));
-        let what = r.tool.as_deref().or(r.event.as_deref()).unwrap_or("-");
-        let who = [r.session.as_deref().map(|s| format!("session {s}")), r.intent.as_deref().map(|i| format!("intent {i}"))]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join(", ");
-        let at = format!("{}#{}", short_chain(&found.chain), r.seq);
-        println!("{}  {:<16} {:<16} {at:>15}  {what}{decision}  {who}", r.time, found.machine, found.worktree);
+        let (at, summary) = summary(&found.chain, r);
+        println!("{}  {:<16} {:<16} {at:>15}  {summary}", r.time, found.machine, found.worktree);
         if let Some(reason) = r.decision.as_ref().and_then(|d| d.reason.as_deref()) {
             println!("{:>26}reason: {reason}", "");
         }

@@ -15,7 +15,6 @@ mod common;
 
 use common::{git, stderr, stdout};
 use serde_json::{Value, json};
-use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -51,14 +50,7 @@ fn team(names: &[&str]) -> Team {
     let server = postgres::Server::start();
     let dir = tempfile::tempdir().unwrap();
     let origin = dir.path().join("origin");
-    fs::create_dir_all(origin.join(".orchestration")).unwrap();
-    fs::create_dir_all(origin.join("src")).unwrap();
-    fs::write(origin.join(".orchestration/hooks.yaml"), CONFIRM_WRITES).unwrap();
-    fs::write(origin.join(".orchestration/active_intents.yaml"), INTENTS).unwrap();
-    fs::write(origin.join("src/lib.ts"), "export {};\n").unwrap();
-    git(&origin, &["init", "-q"]);
-    git(&origin, &["add", "."]);
-    git(&origin, &["commit", "-q", "-m", "governed"]);
+    common::governed_repo(&origin, CONFIRM_WRITES, Some(INTENTS));
     let machines = names
         .iter()
         .map(|name| {

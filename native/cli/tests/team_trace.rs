@@ -28,13 +28,7 @@ struct Team {
 fn team() -> Team {
     let dir = tempfile::tempdir().unwrap();
     let origin = dir.path().join("origin");
-    fs::create_dir_all(origin.join(".orchestration")).unwrap();
-    fs::create_dir_all(origin.join("src")).unwrap();
-    fs::write(origin.join(".orchestration/hooks.yaml"), "version: 1\n").unwrap();
-    fs::write(origin.join("src/lib.ts"), "export {};\n").unwrap();
-    git(&origin, &["init", "-q"]);
-    git(&origin, &["add", "."]);
-    git(&origin, &["commit", "-q", "-m", "governed"]);
+    common::governed_repo(&origin, "version: 1\n", None);
     for clone in ["laptop-web", "ci-web"] {
         git(dir.path(), &["clone", "-q", origin.to_str().unwrap(), clone]);
     }

@@ -47,14 +47,7 @@ fn repository() -> Repository {
 fn repository_with(hooks: &str) -> Repository {
     let dir = tempfile::tempdir().unwrap();
     let main = dir.path().join("repo");
-    fs::create_dir_all(main.join(".orchestration")).unwrap();
-    fs::create_dir_all(main.join("src")).unwrap();
-    fs::write(main.join(".orchestration/hooks.yaml"), hooks).unwrap();
-    fs::write(main.join(".orchestration/active_intents.yaml"), INTENTS).unwrap();
-    fs::write(main.join("src/lib.ts"), "export {};\n").unwrap();
-    git(&main, &["init", "-q"]);
-    git(&main, &["add", "."]);
-    git(&main, &["commit", "-q", "-m", "governed"]);
+    common::governed_repo(&main, hooks, Some(INTENTS));
     git(&main, &["worktree", "add", "-q", "-b", "feature-x", "../wt2"]);
     let linked = dir.path().join("wt2");
     Repository { _dir: dir, main, linked }

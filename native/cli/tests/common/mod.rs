@@ -124,3 +124,19 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     assert!(out.status.success(), "git {}: {}{}", args.join(" "), stdout(&out), stderr(&out));
     stdout(&out)
 }
+
+/// A governed repository at `root` with its first commit: `.orchestration/hooks.yaml` (and
+/// `active_intents.yaml` when given) and `src/lib.ts`, for the tests of worktrees and of a team's
+/// clones.
+pub fn governed_repo(root: &Path, hooks: &str, intents: Option<&str>) {
+    std::fs::create_dir_all(root.join(".orchestration")).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join(".orchestration/hooks.yaml"), hooks).unwrap();
+    if let Some(intents) = intents {
+        std::fs::write(root.join(".orchestration/active_intents.yaml"), intents).unwrap();
+    }
+    std::fs::write(root.join("src/lib.ts"), "export {};\n").unwrap();
+    git(root, &["init", "-q"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "governed"]);
+}
