@@ -109,9 +109,16 @@ pub fn run(args: DoctorArgs) -> ExitCode {
                     println!("  and Claude Code's HTTP hooks at {url} (the token is in .orchestration/serve.json)");
                 }
             }
-            Err(why) => println!(
-                "live engine: none ({why}); each hook judges alone, which is slower: open the workspace in VS Code with Chokepoint, or run `chokepoint serve`"
-            ),
+            Err(why) => {
+                println!(
+                    "live engine: none ({why}); each hook judges alone, which is slower: open the workspace in VS Code with Chokepoint, or run `chokepoint serve`"
+                );
+                if coordination.is_team() {
+                    println!(
+                        "  with the team's database, each hook alone also connects to it (a new connection and its login: several ms a call); a live engine keeps one connection"
+                    );
+                }
+            }
         }
     }
     if inert > 0 { ExitCode::from(EXIT_DENY) } else { ExitCode::SUCCESS }

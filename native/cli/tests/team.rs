@@ -131,6 +131,10 @@ fn the_second_machine_is_refused_and_every_view_names_the_holders_machine() {
     let text = stdout(&beta.run(&["doctor"]));
     assert!(text.contains("coordination: the team's database postgres://chokepoint@127.0.0.1:"), "{text}");
     assert!(text.contains("reachable; schema versions: "), "{text}");
+    assert!(
+        text.contains("each hook alone also connects to it"),
+        "without a live engine, doctor says what the database costs each hook: {text}"
+    );
 }
 
 #[test]

@@ -12,6 +12,10 @@
 //!   a team's PostgreSQL database on loopback (a server this bench starts, with the tests' harness),
 //!   compared with SQLite (goal ≤ 5×); `lease.check.postgres`: the look-up of a session's lease that
 //!   a write pays once per `RECHECK`, compared with SQLite's (`lease.check.sqlite`);
+//!   `postgres.roundtrip`: an empty statement (`SELECT 1`) through the same client, the floor of
+//!   every operation on the database, compared with SQLite's whole select: a select (a take and a
+//!   release) is two of them, so on a machine whose loopback round trip is over 2.5× SQLite's
+//!   select, ≤ 5× cannot be met by any client;
 //! - `lease.contend.postgres.8x2`: 8 agents, each with a connection of its own as on 8 machines, taking
 //!   and releasing 2 intents on the database at once: each sample is one decision (a take, granted or
 //!   refused, and the winner's release); decisions per second are printed.
@@ -119,18 +123,23 @@ fn team(dir: &Path) {
     let sqlite = Leases::open(&dir.join("select.db")).expect("open the lock database");
     let team = TeamLeases::new(db("bench"));
     let (mut select_sqlite, mut select_team, mut check_sqlite, mut check_team) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut roundtrip = Vec::new();
+    let floor = db("floor");
     select(&sqlite, WARMUP);
     select(&team, WARMUP);
+    round_trips(&floor, WARMUP);
     for _ in 0..TEAM_PAIRS / 100 {
         select_sqlite.extend(select(&sqlite, 100));
         select_team.extend(select(&team, 100));
         check_sqlite.extend(check(&sqlite, 100));
         check_team.extend(check(&team, 100));
+        roundtrip.extend(round_trips(&floor, 100));
     }
     samples::write("lease.select.sqlite", None, &select_sqlite);
     samples::write("lease.select.postgres", Some("lease.select.sqlite"), &select_team);
     samples::write("lease.check.sqlite", None, &check_sqlite);
     samples::write("lease.check.postgres", Some("lease.check.sqlite"), &check_team);
+    samples::write("postgres.roundtrip", Some("lease.select.sqlite"), &roundtrip);
     eprintln!(
         "leases: lease.select.sqlite {}, lease.select.postgres {}, lease.check.sqlite {}, lease.check.postgres {}",
         summary(&select_sqlite),
@@ -138,6 +147,7 @@ fn team(dir: &Path) {
         summary(&check_sqlite),
         summary(&check_team)
     );
+    eprintln!("leases: postgres.roundtrip {} (the floor: a select is two round trips)", summary(&roundtrip));
 
     // 8 agents, 2 intents: agent i wants intent i % 2, all at once.
     let stores: Vec<Arc<TeamLeases>> = (0..AGENTS).map(|i| Arc::new(TeamLeases::new(db(&format!("m-{i}"))))).collect();
@@ -193,6 +203,19 @@ fn check(store: &dyn LeaseStore, count: usize) -> Vec<u64> {
         .map(|_| {
             let started = Instant::now();
             assert!(store.held_by_at("s-chk").expect("look up").0.is_some());
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        })
+        .collect()
+}
+
+/// `count` empty statements on the database (`SELECT 1` through `TeamDb::run`, as every store's
+/// operation goes), in nanoseconds.
+fn round_trips(db: &TeamDb, count: usize) -> Vec<u64> {
+    (0..count)
+        .map(|_| {
+            let started = Instant::now();
+            let one: i32 = db.run("a round trip", |client| Ok(client.query_hot("SELECT 1", &[])?[0].get(0))).expect("a round trip");
+            assert_eq!(one, 1);
             u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
         })
         .collect()

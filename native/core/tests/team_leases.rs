@@ -422,3 +422,49 @@ fn a_reload_onto_another_database_forgets_the_cached_selection() {
     let reason = denied(&write(&alpha, "a"));
     assert!(reason.contains("no intent is selected"), "{reason}");
 }
+
+/// A kept connection prepares a take, a release and a session's check at their second run (the
+/// server then neither parses nor plans them), with the same answers; a connection made again
+/// starts over, so a hook's process, which runs each once, never pays for a prepare.
+#[test]
+fn the_statements_an_engine_repeats_are_prepared_at_their_second_run() {
+    let server = Server::start();
+    let env = server.env();
+    let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let settings = chokepoint_core::team::Settings {
+        url: server.url(),
+        namespace: "prepared".into(),
+        machine: "alpha".into(),
+        unreachable: chokepoint_core::team::Unreachable::Deny,
+        source: "test",
+    };
+    let db = Arc::new(chokepoint_core::team::TeamDb::new(settings, &lookup).unwrap());
+    let store = chokepoint_core::team_leases::TeamLeases::new(Arc::clone(&db));
+    let prepared = || {
+        db.run("list the prepared statements", |client| {
+            let rows = client
+                .query_typed("SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%chokepoint.%' ORDER BY statement", &[])?;
+            Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<String>>())
+        })
+        .unwrap()
+    };
+    let holder = Holder::new("s-1", Some("claude"));
+    let round = || {
+        let lease = store.acquire("INT-001", &holder, Duration::from_secs(60)).unwrap();
+        let held = store.held_by("s-1").unwrap().expect("the session holds its intent");
+        assert_eq!((held.intent.as_str(), held.version), ("INT-001", lease.version));
+        assert!(store.release("INT-001", "s-1").unwrap());
+        lease.version
+    };
+    let first = round();
+    assert_eq!(prepared(), Vec::<String>::new(), "the first run of each is not prepared");
+    assert_eq!(round(), first + 1);
+    let names = prepared();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(names.iter().any(|s| s.contains("lease_take")), "{names:?}");
+    assert_eq!(round(), first + 2, "the prepared statements answer as the typed ones did");
+    assert!(!store.release("INT-001", "s-1").unwrap(), "a prepared release of nothing finds nothing");
+    server.terminate_connections();
+    assert_eq!(round(), first + 3, "a connection cut is made again");
+    assert_eq!(prepared(), Vec::<String>::new(), "a new connection starts over");
+}

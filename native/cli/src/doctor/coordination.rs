@@ -46,6 +46,11 @@ impl Coordination {
         matches!(self, Coordination::Broken(_) | Coordination::Team { reached: Err(_), .. })
     }
 
+    /// Whether a team's database is configured and usable as configured (reachable or not).
+    pub fn is_team(&self) -> bool {
+        matches!(self, Coordination::Team { .. })
+    }
+
     pub fn json(&self) -> Value {
         match self {
             Coordination::Local => json!({ "mode": "local" }),

@@ -253,14 +253,14 @@ impl TeamPendings {
     pub fn open_rows(&self) -> Result<Vec<TeamRow>, TeamError> {
         self.migrate()?;
         let namespace = self.namespace().to_owned();
-        self.db.run("read the open pendings", move |client| open_rows(client, &namespace))
+        self.db.run("read the open pendings", move |client| open_rows(&mut **client, &namespace))
     }
 
     /// One row, open or decided.
     pub fn row(&self, id: &str) -> Result<Option<TeamRow>, TeamError> {
         self.migrate()?;
         let (namespace, id) = (self.namespace().to_owned(), id.to_owned());
-        self.db.run("read a pending", move |client| select_row(client, &namespace, &id))
+        self.db.run("read a pending", move |client| select_row(&mut **client, &namespace, &id))
     }
 }
 

@@ -35,13 +35,15 @@
 //!   `coordination.unreachable: local` lets it fall back to this machine's state (the stores decide
 //!   that, and say so in every answer's reason).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use postgres::types::{ToSql, Type};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -569,17 +571,105 @@ impl fmt::Debug for TeamEnv {
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
+/// One connection as an operation sees it: the client (what it derefs to), and the statements
+/// [`Session::query_hot`] prepared on it.
+///
+/// - **Why statements are prepared at their second run, not their first.** A statement sent with
+///   its parameters' types (`query_typed`) is one round trip, but the server parses and plans it
+///   every time: for a lease's take and release that was a third of their cost on loopback. A
+///   prepared one skips both, but preparing is a round trip of its own, which a `chokepoint hook`
+///   process that runs each statement once would pay for nothing. The second run says the
+///   connection is kept (a live engine's), and from then on the statement is prepared.
+pub struct Session {
+    client: postgres::Client,
+    prepared: HashMap<String, postgres::Statement>,
+    seen: HashSet<String>,
+}
+
+impl Deref for Session {
+    type Target = postgres::Client;
+    fn deref(&self) -> &postgres::Client {
+        &self.client
+    }
+}
+
+impl DerefMut for Session {
+    fn deref_mut(&mut self) -> &mut postgres::Client {
+        &mut self.client
+    }
+}
+
+impl Session {
+    fn new(client: postgres::Client) -> Session {
+        Session { client, prepared: HashMap::new(), seen: HashSet::new() }
+    }
+
+    /// Runs `sql` with `params`, as `query_typed` the first time this connection sees it and as a
+    /// statement prepared on it after that (see the type's doc). For the statements an engine runs
+    /// over and over (a lease's take, release and check); the others use the client.
+    pub fn query_hot(&mut self, sql: &str, params: &[(&(dyn ToSql + Sync), Type)]) -> Result<Vec<postgres::Row>, postgres::Error> {
+        match self.prepared_at_second_run(sql, params)? {
+            Some(statement) => self.client.query(&statement, &values(params)),
+            None => self.client.query_typed(sql, params),
+        }
+    }
+
+    /// [`Session::query_hot`] for a statement that returns no rows: how many it changed.
+    pub fn execute_hot(&mut self, sql: &str, params: &[(&(dyn ToSql + Sync), Type)]) -> Result<u64, postgres::Error> {
+        match self.prepared_at_second_run(sql, params)? {
+            Some(statement) => self.client.execute(&statement, &values(params)),
+            None => self.client.execute_typed(sql, params),
+        }
+    }
+
+    /// The statement prepared for `sql`, preparing it at its second run; `None` at its first.
+    fn prepared_at_second_run(
+        &mut self,
+        sql: &str,
+        params: &[(&(dyn ToSql + Sync), Type)],
+    ) -> Result<Option<postgres::Statement>, postgres::Error> {
+        if let Some(statement) = self.prepared.get(sql) {
+            return Ok(Some(statement.clone()));
+        }
+        if self.seen.insert(sql.to_owned()) {
+            return Ok(None);
+        }
+        let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+        let statement = self.client.prepare_typed(sql, &types)?;
+        self.prepared.insert(sql.to_owned(), statement.clone());
+        Ok(Some(statement))
+    }
+
+    /// Forgets the prepared statements, after an error of the server: a migration that replaced a
+    /// function or table under one makes it fail ("cached plan must not change result type") until
+    /// it is prepared again.
+    fn forget_statements(&mut self) {
+        self.prepared.clear();
+    }
+}
+
+/// Whether the server sent this error as it ended the session: class 57P (operator intervention:
+/// terminated, shutting down, crashed) or 08 (connection exception).
+fn ends_the_session(code: &postgres::error::SqlState) -> bool {
+    let code = code.code();
+    code.starts_with("57P") || code.starts_with("08")
+}
+
+fn values<'a>(params: &[(&'a (dyn ToSql + Sync), Type)]) -> Vec<&'a (dyn ToSql + Sync)> {
+    params.iter().map(|(value, _)| *value).collect()
+}
+
 /// The worker's side: the connection, made on first use and again after it broke.
 struct Connection {
     target: Target,
     password: Option<String>,
     machine: String,
-    client: Option<postgres::Client>,
+    client: Option<Session>,
 }
 
 impl Connection {
-    /// The open connection, or a new one. `Ok((client, fresh))`.
-    fn client(&mut self) -> Result<(&mut postgres::Client, bool), postgres::Error> {
+    /// The open connection, or a new one. `Ok((session, fresh))`.
+    fn client(&mut self) -> Result<(&mut Session, bool), postgres::Error> {
         let fresh = match &self.client {
             Some(client) if !client.is_closed() => false,
             _ => {
@@ -590,7 +680,7 @@ impl Connection {
                     target.config.password(password);
                 }
                 target.config.application_name(&format!("chokepoint {}", self.machine));
-                self.client = Some(target.connect()?);
+                self.client = Some(Session::new(target.connect()?));
                 true
             }
         };
@@ -607,6 +697,8 @@ pub struct TeamDb {
     password: Option<String>,
     worker: Mutex<Option<mpsc::Sender<Job>>>,
     migrated: Mutex<HashSet<&'static str>>,
+    /// Every store's schema version as first read through this handle (see `migrate`).
+    versions: Mutex<Option<HashMap<String, i64>>>,
 }
 
 impl fmt::Debug for TeamDb {
@@ -628,6 +720,7 @@ impl TeamDb {
             password,
             worker: Mutex::new(None),
             migrated: Mutex::new(HashSet::new()),
+            versions: Mutex::new(None),
         })
     }
 
@@ -685,7 +778,7 @@ impl TeamDb {
     pub fn run<R: Send + 'static>(
         &self,
         op: &'static str,
-        mut body: impl FnMut(&mut postgres::Client) -> Result<R, postgres::Error> + Send + 'static,
+        mut body: impl FnMut(&mut Session) -> Result<R, postgres::Error> + Send + 'static,
     ) -> Result<R, TeamError> {
         let (done, result) = mpsc::sync_channel(1);
         let shown = self.shown.clone();
@@ -695,10 +788,14 @@ impl TeamDb {
                     connection.client().map_err(|e| (TeamError::Unreachable { target: shown.clone(), cause: cause_of(&e) }, false))?;
                 body(client).map_err(|e| {
                     // An error of the server (a constraint, a timeout it enforced) leaves the
-                    // connection usable; any other means the connection is gone.
-                    let broken = e.as_db_error().is_none();
+                    // connection usable; any other means the connection is gone, and so does the
+                    // server's own word that it ended this session (an administrator's
+                    // `pg_terminate_backend`, a shutdown), read as the answer to the next statement.
+                    let broken = e.as_db_error().is_none_or(|db| ends_the_session(db.code()));
                     if broken {
                         connection.client = None;
+                    } else if let Some(session) = connection.client.as_mut() {
+                        session.forget_statements();
                     }
                     let error = if broken {
                         TeamError::Unreachable { target: shown.clone(), cause: cause_of(&e) }
@@ -729,21 +826,24 @@ impl TeamDb {
             return Ok(());
         }
         let known = steps.len() as i64;
-        // Most calls find the schema current: one read, no lock and no DDL (a hook's process pays
-        // for this once per store). A table not made yet is an error of the server, not of the
-        // connection, and sends it down the locked path.
-        let current = self.run("read its schema version", move |client| {
-            let row = client.query_typed_opt(
-                "SELECT version FROM chokepoint.schema_versions WHERE component = $1",
-                &[(&component, postgres::types::Type::TEXT)],
-            );
-            match row {
-                Ok(row) => Ok(row.map(|r| r.get::<_, i64>(0))),
-                Err(e) if e.as_db_error().is_some() => Ok(None),
-                Err(e) => Err(e),
+        // Most calls find the schema current: one read of every store's version, no lock and no
+        // DDL, made once per handle (a hook's process, which uses two or three stores once each,
+        // pays one round trip for all of them). A table not made yet is an error of the server,
+        // not of the connection, and sends it down the locked path.
+        let versions = {
+            let mut read = self.versions.lock().unwrap_or_else(|p| p.into_inner());
+            if read.is_none() {
+                *read = Some(self.run("read its schema versions", move |client| {
+                    match client.query_typed("SELECT component, version FROM chokepoint.schema_versions", &[]) {
+                        Ok(rows) => Ok(rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1))).collect()),
+                        Err(e) if e.as_db_error().is_some() => Ok(HashMap::new()),
+                        Err(e) => Err(e),
+                    }
+                })?);
             }
-        })?;
-        if current == Some(known) {
+            read.clone().unwrap_or_default()
+        };
+        if versions.get(component) == Some(&known) {
             self.migrated.lock().unwrap_or_else(|p| p.into_inner()).insert(component);
             return Ok(());
         }
@@ -805,7 +905,7 @@ impl TeamDb {
             client: None,
         };
         connection.client().map_err(|e| TeamError::Unreachable { target: self.shown.clone(), cause: cause_of(&e) })?;
-        Ok(connection.client.take().expect("connected above"))
+        Ok(connection.client.take().expect("connected above").client)
     }
 }
 

@@ -18,7 +18,9 @@
 //!   again finds the session holding the intent and renews the same tenure; a release finds nothing
 //!   to release; a revocation carries an operation id, so its second run finds the revocation it made.
 //! - **One statement per round trip.** Every statement is sent with its parameters' types
-//!   (`query_typed`), so none is prepared first: a prepare is a round trip of its own.
+//!   (`query_typed`), so none is prepared first: a prepare is a round trip of its own. A take, a
+//!   release and a session's check, which a live engine runs over and over, are prepared at their
+//!   second run on a connection (`Session::query_hot`): the server then neither parses nor plans them.
 //! - **A take is one round trip.** Selecting an intent (lock, read, decide, write, release the
 //!   session's other lease, forget its revocation) is one call of a function the schema defines,
 //!   `chokepoint.lease_take` (schema 2), committed on its own: as a client-side transaction it was
@@ -32,7 +34,7 @@ use std::time::Duration;
 use postgres::GenericClient;
 use postgres::types::{ToSql, Type};
 
-use crate::base::team::{NOW_MS, TeamDb};
+use crate::base::team::{NOW_MS, Session, TeamDb};
 use crate::scope::leases::{
     AcquireError, Checkout, Holder, Lease, LeaseError, LeaseStore, REVOCATION_KEPT, Revocation, Row, check_id, expiry, int, ttl_ms, uint,
 };
@@ -257,7 +259,7 @@ impl TeamLeases {
     fn read<T: Send + 'static>(
         &self,
         op: &'static str,
-        mut body: impl FnMut(&mut postgres::Client, &str) -> Result<T, postgres::Error> + Send + 'static,
+        mut body: impl FnMut(&mut Session, &str) -> Result<T, postgres::Error> + Send + 'static,
     ) -> Result<T, LeaseError> {
         let ns = self.ready()?;
         self.db.run(op, move |client| body(client, &ns)).map_err(LeaseError::Team)
@@ -278,7 +280,7 @@ impl LeaseStore for TeamLeases {
             let checkout = holder.checkout.as_ref();
             let (worktree, root, branch) =
                 (checkout.map(|c| c.worktree.clone()), checkout.map(|c| c.root.clone()), checkout.and_then(|c| c.branch.clone()));
-            let row = client.query_typed_opt(
+            let rows = client.query_hot(
                 "SELECT * FROM chokepoint.lease_take($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                 &[
                     (&ns, Type::TEXT),
@@ -292,7 +294,7 @@ impl LeaseStore for TeamLeases {
                     (&ttl, Type::INT8),
                 ],
             )?;
-            let Some(row) = row else {
+            let Some(row) = rows.into_iter().next() else {
                 return Ok(Err(AcquireError::NotHeld { intent: intent.clone(), session: holder.session.clone() }));
             };
             let outcome: String = row.get(0);
@@ -348,7 +350,7 @@ impl LeaseStore for TeamLeases {
     fn release(&self, intent: &str, session: &str) -> Result<bool, LeaseError> {
         let (intent, session) = (intent.to_owned(), session.to_owned());
         self.read("release a lease", move |client, ns| {
-            client.execute_typed(
+            client.execute_hot(
                 &format!(
                     "UPDATE chokepoint.leases SET holder = NULL, agent = NULL, taken_from = NULL, expires_at = LEAST(expires_at, {NOW_MS})
                      WHERE namespace = $1 AND intent = $2 AND holder = $3"
@@ -469,7 +471,7 @@ impl LeaseStore for TeamLeases {
         let session = session.to_owned();
         self.read("read a session's lease", move |client, ns| {
             // One round trip, with "now" even when the session holds nothing.
-            let rows = client.query_typed(
+            let rows = client.query_hot(
                 &format!(
                     "SELECT {NOW_MS}, l.* FROM (SELECT 1) AS one LEFT JOIN (SELECT intent, {COLUMNS} FROM chokepoint.leases
                      WHERE namespace = $1 AND holder = $2) AS l ON true"
