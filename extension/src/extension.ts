@@ -21,6 +21,7 @@ import { SidebarProvider } from './ui/sidebar';
 import { StatusBar } from './ui/statusBar';
 import { registerReplay } from './ui/replay';
 import { Trace, showProvenance, type ProvenanceReport } from './ui/trace';
+import { TraceView } from './ui/traceView';
 import type { EngineState } from '../../protocol/messages';
 import type { CompactionItem } from './runtime/prompt';
 import type { ModelProvider, RuntimeEvent } from './runtime/types';
@@ -87,6 +88,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   // VS Code's own agent runs on our models too (the scripted demo, the configured endpoint).
   const chatModels = new ChatModels(log, (model) => agent.providerFor(`openai:${model}`), native.ok ? native.binding.countTokensAsync : undefined);
   const sidebar = new SidebarProvider(context.extensionUri, engine, trace, agent, approvals, log);
+  const traceView = new TraceView(trace, engine);
   // Menus that only make sense in a governed workspace (the editor's "Show Provenance of Line").
   const setGoverned = (state: EngineState) =>
     void vscode.commands.executeCommand('setContext', 'chokepoint.governed', state.status === 'ready' && governed(state.workspaceRoot));
@@ -98,6 +100,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     approvals,
     statusBar,
     sidebar,
+    traceView,
     chatModels,
     chatModels.register(),
     // VS Code's agent declares its intent through these; its hooks bind its chat session.
@@ -120,7 +123,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     // Policy replay: the trace judged again against an edited hooks.yaml (editor title, CodeLens).
     registerReplay(engine, log),
     vscode.commands.registerCommand('chokepoint.showProvenance', (uri?: unknown, line?: unknown) =>
-      showProvenance(trace, (intent) => sidebar.showTrace(intent), uri instanceof vscode.Uri ? uri : undefined, typeof line === 'number' ? line : undefined),
+      showProvenance(trace, (intent) => traceView.showIntent(intent), uri instanceof vscode.Uri ? uri : undefined, typeof line === 'number' ? line : undefined),
     ),
   );
   return {
