@@ -92,3 +92,12 @@ test('a contained command whose writes were refused or undone counts as a denial
   assert.equal(g.actions[0].label, 'contained command · execute_command src/auth/ok.js');
   assert.equal(g.counts.denied, 1);
 });
+
+test('a completion gate that refused at the turn’s end is an action, not folded lifecycle', () => {
+  const [g] = groupBySession([
+    rec({ session: 's', kind: 'lifecycle', event: 'BeforeSubmit', decision: 'deny', reason: 'the tests fail' }),
+    rec({ session: 's', kind: 'lifecycle', event: 'BeforeSubmit', decision: 'allow' }),
+  ]);
+  assert.deepEqual(g.actions.map((a) => [a.label, a.outcome]), [['BeforeSubmit', 'denied']]);
+  assert.equal(g.lifecycle.length, 1);
+});

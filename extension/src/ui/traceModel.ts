@@ -114,7 +114,8 @@ function group(records: Entry[]): SessionGroup {
   // stands alone.
   const after = new Map<string, Entry>();
   for (const e of records) {
-    if (e.kind === 'lifecycle') {
+    // A gate that refused at a turn's end (a failing completion gate) is an action, not routine.
+    if (e.kind === 'lifecycle' && (!e.decision || e.decision === 'allow')) {
       lifecycle.push(e);
       continue;
     }

@@ -62,14 +62,15 @@ pub struct SessionView {
     pub checkout: Option<Checkout>,
     /// A person's revocation of its lease that the session has not answered by selecting again.
     pub revoked: Option<Revocation>,
-    /// Newest first, at most [`LAST_ACTIONS`].
+    /// Newest first, at most [`LAST_ACTIONS`], lifecycle events (turns, task and session
+    /// boundaries) left out unless a gate refused at one.
     pub actions: Vec<SessionAction>,
     /// Records of the session in the window.
     pub records: u64,
     /// Tool calls allowed and denied in the window.
     pub allowed: u64,
     pub denied: u64,
-    /// The newest record in the window that denied something.
+    /// The newest tool call in the window that was denied: one of those `denied` counts.
     pub last_denial: Option<SessionAction>,
     /// When the session last acted or renewed its lease (unix milliseconds).
     pub last_seen_ms: Option<u64>,
@@ -222,7 +223,9 @@ fn active_sessions(index: &Index, since: u64, checkout: Option<Checkout>) -> Res
             lease: None,
             checkout: checkout.clone(),
             revoked: None,
-            actions: records.iter().take(LAST_ACTIONS).map(action).collect(),
+            // What it did, not when its turns began and ended (a gate that refused at one, such as
+            // a failing completion gate, stays).
+            actions: records.iter().filter(|r| !is_routine(r)).take(LAST_ACTIONS).map(action).collect(),
             records: active.records,
             allowed: active.allowed,
             denied: active.denied,
@@ -283,6 +286,11 @@ pub fn label(agent: Option<&str>) -> String {
 
 fn subagent(record: &Record) -> Option<String> {
     record.data.as_ref()?.get("subagent")?.as_str().map(str::to_owned)
+}
+
+/// A lifecycle event (a turn, a task or a session beginning or ending) that no gate refused.
+fn is_routine(record: &Record) -> bool {
+    record.kind == RecordKind::Lifecycle && record.decision.as_ref().is_none_or(|d| d.decision == "allow")
 }
 
 /// The most a summary says before it is cut (a long command, many files).
