@@ -13,6 +13,7 @@ import type { PendingDict, PendingKind } from './approvals/types';
 import { ApprovalsHost } from './ui/approvalsView';
 import { evaluate, type ChainDecision, type ChainEvent } from './engine/chokepoint';
 import { EngineHost, describe } from './engine/engineHost';
+import { FirstRunState, enableChat, governFolder, openOnFirstActivation, openWalkthrough, warnIfChatNeedsSignIn } from './ui/firstRun';
 import { makeFindable } from './engine/findable';
 import { Log } from './ui/log';
 import { loadNative } from './engine/native';
@@ -91,6 +92,15 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   const setGoverned = (state: EngineState) =>
     void vscode.commands.executeCommand('setContext', 'chokepoint.governed', state.status === 'ready' && governed(state.workspaceRoot));
   setGoverned(engine.state);
+  // The walkthrough's steps complete on these context keys (ui/firstRun.ts).
+  const firstRun = new FirstRunState(engine, trace);
+  const connectAgent = async (agentId: string | undefined) => {
+    const result = await setUpAgent(context.extensionPath, log, agentId);
+    firstRun.refresh();
+    // The moment the person is about to use the Chat: its sign-in wall, explained before it shows.
+    if (result.ok && result.agent === 'vscode') void warnIfChatNeedsSignIn(log);
+    return result;
+  };
   context.subscriptions.push(
     engine,
     trace,
@@ -99,6 +109,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     statusBar,
     sidebar,
     chatModels,
+    firstRun,
     chatModels.register(),
     // VS Code's agent declares its intent through these; its hooks bind its chat session.
     ...registerIntentTools(engine, (context.extension.packageJSON as { contributes?: { languageModelTools?: { name: string }[] } }).contributes?.languageModelTools ?? []),
@@ -113,16 +124,21 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     vscode.commands.registerCommand('chokepoint.runDemoTask', () => runTask(agent, log, () => agent.runDemo())),
     vscode.commands.registerCommand('chokepoint.stopTask', () => agent.stop()),
     vscode.commands.registerCommand('chokepoint.setApiKey', () => agent.setApiKey()),
-    vscode.commands.registerCommand('chokepoint.setUpAgent', (agentId?: unknown) =>
-      setUpAgent(context.extensionPath, log, typeof agentId === 'string' ? agentId : undefined),
-    ),
-    vscode.commands.registerCommand('chokepoint.connectVsCodeAgent', () => setUpAgent(context.extensionPath, log, 'vscode')),
+    vscode.commands.registerCommand('chokepoint.setUpAgent', (agentId?: unknown) => connectAgent(typeof agentId === 'string' ? agentId : undefined)),
+    vscode.commands.registerCommand('chokepoint.connectVsCodeAgent', () => connectAgent('vscode')),
+    // The first run (ui/firstRun.ts): the walkthrough and what its buttons run.
+    vscode.commands.registerCommand('chokepoint.getStarted', () => openWalkthrough(context)),
+    vscode.commands.registerCommand('chokepoint.governFolder', () => governFolder(context.extensionPath, engine, log)),
+    vscode.commands.registerCommand('chokepoint.enableChat', () => enableChat(log)),
+    vscode.commands.registerCommand('chokepoint.openView', () => sidebar.reveal()),
+    vscode.commands.registerCommand('chokepoint.showTrace', () => sidebar.reveal('trace')),
     // Policy replay: the trace judged again against an edited hooks.yaml (editor title, CodeLens).
     registerReplay(engine, log),
     vscode.commands.registerCommand('chokepoint.showProvenance', (uri?: unknown, line?: unknown) =>
       showProvenance(trace, (intent) => sidebar.showTrace(intent), uri instanceof vscode.Uri ? uri : undefined, typeof line === 'number' ? line : undefined),
     ),
   );
+  void openOnFirstActivation(context, log);
   return {
     get engineState() {
       return engine.state;

@@ -7,7 +7,8 @@
 // Sessions section (sessions.ts: every agent's session, its lease with a Revoke button), the
 // engine (re-rendered whenever its state arrives) and the Trace section (its filter, its scope (this
 // worktree or the team, when the engine has a team database) and list updated in place, so a ledger
-// refresh never steals the keyboard focus).
+// refresh never steals the keyboard focus). An empty section shows welcome content (welcome.ts): what
+// lands there and the next step, with a button for it.
 import './main.css';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
 import {
@@ -25,6 +26,7 @@ import { approvalsSection } from './approvals';
 import { sessionsSection } from './sessions';
 import { button, el } from './dom';
 import { taskPanel } from './taskPanel';
+import { welcome } from './welcome';
 
 interface VsCodeApi {
   postMessage(message: WebviewMessage): void;
@@ -42,6 +44,7 @@ interface PersistedState {
 }
 
 const vscode = acquireVsCodeApi();
+const post = (m: WebviewMessage) => vscode.postMessage(m);
 const app = document.getElementById('app')!;
 let persisted: PersistedState = readPersisted(vscode.getState());
 const taskRegion = taskPanel({
@@ -94,14 +97,33 @@ function render(): void {
         button('Show Log', () => vscode.postMessage({ type: 'command', command: 'showLog' })),
       );
       return;
-    case 'noWorkspace':
-      engineRegion.append(el('p', { text: 'Open a folder to govern it. Chokepoint reads .orchestration/ at its root.' }));
+    case 'noWorkspace': {
+      const w = welcome('engine-welcome', ['Open a folder to govern it. Chokepoint reads .orchestration/ at its root.'], [{ label: 'Get Started', run: 'chokepoint.getStarted' }], post);
+      w.toggle(true);
+      engineRegion.append(w.element);
       return;
+    }
     case 'ready': {
       const s = state;
       const badge = document.createElement('vscode-badge');
       badge.textContent = `v${s.version}`;
       badge.setAttribute('data-testid', 'engine-version');
+      // A folder without .orchestration/: the engine runs, but there is nothing to judge against.
+      if (s.hooks.status === 'missing' && s.intents.status === 'missing') {
+        const w = welcome(
+          'engine-welcome',
+          [
+            'This folder is not governed yet: Chokepoint reads .orchestration/ at its root (active_intents.yaml: what agents may work on, and where; hooks.yaml: what judges their actions).',
+          ],
+          [
+            { label: 'Govern This Folder', run: 'chokepoint.governFolder' },
+            { label: 'Get Started', run: 'chokepoint.getStarted', secondary: true },
+          ],
+          post,
+        );
+        w.toggle(true);
+        engineRegion.append(w.element);
+      }
       engineRegion.append(
         el('h2', {}, el('span', { text: 'Engine ' }), badge),
         row('Workspace', s.workspaceRoot),
@@ -186,6 +208,11 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
     case 'revokeResult':
       sessionsRegion.result(msg.session, msg.ok, msg.revoked, msg.message, msg.error);
       return;
+    case 'reveal': {
+      const target = { approvals: approvalsRegion.section, task: taskRegion.section, sessions: sessionsRegion.section, trace: traceRegion.section }[msg.section];
+      target.scrollIntoView({ block: 'start' });
+      return;
+    }
     case 'response': {
       const resolve = pending.get(msg.id);
       pending.delete(msg.id);
@@ -236,7 +263,19 @@ function traceSection() {
   status.setAttribute('role', 'status');
   const list = el('ol', { class: 'trace' });
   list.setAttribute('aria-labelledby', heading.id);
-  const section = el('section', { class: 'trace-section' }, heading, scopeRow, el('div', { class: 'row filter' }, label, filter), copyWarning, status, list);
+  const empty = welcome(
+    'trace-welcome',
+    [
+      'Every action of a governed agent lands here, allowed or denied, with its intent, its session and the lines a write changed: the hash-chained ledger in .orchestration/trace/.',
+      'Make a first governed change: run the demo task, or ask a connected agent to change a file inside an intent\u2019s scope.',
+    ],
+    [
+      { label: 'Run Demo Task', run: { type: 'runDemo' } },
+      { label: 'Get Started', run: 'chokepoint.getStarted', secondary: true },
+    ],
+    post,
+  );
+  const section = el('section', { class: 'trace-section' }, heading, scopeRow, el('div', { class: 'row filter' }, label, filter), copyWarning, status, empty.element, list);
   section.setAttribute('data-testid', 'trace');
   // Updates are frequent; announcing each would drown the reader. The status line says what changed.
   section.setAttribute('aria-live', 'off');
@@ -323,6 +362,8 @@ function traceSection() {
       // Keep the focus on the record it was on, if that record is still listed.
       const focused = list.contains(document.activeElement) ? (document.activeElement as HTMLElement).dataset.key : undefined;
       list.replaceChildren();
+      // The welcome is for a ledger with nothing in it yet, not for a filter that matches nothing.
+      empty.toggle(outcome.ok && outcome.entries.length === 0 && intent === null && scope === 'worktree');
       status.classList.toggle('error', !outcome.ok);
       const whose = scope === 'team' ? "the team's trace" : 'the trace';
       if (!outcome.ok) {

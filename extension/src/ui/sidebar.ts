@@ -17,6 +17,7 @@ import {
   type EngineState,
   type ModelChoice,
   type RuntimeEvent as WireRuntimeEvent,
+  type SidebarSection,
   type TraceScope,
 } from '../../../protocol/messages';
 import type { AgentHost } from '../agent/agent';
@@ -101,6 +102,18 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     );
   }
 
+  /** The section a command asked to bring into view while the page was loading; sent after `ready`. */
+  private revealing: SidebarSection | undefined;
+
+  /** Shows the view and, when given, brings `section` into view ("Chokepoint: Show the Trace"). */
+  reveal(section?: SidebarSection): Thenable<unknown> {
+    if (section) {
+      if (this.ready) this.post({ type: 'reveal', section });
+      else this.revealing = section;
+    }
+    return vscode.commands.executeCommand(`${SidebarProvider.viewId}.focus`);
+  }
+
   /** Filters the Trace section by `intent` and shows the view ("Show in Trace"). */
   showTrace(intent: string | null): void {
     this.traceIntent = intent;
@@ -180,6 +193,8 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
         this.pushApprovals();
         this.pushSessions();
         void this.pushModels();
+        if (this.revealing) this.post({ type: 'reveal', section: this.revealing });
+        this.revealing = undefined;
         return;
       case 'request': {
         // One method today; the switch keeps the catalogue exhaustive as methods are added.
@@ -233,6 +248,11 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
       }
       case 'revokeLease':
         void this.revokeLease(msg.session, msg.reason);
+        return;
+      case 'runCommand':
+        // Only a command of the protocol's allow-list gets here (validated above), and with no
+        // arguments: what needs a choice asks for it in VS Code's own UI.
+        void vscode.commands.executeCommand(msg.command);
         return;
     }
   }
