@@ -2,8 +2,6 @@
 // binding), then wires the engine host to the status bar, the sidebar, the Problems panel and the
 // commands. Wiring only: what each piece does lives in its room (engine/, ui/, agent/, runtime/,
 // approvals/; ARCHITECTURE.md).
-import * as fs from 'fs';
-import * as path from 'path';
 import * as vscode from 'vscode';
 import { AgentHost, type Approver } from './agent/agent';
 import { ChatModels } from './agent/chatModels';
@@ -89,8 +87,10 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   const chatModels = new ChatModels(log, (model) => agent.providerFor(`openai:${model}`), native.ok ? native.binding.countTokensAsync : undefined);
   const sidebar = new SidebarProvider(context.extensionUri, engine, trace, agent, approvals, log);
   // Menus that only make sense in a governed workspace (the editor's "Show Provenance of Line").
+  // Governed: the folder has a configuration, as the activation events say (the engine itself may
+  // make `.orchestration/` for its runtime files in a folder that has none).
   const setGoverned = (state: EngineState) =>
-    void vscode.commands.executeCommand('setContext', 'chokepoint.governed', state.status === 'ready' && governed(state.workspaceRoot));
+    void vscode.commands.executeCommand('setContext', 'chokepoint.governed', state.status === 'ready' && (state.hooks.status !== 'missing' || state.intents.status !== 'missing'));
   setGoverned(engine.state);
   // The walkthrough's steps complete on these context keys (ui/firstRun.ts).
   const firstRun = new FirstRunState(engine, trace);
@@ -180,10 +180,6 @@ function runTask(agent: AgentHost, log: Log, task: () => Promise<void>): Thenabl
       }
     },
   );
-}
-
-function governed(root: string): boolean {
-  return fs.existsSync(path.join(root, '.orchestration'));
 }
 
 /** Writes the full state to the log and shows a one-line summary; returns the state for scripts. */

@@ -54,9 +54,11 @@ const taskRegion = taskPanel({
 });
 const approvalsRegion = approvalsSection({ post: (m) => vscode.postMessage(m) });
 const sessionsRegion = sessionsSection({ post: (m) => vscode.postMessage(m) });
+// The first step while there is nothing to govern yet (no folder, no .orchestration/): on top.
+const startRegion = el('div', { class: 'start' });
 const engineRegion = el('div', { class: 'engine' });
 const traceRegion = traceSection();
-app.replaceChildren(approvalsRegion.section, taskRegion.section, sessionsRegion.section, engineRegion, traceRegion.section);
+app.replaceChildren(startRegion, approvalsRegion.section, taskRegion.section, sessionsRegion.section, engineRegion, traceRegion.section);
 let state: EngineState | undefined;
 let nextRequestId = 1;
 const pending = new Map<number, (r: ReloadResult) => void>();
@@ -82,6 +84,7 @@ function fileTone(status: 'loaded' | 'missing' | 'invalid'): 'ok' | 'warn' | 'er
 
 function render(): void {
   engineRegion.replaceChildren();
+  startRegion.replaceChildren();
   traceRegion.section.hidden = state?.status !== 'ready';
   sessionsRegion.section.hidden = state?.status !== 'ready';
   if (!state) {
@@ -100,7 +103,7 @@ function render(): void {
     case 'noWorkspace': {
       const w = welcome('engine-welcome', ['Open a folder to govern it. Chokepoint reads .orchestration/ at its root.'], [{ label: 'Get Started', run: 'chokepoint.getStarted' }], post);
       w.toggle(true);
-      engineRegion.append(w.element);
+      startRegion.append(w.element);
       return;
     }
     case 'ready': {
@@ -122,7 +125,7 @@ function render(): void {
           post,
         );
         w.toggle(true);
-        engineRegion.append(w.element);
+        startRegion.append(w.element);
       }
       engineRegion.append(
         el('h2', {}, el('span', { text: 'Engine ' }), badge),

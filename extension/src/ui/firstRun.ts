@@ -205,7 +205,12 @@ export async function governFolder(extensionPath: string, engine: EngineHost, lo
   }
   log.info(written.length ? `Govern This Folder wrote ${written.join(', ')}` : 'Govern This Folder: .orchestration/ was already there; nothing written');
   engine.reload();
-  await vscode.window.showTextDocument(vscode.Uri.file(path.join(target, 'active_intents.yaml')), { preview: false });
+  // Beside a page being read (the walkthrough, which ran this), not over it.
+  const reading = vscode.window.activeTextEditor === undefined && vscode.window.tabGroups.activeTabGroup.activeTab !== undefined;
+  await vscode.window.showTextDocument(vscode.Uri.file(path.join(target, 'active_intents.yaml')), {
+    preview: false,
+    viewColumn: reading ? vscode.ViewColumn.Beside : undefined,
+  });
   void vscode.window.showInformationMessage(
     written.length
       ? 'Chokepoint governs this folder: set the starter intent\u2019s owned_scope to the paths agents may change, then connect an agent.'
