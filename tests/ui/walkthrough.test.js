@@ -96,9 +96,9 @@ test('in a folder not governed yet, opening the view activates the extension and
   await vsc.openSidebar();
   await walkthrough().getByText('Get Started with Chokepoint').first().waitFor({ timeout: 90000 });
   for (const id of ['about', 'govern', 'connect', 'chat', 'change', 'trace']) await step(id).waitFor({ timeout: 10000 });
-  // The first step's button shows the view, and the step is done. (Opening the view ticks it too,
-  // but not here: VS Code 1.139 misses a view shown, and a context key set, in the activation that
-  // registers the walkthrough's listeners; seen in this test, not explained.)
+  // The first step's button shows the view, and the step is done. (Showing the view ticks it too,
+  // onView, but not here: in VS Code 1.139 neither onView nor an onContext key set by the view's
+  // provider ticked it when opening the view is what activated the extension; seen, not explained.)
   assert.strictEqual(await step('govern').getAttribute('aria-checked'), 'false');
   await press('about', 'Open the Chokepoint View');
   await done('about');
@@ -130,8 +130,10 @@ test('the empty sidebar says what to do next in every section, with buttons', as
   if (shots) {
     // Wide enough for the step's page beside its list, tall enough for the whole empty view.
     await page.setViewportSize({ width: 1920, height: 1500 });
-    await step('connect').click();
-    await page.waitForTimeout(6000); // the step's page is a webview of its own
+    // The step VS Code selects after the first: its page is a webview of its own, slow to follow a
+    // click on another step.
+    await step('govern').click();
+    await page.waitForTimeout(6000);
     await sidebar().locator('body').evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: path.join(shots, 'walkthrough.png') });
     await page.locator('.part.sidebar').screenshot({ path: path.join(shots, 'sidebar-welcome.png') });

@@ -123,9 +123,6 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
 
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
-    // The walkthrough's first step: the view was seen (its onView event misses a view already open
-    // when the walkthrough registers, as on the first activation, which opening the view caused).
-    void vscode.commands.executeCommand('setContext', 'chokepoint.viewShown', true);
     this.ready = false;
     const dist = vscode.Uri.joinPath(this.extensionUri, 'dist');
     view.webview.options = { enableScripts: true, localResourceRoots: [dist] };
