@@ -10,8 +10,9 @@ import type { PendingDict, SessionView as BindingSessionView } from '../native/n
 
 /** Bumped when a message changes shape; the ready handshake carries it so a stale page is detected.
  *  3 since the task panel's messages, 4 since the Approvals section's, 5 since the Sessions section's,
- *  6 since the Trace section's team scope, 7 since the welcome content's `runCommand` and `reveal`. */
-export const PROTOCOL_VERSION = 7;
+ *  6 since the Trace section's team scope, 7 since the trace left the page for a tree view of its own,
+ *  8 since the welcome content's `runCommand`. */
+export const PROTOCOL_VERSION = 8;
 
 const Diagnostic = z.object({
   file: z.string(),
@@ -61,43 +62,6 @@ export type RequestMethod = z.infer<typeof RequestMethod>;
 export const ReloadResult = z.object({ diagnostics: z.number().int().min(0), reloadedAt: z.string() });
 export type ReloadResult = z.infer<typeof ReloadResult>;
 
-/** An intent id as the page may name it: only to filter what it is shown. */
-const IntentId = z.string().min(1).max(200);
-
-/** One record of the trace ledger as the sidebar lists it (the binding's `TraceEntry`). */
-export const TraceEntry = z.object({
-  seq: z.number().int().min(1),
-  time: z.string(),
-  kind: z.string(),
-  event: z.string().nullish(),
-  tool: z.string().nullish(),
-  session: z.string().nullish(),
-  agent: z.string().nullish(),
-  model: z.string().nullish(),
-  intent: z.string().nullish(),
-  decision: z.string().nullish(),
-  reason: z.string().nullish(),
-  files: z.array(z.object({ path: z.string(), ranges: z.array(z.object({ start: z.number().int(), end: z.number().int() })) })),
-});
-export type TraceEntry = z.infer<typeof TraceEntry>;
-
-/** Whose records the Trace section lists: this worktree's ledger, or every machine's in the team's
- *  database (only offered when the engine has one). */
-export const TraceScope = z.enum(['worktree', 'team']);
-export type TraceScope = z.infer<typeof TraceScope>;
-
-/** A record as the Trace section lists it: in the team scope, with where it was written (a team's
- *  `seq` is only unique within one machine's worktree's chain, so the chain travels too). */
-export const TraceListEntry = TraceEntry.extend({
-  from: z.object({ machine: z.string(), worktree: z.string(), branch: z.string().optional(), chain: z.string() }).optional(),
-});
-export type TraceListEntry = z.infer<typeof TraceListEntry>;
-
-/** The team's database as the Trace section sees it; absent (null) when the engine has none, and then
- *  the page offers no team scope. `copyError`: why this worktree's records are not all copied there
- *  yet (the team's database could not be reached); they are kept and copied when it returns. */
-export const TeamTraceState = z.object({ machine: z.string(), copyError: z.string().optional() });
-export type TeamTraceState = z.infer<typeof TeamTraceState>;
 
 /** The longest prompt the page may start a task with (characters). */
 export const MAX_PROMPT_CHARS = 20_000;
@@ -281,10 +245,6 @@ export const WelcomeCommand = z.enum([
 ]);
 export type WelcomeCommand = z.infer<typeof WelcomeCommand>;
 
-/** The sections of the sidebar a command may bring into view ("Chokepoint: Show the Trace"). */
-export const SidebarSection = z.enum(['approvals', 'task', 'sessions', 'trace']);
-export type SidebarSection = z.infer<typeof SidebarSection>;
-
 export const WebviewMessage = z.discriminatedUnion('type', [
   /** Sent once the page's script runs; the host pushes state only after this. */
   z.object({ type: z.literal('ready'), protocol: z.number().int() }),
@@ -297,11 +257,6 @@ export const WebviewMessage = z.discriminatedUnion('type', [
     line: z.number().int().min(0),
     column: z.number().int().min(0),
   }),
-  /** Show only the trace records of this intent (null: every record). The host answers with `trace`. */
-  z.object({ type: z.literal('setTraceFilter'), intent: IntentId.nullable() }),
-  /** List this worktree's records or the team's. The host answers with `trace` (in the worktree scope
-   *  when the engine has no team database, whatever was asked). */
-  z.object({ type: z.literal('setTraceScope'), scope: TraceScope }),
   /** Run `prompt` with `model`, one of the ids the host offered in `models`. The host answers with
    *  `taskState` (and an error if the task cannot start). */
   z.object({ type: z.literal('startTask'), prompt: z.string().trim().min(1).max(MAX_PROMPT_CHARS), model: ModelId }),
@@ -330,25 +285,6 @@ export const HostMessage = z.discriminatedUnion('type', [
       z.object({ ok: z.literal(false), error: z.string() }),
     ]),
   }),
-  /** The trace's recent records, newest first, under the filter and scope the host applies (sent
-   *  after `ready`, when the ledger changes, when the filter or scope changes, from the page or a
-   *  command, and every few seconds in the team scope while the view is visible). `team`: null when
-   *  the engine has no team database. */
-  z.object({
-    type: z.literal('trace'),
-    intent: IntentId.nullable(),
-    scope: TraceScope,
-    team: TeamTraceState.nullable(),
-    outcome: z.discriminatedUnion('ok', [
-      z.object({ ok: z.literal(true), entries: z.array(TraceListEntry) }),
-      z.object({ ok: z.literal(false), error: z.string() }),
-    ]),
-  })
-    .refine((m) => m.scope === 'worktree' || m.team !== null, { message: 'the team scope needs a team database' })
-    // Without its machine and worktree, a team's record could be taken for one of this worktree's.
-    .refine((m) => m.scope === 'worktree' || !m.outcome.ok || m.outcome.entries.every((e) => e.from !== undefined), {
-      message: "every record of the team's trace says where it was written",
-    }),
   /** The models the picker offers and the one it starts with (sent after `ready` and when the
    *  settings that make the list change). */
   z.object({ type: z.literal('models'), choices: z.array(ModelChoice), selected: ModelId }),
@@ -376,8 +312,6 @@ export const HostMessage = z.discriminatedUnion('type', [
   }),
   /** What became of a `revokeLease`: revoked, not confirmed (`revoked: false`), or why it failed. */
   z.object({ type: z.literal('revokeResult'), session: z.string(), ok: z.boolean(), revoked: z.boolean().optional(), message: z.string().optional(), error: z.string().optional() }),
-  /** Bring a section into view (sent when a command shows it, after `ready` if the page was loading). */
-  z.object({ type: z.literal('reveal'), section: SidebarSection }),
 ]);
 export type HostMessage = z.infer<typeof HostMessage>;
 

@@ -20,6 +20,7 @@ import { SidebarProvider } from './ui/sidebar';
 import { StatusBar } from './ui/statusBar';
 import { registerReplay } from './ui/replay';
 import { Trace, showProvenance, type ProvenanceReport } from './ui/trace';
+import { TraceView } from './ui/traceView';
 import type { EngineState } from '../../protocol/messages';
 import type { CompactionItem } from './runtime/prompt';
 import type { ModelProvider, RuntimeEvent } from './runtime/types';
@@ -86,6 +87,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   // VS Code's own agent runs on our models too (the scripted demo, the configured endpoint).
   const chatModels = new ChatModels(log, (model) => agent.providerFor(`openai:${model}`), native.ok ? native.binding.countTokensAsync : undefined);
   const sidebar = new SidebarProvider(context.extensionUri, engine, trace, agent, approvals, log);
+  const traceView = new TraceView(trace, engine);
   // Menus that only make sense in a governed workspace (the editor's "Show Provenance of Line").
   // Governed: the folder has a configuration, as the activation events say (the engine itself may
   // make `.orchestration/` for its runtime files in a folder that has none).
@@ -108,6 +110,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     approvals,
     statusBar,
     sidebar,
+    traceView,
     chatModels,
     firstRun,
     chatModels.register(),
@@ -131,11 +134,11 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     vscode.commands.registerCommand('chokepoint.governFolder', () => governFolder(context.extensionPath, engine, log)),
     vscode.commands.registerCommand('chokepoint.enableChat', () => enableChat(log)),
     vscode.commands.registerCommand('chokepoint.openView', () => sidebar.reveal()),
-    vscode.commands.registerCommand('chokepoint.showTrace', () => sidebar.reveal('trace')),
+    vscode.commands.registerCommand('chokepoint.showTrace', () => traceView.showIntent(null)),
     // Policy replay: the trace judged again against an edited hooks.yaml (editor title, CodeLens).
     registerReplay(engine, log),
     vscode.commands.registerCommand('chokepoint.showProvenance', (uri?: unknown, line?: unknown) =>
-      showProvenance(trace, (intent) => sidebar.showTrace(intent), uri instanceof vscode.Uri ? uri : undefined, typeof line === 'number' ? line : undefined),
+      showProvenance(trace, (intent) => traceView.showIntent(intent), uri instanceof vscode.Uri ? uri : undefined, typeof line === 'number' ? line : undefined),
     ),
   );
   void openOnFirstActivation(context, log);

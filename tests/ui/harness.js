@@ -62,6 +62,24 @@ async function startVsCode({ outsideHome = false, env = {}, firstRun = false, un
       await tab.waitFor({ timeout: 60000 });
       if ((await tab.getAttribute('aria-selected')) !== 'true') await tab.click();
     },
+    /** The Trace view's pane: a native tree under the Chokepoint container, expanded. */
+    async traceView() {
+      const pane = page.locator('.pane').filter({ has: page.locator('.pane-header h3.title', { hasText: /^Trace$/ }) });
+      const header = pane.locator('.pane-header');
+      await header.waitFor({ timeout: 30000 });
+      if ((await header.getAttribute('aria-expanded')) === 'false') await header.click();
+      return pane;
+    },
+    /** Runs the command titled `title` (`Chokepoint: …`) from the command palette. */
+    async runCommand(title) {
+      await page.keyboard.press('F1');
+      await page.locator('.quick-input-widget input').fill(`>${title}`);
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: title }).first().click({ timeout: 15000 });
+    },
+    /** Picks `label` in the open quick pick. */
+    async pick(label) {
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: new RegExp(`^${label}`) }).first().click({ timeout: 15000 });
+    },
     async stop() {
       if (process.env.CHOKEPOINT_UI_SCREENSHOT) await page.screenshot({ path: process.env.CHOKEPOINT_UI_SCREENSHOT }).catch(() => {});
       await browser.close().catch(() => {});

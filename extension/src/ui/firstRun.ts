@@ -102,7 +102,7 @@ export class FirstRunState implements vscode.Disposable {
   }
 
   private traceHasRecords(): boolean {
-    const recent = this.trace.recent(undefined, 1);
+    const recent = this.trace.recent({}, 1);
     return recent.ok && recent.entries.length > 0;
   }
 

@@ -212,3 +212,17 @@ fn an_ungoverned_workspace_has_no_sessions() {
     assert!(engine.sessions().unwrap().is_empty());
     assert!(!ws.path().join(".orchestration").exists(), "listing creates nothing");
 }
+
+/// `chokepoint doctor` tries each agent's hooks with a probe (`doctor-<pid>`): its records stay in
+/// the trace, where they show the hooks ran, but no person watches it as a session of the workspace.
+#[test]
+fn doctors_probes_are_not_sessions() {
+    let (_ws, engine) = governed();
+    let probe = format!("vscode:{}", chokepoint_core::sessions::probe_session(4242));
+    assert!(matches!(judge(&engine, write(&probe, "vscode", "../outside.txt")), Decision::Deny(_)));
+    assert_eq!(select(&engine, "vscode:doctor-chat", "vscode", "INT-001"), Decision::Allow);
+    let listed: Vec<String> = engine.sessions().unwrap().into_iter().map(|s| s.session).collect();
+    assert_eq!(listed, ["vscode:doctor-chat"], "a session merely named like one is listed");
+    let recorded = engine.tracer().query(&chokepoint_core::ledger::index::Filter { session: Some(probe), ..Default::default() }).unwrap();
+    assert_eq!(recorded.len(), 1, "the probe's record is in the trace");
+}

@@ -631,7 +631,7 @@ pub struct Probe {
 
 pub fn probe(agent: Agent, workspace: &Path, pid: u32) -> Option<Probe> {
     let event = gate_event(agent)?;
-    let session = format!("doctor-{pid}");
+    let session = crate::engine::sessions::probe_session(pid);
     let path = workspace.parent().unwrap_or(Path::new("/")).join(format!("chokepoint-doctor-{pid}.txt"));
     let (p, ws) = (path.to_string_lossy(), workspace.to_string_lossy());
     let content = "written by chokepoint doctor; a guard must refuse it\n";

@@ -181,13 +181,26 @@ impl Engine {
     }
 }
 
+/// The session id of `chokepoint doctor`'s probe of an agent's hooks (`agents::inspect::probe`):
+/// `doctor-<pid>`, `<agent>:` before it once the hook names it. Its records stay in the trace, where
+/// they show the hooks were tried; a session no agent worked in is not one a person watches.
+pub fn probe_session(pid: u32) -> String {
+    format!("doctor-{pid}")
+}
+
+fn is_probe(session: &str) -> bool {
+    let id = session.split_once(':').map_or(session, |(_, id)| id);
+    id.strip_prefix("doctor-").is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The sessions with records in `index` since `since` (at most [`MAX_SESSIONS`], most recently active
-/// first), each with its actions and counts, said to work in `checkout`; no lease yet.
+/// first), each with its actions and counts, said to work in `checkout`; no lease yet. Doctor's
+/// probes are left out.
 fn active_sessions(index: &Index, since: u64, checkout: Option<Checkout>) -> Result<Vec<SessionView>, TraceError> {
     let activity = index.session_activity(since, MAX_SESSIONS).map_err(|e| TraceError::from(e.to_string()))?;
     let read = |e: crate::ledger::error::ReadError| TraceError::from(e.to_string());
     let mut views = Vec::with_capacity(activity.len());
-    for active in activity {
+    for active in activity.into_iter().filter(|a| !is_probe(&a.session)) {
         let filter = Filter { session: Some(active.session.clone()), limit: Some(READ_BACK), newest_first: true, ..Filter::default() };
         let found = index.query(&filter).map_err(read)?;
         // A record is named by its chain and its number in it: two chains (two worktrees, or one
