@@ -187,7 +187,7 @@ test("the walkthrough's agent buttons set that agent up, with no picker", async 
   await done('chat');
 });
 
-test('Run the Demo Task makes a first governed change: the step is done and the Trace section lists it', async () => {
+test('Run the Demo Task makes a first governed change: the step is done and the Trace view lists it', async () => {
   await press('change', 'Run the Demo Task');
   await done('change');
   await vsc.openSidebar();
