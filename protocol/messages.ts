@@ -240,8 +240,6 @@ export const WelcomeCommand = z.enum([
   'chokepoint.governFolder',
   'chokepoint.connectVsCodeAgent',
   'chokepoint.setUpAgent',
-  'chokepoint.runDemoTask',
-  'chokepoint.enableChat',
 ]);
 export type WelcomeCommand = z.infer<typeof WelcomeCommand>;
 
