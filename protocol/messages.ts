@@ -10,8 +10,9 @@ import type { PendingDict, SessionView as BindingSessionView } from '../native/n
 
 /** Bumped when a message changes shape; the ready handshake carries it so a stale page is detected.
  *  3 since the task panel's messages, 4 since the Approvals section's, 5 since the Sessions section's,
- *  6 since the Trace section's team scope, 7 since the trace left the page for a tree view of its own. */
-export const PROTOCOL_VERSION = 7;
+ *  6 since the Trace section's team scope, 7 since the trace left the page for a tree view of its own,
+ *  8 since the welcome content's `runCommand`. */
+export const PROTOCOL_VERSION = 8;
 
 const Diagnostic = z.object({
   file: z.string(),
@@ -231,6 +232,17 @@ export const MAX_SESSIONS = 500;
 /** The longest reason a person may give for a revocation (told to the session's agent). */
 export const MAX_REVOKE_REASON = 1_000;
 
+/** The commands a button of the sidebar's welcome content (what an empty section says to do next)
+ *  may run: an allow-list, so the page can run these and nothing else. Each is one of package.json's
+ *  `contributes.commands` (tests/node/walkthrough.test.js holds them to it). */
+export const WelcomeCommand = z.enum([
+  'chokepoint.getStarted',
+  'chokepoint.governFolder',
+  'chokepoint.connectVsCodeAgent',
+  'chokepoint.setUpAgent',
+]);
+export type WelcomeCommand = z.infer<typeof WelcomeCommand>;
+
 export const WebviewMessage = z.discriminatedUnion('type', [
   /** Sent once the page's script runs; the host pushes state only after this. */
   z.object({ type: z.literal('ready'), protocol: z.number().int() }),
@@ -255,6 +267,9 @@ export const WebviewMessage = z.discriminatedUnion('type', [
   /** Revoke a session's lease, as the person: the host confirms in a modal dialog first, then
    *  answers with `revokeResult` and a fresh `sessions`. */
   z.object({ type: z.literal('revokeLease'), session: SessionId, reason: z.string().trim().max(MAX_REVOKE_REASON).optional() }),
+  /** Run one command of the welcome content's allow-list, without arguments (a command that needs a
+   *  choice asks for it in VS Code's own UI). */
+  z.object({ type: z.literal('runCommand'), command: WelcomeCommand }),
 ]);
 export type WebviewMessage = z.infer<typeof WebviewMessage>;
 

@@ -6,7 +6,9 @@
 // Task section (taskPanel.ts: the prompt, the model, the transcript appended event by event), the
 // Sessions section (sessions.ts: every agent's session, its lease with a Revoke button) and the
 // engine (re-rendered whenever its state arrives). The trace is not here: it is the Trace view, a
-// tree of the extension's own (extension/src/ui/traceView.ts).
+// tree of the extension's own (extension/src/ui/traceView.ts). An empty section shows welcome content
+// (welcome.ts): what lands there and the next step, with a button for it; a folder without
+// .orchestration/ shows its first step on top.
 import './main.css';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
 import {
@@ -21,6 +23,7 @@ import { approvalsSection } from './approvals';
 import { sessionsSection } from './sessions';
 import { button, el } from './dom';
 import { taskPanel } from './taskPanel';
+import { welcome } from './welcome';
 
 interface VsCodeApi {
   postMessage(message: WebviewMessage): void;
@@ -38,6 +41,7 @@ interface PersistedState {
 }
 
 const vscode = acquireVsCodeApi();
+const post = (m: WebviewMessage) => vscode.postMessage(m);
 const app = document.getElementById('app')!;
 let persisted: PersistedState = readPersisted(vscode.getState());
 const taskRegion = taskPanel({
@@ -47,8 +51,10 @@ const taskRegion = taskPanel({
 });
 const approvalsRegion = approvalsSection({ post: (m) => vscode.postMessage(m) });
 const sessionsRegion = sessionsSection({ post: (m) => vscode.postMessage(m) });
+// The first step while there is nothing to govern yet (no folder, no .orchestration/): on top.
+const startRegion = el('div', { class: 'start' });
 const engineRegion = el('div', { class: 'engine' });
-app.replaceChildren(approvalsRegion.section, taskRegion.section, sessionsRegion.section, engineRegion);
+app.replaceChildren(startRegion, approvalsRegion.section, taskRegion.section, sessionsRegion.section, engineRegion);
 let state: EngineState | undefined;
 let nextRequestId = 1;
 const pending = new Map<number, (r: ReloadResult) => void>();
@@ -74,6 +80,7 @@ function fileTone(status: 'loaded' | 'missing' | 'invalid'): 'ok' | 'warn' | 'er
 
 function render(): void {
   engineRegion.replaceChildren();
+  startRegion.replaceChildren();
   sessionsRegion.section.hidden = state?.status !== 'ready';
   if (!state) {
     engineRegion.append(el('p', { class: 'muted', text: 'Waiting for the engine…' }));
@@ -88,14 +95,33 @@ function render(): void {
         button('Show Log', () => vscode.postMessage({ type: 'command', command: 'showLog' })),
       );
       return;
-    case 'noWorkspace':
-      engineRegion.append(el('p', { text: 'Open a folder to govern it. Chokepoint reads .orchestration/ at its root.' }));
+    case 'noWorkspace': {
+      const w = welcome('engine-welcome', ['Open a folder to govern it. Chokepoint reads .orchestration/ at its root.'], [{ label: 'Get Started', run: 'chokepoint.getStarted' }], post);
+      w.toggle(true);
+      startRegion.append(w.element);
       return;
+    }
     case 'ready': {
       const s = state;
       const badge = document.createElement('vscode-badge');
       badge.textContent = `v${s.version}`;
       badge.setAttribute('data-testid', 'engine-version');
+      // A folder without .orchestration/: the engine runs, but there is nothing to judge against.
+      if (s.hooks.status === 'missing' && s.intents.status === 'missing') {
+        const w = welcome(
+          'engine-welcome',
+          [
+            'This folder is not governed yet: Chokepoint reads .orchestration/ at its root (active_intents.yaml: what agents may work on, and where; hooks.yaml: what judges their actions).',
+          ],
+          [
+            { label: 'Govern This Folder', run: 'chokepoint.governFolder' },
+            { label: 'Get Started', run: 'chokepoint.getStarted', secondary: true },
+          ],
+          post,
+        );
+        w.toggle(true);
+        startRegion.append(w.element);
+      }
       engineRegion.append(
         el('h2', {}, el('span', { text: 'Engine ' }), badge),
         row('Workspace', s.workspaceRoot),

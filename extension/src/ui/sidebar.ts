@@ -81,6 +81,11 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     );
   }
 
+  /** Shows the view ("Chokepoint: Open the Chokepoint View", the walkthrough's first button). */
+  reveal(): Thenable<unknown> {
+    return vscode.commands.executeCommand(`${SidebarProvider.viewId}.focus`);
+  }
+
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
     this.ready = false;
@@ -191,6 +196,11 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
       }
       case 'revokeLease':
         void this.revokeLease(msg.session, msg.reason);
+        return;
+      case 'runCommand':
+        // Only a command of the protocol's allow-list gets here (validated above), and with no
+        // arguments: what needs a choice asks for it in VS Code's own UI.
+        void vscode.commands.executeCommand(msg.command);
         return;
     }
   }
