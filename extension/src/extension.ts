@@ -21,6 +21,7 @@ import { StatusBar } from './ui/statusBar';
 import { registerReplay } from './ui/replay';
 import { Trace, showProvenance, type ProvenanceReport } from './ui/trace';
 import { TraceView } from './ui/traceView';
+import { DecisionLog } from './ui/decisionLog';
 import type { EngineState } from '../../protocol/messages';
 import type { CompactionItem } from './runtime/prompt';
 import type { ModelProvider, RuntimeEvent } from './runtime/types';
@@ -88,6 +89,8 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   const chatModels = new ChatModels(log, (model) => agent.providerFor(`openai:${model}`), native.ok ? native.binding.countTokensAsync : undefined);
   const sidebar = new SidebarProvider(context.extensionUri, engine, trace, agent, approvals, log);
   const traceView = new TraceView(trace, engine);
+  // Every agent's decisions, told in the output channel as they land in the ledger.
+  const decisionLog = new DecisionLog(trace, engine, log);
   // Menus that only make sense in a governed workspace (the editor's "Show Provenance of Line").
   // Governed: the folder has a configuration, as the activation events say (the engine itself may
   // make `.orchestration/` for its runtime files in a folder that has none).
@@ -111,6 +114,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     statusBar,
     sidebar,
     traceView,
+    decisionLog,
     chatModels,
     firstRun,
     chatModels.register(),

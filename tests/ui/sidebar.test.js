@@ -76,6 +76,18 @@ test('the Trace view lists what the agents did by session; its filters narrow it
   assert.match(sessions[1], /INT-001 · 2 actions · 1 denied/);
   assert.match(await denied.first().textContent(), /denied.*outside/);
 
+  // The output channel told each decision as it landed in the ledger (an agent's judged alone or
+  // served here alike): the denial at the default level, `info`.
+  await vsc.runCommand('Chokepoint: Show Log');
+  const output = page.locator('.panel .view-lines').first();
+  let told = '';
+  for (let i = 0; i < 50 && !told.includes('src/billing/x.js: denied'); i++) {
+    await page.waitForTimeout(200);
+    told = ((await output.textContent().catch(() => '')) ?? '').replace(/\u00a0/g, ' ');
+  }
+  assert.match(told, /decision: claude ui-a: PreToolUse write_to_file src\/billing\/x\.js: denied \(INT-001\): `src\/billing\/x\.js` is outside/, told);
+  assert.ok(!told.includes('decision: claude ui-b'), 'an allowed call is told at debug only');
+
   // By outcome: only the denial, and its session, remain.
   await vsc.runCommand('Chokepoint: Filter Trace by Outcome…');
   await vsc.pick('Denied');
@@ -99,7 +111,7 @@ test('the Trace view lists what the agents did by session; its filters narrow it
   assert.match(doc, /# write_to_file src\/billing\/x\.js: denied/, doc);
   assert.match(doc, /is outside the scope of intent/);
   assert.match(doc, /at byte \d+; its line hashes to/);
-  assert.match(doc, /"decision": "deny"/);
+  assert.match(doc, /"event": "PreToolUse"/);
 
   // A page at a time: with a limit of 2, the oldest record waits behind "Show 1 more".
   fs.mkdirSync(path.join(workspace, '.vscode'), { recursive: true });

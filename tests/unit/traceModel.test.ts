@@ -3,7 +3,7 @@
 // short session names.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type Entry, applyFilter, countLine, groupBySession, shortSession } from '../../extension/src/ui/traceModel';
+import { type Entry, applyFilter, countLine, decisionLine, groupBySession, shortSession } from '../../extension/src/ui/traceModel';
 
 let seq = 100;
 function rec(over: Partial<Entry>): Entry {
@@ -100,4 +100,13 @@ test('a completion gate that refused at the turn’s end is an action, not folde
   ]);
   assert.deepEqual(g.actions.map((a) => [a.label, a.outcome]), [['BeforeSubmit', 'denied']]);
   assert.equal(g.lifecycle.length, 1);
+});
+
+test('the output channel tells each judged record in one line, refusals at info and the rest at debug', () => {
+  const denied = decisionLine(rec({ session: 'vscode:3f9c2a71-aaaa-bbbb-cccc-ddddeeeeffff', agent: 'vscode', intent: 'INT-001', event: 'PreToolUse', tool: 'create_file', decision: 'deny', reason: 'outside the scope', paths: ['src/billing/x.js'] }));
+  assert.deepEqual(denied, { level: 'info', line: `vscode vscode:3f9c2a71: PreToolUse create_file src/billing/x.js: denied (INT-001): outside the scope [#${seq}]` });
+  assert.equal(decisionLine(rec({ session: 's', agent: 'claude', event: 'PreToolUse', tool: 'Read', decision: 'allow' }))?.level, 'debug');
+  assert.equal(decisionLine(rec({ session: 's', kind: 'lifecycle', event: 'TurnEnd' })), undefined, 'routine lifecycle is not told');
+  assert.equal(decisionLine(rec({ session: 's', kind: 'lifecycle', event: 'BeforeSubmit', decision: 'deny', reason: 'tests fail' }))?.level, 'info');
+  assert.equal(decisionLine(rec({ session: 's', event: 'PreToolUse', tool: 'Bash', decision: 'ask', reason: 'a person confirms' }))?.level, 'info');
 });

@@ -173,3 +173,16 @@ export function countLine(shown: number, total: number | undefined): string {
   const noun = (n: number) => `${n} record${n === 1 ? '' : 's'}`;
   return total !== undefined && total > shown ? `the newest ${shown} of ${noun(total)}` : noun(shown);
 }
+
+/** A record as the output channel tells it, one line: who, what, what it came to and why. Denials,
+ *  asks and refused completions at `info`; allowed calls and approvals at `debug`; lifecycle
+ *  events that no gate refused not at all. */
+export function decisionLine(e: Entry): { level: 'info' | 'debug'; line: string } | undefined {
+  if (e.kind === 'lifecycle' && (!e.decision || e.decision === 'allow')) return undefined;
+  const outcome = outcomeOf(e);
+  const who = [e.agent ?? 'agent', e.session ? shortSession(e.session) : undefined].filter(Boolean).join(' ');
+  const what = [e.event, describe(e)].filter(Boolean).join(' ');
+  const reason = e.reason ?? (e.kind === 'containment' && e.refused.length ? `writes refused or undone: ${e.refused.join(', ')}` : undefined);
+  const line = `${who}: ${what}: ${outcome}${e.intent ? ` (${e.intent})` : ''}${reason ? `: ${reason}` : ''} [#${e.seq}]`;
+  return { level: outcome === 'allowed' || outcome === 'approved' || outcome === 'recorded' ? 'debug' : 'info', line };
+}
