@@ -278,7 +278,7 @@ function traceSection() {
     }
     if (e.decision) head.append(el('span', { class: `decision ${e.decision}`, text: e.decision }));
     const item = el('li', { class: 'entry' }, head);
-    if (e.decision !== 'allow' && e.reason) item.append(el('div', { class: 'reason', text: e.reason }));
+    if (e.decision !== 'allow' && e.reason) item.append(el('div', { class: `reason ${e.decision ?? ''}`, testid: 'trace-reason', text: e.reason }));
     const who = [e.intent ? `intent ${e.intent}` : undefined, e.session ? `session ${e.session}` : undefined, e.agent ? `agent ${e.agent}` : undefined]
       .filter((x): x is string => x !== undefined);
     if (who.length) item.append(el('div', { class: 'who muted', text: who.join(' · ') }));

@@ -301,7 +301,9 @@ fn the_text_report_names_the_file_the_problem_and_the_fix() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("Claude Code (.claude/settings.json): 1 inert; 1 to check"), "{text}");
     assert!(
-        text.contains("  inert: .claude/settings.json PreToolUse: the Chokepoint hook's timeout (600 s) is not above its --deadline (600 s)"),
+        text.contains(
+            "  inert: .claude/settings.json PreToolUse: the Chokepoint hook's timeout (600 s) is not above its --deadline (600 s)"
+        ),
         "{text}"
     );
     assert!(text.contains("    fix: raise `timeout` above the deadline (`chokepoint init` writes 610 for a --deadline of 600)"), "{text}");

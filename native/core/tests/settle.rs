@@ -224,10 +224,7 @@ async fn an_agents_ask_carries_its_deadline_its_lapse_and_who_waits_on_it() {
     assert!((110_000..=120_000).contains(&lapses_in(&long)), "{:?}", long.deadline_ms);
     assert_eq!(long.on_timeout, Lapse::Deny);
     let asker = long.asker.clone().expect("an agent's ask names who waits");
-    assert_eq!(
-        (asker.agent.as_str(), asker.session.as_deref(), asker.intent.as_deref()),
-        ("claude", Some("claude:S"), Some("INT-001"))
-    );
+    assert_eq!((asker.agent.as_str(), asker.session.as_deref(), asker.intent.as_deref()), ("claude", Some("claude:S"), Some("INT-001")));
     assert_eq!(asker.worktree.as_deref(), ws.path().file_name().and_then(|n| n.to_str()));
 
     // An agent that gives up sooner: its deadline, less than the configured one.

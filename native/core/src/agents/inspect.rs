@@ -353,7 +353,8 @@ pub fn check(agent: Agent, hooks: &[ConfiguredHook], read: impl Fn(&str) -> Opti
     // An older set-up's hook before a tool call (`--deadline 25`): an ask about the call lapses
     // before a person can answer it, whatever `approvals.timeout_seconds` says.
     for hook in &ours {
-        let ask_hook = setup::installed(setup::written_as(agent)).into_iter().find(|i| i.event == hook.event && i.kind == EventKind::PreToolUse);
+        let ask_hook =
+            setup::installed(setup::written_as(agent)).into_iter().find(|i| i.event == hook.event && i.kind == EventKind::PreToolUse);
         let Some(installed) = ask_hook else { continue };
         let deadline = hook.deadline_secs();
         if deadline < installed.deadline_secs {

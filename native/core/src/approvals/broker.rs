@@ -20,7 +20,9 @@
 use super::error::ApprovalError;
 use super::kind::PendingKind;
 use super::listener::Registry;
-use super::pending::{Asker, Decision, Effect, Lapse, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult};
+use super::pending::{
+    Asker, Decision, Effect, Lapse, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult,
+};
 use super::record::{Phase, approval_record};
 use super::routing::{ANY_KIND, Route, merged_handlers, route};
 use super::team::{Claim, TeamPendings, TeamRow};
