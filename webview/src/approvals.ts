@@ -5,6 +5,7 @@
 // the whole list whenever it changes; cards are kept by id and updated in place, so what the reader
 // typed and where the keyboard focus is survive a refresh.
 import type { Decision, PendingView, WebviewMessage } from '../../protocol/messages';
+import { countdownText, shortSession } from './countdown';
 import { lineDiff } from './diff';
 import { button, el, setEnabled } from './dom';
 
@@ -43,38 +44,6 @@ interface Card {
 /** Under this many seconds left, the countdown stands out. */
 const SOON_SECONDS = 30;
 
-/** A session id as a card names it: the agent's own id after `<agent>:`, its first 8 characters. */
-export function shortSession(session: string): string {
-  const own = session.includes(':') ? session.slice(session.indexOf(':') + 1) : session;
-  return own.length > 8 ? `${own.slice(0, 8)}…` : own;
-}
-
-/** `m:ss` (or `h:mm:ss`) of a number of seconds. */
-export function clock(seconds: number): string {
-  const s = Math.max(0, Math.floor(seconds));
-  const [h, m, r] = [Math.floor(s / 3600), Math.floor((s % 3600) / 60), s % 60];
-  const two = (n: number) => String(n).padStart(2, '0');
-  return h > 0 ? `${h}:${two(m)}:${two(r)}` : `${m}:${two(r)}`;
-}
-
-/** What happens to `p` when nobody decides it, as the end of a sentence. */
-function lapseText(p: PendingView): string {
-  switch (p.onTimeout) {
-    case 'deny':
-      return 'then the call is denied';
-    case 'agent_prompt':
-      return `then ${p.agent ?? 'the agent'} asks you in its own prompt`;
-    default:
-      return 'then it counts as rejected';
-  }
-}
-
-/** The countdown line of `p` at `now`: "Lapses in 4:12: then the call is denied." */
-export function countdownText(p: PendingView, now: number): string {
-  if (p.deadlineMs === null) return '';
-  const left = (p.deadlineMs - now) / 1000;
-  return left > 0 ? `Lapses in ${clock(left)}: ${lapseText(p)}.` : `Lapsed: ${lapseText(p).replace(/^then /, '')}.`;
-}
 
 export function approvalsSection(options: { post(message: WebviewMessage): void }) {
   const heading = el('h3', { text: 'Approvals' });
