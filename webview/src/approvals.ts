@@ -44,7 +44,6 @@ interface Card {
 /** Under this many seconds left, the countdown stands out. */
 const SOON_SECONDS = 30;
 
-
 export function approvalsSection(options: { post(message: WebviewMessage): void }) {
   const heading = el('h3', { text: 'Approvals' });
   heading.id = 'approvals-heading';

@@ -20,6 +20,8 @@ export class ApprovalsHost implements vscode.Disposable {
   readonly onDidChange = this.changed.event;
   /** The API's handlers, registered again on a new engine. */
   private readonly handlers = new Map<string, { kind: PendingKind | '*'; handler: ApprovalHandler; registration?: { dispose(): void } }>();
+  /** Other agents' Pendings already announced. */
+  private readonly announced = new Set<string>();
   /** Whether the human sees the Approvals section now (the sidebar answers). */
   isVisible: () => boolean = () => false;
 
@@ -40,7 +42,10 @@ export class ApprovalsHost implements vscode.Disposable {
     if (this.brokerEngine !== engine) {
       this.brokerEngine = engine;
       this.broker = new ApprovalBroker({ engine, log: this.log, human: { arrived: (p) => this.arrived(p) }, providerFor: this.providerFor });
-      this.broker.onChange(() => this.changed.fire());
+      this.broker.onChange((p) => {
+        this.changed.fire();
+        this.announceAgentAsk(p);
+      });
       for (const [name, h] of this.handlers) h.registration = this.broker.registerHandler(h.kind, name, h.handler);
     }
     return this.broker;
@@ -126,6 +131,16 @@ export class ApprovalsHost implements vscode.Disposable {
     } catch (e) {
       this.log.warn(`the approvals of the stopped task could not be withdrawn: ${(e as Error).message}`);
     }
+  }
+
+  /** Another agent's ask for a person (a hook the live engine serves): announced once, as our runtime's
+   *  asks are by the broker. A person working in VS Code's Chat, with the sidebar hidden, learns of it. */
+  private announceAgentAsk(p: PendingDict): void {
+    if (p.status !== 'open' || p.route !== 'human' || !p.asker || this.announced.has(p.id)) return;
+    this.announced.add(p.id);
+    // Ids only grow: the oldest go first, long after their Pendings lapsed.
+    if (this.announced.size > 1000) this.announced.delete(this.announced.values().next().value as string);
+    this.arrived(p);
   }
 
   private arrived(p: PendingDict): void {
