@@ -203,7 +203,7 @@ async fn an_agents_ask_carries_its_deadline_its_lapse_and_who_waits_on_it() {
     use chokepoint_core::approvals::{Lapse, PendingDict};
     use chokepoint_core::external_events::Agent;
     use std::time::Duration;
-    let (ws, engine) = governed();
+    let (ws, _) = governed();
     fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\napprovals:\n  timeout_seconds: 120\n").unwrap();
     let engine = Arc::new(Engine::open(ws.path()).unwrap());
     let mut select = Event::tool(EventKind::PreToolUse, "select_active_intent", json!({ "intent_id": "INT-001" }));
