@@ -311,7 +311,8 @@ impl Approvals {
         }
     }
 
-    /// Listeners hear every open, edit and decision (timeouts included), in that order per Pending.
+    /// Listeners hear every open, edit and decision (timeouts included), in that order per Pending,
+    /// and a deadline a waiter brought forward (the Pending still open), so a countdown shows it.
     pub fn on_change(&self, listener: ChangeListener) {
         self.inner.listeners.write().unwrap_or_else(|p| p.into_inner()).push(listener);
     }
