@@ -11,7 +11,7 @@ import type { PendingDict, SessionView as BindingSessionView } from '../native/n
 /** Bumped when a message changes shape; the ready handshake carries it so a stale page is detected.
  *  3 since the task panel's messages, 4 since the Approvals section's, 5 since the Sessions section's,
  *  6 since the Trace section's team scope, 7 since the trace left the page for a tree view of its own,
- *  8 since the welcome content's `runCommand`. */
+ *  8 since the welcome content's `runCommand` and a Pending's countdown and asker. */
 export const PROTOCOL_VERSION = 8;
 
 const Diagnostic = z.object({
@@ -119,10 +119,15 @@ export const MAX_TRANSCRIPT_EVENTS = 5_000;
 /** The kinds of Pending: the generated `PendingDict['kind']` (checked just below). */
 export const PendingKind = z.enum(['tool_call', 'scope_expansion', 'plan', 'compaction', 'submit']);
 
+/** What a Pending becomes when nobody decides it in time: the generated `PendingDict['on_timeout']`. */
+export const PendingLapse = z.enum(['reject', 'deny', 'agent_prompt']);
+
 /** True only when `A` and `B` are the same type: the schema and the binding's contract cannot drift. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const pendingKindsMatch: Same<z.infer<typeof PendingKind>, PendingDict['kind']> = true;
 void pendingKindsMatch;
+const pendingLapsesMatch: Same<z.infer<typeof PendingLapse>, PendingDict['on_timeout']> = true;
+void pendingLapsesMatch;
 
 /** An open Pending as the Approvals section shows it: the core's dict in short, and for a write the
  *  file before (from disk) and after (from the call's input), which the page shows as a diff. */
@@ -135,6 +140,13 @@ export const PendingView = z.object({
   agent: z.string().nullable(),
   /** The session the Pending belongs to (`claude:<id>` for another agent's). */
   sessionId: z.string().nullable(),
+  /** The intent that session holds, when another agent's call asked. */
+  intent: z.string().nullable(),
+  /** When it lapses if nobody decides it, in milliseconds since the Unix epoch (the card counts
+   *  down to it). */
+  deadlineMs: z.number().nullable(),
+  /** What happens then: rejected, the agent's call denied, or handed to the agent's own prompt. */
+  onTimeout: PendingLapse,
   /** Where an ask relayed from another worktree's hook comes from (`worktree wt2 on branch x`). */
   from: z.string().nullable(),
   route: z.string(),

@@ -743,6 +743,20 @@ export interface OpenPendingRequest {
   review?: boolean
 }
 
+/** The agent whose call waits on a Pending, and where it works. */
+export interface PendingAsker {
+  /** The agent's id: `claude`, `codex`, `gemini`, `copilot`, `cursor`, `vscode`. */
+  agent: string
+  /** Its session as the ledger names it (`<agent>:<its id>`). */
+  session: string | null
+  /** The intent the session holds. */
+  intent: string | null
+  /** Its worktree's folder name. */
+  worktree: string | null
+  /** Its machine, for another machine's Pending. */
+  machine: string | null
+}
+
 export interface PendingDecision {
   action: string
   /** `human`, `reviewer`, `auto-approve`, `auto-deny`, `guard`, `timeout`, or what the host said. */
@@ -761,6 +775,15 @@ export interface PendingDict {
   triggered_by: string
   session_id: string | null
   task_id: string | null
+  /** When it lapses if nobody decides it: milliseconds since the Unix epoch (this machine's clock). */
+  deadline_ms: number | null
+  /**
+   * What happens then: rejected (our runtime's asks), the agent's call denied, or handed to the
+   * agent's own permission prompt (`approvals.fallback: agent`).
+   */
+  on_timeout: 'reject' | 'deny' | 'agent_prompt'
+  /** Who waits on it, when another agent's call asked. */
+  asker: JsAsker | null
   status: 'open' | 'approved' | 'rejected' | 'modified' | 'overridden' | 'retry' | 'timed_out'
   route: PendingRoute
   subject: Record<string, unknown>

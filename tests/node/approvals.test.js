@@ -113,7 +113,7 @@ test('waitPending resolves on a decision made later, and on timeout as a rejecti
   await assert.rejects(engine.waitPending('pnd-nope'), /no pending `pnd-nope`/);
 });
 
-test('onPendingChange hears every open, edit and decision; the triggering policy hears the outcome', async () => {
+test('onPendingChange hears every open, edit, deadline brought forward and decision; the triggering policy hears the outcome', async () => {
   const engine = binding.Engine.open(sampleWorkspace());
   const changes = [];
   engine.onPendingChange((p) => changes.push(`${p.kind} ${p.status} ${p.subject.paths}`));
@@ -135,6 +135,8 @@ test('onPendingChange hears every open, edit and decision; the triggering policy
     'scope_expansion rejected src/api/a.ts',
     'scope_expansion open src/api/**',
     'scope_expansion approved src/api/**',
+    'scope_expansion open src/api/**',
+    // The waiter's 30 ms brought its deadline forward: heard, so a card's countdown shows it.
     'scope_expansion open src/api/**',
     'scope_expansion timed_out src/api/**',
   ]);

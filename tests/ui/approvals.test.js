@@ -159,7 +159,24 @@ test("Claude Code's ask waits on a card that names the agent and its session, an
   try {
     const card = approvals().getByTestId('pending').filter({ hasText: 'Claude Code' });
     await card.waitFor({ timeout: 90000 });
-    assert.match(await card.getByTestId('pending-who').textContent(), /^Claude Code · session claude:\S+/);
+    assert.match(await card.getByTestId('pending-who').textContent(), /^Claude Code · session claude:\S+ · intent INT-001 · hook confirm-claude-writes$/);
+    // The head names the agent and its session, short (the full id on hover), not the hook.
+    const by = card.getByTestId('pending-by');
+    assert.match(await by.textContent(), /^asked by Claude Code, session \S{1,8}…?$/);
+    assert.match(await by.getAttribute('title'), /^session claude:\S+; the hook that asked: confirm-claude-writes$/);
+    // The countdown moves, toward what happens when nobody answers.
+    const countdown = card.getByTestId('pending-countdown');
+    const left = async () => {
+      const text = await countdown.textContent();
+      const m = /^Lapses in (\d+):(\d\d): then the call is denied\.$/.exec(text);
+      assert.ok(m, `the countdown reads: ${text}`);
+      return Number(m[1]) * 60 + Number(m[2]);
+    };
+    const first = await left();
+    assert.ok(first > 240 && first <= 300, `${first} s left of five minutes`);
+    await page.waitForTimeout(2500);
+    const then = await left();
+    assert.ok(then < first && then >= first - 4, `the countdown went from ${first} s to ${then} s`);
     assert.match(await card.textContent(), /a person confirms what Claude Code writes/);
     assert.match(await card.getByTestId('pending-diff').textContent(), /\+\/\/ written by Claude Code, approved in VS Code/);
     await card.getByTestId('action-approve').click();

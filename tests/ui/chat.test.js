@@ -153,6 +153,28 @@ async function chatSession() {
   const card = approvals().getByTestId('pending').filter({ hasText: 'session.js' });
   await card.waitFor({ timeout: 90000 });
   assert.match(await card.textContent(), /new session code is reviewed/);
+  // Who asked: VS Code's agent and its chat session (short; the full id on hover) instead of the
+  // hook, the intent the session holds, and how long a person has (hooks.yaml's default five
+  // minutes, which the hook's --deadline 600 leaves whole) and what happens then.
+  const by = card.getByTestId('pending-by');
+  assert.match(await by.textContent(), /^asked by VS Code\S*.*, session \S+/);
+  assert.match(await by.getAttribute('title'), /^session vscode:\S+; the hook that asked: review-sessions$/);
+  assert.match(await card.getByTestId('pending-who').textContent(), /intent INT-001/);
+  const countdown = card.getByTestId('pending-countdown');
+  const secondsLeft = async () => {
+    const text = await countdown.textContent();
+    const m = /^Lapses in (\d+):(\d\d): then the call is denied\.$/.exec(text);
+    assert.ok(m, `the countdown reads: ${text}`);
+    return Number(m[1]) * 60 + Number(m[2]);
+  };
+  const first = await secondsLeft();
+  assert.ok(first > 240 && first <= 300, `${first} s left of five minutes`);
+  // Issue 30: the ask lasts longer than a minute (it lapsed after 24 s, VS Code's 30 s timeout less
+  // our margin), and the person's approval after that still lets the agent's write run.
+  await page.waitForTimeout(65000);
+  assert.ok(await card.isVisible(), 'the card still waits after 65 s');
+  const later = await secondsLeft();
+  assert.ok(later <= first - 60 && later > 0, `the countdown went from ${first} s to ${later} s`);
   await card.locator('[data-action="approve"]').click();
   await card.waitFor({ state: 'detached', timeout: 15000 });
 

@@ -5,6 +5,7 @@
 // the whole list whenever it changes; cards are kept by id and updated in place, so what the reader
 // typed and where the keyboard focus is survive a refresh.
 import type { Decision, PendingView, WebviewMessage } from '../../protocol/messages';
+import { countdownText, shortSession } from './countdown';
 import { lineDiff } from './diff';
 import { welcome } from './welcome';
 import { button, el, setEnabled } from './dom';
@@ -37,7 +38,12 @@ interface Card {
   subjectKey: string;
   update(p: PendingView): void;
   result(ok: boolean, error?: string): void;
+  /** Moves the countdown on to `now` (milliseconds since the epoch). */
+  tick(now: number): void;
 }
+
+/** Under this many seconds left, the countdown stands out. */
+const SOON_SECONDS = 30;
 
 export function approvalsSection(options: { post(message: WebviewMessage): void }) {
   const heading = el('h3', { text: 'Approvals' });
@@ -62,6 +68,11 @@ export function approvalsSection(options: { post(message: WebviewMessage): void 
   const section = el('section', { class: 'approvals-section', testid: 'approvals' }, heading, status, empty.element, list);
   section.setAttribute('aria-labelledby', heading.id);
   const cards = new Map<string, Card>();
+  // One clock for every card's countdown; a hidden view's timer costs nothing worth stopping.
+  setInterval(() => {
+    const now = Date.now();
+    for (const card of cards.values()) card.tick(now);
+  }, 1000);
 
   return {
     section,
@@ -104,17 +115,35 @@ function pendingCard(initial: PendingView, post: (m: WebviewMessage) => void): C
   const when = new Date(p.createdAt);
   const time = el('time', { class: 'muted', text: Number.isNaN(when.getTime()) ? p.createdAt : when.toLocaleTimeString(), title: p.createdAt });
   time.dateTime = p.createdAt;
-  const by = el('span', { class: 'muted', text: `asked by ${p.triggeredBy}` });
+  // Who asked: the agent and its session when another agent's call waits here (the full session id
+  // on hover), else the hook or policy that asked.
+  const by = el('span', { class: 'muted', testid: 'pending-by' });
+  const renderBy = () => {
+    by.textContent = p.agent ? `asked by ${p.agent}${p.sessionId ? `, session ${shortSession(p.sessionId)}` : ''}` : `asked by ${p.triggeredBy}`;
+    by.title = p.agent ? `${p.sessionId ? `session ${p.sessionId}; ` : ''}the hook that asked: ${p.triggeredBy}` : '';
+  };
+  renderBy();
   const route = el('span', { class: 'muted', testid: 'pending-route', text: p.route === 'human' ? '' : `· ${p.route}` });
   const head = el('div', { class: 'entry-head' }, title, by, route, time);
   // Another agent's call: which agent and which session wait on this card, and in which worktree
   // when its hook relayed the ask from another worktree of the repository.
   const who = el('div', { class: 'muted pending-who', testid: 'pending-who' });
   const renderWho = () => {
-    who.textContent = p.agent ? `${p.agent}${p.sessionId ? ` · session ${p.sessionId}` : ''}${p.from ? ` · in ${p.from}` : ''}` : '';
+    const parts = [p.sessionId ? `session ${p.sessionId}` : '', p.intent ? `intent ${p.intent}` : '', p.from ? `in ${p.from}` : '', `hook ${p.triggeredBy}`];
+    who.textContent = p.agent ? `${p.agent} · ${parts.filter(Boolean).join(' · ')}` : '';
     who.hidden = !p.agent;
   };
   renderWho();
+  // How long a person has, counting down each second, and what happens when it runs out.
+  const countdown = el('p', { class: 'muted countdown', testid: 'pending-countdown' });
+  const tick = (now: number) => {
+    countdown.textContent = countdownText(p, now);
+    countdown.hidden = p.deadlineMs === null;
+    const left = p.deadlineMs === null ? Infinity : (p.deadlineMs - now) / 1000;
+    countdown.classList.toggle('soon', left < SOON_SECONDS);
+    if (p.deadlineMs !== null) countdown.dataset.deadline = String(p.deadlineMs);
+  };
+  tick(Date.now());
   const subject = el('div', { class: 'pending-subject', testid: 'pending-subject' });
 
   const reasonId = `reason-${p.id}`;
@@ -144,11 +173,11 @@ function pendingCard(initial: PendingView, post: (m: WebviewMessage) => void): C
   const actions = el('div', { class: 'actions' });
   const buttons: HTMLElement[] = [];
 
-  const element = el('li', { class: 'pending', testid: 'pending' }, head, who, subject, el('div', { class: 'reason-row' }, reasonLabel, reason), editorBox, actions, message);
+  const element = el('li', { class: 'pending', testid: 'pending' }, head, who, countdown, subject, el('div', { class: 'reason-row' }, reasonLabel, reason), editorBox, actions, message);
   element.dataset.kind = p.kind;
   element.dataset.id = p.id;
   element.tabIndex = -1;
-  element.setAttribute('aria-label', `${KIND_LABEL[p.kind]} asked by ${p.triggeredBy}`);
+  element.setAttribute('aria-label', `${KIND_LABEL[p.kind]} asked by ${p.agent ?? p.triggeredBy}`);
 
   function fail(text: string): void {
     message.textContent = text;
@@ -272,7 +301,9 @@ function pendingCard(initial: PendingView, post: (m: WebviewMessage) => void): C
     },
     update(next: PendingView): void {
       p = next;
+      renderBy();
       renderWho();
+      tick(Date.now());
       const key = JSON.stringify([p.subject, p.preview]);
       if (key !== subjectKey) {
         subjectKey = key;
@@ -286,6 +317,7 @@ function pendingCard(initial: PendingView, post: (m: WebviewMessage) => void): C
       buttons.forEach((b) => setEnabled(b, true));
       if (!ok) fail(`Refused: ${error ?? 'unknown reason'}`);
     },
+    tick,
   };
 }
 
@@ -308,7 +340,8 @@ function renderSubject(node: HTMLElement, p: PendingView): void {
     case 'tool_call': {
       const input = (s.input ?? {}) as Record<string, unknown>;
       node.append(el('div', { class: 'call-head' }, el('span', { class: 'what mono', text: String(s.tool ?? '') }), el('span', { class: 'mono', text: typeof input.path === 'string' ? input.path : strings(s.paths).join(', ') })));
-      if (typeof s.reason === 'string' && s.reason) node.append(el('div', { class: 'reason', text: s.reason }));
+      // The hook's question: an ask, coloured as one, not as a denial.
+      if (typeof s.reason === 'string' && s.reason) node.append(el('div', { class: 'reason ask', testid: 'pending-reason-text', text: s.reason }));
       if (p.preview) node.append(diffView(p.preview.path, p.preview.before, p.preview.after));
       else node.append(el('pre', { class: 'mono subject-json', text: JSON.stringify(input, null, 2) }));
       return;

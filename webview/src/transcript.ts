@@ -149,7 +149,7 @@ function callRow(e: Extract<RuntimeEvent, { type: 'toolCall' }>): HTMLElement {
     const decider = e.hooks.find((h) => h.outcome === e.decision);
     const verb = e.decision === 'deny' ? 'denied' : e.decision === 'ask' ? 'approval asked' : 'invalid arguments';
     const reason = decider && e.reason.startsWith(`${decider.hook}: `) ? e.reason.slice(decider.hook.length + 2) : e.reason;
-    row.append(el('div', { class: 'reason', testid: 'call-reason', text: decider ? `${verb} by ${decider.hook}: ${reason}` : `${verb}: ${reason}` }));
+    row.append(el('div', { class: `reason ${e.decision}`, testid: 'call-reason', text: decider ? `${verb} by ${decider.hook}: ${reason}` : `${verb}: ${reason}` }));
   }
   if (e.hooks.length) row.append(hooksDetails(e.hooks, e.decision, e.durableMs));
   return row;
@@ -177,7 +177,7 @@ function hooksDetails(hooks: Hook[], decision: string, durableMs?: number): HTML
   const summary = el('summary', { text: `Hooks: ${named} · ${duration(total)}${recorded}` });
   const items = hooks.map((h) => {
     const li = el('li', { testid: 'hook' }, el('span', { class: 'hook-name', text: h.hook }), el('span', { class: `decision ${h.outcome}`, text: h.outcome }), el('span', { class: 'muted', text: duration(h.durationMs) }));
-    if (h.reason) li.append(el('div', { class: 'reason', text: h.reason }));
+    if (h.reason) li.append(el('div', { class: `reason ${h.outcome}`, text: h.reason }));
     return li;
   });
   return el('details', { class: 'hooks', testid: 'hooks' }, summary, el('ul', {}, ...items));

@@ -20,6 +20,8 @@ export class ApprovalsHost implements vscode.Disposable {
   readonly onDidChange = this.changed.event;
   /** The API's handlers, registered again on a new engine. */
   private readonly handlers = new Map<string, { kind: PendingKind | '*'; handler: ApprovalHandler; registration?: { dispose(): void } }>();
+  /** Other agents' Pendings already announced. */
+  private readonly announced = new Set<string>();
   /** Whether the human sees the Approvals section now (the sidebar answers). */
   isVisible: () => boolean = () => false;
 
@@ -40,7 +42,10 @@ export class ApprovalsHost implements vscode.Disposable {
     if (this.brokerEngine !== engine) {
       this.brokerEngine = engine;
       this.broker = new ApprovalBroker({ engine, log: this.log, human: { arrived: (p) => this.arrived(p) }, providerFor: this.providerFor });
-      this.broker.onChange(() => this.changed.fire());
+      this.broker.onChange((p) => {
+        this.changed.fire();
+        this.announceAgentAsk(p);
+      });
       for (const [name, h] of this.handlers) h.registration = this.broker.registerHandler(h.kind, name, h.handler);
     }
     return this.broker;
@@ -71,9 +76,13 @@ export class ApprovalsHost implements vscode.Disposable {
       kind: p.kind,
       createdAt: p.created_at,
       triggeredBy: p.triggered_by,
-      // Another agent's call (its hook judged by the live engine): which agent, which session.
-      agent: typeof p.subject?.agent === 'string' && binding ? binding.agentLabel(p.subject.agent) : null,
-      sessionId: p.session_id,
+      // Another agent's call (its hook judged by the live engine): which agent, which session, the
+      // intent it holds (the core's `asker`; an older peer's Pending names its agent in the subject).
+      agent: agentOf(p, binding),
+      sessionId: p.asker?.session ?? p.session_id,
+      intent: p.asker?.intent ?? null,
+      deadlineMs: p.deadline_ms,
+      onTimeout: p.on_timeout,
       // An ask relayed from another worktree's hook (the core's `serve::relay`), or another machine's
       // shown through the team's database (`approvals::team`): where it waits.
       from:
@@ -124,10 +133,24 @@ export class ApprovalsHost implements vscode.Disposable {
     }
   }
 
+  /** Another agent's ask for a person (a hook the live engine serves): announced once, as our runtime's
+   *  asks are by the broker. A person working in VS Code's Chat, with the sidebar hidden, learns of it. */
+  private announceAgentAsk(p: PendingDict): void {
+    if (p.status !== 'open' || p.route !== 'human' || !p.asker || this.announced.has(p.id)) return;
+    this.announced.add(p.id);
+    // Ids only grow: the oldest go first, long after their Pendings lapsed.
+    if (this.announced.size > 1000) this.announced.delete(this.announced.values().next().value as string);
+    this.arrived(p);
+  }
+
   private arrived(p: PendingDict): void {
     this.log.info(`approval ${p.id} (${p.kind}, asked by ${p.triggered_by}) waits for the human: ${describeShort(p)}`);
     if (this.isVisible() || !vscode.workspace.getConfiguration('chokepoint.approvals').get<boolean>('notify', true)) return;
-    void vscode.window.showInformationMessage(`Chokepoint: the agent waits for your approval: ${describeShort(p)}`, 'Open').then((pick) => {
+    // Who waits and for how long: a person in the Chat view reads it there, without the sidebar.
+    const binding = this.engine.native.ok ? this.engine.native.binding : undefined;
+    const who = agentOf(p, binding) ?? 'the agent';
+    const left = p.deadline_ms === null ? '' : ` (within ${Math.max(0, Math.round((p.deadline_ms - Date.now()) / 60000))} min)`;
+    void vscode.window.showInformationMessage(`Chokepoint: ${who} waits for your approval${left}: ${describeShort(p)}`, 'Open').then((pick) => {
       if (pick === 'Open') void vscode.commands.executeCommand('chokepoint.sidebar.focus');
     });
   }
@@ -155,4 +178,11 @@ export function describeShort(p: PendingDict): string {
     case 'submit':
       return 'a completion the checks still refuse';
   }
+}
+
+/** The agent whose call waits on `p`, for people (`Claude Code`); null for our own runtime's asks. */
+function agentOf(p: PendingDict, binding: { agentLabel(agent: string): string } | undefined): string | null {
+  const id = p.asker?.agent ?? (typeof p.subject?.agent === 'string' ? p.subject.agent : undefined);
+  if (!id) return null;
+  return binding ? binding.agentLabel(id) : id;
 }

@@ -466,6 +466,7 @@ pub fn describe(pending: &Value, root: &Path) -> String {
     field("agent", agent(pending));
     field("machine", text(pending, "/machine").or(text(pending, "/subject/machine")).map(str::to_owned));
     field("session", text(pending, "/session_id").map(str::to_owned));
+    field("intent", text(pending, "/asker/intent").map(str::to_owned));
     field(
         "from",
         text(pending, "/subject/worktree").map(|w| match text(pending, "/subject/branch") {
@@ -484,6 +485,7 @@ pub fn describe(pending: &Value, root: &Path) -> String {
     );
     field("asked", text(pending, "/subject/reason").or(text(pending, "/triggered_by")).map(str::to_owned));
     field("opened", text(pending, "/created_at").map(|c| format!("{c}, route {}", text(pending, "/route").unwrap_or("?"))));
+    field("lapses", lapses(pending));
     field(
         "actions",
         pending.get("actions").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")),
@@ -536,4 +538,19 @@ fn shorten(value: Value) -> Value {
         Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, shorten(v))).collect()),
         other => other,
     }
+}
+
+/// When an open Pending lapses and what happens then: "in 4:12, then the call is denied".
+fn lapses(pending: &Value) -> Option<String> {
+    if pending.get("decision").is_some_and(|d| !d.is_null()) {
+        return None;
+    }
+    let deadline = pending.get("deadline_ms").and_then(Value::as_u64)?;
+    let left = deadline.saturating_sub(chokepoint_core::clock::now_ms()) / 1000;
+    let then = match text(pending, "/on_timeout") {
+        Some("deny") => "the call is denied",
+        Some("agent_prompt") => "the agent asks its person in its own prompt",
+        _ => "it counts as rejected",
+    };
+    Some(format!("in {}:{:02}, then {then}", left / 60, left % 60))
 }

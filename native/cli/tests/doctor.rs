@@ -228,10 +228,26 @@ fn a_gate_that_answers_allow_is_inert() {
 #[test]
 fn a_timeout_not_above_the_deadline_is_inert() {
     let short = |ws: &Path| edit(ws, ".claude/settings.json", |d| pre_tool_use(d)["timeout"] = json!(20));
-    finds("claude", short, ".claude/settings.json", "timeout (20 s) is not above its --deadline (25 s)");
-    // Gemini CLI counts milliseconds: 25 written as if seconds is 25 ms.
-    let seconds = |ws: &Path| edit(ws, ".gemini/settings.json", |d| d["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"] = json!(25));
-    finds("gemini", seconds, ".gemini/settings.json", "timeout (25 ms (0.025 s)) is not above its --deadline (25 s)");
+    finds("claude", short, ".claude/settings.json", "timeout (20 s) is not above its --deadline (600 s)");
+    // Gemini CLI counts milliseconds: 610 written as if seconds is 610 ms.
+    let seconds = |ws: &Path| edit(ws, ".gemini/settings.json", |d| d["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"] = json!(610));
+    finds("gemini", seconds, ".gemini/settings.json", "timeout (610 ms (0.61 s)) is not above its --deadline (600 s)");
+}
+
+/// A set-up of an older version (`--deadline 25` before a tool call): an ask lapses in 24 s, before
+/// the five minutes `approvals.timeout_seconds` gives a person; doctor says so and how to fix it.
+#[test]
+fn an_older_short_deadline_before_a_tool_call_is_a_warning() {
+    let ws = workspace("copilot");
+    edit(ws.path(), ".github/hooks/chokepoint.json", |d| {
+        let handler = &mut d["hooks"]["preToolUse"][0];
+        handler["bash"] = json!(handler["bash"].as_str().unwrap().replace("--deadline 600", "--deadline 25"));
+        handler["timeoutSec"] = json!(30);
+    });
+    let (_, report) = report(ws.path(), false);
+    let text = report.to_string();
+    assert!(text.contains("a person has at most 24 s to answer an ask about Copilot CLI's tool call"), "{report:#}");
+    assert!(text.contains("(it writes --deadline 600 and `timeoutSec` 610)"), "{report:#}");
 }
 
 #[test]
@@ -279,16 +295,18 @@ fn an_untrusted_codex_project_is_inert() {
 #[test]
 fn the_text_report_names_the_file_the_problem_and_the_fix() {
     let ws = workspace("claude");
-    edit(ws.path(), ".claude/settings.json", |d| pre_tool_use(d)["timeout"] = json!(25));
+    edit(ws.path(), ".claude/settings.json", |d| pre_tool_use(d)["timeout"] = json!(600));
     let out = doctor(ws.path(), true, false);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("Claude Code (.claude/settings.json): 1 inert; 1 to check"), "{text}");
     assert!(
-        text.contains("  inert: .claude/settings.json PreToolUse: the Chokepoint hook's timeout (25 s) is not above its --deadline (25 s)"),
+        text.contains(
+            "  inert: .claude/settings.json PreToolUse: the Chokepoint hook's timeout (600 s) is not above its --deadline (600 s)"
+        ),
         "{text}"
     );
-    assert!(text.contains("    fix: raise `timeout` above the deadline (`chokepoint init` writes 30 for a --deadline of 25)"), "{text}");
+    assert!(text.contains("    fix: raise `timeout` above the deadline (`chokepoint init` writes 610 for a --deadline of 600)"), "{text}");
 }
 
 #[test]

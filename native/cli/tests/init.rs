@@ -114,8 +114,18 @@ const CURSOR: &[&str] = &[
 const GATES: &[&str] = &["Stop", "SubagentStop", "AfterAgent", "agentStop", "subagentStop", "stop"];
 
 fn deadline(event: &str) -> (u64, u64) {
-    if GATES.contains(&event) { (600, 590) } else { (30, 25) }
+    if GATES.contains(&event) {
+        (600, 590)
+    } else if BEFORE_TOOL.contains(&event) {
+        // Where an ask waits for a person: ten minutes, above `approvals.timeout_seconds`.
+        (610, 600)
+    } else {
+        (30, 25)
+    }
 }
+
+/// Each agent's event before a tool call runs.
+const BEFORE_TOOL: &[&str] = &["PreToolUse", "BeforeTool", "preToolUse", "beforeReadFile"];
 
 fn keys(v: &Value) -> Vec<&str> {
     v.as_object().unwrap().keys().map(String::as_str).collect()
@@ -379,14 +389,14 @@ fn an_old_entry_of_ours_is_replaced_not_duplicated() {
     assert!(hooks.get("PermissionRequest").is_none(), "{hooks:#}");
     assert_eq!(hooks["SessionStart"][0], json!({ "hooks": [user] }), "the user's group stays first");
     assert_eq!(hooks["SessionStart"].as_array().unwrap().len(), 2);
-    let ours = json!({ "matcher": "*", "hooks": [{ "type": "command", "command": command("claude", None, 25), "timeout": 30 }] });
+    let ours = json!({ "matcher": "*", "hooks": [{ "type": "command", "command": command("claude", None, 600), "timeout": 610 }] });
     // The user's group loses our handler and keeps theirs; ours replaces our old group.
     assert_eq!(hooks["PreToolUse"], json!([{ "matcher": "Bash", "hooks": [user] }, ours]));
     let all = serde_json::to_string(&claude).unwrap();
     assert_eq!(all.matches("/old/place").count(), 0);
 
     let cursor = read_json(ws, ".cursor/hooks.json");
-    assert_eq!(cursor["hooks"]["preToolUse"][0]["command"], command("cursor", None, 25), "in the old entry's place");
+    assert_eq!(cursor["hooks"]["preToolUse"][0]["command"], command("cursor", None, 600), "in the old entry's place");
     assert_eq!(cursor["hooks"]["preToolUse"][1], json!({ "command": "./audit.sh" }));
     assert_eq!(cursor["hooks"]["preToolUse"].as_array().unwrap().len(), 2);
     assert!(cursor["hooks"].get("beforeShellExecution").is_none(), "judged twice otherwise");

@@ -192,3 +192,65 @@ async fn a_rejection_refuses_and_grants_nothing_and_each_decision_says_what_runs
     assert_eq!(unknown.next, Next::Refuse);
     assert!(unknown.message.contains("no pending `no-such-pending`"), "{}", unknown.message);
 }
+
+/// What a person's card needs of an ask from another agent: when it lapses (a wall-clock deadline,
+/// `approvals.timeout_seconds` unless the agent's hook gives up sooner, and brought forward when a
+/// waiter's deadline is earlier), what happens then (the configured fallback), and who waits on it
+/// (the agent, its session, the intent it holds, the worktree). Our own runtime's ask names no agent
+/// and counts as rejected at its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_ask_carries_its_deadline_its_lapse_and_who_waits_on_it() {
+    use chokepoint_core::approvals::{Lapse, PendingDict};
+    use chokepoint_core::external_events::Agent;
+    use std::time::Duration;
+    let (ws, _) = governed();
+    fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\napprovals:\n  timeout_seconds: 120\n").unwrap();
+    let engine = Arc::new(Engine::open(ws.path()).unwrap());
+    let mut select = Event::tool(EventKind::PreToolUse, "select_active_intent", json!({ "intent_id": "INT-001" }));
+    select.ids.session = Some("claude:S".into());
+    select.ids.agent = Some("claude".into());
+    assert_eq!(engine.evaluate_async(select, None).await.decision, Decision::Allow);
+
+    let lapses_in = |p: &PendingDict| p.deadline_ms.unwrap() as i64 - chokepoint_core::clock::now_ms() as i64;
+    let agent_ask = || Ask {
+        asked: asked("review", "a person looks at writes to src/auth"),
+        session_id: Some("claude:S".into()),
+        task_id: None,
+        ..ask(EventKind::PreToolUse, Some("Write"), json!({ "file_path": "src/auth/a.ts", "content": "x" }))
+    };
+
+    // The hook would wait ten minutes: the configured two are what a person has.
+    let long = engine.open_agent_ask_within(agent_ask(), Agent::ClaudeCode, Duration::from_secs(599)).unwrap().opened.pending;
+    assert!((110_000..=120_000).contains(&lapses_in(&long)), "{:?}", long.deadline_ms);
+    assert_eq!(long.on_timeout, Lapse::Deny);
+    let asker = long.asker.clone().expect("an agent's ask names who waits");
+    assert_eq!((asker.agent.as_str(), asker.session.as_deref(), asker.intent.as_deref()), ("claude", Some("claude:S"), Some("INT-001")));
+    assert_eq!(asker.worktree.as_deref(), ws.path().file_name().and_then(|n| n.to_str()));
+
+    // An agent that gives up sooner: its deadline, less than the configured one.
+    let short = engine.open_agent_ask_within(agent_ask(), Agent::VsCode, Duration::from_secs(20)).unwrap().opened.pending;
+    assert!((15_000..=20_000).contains(&lapses_in(&short)), "{:?}", short.deadline_ms);
+    assert_eq!(short.asker.unwrap().agent, "vscode");
+
+    // A waiter with an earlier deadline brings it forward, and the listed Pending shows it.
+    let (engine2, id) = (Arc::clone(&engine), long.id.clone());
+    let waiting = tokio::spawn(async move { engine2.approvals().wait(&id, Some(Duration::from_secs(30))).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let listed = engine.approvals().get(&long.id).unwrap();
+    assert!((25_000..=30_000).contains(&lapses_in(&listed)), "{:?}", listed.deadline_ms);
+    waiting.abort();
+
+    // The fallback `agent` hands the call to the agent's own prompt; Codex has none and denies.
+    fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\napprovals:\n  fallback: agent\n").unwrap();
+    let engine = Arc::new(Engine::open(ws.path()).unwrap());
+    let handed = engine.open_agent_ask_within(agent_ask(), Agent::ClaudeCode, Duration::from_secs(599)).unwrap().opened.pending;
+    assert_eq!(handed.on_timeout, Lapse::AgentPrompt);
+    assert!((295_000..=300_000).contains(&lapses_in(&handed)), "the default five minutes: {:?}", handed.deadline_ms);
+    let codex = engine.open_agent_ask_within(agent_ask(), Agent::Codex, Duration::from_secs(599)).unwrap().opened.pending;
+    assert_eq!(codex.on_timeout, Lapse::Deny);
+
+    // Our own runtime's ask: no agent named, rejected at its deadline.
+    let own = engine.open_ask(agent_ask()).unwrap().pending;
+    assert_eq!((own.asker, own.on_timeout), (None, Lapse::Reject));
+    assert!(own.deadline_ms.is_some());
+}

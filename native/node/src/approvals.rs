@@ -77,6 +77,15 @@ pub struct JsPendingDict {
     pub session_id: Option<String>,
     #[napi(js_name = "task_id")]
     pub task_id: Option<String>,
+    /// When it lapses if nobody decides it: milliseconds since the Unix epoch (this machine's clock).
+    #[napi(js_name = "deadline_ms")]
+    pub deadline_ms: Option<f64>,
+    /// What happens then: rejected (our runtime's asks), the agent's call denied, or handed to the
+    /// agent's own permission prompt (`approvals.fallback: agent`).
+    #[napi(js_name = "on_timeout", ts_type = "'reject' | 'deny' | 'agent_prompt'")]
+    pub on_timeout: String,
+    /// Who waits on it, when another agent's call asked.
+    pub asker: Option<JsAsker>,
     #[napi(ts_type = "'open' | 'approved' | 'rejected' | 'modified' | 'overridden' | 'retry' | 'timed_out'")]
     pub status: String,
     #[napi(ts_type = "PendingRoute")]
@@ -87,6 +96,21 @@ pub struct JsPendingDict {
     pub actions: Vec<String>,
     #[napi(ts_type = "PendingDecision")]
     pub decision: Option<JsPendingDecision>,
+}
+
+/// The agent whose call waits on a Pending, and where it works.
+#[napi(object, js_name = "PendingAsker", use_nullable = true)]
+pub struct JsAsker {
+    /// The agent's id: `claude`, `codex`, `gemini`, `copilot`, `cursor`, `vscode`.
+    pub agent: String,
+    /// Its session as the ledger names it (`<agent>:<its id>`).
+    pub session: Option<String>,
+    /// The intent the session holds.
+    pub intent: Option<String>,
+    /// Its worktree's folder name.
+    pub worktree: Option<String>,
+    /// Its machine, for another machine's Pending.
+    pub machine: Option<String>,
 }
 
 #[napi(object, js_name = "PendingDecision", use_nullable = true)]
@@ -110,6 +134,15 @@ impl From<PendingDict> for JsPendingDict {
             triggered_by: p.triggered_by,
             session_id: p.session_id,
             task_id: p.task_id,
+            deadline_ms: p.deadline_ms.map(|ms| ms as f64),
+            on_timeout: p.on_timeout.as_str().to_owned(),
+            asker: p.asker.map(|a| JsAsker {
+                agent: a.agent,
+                session: a.session,
+                intent: a.intent,
+                worktree: a.worktree,
+                machine: a.machine,
+            }),
             status: p.status.as_str().to_owned(),
             route: p.route,
             subject: p.subject,

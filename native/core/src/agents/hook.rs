@@ -248,7 +248,9 @@ async fn ask_here(
     options: &HookOptions,
 ) -> Result<(String, Settlement, std::time::Duration, PathBuf), Outcome> {
     let reasons = ask.asked.iter().map(|a| a.reason.as_str()).collect::<Vec<_>>().join("; ");
-    let wait = until.saturating_duration_since(Instant::now());
+    // A person has `approvals.timeout_seconds`, or less when the hook's deadline comes sooner.
+    let configured = std::time::Duration::from_secs(engine.approvals().config().timeout_seconds);
+    let wait = until.saturating_duration_since(Instant::now()).min(configured);
     let fallback = engine.approvals().config().fallback;
     let opened = match engine.open_agent_ask_within(ask, call.agent, wait) {
         Ok(opened) => opened,

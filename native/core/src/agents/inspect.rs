@@ -350,6 +350,32 @@ pub fn check(agent: Agent, hooks: &[ConfiguredHook], read: impl Fn(&str) -> Opti
         }
     }
 
+    // An older set-up's hook before a tool call (`--deadline 25`): an ask about the call lapses
+    // before a person can answer it, whatever `approvals.timeout_seconds` says.
+    for hook in &ours {
+        let ask_hook =
+            setup::installed(setup::written_as(agent)).into_iter().find(|i| i.event == hook.event && i.kind == EventKind::PreToolUse);
+        let Some(installed) = ask_hook else { continue };
+        let deadline = hook.deadline_secs();
+        if deadline < installed.deadline_secs {
+            let (key, unit) = setup::timeout_key(agent);
+            out.push(Finding::warning(
+                &hook.file,
+                Some(&hook.event),
+                format!(
+                    "a person has at most {} s to answer an ask about {name}'s tool call (the hook's --deadline is {deadline} s), less than `approvals.timeout_seconds` promises",
+                    deadline.saturating_sub(1)
+                ),
+                format!(
+                    "{} (it writes --deadline {} and `{key}` {})",
+                    rerun(agent),
+                    installed.deadline_secs,
+                    installed.timeout_secs * unit
+                ),
+            ));
+        }
+    }
+
     // Two entries of ours on one event (another hooks file VS Code's agent or Copilot CLI reads, a
     // copy by hand): each call judged and recorded twice.
     let mut seen: Vec<&str> = Vec::new();

@@ -53,9 +53,19 @@ pub const AGENTS: [Agent; 6] = [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCl
 /// `mcp__chokepoint__<tool>` and the like).
 pub const SERVER: &str = "chokepoint";
 
-/// The agent's timeout and our deadline for a hook that judges a tool call or a prompt.
+/// The agent's timeout and our deadline for a hook that judges a prompt or records an event.
 pub const TOOL_TIMEOUT_SECS: u64 = 30;
 pub const TOOL_DEADLINE_SECS: u64 = 25;
+/// The same for the hook that judges a tool call before it runs (`PreToolUse` and its kin), where a
+/// hooks.yaml `ask:` waits for a person: ten minutes, so that `approvals.timeout_seconds` (300 by
+/// default) is what a person has, not the hook's deadline. No agent we set up caps a hook's timeout
+/// (Claude Code's and Codex's default is 600 s; VS Code's agent and Copilot CLI default to 30 s and
+/// take any `timeoutSec`; Gemini CLI's is in milliseconds, 60 000 by default), and every one of them
+/// lets the call through when it gives up on a hook: our deadline stays below theirs, so a lapse is
+/// always our answer (a deny, or the configured fallback). A call nobody asks about is answered in
+/// milliseconds whatever these say.
+pub const ASK_TIMEOUT_SECS: u64 = 610;
+pub const ASK_DEADLINE_SECS: u64 = 600;
 /// The same for a completion gate, which runs the configured BeforeSubmit hooks (tests, linters).
 pub const GATE_TIMEOUT_SECS: u64 = 600;
 pub const GATE_DEADLINE_SECS: u64 = 590;
@@ -90,10 +100,10 @@ pub fn installed(agent: Agent) -> Vec<Installed> {
         .filter(|row| row.agent == agent && !row.note.contains("not installed"))
         .filter_map(|row| {
             let kind = row.maps_to?;
-            let (timeout_secs, deadline_secs) = if kind == EventKind::BeforeSubmit {
-                (GATE_TIMEOUT_SECS, GATE_DEADLINE_SECS)
-            } else {
-                (TOOL_TIMEOUT_SECS, TOOL_DEADLINE_SECS)
+            let (timeout_secs, deadline_secs) = match kind {
+                EventKind::BeforeSubmit => (GATE_TIMEOUT_SECS, GATE_DEADLINE_SECS),
+                EventKind::PreToolUse => (ASK_TIMEOUT_SECS, ASK_DEADLINE_SECS),
+                _ => (TOOL_TIMEOUT_SECS, TOOL_DEADLINE_SECS),
             };
             Some(Installed { event: row.name, kind, timeout_secs, deadline_secs })
         })
@@ -562,13 +572,42 @@ mod tests {
     }
 
     #[test]
-    fn a_completion_gate_waits_longer_than_a_tool_call() {
+    fn a_completion_gate_and_a_tool_call_wait_longer_than_a_prompt() {
         let gemini = installed(Agent::GeminiCli);
         let after_agent = gemini.iter().find(|i| i.event == "AfterAgent").unwrap();
         assert_eq!((after_agent.timeout_secs, after_agent.deadline_secs), (GATE_TIMEOUT_SECS, GATE_DEADLINE_SECS));
         let before_tool = gemini.iter().find(|i| i.event == "BeforeTool").unwrap();
-        assert_eq!((before_tool.timeout_secs, before_tool.deadline_secs), (TOOL_TIMEOUT_SECS, TOOL_DEADLINE_SECS));
-        assert_eq!(command(Agent::Copilot, before_tool), guarded("hook --agent copilot --event BeforeTool --deadline 25"));
+        assert_eq!((before_tool.timeout_secs, before_tool.deadline_secs), (ASK_TIMEOUT_SECS, ASK_DEADLINE_SECS));
+        assert_eq!(command(Agent::Copilot, before_tool), guarded("hook --agent copilot --event BeforeTool --deadline 600"));
+        let before_agent = gemini.iter().find(|i| i.event == "BeforeAgent").unwrap();
+        assert_eq!((before_agent.timeout_secs, before_agent.deadline_secs), (TOOL_TIMEOUT_SECS, TOOL_DEADLINE_SECS));
+    }
+
+    /// What each agent's file says for the hook where an ask waits for a person: the agent's
+    /// timeout (in its own key and unit) and our `--deadline`, ten seconds below it, above the
+    /// default `approvals.timeout_seconds` (300), so a person has the configured five minutes.
+    #[test]
+    fn the_hook_a_person_answers_through_waits_ten_minutes_in_every_agent() {
+        let table: [(Agent, &str, &str, u64); 6] = [
+            (Agent::ClaudeCode, "PreToolUse", "timeout", 610),
+            (Agent::Codex, "PreToolUse", "timeout", 610),
+            (Agent::GeminiCli, "BeforeTool", "timeout", 610_000),
+            (Agent::Copilot, "preToolUse", "timeoutSec", 610),
+            (Agent::VsCode, "preToolUse", "timeoutSec", 610),
+            (Agent::Cursor, "preToolUse", "timeout", 610),
+        ];
+        for (agent, event, key, written) in table {
+            let file = planned(agent, &[]).into_iter().find(|f| Some(f.path) == hooks_file(agent)).unwrap();
+            let doc: serde_json::Value = serde_json::from_str(&file.after).unwrap();
+            let entries = &doc["hooks"][event];
+            // Claude Code's format nests the handlers under a matcher; the others list them.
+            let handler = entries[0].get("hooks").map_or(&entries[0], |h| &h[0]);
+            assert_eq!(handler[key], serde_json::json!(written), "{agent:?}: {handler}");
+            let command = handler.get("command").or_else(|| handler.get("bash")).and_then(|c| c.as_str()).unwrap();
+            assert!(command.contains(&format!("--deadline {ASK_DEADLINE_SECS}")), "{agent:?}: {command}");
+            assert!(ASK_DEADLINE_SECS < written / timeout_key(agent).1, "{agent:?}: our deadline is below the agent's timeout");
+            assert!(ASK_DEADLINE_SECS > crate::approvals::config::ApprovalsConfig::default().timeout_seconds);
+        }
     }
 
     /// Every file of `agent`'s plan, from the files `current` holds.

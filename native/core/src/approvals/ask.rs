@@ -5,6 +5,7 @@
 use super::broker::OpenRequest;
 use super::error::ApprovalError;
 use super::kind::PendingKind;
+use super::pending::Asker;
 use crate::model::decision::Asked;
 use crate::model::event::EventKind;
 use crate::model::external_events::Agent;
@@ -50,7 +51,8 @@ impl Ask {
 
     /// The request of an ask about `agent`'s call (another agent's hook, served by the live engine):
     /// a tool call's subject also names the agent (`agent`, its id: `claude`, `codex`, …), so whoever
-    /// decides knows which agent waits; the session (`<agent>:<its id>`) is the Pending's own.
+    /// decides knows which agent waits; the session (`<agent>:<its id>`) is the Pending's own, and
+    /// both are its `asker` (the engine adds the intent and worktree it knows).
     pub fn into_request_of(self, agent: Option<Agent>) -> Result<OpenRequest, ApprovalError> {
         let kind = self.kind()?;
         let reason = (!self.asked.is_empty()).then(|| self.asked.iter().map(|a| a.reason.as_str()).collect::<Vec<_>>().join("; "));
@@ -109,10 +111,18 @@ impl Ask {
             }
             (None, _) => "chain".to_owned(),
         };
+        let asker = agent.map(|agent| Asker {
+            agent: agent.id().to_owned(),
+            session: self.session_id.clone(),
+            intent: None,
+            worktree: None,
+            machine: None,
+        });
         Ok(OpenRequest {
             session_id: self.session_id,
             task_id: self.task_id,
             review: self.review,
+            asker,
             ..OpenRequest::new(kind, subject, triggered_by)
         })
     }

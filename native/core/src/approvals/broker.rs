@@ -20,7 +20,9 @@
 use super::error::ApprovalError;
 use super::kind::PendingKind;
 use super::listener::Registry;
-use super::pending::{Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult};
+use super::pending::{
+    Asker, Decision, Effect, Lapse, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult,
+};
 use super::record::{Phase, approval_record};
 use super::routing::{ANY_KIND, Route, merged_handlers, route};
 use super::team::{Claim, TeamPendings, TeamRow};
@@ -48,12 +50,33 @@ pub struct OpenRequest {
     pub review: bool,
     /// Overrides `approvals.timeout_seconds` for this Pending.
     pub timeout: Option<Duration>,
+    /// What it becomes when nobody decides it in time (a rejection, unless another agent's call
+    /// has a fallback of its own).
+    pub on_timeout: Lapse,
+    /// Who waits on it, for another agent's call.
+    pub asker: Option<Asker>,
 }
 
 impl OpenRequest {
     pub fn new(kind: PendingKind, subject: Value, triggered_by: impl Into<String>) -> OpenRequest {
-        OpenRequest { kind, subject, triggered_by: triggered_by.into(), session_id: None, task_id: None, review: false, timeout: None }
+        OpenRequest {
+            kind,
+            subject,
+            triggered_by: triggered_by.into(),
+            session_id: None,
+            task_id: None,
+            review: false,
+            timeout: None,
+            on_timeout: Lapse::Reject,
+            asker: None,
+        }
     }
+}
+
+/// The wall-clock time `left` from now, in milliseconds since the Unix epoch: a Pending's
+/// deadline as a person's countdown reads it.
+fn wall_deadline(left: Duration) -> u64 {
+    crate::base::clock::now_ms().saturating_add(u64::try_from(left.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -288,7 +311,8 @@ impl Approvals {
         }
     }
 
-    /// Listeners hear every open, edit and decision (timeouts included), in that order per Pending.
+    /// Listeners hear every open, edit and decision (timeouts included), in that order per Pending,
+    /// and a deadline a waiter brought forward (the Pending still open), so a countdown shows it.
     pub fn on_change(&self, listener: ChangeListener) {
         self.inner.listeners.write().unwrap_or_else(|p| p.into_inner()).push(listener);
     }
@@ -303,7 +327,12 @@ impl Approvals {
         let mut pending = Pending::new(request.kind, request.subject, request.triggered_by)?;
         pending.session_id = request.session_id;
         pending.task_id = request.task_id;
+        pending.on_timeout = request.on_timeout;
+        pending.asker = request.asker;
         let mut state = self.inner.lock();
+        let timeout = request.timeout.unwrap_or(Duration::from_secs(state.config.timeout_seconds));
+        let now = Instant::now();
+        pending.deadline_ms = Some(wall_deadline(timeout));
         let in_handler = pending.session_id.as_ref().is_some_and(|s| state.in_handler.contains_key(s));
         let handlers = merged_handlers(&state.config.handlers, &state.registered);
         pending.route = route(request.review, in_handler, pending.kind, &handlers, state.config.default);
@@ -319,8 +348,6 @@ impl Approvals {
             happened.push(Happened::Decided(pending.to_dict()));
         }
         let opened = Opened { pending: pending.to_dict(), route: pending.route.clone() };
-        let now = Instant::now();
-        let timeout = request.timeout.unwrap_or(Duration::from_secs(state.config.timeout_seconds));
         let (id, open) = (pending.id.clone(), pending.is_open());
         let seq = state.next_seq;
         state.next_seq += 1;
@@ -377,6 +404,7 @@ impl Approvals {
     /// Resolves when the Pending is decided or timed out. `timeout`, if given, brings its deadline
     /// forward (never back): when it passes undecided, the Pending is `timed_out`.
     pub async fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<PendingDict, ApprovalError> {
+        let mut changed = None;
         let mut status = {
             let mut state = self.inner.lock();
             let entry = state.entries.get_mut(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
@@ -385,11 +413,17 @@ impl Approvals {
                 if deadline < entry.deadline {
                     entry.deadline = deadline;
                     entry.timeout = timeout;
+                    entry.pending.deadline_ms = Some(wall_deadline(timeout));
                     self.inner.wake.notify_all();
+                    changed = entry.pending.is_open().then(|| entry.pending.to_dict());
                 }
             }
             entry.status.subscribe()
         };
+        // A card counting down shows the deadline it has now.
+        if let Some(dict) = changed {
+            self.inner.after(vec![Happened::Mirrored(dict)]);
+        }
         // Err only if the entry was forgotten, which happens to decided Pendings alone.
         let _ = status.wait_for(|s| *s != Status::Open).await;
         self.get(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))
@@ -659,6 +693,9 @@ impl Registry for Inner {
         pending.created_at = row.created_at.clone();
         pending.session_id = row.session.clone();
         pending.route = Route::Human;
+        pending.deadline_ms = Some(wall_deadline(left));
+        pending.on_timeout = row.on_timeout();
+        pending.asker = row.asker();
         let mut state = self.lock();
         if state.entries.contains_key(&row.id) {
             return;

@@ -43,7 +43,9 @@ pub use kind::{
     CompactionSubject, PendingKind, PlanSubject, PlanTask, ScopeExpansionSubject, Subject, SubmitFailure, SubmitSubject, Summary,
     ToolCallSubject,
 };
-pub use pending::{Decision, Effect, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult, auto_retry};
+pub use pending::{
+    Asker, Decision, Effect, Lapse, Pending, PendingDict, RetryOutcome, Retryable, Status, ToolDefinition, ValidationResult, auto_retry,
+};
 pub use preview::{Preview, preview};
 pub use record::{Phase, approval_record};
 pub use routing::{ANY_KIND, Route, route};

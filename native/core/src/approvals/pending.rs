@@ -93,6 +93,46 @@ impl Effect {
     }
 }
 
+/// Who waits on a Pending: the agent whose call asked, and where it works. Set for another agent's
+/// call (a hook served by the live engine, relayed from another worktree, or shown from another
+/// machine); `None` for our own runtime's asks, whose task the host shows itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Asker {
+    /// The agent's id (`claude`, `codex`, `gemini`, `copilot`, `cursor`, `vscode`).
+    pub agent: String,
+    /// Its session as the ledger names it (`<agent>:<its id>`).
+    pub session: Option<String>,
+    /// The intent the session holds, when it holds one.
+    pub intent: Option<String>,
+    /// The worktree it works in (its folder's name), when known.
+    pub worktree: Option<String>,
+    /// The machine it runs on, for another machine's Pending shown through the team's database.
+    pub machine: Option<String>,
+}
+
+/// What happens when nobody decides a Pending by its deadline.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lapse {
+    /// It counts as rejected (our runtime's asks, and every kind but another agent's tool call).
+    #[default]
+    Reject,
+    /// Another agent's call is denied (`approvals.fallback: deny`).
+    Deny,
+    /// Another agent's call goes to the agent's own permission prompt (`approvals.fallback: agent`).
+    AgentPrompt,
+}
+
+impl Lapse {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lapse::Reject => "reject",
+            Lapse::Deny => "deny",
+            Lapse::AgentPrompt => "agent_prompt",
+        }
+    }
+}
+
 /// A Pending as callers see it (`to_dict()`): every field present, `null` when empty.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PendingDict {
@@ -102,6 +142,13 @@ pub struct PendingDict {
     pub triggered_by: String,
     pub session_id: Option<String>,
     pub task_id: Option<String>,
+    /// When it lapses if nobody decides it, in milliseconds since the Unix epoch on this machine's
+    /// clock (a countdown subtracts the reader's now). `None` before the registry holds it.
+    pub deadline_ms: Option<u64>,
+    /// What happens then.
+    pub on_timeout: Lapse,
+    /// Who waits on it, for another agent's call.
+    pub asker: Option<Asker>,
     pub status: Status,
     pub route: String,
     pub subject: Value,
@@ -151,6 +198,10 @@ pub struct Pending {
     pub triggered_by: String,
     pub session_id: Option<String>,
     pub task_id: Option<String>,
+    /// Set by the registry: when it lapses (epoch ms), and what it becomes then.
+    pub deadline_ms: Option<u64>,
+    pub on_timeout: Lapse,
+    pub asker: Option<Asker>,
     pub status: Status,
     pub route: Route,
     pub subject: Subject,
@@ -168,6 +219,9 @@ impl Pending {
             triggered_by: triggered_by.into(),
             session_id: None,
             task_id: None,
+            deadline_ms: None,
+            on_timeout: Lapse::Reject,
+            asker: None,
             status: Status::Open,
             route: Route::Caller,
             subject: Subject::parse(kind, subject)?,
@@ -187,6 +241,9 @@ impl Pending {
             triggered_by: self.triggered_by.clone(),
             session_id: self.session_id.clone(),
             task_id: self.task_id.clone(),
+            deadline_ms: self.deadline_ms,
+            on_timeout: self.on_timeout,
+            asker: self.asker.clone(),
             status: self.status,
             route: self.route.to_string(),
             subject: self.subject.to_value(),

@@ -172,6 +172,15 @@ impl TeamPendings {
         let origin = self.origin.clone();
         let pending = pending.clone();
         let agent = pending.subject.get("agent").and_then(Value::as_str).map(str::to_owned);
+        // The table has no columns for these: the row's subject carries what the other machines'
+        // cards show of them (`TeamRow::asker`, `TeamRow::on_timeout`).
+        let mut subject = pending.subject.clone();
+        if let Some(object) = subject.as_object_mut() {
+            object.insert("on_timeout".into(), pending.on_timeout.as_str().into());
+            if let Some(intent) = pending.asker.as_ref().and_then(|a| a.intent.clone()) {
+                object.insert("intent".into(), intent.into());
+            }
+        }
         let left_ms = i64::try_from(left.as_millis()).unwrap_or(i64::MAX);
         let notice = notice(&namespace, NoticeEvent::Opened, &pending.id, &machine);
         self.db.run("publish a pending", move |client| {
@@ -194,7 +203,7 @@ impl TeamPendings {
                     &pending.kind.as_str(),
                     &pending.triggered_by,
                     &pending.created_at,
-                    &pending.subject,
+                    &subject,
                     &left_ms,
                 ],
             )?;
@@ -319,6 +328,28 @@ impl TeamRow {
 
     pub fn kind(&self) -> Result<PendingKind, ApprovalError> {
         PendingKind::parse(&self.kind)
+    }
+
+    /// Who waits on the row's Pending: its agent and session on its machine and worktree (`None`
+    /// for our own runtime's asks, which name no agent).
+    pub fn asker(&self) -> Option<super::pending::Asker> {
+        Some(super::pending::Asker {
+            agent: self.agent.clone()?,
+            session: self.session.clone(),
+            intent: self.subject.get("intent").and_then(Value::as_str).map(str::to_owned),
+            worktree: Some(self.worktree.clone()),
+            machine: Some(self.machine.clone()),
+        })
+    }
+
+    /// What the asker's Pending becomes when nobody decides it (as its machine published it).
+    pub fn on_timeout(&self) -> super::pending::Lapse {
+        use super::pending::Lapse;
+        match self.subject.get("on_timeout").and_then(Value::as_str) {
+            Some("deny") => Lapse::Deny,
+            Some("agent_prompt") => Lapse::AgentPrompt,
+            _ => Lapse::Reject,
+        }
     }
 
     /// The subject as another machine's card shows it: the asker's, with the machine, worktree and

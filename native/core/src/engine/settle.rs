@@ -5,7 +5,8 @@
 //! approved scope expansion is granted.
 
 use super::judge::Engine;
-use crate::approvals::{ApprovalError, Ask, Next, Opened, Settlement, expansion};
+use crate::approvals::config::AskFallback;
+use crate::approvals::{ApprovalError, Ask, Lapse, Next, OpenRequest, Opened, Settlement, expansion};
 use crate::model::external_events::Agent;
 use crate::scope::error::ScopeError;
 use crate::scope::expansion::Expansion;
@@ -31,17 +32,43 @@ impl Engine {
 
     /// [`Engine::open_ask`] for another agent's call: its subject also names the agent (`agent`).
     pub fn open_agent_ask(&self, ask: Ask, agent: Agent) -> Result<Opened, ApprovalError> {
-        let opened = self.approvals().open(ask.into_request_of(Some(agent))?)?;
+        let opened = self.approvals().open(self.agent_request(ask, agent, None)?)?;
         let _ = self.approvals().publish(&opened.pending.id);
         Ok(opened)
+    }
+
+    /// The request of an ask about `agent`'s call: who waits (the agent, its session, the intent the
+    /// session holds here, and its worktree: `worktree`, or this workspace's) and what the call
+    /// becomes when nobody decides (`approvals.fallback`; Codex has no prompt of its own, so its call
+    /// is denied either way).
+    pub fn agent_request(&self, ask: Ask, agent: Agent, worktree: Option<String>) -> Result<OpenRequest, ApprovalError> {
+        let mut request = ask.into_request_of(Some(agent))?;
+        request.on_timeout = match self.approvals().config().fallback {
+            AskFallback::Agent if agent != Agent::Codex => Lapse::AgentPrompt,
+            _ => Lapse::Deny,
+        };
+        if let Some(asker) = request.asker.as_mut() {
+            asker.intent = asker.session.as_deref().and_then(|session| {
+                let holders = self.gatekeeper().holders().ok()?;
+                holders.into_iter().find(|lease| lease.session == session).map(|lease| lease.intent)
+            });
+            asker.worktree = worktree.or_else(|| match self.sidecar().repo() {
+                Some(repo) => Some(crate::scope::leases::Checkout::of(repo).worktree),
+                None => self.sidecar().workspace_root().file_name().map(|n| n.to_string_lossy().into_owned()),
+            });
+        }
+        Ok(request)
     }
 
     /// [`Engine::open_agent_ask`] for a call whose agent waits `within` more: the Pending's deadline,
     /// here and in the team's database. `shared` says whether the team's database took it (`Ok(false)`:
     /// none is configured, or no person is to answer it).
     pub fn open_agent_ask_within(&self, ask: Ask, agent: Agent, within: Duration) -> Result<SharedAsk, ApprovalError> {
-        let mut request = ask.into_request_of(Some(agent))?;
-        request.timeout = Some(within);
+        let mut request = self.agent_request(ask, agent, None)?;
+        // A person has `approvals.timeout_seconds`, or less when the agent gives up on its hook
+        // sooner: a lapse is always our answer, never the agent's timeout letting the call through.
+        let configured = Duration::from_secs(self.approvals().config().timeout_seconds);
+        request.timeout = Some(within.min(configured));
         let opened = self.approvals().open(request)?;
         let shared = self.approvals().publish(&opened.pending.id);
         Ok(SharedAsk { opened, shared })

@@ -110,7 +110,7 @@ pub(crate) fn answer(engine: &Arc<Engine>, request: AskRequest, received: Instan
     if !matches!(ask.kind(), Ok(PendingKind::ToolCall)) {
         return refused("only a tool call's ask is relayed from another worktree".into());
     }
-    let mut open = match ask.into_request_of(Some(agent)) {
+    let mut open = match engine.agent_request(ask, agent, Some(request.worktree.clone())) {
         Ok(open) => open,
         Err(e) => return refused(e.to_string()),
     };
