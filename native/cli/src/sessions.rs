@@ -92,7 +92,11 @@ pub fn run(args: SessionsArgs) -> ExitCode {
 fn print_session(s: &SessionView) {
     let lease = match (&s.lease, &s.revoked) {
         (Some(lease), _) if s.lease_idle => {
-            format!("idle on {} since {}, free to take (its next call renews it if nobody did)", lease.intent, format_utc(lease.expires_at_ms))
+            format!(
+                "idle on {} since {}, free to take (its next call renews it if nobody did)",
+                lease.intent,
+                format_utc(lease.expires_at_ms)
+            )
         }
         (Some(lease), _) => format!("holds {} until {}", lease.intent, format_utc(lease.expires_at_ms)),
         (None, Some(revoked)) => format!("lease on {} revoked by {} at {}", revoked.intent, revoked.by, format_utc(revoked.at_ms)),

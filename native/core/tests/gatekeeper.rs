@@ -393,7 +393,11 @@ fn hook(engine: &std::sync::Arc<Engine>, agent: chokepoint_core::external_events
 
 /// Claude Code's `Stop` of session `id`: the end of a turn, which nothing refuses here.
 fn stop(engine: &std::sync::Arc<Engine>, id: &str) {
-    hook(engine, chokepoint_core::external_events::Agent::ClaudeCode, json!({ "hook_event_name": "Stop", "session_id": id, "stop_hook_active": false }));
+    hook(
+        engine,
+        chokepoint_core::external_events::Agent::ClaudeCode,
+        json!({ "hook_event_name": "Stop", "session_id": id, "stop_hook_active": false }),
+    );
 }
 
 fn writes(engine: &Engine, session: &str) -> Decision {
@@ -464,6 +468,10 @@ fn a_yielded_lease_nobody_took_goes_on_at_the_sessions_next_call_and_only_a_fini
     let a = engine.sessions().unwrap().into_iter().find(|s| s.session == "claude:A").unwrap();
     assert!(!a.lease_idle, "held again: {a:?}");
     // The session's end still releases.
-    hook(&engine, chokepoint_core::external_events::Agent::ClaudeCode, json!({ "hook_event_name": "SessionEnd", "session_id": "A", "reason": "exit" }));
+    hook(
+        &engine,
+        chokepoint_core::external_events::Agent::ClaudeCode,
+        json!({ "hook_event_name": "SessionEnd", "session_id": "A", "reason": "exit" }),
+    );
     assert_eq!(select(&other, "claude:B", "INT-001"), Decision::Allow);
 }

@@ -117,7 +117,9 @@ pub async fn answer(engine: &Arc<Engine>, call: &Call, options: &HookOptions) ->
         && let Some(session) = call.session.as_deref()
         && let Err(e) = engine.gatekeeper().yield_turn(session)
     {
-        verdict.context.push(format!("Chokepoint could not free this session's intent at the end of its turn ({e}); it is free when its lease lapses"));
+        verdict.context.push(format!(
+            "Chokepoint could not free this session's intent at the end of its turn ({e}); it is free when its lease lapses"
+        ));
     }
     if matches!(kind, EventKind::SessionStart | EventKind::PreCompact) {
         verdict.context.insert(0, crate::agents::context::handshake(engine, call, options.program.as_deref()));

@@ -14,6 +14,9 @@
 //! Where a session's selection lives: in the lease table, shared by every process on the workspace.
 //! This hook keeps a copy per session for at most [`RECHECK`], so the hot path is a map look-up and
 //! a glob match, and a release or takeover seen by another process is honoured within that time.
+//! A lease the session yielded at the end of its last turn (`scope::leases`: free to take, still its
+//! own) is renewed by the session's next call if nobody took it ([`Gatekeeper::acting`]); if someone
+//! did, the session's write is told it lost it, to whom, and what to do.
 //! Intent gating applies when the workspace has an `active_intents.yaml`; governance files are
 //! protected whether it has one or not.
 //!

@@ -752,7 +752,8 @@ impl Leases {
     /// same statement as [`Leases::held_by`], so it is prepared once).
     pub fn tenure(&self, session: &str) -> Result<(Tenure, u64), LeaseError> {
         self.read("read a session's lease", |conn, now| {
-            let rows = conn.prepare_cached(held_by_sql())?.query_map(params![session], read_intent_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let rows =
+                conn.prepare_cached(held_by_sql())?.query_map(params![session], read_intent_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
             Ok((Tenure::of(session, rows, now), now))
         })
     }

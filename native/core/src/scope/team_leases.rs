@@ -1,6 +1,7 @@
 //! Intent leases and revocations on a team's PostgreSQL database (`base::team`), for agents on
 //! several machines: the same semantics as the SQLite table of `scope::leases` (read its module
-//! doc: versions as fencing tokens, expiry, a revocation kept until the session selects again), one
+//! doc: versions as fencing tokens, expiry, a lease yielded at a turn's end, a session's tenure read
+//! by `Tenure::of` from the same rows, a revocation kept until the session selects again), one
 //! holder per (repository, intent) across every machine that shares the database.
 //!
 //! - **Why an advisory lock per intent.** A take reads the intent's row, decides, and writes; two
