@@ -152,7 +152,7 @@ async function twoChats() {
   await first.waitFor({ timeout: 30000 });
   const lease = first.getByTestId('session-lease');
   for (let i = 0; i < 50 && !/idle since/.test((await lease.textContent()) ?? ''); i++) await page.waitForTimeout(200);
-  assert.match(await lease.textContent(), /^INT-001 idle since \d\d:\d\d(:\d\d)?, free to take$/);
+  assert.match(await lease.textContent(), /^INT-001 idle since \d{1,2}:\d\d(:\d\d)?( [AP]M)?, free to take$/);
 
   // The second chat, in an editor: it selects INT-001 at once (its script checks the intent's
   // context came back) and writes under it.
