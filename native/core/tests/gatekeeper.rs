@@ -475,3 +475,23 @@ fn a_yielded_lease_nobody_took_goes_on_at_the_sessions_next_call_and_only_a_fini
     );
     assert_eq!(select(&other, "claude:B", "INT-001"), Decision::Allow);
 }
+
+/// Issue 30: when the session that took the intent over has ended its own turn too, the loser's
+/// refusal says the intent is free to take back, rather than to wait for a release.
+#[test]
+fn a_lost_intent_whose_taker_is_idle_too_is_said_to_be_free_to_take_back() {
+    let (ws, _o, engine) = setup();
+    let engine = std::sync::Arc::new(engine);
+    let other = std::sync::Arc::new(Engine::open(ws.path()).unwrap());
+    assert_eq!(select(&engine, "claude:A", "INT-001"), Decision::Allow);
+    stop(&engine, "A");
+    assert_eq!(select(&other, "claude:B", "INT-001"), Decision::Allow);
+    stop(&other, "B");
+    let Decision::Deny(lost) = writes(&engine, "claude:A") else { panic!("A lost INT-001") };
+    assert!(lost.reason.starts_with("session `claude:A` lost its lock on intent `INT-001`"), "{}", lost.reason);
+    assert!(lost.reason.ends_with("that session's turn has ended since, so the intent is free to take now"), "{}", lost.reason);
+    assert!(lost.remediation.as_deref().unwrap().starts_with("Call select_active_intent(\"INT-001\") again to take it back"), "{lost:?}");
+    assert_eq!(select(&engine, "claude:A", "INT-001"), Decision::Allow, "taken back");
+    let Decision::Deny(b) = writes(&other, "claude:B") else { panic!("B lost it in turn") };
+    assert!(b.reason.contains("session `claude:B` lost its lock") && b.reason.contains("session `claude:A`"), "{}", b.reason);
+}

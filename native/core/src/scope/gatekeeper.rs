@@ -607,8 +607,8 @@ impl Gatekeeper {
     fn unselected(&self, session: &str, config: &GateConfig, generic: impl FnOnce() -> Answer, note: &mut Option<String>) -> Answer {
         let found = self.leased(|leases| -> Result<_, LeaseError> {
             let Some(revocation) = leases.revocation(session)? else {
-                return Ok(match leases.tenure(session)?.0 {
-                    Tenure::Lost(by) => Err(AcquireError::Lost { session: session.to_owned(), by: Box::new(by) }),
+                return Ok(match leases.tenure(session)? {
+                    (Tenure::Lost(by), now) => Err((AcquireError::Lost { session: session.to_owned(), by: Box::new(by) }, now)),
                     _ => Ok(None),
                 });
             };
@@ -623,19 +623,34 @@ impl Gatekeeper {
         let (revocation, holder) = match found {
             Ok(Ok(Some(found))) => found,
             Ok(Ok(None)) => return generic(),
-            Ok(Err(lost)) => {
+            Ok(Err((lost, now))) => {
                 let AcquireError::Lost { by, .. } = &lost else { return generic() };
-                return Answer::Deny(Denial {
-                    reason: lost.to_string(),
-                    remediation: Some(format!(
-                        "Do not write under `{}` any more. Call {SELECT_INTENT_TOOL} with another intent ({}), or wait until session `{}` \
-                         releases this one and select it again.",
-                        by.intent,
-                        available(&config.intents),
-                        by.session
-                    )),
-                    suggested_tool: Some(SELECT_INTENT_TOOL.to_owned()),
-                });
+                // The taker's own turn may have ended since: then the intent is free to take again,
+                // which "wait until it is released" would hide.
+                let (reason, next) = if by.expires_at_ms <= now {
+                    (
+                        format!("{lost}; that session's turn has ended since, so the intent is free to take now"),
+                        format!(
+                            "Call {SELECT_INTENT_TOOL}(\"{}\") again to take it back if this work should go on under it (session `{}` is then \
+                             told it lost it), or select another intent ({}).",
+                            by.intent,
+                            by.session,
+                            available(&config.intents)
+                        ),
+                    )
+                } else {
+                    (
+                        lost.to_string(),
+                        format!(
+                            "Do not write under `{}` any more. Call {SELECT_INTENT_TOOL} with another intent ({}), or wait until session `{}` \
+                             is done with this one (its turn ends) and select it again.",
+                            by.intent,
+                            available(&config.intents),
+                            by.session
+                        ),
+                    )
+                };
+                return Answer::Deny(Denial { reason, remediation: Some(next), suggested_tool: Some(SELECT_INTENT_TOOL.to_owned()) });
             }
             Err(e) => return deny(&format!("cannot tell which intent this session holds: {e}"), None),
         };
