@@ -1,6 +1,7 @@
 //! The sessions working in a workspace, as a person watching it sees them (the sidebar's Sessions
 //! section, `chokepoint sessions`): every session seen in the trace lately or holding a lease, with
-//! its agent, sub-agents and model, the intent it holds and until when, its last actions, its
+//! its agent, sub-agents and model, the intent it holds and until when (or since when its lease is
+//! idle: its turn ended and nobody took the intent, `SessionView::lease_idle`), its last actions, its
 //! allowed and denied tool calls and its last denial; and a person's revocation of a session's lease.
 //!
 //! A read model, derived and never stored: the trace's index says what each session did

@@ -488,7 +488,7 @@ impl Gatekeeper {
         // active), in one operation: a fallback to this machine's table takes both from it. The
         // expiry is compared with the time the store answers in (the database's, for a team).
         let (found, place) = self.leased(|leases| -> Result<Option<(Lease, u64)>, AcquireError> {
-            let lease = match leases.tenure(session)? {
+            let (lease, now) = match leases.tenure(session)? {
                 (Tenure::Live(lease), now) => (lease, now),
                 (Tenure::Idle(idle), _) if resume => match leases.renew(&idle.intent, session, ttl) {
                     Ok(renewed) => {
@@ -502,7 +502,6 @@ impl Gatekeeper {
                 },
                 _ => return Ok(None),
             };
-            let (lease, now) = lease;
             if lease.expires_at_ms.saturating_sub(now) < (ttl.as_millis() as u64) / 2 {
                 let renewed = leases.renew(&lease.intent, session, ttl)?;
                 let now = renewed.renewed_at_ms;
@@ -608,7 +607,7 @@ impl Gatekeeper {
         let found = self.leased(|leases| -> Result<_, LeaseError> {
             let Some(revocation) = leases.revocation(session)? else {
                 return Ok(match leases.tenure(session)? {
-                    (Tenure::Lost(by), now) => Err((AcquireError::Lost { session: session.to_owned(), by: Box::new(by) }, now)),
+                    (Tenure::Lost(by), now) => Err((by, now)),
                     _ => Ok(None),
                 });
             };
@@ -623,8 +622,8 @@ impl Gatekeeper {
         let (revocation, holder) = match found {
             Ok(Ok(Some(found))) => found,
             Ok(Ok(None)) => return generic(),
-            Ok(Err((lost, now))) => {
-                let AcquireError::Lost { by, .. } = &lost else { return generic() };
+            Ok(Err((by, now))) => {
+                let lost = AcquireError::Lost { session: session.to_owned(), by: Box::new(by.clone()) };
                 // The taker's own turn may have ended since: then the intent is free to take again,
                 // which "wait until it is released" would hide.
                 let (reason, next) = if by.expires_at_ms <= now {
