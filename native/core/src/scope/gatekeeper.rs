@@ -624,6 +624,11 @@ impl Gatekeeper {
             Ok(Ok(None)) => return generic(),
             Ok(Err((by, now))) => {
                 let lost = AcquireError::Lost { session: session.to_owned(), by: Box::new(by.clone()) };
+                // Point at the other intents, not at the one just lost.
+                let others = IntentSet {
+                    active_intents: config.intents.active_intents.iter().filter(|i| i.id != by.intent).cloned().collect(),
+                    ..config.intents.clone()
+                };
                 // The taker's own turn may have ended since: then the intent is free to take again,
                 // which "wait until it is released" would hide.
                 let (reason, next) = if by.expires_at_ms <= now {
@@ -634,7 +639,7 @@ impl Gatekeeper {
                              told it lost it), or select another intent ({}).",
                             by.intent,
                             by.session,
-                            available(&config.intents)
+                            available(&others)
                         ),
                     )
                 } else {
@@ -644,7 +649,7 @@ impl Gatekeeper {
                             "Do not write under `{}` any more. Call {SELECT_INTENT_TOOL} with another intent ({}), or wait until session `{}` \
                              is done with this one (its turn ends) and select it again.",
                             by.intent,
-                            available(&config.intents),
+                            available(&others),
                             by.session
                         ),
                     )
