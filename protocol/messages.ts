@@ -10,8 +10,9 @@ import type { PendingDict, SessionView as BindingSessionView } from '../native/n
 
 /** Bumped when a message changes shape; the ready handshake carries it so a stale page is detected.
  *  3 since the task panel's messages, 4 since the Approvals section's, 5 since the Sessions section's,
- *  6 since the Trace section's team scope, 7 since a session's lease may be idle (`leaseIdle`). */
-export const PROTOCOL_VERSION = 7;
+ *  6 since the Trace section's team scope, 7 since the trace left the page for a tree view of its own,
+ *  8 since the welcome content's `runCommand`, 9 since a session's lease may be idle (`leaseIdle`). */
+export const PROTOCOL_VERSION = 9;
 
 const Diagnostic = z.object({
   file: z.string(),
@@ -61,43 +62,6 @@ export type RequestMethod = z.infer<typeof RequestMethod>;
 export const ReloadResult = z.object({ diagnostics: z.number().int().min(0), reloadedAt: z.string() });
 export type ReloadResult = z.infer<typeof ReloadResult>;
 
-/** An intent id as the page may name it: only to filter what it is shown. */
-const IntentId = z.string().min(1).max(200);
-
-/** One record of the trace ledger as the sidebar lists it (the binding's `TraceEntry`). */
-export const TraceEntry = z.object({
-  seq: z.number().int().min(1),
-  time: z.string(),
-  kind: z.string(),
-  event: z.string().nullish(),
-  tool: z.string().nullish(),
-  session: z.string().nullish(),
-  agent: z.string().nullish(),
-  model: z.string().nullish(),
-  intent: z.string().nullish(),
-  decision: z.string().nullish(),
-  reason: z.string().nullish(),
-  files: z.array(z.object({ path: z.string(), ranges: z.array(z.object({ start: z.number().int(), end: z.number().int() })) })),
-});
-export type TraceEntry = z.infer<typeof TraceEntry>;
-
-/** Whose records the Trace section lists: this worktree's ledger, or every machine's in the team's
- *  database (only offered when the engine has one). */
-export const TraceScope = z.enum(['worktree', 'team']);
-export type TraceScope = z.infer<typeof TraceScope>;
-
-/** A record as the Trace section lists it: in the team scope, with where it was written (a team's
- *  `seq` is only unique within one machine's worktree's chain, so the chain travels too). */
-export const TraceListEntry = TraceEntry.extend({
-  from: z.object({ machine: z.string(), worktree: z.string(), branch: z.string().optional(), chain: z.string() }).optional(),
-});
-export type TraceListEntry = z.infer<typeof TraceListEntry>;
-
-/** The team's database as the Trace section sees it; absent (null) when the engine has none, and then
- *  the page offers no team scope. `copyError`: why this worktree's records are not all copied there
- *  yet (the team's database could not be reached); they are kept and copied when it returns. */
-export const TeamTraceState = z.object({ machine: z.string(), copyError: z.string().optional() });
-export type TeamTraceState = z.infer<typeof TeamTraceState>;
 
 /** The longest prompt the page may start a task with (characters). */
 export const MAX_PROMPT_CHARS = 20_000;
@@ -272,6 +236,17 @@ export const MAX_SESSIONS = 500;
 /** The longest reason a person may give for a revocation (told to the session's agent). */
 export const MAX_REVOKE_REASON = 1_000;
 
+/** The commands a button of the sidebar's welcome content (what an empty section says to do next)
+ *  may run: an allow-list, so the page can run these and nothing else. Each is one of package.json's
+ *  `contributes.commands` (tests/node/walkthrough.test.js holds them to it). */
+export const WelcomeCommand = z.enum([
+  'chokepoint.getStarted',
+  'chokepoint.governFolder',
+  'chokepoint.connectVsCodeAgent',
+  'chokepoint.setUpAgent',
+]);
+export type WelcomeCommand = z.infer<typeof WelcomeCommand>;
+
 export const WebviewMessage = z.discriminatedUnion('type', [
   /** Sent once the page's script runs; the host pushes state only after this. */
   z.object({ type: z.literal('ready'), protocol: z.number().int() }),
@@ -284,11 +259,6 @@ export const WebviewMessage = z.discriminatedUnion('type', [
     line: z.number().int().min(0),
     column: z.number().int().min(0),
   }),
-  /** Show only the trace records of this intent (null: every record). The host answers with `trace`. */
-  z.object({ type: z.literal('setTraceFilter'), intent: IntentId.nullable() }),
-  /** List this worktree's records or the team's. The host answers with `trace` (in the worktree scope
-   *  when the engine has no team database, whatever was asked). */
-  z.object({ type: z.literal('setTraceScope'), scope: TraceScope }),
   /** Run `prompt` with `model`, one of the ids the host offered in `models`. The host answers with
    *  `taskState` (and an error if the task cannot start). */
   z.object({ type: z.literal('startTask'), prompt: z.string().trim().min(1).max(MAX_PROMPT_CHARS), model: ModelId }),
@@ -301,6 +271,9 @@ export const WebviewMessage = z.discriminatedUnion('type', [
   /** Revoke a session's lease, as the person: the host confirms in a modal dialog first, then
    *  answers with `revokeResult` and a fresh `sessions`. */
   z.object({ type: z.literal('revokeLease'), session: SessionId, reason: z.string().trim().max(MAX_REVOKE_REASON).optional() }),
+  /** Run one command of the welcome content's allow-list, without arguments (a command that needs a
+   *  choice asks for it in VS Code's own UI). */
+  z.object({ type: z.literal('runCommand'), command: WelcomeCommand }),
 ]);
 export type WebviewMessage = z.infer<typeof WebviewMessage>;
 
@@ -314,25 +287,6 @@ export const HostMessage = z.discriminatedUnion('type', [
       z.object({ ok: z.literal(false), error: z.string() }),
     ]),
   }),
-  /** The trace's recent records, newest first, under the filter and scope the host applies (sent
-   *  after `ready`, when the ledger changes, when the filter or scope changes, from the page or a
-   *  command, and every few seconds in the team scope while the view is visible). `team`: null when
-   *  the engine has no team database. */
-  z.object({
-    type: z.literal('trace'),
-    intent: IntentId.nullable(),
-    scope: TraceScope,
-    team: TeamTraceState.nullable(),
-    outcome: z.discriminatedUnion('ok', [
-      z.object({ ok: z.literal(true), entries: z.array(TraceListEntry) }),
-      z.object({ ok: z.literal(false), error: z.string() }),
-    ]),
-  })
-    .refine((m) => m.scope === 'worktree' || m.team !== null, { message: 'the team scope needs a team database' })
-    // Without its machine and worktree, a team's record could be taken for one of this worktree's.
-    .refine((m) => m.scope === 'worktree' || !m.outcome.ok || m.outcome.entries.every((e) => e.from !== undefined), {
-      message: "every record of the team's trace says where it was written",
-    }),
   /** The models the picker offers and the one it starts with (sent after `ready` and when the
    *  settings that make the list change). */
   z.object({ type: z.literal('models'), choices: z.array(ModelChoice), selected: ModelId }),

@@ -2,8 +2,6 @@
 // binding), then wires the engine host to the status bar, the sidebar, the Problems panel and the
 // commands. Wiring only: what each piece does lives in its room (engine/, ui/, agent/, runtime/,
 // approvals/; ARCHITECTURE.md).
-import * as fs from 'fs';
-import * as path from 'path';
 import * as vscode from 'vscode';
 import { AgentHost, type Approver } from './agent/agent';
 import { ChatModels } from './agent/chatModels';
@@ -13,6 +11,7 @@ import type { PendingDict, PendingKind } from './approvals/types';
 import { ApprovalsHost } from './ui/approvalsView';
 import { evaluate, type ChainDecision, type ChainEvent } from './engine/chokepoint';
 import { EngineHost, describe } from './engine/engineHost';
+import { FirstRunState, enableChat, governFolder, openOnFirstActivation, openWalkthrough, warnIfChatNeedsSignIn } from './ui/firstRun';
 import { makeFindable } from './engine/findable';
 import { Log } from './ui/log';
 import { loadNative } from './engine/native';
@@ -21,6 +20,7 @@ import { SidebarProvider } from './ui/sidebar';
 import { StatusBar } from './ui/statusBar';
 import { registerReplay } from './ui/replay';
 import { Trace, showProvenance, type ProvenanceReport } from './ui/trace';
+import { TraceView } from './ui/traceView';
 import type { EngineState } from '../../protocol/messages';
 import type { CompactionItem } from './runtime/prompt';
 import type { ModelProvider, RuntimeEvent } from './runtime/types';
@@ -87,10 +87,22 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   // VS Code's own agent runs on our models too (the scripted demo, the configured endpoint).
   const chatModels = new ChatModels(log, (model) => agent.providerFor(`openai:${model}`), native.ok ? native.binding.countTokensAsync : undefined);
   const sidebar = new SidebarProvider(context.extensionUri, engine, trace, agent, approvals, log);
+  const traceView = new TraceView(trace, engine);
   // Menus that only make sense in a governed workspace (the editor's "Show Provenance of Line").
+  // Governed: the folder has a configuration, as the activation events say (the engine itself may
+  // make `.orchestration/` for its runtime files in a folder that has none).
   const setGoverned = (state: EngineState) =>
-    void vscode.commands.executeCommand('setContext', 'chokepoint.governed', state.status === 'ready' && governed(state.workspaceRoot));
+    void vscode.commands.executeCommand('setContext', 'chokepoint.governed', state.status === 'ready' && (state.hooks.status !== 'missing' || state.intents.status !== 'missing'));
   setGoverned(engine.state);
+  // The walkthrough's steps complete on these context keys (ui/firstRun.ts).
+  const firstRun = new FirstRunState(engine, trace);
+  const connectAgent = async (agentId: string | undefined) => {
+    const result = await setUpAgent(context.extensionPath, log, agentId);
+    firstRun.refresh();
+    // The moment the person is about to use the Chat: its sign-in wall, explained before it shows.
+    if (result.ok && result.agent === 'vscode') void warnIfChatNeedsSignIn(log);
+    return result;
+  };
   context.subscriptions.push(
     engine,
     trace,
@@ -98,7 +110,9 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     approvals,
     statusBar,
     sidebar,
+    traceView,
     chatModels,
+    firstRun,
     chatModels.register(),
     // VS Code's agent declares its intent through these; its hooks bind its chat session.
     ...registerIntentTools(engine, (context.extension.packageJSON as { contributes?: { languageModelTools?: { name: string }[] } }).contributes?.languageModelTools ?? []),
@@ -113,16 +127,21 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     vscode.commands.registerCommand('chokepoint.runDemoTask', () => runTask(agent, log, () => agent.runDemo())),
     vscode.commands.registerCommand('chokepoint.stopTask', () => agent.stop()),
     vscode.commands.registerCommand('chokepoint.setApiKey', () => agent.setApiKey()),
-    vscode.commands.registerCommand('chokepoint.setUpAgent', (agentId?: unknown) =>
-      setUpAgent(context.extensionPath, log, typeof agentId === 'string' ? agentId : undefined),
-    ),
-    vscode.commands.registerCommand('chokepoint.connectVsCodeAgent', () => setUpAgent(context.extensionPath, log, 'vscode')),
+    vscode.commands.registerCommand('chokepoint.setUpAgent', (agentId?: unknown) => connectAgent(typeof agentId === 'string' ? agentId : undefined)),
+    vscode.commands.registerCommand('chokepoint.connectVsCodeAgent', () => connectAgent('vscode')),
+    // The first run (ui/firstRun.ts): the walkthrough and what its buttons run.
+    vscode.commands.registerCommand('chokepoint.getStarted', () => openWalkthrough(context)),
+    vscode.commands.registerCommand('chokepoint.governFolder', () => governFolder(context.extensionPath, engine, log)),
+    vscode.commands.registerCommand('chokepoint.enableChat', () => enableChat(log)),
+    vscode.commands.registerCommand('chokepoint.openView', () => sidebar.reveal()),
+    vscode.commands.registerCommand('chokepoint.showTrace', () => traceView.showIntent(null)),
     // Policy replay: the trace judged again against an edited hooks.yaml (editor title, CodeLens).
     registerReplay(engine, log),
     vscode.commands.registerCommand('chokepoint.showProvenance', (uri?: unknown, line?: unknown) =>
-      showProvenance(trace, (intent) => sidebar.showTrace(intent), uri instanceof vscode.Uri ? uri : undefined, typeof line === 'number' ? line : undefined),
+      showProvenance(trace, (intent) => traceView.showIntent(intent), uri instanceof vscode.Uri ? uri : undefined, typeof line === 'number' ? line : undefined),
     ),
   );
+  void openOnFirstActivation(context, log);
   return {
     get engineState() {
       return engine.state;
@@ -164,10 +183,6 @@ function runTask(agent: AgentHost, log: Log, task: () => Promise<void>): Thenabl
       }
     },
   );
-}
-
-function governed(root: string): boolean {
-  return fs.existsSync(path.join(root, '.orchestration'));
 }
 
 /** Writes the full state to the log and shows a one-line summary; returns the state for scripts. */

@@ -254,6 +254,10 @@ export declare class Engine {
    * `since` is not a time.
    */
   traceRecent(filter?: TraceFilter | undefined | null): Array<TraceEntry>
+  /** How many records match `filter` (its `limit` aside): the "of M" of "the newest N of M". */
+  traceCount(filter?: TraceFilter | undefined | null): number
+  /** The record `seq` of `chain` whole, or `null` when the ledger has none such. */
+  traceRecord(chain: string, seq: number): TraceRecord | null
   /**
    * Every machine's and worktree's records in the team's database (hooks.yaml's
    * `coordination.url`, or `CHOKEPOINT_COORDINATION_URL`) that match `filter`, oldest first (the
@@ -1064,6 +1068,26 @@ export interface TraceEntry {
   decision?: string
   reason?: string
   files: Array<TraceFile>
+  /**
+   * The chain holding it: with `seq`, what names it (`traceRecord`). Absent in the team's
+   * entries, which carry their chain beside them.
+   */
+  chain?: string
+  /**
+   * What names the tool call it is about, alike in its `PreToolUse` and `PostToolUse` records
+   * (the first 16 hex digits of its input's SHA-256), so a list can show the two as one call.
+   */
+  call?: string
+  /**
+   * A contained command's writes that containment refused or undid (their paths): a command
+   * with any was stopped, in part, by the gate. Empty for every other record.
+   */
+  refused: Array<string>
+  /**
+   * The paths a judged call named (`PreToolUse`: workspace-relative where they resolved, as
+   * given where they did not), which its `files` (written lines) do not hold before it ran.
+   */
+  paths: Array<string>
 }
 
 export interface TraceFile {
@@ -1089,6 +1113,18 @@ export interface TraceFilter {
 export interface TraceRange {
   start: number
   end: number
+}
+
+/** One record whole, as a person opens it from the trace: where it is in the ledger and its JSON. */
+export interface TraceRecord {
+  chain: string
+  seq: number
+  /** The byte offset of its line in the chain's file (`.orchestration/trace/<chain>.jsonl`). */
+  offset: number
+  /** The SHA-256 (hex) of its line: the next record's `prev`. */
+  lineHash: string
+  /** The record as the ledger holds it, indented. */
+  json: string
 }
 
 /** The version of the native core. */

@@ -19,10 +19,6 @@ test('the host accepts the webview commands of the catalogue', () => {
     { type: 'request', id: 1, method: 'reloadConfiguration' },
     { type: 'command', command: 'showEngineInfo' },
     { type: 'openConfig', file: 'hooks', line: 5, column: 1 },
-    { type: 'setTraceFilter', intent: 'INT-001' },
-    { type: 'setTraceFilter', intent: null },
-    { type: 'setTraceScope', scope: 'worktree' },
-    { type: 'setTraceScope', scope: 'team' },
   ]) assert.ok(accepts(WebviewMessage, msg), JSON.stringify(msg));
 });
 
@@ -37,14 +33,10 @@ test('the host refuses anything else from the webview, with a reason', () => {
     // The page may only open the two governance files, never a path of its choosing.
     { type: 'openConfig', file: '/etc/passwd', line: 1, column: 1 },
     { type: 'openConfig', file: 'hooks', line: 1.5, column: 1 },
-    { type: 'setTraceFilter' },
-    { type: 'setTraceFilter', intent: '' },
-    { type: 'setTraceFilter', intent: 7 },
-    // Only the two scopes; the page cannot name a database, a machine or a worktree to read.
-    { type: 'setTraceScope' },
-    { type: 'setTraceScope', scope: 'everyone' },
-    { type: 'setTraceScope', scope: 'postgres://elsewhere/db' },
-    { type: 'setTraceScope', scope: null },
+    // The trace is a tree view of the extension's own (protocol 7): the page neither filters nor
+    // scopes it any more, so no message of its may try.
+    { type: 'setTraceFilter', intent: 'INT-001' },
+    { type: 'setTraceScope', scope: 'team' },
   ]) {
     const r = parseMessage(WebviewMessage, msg);
     assert.strictEqual(r.ok, false, JSON.stringify(msg));
@@ -68,38 +60,9 @@ test('the webview accepts engine state and responses, and refuses malformed ones
   assert.ok(!accepts(HostMessage, { type: 'html', html: '<img onerror=alert(1)>' }));
 });
 
-test('the webview accepts trace notifications and refuses malformed ones', () => {
-  const entry = {
-    seq: 3, time: '2026-11-22T05:00:00.000Z', kind: 'tool_call', event: 'PostToolUse', tool: 'write_to_file', session: 'S',
-    intent: 'INT-001', decision: 'allow', files: [{ path: 'src/a.js', ranges: [{ start: 1, end: 3 }] }],
-  };
-  const local = { type: 'trace', scope: 'worktree', team: null };
-  assert.ok(accepts(HostMessage, { ...local, intent: null, outcome: { ok: true, entries: [entry] } }));
-  assert.ok(accepts(HostMessage, { ...local, intent: 'INT-001', outcome: { ok: true, entries: [] } }));
-  assert.ok(accepts(HostMessage, { ...local, intent: null, outcome: { ok: false, error: 'the index is locked' } }));
-  assert.ok(!accepts(HostMessage, { ...local, outcome: { ok: true, entries: [] } }), 'the filter it applies is always said');
-  assert.ok(!accepts(HostMessage, { type: 'trace', intent: null, outcome: { ok: true, entries: [] } }), 'the scope it applies is always said');
-  assert.ok(!accepts(HostMessage, { ...local, intent: null, outcome: { ok: true, entries: [{ ...entry, seq: 0 }] } }));
-  assert.ok(!accepts(HostMessage, { ...local, intent: null, outcome: { ok: true, entries: [{ ...entry, files: [{ path: 'a' }] }] } }));
-  assert.ok(!accepts(HostMessage, { ...local, intent: null, outcome: { ok: true } }));
-});
-
-test("the webview accepts the team's trace with where each record was written, and refuses it otherwise", () => {
-  const record = { seq: 1, time: '2026-11-22T05:00:00.000Z', kind: 'tool_call', event: 'PreToolUse', tool: 'Write', decision: 'allow', files: [] };
-  const from = { machine: 'alpha', worktree: 'repo', branch: 'main', chain: 'main-1' };
-  const team = { machine: 'beta' };
-  const msg = (over) => ({ type: 'trace', intent: null, scope: 'team', team, outcome: { ok: true, entries: [{ ...record, from }] }, ...over });
-  assert.ok(accepts(HostMessage, msg({})));
-  assert.ok(accepts(HostMessage, msg({ outcome: { ok: true, entries: [{ ...record, from: { ...from, branch: undefined } }] } })), 'a detached worktree has no branch');
-  // The database could not be reached: the list shows why, and the warning says records are kept.
-  assert.ok(accepts(HostMessage, msg({ team: { machine: 'beta', copyError: 'cannot connect' }, outcome: { ok: false, error: 'cannot connect' } })));
-  // This worktree's list may say, too, that its records wait for the team's database.
-  assert.ok(accepts(HostMessage, { type: 'trace', intent: null, scope: 'worktree', team: { machine: 'beta', copyError: 'x' }, outcome: { ok: true, entries: [record] } }));
-  assert.ok(!accepts(HostMessage, msg({ team: null })), 'no team scope without a team database');
-  assert.ok(!accepts(HostMessage, msg({ outcome: { ok: true, entries: [record] } })), "a team's record says where it was written");
-  assert.ok(!accepts(HostMessage, msg({ outcome: { ok: true, entries: [{ ...record, from: { machine: 'alpha' } }] } })));
-  assert.ok(!accepts(HostMessage, msg({ scope: 'everyone' })));
-  assert.ok(!accepts(HostMessage, msg({ team: { copyError: 'x' } })), 'the team state names this machine');
+test('the page is sent no trace: the Trace view is a tree of the extension', () => {
+  const entry = { seq: 3, time: '2026-11-22T05:00:00.000Z', kind: 'tool_call', files: [] };
+  assert.ok(!accepts(HostMessage, { type: 'trace', intent: null, scope: 'worktree', team: null, outcome: { ok: true, entries: [entry] } }));
 });
 
 test('the host accepts the task panel commands, and refuses malformed ones', () => {

@@ -68,6 +68,43 @@ test('traceRecent filters by intent, session, file, time and limit', async () =>
   assert.throws(() => engine.traceRecent({ since: 'yesterday' }), /is not a time/);
 });
 
+test('traceCount counts what a filter matches, its limit aside: the "of M" of the newest N', async () => {
+  const { engine } = await judged();
+  assert.strictEqual(engine.traceCount(), 5);
+  assert.strictEqual(engine.traceCount({ intent: 'INT-001', limit: 1 }), 3, 'the limit is the list\'s, not the count\'s');
+  assert.strictEqual(engine.traceCount({ session: 'B' }), 2);
+  assert.strictEqual(engine.traceCount({ file: 'src/**/*.js' }), 1);
+  assert.strictEqual(engine.traceCount({ intent: 'INT-003' }), 0);
+  assert.throws(() => engine.traceCount({ since: 'yesterday' }), /is not a time/);
+});
+
+test("a call's judged and after records share its `call` digest, and `traceRecord` reads one whole by chain and seq", async () => {
+  const { dir, engine } = await judged();
+  const all = engine.traceRecent();
+  const [post, pre] = [all[2], all[3]];
+  assert.match(pre.call, /^[0-9a-f]{16}$/);
+  assert.strictEqual(post.call, pre.call, 'one call, before and after');
+  assert.notStrictEqual(all[0].call, pre.call, 'another input is another call');
+  // A judged call names its paths before it ran (its `files`, the lines written, come after).
+  assert.deepStrictEqual(all[0].paths, ['src/auth/x.js'], 'the denied write names what it tried');
+  assert.deepStrictEqual(all[0].files, []);
+  assert.deepStrictEqual(pre.paths, [FILE]);
+  assert.ok(pre.chain, 'each record names its chain');
+  const found = engine.traceRecord(pre.chain, pre.seq);
+  const whole = JSON.parse(found.json);
+  assert.strictEqual(whole.seq, pre.seq);
+  assert.strictEqual(whole.event, 'PreToolUse');
+  assert.strictEqual(whole.input_sha256.slice(0, 16), pre.call);
+  // Where it is: the line at that offset of the chain's file is the record, and hashes as said.
+  const file = fs.readFileSync(path.join(dir, '.orchestration/trace', `${found.chain}.jsonl`));
+  const line = file.subarray(found.offset, file.indexOf(10, found.offset)).toString();
+  assert.strictEqual(JSON.parse(line).seq, pre.seq);
+  assert.strictEqual(require('crypto').createHash('sha256').update(line).digest('hex'), found.lineHash);
+  assert.strictEqual(engine.traceRecord(pre.chain, 99), null);
+  assert.strictEqual(engine.traceRecord('no-such-chain', 1), null);
+  assert.throws(() => engine.traceRecord(pre.chain, 0), /whole number from 1/);
+});
+
 test('traceRecent sees records appended after its first read, by this engine or another one on the workspace', async () => {
   const { dir, engine } = await judged();
   assert.strictEqual(engine.traceRecent().length, 5);

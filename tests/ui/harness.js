@@ -12,15 +12,26 @@ const { packageVsix } = require('../../scripts/package');
  * Starts everything; `stop()` ends what it started and removes its folders. `outsideHome`: the
  * workspace goes into the system's temporary folder instead of the cache under ~/.cache, because VS
  * Code's agent asks before editing any file under a dot-folder of the home directory ("system files").
- * `env`: more of code-server's environment (which the extension host inherits).
+ * `env`: more of code-server's environment (which the extension host inherits). `firstRun`: the
+ * extension opens its walkthrough on its first activation, as for a newcomer; without it the profile
+ * turns that off (VS Code's `workbench.welcomePage.walkthroughs.openOnInstall`), so the other files
+ * test their section with no walkthrough opening over it; with it, VS Code's own Welcome page does not
+ * open at start, so a walkthrough that opens is the extension's doing. `ungoverned`: the sample workspace without
+ * its `.orchestration/`.
  */
-async function startVsCode({ outsideHome = false, env = {} } = {}) {
+async function startVsCode({ outsideHome = false, env = {}, firstRun = false, ungoverned = false } = {}) {
   const vsix = await packageVsix();
   const runDir = fs.mkdtempSync(path.join(vscode.CACHE, 'run-ui-tests-'));
   const extensionsDir = path.join(runDir, 'extensions');
   const installLog = vscode.installExtension(vsix, { runDir, extensionsDir });
   const workspaceParent = outsideHome ? fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-ui-')) : runDir;
   const workspace = vscode.makeSampleWorkspace(path.join(workspaceParent, 'workspace'));
+  if (ungoverned) fs.rmSync(path.join(workspace, '.orchestration'), { recursive: true, force: true });
+  // VS Code's own Welcome page stays closed at start: what opens is the extension's doing.
+  const user = path.join(runDir, 'data', 'User');
+  fs.mkdirSync(user, { recursive: true });
+  const settings = firstRun ? { 'workbench.startupEditor': 'none' } : { 'workbench.welcomePage.walkthroughs.openOnInstall': false };
+  fs.writeFileSync(path.join(user, 'settings.json'), JSON.stringify(settings));
   let server, browser, page;
   try {
     server = await vscode.startCodeServer({ runDir, extensionsDir, env });
@@ -40,13 +51,34 @@ async function startVsCode({ outsideHome = false, env = {} } = {}) {
     installLog,
     workspace,
     page,
-    /** The sidebar webview's document (VS Code nests it in two iframes). */
-    sidebar: () => page.frameLocator('iframe.webview.ready').frameLocator('#active-frame'),
+    /** The workbench's address for another folder (opened in a new window of the same profile). */
+    url: (folder) => server.url(folder),
+    /** The sidebar webview's document (VS Code nests it in two iframes; the walkthrough's pages are
+     *  webviews too, of another purpose). */
+    sidebar: () => page.frameLocator('iframe.webview.ready[src*="purpose=webviewView"]').frameLocator('#active-frame'),
     /** Shows the Chokepoint view. Clicking an already selected activity-bar item would hide it instead. */
     async openSidebar() {
       const tab = page.locator('.activitybar').getByRole('tab', { name: /^Chokepoint/ });
       await tab.waitFor({ timeout: 60000 });
       if ((await tab.getAttribute('aria-selected')) !== 'true') await tab.click();
+    },
+    /** The Trace view's pane: a native tree under the Chokepoint container, expanded. */
+    async traceView() {
+      const pane = page.locator('.pane').filter({ has: page.locator('.pane-header h3.title', { hasText: /^Trace$/ }) });
+      const header = pane.locator('.pane-header');
+      await header.waitFor({ timeout: 30000 });
+      if ((await header.getAttribute('aria-expanded')) === 'false') await header.click();
+      return pane;
+    },
+    /** Runs the command titled `title` (`Chokepoint: …`) from the command palette. */
+    async runCommand(title) {
+      await page.keyboard.press('F1');
+      await page.locator('.quick-input-widget input').fill(`>${title}`);
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: title }).first().click({ timeout: 15000 });
+    },
+    /** Picks `label` in the open quick pick. */
+    async pick(label) {
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: new RegExp(`^${label}`) }).first().click({ timeout: 15000 });
     },
     async stop() {
       if (process.env.CHOKEPOINT_UI_SCREENSHOT) await page.screenshot({ path: process.env.CHOKEPOINT_UI_SCREENSHOT }).catch(() => {});

@@ -43,6 +43,10 @@ test('the task panel offers the models with the scripted demo model selected, an
   await model.locator('option[value="scripted:demo"]').waitFor({ state: 'attached', timeout: 30000 });
   assert.strictEqual(await model.inputValue(), 'scripted:demo');
   assert.strictEqual(await model.locator('option:checked').textContent(), 'Scripted demo model');
+  // Chokepoint's own models in VS Code's Chat are not offered again here (the Chat's demo drives the
+  // Chat's tools, which this runtime does not have): one demo model, not two alike.
+  const offered = await model.locator('option').evaluateAll((os) => os.map((o) => o.value));
+  assert.deepStrictEqual(offered.filter((v) => v.startsWith('vscode-lm:chokepoint/')), [], offered.join(', '));
   assert.strictEqual(await task().getByRole('button', { name: 'Stop the running task' }).getAttribute('aria-disabled'), 'true');
   assert.strictEqual(await task().getByRole('button', { name: 'Run demo task' }).getAttribute('aria-disabled'), 'false');
   // Nothing typed yet: nothing to run.

@@ -146,34 +146,34 @@ test("a hook call on machine alpha is listed in beta's Trace in the team scope, 
   const rb = spawnSync(CLI, ['hook', '--agent', 'claude', '--workspace', vsc.workspace], { input: JSON.stringify(onBeta), encoding: 'utf8', env: { ...process.env, ...betaEnv } });
   assert.strictEqual(rb.status, 0, `chokepoint hook on beta: ${rb.stdout}${rb.stderr}`);
 
-  const trace = sidebar().getByTestId('trace');
-  const fromAlpha = trace.getByTestId('trace-entry').filter({ hasText: session });
-  await trace.getByTestId('trace-scope').waitFor({ timeout: 30000 });
-  await trace.getByTestId('trace-scope-worktree').waitFor();
-  assert.strictEqual(await trace.getByTestId('trace-scope-worktree').isChecked(), true, 'this worktree is the scope to begin with');
-  assert.strictEqual(await fromAlpha.count(), 0, "alpha's record is not in beta's own ledger");
+  await vsc.openSidebar();
+  const trace = await vsc.traceView();
+  const rows = trace.locator('.monaco-list-row');
+  // A session of the team's trace names the machine and worktree that wrote it.
+  const fromAlpha = rows.filter({ hasText: 'alpha · alpha' });
+  const fromBeta = rows.filter({ hasText: `beta · ${path.basename(vsc.workspace)}` });
+  await rows.filter({ hasText: /records?, newest first/ }).first().waitFor({ timeout: 30000 });
+  assert.strictEqual(await fromAlpha.count(), 0, "alpha's record is not in beta's own ledger: this worktree is the scope to begin with");
 
-  await trace.getByTestId('trace-scope-team').check();
+  await vsc.runCommand("Chokepoint: Show the Team's Trace");
   await fromAlpha.first().waitFor({ timeout: 20000 });
-  assert.strictEqual((await fromAlpha.first().getByTestId('trace-origin').textContent()).trim(), 'alpha · alpha', 'machine · worktree');
+  await rows.filter({ hasText: "every machine's records (this is beta)" }).waitFor();
   // beta's own record, copied by its live engine without anyone asking, is listed beside it.
-  const fromBeta = trace.getByTestId('trace-entry').filter({ hasText: own });
   await fromBeta.first().waitFor({ timeout: 20000 });
-  assert.strictEqual((await fromBeta.first().getByTestId('trace-origin').textContent()).trim(), `beta · ${path.basename(vsc.workspace)}`);
-  assert.strictEqual(await trace.getByTestId('trace-copy-warning').isVisible(), false);
+  assert.strictEqual(await rows.filter({ hasText: 'copied when the team' }).count(), 0, 'nothing waits to be copied');
 
   // The database goes down: the periodic refresh shows why instead of the records, never an empty list.
   await pg.kill();
   try {
-    await trace.getByText(/Cannot read the team's trace/).waitFor({ timeout: 20000 });
-    assert.strictEqual(await trace.getByTestId('trace-entry').count(), 0);
-    const warning = await trace.getByTestId('trace-copy-warning').textContent();
-    assert.match(warning, /could not be reached.*kept.*copied when it returns/);
+    await rows.filter({ hasText: "Cannot read the team's trace" }).waitFor({ timeout: 20000 });
+    assert.strictEqual(await fromAlpha.count(), 0);
+    const warning = (await rows.filter({ hasText: 'copied when the team' }).first().textContent()) ?? '';
+    assert.match(warning, /kept here and copied when the team.s database returns.*cannot be reached/);
   } finally {
     await pg.restart();
   }
   // Back: the next refresh lists the records again.
   await fromAlpha.first().waitFor({ timeout: 60000 });
-  await trace.getByTestId('trace-scope-worktree').check();
+  await vsc.runCommand("Chokepoint: Show This Worktree's Trace");
   await fromAlpha.first().waitFor({ state: 'detached', timeout: 15000 });
 });

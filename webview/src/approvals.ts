@@ -6,6 +6,7 @@
 // typed and where the keyboard focus is survive a refresh.
 import type { Decision, PendingView, WebviewMessage } from '../../protocol/messages';
 import { lineDiff } from './diff';
+import { welcome } from './welcome';
 import { button, el, setEnabled } from './dom';
 
 const KIND_LABEL: Record<PendingView['kind'], string> = {
@@ -49,7 +50,16 @@ export function approvalsSection(options: { post(message: WebviewMessage): void 
   status.setAttribute('role', 'status');
   const list = el('ol', { class: 'approvals' });
   list.setAttribute('aria-labelledby', heading.id);
-  const section = el('section', { class: 'approvals-section', testid: 'approvals' }, heading, status, list);
+  const empty = welcome(
+    'approvals-welcome',
+    [
+      'When an agent\u2019s action needs a person, it waits here as a card: a hooks.yaml rule that asks, a request to widen an intent\u2019s scope, a plan, a completion the tests keep refusing. The agent waits until you approve, reject or modify it.',
+      'The demo task asks to widen its scope: run it to see one.',
+    ],
+    [{ label: 'Run Demo Task', run: { type: 'runDemo' } }],
+    options.post,
+  );
+  const section = el('section', { class: 'approvals-section', testid: 'approvals' }, heading, status, empty.element, list);
   section.setAttribute('aria-labelledby', heading.id);
   const cards = new Map<string, Card>();
 
@@ -60,6 +70,7 @@ export function approvalsSection(options: { post(message: WebviewMessage): void 
       count.textContent = String(n);
       count.hidden = n === 0;
       status.textContent = !available ? 'Approvals are not available: the engine did not load, or it keeps no approvals.' : n === 0 ? 'Nothing waits for approval.' : `${n} waiting, oldest first`;
+      empty.toggle(available && n === 0);
       const seen = new Set(pendings.map((p) => p.id));
       for (const [id, card] of cards) {
         if (seen.has(id)) continue;

@@ -8,6 +8,7 @@
 import type { SessionAction, SessionView, WebviewMessage } from '../../protocol/messages';
 import { MAX_REVOKE_REASON } from '../../protocol/messages';
 import { button, el, setEnabled } from './dom';
+import { welcome } from './welcome';
 
 interface Item {
   element: HTMLElement;
@@ -60,7 +61,18 @@ export function sessionsSection(options: { post(message: WebviewMessage): void }
   status.setAttribute('role', 'status');
   const list = el('ol', { class: 'sessions' });
   list.setAttribute('aria-labelledby', heading.id);
-  const section = el('section', { class: 'sessions-section', testid: 'sessions' }, heading, status, list);
+  const empty = welcome(
+    'sessions-welcome',
+    [
+      'Connect an agent: each of its sessions shows here with the intent it holds, its allowed and denied calls and its last actions, and a Revoke button for its lease.',
+    ],
+    [
+      { label: 'Connect VS Code\u2019s Chat', run: 'chokepoint.connectVsCodeAgent' },
+      { label: 'Set Up Another Agent\u2026', run: 'chokepoint.setUpAgent', secondary: true },
+    ],
+    options.post,
+  );
+  const section = el('section', { class: 'sessions-section', testid: 'sessions' }, heading, status, empty.element, list);
   section.setAttribute('aria-labelledby', heading.id);
   // Refreshed on every change of the trace: announcing each would drown the reader.
   section.setAttribute('aria-live', 'off');
@@ -137,6 +149,7 @@ export function sessionsSection(options: { post(message: WebviewMessage): void }
     show(outcome: { ok: true; sessions: SessionView[] } | { ok: false; error: string }): void {
       status.classList.toggle('error', !outcome.ok);
       if (!outcome.ok) {
+        empty.toggle(false);
         status.textContent = `Cannot read the sessions: ${outcome.error}`;
         return;
       }
@@ -146,6 +159,7 @@ export function sessionsSection(options: { post(message: WebviewMessage): void }
       status.textContent = sessions.length
         ? `${sessions.length} session${sessions.length === 1 ? '' : 's'} in the last 24 hours or holding an intent, most recent first`
         : 'No session has acted yet.';
+      empty.toggle(sessions.length === 0);
       const seen = new Set<string>();
       const ordered: HTMLElement[] = [];
       for (const s of sessions) {

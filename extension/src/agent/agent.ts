@@ -14,6 +14,7 @@ import type { Compactor } from '../runtime/prompt';
 import { OpenAiProvider } from '../runtime/providers/openai';
 import { ScriptedProvider, loadScript } from '../runtime/providers/scripted';
 import { VsCodeLmProvider, listVsCodeModels } from './vscodeLm';
+import { VENDOR as CHAT_VENDOR } from './chatModels';
 import { refusal, type Settlement, type ModelChoice, type ModelProvider, type RuntimeEvent } from '../runtime/types';
 
 export const SCRIPTED_DEMO = 'scripted:demo';
@@ -98,7 +99,9 @@ export class AgentHost implements vscode.Disposable {
     const model = config.get<string>('model', '');
     if (model) choices.push({ id: `openai:${model}`, label: model, detail: config.get<string>('baseUrl', '') });
     try {
-      choices.push(...(await listVsCodeModels()));
+      // Not our own models in VS Code's Chat: the Chat's demo script drives the Chat's tools (this
+      // runtime has others), and its endpoint model is the `openai:` choice above.
+      choices.push(...(await listVsCodeModels(CHAT_VENDOR)));
     } catch (e) {
       this.log.debug(`VS Code's language models are not available: ${(e as Error).message}`);
     }

@@ -7,7 +7,7 @@
 //   2. an allowed write inside the intent's scope (src/auth/lockout.js);
 //   3. a write outside it (src/billing/invoice.js), denied, the file untouched;
 //   4. a shell command that writes outside it, run contained: that write never lands;
-//   5. an answer that says what happened.
+//   5. an answer that points at the Trace view for what happened (a script cannot know).
 // Each step's `expect` checks what the model was told before it answers.
 import * as path from 'path';
 import type { Script } from '../runtime/providers/script';
@@ -66,7 +66,9 @@ export function vscodeDemoScript(root: string): Script {
         expect: { anyMessageIncludes: 'Chokepoint' },
       },
       {
-        text: 'Chokepoint kept me inside INT-001: the login lockout is written; billing belongs to INT-002, so its changes were refused and never landed.',
+        // A script cannot read what happened: this answer claims nothing that depends on it (the
+        // lockout's write may have been refused too, with no intent selected). The Trace view says.
+        text: 'Chokepoint kept me inside INT-001: only writes inside its scope could land, and billing belongs to INT-002, so what I tried there was refused. The Trace view shows each call and what became of it.',
       },
     ],
   };

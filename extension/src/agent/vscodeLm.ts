@@ -69,9 +69,9 @@ export class VsCodeLmProvider implements ModelProvider {
   }
 }
 
-/** The chat models VS Code offers, for the model picker. */
-export async function listVsCodeModels(): Promise<ModelChoice[]> {
-  const models = await vscode.lm.selectChatModels();
+/** The chat models VS Code offers, for the model picker, but those of `exceptVendor`. */
+export async function listVsCodeModels(exceptVendor?: string): Promise<ModelChoice[]> {
+  const models = (await vscode.lm.selectChatModels()).filter((m) => m.vendor !== exceptVendor);
   return models.map((m) => ({
     id: `vscode-lm:${m.vendor}/${m.id}`,
     label: m.name,

@@ -1,9 +1,8 @@
 // The sidebar webview view: serves the page with a strict CSP, validates every message it receives,
-// and pushes engine state, the trace's recent records and the task panel's models and transcript only
-// after the page says it is ready. What must survive the view being hidden lives here, not in the
-// page: the trace filter (a command, "Show in Trace", sets it too) and scope (this worktree or the
-// team), the model last picked, and the transcript of the current or last run, which a page shown
-// again gets back whole.
+// and pushes engine state, the sessions, the approvals and the task panel's models and transcript
+// only after the page says it is ready. What must survive the view being hidden lives here, not in
+// the page: the model last picked, and the transcript of the current or last run, which a page shown
+// again gets back whole. (The trace is a native tree view of its own: traceView.ts.)
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import {
@@ -17,7 +16,6 @@ import {
   type EngineState,
   type ModelChoice,
   type RuntimeEvent as WireRuntimeEvent,
-  type TraceScope,
 } from '../../../protocol/messages';
 import type { AgentHost } from '../agent/agent';
 import type { ApprovalsHost } from './approvalsView';
@@ -33,23 +31,10 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const runtimeEventsMirrored: Same<RuntimeEvent, WireRuntimeEvent> = true;
 void runtimeEventsMirrored;
 
-/** Other machines' records arrive without a local event: the team's list is read again this often
- *  while the view is visible (the engine's copier sends this worktree's on the same period). */
-const TEAM_REFRESH_MS = 5_000;
-/** After the team's database could not be read: less often, since each try may wait for the core's
- *  connect timeout on this thread. A local event still refreshes at once. */
-const TEAM_RETRY_MS = 30_000;
-
 export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   static readonly viewId = 'chokepoint.sidebar';
   private view: vscode.WebviewView | undefined;
   private ready = false;
-  /** The intent whose records the Trace section lists; null: every record. */
-  private traceIntent: string | null = null;
-  /** Whose records the Trace section lists (the team's only while the engine has a team database). */
-  private traceScope: TraceScope = 'worktree';
-  /** The team scope's next periodic refresh, armed only while it is shown on a visible view. */
-  private teamRefresh: ReturnType<typeof setTimeout> | undefined;
   /** The model the page last started a task with; undefined: the `chokepoint.agent.model` setting. */
   private pickedModel: string | undefined;
   /** The events of the current or last run (one session of the runtime), streamed text coalesced. */
@@ -68,7 +53,7 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly engine: EngineHost,
-    private readonly trace: Trace,
+    trace: Trace,
     private readonly agent: AgentHost,
     private readonly approvals: ApprovalsHost,
     private readonly log: Log,
@@ -78,14 +63,10 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     this.subscriptions.push(
       engine.onDidChange((state) => {
         this.pushState(state);
-        this.pushTrace();
         this.pushSessions();
       }),
       // Whichever process appended (another agent's hook, the CLI), the sessions changed with the trace.
-      trace.onDidChange(() => {
-        this.pushTrace();
-        this.pushSessions();
-      }),
+      trace.onDidChange(() => this.pushSessions()),
       agent.onEvent((e) => this.record(e)),
       // A run started elsewhere (the Run Demo Task command) shows as running until the agent is idle
       // again; a run started here is the panel's own to show (`starting`).
@@ -94,18 +75,15 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
       }),
       approvals.onDidChange(() => this.pushApprovals()),
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (e.affectsConfiguration('chokepoint.trace.limit')) this.pushTrace();
         if (e.affectsConfiguration('chokepoint.agent.model')) this.pickedModel = undefined;
         if (e.affectsConfiguration('chokepoint.agent.model') || e.affectsConfiguration('chokepoint.openai')) void this.pushModels();
       }),
     );
   }
 
-  /** Filters the Trace section by `intent` and shows the view ("Show in Trace"). */
-  showTrace(intent: string | null): void {
-    this.traceIntent = intent;
-    this.pushTrace();
-    void vscode.commands.executeCommand(`${SidebarProvider.viewId}.focus`);
+  /** Shows the view ("Chokepoint: Open the Chokepoint View", the walkthrough's first button). */
+  reveal(): Thenable<unknown> {
+    return vscode.commands.executeCommand(`${SidebarProvider.viewId}.focus`);
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
@@ -117,15 +95,9 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     this.pushApprovals(); // the badge, before the page is ready
     this.subscriptions.push(
       view.webview.onDidReceiveMessage((data: unknown) => this.receive(data)),
-      // Shown again: the team's records may have moved on while it was hidden (no timer ran then).
-      view.onDidChangeVisibility(() => {
-        if (view.visible && this.traceScope === 'team') this.pushTrace();
-        else clearTimeout(this.teamRefresh);
-      }),
       view.onDidDispose(() => {
         this.view = undefined;
         this.ready = false;
-        clearTimeout(this.teamRefresh);
       }),
     );
   }
@@ -174,7 +146,6 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
         }
         this.ready = true;
         this.pushState(this.engine.state);
-        this.pushTrace();
         this.post({ type: 'transcript', events: this.transcript });
         this.post({ type: 'taskState', running: this.running });
         this.pushApprovals();
@@ -208,14 +179,6 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
         void vscode.window.showTextDocument(vscode.Uri.file(file), { selection: new vscode.Range(at, at) });
         return;
       }
-      case 'setTraceFilter':
-        this.traceIntent = msg.intent;
-        this.pushTrace();
-        return;
-      case 'setTraceScope':
-        this.traceScope = msg.scope;
-        this.pushTrace();
-        return;
       case 'startTask':
         void this.startTask(msg.prompt, msg.model);
         return;
@@ -233,6 +196,11 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
       }
       case 'revokeLease':
         void this.revokeLease(msg.session, msg.reason);
+        return;
+      case 'runCommand':
+        // Only a command of the protocol's allow-list gets here (validated above), and with no
+        // arguments: what needs a choice asks for it in VS Code's own UI.
+        void vscode.commands.executeCommand(msg.command);
         return;
     }
   }
@@ -356,24 +324,6 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     this.pushSessions();
   }
 
-  private pushTrace(): void {
-    clearTimeout(this.teamRefresh);
-    if (!this.ready || this.engine.state.status !== 'ready') return;
-    const limit = Math.max(1, Math.floor(vscode.workspace.getConfiguration('chokepoint').get<number>('trace.limit', 50)));
-    const intent = this.traceIntent ?? undefined;
-    const team = this.trace.teamState();
-    // The team scope is kept while the engine has no team database (a hooks.yaml being edited), but
-    // the page is told, and shown, this worktree's records until it has one again.
-    if (!team || this.traceScope === 'worktree') {
-      this.post({ type: 'trace', intent: this.traceIntent, scope: 'worktree', team, outcome: this.trace.recent(intent, limit) });
-      return;
-    }
-    const { outcome, copyError } = this.trace.team(intent, limit);
-    // This call copied before it read: its copy error is newer than the status read above.
-    this.post({ type: 'trace', intent: this.traceIntent, scope: 'team', team: { machine: team.machine, copyError }, outcome });
-    if (this.view?.visible) this.teamRefresh = setTimeout(() => this.pushTrace(), outcome.ok ? TEAM_REFRESH_MS : TEAM_RETRY_MS);
-  }
-
   private pushState(state: EngineState): void {
     if (this.ready) this.post({ type: 'state', state });
   }
@@ -389,7 +339,6 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
 
   dispose(): void {
     clearTimeout(this.leaseExpiry);
-    clearTimeout(this.teamRefresh);
     for (const s of this.subscriptions) s.dispose();
   }
 }

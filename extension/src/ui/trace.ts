@@ -6,7 +6,8 @@
 // worktree's records to it fares.
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { TeamTraceState, TraceEntry, TraceListEntry } from '../../../protocol/messages';
+import type { Entry } from './traceModel';
+import type { TraceQuery } from './traceView';
 import type { EngineHost } from '../engine/engineHost';
 import type { Log } from './log';
 import type { NativeBinding } from '../engine/native';
@@ -23,8 +24,15 @@ export const LEDGER = '.orchestration/{trace/*.jsonl,agent_trace.jsonl}';
 /** Several records land at once (a write and its PostToolUse); one refresh covers them. */
 const DEBOUNCE_MS = 250;
 
-export type TraceOutcome = { ok: true; entries: TraceEntry[] } | { ok: false; error: string };
-export type TeamTraceOutcome = { ok: true; entries: TraceListEntry[] } | { ok: false; error: string };
+export type TraceOutcome = { ok: true; entries: Entry[] } | { ok: false; error: string };
+
+/** The team's database as the Trace view shows it: this machine's name there, and why this
+ *  worktree's records are not all copied there yet (it could not be reached); they are kept and
+ *  copied when it returns. */
+export interface TeamTraceState {
+  machine: string;
+  copyError?: string;
+}
 
 /** What `chokepoint.showProvenance` found for one line, and the sentence it showed. */
 export interface ProvenanceReport {
@@ -83,16 +91,25 @@ export class Trace implements vscode.Disposable {
     this.watcher = watcher;
   }
 
-  /** The newest `limit` records, of `intent` only when given. */
-  recent(intent: string | undefined, limit: number): TraceOutcome {
+  /** The newest `limit` records that match `query`. */
+  recent(query: TraceQuery, limit: number): TraceOutcome {
     const engine = this.engine.nativeEngine;
     if (!engine) return { ok: false, error: 'the engine is not running' };
     try {
-      return { ok: true, entries: engine.traceRecent({ intent, limit }) };
+      return { ok: true, entries: engine.traceRecent({ ...query, limit }) };
     } catch (e) {
       const error = (e as Error).message;
       this.log.warn(`reading the trace failed: ${error}`);
       return { ok: false, error };
+    }
+  }
+
+  /** How many records match `query`; undefined when that cannot be read (the list says why). */
+  count(query: TraceQuery): number | undefined {
+    try {
+      return this.engine.nativeEngine?.traceCount(query);
+    } catch {
+      return undefined;
     }
   }
 
@@ -114,15 +131,15 @@ export class Trace implements vscode.Disposable {
    * Synchronous like `recent`: the binding copies, then queries, on this thread, within the core's
    * connect and statement timeouts (3 s and 5 s) when the database does not answer.
    */
-  team(intent: string | undefined, limit: number): { outcome: TeamTraceOutcome; copyError?: string } {
+  team(intent: string | undefined, limit: number): { outcome: TraceOutcome; copyError?: string } {
     const engine = this.engine.nativeEngine;
     if (!engine) return { outcome: { ok: false, error: 'the engine is not running' } };
     try {
       const trace = engine.traceTeam({ intent, limit });
-      // The binding lists them oldest first (as `trace show --team` prints them); the sidebar's list is
-      // newest first in both scopes.
+      // The binding lists them oldest first (as `trace show --team` prints them); the Trace view's
+      // list is newest first in both scopes.
       const entries = trace.entries
-        .map((e): TraceListEntry => ({ ...e.record, from: { machine: e.machine, worktree: e.worktree, branch: e.branch, chain: e.chain } }))
+        .map((e): Entry => ({ ...e.record, from: { machine: e.machine, worktree: e.worktree, branch: e.branch, chain: e.chain } }))
         .reverse();
       return { outcome: { ok: true, entries }, copyError: trace.copyError };
     } catch (e) {

@@ -227,6 +227,9 @@ fn examine(workspace: &Path, agent: Agent) -> Option<Report> {
     if agent == Agent::Codex {
         findings.extend(codex_trust(workspace));
     }
+    if agent == Agent::Copilot {
+        findings.extend(copilot_trust(workspace));
+    }
     findings.extend(probe(workspace, agent, &hooks));
     // Inert first, then what to check; each in the order found.
     findings.sort_by_key(|f| f.severity != Severity::Inert);
@@ -395,6 +398,40 @@ fn codex_trust(workspace: &Path) -> Option<Finding> {
             None,
             format!("the project is not marked trusted in {}: Codex skips its hooks and .codex/config.toml without a word", file.display()),
             "open `codex` in the workspace and trust it (it writes `[projects.\"<workspace>\"] trust_level = \"trusted\"`)".into(),
+        )
+    })
+}
+
+/// Copilot CLI loads a project's hooks only in a folder it trusts (`trusted_folders` of its
+/// `config.json`, under `COPILOT_HOME`, else `XDG_CONFIG_HOME/.copilot`, else `~/.copilot`). Its hooks
+/// file is VS Code's agent's too: without that folder Copilot CLI never ran for this user, and
+/// nothing is said; with it, a workspace it does not trust (or a parent of it) is warned about.
+fn copilot_trust(workspace: &Path) -> Option<Finding> {
+    let var = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|p| p.is_absolute());
+    let home = var("COPILOT_HOME")
+        .or_else(|| var("XDG_CONFIG_HOME").map(|c| c.join(".copilot")).filter(|p| p.is_dir()))
+        .or_else(|| var("HOME").map(|h| h.join(".copilot")))?;
+    if !home.is_dir() {
+        return None;
+    }
+    let file = home.join("config.json");
+    let config: Option<serde_json::Value> = std::fs::read_to_string(&file).ok().and_then(|t| serde_json::from_str(&t).ok());
+    let canonical = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let trusted = config.as_ref().and_then(|c| c.get("trusted_folders")).and_then(|t| t.as_array()).is_some_and(|folders| {
+        folders.iter().filter_map(|f| f.as_str()).any(|f| {
+            let folder = std::fs::canonicalize(f).unwrap_or_else(|_| PathBuf::from(f));
+            canonical.starts_with(&folder)
+        })
+    });
+    (!trusted).then(|| {
+        Finding::warning(
+            ".github/hooks",
+            None,
+            format!(
+                "Copilot CLI loads a project's hooks and MCP servers only in a folder it trusts, and {} does not list this one",
+                file.display()
+            ),
+            "trust the workspace when Copilot CLI asks (`COPILOT_ALLOW_ALL=true` trusts the working directory)".into(),
         )
     })
 }

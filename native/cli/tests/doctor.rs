@@ -338,3 +338,37 @@ fn doctor_lists_the_tools_the_ledger_saw_that_the_table_does_not_know() {
     let (_, again) = self::report(ws.path(), true);
     assert_eq!(again["agents"][0]["other_mcp_servers"], json!(["files"]), "{again:#}");
 }
+
+/// Copilot CLI's folder trust is asked of the user's own Copilot files: a VS Code user who never
+/// ran Copilot CLI (no `COPILOT_HOME` folder) is told nothing about it; a user of it is warned until
+/// the workspace (or a folder above it) is in its `trusted_folders`.
+#[test]
+fn copilot_clis_folder_trust_is_said_only_to_someone_who_runs_it_and_has_not_trusted_the_folder() {
+    let ws = workspace("vscode");
+    let warned = |copilot_home: &Path| {
+        let out = Command::new(program())
+            .args(["doctor", "--json", "--workspace", ws.path().to_str().unwrap()])
+            .env("COPILOT_HOME", copilot_home)
+            .env("PATH", path_with_chokepoint())
+            .env("XDG_STATE_HOME", ws.path().join(".test-state"))
+            .env_remove("CHOKEPOINT_PROGRAM")
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|a| a["findings"].as_array().unwrap())
+            .any(|f| f["problem"].as_str().unwrap().contains("Copilot CLI loads a project's hooks"))
+    };
+    let home = tempfile::tempdir().unwrap();
+    let never_ran = home.path().join("absent");
+    assert!(!warned(&never_ran), "no Copilot CLI here: nothing to say about its trust");
+    let copilot = home.path().join("copilot");
+    fs::create_dir_all(&copilot).unwrap();
+    assert!(warned(&copilot), "Copilot CLI ran, and trusts no folder yet");
+    let parent = fs::canonicalize(ws.path()).unwrap().parent().unwrap().to_path_buf();
+    fs::write(copilot.join("config.json"), json!({ "trusted_folders": [parent] }).to_string()).unwrap();
+    assert!(!warned(&copilot), "a folder above the workspace is trusted");
+}

@@ -135,6 +135,22 @@ fn the_sessions_view_lists_every_agent_with_its_lease_actions_and_denials() {
     let mut sub = write("claude:S1", "claude", "docs/readme.md");
     sub.ids.subagent = Some("general-purpose:a1".into());
     assert!(matches!(judge(&engine, sub), Decision::Deny(_)));
+    // Then its turn ends and its completion gate refuses (the tests failed): a denial, but not of a
+    // tool call, and a lifecycle record, which is no action of the session.
+    fs::write(
+        ws.path().join(".orchestration/hooks.yaml"),
+        "version: 1\nhooks:\n  BeforeSubmit:\n    - name: tests\n      command: [sh, -c, 'echo failing >&2; exit 2']\n",
+    )
+    .unwrap();
+    assert!(engine.reload().is_empty());
+    let mut submit = Event::new(EventKind::BeforeSubmit);
+    submit.ids.session = Some("claude:S1".into());
+    submit.ids.agent = Some("claude".into());
+    assert!(matches!(judge(&engine, submit), Decision::Deny(_)));
+    let mut turn = Event::new(EventKind::TurnEnd);
+    turn.ids.session = Some("claude:S1".into());
+    turn.ids.agent = Some("claude".into());
+    judge(&engine, turn);
     // Codex: one write, denied (no intent); Gemini and VS Code's agent: a read each.
     assert!(matches!(judge(&engine, write("codex:C1", "codex", "src/auth/b.js")), Decision::Deny(_)));
     judge(&engine, call("gemini:G1", "gemini", EventKind::PreToolUse, "read_file", json!({ "path": "README.md" })));
@@ -169,24 +185,28 @@ fn the_sessions_view_lists_every_agent_with_its_lease_actions_and_denials() {
     assert_eq!(claude.lease.as_ref().map(|l| l.intent.as_str()), Some("INT-001"));
     assert!(claude.lease.as_ref().unwrap().expires_at_ms > chokepoint_core::clock::now_ms());
     assert_eq!(claude.subagents, ["general-purpose:a1"]);
-    // The selection and the allowed write are allowed calls; the sub-agent's write is the denial.
+    // The selection and the allowed write are allowed calls; the sub-agent's write is the denial,
+    // and the last denial shown beside that count is that one, not the newer completion gate's.
     assert_eq!((claude.allowed, claude.denied), (2, 1));
     let denial = claude.last_denial.as_ref().unwrap();
+    assert_eq!((denial.event.as_deref(), denial.tool.as_deref()), (Some("PreToolUse"), Some("write_to_file")), "{denial:?}");
     assert_eq!(denial.subagent.as_deref(), Some("general-purpose:a1"));
     assert!(denial.reason.as_deref().unwrap().contains("`docs/readme.md` is outside the scope of intent `INT-001`"), "{denial:?}");
-    // Newest first: the denied write, the write's result (its file), the write, the selection.
+    // Newest first: the completion gate's denial, the denied write, the write's result (its file),
+    // the write, the selection; the turn's end is left out.
     let actions: Vec<(Option<&str>, Option<&str>, Option<&str>)> =
         claude.actions.iter().map(|a| (a.event.as_deref(), a.decision.as_deref(), a.summary.as_deref())).collect();
     assert_eq!(
         actions,
         [
+            (Some("BeforeSubmit"), Some("deny"), None),
             (Some("PreToolUse"), Some("deny"), None),
             (Some("PostToolUse"), Some("allow"), Some("src/auth/a.js")),
             (Some("PreToolUse"), Some("allow"), None),
             (Some("PreToolUse"), Some("allow"), None),
         ]
     );
-    assert_eq!(claude.actions[3].tool.as_deref(), Some("select_active_intent"));
+    assert_eq!(claude.actions[4].tool.as_deref(), Some("select_active_intent"));
 
     let codex = by("codex:C1");
     assert_eq!((codex.allowed, codex.denied, codex.lease.is_none()), (0, 1, true));
@@ -211,4 +231,18 @@ fn an_ungoverned_workspace_has_no_sessions() {
     let engine = Engine::open(ws.path()).unwrap();
     assert!(engine.sessions().unwrap().is_empty());
     assert!(!ws.path().join(".orchestration").exists(), "listing creates nothing");
+}
+
+/// `chokepoint doctor` tries each agent's hooks with a probe (`doctor-<pid>`): its records stay in
+/// the trace, where they show the hooks ran, but no person watches it as a session of the workspace.
+#[test]
+fn doctors_probes_are_not_sessions() {
+    let (_ws, engine) = governed();
+    let probe = format!("vscode:{}", chokepoint_core::sessions::probe_session(4242));
+    assert!(matches!(judge(&engine, write(&probe, "vscode", "../outside.txt")), Decision::Deny(_)));
+    assert_eq!(select(&engine, "vscode:doctor-chat", "vscode", "INT-001"), Decision::Allow);
+    let listed: Vec<String> = engine.sessions().unwrap().into_iter().map(|s| s.session).collect();
+    assert_eq!(listed, ["vscode:doctor-chat"], "a session merely named like one is listed");
+    let recorded = engine.tracer().query(&chokepoint_core::ledger::index::Filter { session: Some(probe), ..Default::default() }).unwrap();
+    assert_eq!(recorded.len(), 1, "the probe's record is in the trace");
 }

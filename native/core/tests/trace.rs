@@ -218,6 +218,37 @@ fn the_tracer_reads_back_through_its_index_every_durable_record_and_blames_by_co
     assert!(ungoverned.tracer().blame("a.js", Some(1)).unwrap_err().message().contains("no .orchestration folder"));
 }
 
+/// A write a hook asked about and a person approved runs like an allowed one: its result records
+/// the lines it wrote, so "Show Provenance of Line" explains them (it once said "no record explains
+/// it" because an ask kept no before-image).
+#[test]
+fn an_asked_write_that_ran_records_its_lines_and_blame_finds_them() {
+    let (ws, engine) = governed();
+    fs::write(
+        ws.path().join(".orchestration/hooks.yaml"),
+        "version: 1\nhooks:\n  PreToolUse:\n    - name: review\n      tool: write_to_file\n      ask: a person reviews writes\n",
+    )
+    .unwrap();
+    assert!(engine.reload().is_empty());
+    fs::write(ws.path().join("src/auth/login.js"), "one\ntwo\n").unwrap();
+    engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
+    let write =
+        || event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": "src/auth/login.js", "content": "one\nnew\ntwo\n" }));
+    assert!(matches!(engine.evaluate(write()).unwrap().decision, Decision::Ask { .. }));
+    engine.tracer().flush().unwrap();
+    // Approved: the agent writes, and its hook reports the result.
+    fs::write(ws.path().join("src/auth/login.js"), "one\nnew\ntwo\n").unwrap();
+    let mut done = write();
+    done.kind = EventKind::PostToolUse;
+    engine.evaluate(done).unwrap();
+    engine.tracer().flush().unwrap();
+    let after = ledger(&ws).into_iter().rev().find(|r| r.event.as_deref() == Some("PostToolUse")).unwrap();
+    assert_eq!(after.files.len(), 1);
+    assert_eq!((after.files[0].ranges.len(), after.files[0].ranges[0].start, after.files[0].ranges[0].end), (1, 2, 2), "{after:?}");
+    let line = engine.tracer().blame("src/auth/login.js", Some(2)).unwrap().remove(0);
+    assert_eq!(line.origin.map(|o| o.seq), Some(after.seq), "the approved write explains its line");
+}
+
 /// The record of an allowed write is built off the judging thread (its before-image read there too),
 /// but always before the asynchronous entry answers: a tool that runs on the answer cannot change the
 /// file before its before-image is taken.

@@ -69,13 +69,48 @@ pub struct JsTraceEntry {
     pub decision: Option<String>,
     pub reason: Option<String>,
     pub files: Vec<JsTraceFile>,
+    /// The chain holding it: with `seq`, what names it (`traceRecord`). Absent in the team's
+    /// entries, which carry their chain beside them.
+    pub chain: Option<String>,
+    /// What names the tool call it is about, alike in its `PreToolUse` and `PostToolUse` records
+    /// (the first 16 hex digits of its input's SHA-256), so a list can show the two as one call.
+    pub call: Option<String>,
+    /// A contained command's writes that containment refused or undid (their paths): a command
+    /// with any was stopped, in part, by the gate. Empty for every other record.
+    pub refused: Vec<String>,
+    /// The paths a judged call named (`PreToolUse`: workspace-relative where they resolved, as
+    /// given where they did not), which its `files` (written lines) do not hold before it ran.
+    pub paths: Vec<String>,
+}
+
+/// One record whole, as a person opens it from the trace: where it is in the ledger and its JSON.
+#[napi(object, js_name = "TraceRecord")]
+pub struct JsTraceRecord {
+    pub chain: String,
+    pub seq: f64,
+    /// The byte offset of its line in the chain's file (`.orchestration/trace/<chain>.jsonl`).
+    pub offset: f64,
+    /// The SHA-256 (hex) of its line: the next record's `prev`.
+    pub line_hash: String,
+    /// The record as the ledger holds it, indented.
+    pub json: String,
 }
 
 impl From<core::ledger::Record> for JsTraceEntry {
     fn from(r: core::ledger::Record) -> Self {
         let kind = serde_json::to_value(r.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let refused = r.refused_writes();
+        let paths = core::trace::RecordedCall::from_record(&r).map_or_else(Vec::new, |call| match call.writes {
+            Some(writes) if !writes.is_empty() => writes.into_iter().map(|w| w.canonical.unwrap_or(w.raw)).collect(),
+            _ => call.paths,
+        });
         let (decision, reason) = r.decision.map_or((None, None), |d| (Some(d.decision), d.reason));
+        let call = r.input_sha256.as_deref().map(|h| h.chars().take(16).collect());
         JsTraceEntry {
+            chain: None,
+            call,
+            refused,
+            paths,
             seq: r.seq as f64,
             time: r.time,
             kind,
@@ -207,8 +242,36 @@ impl Engine {
     /// `since` is not a time.
     #[napi(catch_unwind)]
     pub fn trace_recent(&self, filter: Option<JsTraceFilter>) -> Result<Vec<JsTraceEntry>> {
-        let records = self.inner.tracer().query(&JsTraceFilter::into_core(filter)).map_err(as_error(Code::Ledger))?;
-        Ok(records.into_iter().map(Into::into).collect())
+        let records = self.inner.tracer().query_indexed(&JsTraceFilter::into_core(filter)).map_err(as_error(Code::Ledger))?;
+        Ok(records.into_iter().map(|found| JsTraceEntry { chain: Some(found.chain), ..found.record.into() }).collect())
+    }
+
+    /// How many records match `filter` (its `limit` aside): the "of M" of "the newest N of M".
+    #[napi(catch_unwind)]
+    pub fn trace_count(&self, filter: Option<JsTraceFilter>) -> Result<f64> {
+        let count = self.inner.tracer().count(&JsTraceFilter::into_core(filter)).map_err(as_error(Code::Ledger))?;
+        Ok(count as f64)
+    }
+
+    /// The record `seq` of `chain` whole, or `null` when the ledger has none such.
+    #[napi(catch_unwind)]
+    pub fn trace_record(&self, chain: String, seq: f64) -> Result<Option<JsTraceRecord>> {
+        if !(seq >= 1.0 && seq.fract() == 0.0) {
+            return Err(invalid(format!("a record's seq is a whole number from 1, not {seq}")));
+        }
+        let found = self.inner.tracer().record(&chain, seq as u64).map_err(as_error(Code::Ledger))?;
+        found
+            .map(|found| {
+                let json = serde_json::to_string_pretty(&found.record).map_err(|e| error(Code::Ledger, e.to_string()))?;
+                Ok(JsTraceRecord {
+                    chain: found.chain,
+                    seq: found.seq as f64,
+                    offset: found.offset as f64,
+                    line_hash: found.line_hash,
+                    json,
+                })
+            })
+            .transpose()
     }
 
     /// Every machine's and worktree's records in the team's database (hooks.yaml's

@@ -488,12 +488,10 @@ fn switches(agent: Agent, read: &impl Fn(&str) -> Option<String>) -> Vec<Finding
                 "trust the workspace when Gemini CLI asks at start, or list it in ~/.gemini/trustedFolders.json".into(),
             ));
         }
-        Agent::Copilot => out.push(Finding::warning(
-            ".github/hooks",
-            None,
-            "Copilot CLI loads a project's hooks and MCP servers only in a trusted folder".into(),
-            "trust the workspace when Copilot CLI asks (`COPILOT_ALLOW_ALL=true` trusts the working directory)".into(),
-        )),
+        // Whether Copilot CLI trusts the folder is in the user's own files, which `doctor` reads
+        // (`copilot_trust`): the hooks file is VS Code's agent's too, and a VS Code user who never
+        // ran Copilot CLI should not be warned about it.
+        Agent::Copilot => {}
         Agent::VsCode => out.extend(vscode_switches(&read)),
         Agent::Cursor => {}
     }
@@ -631,7 +629,7 @@ pub struct Probe {
 
 pub fn probe(agent: Agent, workspace: &Path, pid: u32) -> Option<Probe> {
     let event = gate_event(agent)?;
-    let session = format!("doctor-{pid}");
+    let session = crate::engine::sessions::probe_session(pid);
     let path = workspace.parent().unwrap_or(Path::new("/")).join(format!("chokepoint-doctor-{pid}.txt"));
     let (p, ws) = (path.to_string_lossy(), workspace.to_string_lossy());
     let content = "written by chokepoint doctor; a guard must refuse it\n";

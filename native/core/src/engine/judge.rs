@@ -669,7 +669,12 @@ impl Engine {
         let recorded = Recorded {
             decision: evaluation.decision.clone(),
             outcomes: evaluation.outcomes.clone(),
-            allowed: matches!(evaluation.decision, crate::model::decision::Decision::Allow),
+            // An ask may be approved and the write run: its before-image is kept as an allowed
+            // write's is, or its result would have no ranges and no line of it could be explained.
+            may_write: matches!(
+                evaluation.decision,
+                crate::model::decision::Decision::Allow | crate::model::decision::Decision::Ask { .. }
+            ),
         };
         let images = Arc::clone(self.tracer.images());
         let wait = waits == Waits::IfGate && awaits_durability(kind);
@@ -876,11 +881,12 @@ struct TraceStart {
 struct Recorded {
     decision: crate::model::decision::Decision,
     outcomes: Vec<crate::model::decision::HookOutcome>,
-    allowed: bool,
+    /// Allowed, or asked (and perhaps approved later): the write may run.
+    may_write: bool,
 }
 
 impl TraceStart {
-    /// Builds the record, on the ledger's writer thread: for an allowed write its before-image is
+    /// Builds the record, on the ledger's writer thread: for an allowed or asked write its before-image is
     /// kept (read before the record is durable, so before the write runs), for a write's result what
     /// it changed, and the input's digest.
     fn record(self, images: &crate::engine::trace::Images, intent: Option<String>, recorded: Recorded) -> crate::ledger::Record {
@@ -888,7 +894,7 @@ impl TraceStart {
         let session = event.ids.session.as_deref().unwrap_or_default();
         let writes: Vec<String> = event.writes.iter().flat_map(|w| w.iter()).filter_map(|p| p.canonical.as_ref().ok().cloned()).collect();
         let files = match event.kind {
-            EventKind::PreToolUse if !writes.is_empty() && recorded.allowed => {
+            EventKind::PreToolUse if !writes.is_empty() && recorded.may_write => {
                 images.before_write(session, &writes);
                 Vec::new()
             }

@@ -68,14 +68,15 @@ pub struct SessionView {
     pub checkout: Option<Checkout>,
     /// A person's revocation of its lease that the session has not answered by selecting again.
     pub revoked: Option<Revocation>,
-    /// Newest first, at most [`LAST_ACTIONS`].
+    /// Newest first, at most [`LAST_ACTIONS`], lifecycle events (turns, task and session
+    /// boundaries) left out unless a gate refused at one.
     pub actions: Vec<SessionAction>,
     /// Records of the session in the window.
     pub records: u64,
     /// Tool calls allowed and denied in the window.
     pub allowed: u64,
     pub denied: u64,
-    /// The newest record in the window that denied something.
+    /// The newest tool call in the window that was denied: one of those `denied` counts.
     pub last_denial: Option<SessionAction>,
     /// When the session last acted or renewed its lease (unix milliseconds).
     pub last_seen_ms: Option<u64>,
@@ -202,13 +203,26 @@ impl Engine {
     }
 }
 
+/// The session id of `chokepoint doctor`'s probe of an agent's hooks (`agents::inspect::probe`):
+/// `doctor-<pid>`, `<agent>:` before it once the hook names it. Its records stay in the trace, where
+/// they show the hooks were tried; a session no agent worked in is not one a person watches.
+pub fn probe_session(pid: u32) -> String {
+    format!("doctor-{pid}")
+}
+
+fn is_probe(session: &str) -> bool {
+    let id = session.split_once(':').map_or(session, |(_, id)| id);
+    id.strip_prefix("doctor-").is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The sessions with records in `index` since `since` (at most [`MAX_SESSIONS`], most recently active
-/// first), each with its actions and counts, said to work in `checkout`; no lease yet.
+/// first), each with its actions and counts, said to work in `checkout`; no lease yet. Doctor's
+/// probes are left out.
 fn active_sessions(index: &Index, since: u64, checkout: Option<Checkout>) -> Result<Vec<SessionView>, TraceError> {
     let activity = index.session_activity(since, MAX_SESSIONS).map_err(|e| TraceError::from(e.to_string()))?;
     let read = |e: crate::ledger::error::ReadError| TraceError::from(e.to_string());
     let mut views = Vec::with_capacity(activity.len());
-    for active in activity {
+    for active in activity.into_iter().filter(|a| !is_probe(&a.session)) {
         let filter = Filter { session: Some(active.session.clone()), limit: Some(READ_BACK), newest_first: true, ..Filter::default() };
         let found = index.query(&filter).map_err(read)?;
         // A record is named by its chain and its number in it: two chains (two worktrees, or one
@@ -231,7 +245,9 @@ fn active_sessions(index: &Index, since: u64, checkout: Option<Checkout>) -> Res
             lease_idle: false,
             checkout: checkout.clone(),
             revoked: None,
-            actions: records.iter().take(LAST_ACTIONS).map(action).collect(),
+            // What it did, not when its turns began and ended (a gate that refused at one, such as
+            // a failing completion gate, stays).
+            actions: records.iter().filter(|r| !is_routine(r)).take(LAST_ACTIONS).map(action).collect(),
             records: active.records,
             allowed: active.allowed,
             denied: active.denied,
@@ -293,6 +309,11 @@ pub fn label(agent: Option<&str>) -> String {
 
 fn subagent(record: &Record) -> Option<String> {
     record.data.as_ref()?.get("subagent")?.as_str().map(str::to_owned)
+}
+
+/// A lifecycle event (a turn, a task or a session beginning or ending) that no gate refused.
+fn is_routine(record: &Record) -> bool {
+    record.kind == RecordKind::Lifecycle && record.decision.as_ref().is_none_or(|d| d.decision == "allow")
 }
 
 /// The most a summary says before it is cut (a long command, many files).

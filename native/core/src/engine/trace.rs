@@ -23,7 +23,7 @@ use crate::base::sidecar::Sidecar;
 use crate::base::sqlite::StateDb;
 use crate::base::team::{Team, TeamError};
 use crate::ledger::blame::BlameLine;
-use crate::ledger::index::{Filter, Index};
+use crate::ledger::index::{Filter, Index, IndexedRecord};
 use crate::ledger::team_copy::{Copied, Copier, CopyError, CopyStatus, TeamCopy};
 use crate::ledger::team_query::{QueryError, TeamFilter, TeamRecord};
 use crate::ledger::writer::{Appended, Ledger, Recovery};
@@ -294,10 +294,31 @@ impl Tracer {
     /// The records that match `filter`, from the ledger as it is now. An ungoverned workspace has
     /// none.
     pub fn query(&self, filter: &Filter) -> Result<Vec<Record>, TraceError> {
+        Ok(self.query_indexed(filter)?.into_iter().map(|found| found.record).collect())
+    }
+
+    /// [`Tracer::query`] with where each record is: its chain and its line's offset.
+    pub fn query_indexed(&self, filter: &Filter) -> Result<Vec<IndexedRecord>, TraceError> {
         if !self.sidecar.exists() {
             return Ok(Vec::new());
         }
-        Ok(self.index()?.query(filter).map_err(|e| TraceError::from(e.to_string()))?.into_iter().map(|found| found.record).collect())
+        self.index()?.query(filter).map_err(|e| TraceError::from(e.to_string()))
+    }
+
+    /// How many records match `filter`, its `limit` aside.
+    pub fn count(&self, filter: &Filter) -> Result<u64, TraceError> {
+        if !self.sidecar.exists() {
+            return Ok(0);
+        }
+        self.index()?.count(filter).map_err(|e| TraceError::from(e.to_string()))
+    }
+
+    /// The record `seq` of `chain`, as the ledger holds it now.
+    pub fn record(&self, chain: &str, seq: u64) -> Result<Option<IndexedRecord>, TraceError> {
+        if !self.sidecar.exists() {
+            return Ok(None);
+        }
+        self.index()?.get_in(chain, seq).map_err(|e| TraceError::from(e.to_string()))
     }
 
     /// Who last wrote each line of `path` (workspace-relative, `/`-separated), or only `line`

@@ -6,6 +6,7 @@
 
 use crate::hooks::command::{self, CommandSpec};
 use crate::hooks::context::RunContext;
+use crate::hooks::tested_tree;
 use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
 use crate::model::event::Event;
 use std::collections::BTreeMap;
@@ -107,9 +108,29 @@ async fn run_tests(spec: &BuiltinSpec, event: &Event, ctx: &RunContext) -> Built
         return BuiltinRun::new(BuiltinStatus::Skip, "run_tests: no test command found (give one with `command`)", None, None);
     };
     let shown = argv.join(" ");
+    // The tree these tests last passed on is not tested again (`tested_tree`): a completion gate
+    // fires after every turn, and most turns change nothing.
+    let tree = {
+        let (workspace, argv) = (ctx.workspace.clone(), argv.clone());
+        tokio::task::spawn_blocking(move || tested_tree::fingerprint(&workspace, &argv)).await.ok().flatten()
+    };
+    if let Some(at) = tree.as_deref().and_then(|t| tested_tree::passed_on(&ctx.workspace, t)) {
+        let when = crate::base::clock::format_utc(at);
+        return BuiltinRun::new(
+            BuiltinStatus::Skip,
+            format!("run_tests: `{shown}` passed on this same tree at {when}; nothing changed since, so it was not run again"),
+            None,
+            None,
+        );
+    }
     let run = command::run(&CommandSpec { argv, shell: false, timeout: spec.timeout }, event, &ctx.workspace, ctx.output_cap).await;
     match run.result {
-        Ok(_) => BuiltinRun::new(BuiltinStatus::Success, format!("`{shown}` passed"), None, run.output),
+        Ok(_) => {
+            if let Some(tree) = &tree {
+                tested_tree::remember_pass(&ctx.workspace, tree);
+            }
+            BuiltinRun::new(BuiltinStatus::Success, format!("`{shown}` passed"), None, run.output)
+        }
         Err(HookFailure::Error(reason)) => {
             let output = run.output.unwrap_or_default();
             let remediation =

@@ -1,6 +1,7 @@
 //! The hooks layer: the ordered chain, its matchers and its combining rules (`chain.rs`), command hooks
-//! as processes (`command.rs`), template variables (`template.rs`), the builtins (`builtin.rs`) and
-//! the per-session queue of piped output (`pipe.rs`). Uses the base and the model.
+//! as processes (`command.rs`), template variables (`template.rs`), the builtins (`builtin.rs`, and
+//! the tree `run_tests` last passed on, `tested_tree.rs`) and the per-session queue of piped output
+//! (`pipe.rs`). Uses the base and the model.
 
 pub mod builtin;
 pub mod chain;
@@ -9,3 +10,4 @@ pub mod context;
 pub mod pipe;
 pub mod priority;
 pub mod template;
+pub mod tested_tree;

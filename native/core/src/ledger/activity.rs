@@ -75,7 +75,8 @@ impl Index {
         // The `time_ms` index bounds the scan to the window; a day of a busy workspace is some
         // thousands of rows, counted in a few milliseconds.
         // Records of several chains (merged branches) interleave: the newest is the newest by time,
-        // then chain and seq, as every query of the index orders them.
+        // then chain and seq, as every query of the index orders them. The last denial is one of the
+        // denied tool calls counted beside it (a person reads "denied 1" and the denial as one).
         let sql = "SELECT r.session,
                           COUNT(*),
                           SUM(r.kind = 'tool_call' AND r.event = 'PreToolUse' AND r.decision = 'allow'),
@@ -87,7 +88,8 @@ impl Index {
                           d.chain
                    FROM records r
                    LEFT JOIN records d ON d.id = (SELECT n.id FROM records n
-                                                  WHERE n.session = r.session AND n.time_ms >= ?1 AND n.decision = 'deny'
+                                                  WHERE n.session = r.session AND n.time_ms >= ?1 AND n.kind = 'tool_call'
+                                                  AND n.event = 'PreToolUse' AND n.decision = 'deny'
                                                   ORDER BY n.time_ms DESC, n.chain DESC, n.seq DESC LIMIT 1)
                    WHERE r.time_ms >= ?1 AND r.session IS NOT NULL
                    GROUP BY r.session

@@ -403,13 +403,49 @@ impl Index {
     /// The records that match `filter`, read back from the ledger. Reads only what is indexed: call
     /// [`Index::catch_up`] first to see the latest records.
     pub fn query(&self, filter: &Filter) -> Result<Vec<IndexedRecord>, ReadError> {
+        let conn = self.lock()?;
+        let (mut sql, mut args) = self.matching(&conn, "chain, seq, line_hash, line_offset", filter)?;
+        sql.push_str(if filter.newest_first { " ORDER BY time_ms DESC, chain DESC, seq DESC" } else { " ORDER BY time_ms, chain, seq" });
+        if let Some(limit) = filter.limit {
+            args.push(int(u64::try_from(limit).unwrap_or(u64::MAX)).into());
+            sql.push_str(&format!(" LIMIT ?{}", args.len()));
+        }
+        let found = (|| {
+            let mut statement = conn.prepare(&sql)?;
+            let rows = statement.query_map(rusqlite::params_from_iter(args), |row| {
+                Ok((row.get::<_, String>(0)?, uint(row.get(1)?), row.get::<_, String>(2)?, uint(row.get(3)?)))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })()
+        .map_err(|e| self.failed("query records", e))?;
+        drop(conn);
+        self.read_back(found).map_err(ReadError::from)
+    }
+
+    /// How many records match `filter`, its `limit` aside (a list says "the newest 50 of 105").
+    pub fn count(&self, filter: &Filter) -> Result<u64, ReadError> {
+        let conn = self.lock()?;
+        let (sql, args) = self.matching(&conn, "COUNT(*)", filter)?;
+        conn.query_row(&sql, rusqlite::params_from_iter(args), |row| row.get::<_, i64>(0))
+            .map(uint)
+            .map_err(|e| self.failed("count records", e).into())
+    }
+
+    /// `SELECT columns FROM records` with the conditions of `filter` (its order and limit aside),
+    /// and the values of their parameters: one reading of a filter for [`Index::query`] and
+    /// [`Index::count`].
+    fn matching(
+        &self,
+        conn: &rusqlite::Connection,
+        columns: &str,
+        filter: &Filter,
+    ) -> Result<(String, Vec<rusqlite::types::Value>), ReadError> {
         let since = filter.since.as_deref().map(parse_time).transpose()?;
         let glob = match filter.file.as_deref() {
             Some(pattern) if is_glob(pattern) => Some(compile_glob(pattern)?),
             _ => None,
         };
-        let conn = self.lock()?;
-        let mut sql = String::from("SELECT chain, seq, line_hash, line_offset FROM records WHERE 1 = 1");
+        let mut sql = format!("SELECT {columns} FROM records WHERE 1 = 1");
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
         let mut arg = |sql: &mut String, clause: &str, value: rusqlite::types::Value| {
             args.push(value);
@@ -431,26 +467,13 @@ impl Index {
             (Some(_), Some(glob)) => {
                 // Distinct paths are far fewer than rows: match them here with globset's semantics
                 // (SQLite's GLOB lets `*` cross folders), then select through a connection-local table.
-                fill_glob_paths(&conn, glob).map_err(|e| self.failed("match paths", e))?;
+                fill_glob_paths(conn, glob).map_err(|e| self.failed("match paths", e))?;
                 sql.push_str(" AND id IN (SELECT f.rid FROM files f JOIN temp.glob_paths g ON g.path = f.path)");
             }
             (Some(path), None) => arg(&mut sql, " AND id IN (SELECT rid FROM files WHERE path = ?)", path.clone().into()),
             _ => {}
         }
-        sql.push_str(if filter.newest_first { " ORDER BY time_ms DESC, chain DESC, seq DESC" } else { " ORDER BY time_ms, chain, seq" });
-        if let Some(limit) = filter.limit {
-            arg(&mut sql, " LIMIT ?", int(u64::try_from(limit).unwrap_or(u64::MAX)).into());
-        }
-        let found = (|| {
-            let mut statement = conn.prepare(&sql)?;
-            let rows = statement.query_map(rusqlite::params_from_iter(args), |row| {
-                Ok((row.get::<_, String>(0)?, uint(row.get(1)?), row.get::<_, String>(2)?, uint(row.get(3)?)))
-            })?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
-        .map_err(|e| self.failed("query records", e))?;
-        drop(conn);
-        self.read_back(found).map_err(ReadError::from)
+        Ok((sql, args))
     }
 
     /// The newest record numbered `seq` in any chain, if indexed, read back from the ledger: the

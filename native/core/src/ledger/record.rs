@@ -154,6 +154,22 @@ pub struct LineRange {
 }
 
 impl Record {
+    /// For a contained command's record (`engine::trace::containment_record`): the paths whose writes
+    /// containment refused (outside the scope) or did not apply (undone, with why), as its `data`
+    /// lists them; empty for any other record. A command with any is one a gate stopped, in part.
+    pub fn refused_writes(&self) -> Vec<String> {
+        if self.kind != RecordKind::Containment {
+            return Vec::new();
+        }
+        let Some(data) = &self.data else { return Vec::new() };
+        ["refused", "not_applied"]
+            .iter()
+            .filter_map(|key| data.get(key)?.as_array())
+            .flatten()
+            .filter_map(|change| change.get("path")?.as_str().map(str::to_owned))
+            .collect()
+    }
+
     /// A record of `kind` with every optional field empty; `seq`, `time` and `prev` are set by the
     /// writer when it appends.
     pub fn new(kind: RecordKind) -> Record {
@@ -339,6 +355,22 @@ crate::base::error::domain_error! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_contained_commands_refused_and_undone_writes_are_read_from_its_data() {
+        let mut record = Record::new(RecordKind::Containment);
+        record.data = Some(serde_json::json!({
+            "changed": [{ "path": "src/auth/ok.js", "kind": "modified" }],
+            "refused": [{ "path": "src/billing/x.js", "kind": "created" }],
+            "not_applied": [{ "path": "src/auth/y.js", "kind": "modified", "conflict": true, "kept": "theirs", "reason": "changed meanwhile" }],
+        }));
+        assert_eq!(record.refused_writes(), ["src/billing/x.js", "src/auth/y.js"]);
+        record.data = Some(serde_json::json!({ "refused": [], "not_applied": [] }));
+        assert!(record.refused_writes().is_empty());
+        let mut call = Record::new(RecordKind::ToolCall);
+        call.data = Some(serde_json::json!({ "refused": [{ "path": "a" }] }));
+        assert!(call.refused_writes().is_empty(), "only a contained command's record has them");
+    }
 
     #[test]
     fn a_record_serialises_to_the_same_line_and_back() {
