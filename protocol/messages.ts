@@ -11,7 +11,8 @@ import type { PendingDict, SessionView as BindingSessionView } from '../native/n
 /** Bumped when a message changes shape; the ready handshake carries it so a stale page is detected.
  *  3 since the task panel's messages, 4 since the Approvals section's, 5 since the Sessions section's,
  *  6 since the Trace section's team scope, 7 since the trace left the page for a tree view of its own,
- *  8 since the welcome content's `runCommand` and a Pending's countdown and asker. */
+ *  8 since the welcome content's `runCommand`, a Pending's countdown and asker and a session's idle
+ *  lease (`leaseIdle`). */
 export const PROTOCOL_VERSION = 8;
 
 const Diagnostic = z.object({
@@ -224,6 +225,10 @@ export const SessionView = z.object({
       expires: z.number(),
     })
     .optional(),
+  /** The lease's time is up since `lease.expires` (the session's turn ended and it yielded, or it
+   *  lapsed) and nobody took the intent: free to take; the session renews it at its next call if
+   *  nobody did. */
+  leaseIdle: z.boolean(),
   revoked: z
     .object({ sessionId: z.string(), intentId: z.string(), agentId: z.string().optional(), by: z.string(), reason: z.string().optional(), at: z.number() })
     .optional(),

@@ -960,8 +960,14 @@ export interface SessionView {
   worktree?: string
   /** The branch checked out there (when it took its lease, else now). */
   branch?: string
-  /** The intent it holds now and until when. */
+  /** The intent it holds now and until when; or, with `lease_idle`, the lease whose time is up. */
   lease?: IntentHolder
+  /**
+   * Its lease's time is up since `lease.expires` (its turn ended and the lease yielded, or it
+   * lapsed) and nobody took the intent: any session may take it, and this one renews it at its
+   * next call if nobody did.
+   */
+  leaseIdle: boolean
   revoked?: LeaseRevocation
   /** Newest first, at most five. */
   actions: Array<SessionAction>

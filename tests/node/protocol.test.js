@@ -165,6 +165,7 @@ test('the Sessions section: a revocation the page may ask for, and the sessions 
     label: 'Claude Code',
     subagents: ['general-purpose:a1'],
     lease: { intentId: 'INT-001', sessionId: 'claude:S1', agentId: 'claude', since: 1, expires: 2 },
+    leaseIdle: false,
     actions: [action],
     records: 3,
     allowed: 2,
@@ -183,6 +184,8 @@ test('the Sessions section: a revocation the page may ask for, and the sessions 
     { type: 'sessions', outcome: { ok: true, sessions: [{ ...session, label: undefined }] } },
     { type: 'sessions', outcome: { ok: true, sessions: [{ ...session, actions: [{ ...action, kind: 'html' }] }] } },
     { type: 'sessions', outcome: { ok: true, sessions: [{ ...session, denied: -1 }] } },
+    // Whether the lease is idle (free to take) is always said.
+    { type: 'sessions', outcome: { ok: true, sessions: [{ ...session, leaseIdle: undefined }] } },
     { type: 'revokeResult', ok: true },
   ]) {
     assert.ok(!accepts(HostMessage, msg), JSON.stringify(msg).slice(0, 200));

@@ -41,8 +41,10 @@ export function placeText(s: SessionView): string {
   return s.lease?.machine ? `${s.lease.machine} · ${place}` : place;
 }
 
-/** The lease in words: the intent and until when, or why there is none. */
+/** The lease in words: the intent and until when (or, yielded at its turn's end, since when it is
+ *  free to take), or why there is none. */
 export function leaseText(s: SessionView): string {
+  if (s.lease && s.leaseIdle) return `${s.lease.intentId} idle since ${clock(s.lease.expires)}, free to take`;
   if (s.lease) return `${s.lease.intentId} until ${clock(s.lease.expires)}`;
   if (s.revoked) return `lease on ${s.revoked.intentId} revoked by ${s.revoked.by} at ${clock(s.revoked.at)}`;
   return 'no intent';
@@ -115,7 +117,9 @@ export function sessionsSection(options: { post(message: WebviewMessage): void }
       where.title = `${s.lease?.machine ? `machine ${s.lease.machine}, ` : ''}worktree ${s.worktree ?? '?'}${s.branch ? `, branch ${s.branch}` : ''}`;
       head.append(where);
     }
-    const lease = el('span', { class: s.lease ? 'lease' : 'lease muted', testid: 'session-lease', text: leaseText(s) });
+    const lease = el('span', { class: s.lease && !s.leaseIdle ? 'lease' : 'lease muted', testid: 'session-lease', text: leaseText(s) });
+    lease.dataset.idle = String(s.leaseIdle);
+    if (s.leaseIdle) lease.title = 'Its turn ended: any session may take this intent now; this one renews it at its next call if nobody did.';
     if (s.revoked && !s.lease) lease.className = 'lease reason';
     const counts = el('div', { class: 'muted', testid: 'session-counts', text: `allowed ${s.allowed} · denied ${s.denied}` });
     const rows: Node[] = [head, el('div', {}, lease), counts];

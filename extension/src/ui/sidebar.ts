@@ -310,9 +310,10 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     const outcome = this.sessions.list();
     this.post({ type: 'sessions', outcome: outcome.ok ? { ok: true, sessions: outcome.sessions.slice(0, MAX_SESSIONS) } : outcome });
     // A lease that runs out writes nothing to the trace: the section is refreshed when the first
-    // shown lease expires, so it never shows a session holding an intent it no longer holds.
+    // shown live lease expires, so it never shows a session holding an intent it no longer holds.
+    // An idle one (expired already) changes only with a record: taken, or renewed by its holder.
     clearTimeout(this.leaseExpiry);
-    const next = outcome.ok ? Math.min(...outcome.sessions.flatMap((s) => (s.lease ? [s.lease.expires] : []))) : Infinity;
+    const next = outcome.ok ? Math.min(...outcome.sessions.flatMap((s) => (s.lease && !s.leaseIdle ? [s.lease.expires] : []))) : Infinity;
     if (Number.isFinite(next)) this.leaseExpiry = setTimeout(() => this.pushSessions(), Math.min(Math.max(next - Date.now() + 250, 1000), 2 ** 31 - 1));
   }
 

@@ -91,6 +91,13 @@ pub fn run(args: SessionsArgs) -> ExitCode {
 
 fn print_session(s: &SessionView) {
     let lease = match (&s.lease, &s.revoked) {
+        (Some(lease), _) if s.lease_idle => {
+            format!(
+                "idle on {} since {}, free to take (its next call renews it if nobody did)",
+                lease.intent,
+                format_utc(lease.expires_at_ms)
+            )
+        }
         (Some(lease), _) => format!("holds {} until {}", lease.intent, format_utc(lease.expires_at_ms)),
         (None, Some(revoked)) => format!("lease on {} revoked by {} at {}", revoked.intent, revoked.by, format_utc(revoked.at_ms)),
         (None, None) => "holds no intent".to_owned(),
@@ -161,6 +168,7 @@ fn session_json(s: &SessionView) -> Value {
             "intent": l.intent,
             "since": format_utc(l.acquired_at_ms),
             "expires": format_utc(l.expires_at_ms),
+            "idle": s.lease_idle,
         })),
         "revoked": s.revoked.as_ref().map(revocation_json),
         "allowed": s.allowed,

@@ -114,3 +114,34 @@ fn a_revoked_session_is_denied_by_the_next_hook_process_with_who_and_why() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(claude_writes(ws), None);
 }
+
+/// Issue 30, across real processes: Claude Code's `Stop` (a hook process judging alone) ends the
+/// turn of `claude:S1`; `chokepoint sessions` shows its lease idle, free to take; another session
+/// selects the intent at once from a terminal; S1's next write, in another hook process, is told it
+/// lost the intent and to whom.
+#[test]
+fn a_turn_that_ends_in_one_hook_process_frees_the_intent_for_the_next_session() {
+    let ws = workspace();
+    let ws = ws.path();
+    let out = chokepoint(ws, &["intent", "select", "--session", "claude:S1", "--agent", "claude", "INT-SRC"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(claude_writes(ws), None, "the holder writes in its scope");
+
+    let stop = json!({ "session_id": "S1", "cwd": ws, "hook_event_name": "Stop", "stop_hook_active": false });
+    let out = common::claude_hook(ws, &stop);
+    assert_eq!(out.status.code(), Some(0), "the turn may end: {}", String::from_utf8_lossy(&out.stderr));
+
+    let listed = sessions_json(ws);
+    let claude = listed.iter().find(|s| s["session"] == "claude:S1").unwrap();
+    assert_eq!((claude["lease"]["intent"].as_str(), claude["lease"]["idle"].as_bool()), (Some("INT-SRC"), Some(true)), "{claude}");
+    let text = String::from_utf8(chokepoint(ws, &["sessions"]).stdout).unwrap();
+    let line = text.lines().find(|l| l.starts_with("claude:S1  Claude Code  ")).unwrap_or_default();
+    assert!(line.contains("  idle on INT-SRC since ") && line.contains(", free to take"), "{text}");
+
+    let out = chokepoint(ws, &["intent", "select", "--session", "codex:S2", "--agent", "codex", "INT-SRC"]);
+    assert!(out.status.success(), "the next session takes the intent at once: {}", String::from_utf8_lossy(&out.stderr));
+    let (decision, reason) = claude_writes(ws).expect("the first session's next write is refused");
+    assert_eq!(decision, "deny");
+    assert!(reason.starts_with("Chokepoint: session `claude:S1` lost its lock on intent `INT-SRC`"), "{reason}");
+    assert!(reason.contains("session `codex:S2` (agent `codex`)"), "{reason}");
+}

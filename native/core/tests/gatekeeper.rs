@@ -382,3 +382,116 @@ fn a_shared_memory_file_truncated_by_another_process_is_a_deny_with_a_reason_the
     let e = engine.evaluate(write("S", "src/auth/login.js")).unwrap();
     assert_eq!(e.decision, Decision::Allow, "a new connection reads the lease again");
 }
+
+/// Issue 30: another agent's hook event, answered as `chokepoint hook` answers it (the same input
+/// reader and the same answer), for the events whose effect is on the lease table.
+fn hook(engine: &std::sync::Arc<Engine>, agent: chokepoint_core::external_events::Agent, input: serde_json::Value) {
+    let call = chokepoint_core::agents::input::parse(agent, input.to_string().as_bytes(), None).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(chokepoint_core::agents::hook::answer(engine, &call, &Default::default()));
+}
+
+/// Claude Code's `Stop` of session `id`: the end of a turn, which nothing refuses here.
+fn stop(engine: &std::sync::Arc<Engine>, id: &str) {
+    hook(
+        engine,
+        chokepoint_core::external_events::Agent::ClaudeCode,
+        json!({ "hook_event_name": "Stop", "session_id": id, "stop_hook_active": false }),
+    );
+}
+
+fn writes(engine: &Engine, session: &str) -> Decision {
+    let mut e = write(session, "src/auth/a.js");
+    e.ids.agent = Some("claude".into());
+    engine.evaluate(e).unwrap().decision
+}
+
+/// Issue 30: a chat's turn that ends lets the next chat take its intent at once; the first chat's
+/// next write is told it lost the intent, to whom, and what to do.
+#[test]
+fn a_turn_that_ends_yields_the_intent_to_the_next_session_and_the_first_is_told_it_lost_it() {
+    let (ws, _o, engine) = setup();
+    let engine = std::sync::Arc::new(engine);
+    let other = Engine::open(ws.path()).unwrap();
+    assert_eq!(select(&engine, "claude:A", "INT-001"), Decision::Allow);
+    assert_eq!(writes(&engine, "claude:A"), Decision::Allow);
+    assert!(reason(&select(&other, "claude:B", "INT-001")).contains("locked by session `claude:A`"), "A's turn still runs");
+
+    stop(&engine, "A");
+    // In another process, at once: no lease time to wait out.
+    assert_eq!(select(&other, "claude:B", "INT-001"), Decision::Allow);
+    assert_eq!(writes(&other, "claude:B"), Decision::Allow);
+
+    let Decision::Deny(lost) = writes(&engine, "claude:A") else { panic!("A's next turn may not write under B's lease") };
+    assert!(lost.reason.starts_with("session `claude:A` lost its lock on intent `INT-001`"), "{}", lost.reason);
+    assert!(lost.reason.contains("its turn had ended") && lost.reason.contains("session `claude:B`"), "{}", lost.reason);
+    assert!(lost.remediation.as_deref().unwrap().contains("INT-003"), "points at another intent: {:?}", lost.remediation);
+    assert_eq!(lost.suggested_tool.as_deref(), Some("select_active_intent"));
+    // Selecting another intent answers it; the write is judged under that one.
+    assert_eq!(select(&engine, "claude:A", "INT-003"), Decision::Allow);
+    assert_eq!(writes(&engine, "claude:A"), Decision::Allow);
+    assert_eq!(writes(&other, "claude:B"), Decision::Allow, "B keeps INT-001");
+}
+
+/// Issue 30: a yielded lease nobody took is the session's own: its next call goes on under it
+/// without selecting again, and the intent is held again. A sub-agent's stop and a completion the
+/// gate refused are not the end of the session's turn: nothing yields.
+#[test]
+fn a_yielded_lease_nobody_took_goes_on_at_the_sessions_next_call_and_only_a_finished_turn_yields() {
+    let (ws, _o, engine) = setup();
+    fs::write(
+        ws.path().join(".orchestration/hooks.yaml"),
+        "version: 1\nhooks:\n  BeforeSubmit:\n    - name: tests\n      command: [sh, -c, 'test -f done || { echo tests fail >&2; exit 2; }']\n",
+    )
+    .unwrap();
+    assert!(engine.reload().is_empty());
+    let engine = std::sync::Arc::new(engine);
+    let other = Engine::open(ws.path()).unwrap();
+    assert_eq!(select(&engine, "claude:A", "INT-001"), Decision::Allow);
+
+    // The completion is refused: the agent goes on with its turn, and keeps its intent.
+    stop(&engine, "A");
+    assert!(reason(&select(&other, "claude:B", "INT-001")).contains("locked by session `claude:A`"));
+    // A sub-agent's stop ends the sub-agent's task, not the session's turn.
+    fs::write(ws.path().join("done"), "").unwrap();
+    let subagent_stop = json!({ "hook_event_name": "SubagentStop", "session_id": "A", "agent_id": "a1", "agent_type": "general-purpose", "stop_hook_active": false });
+    hook(&engine, chokepoint_core::external_events::Agent::ClaudeCode, subagent_stop);
+    assert!(reason(&select(&other, "claude:B", "INT-001")).contains("locked by session `claude:A`"));
+
+    // The turn ends; nobody takes the intent; the next turn writes without selecting again.
+    stop(&engine, "A");
+    let sessions = engine.sessions().unwrap();
+    let a = sessions.iter().find(|s| s.session == "claude:A").unwrap();
+    assert!(a.lease_idle && a.lease.as_ref().is_some_and(|l| l.intent == "INT-001"), "shown as idle: {a:?}");
+    assert_eq!(writes(&engine, "claude:A"), Decision::Allow);
+    assert!(reason(&select(&other, "claude:B", "INT-001")).contains("locked by session `claude:A`"), "renewed: held again");
+    let a = engine.sessions().unwrap().into_iter().find(|s| s.session == "claude:A").unwrap();
+    assert!(!a.lease_idle, "held again: {a:?}");
+    // The session's end still releases.
+    hook(
+        &engine,
+        chokepoint_core::external_events::Agent::ClaudeCode,
+        json!({ "hook_event_name": "SessionEnd", "session_id": "A", "reason": "exit" }),
+    );
+    assert_eq!(select(&other, "claude:B", "INT-001"), Decision::Allow);
+}
+
+/// Issue 30: when the session that took the intent over has ended its own turn too, the loser's
+/// refusal says the intent is free to take back, rather than to wait for a release.
+#[test]
+fn a_lost_intent_whose_taker_is_idle_too_is_said_to_be_free_to_take_back() {
+    let (ws, _o, engine) = setup();
+    let engine = std::sync::Arc::new(engine);
+    let other = std::sync::Arc::new(Engine::open(ws.path()).unwrap());
+    assert_eq!(select(&engine, "claude:A", "INT-001"), Decision::Allow);
+    stop(&engine, "A");
+    assert_eq!(select(&other, "claude:B", "INT-001"), Decision::Allow);
+    stop(&other, "B");
+    let Decision::Deny(lost) = writes(&engine, "claude:A") else { panic!("A lost INT-001") };
+    assert!(lost.reason.starts_with("session `claude:A` lost its lock on intent `INT-001`"), "{}", lost.reason);
+    assert!(lost.reason.ends_with("that session's turn has ended since, so the intent is free to take now"), "{}", lost.reason);
+    assert!(lost.remediation.as_deref().unwrap().starts_with("Call select_active_intent(\"INT-001\") again to take it back"), "{lost:?}");
+    assert_eq!(select(&engine, "claude:A", "INT-001"), Decision::Allow, "taken back");
+    let Decision::Deny(b) = writes(&other, "claude:B") else { panic!("B lost it in turn") };
+    assert!(b.reason.contains("session `claude:B` lost its lock") && b.reason.contains("session `claude:A`"), "{}", b.reason);
+}

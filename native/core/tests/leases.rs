@@ -506,3 +506,35 @@ fn four_processes_exclude_each_other() {
     assert_eq!(leases.acquire("INT-001", &holder("s-last"), LONG).unwrap().version, processes as u64 * rounds + 1);
     assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
 }
+
+/// Issue 30: the end of a turn yields the session's lease: free to take at once, its holder's until
+/// taken (renewed as the same tenure), and lost when taken (the taker's lease named).
+#[test]
+fn a_yielded_lease_is_free_to_take_and_its_holders_until_taken() {
+    use chokepoint_core::leases::Tenure;
+    let (_dir, db) = workspace();
+    let leases = Leases::open(&db).unwrap();
+    let first = leases.acquire("INT-001", &holder("s-1"), LONG).unwrap();
+    assert_eq!(leases.yield_session("s-1").unwrap(), 1);
+    assert_eq!(leases.yield_session("s-1").unwrap(), 0, "a yielded lease yields nothing more");
+    assert_eq!(leases.get("INT-001").unwrap(), None, "free to take");
+    assert_eq!(leases.held_by("s-1").unwrap(), None);
+    let Tenure::Idle(idle) = leases.tenure("s-1").unwrap().0 else { panic!("still s-1's") };
+    assert_eq!((idle.version, idle.acquired_at_ms), (first.version, first.acquired_at_ms));
+    assert_eq!(leases.idle().unwrap(), vec![idle]);
+
+    // Nobody took it: the holder's renewal goes on with the same tenure.
+    let renewed = leases.renew("INT-001", "s-1", LONG).unwrap();
+    assert_eq!(renewed.version, first.version);
+    assert!(matches!(leases.tenure("s-1").unwrap().0, Tenure::Live(_)));
+    assert_eq!(leases.idle().unwrap(), vec![]);
+
+    // Yielded again and taken: a new tenure, and the yielder lost it.
+    leases.yield_session("s-1").unwrap();
+    let taken = leases.acquire("INT-001", &holder("s-2"), LONG).unwrap();
+    assert_eq!(taken.version, first.version + 1);
+    assert_eq!(leases.tenure("s-1").unwrap().0, Tenure::Lost(taken.clone()));
+    assert!(matches!(leases.renew("INT-001", "s-1", LONG), Err(AcquireError::Lost { .. })));
+    assert_eq!(leases.tenure("s-2").unwrap().0, Tenure::Live(taken));
+    assert_eq!(leases.tenure("s-3").unwrap().0, Tenure::None);
+}

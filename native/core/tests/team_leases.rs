@@ -59,7 +59,7 @@ fn origin(hooks: &str) -> tempfile::TempDir {
 struct Machine {
     _dir: tempfile::TempDir,
     root: PathBuf,
-    engine: Engine,
+    engine: Arc<Engine>,
 }
 
 fn machine(origin: &Path, name: &str, env: Vec<(String, String)>) -> Machine {
@@ -69,7 +69,7 @@ fn machine(origin: &Path, name: &str, env: Vec<(String, String)>) -> Machine {
     let mut env = env;
     env.push(("CHOKEPOINT_MACHINE".into(), name.into()));
     let engine = Engine::open_with_env(&root, move |key| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())).unwrap();
-    Machine { _dir: dir, root, engine }
+    Machine { _dir: dir, root, engine: Arc::new(engine) }
 }
 
 fn call(session: &str, tool: &str, input: serde_json::Value) -> Event {
@@ -148,7 +148,45 @@ fn an_expired_lease_is_taken_over_on_the_databases_clock() {
     allowed(&select(&beta, "b", "INT-001"));
     past_recheck();
     let lost = denied(&write(&alpha, "a"));
-    assert!(lost.contains("no intent is selected"), "{lost}");
+    assert!(lost.starts_with("session `a` lost its lock on intent `INT-001`"), "{lost}");
+}
+
+/// Claude Code's `Stop` of session `claude:<id>` on machine `m`, answered as `chokepoint hook` does.
+fn stop(m: &Machine, id: &str) {
+    let input = json!({ "hook_event_name": "Stop", "session_id": id, "stop_hook_active": false }).to_string();
+    let call = chokepoint_core::agents::input::parse(chokepoint_core::external_events::Agent::ClaudeCode, input.as_bytes(), None).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(chokepoint_core::agents::hook::answer(&m.engine, &call, &Default::default()));
+}
+
+/// Issue 30, on the team's database as on SQLite (tests/gatekeeper.rs): a turn's end on one machine
+/// yields the intent to a session on the other at once; the first session's next write is told it
+/// lost it; a yielded lease nobody took goes on at its holder's next call.
+#[test]
+fn a_turn_that_ends_on_one_machine_yields_the_intent_to_the_other() {
+    let server = Server::start();
+    let origin = origin("");
+    let alpha = machine(origin.path(), "alpha", server.env());
+    let beta = machine(origin.path(), "beta", server.env());
+    allowed(&select(&alpha, "claude:a", "INT-001"));
+    assert!(denied(&select(&beta, "claude:b", "INT-001")).contains("locked by session `claude:a`"));
+
+    // Nobody takes it: a's next call goes on under the same tenure, and the intent is held again.
+    stop(&alpha, "a");
+    let idle = alpha.engine.gatekeeper().idle_holders().unwrap();
+    assert_eq!(idle.iter().map(|l| (l.intent.as_str(), l.session.as_str())).collect::<Vec<_>>(), [("INT-001", "claude:a")]);
+    allowed(&write(&alpha, "claude:a"));
+    assert!(denied(&select(&beta, "claude:b", "INT-001")).contains("locked by session `claude:a`"));
+    assert!(alpha.engine.gatekeeper().idle_holders().unwrap().is_empty());
+
+    // The turn ends again, and b takes the intent at once.
+    stop(&alpha, "a");
+    allowed(&select(&beta, "claude:b", "INT-001"));
+    allowed(&write(&beta, "claude:b"));
+    let lost = denied(&write(&alpha, "claude:a"));
+    assert!(lost.starts_with("session `claude:a` lost its lock on intent `INT-001`"), "{lost}");
+    assert!(lost.contains("session `claude:b` (agent `claude`) on machine `beta`"), "{lost}");
+    allowed(&write(&beta, "claude:b"));
 }
 
 #[test]

@@ -78,8 +78,12 @@ pub struct JsSessionView {
     pub worktree: Option<String>,
     /// The branch checked out there (when it took its lease, else now).
     pub branch: Option<String>,
-    /// The intent it holds now and until when.
+    /// The intent it holds now and until when; or, with `lease_idle`, the lease whose time is up.
     pub lease: Option<JsIntentHolder>,
+    /// Its lease's time is up since `lease.expires` (its turn ended and the lease yielded, or it
+    /// lapsed) and nobody took the intent: any session may take it, and this one renews it at its
+    /// next call if nobody did.
+    pub lease_idle: bool,
     pub revoked: Option<JsLeaseRevocation>,
     /// Newest first, at most five.
     pub actions: Vec<JsSessionAction>,
@@ -103,6 +107,7 @@ impl From<core::sessions::SessionView> for JsSessionView {
             worktree: s.checkout.as_ref().map(|c| c.worktree.clone()),
             branch: s.checkout.and_then(|c| c.branch),
             lease: s.lease.map(Into::into),
+            lease_idle: s.lease_idle,
             revoked: s.revoked.map(Into::into),
             actions: s.actions.into_iter().map(Into::into).collect(),
             records: s.records as f64,

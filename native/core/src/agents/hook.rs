@@ -108,6 +108,19 @@ pub async fn answer(engine: &Arc<Engine>, call: &Call, options: &HookOptions) ->
         }
         Decision::Allow => Outcome::Pass,
     };
+    // A turn its completion gate let end: the session's lease yields, so the next chat may take the
+    // intent at once while this one is idle (it renews it at its next call if nobody did).
+    if kind == EventKind::BeforeSubmit
+        && matches!(verdict.outcome, Outcome::Pass)
+        && call.subagent.is_none()
+        && crate::model::external_events::ends_turn(call.agent, &call.event)
+        && let Some(session) = call.session.as_deref()
+        && let Err(e) = engine.gatekeeper().yield_turn(session)
+    {
+        verdict.context.push(format!(
+            "Chokepoint could not free this session's intent at the end of its turn ({e}); it is free when its lease lapses"
+        ));
+    }
     if matches!(kind, EventKind::SessionStart | EventKind::PreCompact) {
         verdict.context.insert(0, crate::agents::context::handshake(engine, call, options.program.as_deref()));
         if let Some(brain) = crate::agents::context::shared_brain(engine, kind) {

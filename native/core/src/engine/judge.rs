@@ -631,7 +631,9 @@ impl Engine {
         }
         // A hook's own question is not an agent's action; an ungoverned workspace keeps no ledger.
         let traced = event.depth == 0 && self.records && self.tracer.governed();
-        let intent = if traced { event.ids.session.as_deref().and_then(|s| self.gatekeeper.selected(s)) } else { None };
+        // The session is acting: a lease it yielded at its last turn's end is renewed here, at its
+        // next call of any kind, if nobody took the intent since (`Gatekeeper::acting`).
+        let intent = if traced { event.ids.session.as_deref().and_then(|s| self.gatekeeper.acting(s)) } else { None };
         Judging { loaded, kind: event.kind, task_type: event.task_type.clone(), traced, intent }
     }
 

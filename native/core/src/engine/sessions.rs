@@ -1,6 +1,7 @@
 //! The sessions working in a workspace, as a person watching it sees them (the sidebar's Sessions
 //! section, `chokepoint sessions`): every session seen in the trace lately or holding a lease, with
-//! its agent, sub-agents and model, the intent it holds and until when, its last actions, its
+//! its agent, sub-agents and model, the intent it holds and until when (or since when its lease is
+//! idle: its turn ended and nobody took the intent, `SessionView::lease_idle`), its last actions, its
 //! allowed and denied tool calls and its last denial; and a person's revocation of a session's lease.
 //!
 //! A read model, derived and never stored: the trace's index says what each session did
@@ -55,8 +56,13 @@ pub struct SessionView {
     pub subagents: Vec<String>,
     /// The newest model the session's records name.
     pub model: Option<String>,
-    /// The lease the session holds now (its intent and expiry), if any.
+    /// The lease the session holds now (its intent and expiry), if any; or the lease whose time is
+    /// up and that nobody took since ([`SessionView::lease_idle`]).
     pub lease: Option<Lease>,
+    /// The lease's time is up (the session's turn ended and it yielded, or it lapsed; since its
+    /// `expires_at_ms`) and nobody took the intent since: any session may take it now, and this one
+    /// renews it at its next call if nobody did.
+    pub lease_idle: bool,
     /// Where it works: the worktree and branch its lease names, else the worktree whose trace holds
     /// its records (and the branch checked out there now). `None` outside a git repository.
     pub checkout: Option<Checkout>,
@@ -107,8 +113,17 @@ impl Engine {
             return Ok(Vec::new());
         }
         let leases = self.gatekeeper().holders().map_err(|e| TraceError::from(format!("cannot read the leases: {e}")))?;
-        let revocations = self.gatekeeper().revocations().map_err(|e| TraceError::from(format!("cannot read the revoked leases: {e}")))?;
         let since = crate::base::clock::now_ms().saturating_sub(u64::try_from(WINDOW.as_millis()).unwrap_or(u64::MAX));
+        // Leases yielded at a turn's end (or lapsed) within the window, which nobody took since; an
+        // older one is a session long gone, not worth a line.
+        let idle: Vec<Lease> = self
+            .gatekeeper()
+            .idle_holders()
+            .map_err(|e| TraceError::from(format!("cannot read the leases: {e}")))?
+            .into_iter()
+            .filter(|l| l.expires_at_ms >= since)
+            .collect();
+        let revocations = self.gatekeeper().revocations().map_err(|e| TraceError::from(format!("cannot read the revoked leases: {e}")))?;
         let repo = self.sidecar().repo();
         let mut views = active_sessions(self.tracer().index()?, since, repo.map(Checkout::of))?;
         if let Some(repo) = repo {
@@ -122,13 +137,19 @@ impl Engine {
         }
         for view in &mut views {
             view.lease = leases.iter().find(|l| l.session == view.session).cloned();
+            if view.lease.is_none() {
+                view.lease = idle.iter().find(|l| l.session == view.session).cloned();
+                view.lease_idle = view.lease.is_some();
+            }
             view.revoked = revocations.iter().find(|r| r.session == view.session).cloned();
         }
         // Who holds or lost a lease is listed even when the window holds nothing of theirs (a session
         // that selected from a terminal and has not written yet).
-        for lease in &leases {
+        for (lease, is_idle) in leases.iter().map(|l| (l, false)).chain(idle.iter().map(|l| (l, true))) {
             if !views.iter().any(|v| v.session == lease.session) {
-                views.push(quiet(&lease.session, lease.agent.clone(), Some(lease.clone()), None));
+                let mut view = quiet(&lease.session, lease.agent.clone(), Some(lease.clone()), None);
+                view.lease_idle = is_idle;
+                views.push(view);
             }
         }
         for revocation in &revocations {
@@ -221,6 +242,7 @@ fn active_sessions(index: &Index, since: u64, checkout: Option<Checkout>) -> Res
             subagents: records.iter().filter_map(subagent).collect::<BTreeSet<_>>().into_iter().collect(),
             model: records.iter().find_map(|r| r.model.clone()),
             lease: None,
+            lease_idle: false,
             checkout: checkout.clone(),
             revoked: None,
             // What it did, not when its turns began and ended (a gate that refused at one, such as
@@ -260,6 +282,7 @@ fn quiet(session: &str, agent: Option<String>, lease: Option<Lease>, revoked: Op
         last_seen_ms: revoked.as_ref().map(|r| r.at_ms),
         checkout: None,
         lease,
+        lease_idle: false,
         revoked,
         actions: Vec::new(),
         records: 0,

@@ -95,7 +95,13 @@ pub const EXTERNAL_EVENTS: &[ExternalEvent] = &[
     row(ClaudeCode, "PostToolUseFailure", Some(PostToolUse), None, "a tool that failed; recorded"),
     row(ClaudeCode, "Notification", None, None, "informational; nothing to decide"),
     row(ClaudeCode, "SubagentStart", Some(TaskStart), None, "a sub-agent's task; it works under the session's intent"),
-    row(ClaudeCode, "Stop", Some(BeforeSubmit), None, "blocking it makes the agent continue: a completion gate"),
+    row(
+        ClaudeCode,
+        "Stop",
+        Some(BeforeSubmit),
+        None,
+        "blocking it makes the agent continue: a completion gate; let through, the turn ends and the session's lease yields",
+    ),
     row(ClaudeCode, "SubagentStop", Some(BeforeSubmit), None, "a sub-agent's completion gate; sub-agents are governed like agents"),
     row(
         ClaudeCode,
@@ -116,7 +122,7 @@ pub const EXTERNAL_EVENTS: &[ExternalEvent] = &[
     row(Codex, "PostCompact", None, None, "after the fact"),
     row(Codex, "SubagentStart", Some(TaskStart), None, "a sub-agent's task"),
     row(Codex, "SubagentStop", Some(BeforeSubmit), None, "a sub-agent's completion gate"),
-    row(Codex, "Stop", Some(BeforeSubmit), None, "a completion gate"),
+    row(Codex, "Stop", Some(BeforeSubmit), None, "a completion gate; let through, the turn ends and the session's lease yields"),
     row(Codex, "Interrupt", None, None, "informational"),
     row(Codex, "SessionEnd", Some(SessionEnd), None, "releases the session's intent"),
     row(GeminiCli, "SessionStart", Some(SessionStart), None, ""),
@@ -126,7 +132,13 @@ pub const EXTERNAL_EVENTS: &[ExternalEvent] = &[
     row(GeminiCli, "AfterModel", None, None, "fires for every streamed chunk, not once per turn"),
     row(GeminiCli, "BeforeTool", Some(PreToolUse), None, ""),
     row(GeminiCli, "AfterTool", Some(PostToolUse), None, ""),
-    row(GeminiCli, "AfterAgent", Some(BeforeSubmit), None, "after the agent's answer; a deny retries with the reason: a completion gate"),
+    row(
+        GeminiCli,
+        "AfterAgent",
+        Some(BeforeSubmit),
+        None,
+        "after the agent's answer; a deny retries with the reason: a completion gate; let through, the turn ends and the session's lease yields",
+    ),
     row(GeminiCli, "PreCompress", Some(PreCompact), None, "fired asynchronously; advisory"),
     row(GeminiCli, "Notification", None, None, "informational; nothing to decide"),
     row(GeminiCli, "SessionEnd", Some(SessionEnd), None, "not awaited by the agent"),
@@ -138,7 +150,7 @@ pub const EXTERNAL_EVENTS: &[ExternalEvent] = &[
     row(Copilot, "preMcpToolCall", Some(PreToolUse), None, "the MCP tool's call (not installed: preToolUse sees it)"),
     row(Copilot, "postToolUse", Some(PostToolUse), None, ""),
     row(Copilot, "postToolUseFailure", Some(PostToolUse), None, "a tool that failed; recorded"),
-    row(Copilot, "agentStop", Some(BeforeSubmit), None, "a completion gate"),
+    row(Copilot, "agentStop", Some(BeforeSubmit), None, "a completion gate; let through, the turn ends and the session's lease yields"),
     row(Copilot, "subagentStart", Some(TaskStart), None, "a sub-agent's task"),
     row(Copilot, "subagentStop", Some(BeforeSubmit), None, "a sub-agent's completion gate"),
     row(Copilot, "preCompact", Some(PreCompact), None, ""),
@@ -167,7 +179,7 @@ pub const EXTERNAL_EVENTS: &[ExternalEvent] = &[
     row(Cursor, "preCompact", Some(PreCompact), None, ""),
     row(Cursor, "afterAgentResponse", None, None, "informational"),
     row(Cursor, "afterAgentThought", None, None, "informational"),
-    row(Cursor, "stop", Some(BeforeSubmit), None, "a completion gate"),
+    row(Cursor, "stop", Some(BeforeSubmit), None, "a completion gate; let through, the turn ends and the session's lease yields"),
     row(Cursor, "sessionEnd", Some(SessionEnd), None, ""),
     row(Cursor, "beforeTabFileRead", None, None, "Tab completions, not the agent"),
     row(Cursor, "afterTabFileEdit", None, None, "Tab completions, not the agent"),
@@ -196,10 +208,28 @@ pub const EXTERNAL_EVENTS: &[ExternalEvent] = &[
         "a sub-agent's task; not installed: VS Code does not read Copilot CLI's `subagentStart` key",
     ),
     row(VsCode, "SubagentStop", Some(BeforeSubmit), None, "a sub-agent's completion gate; runs the `subagentStop` entry"),
-    row(VsCode, "Stop", Some(BeforeSubmit), None, "a completion gate; runs the `agentStop` entry"),
+    row(
+        VsCode,
+        "Stop",
+        Some(BeforeSubmit),
+        None,
+        "a completion gate; runs the `agentStop` entry; let through, the turn ends and the session's lease yields (the chat's only end VS Code tells)",
+    ),
     row(VsCode, "SessionEnd", Some(SessionEnd), None, "read in a hooks file (`sessionEnd`), never fired by Copilot Chat 0.67"),
     row(VsCode, "ErrorOccurred", Some(Error), None, "read in a hooks file (`errorOccurred`), never fired by Copilot Chat 0.67"),
 ];
+
+/// The events that end an agent's turn (not a sub-agent's): each agent's completion gate of its
+/// main loop. Let through, the turn is over and the session's lease yields (`scope::leases`: free
+/// for another session to take, renewed by this session's next call if nobody did); the session
+/// may go on with another turn, so it is not released. `SessionEnd` releases.
+pub const TURN_ENDS: &[(Agent, &str)] =
+    &[(ClaudeCode, "Stop"), (Codex, "Stop"), (GeminiCli, "AfterAgent"), (Copilot, "agentStop"), (Cursor, "stop"), (VsCode, "Stop")];
+
+/// Whether `agent`'s event `name` ends a turn of the session ([`TURN_ENDS`]).
+pub fn ends_turn(agent: Agent, name: &str) -> bool {
+    TURN_ENDS.iter().any(|(a, n)| *a == agent && *n == name)
+}
 
 /// The keys VS Code's agent reads in a hooks file and the event each runs on (its own, Claude
 /// Code's and Copilot CLI's spellings, from the table in VS Code 1.139's workbench). Every

@@ -14,6 +14,9 @@
 //! Where a session's selection lives: in the lease table, shared by every process on the workspace.
 //! This hook keeps a copy per session for at most [`RECHECK`], so the hot path is a map look-up and
 //! a glob match, and a release or takeover seen by another process is honoured within that time.
+//! A lease the session yielded at the end of its last turn (`scope::leases`: free to take, still its
+//! own) is renewed by the session's next call if nobody took it ([`Gatekeeper::acting`]); if someone
+//! did, the session's write is told it lost it, to whom, and what to do.
 //! Intent gating applies when the workspace has an `active_intents.yaml`; governance files are
 //! protected whether it has one or not.
 //!
@@ -41,7 +44,7 @@ use crate::scope::claims::Allowlists;
 use crate::scope::error::ScopeError;
 use crate::scope::expansion::{Expansion, ExpansionStore, Expansions};
 use crate::scope::intents::{Intent, IntentSet, IntentStatus};
-use crate::scope::leases::{AcquireError, Holder, Lease, LeaseError, LeaseStore, Leases, Revocation};
+use crate::scope::leases::{AcquireError, Holder, Lease, LeaseError, LeaseStore, Leases, Revocation, Tenure};
 use crate::scope::patch;
 use crate::scope::settings::GatekeeperConfig;
 use crate::scope::team_expansions::TeamExpansions;
@@ -328,7 +331,7 @@ impl Gatekeeper {
     /// The selection a write or an expansion request is judged with: the lease table's, or in a replay
     /// the intent the record holds with the expansions approved for it by the record's time.
     fn selection_of(&self, event: &Event, session: &str, config: &GateConfig) -> Result<Option<Arc<Selection>>, String> {
-        let Some(clock) = &self.replay else { return self.selection(session, config) };
+        let Some(clock) = &self.replay else { return self.selection(session, config, true) };
         let Some(intent) = event.ids.intent.clone() else { return Ok(None) };
         let at = clock.get();
         // A workspace without a state database approved nothing; a replay does not create one.
@@ -469,8 +472,11 @@ impl Gatekeeper {
     }
 
     /// The intent a session holds, from the cache when it is fresh, else from the lease table (and
-    /// then renewed when half its time is gone: holders renew while they are active).
-    fn selection(&self, session: &str, config: &GateConfig) -> Result<Option<Arc<Selection>>, String> {
+    /// then renewed when half its time is gone: holders renew while they are active). With
+    /// `resume` (the session itself is acting), a lease whose time is up and that nobody took since
+    /// (its turn ended and it yielded, or it lapsed) is renewed: the same tenure goes on. Without it
+    /// (someone looking: `chokepoint explain`, the binding), only a live lease counts.
+    fn selection(&self, session: &str, config: &GateConfig, resume: bool) -> Result<Option<Arc<Selection>>, String> {
         if let Some(s) = self.selections.read().unwrap_or_else(|p| p.into_inner()).get(session)
             && s.checked.elapsed() < RECHECK
             && s.expires_at_ms > crate::base::clock::now_ms()
@@ -482,7 +488,20 @@ impl Gatekeeper {
         // active), in one operation: a fallback to this machine's table takes both from it. The
         // expiry is compared with the time the store answers in (the database's, for a team).
         let (found, place) = self.leased(|leases| -> Result<Option<(Lease, u64)>, AcquireError> {
-            let (Some(lease), now) = leases.held_by_at(session)? else { return Ok(None) };
+            let (lease, now) = match leases.tenure(session)? {
+                (Tenure::Live(lease), now) => (lease, now),
+                (Tenure::Idle(idle), _) if resume => match leases.renew(&idle.intent, session, ttl) {
+                    Ok(renewed) => {
+                        let now = renewed.renewed_at_ms;
+                        return Ok(Some((renewed, now)));
+                    }
+                    // Taken (or released) between the read and the renewal: the session holds
+                    // nothing, and its write is told why (`unselected`).
+                    Err(AcquireError::Store(e)) => return Err(AcquireError::Store(e)),
+                    Err(_) => return Ok(None),
+                },
+                _ => return Ok(None),
+            };
             if lease.expires_at_ms.saturating_sub(now) < (ttl.as_millis() as u64) / 2 {
                 let renewed = leases.renew(&lease.intent, session, ttl)?;
                 let now = renewed.renewed_at_ms;
@@ -509,9 +528,40 @@ impl Gatekeeper {
         Ok(Some(selection))
     }
 
-    /// The intent a session selected, if any (as every process on the workspace sees it).
+    /// The intent a session selected, if any (as every process on the workspace sees it). A lease
+    /// whose time is up counts as none here: looking does not renew it.
     pub fn selected(&self, session: &str) -> Option<String> {
-        self.selection(session, &self.config()).ok().flatten().map(|s| s.intent.clone())
+        self.selection(session, &self.config(), false).ok().flatten().map(|s| s.intent.clone())
+    }
+
+    /// The intent of a session that is acting now (the engine judging one of its events): a lease
+    /// it yielded at the end of its last turn, or that lapsed, is renewed if nobody took it since.
+    pub(crate) fn acting(&self, session: &str) -> Option<String> {
+        self.selection(session, &self.config(), true).ok().flatten().map(|s| s.intent.clone())
+    }
+
+    /// The end of a turn of `session` that its completion gate let finish: its lease yields
+    /// (`scope::leases`' module doc), free for another session to take at once and renewed by this
+    /// session's next call if nobody did. Returns how many leases yielded.
+    pub fn yield_turn(&self, session: &str) -> Result<usize, ScopeError> {
+        self.forget(session);
+        if self.is_local() && !self.state.path().exists() {
+            return Ok(0);
+        }
+        let (yielded, _) = self.leased(|leases| leases.yield_session(session))?;
+        // A call judged while the lease yielded may have cached the selection again.
+        self.forget(session);
+        yielded.map_err(|e| e.to_string().into())
+    }
+
+    /// Leases whose time is up but whose holders may renew them, because nobody took the intents
+    /// since (their turns ended, or they lapsed): free to take, by intent.
+    pub fn idle_holders(&self) -> Result<Vec<Lease>, ScopeError> {
+        if self.is_local() && !self.state.path().exists() {
+            return Ok(Vec::new());
+        }
+        let (idle, _) = self.leased(|leases| leases.idle())?;
+        idle.map_err(|e| e.to_string().into())
     }
 
     /// Releases whatever intent the session holds (the end of a task or session, or a human's
@@ -551,12 +601,18 @@ impl Gatekeeper {
     }
 
     /// Why a session that holds no intent cannot write: its lease was revoked by a person (said with
-    /// who, when and why, and what to do), else it never selected one.
+    /// who, when and why, and what to do), else another session took it over after its time was up
+    /// (its turn ended, or it lapsed), else it never selected one.
     fn unselected(&self, session: &str, config: &GateConfig, generic: impl FnOnce() -> Answer, note: &mut Option<String>) -> Answer {
         let found = self.leased(|leases| -> Result<_, LeaseError> {
-            let Some(revocation) = leases.revocation(session)? else { return Ok(None) };
+            let Some(revocation) = leases.revocation(session)? else {
+                return Ok(match leases.tenure(session)? {
+                    (Tenure::Lost(by), now) => Err((by, now)),
+                    _ => Ok(None),
+                });
+            };
             let holder = leases.get(&revocation.intent);
-            Ok(Some((revocation, holder)))
+            Ok(Ok(Some((revocation, holder))))
         });
         let (found, place) = match found {
             Ok(found) => found,
@@ -564,8 +620,42 @@ impl Gatekeeper {
         };
         *note = place.note().map(str::to_owned);
         let (revocation, holder) = match found {
-            Ok(Some(found)) => found,
-            Ok(None) => return generic(),
+            Ok(Ok(Some(found))) => found,
+            Ok(Ok(None)) => return generic(),
+            Ok(Err((by, now))) => {
+                let lost = AcquireError::Lost { session: session.to_owned(), by: Box::new(by.clone()) };
+                // Point at the other intents, not at the one just lost.
+                let others = IntentSet {
+                    active_intents: config.intents.active_intents.iter().filter(|i| i.id != by.intent).cloned().collect(),
+                    ..config.intents.clone()
+                };
+                // The taker's own turn may have ended since: then the intent is free to take again,
+                // which "wait until it is released" would hide.
+                let (reason, next) = if by.expires_at_ms <= now {
+                    (
+                        format!("{lost}; that session's turn has ended since, so the intent is free to take now"),
+                        format!(
+                            "Call {SELECT_INTENT_TOOL}(\"{}\") again to take it back if this work should go on under it (session `{}` is then \
+                             told it lost it), or select another intent ({}).",
+                            by.intent,
+                            by.session,
+                            available(&others)
+                        ),
+                    )
+                } else {
+                    (
+                        lost.to_string(),
+                        format!(
+                            "Do not write under `{}` any more. Call {SELECT_INTENT_TOOL} with another intent ({}), or wait until session `{}` \
+                             is done with this one (its turn ends) and select it again.",
+                            by.intent,
+                            available(&others),
+                            by.session
+                        ),
+                    )
+                };
+                return Answer::Deny(Denial { reason, remediation: Some(next), suggested_tool: Some(SELECT_INTENT_TOOL.to_owned()) });
+            }
             Err(e) => return deny(&format!("cannot tell which intent this session holds: {e}"), None),
         };
         let now = match holder {
@@ -877,7 +967,8 @@ impl Gatekeeper {
     /// run commands, but may change nothing in the workspace.
     pub fn shell_scope(&self, session: &str) -> Result<ShellScope, ScopeError> {
         let config = self.config();
-        let selection = if config.gating { self.selection(session, &config)? } else { None };
+        // A contained command is the session acting: a lease it yielded is renewed, as for a write.
+        let selection = if config.gating { self.selection(session, &config, true)? } else { None };
         let mut globs = Vec::new();
         if let Some(s) = &selection {
             if let Some((intent, _)) = config.intent(&s.intent) {

@@ -24,6 +24,15 @@
 //! - **Why leases expire.** A session's process can die without releasing (a killed agent, a closed
 //!   editor, a power cut). A lock that outlived its holder would block the intent forever; a lease
 //!   that is not renewed frees itself after its time to live, and another session can take it over.
+//! - **Why a lease yields at the end of a turn.** An agent's chat is a series of turns, and most
+//!   agents never say that the chat itself is over (VS Code's agent fires no `SessionEnd`; a closed
+//!   chat fires nothing). A lease kept for its whole time to live after the last turn blocked the next
+//!   chat for minutes. Released at each turn's end, it would make the agent select its intent again
+//!   at every turn. So a turn's end *yields* the lease ([`Leases::yield_session`]): it is made to
+//!   expire now and stays its holder's. Another session may take it at once (a new tenure, with
+//!   `taken_from` naming the yielder); if nobody did, the holder's next call renews the same tenure,
+//!   and if someone did, it is told it lost it ([`Tenure`]). A yielded lease and a lapsed one are
+//!   the same state, so there is one rule for both: "free to take, and its holder's until taken".
 //!
 //! `SQLITE_BUSY` never reaches an agent: a busy timeout (3 s of short jittered sleeps) lets SQLite wait
 //! for a lock, and a bounded retry loop with jittered backoff covers the cases where SQLite answers
@@ -121,6 +130,60 @@ pub struct Lease {
     pub acquired_at_ms: u64,
     pub renewed_at_ms: u64,
     pub expires_at_ms: u64,
+}
+
+/// Where a session stands with its last tenure, as the gatekeeper reads it on the session's every
+/// call ([`LeaseStore::tenure`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tenure {
+    /// It holds a live lease.
+    Live(Lease),
+    /// Its lease's time is up (its turn ended and it yielded, or it was not renewed) and nobody took
+    /// the intent since: still its own, renewed by [`LeaseStore::renew`].
+    Idle(Lease),
+    /// Its lease's time was up and another session took the intent over: the taker's lease.
+    Lost(Lease),
+    /// It holds nothing (never selected, released, or revoked).
+    None,
+}
+
+impl Tenure {
+    /// The session's tenure among `rows` (every row it holds or lost, as `(intent, row)`) at `now`:
+    /// its newest live lease, else its newest idle one, else the newest tenure taken over from it.
+    /// One function for both stores, so SQLite and PostgreSQL read the same rows the same way.
+    pub(crate) fn of(session: &str, rows: Vec<(String, Row)>, now: u64) -> Tenure {
+        let mut live: Option<(String, Row)> = None;
+        let mut idle: Option<(String, Row)> = None;
+        let mut lost: Option<(String, Row)> = None;
+        for (intent, row) in rows {
+            let slot = match row.holder.as_deref() {
+                Some(holder) if holder == session && row.expires_at > now => &mut live,
+                Some(holder) if holder == session => &mut idle,
+                Some(_) if row.taken_from.as_deref() == Some(session) => &mut lost,
+                _ => continue,
+            };
+            // A session holds one intent at a time (`acquire` releases the previous one); the newest
+            // is named if an older database ever holds more.
+            if slot.as_ref().is_none_or(|(_, old)| row.renewed_at > old.renewed_at) {
+                *slot = Some((intent, row));
+            }
+        }
+        let lease = |(intent, row): (String, Row)| row.lease(&intent);
+        match (live.and_then(lease), idle.and_then(lease), lost.and_then(lease)) {
+            (Some(lease), _, _) => Tenure::Live(lease),
+            (None, Some(lease), _) => Tenure::Idle(lease),
+            (None, None, Some(lease)) => Tenure::Lost(lease),
+            _ => Tenure::None,
+        }
+    }
+
+    /// The live lease, if that is where the session stands.
+    pub fn live(self) -> Option<Lease> {
+        match self {
+            Tenure::Live(lease) => Some(lease),
+            _ => None,
+        }
+    }
 }
 
 /// A person's revocation of a session's lease, kept so that the session's next write is told why it
@@ -235,7 +298,8 @@ pub enum AcquireError {
     /// Another session holds the intent and its lease is live: the other holder's lease (boxed: with
     /// where its holder works, a lease is large, and every `Result` of this type carries its size).
     Held(Box<Lease>),
-    /// Renewal too late: the session's lease expired and `by` took the intent over from it.
+    /// Renewal too late: the session's lease expired (or yielded at the end of its turn) and `by`
+    /// took the intent over from it.
     Lost {
         session: String,
         by: Box<Lease>,
@@ -284,9 +348,10 @@ impl fmt::Display for AcquireError {
             ),
             AcquireError::Lost { session, by } => write!(
                 f,
-                "session `{session}` lost its lock on intent `{}`: the lease expired and {} took the intent \
-                 over at {}; stop writing under `{}`, and select another intent or wait until it is released \
-                 (that lease expires at {} unless renewed)",
+                "session `{session}` lost its lock on intent `{}`: its lease was free to take (its turn had \
+                 ended, or it was not renewed in time) and {} took the intent over at {}; stop writing under \
+                 `{}`, and select another intent or wait until it is released (that lease expires at {} unless \
+                 renewed)",
                 by.intent,
                 who(by),
                 clock::format_utc(by.acquired_at_ms),
@@ -679,17 +744,40 @@ impl Leases {
     /// prepared the cached statement again at every run, about half of an evaluation's time in the
     /// binding. A session holds at most one intent (`acquire` releases the previous one).
     pub fn held_by(&self, session: &str) -> Result<Option<Lease>, LeaseError> {
+        Ok(self.tenure(session)?.0.live())
+    }
+
+    /// Where `session` stands ([`Tenure`]), with this store's "now": the gatekeeper's question at the
+    /// session's every call. One read of the session's rows and of those taken over from it (the
+    /// same statement as [`Leases::held_by`], so it is prepared once).
+    pub fn tenure(&self, session: &str) -> Result<(Tenure, u64), LeaseError> {
         self.read("read a session's lease", |conn, now| {
-            let mut newest: Option<(String, Row)> = None;
-            for found in conn.prepare_cached(held_by_sql())?.query_map(params![session], read_intent_row)? {
-                let (intent, row) = found?;
-                if row.expires_at > now && newest.as_ref().is_none_or(|(_, n)| row.renewed_at > n.renewed_at) {
-                    newest = Some((intent, row));
-                }
-            }
-            Ok(newest)
+            let rows =
+                conn.prepare_cached(held_by_sql())?.query_map(params![session], read_intent_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok((Tenure::of(session, rows, now), now))
         })
-        .map(|found| found.and_then(|(intent, row)| row.lease(&intent)))
+    }
+
+    /// The end of a turn of `session` that completed: its live lease yields (see the module doc). It
+    /// expires now and stays the session's: free for another session to take at once, renewed by
+    /// the session's next call if nobody did. Returns how many leases yielded (0 or 1).
+    pub fn yield_session(&self, session: &str) -> Result<usize, LeaseError> {
+        check_id(session, "the session id is empty")?;
+        self.write("yield a session's lease", |tx, now| {
+            let sql = "UPDATE leases SET expires_at = ?2 WHERE holder = ?1 AND expires_at > ?2";
+            Ok(Step::Done(tx.prepare_cached(sql)?.execute(params![session, int(now)])?))
+        })
+    }
+
+    /// Every lease whose time is up but whose holder may still renew it, because nobody took the
+    /// intent since (a turn's end yielded it, or it lapsed), by intent. Any session may take these.
+    pub fn idle(&self) -> Result<Vec<Lease>, LeaseError> {
+        let sql = format!("SELECT intent, {} FROM leases WHERE holder IS NOT NULL AND expires_at <= ?1 ORDER BY intent", Row::COLUMNS);
+        self.read("list idle leases", |conn, now| {
+            let mut statement = conn.prepare_cached(&sql)?;
+            let rows = statement.query_map(params![int(now)], read_intent_row)?;
+            rows.map(|row| row.map(|(intent, row)| row.lease(&intent))).filter_map(Result::transpose).collect()
+        })
     }
 
     /// The live lease on `intent`; `None` if it is free, released or expired.
@@ -783,6 +871,10 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
     fn held_by_at(&self, session: &str) -> Result<(Option<Lease>, u64), LeaseError>;
     fn get(&self, intent: &str) -> Result<Option<Lease>, LeaseError>;
     fn list(&self) -> Result<Vec<Lease>, LeaseError>;
+    /// [`Leases::tenure`], with the store's "now" (the database's clock, for a team).
+    fn tenure(&self, session: &str) -> Result<(Tenure, u64), LeaseError>;
+    fn yield_session(&self, session: &str) -> Result<usize, LeaseError>;
+    fn idle(&self) -> Result<Vec<Lease>, LeaseError>;
 }
 
 impl LeaseStore for Leases {
@@ -811,7 +903,8 @@ impl LeaseStore for Leases {
         Leases::held_by(self, session)
     }
     fn held_by_at(&self, session: &str) -> Result<(Option<Lease>, u64), LeaseError> {
-        Ok((Leases::held_by(self, session)?, self.now()))
+        let (tenure, now) = Leases::tenure(self, session)?;
+        Ok((tenure.live(), now))
     }
     fn get(&self, intent: &str) -> Result<Option<Lease>, LeaseError> {
         Leases::get(self, intent)
@@ -819,12 +912,22 @@ impl LeaseStore for Leases {
     fn list(&self) -> Result<Vec<Lease>, LeaseError> {
         Leases::list(self)
     }
+    fn tenure(&self, session: &str) -> Result<(Tenure, u64), LeaseError> {
+        Leases::tenure(self, session)
+    }
+    fn yield_session(&self, session: &str) -> Result<usize, LeaseError> {
+        Leases::yield_session(self, session)
+    }
+    fn idle(&self) -> Result<Vec<Lease>, LeaseError> {
+        Leases::idle(self)
+    }
 }
 
-/// The query of [`Leases::held_by`].
+/// The query of [`Leases::tenure`] and [`Leases::held_by`]: the session's rows and those taken
+/// over from it.
 fn held_by_sql() -> &'static str {
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    SQL.get_or_init(|| format!("SELECT intent, {} FROM leases WHERE holder = ?1", Row::COLUMNS))
+    SQL.get_or_init(|| format!("SELECT intent, {} FROM leases WHERE holder = ?1 OR taken_from = ?1", Row::COLUMNS))
 }
 
 pub(crate) fn check_id(id: &str, empty: &'static str) -> Result<(), LeaseError> {

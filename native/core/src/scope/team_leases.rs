@@ -1,6 +1,7 @@
 //! Intent leases and revocations on a team's PostgreSQL database (`base::team`), for agents on
 //! several machines: the same semantics as the SQLite table of `scope::leases` (read its module
-//! doc: versions as fencing tokens, expiry, a revocation kept until the session selects again), one
+//! doc: versions as fencing tokens, expiry, a lease yielded at a turn's end, a session's tenure read
+//! by `Tenure::of` from the same rows, a revocation kept until the session selects again), one
 //! holder per (repository, intent) across every machine that shares the database.
 //!
 //! - **Why an advisory lock per intent.** A take reads the intent's row, decides, and writes; two
@@ -36,7 +37,8 @@ use postgres::types::{ToSql, Type};
 
 use crate::base::team::{NOW_MS, Session, TeamDb};
 use crate::scope::leases::{
-    AcquireError, Checkout, Holder, Lease, LeaseError, LeaseStore, REVOCATION_KEPT, Revocation, Row, check_id, expiry, int, ttl_ms, uint,
+    AcquireError, Checkout, Holder, Lease, LeaseError, LeaseStore, REVOCATION_KEPT, Revocation, Row, Tenure, check_id, expiry, int, ttl_ms,
+    uint,
 };
 
 /// This store's name in `chokepoint.schema_versions`.
@@ -468,26 +470,52 @@ impl LeaseStore for TeamLeases {
     }
 
     fn held_by_at(&self, session: &str) -> Result<(Option<Lease>, u64), LeaseError> {
+        let (tenure, now) = self.tenure(session)?;
+        Ok((tenure.live(), now))
+    }
+
+    fn tenure(&self, session: &str) -> Result<(Tenure, u64), LeaseError> {
         let session = session.to_owned();
         self.read("read a session's lease", move |client, ns| {
             // One round trip, with "now" even when the session holds nothing.
             let rows = client.query_hot(
                 &format!(
                     "SELECT {NOW_MS}, l.* FROM (SELECT 1) AS one LEFT JOIN (SELECT intent, {COLUMNS} FROM chokepoint.leases
-                     WHERE namespace = $1 AND holder = $2) AS l ON true"
+                     WHERE namespace = $1 AND (holder = $2 OR taken_from = $2)) AS l ON true"
                 ),
                 &[(&ns, Type::TEXT), (&session, Type::TEXT)],
             )?;
             let now = rows.first().map_or(0, |r| uint(r.get(0)));
-            let mut newest: Option<(String, Row)> = None;
-            for found in &rows {
-                let Some(intent) = found.get::<_, Option<String>>(1) else { continue };
-                let row = read_row(found, 2);
-                if row.expires_at > now && newest.as_ref().is_none_or(|(_, n)| row.renewed_at > n.renewed_at) {
-                    newest = Some((intent, row));
-                }
-            }
-            Ok((newest.and_then(|(intent, row)| row.lease(&intent)), now))
+            let found = rows.iter().filter_map(|r| Some((r.get::<_, Option<String>>(1)?, read_row(r, 2)))).collect();
+            Ok((Tenure::of(&session, found, now), now))
+        })
+    }
+
+    fn yield_session(&self, session: &str) -> Result<usize, LeaseError> {
+        check_id(session, "the session id is empty")?;
+        let session = session.to_owned();
+        self.read("yield a session's lease", move |client, ns| {
+            client.execute_typed(
+                &format!(
+                    "UPDATE chokepoint.leases SET expires_at = {NOW_MS}
+                     WHERE namespace = $1 AND holder = $2 AND expires_at > {NOW_MS}"
+                ),
+                &[(&ns, Type::TEXT), (&session, Type::TEXT)],
+            )
+        })
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    fn idle(&self) -> Result<Vec<Lease>, LeaseError> {
+        self.read("list idle leases", move |client, ns| {
+            let rows = client.query_typed(
+                &format!(
+                    "SELECT intent, {COLUMNS} FROM chokepoint.leases WHERE namespace = $1 AND holder IS NOT NULL
+                     AND expires_at <= {NOW_MS} ORDER BY intent"
+                ),
+                &[(&ns, Type::TEXT)],
+            )?;
+            Ok(rows.iter().filter_map(|r| read_row(r, 1).lease(&r.get::<_, String>(0))).collect())
         })
     }
 
