@@ -25,7 +25,7 @@ function guard(): string {
       fs.rmSync(ws, { recursive: true, force: true });
     }
   }
-  return 'chokepoint_bin="$CHOKEPOINT_PROGRAM"; [ -n "$chokepoint_bin" ] || chokepoint_bin=$(command -v chokepoint 2>/dev/null) || chokepoint_bin=$(cat "$XDG_STATE_HOME/chokepoint/program" 2>/dev/null) || chokepoint_bin=$(cat "$HOME/.local/state/chokepoint/program" 2>/dev/null); [ -f "$chokepoint_bin" ] && [ -x "$chokepoint_bin" ] || { echo \'not found\' >&2; exit 2; }; exec "$chokepoint_bin" hook --agent claude --deadline 25';
+  return 'chokepoint_bin="$CHOKEPOINT_PROGRAM"; [ -n "$chokepoint_bin" ] || chokepoint_bin=$(command -v chokepoint 2>/dev/null) || chokepoint_bin=$(cat "$XDG_STATE_HOME/chokepoint/program" 2>/dev/null) || chokepoint_bin=$(cat "$HOME/.local/state/chokepoint/program" 2>/dev/null); [ -f "$chokepoint_bin" ] && [ -x "$chokepoint_bin" ] || { echo \'not found\' >&2; exit 2; }; exec "$chokepoint_bin" hook --agent claude --deadline 600';
 }
 
 test('the shipped program is put first on PATH and named by the pointer the guard reads', { skip: process.platform === 'win32' }, () => {
@@ -51,7 +51,7 @@ test('the shipped program is put first on PATH and named by the pointer the guar
     const run = (e: NodeJS.ProcessEnv) => spawnSync('sh', ['-c', guard()], { env: e, encoding: 'utf8' });
     const outside = run({ PATH: '/usr/bin:/bin', HOME: env.HOME, XDG_STATE_HOME: env.XDG_STATE_HOME });
     assert.equal(outside.status, 0, outside.stderr);
-    assert.equal(outside.stdout, `ran ${program} hook --agent claude --deadline 25\n`);
+    assert.equal(outside.stdout, `ran ${program} hook --agent claude --deadline 600\n`);
     const nowhere = run({ PATH: '/usr/bin:/bin', HOME: env.HOME, XDG_STATE_HOME: path.join(dir, 'elsewhere') });
     assert.equal(nowhere.status, 2, nowhere.stdout);
   } finally {
