@@ -95,7 +95,11 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     this.pushApprovals(); // the badge, before the page is ready
     this.subscriptions.push(
       view.webview.onDidReceiveMessage((data: unknown) => this.receive(data)),
+      // Only this view's own end clears it: VS Code may resolve the view again (the walkthrough
+      // opening on the first activation moves the focus) before the old one's disposal is heard,
+      // and clearing then would leave the new page unanswered, stuck at "Starting…".
       view.onDidDispose(() => {
+        if (this.view !== view) return;
         this.view = undefined;
         this.ready = false;
       }),
