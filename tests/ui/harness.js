@@ -32,6 +32,12 @@ async function startVsCode({ outsideHome = false, env = {}, firstRun = false, un
   fs.mkdirSync(user, { recursive: true });
   const settings = firstRun ? { 'workbench.startupEditor': 'none' } : { 'workbench.welcomePage.walkthroughs.openOnInstall': false };
   fs.writeFileSync(path.join(user, 'settings.json'), JSON.stringify(settings));
+  // The profile's setting above did not reach the extension at its activation in code-server 4.139
+  // (the walkthrough opened over every file's tests and took their focus): the workspace says it too.
+  if (!firstRun && !ungoverned) {
+    fs.mkdirSync(path.join(workspace, '.vscode'), { recursive: true });
+    fs.writeFileSync(path.join(workspace, '.vscode/settings.json'), JSON.stringify({ 'chokepoint.walkthrough.openOnFirstActivation': false }));
+  }
   let server, browser, page;
   try {
     server = await vscode.startCodeServer({ runDir, extensionsDir, env });

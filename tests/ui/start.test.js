@@ -110,6 +110,11 @@ test('SIGHUP to npm start ends what runs in a terminal of its VS Code, even a pr
   await page.locator('input[type=password]').fill(fs.readFileSync(path.join(run.runDir, 'password'), 'utf8').trim());
   await page.keyboard.press('Enter');
   await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+  // Chokepoint activates and, this being the profile's first run, opens its walkthrough: once that
+  // has taken the focus, the terminal keeps it.
+  await page.locator('.statusbar').getByText(/Chokepoint \d/).first().waitFor({ timeout: 90000 });
+  await page.locator('.gettingStartedContainer, .getting-started-step').first().waitFor({ timeout: 15000 }).catch(() => {});
+  await sleep(1500);
   // A process that neither the server's process group nor the terminal's hangup reaches.
   const escaped = () => serverProcesses(run.runDir).filter((p) => p.cmdline.join(' ') === 'sleep 987');
   await eventually('a terminal runs `setsid nohup sleep 987`', async () => {

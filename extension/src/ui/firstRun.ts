@@ -36,12 +36,14 @@ export function openWalkthrough(context: vscode.ExtensionContext): Thenable<unkn
 /**
  * Opens the walkthrough on the first activation with a folder open, once (remembered in globalState,
  * so once per profile, whichever workspace came first). Not in the extension-host test suite, and not
- * when VS Code's own "open walkthroughs on install" setting is off.
+ * when VS Code's own "open walkthroughs on install" setting or `chokepoint.walkthrough.openOnFirstActivation`
+ * is off.
  */
 export async function openOnFirstActivation(context: vscode.ExtensionContext, log: Log): Promise<void> {
   if (context.extensionMode === vscode.ExtensionMode.Test) return;
   if (!vscode.workspace.workspaceFolders?.length || context.globalState.get<boolean>(OPENED_KEY)) return;
   if (vscode.workspace.getConfiguration('workbench').get<boolean>('welcomePage.walkthroughs.openOnInstall', true) === false) return;
+  if (vscode.workspace.getConfiguration('chokepoint').get<boolean>('walkthrough.openOnFirstActivation', true) === false) return;
   await context.globalState.update(OPENED_KEY, true);
   log.info('first activation: opening the walkthrough (Chokepoint: Get Started opens it again)');
   await openWalkthrough(context);
