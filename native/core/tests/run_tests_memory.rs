@@ -3,22 +3,13 @@
 //! a commit, another command) runs it again; a failure is never remembered; and what it remembers is
 //! outside the workspace, where an agent cannot write a "passed" of its own.
 
+#[path = "support/git.rs"]
+mod git_support;
+use git_support::git;
+
 use chokepoint_core::{Decision, Engine, Event, EventKind};
 use std::fs;
-use std::path::Path;
 use std::process::Command;
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
 
 #[tokio::test]
 async fn the_tree_the_tests_passed_on_is_not_tested_again_and_any_change_is() {

@@ -3,6 +3,10 @@
 //! its own `CHOKEPOINT_MACHINE`, pointed at one real server (support/postgres.rs), with the faults a
 //! team meets: the server killed and restarted, connections cut, a newer schema, TLS, a race.
 
+#[path = "support/git.rs"]
+mod git_support;
+use git_support::git;
+
 #[path = "support/postgres.rs"]
 mod postgres;
 
@@ -12,7 +16,6 @@ use postgres::Server;
 use serde_json::json;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
@@ -27,18 +30,6 @@ active_intents:
     status: IN_PROGRESS
     owned_scope: [src/billing/**]
 ";
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
 
 /// An origin repository with the intents and `hooks` as hooks.yaml, committed on `main`.
 fn origin(hooks: &str) -> tempfile::TempDir {
