@@ -69,15 +69,6 @@ let vsc, page, sidebar;
 const chat = () => page.locator('.interactive-session');
 const approvals = () => sidebar().getByTestId('approvals');
 
-/** Runs a command from the palette. */
-async function command(title) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ timeout: 10000 });
-  await input.fill(`>${title}`);
-  await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: title }).first().click({ timeout: 15000 });
-}
-
 let invoiceBefore;
 before(async () => {
   vsc = await startVsCode({ outsideHome: true });
@@ -90,7 +81,7 @@ before(async () => {
   fs.mkdirSync(path.join(ws, '.vscode'), { recursive: true });
   fs.writeFileSync(path.join(ws, '.vscode/settings.json'), JSON.stringify({ 'chokepoint.chat.scripts': ['chat.script.json'] }));
   // A fresh profile turns the built-in chat extension off until chat is set up; this turns it on.
-  await command('Extensions: Enable All Extensions');
+  await vsc.runCommand('Extensions: Enable All Extensions');
 });
 
 after(async () => {
@@ -102,7 +93,7 @@ function ledger() {
 }
 
 test('"Connect VS Code\'s Agent" writes the hooks VS Code runs', async () => {
-  await command("Chokepoint: Connect VS Code's Agent (Chat View) to Chokepoint");
+  await vsc.runCommand("Chokepoint: Connect VS Code's Agent (Chat View) to Chokepoint");
   const file = path.join(vsc.workspace, '.github/hooks/chokepoint.json');
   for (let i = 0; i < 100 && !fs.existsSync(file); i++) await page.waitForTimeout(200);
   const hooks = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -123,7 +114,7 @@ test("VS Code's agent: intent through the contributed tool, writes judged, the s
 
 async function chatSession() {
   const ws = vsc.workspace;
-  await command('Chat: Open Chat (Agent)');
+  await vsc.runCommand('Chat: Open Chat (Agent)');
   const input = chat().locator('.interactive-input-part .monaco-editor').first();
   await input.waitFor({ timeout: 60000 });
   // Our scripted model, picked in the chat's model picker (it lists the first model and folds the

@@ -79,7 +79,9 @@ async function startVsCode({ outsideHome = false, env = {}, firstRun = false, un
     /** Runs the command titled `title` (`Chokepoint: …`) from the command palette. */
     async runCommand(title) {
       await page.keyboard.press('F1');
-      await page.locator('.quick-input-widget input').fill(`>${title}`);
+      const input = page.locator('.quick-input-widget input');
+      await input.waitFor({ timeout: 10000 });
+      await input.fill(`>${title}`);
       await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: title }).first().click({ timeout: 15000 });
     },
     /** Picks `label` in the open quick pick. */

@@ -52,14 +52,6 @@ let vsc, page, sidebar;
 const viewChat = () => page.locator('.part.auxiliarybar .interactive-session, .part.sidebar .interactive-session, .part.panel .interactive-session').first();
 const editorChat = () => page.locator('.part.editor .interactive-session').first();
 
-async function command(title) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ timeout: 10000 });
-  await input.fill(`>${title}`);
-  await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: title }).first().click({ timeout: 15000 });
-}
-
 before(async () => {
   vsc = await startVsCode({ outsideHome: true });
   ({ page, sidebar } = vsc);
@@ -72,8 +64,8 @@ before(async () => {
   fs.writeFileSync(path.join(ws, 'second.json'), JSON.stringify(second));
   fs.mkdirSync(path.join(ws, '.vscode'), { recursive: true });
   fs.writeFileSync(path.join(ws, '.vscode/settings.json'), JSON.stringify({ 'chokepoint.chat.scripts': ['first.json', 'second.json'] }));
-  await command('Extensions: Enable All Extensions');
-  await command("Chokepoint: Connect VS Code's Agent (Chat View) to Chokepoint");
+  await vsc.runCommand('Extensions: Enable All Extensions');
+  await vsc.runCommand("Chokepoint: Connect VS Code's Agent (Chat View) to Chokepoint");
   const hooks = path.join(ws, '.github/hooks/chokepoint.json');
   for (let i = 0; i < 100 && !fs.existsSync(hooks); i++) await page.waitForTimeout(200);
   assert.ok(fs.existsSync(hooks), 'the hooks file is written');
@@ -136,7 +128,7 @@ test('a second chat takes the intent as soon as the first chat\'s turn ended; th
 async function twoChats() {
   const ws = vsc.workspace;
   // The first chat, in the Chat view: its turn selects INT-001, writes, and ends.
-  await command('Chat: Open Chat (Agent)');
+  await vsc.runCommand('Chat: Open Chat (Agent)');
   await pickModel(viewChat(), 'first.json');
   await send(viewChat(), 'Add the lockout (INT-001).');
   await viewChat().getByText(FIRST_DONE).waitFor({ timeout: 90000 });
@@ -156,7 +148,7 @@ async function twoChats() {
 
   // The second chat, in an editor: it selects INT-001 at once (its script checks the intent's
   // context came back) and writes under it.
-  await command('Chat: New Chat Editor');
+  await vsc.runCommand('Chat: New Chat Editor');
   await pickModel(editorChat(), 'second.json');
   await send(editorChat(), 'Add the session timeout (INT-001).');
   await editorChat().getByText(SECOND_DONE).waitFor({ timeout: 90000 });
