@@ -8,6 +8,9 @@ const path = require('path');
 const vscode = require('../../scripts/vscode');
 const { packageVsix } = require('../../scripts/package');
 
+/** The frame of the sidebar webview, the extension's only webview (see `sidebar` below). */
+const SIDEBAR_FRAME = 'iframe.webview.ready[src*="extensionId=chokepoint.chokepoint"]';
+
 /**
  * Starts everything; `stop()` ends what it started and removes its folders. `outsideHome`: the
  * workspace goes into the system's temporary folder instead of the cache under ~/.cache, because VS
@@ -59,9 +62,12 @@ async function startVsCode({ outsideHome = false, env = {}, firstRun = false, un
     page,
     /** The workbench's address for another folder (opened in a new window of the same profile). */
     url: (folder) => server.url(folder),
-    /** The sidebar webview's document (VS Code nests it in two iframes; the walkthrough's pages are
-     *  webviews too, of another purpose). */
-    sidebar: () => page.frameLocator('iframe.webview.ready[src*="purpose=webviewView"]').frameLocator('#active-frame'),
+    /** The sidebar webview's frame: the extension's only webview. Found by the extension that owns
+     *  it, because the walkthrough's pages are webviews too (VS Code's own), and a view shown again
+     *  gets a frame whose address no longer says its purpose (`webviewView`). */
+    sidebarFrame: () => page.locator(SIDEBAR_FRAME),
+    /** The sidebar webview's document (VS Code nests it in two iframes). */
+    sidebar: () => page.frameLocator(SIDEBAR_FRAME).frameLocator('#active-frame'),
     /** Shows the Chokepoint view. Clicking an already selected activity-bar item would hide it instead. */
     async openSidebar() {
       const tab = page.locator('.activitybar').getByRole('tab', { name: /^Chokepoint/ });

@@ -129,7 +129,7 @@ test('the transcript comes back whole when the view is hidden and shown again', 
   const before = await rows();
   // Another view in the sidebar: the Chokepoint view is hidden and its page destroyed.
   await page.locator('.activitybar').getByRole('tab', { name: /^Explorer/ }).click();
-  await page.locator('iframe.webview.ready[src*="purpose=webviewView"]').waitFor({ state: 'detached', timeout: 10000 });
+  await vsc.sidebarFrame().waitFor({ state: 'detached', timeout: 10000 });
   await vsc.openSidebar();
   await task().getByTestId('task-ended').waitFor({ timeout: 30000 });
   assert.deepStrictEqual(await rows(), before);

@@ -20,12 +20,28 @@ export type NativeLoad =
 
 /** The platform suffix napi-rs gives the addon (`napi build --platform`), e.g. `linux-x64-gnu`. */
 export function platformTriple(platform = process.platform, arch = process.arch): string {
-  if (platform === 'linux') {
-    const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined;
-    return `linux-${arch}-${report?.header?.glibcVersionRuntime ? 'gnu' : 'musl'}`;
-  }
+  if (platform === 'linux') return `linux-${arch}-${isMusl() ? 'musl' : 'gnu'}`;
   if (platform === 'win32') return `win32-${arch}-msvc`;
   return `${platform}-${arch}`;
+}
+
+/** Whether this Linux's C library is musl, asked the way napi-rs's own loader asks: what `ldd` is
+ *  first, then the process report. The report alone was not enough: an extension host reloaded in
+ *  the same window was seen to get a report without `glibcVersionRuntime` on glibc, looked for the
+ *  musl addon and said the engine was missing. Glibc unless something says musl. */
+function isMusl(): boolean {
+  try {
+    return fs.readFileSync('/usr/bin/ldd', 'utf8').includes('musl');
+  } catch {
+    // No readable ldd (a minimal image): the report says which C library the process runs on.
+  }
+  try {
+    const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string }; sharedObjects?: string[] } | undefined;
+    if (report?.header?.glibcVersionRuntime) return false;
+    return report?.sharedObjects?.some((o) => o.includes('libc.musl-') || o.includes('ld-musl-')) ?? false;
+  } catch {
+    return false;
+  }
 }
 
 /** The absolute path of the addon this process needs, under the extension's `native/node` folder. */
