@@ -121,8 +121,12 @@ test('SIGHUP to npm start ends what runs in a terminal of its VS Code, even a pr
     await page.keyboard.press('F1');
     await page.keyboard.type('Terminal: Create New Terminal');
     await page.keyboard.press('Enter');
-    await page.locator('.terminal-wrapper.active').waitFor({ timeout: 10000 }).catch(() => {});
+    const terminal = page.locator('.terminal-wrapper.active');
+    await terminal.waitFor({ timeout: 10000 }).catch(() => {});
     await sleep(1500);
+    // The walkthrough's page loads its step after it opened and may take the focus back: the
+    // terminal is clicked, as a person would, before typing in it.
+    await terminal.click({ timeout: 5000 }).catch(() => {});
     await page.keyboard.type('setsid nohup sleep 987 >/dev/null 2>&1 &');
     await page.keyboard.press('Enter');
     await sleep(1000);
