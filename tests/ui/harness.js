@@ -82,13 +82,24 @@ async function startVsCode({ outsideHome = false, env = {}, firstRun = false, un
       if ((await header.getAttribute('aria-expanded')) === 'false') await header.click();
       return pane;
     },
-    /** Runs the command titled `title` (`Chokepoint: …`) from the command palette. */
+    /** Runs the command titled `title` from the command palette, tried again when the palette was
+     *  still closing or filtering, or lost the focus to a window opening (a notification, a view). */
     async runCommand(title) {
-      await page.keyboard.press('F1');
-      const input = page.locator('.quick-input-widget input');
-      await input.waitFor({ timeout: 10000 });
-      await input.fill(`>${title}`);
-      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: title }).first().click({ timeout: 15000 });
+      for (let attempt = 1; ; attempt++) {
+        try {
+          // Not Escape first: it hides notifications, and goes back from a walkthrough to the Welcome page.
+          if (attempt > 1) await page.keyboard.press('Escape');
+          await page.keyboard.press('F1');
+          const input = page.locator('.quick-input-widget input');
+          await input.waitFor({ timeout: 5000 });
+          await input.fill(`>${title}`, { timeout: 5000 });
+          await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: title }).first().click({ timeout: 5000 });
+          return;
+        } catch (e) {
+          if (attempt === 4) throw e;
+          await page.waitForTimeout(500);
+        }
+      }
     },
     /** Picks `label` in the open quick pick. */
     async pick(label) {

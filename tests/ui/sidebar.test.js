@@ -145,9 +145,7 @@ test('without its native addon the extension says so, naming the file, instead o
   await page.locator('.statusbar').getByText('Chokepoint: engine failed').waitFor({ timeout: 90000 });
   // The error notification, looked for in the notification center: VS Code 1.139 does not always
   // show it as a toast when the window opens with the Chat view beside it.
-  await page.keyboard.press('F1');
-  await page.locator('.quick-input-widget input').fill('>Notifications: Show Notifications');
-  await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Notifications: Show Notifications' }).first().click({ timeout: 15000 });
+  await vsc.runCommand('Notifications: Show Notifications');
   await page.getByText(`Chokepoint could not load its native engine: ${file}`).first().waitFor({ timeout: 30000 });
   await openSidebar();
   await sidebar().getByText('Engine not loaded').waitFor({ timeout: 30000 });

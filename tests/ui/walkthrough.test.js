@@ -24,24 +24,8 @@ const walkthrough = () => page.locator('.gettingStartedContainer');
 /** A step of ours, by its id in package.json. */
 const step = (id) => walkthrough().locator(`button.getting-started-step[data-step-id$="#${id}"]`);
 
-/** Runs a command from the palette (tried again when the palette was still closing or filtering). */
-async function command(title) {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      // Not Escape first: it hides notifications, and goes back from a walkthrough to the Welcome page.
-      if (attempt > 1) await page.keyboard.press('Escape');
-      await page.keyboard.press('F1');
-      const input = page.locator('.quick-input-widget input');
-      await input.waitFor({ timeout: 5000 });
-      await input.fill(`>${title}`, { timeout: 5000 });
-      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: title }).first().click({ timeout: 5000 });
-      return;
-    } catch (e) {
-      if (attempt === 4) throw e;
-      await page.waitForTimeout(500);
-    }
-  }
-}
+/** Runs a command from the palette. */
+const command = (title) => vsc.runCommand(title);
 
 /** Waits until the step shows as done (VS Code sets aria-checked from its completion events). */
 async function done(id) {
