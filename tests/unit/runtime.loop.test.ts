@@ -81,6 +81,14 @@ test('a malformed model response fires Error and ends the task as error, with no
   assert.equal(fs.existsSync(path.join(r.root, 'src/auth/half.js')), false);
 });
 
+test('the intent a call selected is in every later prompt of the session, from the next turn on', async () => {
+  const r = await run('hooks: {}\n', { model: 'm', steps: [select, { text: 'looking around' }, complete] });
+  assert.equal(r.ended[0].status, 'success');
+  const system = r.requests.map((q) => q.messages.find((m) => m.role === 'system')?.content ?? '');
+  assert.equal(system[0].includes('<intent_context>'), false, 'not before it was selected');
+  assert.ok(system.slice(1).every((s) => s.includes('<intent_context>') && s.includes('INT-001')), 'the selected intent is in each later prompt');
+});
+
 test('a plan queues its tasks after the current one; PlanComplete fires when they are all done', async () => {
   const plan = { toolCalls: [{ name: 'submit_plan', arguments: { title: 'two steps', tasks: [{ prompt: 'step one' }, { prompt: 'step two' }] } }] };
   const r = await run('hooks: {}\n', {

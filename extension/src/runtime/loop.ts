@@ -14,17 +14,19 @@
 //   a provider's state.
 // - A refusal is a structured tool result the model can act on, never an exception of the loop.
 //
-// This file is the task loop; one tool call's path (validate, PreToolUse, an ask, execute,
-// PostToolUse) is toolCall.ts, and what the runtime needs of its host (RuntimeEngine, the asks, the
-// limits) is types.ts. Imports no `vscode`: the extension wires it (agent/agent.ts) and unit tests
-// drive it in Node.
+// This file is the task loop. It calls down, never is called back: every event is built, judged and
+// reported by the session's Gate (gate.ts); one tool call's path (validate, PreToolUse, an ask,
+// execute, PostToolUse) is toolCall.ts, whose outcome carries what the call changes in the task (an
+// intent's context, a plan's tasks) as data the loop applies; what the runtime needs of its host
+// (RuntimeEngine, the asks, the limits) is types.ts. Imports no `vscode`: the extension wires it
+// (agent/agent.ts) and unit tests drive it in Node.
 import { randomUUID } from 'crypto';
-import type { EventName, Evaluation, Event as ChainEvent } from '../../../native/node/index';
 import { FileTools } from './fileTools';
+import { Gate, RuntimeEvents } from './gate';
 import { assemblePrompt, type Compactor } from './prompt';
-import { toolError, ToolCalls, type ToolOutcome } from './toolCall';
+import { toolError, ToolCalls, type PlanInput, type ToolEffect, type ToolOutcome } from './toolCall';
 import { toolDefinitions } from './tools';
-import { durableMs, hookView, ModelError } from './types';
+import { ModelError } from './types';
 import type { Ask, Settlement, ChatMessage, ModelProvider, RuntimeEngine, RuntimeEvent, RuntimeLimits, Task, TaskSpec, TaskStatus, ToolCall } from './types';
 
 export const DEFAULT_LIMITS: RuntimeLimits = { maxTurns: 25, toolTimeoutMs: 120_000, maxSubmitRetries: 2, maxRecoveryTurns: 1 };
@@ -56,10 +58,11 @@ export class AgentRuntime {
   readonly sessionId = randomUUID();
   private readonly agentId: string;
   private readonly limits: RuntimeLimits;
-  private readonly files: FileTools;
+  /** Every event of this session is built, judged and reported here (gate.ts). */
+  private readonly gate: Gate;
+  private readonly events = new RuntimeEvents();
   /** One tool call's path (toolCall.ts). */
   private readonly tools: ToolCalls;
-  private readonly listeners = new Set<(e: RuntimeEvent) => void>();
   private readonly queue: Task[] = [];
   private readonly plans = new Map<string, Plan>();
   private sessionStarted = false;
@@ -68,41 +71,30 @@ export class AgentRuntime {
   private abort: AbortController | undefined;
   /** The `<intent_context>` of the intent this session selected, kept in every prompt. */
   private intentContext: string | undefined;
-  /** The model the current task uses (TurnPrepare may switch it); recorded with every event. */
-  private model: string | undefined;
 
   constructor(private readonly options: RuntimeOptions) {
     this.agentId = options.agentId ?? 'chokepoint';
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
-    this.files = new FileTools(options.root);
+    const bypassEngine = options.bypassEngine ?? false;
+    this.gate = new Gate({ sessionId: this.sessionId, agentId: this.agentId, engine: options.engine, bypassEngine, events: this.events, model: options.provider.model });
     this.tools = new ToolCalls({
-      sessionId: this.sessionId,
-      get engine() {
-        return options.engine;
-      },
-      get bypassEngine() {
-        return options.bypassEngine ?? false;
-      },
-      files: this.files,
+      gate: this.gate,
+      events: this.events,
+      engine: options.engine,
+      bypassEngine,
+      files: new FileTools(options.root),
       program: options.program,
       limits: this.limits,
       ask: (request) => options.ask(request),
-      event: (name, task, extra) => this.event(name, task, extra),
-      judge: (event) => this.judge(event),
-      lifecycle: (name, task, subject, turn) => this.lifecycle(name, task, subject, turn),
-      emit: (e) => this.emit(e),
-      setIntentContext: (context) => (this.intentContext = context),
-      queuePlan: (task, plan) => this.queuePlan(task, plan),
     });
   }
 
   onEvent(listener: (e: RuntimeEvent) => void): { dispose(): void } {
-    this.listeners.add(listener);
-    return { dispose: () => this.listeners.delete(listener) };
+    return this.events.on(listener);
   }
 
   private emit(e: RuntimeEvent): void {
-    for (const l of this.listeners) l(e);
+    this.events.emit(e);
   }
 
   get busy(): boolean {
@@ -128,14 +120,14 @@ export class AgentRuntime {
     await this.running?.catch(() => {});
     if (this.sessionStarted && !this.sessionEnded) {
       this.sessionEnded = true;
-      await this.lifecycle('SessionEnd', undefined, { agent: this.agentId });
+      await this.gate.lifecycle('SessionEnd', undefined, { agent: this.agentId });
     }
   }
 
   private async drain(): Promise<void> {
     if (!this.sessionStarted) {
       this.sessionStarted = true;
-      await this.lifecycle('SessionStart', undefined, { agent: this.agentId, model: this.options.provider.model });
+      await this.gate.lifecycle('SessionStart', undefined, { agent: this.agentId, model: this.options.provider.model });
     }
     for (;;) {
       const task = this.queue.shift();
@@ -144,47 +136,11 @@ export class AgentRuntime {
         continue;
       }
       // The queue is empty: a hook may enqueue more work by rewriting the subject's `tasks`.
-      const evaluation = await this.lifecycle('AllTasksComplete', undefined, { tasks: [] });
-      const more = (evaluation?.modified as { tasks?: TaskSpec[] } | undefined)?.tasks;
+      const evaluation = await this.gate.lifecycle('AllTasksComplete', undefined, { tasks: [] });
+      const more = (evaluation.modified as { tasks?: TaskSpec[] } | undefined)?.tasks;
       if (!Array.isArray(more) || more.length === 0) return;
       for (const t of more) if (t && typeof t.prompt === 'string') this.queue.push({ prompt: t.prompt, title: t.title, id: randomUUID() });
     }
-  }
-
-  // ---- the chokepoint -------------------------------------------------------------------------
-
-  private event(name: EventName, task: Task | undefined, extra: Partial<ChainEvent> = {}): ChainEvent {
-    return {
-      event: name,
-      sessionId: this.sessionId,
-      agentId: this.agentId,
-      model: this.model ?? this.options.provider.model,
-      taskId: task?.id,
-      planId: task?.planId,
-      taskType: task?.taskType,
-      ...extra,
-    };
-  }
-
-  private async judge(event: ChainEvent): Promise<Evaluation> {
-    if (this.options.bypassEngine) return { decision: 'allow' };
-    // One entry for every event: the engine judges a chain of native hooks at once, on this thread,
-    // and settles the promise when the record is as durable as the event needs (a gate's: synced; a
-    // turn's start: queued for the next gate's sync), so which events wait is the core's to say.
-    try {
-      return await this.options.engine.evaluateAsync(event, { outcomes: 'all' });
-    } catch (e) {
-      // A broken gate denies, never allows.
-      return { decision: 'deny', reason: `the engine could not judge ${event.event}: ${(e as Error).message}` };
-    }
-  }
-
-  private async lifecycle(name: EventName, task: Task | undefined, subject: unknown, turn?: number): Promise<Evaluation | undefined> {
-    const evaluation = await this.judge(this.event(name, task, { input: subject, turn }));
-    if (task) {
-      this.emit({ type: 'lifecycle', taskId: task.id, event: name, decision: evaluation.decision, hooks: (evaluation.outcomes ?? []).map(hookView), durableMs: durableMs(evaluation) });
-    }
-    return evaluation;
   }
 
   // ---- a task ---------------------------------------------------------------------------------
@@ -201,33 +157,33 @@ export class AgentRuntime {
       summary = (e as Error).message;
       if (status === 'error') this.emit({ type: 'error', taskId: task.id, message: summary });
     }
-    await this.lifecycle('TaskComplete', task, { status, summary });
+    await this.gate.lifecycle('TaskComplete', task, { status, summary });
     this.emit({ type: 'taskEnded', taskId: task.id, status, summary });
     if (task.planId) {
       const plan = this.plans.get(task.planId);
       plan?.open.delete(task.id);
       if (plan && plan.open.size === 0) {
         this.plans.delete(plan.id);
-        await this.lifecycle('PlanComplete', task, { plan_id: plan.id, title: plan.title });
+        await this.gate.lifecycle('PlanComplete', task, { plan_id: plan.id, title: plan.title });
       }
     }
     this.abort = undefined;
   }
 
   private async turns(task: Task): Promise<{ status: TaskStatus; summary?: string }> {
-    const start = await this.lifecycle('TaskStart', task, { prompt: task.prompt, title: task.title });
-    if (start && start.decision !== 'allow') return { status: 'rejected', summary: start.reason ?? 'TaskStart was refused' };
+    const start = await this.gate.lifecycle('TaskStart', task, { prompt: task.prompt, title: task.title });
+    if (start.decision !== 'allow') return { status: 'rejected', summary: start.reason ?? 'TaskStart was refused' };
     const conversation: ChatMessage[] = [{ role: 'user', content: task.prompt }];
     let submitRetries = 0;
     let recoveries = 0;
     // TurnPrepare may switch the model for the rest of the task (same endpoint).
-    let model = (this.model = this.options.provider.model);
+    let model = (this.gate.model = this.options.provider.model);
     for (let turn = 0; turn < this.limits.maxTurns; turn++) {
       const signal = this.abort!.signal;
       if (signal.aborted) return { status: 'cancelled' };
       this.emit({ type: 'turnStarted', taskId: task.id, turn });
-      const started = await this.lifecycle('TurnStart', task, { turn }, turn);
-      if (started && started.decision !== 'allow') return { status: 'rejected', summary: started.reason ?? 'TurnStart was refused' };
+      const started = await this.gate.lifecycle('TurnStart', task, { turn }, turn);
+      if (started.decision !== 'allow') return { status: 'rejected', summary: started.reason ?? 'TurnStart was refused' };
       // Output that command hooks piped for this session goes in front of the next turn.
       for (const p of this.options.bypassEngine ? [] : this.options.engine.drainPiped(this.sessionId)) {
         this.emit({ type: 'piped', taskId: task.id, hook: p.hook, text: p.text });
@@ -241,8 +197,8 @@ export class AgentRuntime {
         provider: this.options.provider,
         compactor: this.options.compactor,
         onCompact: async (proposal) => {
-          const verdict = await this.lifecycle('PreCompact', task, proposal, turn);
-          if (verdict?.decision !== 'ask') return verdict?.decision === 'allow';
+          const verdict = await this.gate.lifecycle('PreCompact', task, proposal, turn);
+          if (verdict.decision !== 'ask') return verdict.decision === 'allow';
           // A compaction under review: a Pending whose summaries the decider may edit or have
           // written again with guidance (extractive summaries take the guidance as a line of their own).
           const settled = await this.options.ask({
@@ -264,11 +220,11 @@ export class AgentRuntime {
       // (for this inference only: the conversation is kept) or the model. The messages are not in
       // the subject (it would cost every turn the whole history's conversion and digest); a hook
       // that rewrites them gets their count and the turn, and sends the messages it wants.
-      const prepared = await this.lifecycle('TurnPrepare', task, { turn, system_prompt: prompt.system, model, message_count: prompt.messages.length }, turn);
-      if (prepared && prepared.decision === 'deny') return { status: 'rejected', summary: prepared.reason ?? 'TurnPrepare was refused' };
-      const rewritten = (prepared?.modified ?? {}) as { system_prompt?: unknown; model?: unknown; messages?: unknown };
+      const prepared = await this.gate.lifecycle('TurnPrepare', task, { turn, system_prompt: prompt.system, model, message_count: prompt.messages.length }, turn);
+      if (prepared.decision === 'deny') return { status: 'rejected', summary: prepared.reason ?? 'TurnPrepare was refused' };
+      const rewritten = (prepared.modified ?? {}) as { system_prompt?: unknown; model?: unknown; messages?: unknown };
       const system = typeof rewritten.system_prompt === 'string' ? rewritten.system_prompt : prompt.system;
-      if (typeof rewritten.model === 'string' && rewritten.model) model = this.model = rewritten.model;
+      if (typeof rewritten.model === 'string' && rewritten.model) model = this.gate.model = rewritten.model;
       const messages = chatMessages(rewritten.messages) ?? prompt.messages;
 
       let text = '';
@@ -283,11 +239,11 @@ export class AgentRuntime {
       } catch (e) {
         if (signal.aborted || (e instanceof ModelError && e.kind === 'aborted')) return { status: 'cancelled' };
         const message = e instanceof Error ? e.message : String(e);
-        const verdict = await this.lifecycle('Error', task, { stage: 'inference', message }, turn);
+        const verdict = await this.gate.lifecycle('Error', task, { stage: 'inference', message }, turn);
         this.emit({ type: 'error', taskId: task.id, message });
-        if (recoveries++ < this.limits.maxRecoveryTurns && (verdict?.piped?.length ?? 0) > 0) {
+        if (recoveries++ < this.limits.maxRecoveryTurns && (verdict.piped?.length ?? 0) > 0) {
           // A hook answered the failure with guidance: one recovery turn with it.
-          conversation.push({ role: 'user', content: verdict!.piped!.map((p) => p.text).join('\n') });
+          conversation.push({ role: 'user', content: verdict.piped!.map((p) => p.text).join('\n') });
           continue;
         }
         return { status: 'error', summary: message };
@@ -299,7 +255,8 @@ export class AgentRuntime {
       let done: { status: TaskStatus; summary?: string } | undefined;
       for (const call of calls) {
         if (signal.aborted) return { status: 'cancelled' };
-        let outcome = done ? { ok: false, content: 'not run: the task already ended in this turn' } : await this.tools.run(task, turn, call);
+        let outcome: ToolOutcome = done ? { ok: false, content: 'not run: the task already ended in this turn' } : await this.tools.run(task, turn, call);
+        if (outcome.effect) this.apply(task, outcome.effect);
         if (outcome.submitRejected && ++submitRetries > this.limits.maxSubmitRetries) {
           // The bounded rounds are spent: whoever answers approvals decides (a submit Pending).
           const settled = await this.settleSubmit(task, turn, call, outcome, submitRetries);
@@ -310,7 +267,7 @@ export class AgentRuntime {
         conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: outcome.content });
         if (outcome.completed) done = { status: 'success', summary: outcome.content };
       }
-      await this.lifecycle('TurnEnd', task, { turn, tool_calls: calls.length }, turn);
+      await this.gate.lifecycle('TurnEnd', task, { turn, tool_calls: calls.length }, turn);
       if (signal.aborted) return { status: 'cancelled' };
       if (done) return done;
     }
@@ -319,13 +276,24 @@ export class AgentRuntime {
 
   // ---- a plan, a refused completion ----------------------------------------------------------
 
+  /** What an allowed tool call changed in its task (toolCall.ts reports it as data). */
+  private apply(task: Task, effect: ToolEffect): void {
+    switch (effect.type) {
+      case 'intentSelected':
+        this.intentContext = effect.context;
+        return;
+      case 'planAccepted':
+        this.queuePlan(task, effect.plan);
+        return;
+    }
+  }
+
   /** An approved plan's tasks, queued after the current one; PlanComplete fires when they all ended. */
-  private queuePlan(task: Task, plan: { title?: string; tasks: { title?: string; prompt: string }[] }): number {
+  private queuePlan(task: Task, plan: PlanInput): void {
     const id = randomUUID();
     const queued = plan.tasks.map((t) => ({ prompt: t.prompt, title: t.title, planId: id, taskType: task.taskType, id: randomUUID() }));
     this.plans.set(id, { id, title: plan.title, open: new Set(queued.map((t) => t.id)) });
     this.queue.push(...queued);
-    return queued.length;
   }
 
   /** A completion still refused after the bounded rounds: a `submit` Pending decides. `override`
@@ -334,7 +302,7 @@ export class AgentRuntime {
     const submit = refused.submit ?? { result: '', failures: [] };
     const settled = await this.options.ask({ event: 'BeforeSubmit', input: { result: submit.result, failures: submit.failures }, sessionId: this.sessionId, taskId: task.id });
     if (settled.next === 'override') {
-      await this.lifecycle('AfterSubmit', task, { result: submit.result }, turn);
+      await this.gate.lifecycle('AfterSubmit', task, { result: submit.result }, turn);
       return { outcome: this.tools.result(task, turn, call, { ok: true, completed: true, content: `${submit.result}\n\n${settled.message}` }) };
     }
     if (settled.next === 'retry') {

@@ -1,19 +1,37 @@
 // One tool call's path through the chokepoint, top to bottom: the model's arguments are validated
-// (tools.ts), the call is judged (PreToolUse; the record is durable before anything runs), an `ask` is
-// settled (a Pending: approved, rejected, or modified and then judged again), the tool runs (the file
-// tools, a contained command, a plan, a completion), the result is judged (PostToolUse, which may
-// rewrite it), and only then is it reported and handed back to the task loop (loop.ts), which gives it
-// to the model. A refusal anywhere on the way is a structured tool result (toolError), never an
-// exception. Imports no `vscode`.
-import type { EventName, Evaluation, Event as ChainEvent } from '../../../native/node/index';
+// (tools.ts), the call is judged (PreToolUse, through the session's Gate; the record is durable before
+// anything runs), an `ask` is settled (a Pending: approved, rejected, or modified and then judged
+// again), the tool runs (the file tools, a contained command, a plan, a completion), the result is
+// judged (PostToolUse, which may rewrite it), and only then is it reported and handed back to the
+// task loop (loop.ts), which gives it to the model. A refusal anywhere on the way is a structured tool
+// result (toolError), never an exception. What a call changes in its task (the intent selected, a
+// plan's tasks to queue) comes back as data in the outcome (`effect`), for the loop to apply: this
+// file calls only down (gate.ts, the engine, the files), never back into the loop. Imports no `vscode`.
+import type { Evaluation } from '../../../native/node/index';
 import { FileTools, ToolError } from './fileTools';
+import type { Gate, RuntimeEvents } from './gate';
 import { validateToolCall, type ToolName } from './tools';
-import { durableMs, hookView, type Ask, type Settlement, type RuntimeEngine, type RuntimeEvent, type RuntimeLimits, type Task, type ToolCall } from './types';
+import { durableMs, hookView, type Ask, type Settlement, type RuntimeEngine, type RuntimeLimits, type Task, type ToolCall } from './types';
+
+/** A plan's tasks as submit_plan carries them. */
+export interface PlanInput {
+  title?: string;
+  tasks: { title?: string; prompt: string }[];
+}
+
+/** What an allowed call changes in its task, for the loop to apply. */
+export type ToolEffect =
+  /** select_active_intent: the intent's `<intent_context>`, kept in every prompt from now on. */
+  | { type: 'intentSelected'; context: string }
+  /** submit_plan, approved: its tasks are queued after the current one. */
+  | { type: 'planAccepted'; plan: PlanInput };
 
 /** The result of one tool call as the model will see it. */
 export interface ToolOutcome {
   content: string;
   ok: boolean;
+  /** What the call changes in its task. */
+  effect?: ToolEffect;
   /** attempt_completion accepted: the task is done. */
   completed?: boolean;
   /** BeforeSubmit refused the completion. */
@@ -22,11 +40,10 @@ export interface ToolOutcome {
   submit?: { result: string; failures: Array<{ hook: string; reason: string; output: string | null }> };
 }
 
-/** What a tool call needs of the runtime it runs in (AgentRuntime, loop.ts): the session's engine,
- *  approver, files and limits, the chain's event builder and judge, and the two pieces of task state a
- *  tool changes (the selected intent's context, the queue of a submitted plan). */
+/** What a tool call runs on: the session's gate, engine, approver, files and limits. */
 export interface ToolCallContext {
-  readonly sessionId: string;
+  readonly gate: Gate;
+  readonly events: RuntimeEvents;
   readonly engine: RuntimeEngine;
   /** Skips the engine (benchmark baseline only). */
   readonly bypassEngine: boolean;
@@ -36,14 +53,6 @@ export interface ToolCallContext {
   readonly limits: RuntimeLimits;
   /** Opens the ask's Pending and resolves with what follows its decision (the approvals broker). */
   ask(request: Ask): Promise<Settlement>;
-  event(name: EventName, task: Task | undefined, extra?: Partial<ChainEvent>): ChainEvent;
-  judge(event: ChainEvent): Promise<Evaluation>;
-  lifecycle(name: EventName, task: Task | undefined, subject: unknown, turn?: number): Promise<Evaluation | undefined>;
-  emit(e: RuntimeEvent): void;
-  /** select_active_intent: the intent's `<intent_context>`, kept in every prompt from now on. */
-  setIntentContext(context: string): void;
-  /** submit_plan, approved: queues the plan's tasks after the current one; returns how many. */
-  queuePlan(task: Task, plan: { title?: string; tasks: { title?: string; prompt: string }[] }): number;
 }
 
 /** The tool calls of one runtime session. */
@@ -56,12 +65,12 @@ export class ToolCalls {
     const base = { taskId: task.id, turn, callId: call.id, tool: call.name, arguments: call.arguments };
     const valid = validateToolCall(call.name, call.arguments);
     if (!valid.ok) {
-      this.ctx.emit({ ...base, type: 'toolCall', decision: 'invalid', reason: valid.error, hooks: [] });
+      this.ctx.events.emit({ ...base, type: 'toolCall', decision: 'invalid', reason: valid.error, hooks: [] });
       return this.result(task, turn, call, { ok: false, content: toolError(valid.error, 'Fix the arguments and call the tool again.') });
     }
     let paths = writePaths(valid.name, valid.args);
-    const pre = await this.ctx.judge(this.ctx.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
-    this.ctx.emit({ ...base, type: 'toolCall', decision: pre.decision, reason: pre.reason, hooks: (pre.outcomes ?? []).map(hookView), durableMs: durableMs(pre) });
+    const pre = await this.ctx.gate.judge(this.ctx.gate.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
+    this.ctx.events.emit({ ...base, type: 'toolCall', decision: pre.decision, reason: pre.reason, hooks: (pre.outcomes ?? []).map(hookView), durableMs: durableMs(pre) });
     let input = (pre.modified as Record<string, unknown> | undefined) ?? valid.args;
     if (pre.decision === 'deny') {
       return this.result(task, turn, call, { ok: false, content: toolError(pre.reason ?? 'denied', pre.remediation, pre.suggestedTool) });
@@ -70,7 +79,7 @@ export class ToolCalls {
     if (pre.decision === 'ask') {
       // A Pending (issue 7): the core builds it from the ask, and once it is decided says what runs
       // next: the approval is durable and an approved expansion granted before this resolves.
-      const settled = await this.ctx.ask({ event: 'PreToolUse', tool: call.name, input, paths, asks: pre.asks, sessionId: this.ctx.sessionId, taskId: task.id });
+      const settled = await this.ctx.ask({ event: 'PreToolUse', tool: call.name, input, paths, asks: pre.asks, sessionId: this.ctx.gate.sessionId, taskId: task.id });
       switch (settled.next) {
         case 'granted':
           return this.result(task, turn, call, { ok: true, content: settled.message });
@@ -95,12 +104,12 @@ export class ToolCalls {
       outcome = await this.execute(task, turn, valid.name, input, pre);
     } catch (e) {
       if (!(e instanceof ToolError)) {
-        await this.ctx.lifecycle('Error', task, { stage: 'tool', tool: call.name, message: (e as Error).message }, turn);
+        await this.ctx.gate.lifecycle('Error', task, { stage: 'tool', tool: call.name, message: (e as Error).message }, turn);
       }
       outcome = { ok: false, content: toolError((e as Error).message) };
     }
     // PostToolUse may rewrite what the model is told (e.g. append linter errors).
-    const post = await this.ctx.judge(this.ctx.event('PostToolUse', task, { tool: call.name, input: { ...input, result: { output: outcome.content, is_error: !outcome.ok } }, paths, turn }));
+    const post = await this.ctx.gate.judge(this.ctx.gate.event('PostToolUse', task, { tool: call.name, input: { ...input, result: { output: outcome.content, is_error: !outcome.ok } }, paths, turn }));
     const rewritten = post.modified as { result?: { output?: unknown; is_error?: unknown } } | undefined;
     if (typeof rewritten?.result?.output === 'string') outcome = { ...outcome, content: rewritten.result.output, ok: rewritten.result.is_error !== true };
     const context = [...extra, ...(post.additionalContext ?? [])];
@@ -114,13 +123,13 @@ export class ToolCalls {
     const valid = validateToolCall(call.name, JSON.stringify(modified));
     if (!valid.ok) return toolError(`the modified call is invalid: ${valid.error}`);
     const paths = writePaths(valid.name, valid.args);
-    const again = await this.ctx.judge(this.ctx.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
+    const again = await this.ctx.gate.judge(this.ctx.gate.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
     if (again.decision === 'deny') return toolError(`the modified call was denied: ${again.reason ?? 'denied'}`, again.remediation, again.suggestedTool);
     const input = (again.modified as Record<string, unknown> | undefined) ?? valid.args;
     // The same hook asking again was answered by the decider who wrote this input; another hook's
     // question about it is a question nobody answered yet: its own Pending, never a yes by default.
     if (again.decision === 'ask' && asker(again) !== askedBy) {
-      const settled = await this.ctx.ask({ event: 'PreToolUse', tool: call.name, input, paths, asks: again.asks, sessionId: this.ctx.sessionId, taskId: task.id });
+      const settled = await this.ctx.ask({ event: 'PreToolUse', tool: call.name, input, paths, asks: again.asks, sessionId: this.ctx.gate.sessionId, taskId: task.id });
       if (settled.next !== 'run') return toolError(`the modified call was not approved: ${settled.message}`);
     }
     return input;
@@ -129,7 +138,7 @@ export class ToolCalls {
   /** Reports a tool call's outcome (`toolResult`) and returns it; the task loop reports a settled
    *  submit through it too. */
   result(task: Task, turn: number, call: ToolCall, outcome: ToolOutcome): ToolOutcome {
-    this.ctx.emit({ type: 'toolResult', taskId: task.id, turn, callId: call.id, tool: call.name, ok: outcome.ok, content: outcome.content });
+    this.ctx.events.emit({ type: 'toolResult', taskId: task.id, turn, callId: call.id, tool: call.name, ok: outcome.ok, content: outcome.content });
     return outcome;
   }
 
@@ -151,14 +160,14 @@ export class ToolCalls {
       case 'select_active_intent': {
         // The gatekeeper took the lease and answered with the intent's context.
         const context = (pre.additionalContext ?? []).find((c) => c.includes('<intent_context>'));
-        if (context) this.ctx.setIntentContext(context);
-        return ok(context ?? `intent ${String(input.intent_id)} selected`);
+        if (!context) return ok(`intent ${String(input.intent_id)} selected`);
+        return { ok: true, content: context, effect: { type: 'intentSelected', context } };
       }
       case 'scope_expansion_request':
         // Allowed without an ask (a policy let it through): nothing to grant here.
         return ok(`scope expansion for ${String(input.intent_id)} allowed`);
       case 'submit_plan':
-        return this.submitPlan(task, turn, input as { title?: string; tasks: { title?: string; prompt: string }[] });
+        return this.submitPlan(task, turn, input as unknown as PlanInput);
       case 'attempt_completion':
         return this.complete(task, turn, input as { result: string });
     }
@@ -168,7 +177,7 @@ export class ToolCalls {
     if (this.ctx.bypassEngine) throw new ToolError('commands need the engine (containment)');
     const timeoutMs = Math.min((input.timeout_seconds ?? Infinity) * 1000, this.ctx.limits.toolTimeoutMs);
     const cwd = input.cwd ? this.ctx.files.resolve(input.cwd) : undefined;
-    const r = await this.ctx.engine.runContained({ sessionId: this.ctx.sessionId, argv: ['sh', '-c', input.command], cwd, timeoutMs, program: this.ctx.program });
+    const r = await this.ctx.engine.runContained({ sessionId: this.ctx.gate.sessionId, argv: ['sh', '-c', input.command], cwd, timeoutMs, program: this.ctx.program });
     const parts = [
       r.cancelled ? 'cancelled: the command was stopped' : r.timedOut ? `timed out after ${Math.round(timeoutMs / 1000)} s: the command was stopped` : `exit code ${r.exitCode}`,
       r.stdout && `stdout:\n${r.stdout}`,
@@ -179,13 +188,13 @@ export class ToolCalls {
     return { ok: r.exitCode === 0 && !r.toolError, content: parts.join('\n') };
   }
 
-  private async submitPlan(task: Task, turn: number, input: { title?: string; tasks: { title?: string; prompt: string }[] }): Promise<ToolOutcome> {
-    const verdict = await this.ctx.lifecycle('PlanSubmit', task, input, turn);
-    if (!verdict || verdict.decision === 'deny') return { ok: false, content: toolError(verdict?.reason ?? 'the plan was refused', verdict?.remediation) };
+  private async submitPlan(task: Task, turn: number, input: PlanInput): Promise<ToolOutcome> {
+    const verdict = await this.ctx.gate.lifecycle('PlanSubmit', task, input, turn);
+    if (verdict.decision === 'deny') return { ok: false, content: toolError(verdict.reason ?? 'the plan was refused', verdict.remediation) };
     let plan = (verdict.modified as typeof input | undefined) ?? input;
     let note = '';
     if (verdict.decision === 'ask') {
-      const settled = await this.ctx.ask({ event: 'PlanSubmit', tool: 'submit_plan', input: plan, asks: verdict.asks, sessionId: this.ctx.sessionId, taskId: task.id });
+      const settled = await this.ctx.ask({ event: 'PlanSubmit', tool: 'submit_plan', input: plan, asks: verdict.asks, sessionId: this.ctx.gate.sessionId, taskId: task.id });
       if (settled.next !== 'run') return { ok: false, content: toolError(settled.message, 'Take the rejection into account: submit another plan, or do the work without one.') };
       // The tasks as approved: the decider may have edited them.
       const edited = settled.pending?.subject.tasks as Array<{ prompt: string; title?: string | null }> | undefined;
@@ -197,13 +206,13 @@ export class ToolCalls {
       if (settled.note) note += `\nnote from ${settled.by}: ${settled.note}`;
     }
     if (!Array.isArray(plan.tasks)) plan = input;
-    const queued = this.ctx.queuePlan(task, plan);
-    return { ok: true, content: `plan accepted: ${queued} task${queued === 1 ? '' : 's'} queued after this one${note}` };
+    const queued = plan.tasks.length;
+    return { ok: true, content: `plan accepted: ${queued} task${queued === 1 ? '' : 's'} queued after this one${note}`, effect: { type: 'planAccepted', plan } };
   }
 
   private async complete(task: Task, turn: number, input: { result: string }): Promise<ToolOutcome> {
-    const verdict = await this.ctx.lifecycle('BeforeSubmit', task, input, turn);
-    if (verdict && verdict.decision !== 'allow') {
+    const verdict = await this.ctx.gate.lifecycle('BeforeSubmit', task, input, turn);
+    if (verdict.decision !== 'allow') {
       const failing = (verdict.outcomes ?? []).filter((o) => o.outcome !== 'allow' && o.outcome !== 'modify');
       const failures = (failing.length ? failing : [{ hook: 'BeforeSubmit', error: undefined }]).map((o) => ({ hook: o.hook, reason: o.error ?? verdict.reason ?? verdict.decision, output: null }));
       return {
@@ -213,7 +222,7 @@ export class ToolCalls {
         content: toolError(`the completion was not accepted: ${verdict.reason ?? verdict.decision}`, verdict.remediation ?? 'Fix what failed, then call attempt_completion again.'),
       };
     }
-    await this.ctx.lifecycle('AfterSubmit', task, input, turn);
+    await this.ctx.gate.lifecycle('AfterSubmit', task, input, turn);
     return { ok: true, completed: true, content: input.result };
   }
 }
