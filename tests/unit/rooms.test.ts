@@ -1,8 +1,9 @@
-// The rooms of extension/src stay as ARCHITECTURE.md draws them: runtime/ and approvals/ know nothing
-// of VS Code (they run under plain Node), only engine/ loads the native binding (everyone else may
-// import its generated declarations as types: index.d.ts is the contract), and the lower rooms
-// (runtime/, approvals/, engine/) import nothing from the hosts above them (ui/, agent/,
-// extension.ts). Read with TypeScript's own parser, so an import in a string or a comment is not one.
+// The rooms of extension/src stay as ARCHITECTURE.md draws them: layers in the order of `ROOMS`, each
+// importing only the rooms before it (an `import type` upwards is a dependency too), runtime/ and
+// approvals/ know nothing of VS Code (they run under plain Node), only engine/ loads the native binding
+// (everyone else may import its generated declarations as types: index.d.ts is the contract), and no
+// two files import each other, directly or round a circle. Read with TypeScript's own parser, so an
+// import in a string or a comment is not one.
 import assert from 'node:assert/strict';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -59,6 +60,9 @@ function referencesOf(file: string): Reference[] {
   return refs;
 }
 
+/** The rooms, lowest first: a room imports only the rooms before it. */
+const ROOMS = ['runtime', 'approvals', 'engine', 'host', 'agent', 'ui', 'extension.ts'];
+
 /** The room of a file under extension/src: its first folder, or the file itself at the root. */
 const roomOf = (file: string): string => path.relative(SRC, file).split(path.sep)[0];
 
@@ -89,8 +93,11 @@ function violations(): string[] {
         found.push(`${at}: a computed require/import outside engine/ (it could load the binding: only engine/ loads it)`);
       }
       const into = target(ref);
-      if (['runtime', 'approvals', 'engine'].includes(room) && into?.startsWith(SRC + path.sep) && ['ui', 'agent', 'extension'].includes(roomOf(into))) {
-        found.push(`${at}: ${room}/ imports '${ref.specifier}' from a host above it (ui/, agent/ and extension.ts use ${room}/, never the other way)`);
+      if (into?.startsWith(SRC + path.sep)) {
+        const from = ROOMS.indexOf(room);
+        const to = ROOMS.indexOf(roomOf(into + '.ts'));
+        if (from < 0) found.push(`${at}: ${room} is in no room of ROOMS (add it where it belongs, and to ARCHITECTURE.md)`);
+        else if (to > from) found.push(`${at}: ${room}/ imports '${ref.specifier}' from ${ROOMS[to]}, a room above it (${ROOMS.slice(from + 1).join(', ')} may use ${room}/, never the other way${ref.typeOnly ? '; a type is a dependency too' : ''})`);
       }
     }
   }
@@ -99,8 +106,50 @@ function violations(): string[] {
 
 test('extension/src keeps its rooms: no vscode in runtime/ or approvals/, the binding loaded only in engine/, no import upwards', () => {
   // The rooms exist: a rename that empties one would pass the rules vacuously.
-  for (const room of ['engine', 'runtime', 'approvals', 'ui', 'agent']) assert.ok(fs.statSync(path.join(SRC, room)).isDirectory(), `extension/src/${room}/ is missing`);
+  for (const room of ROOMS.filter((r) => !r.endsWith('.ts'))) assert.ok(fs.statSync(path.join(SRC, room)).isDirectory(), `extension/src/${room}/ is missing`);
   assert.deepEqual(violations(), []);
+});
+
+/** The circles of `edges` (file → the files it imports), each as its files in order. */
+function circles(edges: Map<string, string[]>): string[][] {
+  const found: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (file: string): void => {
+    state.set(file, 'open');
+    stack.push(file);
+    for (const next of edges.get(file) ?? []) {
+      if (state.get(next) === 'open') found.push([...stack.slice(stack.indexOf(next)), next]);
+      else if (!state.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(file, 'done');
+  };
+  for (const file of [...edges.keys()].sort()) if (!state.has(file)) visit(file);
+  return found;
+}
+
+/** Which files of extension/src each file imports (types included). */
+function importGraph(): Map<string, string[]> {
+  const edges = new Map<string, string[]>();
+  for (const file of sourceFiles(SRC)) {
+    const into = referencesOf(file)
+      .map(target)
+      .filter((t): t is string => t !== undefined && t.startsWith(SRC + path.sep))
+      .map((t) => path.relative(SRC, fs.existsSync(t + '.ts') ? t + '.ts' : t));
+    edges.set(path.relative(SRC, file), [...new Set(into)]);
+  }
+  return edges;
+}
+
+test('no two files of extension/src import each other, directly or round a circle (types included)', () => {
+  assert.deepEqual(circles(importGraph()).map((c) => c.join(' → ')), []);
+});
+
+test('the circle check sees a circle, and the rooms check an import upwards, however it is written', () => {
+  assert.deepEqual(circles(new Map([['a.ts', ['b.ts']], ['b.ts', ['c.ts']], ['c.ts', ['a.ts']], ['d.ts', ['a.ts']]])), [['a.ts', 'b.ts', 'c.ts', 'a.ts']]);
+  // The order is what the rule reads: host/ comes after engine/, ui/ after agent/.
+  assert.ok(ROOMS.indexOf('host') > ROOMS.indexOf('engine') && ROOMS.indexOf('ui') > ROOMS.indexOf('agent'));
 });
 
 test('the rooms check sees what it forbids (engine/native.ts requires the binding, agent/ imports vscode)', () => {

@@ -1,13 +1,13 @@
 // The agent runtime inside VS Code: picks the model (the scripted demo model, an OpenAI-compatible
 // endpoint from the settings with its key in SecretStorage, or a chat model of VS Code's Language
 // Model API), runs tasks through the runtime at the chokepoint, hands its asks to the approvals (a
-// Pending each, ui/approvalsView.ts), and reports every runtime event to its listeners (the sidebar's
+// Pending each, host/approvals.ts), and reports every runtime event to its listeners (the sidebar's
 // task panel, the output channel, the tests).
 import * as vscode from 'vscode';
-import type { ApprovalsHost } from '../ui/approvalsView';
+import type { ApprovalsHost } from '../host/approvals';
 import type { PendingDict, PendingKind } from '../approvals/types';
 import type { EngineHost } from '../engine/engineHost';
-import type { Log } from '../ui/log';
+import type { Log } from '../host/log';
 import { DEMO_PROMPT, DEMO_SCRIPT } from '../runtime/demo';
 import { AgentRuntime } from '../runtime/loop';
 import type { Compactor } from '../runtime/prompt';

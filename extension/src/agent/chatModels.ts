@@ -13,7 +13,7 @@ import * as vscode from 'vscode';
 import { parseScript, type Script } from '../runtime/providers/script';
 import { ScriptedProvider } from '../runtime/providers/scripted';
 import type { ChatMessage, ModelProvider, ToolDefinition } from '../runtime/types';
-import type { Log } from '../ui/log';
+import type { Log } from '../host/log';
 import { inputOf } from './vscodeLm';
 import { vscodeDemoScript } from './chatDemo';
 

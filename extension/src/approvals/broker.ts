@@ -14,11 +14,11 @@
 // Whatever the route, a Pending nobody decides is rejected after its timeout (`approvals.timeout_seconds`,
 // kept by the core), never left hanging; a handler that returns without deciding leaves a warning in the log.
 //
-// Imports no `vscode` (like runtime/): the extension wires it (ui/approvalsView.ts, agent/agent.ts)
+// Imports no `vscode` (like runtime/): the extension wires it (host/approvals.ts, agent/agent.ts)
 // and the unit tests drive it in Node against the real binding.
 import { refusal, type Ask, type Settlement, type ModelProvider } from '../runtime/types';
 import { review } from './reviewer';
-import type { ApprovalsEngine, DecisionEffect, OpenedPending, PendingDict, PendingKind, PendingRoute, PendingTool } from './types';
+import type { ApprovalsEngine, DecisionEffect, OpenedPending, PendingContext, PendingDict, PendingKind, PendingRoute } from './types';
 
 /** Where a Pending for the human is announced (the sidebar shows every open one regardless). */
 export interface HumanChannel {
@@ -29,19 +29,6 @@ export interface BrokerLog {
   info(message: string): void;
   warn(message: string): void;
   error(message: string): void;
-}
-
-/** What a handler (or a reviewing caller) can do with the Pending it is given. */
-export interface PendingContext {
-  /** The runtime's ask that opened it (absent for a Pending opened by someone else). */
-  readonly request?: Ask;
-  /** Applies a decision: `{ action: 'reject', reason: '…' }`. Throws (`code: 'EREFUSED'`) on an
-   *  action the kind does not allow or bad arguments. */
-  decide(decision: { action: string } & Record<string, unknown>): { pending: PendingDict; effect: DecisionEffect };
-  tools(): PendingTool[];
-  describe(): string;
-  /** The tool interface (`to_tools` / `execute_tool`) for a model's loop. */
-  execute(name: string, args: Record<string, unknown>): { pending: PendingDict; effect: DecisionEffect; text: string };
 }
 
 /** A programmatic handler for a kind (or `*`): decides through the context; returning without a

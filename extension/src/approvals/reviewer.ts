@@ -5,8 +5,7 @@
 // decide, and `escalate_on` says so, the Pending goes to the human instead, the reasoning with it.
 // Imports no `vscode`.
 import type { ChatMessage, ModelProvider, ToolCall } from '../runtime/types';
-import type { PendingContext } from './broker';
-import type { PendingDict } from './types';
+import type { PendingContext, PendingDict } from './types';
 
 export const REVIEWER_PROMPT = `You review an action an AI coding agent asked to take in a governed workspace.
 Read what is pending, then decide by calling exactly one of the tools you are offered. Say in one or two

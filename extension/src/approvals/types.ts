@@ -1,8 +1,10 @@
 // The vocabulary of approvals (issue 7) as the extension uses it: the binding's generated types (the
 // contract: one definition of the Pending for the binding, the runtime and the webview's protocol,
 // whose zod schema is checked against it at compile time), and `ApprovalsEngine`, the binding's
-// `Engine` narrowed to what the broker, the reviewer and the sidebar call. Types only: nothing loaded, nothing to run.
-import type { AppliedDecision, Engine, PendingDict } from '../../../native/node/index';
+// `Engine` narrowed to what the broker, the reviewer and the sidebar call, and `PendingContext`, what a
+// handler or the reviewer is given with a Pending. Types only: nothing loaded, nothing to run.
+import type { AppliedDecision, Engine, PendingDict, PendingTool } from '../../../native/node/index';
+import type { Ask } from '../runtime/types';
 
 export type {
   AppliedDecision,
@@ -39,3 +41,16 @@ export type ApprovalsEngine = Pick<
   | 'onPendingChange'
   | 'escalatePending'
 >;
+
+/** What a handler (or a reviewing caller) can do with the Pending it is given. */
+export interface PendingContext {
+  /** The runtime's ask that opened it (absent for a Pending opened by someone else). */
+  readonly request?: Ask;
+  /** Applies a decision: `{ action: 'reject', reason: '…' }`. Throws (`code: 'EREFUSED'`) on an
+   *  action the kind does not allow or bad arguments. */
+  decide(decision: { action: string } & Record<string, unknown>): { pending: PendingDict; effect: DecisionEffect };
+  tools(): PendingTool[];
+  describe(): string;
+  /** The tool interface (`to_tools` / `execute_tool`) for a model's loop. */
+  execute(name: string, args: Record<string, unknown>): { pending: PendingDict; effect: DecisionEffect; text: string };
+}

@@ -10,7 +10,7 @@ import type { Coordination, EngineInfo, NativeEngine, NativeLoad } from './nativ
  *  gatekeeper updates it on every operation, and the status bar should not lag far behind. */
 const COORDINATION_POLL_MS = 5000;
 
-/** What the host reports to: the output channel (ui/log.ts) in the extension. Declared here, by what
+/** What the host reports to: the output channel (host/log.ts) in the extension. Declared here, by what
  *  the host calls, so that the engine's room imports nothing from the UI's. */
 export interface EngineLog {
   info(message: string): void;

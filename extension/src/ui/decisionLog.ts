@@ -6,7 +6,7 @@
 // told again.
 import type * as vscode from 'vscode';
 import type { EngineHost } from '../engine/engineHost';
-import type { Log } from './log';
+import type { Log } from '../host/log';
 import type { Trace } from './trace';
 import { decisionLine } from './traceModel';
 

@@ -15,7 +15,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { EngineHost } from '../engine/engineHost';
-import type { Log } from './log';
+import type { Log } from '../host/log';
 import type { Trace } from './trace';
 
 /** The walkthrough's id in package.json; VS Code knows it as `<extension id>#<this>`. */

@@ -10,7 +10,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { EngineHost } from '../engine/engineHost';
 import type { NativeEngine } from '../engine/native';
-import type { Log } from './log';
+import type { Log } from '../host/log';
 
 export type ReplayResult = Awaited<ReturnType<NativeEngine['traceReplay']>>;
 export type ReplayReport = NonNullable<ReplayResult['report']>;

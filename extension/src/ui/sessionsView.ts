@@ -6,7 +6,7 @@ import * as os from 'os';
 import * as vscode from 'vscode';
 import type { SessionView } from '../../../protocol/messages';
 import type { EngineHost } from '../engine/engineHost';
-import type { Log } from './log';
+import type { Log } from '../host/log';
 
 export type SessionsOutcome = { ok: true; sessions: SessionView[] } | { ok: false; error: string };
 export type RevokeOutcome = { ok: true; revoked: boolean; message: string } | { ok: false; error: string };

@@ -7,7 +7,7 @@ import { execFile } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { Log } from './log';
+import type { Log } from '../host/log';
 
 /** The agents `chokepoint init` sets up, as the picker shows them. */
 export const AGENTS = [

@@ -18,9 +18,9 @@ import {
   type RuntimeEvent as WireRuntimeEvent,
 } from '../../../protocol/messages';
 import type { AgentHost } from '../agent/agent';
-import type { ApprovalsHost } from './approvalsView';
+import type { ApprovalsHost } from '../host/approvals';
 import type { EngineHost } from '../engine/engineHost';
-import type { Log } from './log';
+import type { Log } from '../host/log';
 import type { RuntimeEvent } from '../runtime/types';
 import { SessionsView } from './sessionsView';
 import type { Trace } from './trace';

@@ -7,9 +7,8 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { Entry } from './traceModel';
-import type { TraceQuery } from './traceView';
 import type { EngineHost } from '../engine/engineHost';
-import type { Log } from './log';
+import type { Log } from '../host/log';
 import type { NativeBinding } from '../engine/native';
 
 export type BlameResult = ReturnType<InstanceType<NativeBinding['Engine']>['traceBlame']>;
@@ -45,6 +44,13 @@ export interface ProvenanceReport {
   /** Why there is no answer (not a file of the governed workspace, no engine, a line past the end). */
   readonly error?: string;
   readonly message: string;
+}
+
+/** What the index narrows the records to (the Trace view's intent, session and file filters). */
+export interface TraceQuery {
+  intent?: string;
+  session?: string;
+  file?: string;
 }
 
 export class Trace implements vscode.Disposable {

@@ -11,7 +11,7 @@
 // other machines' records arrive without a local event).
 import * as vscode from 'vscode';
 import type { EngineHost } from '../engine/engineHost';
-import type { Trace } from './trace';
+import type { Trace, TraceQuery } from './trace';
 import { type Action, type Entry, type SessionGroup, type ViewFilter, applyFilter, countLine, groupBySession, shortSession } from './traceModel';
 
 export const TRACE_VIEW_ID = 'chokepoint.trace';
@@ -20,12 +20,6 @@ export const RECORD_SCHEME = 'chokepoint-record';
 
 const TEAM_REFRESH_MS = 5_000;
 const TEAM_RETRY_MS = 30_000;
-
-export interface TraceQuery {
-  intent?: string;
-  session?: string;
-  file?: string;
-}
 
 type Node =
   | { type: 'info'; label: string; detail?: string; icon: string; color?: string }

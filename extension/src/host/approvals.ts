@@ -2,7 +2,8 @@
 // a Pending that waits for the human (a notification with an Open action while the sidebar is
 // hidden, `chokepoint.approvals.notify`), gives the sidebar the open Pendings with their write
 // previews, applies the human's decisions, and keeps the handlers registered through the extension
-// API across engines. The sidebar (sidebar.ts) renders; this decides nothing itself.
+// API across engines. The sidebar (ui/sidebar.ts) renders; this decides nothing itself. In host/, below
+// agent/ and ui/, because both use it: the runtime's asks (through agent/) and the cards (ui/).
 import * as vscode from 'vscode';
 import type { PendingView } from '../../../protocol/messages';
 import { ApprovalBroker, type ApprovalHandler } from '../approvals/broker';
