@@ -22,6 +22,7 @@ mod info;
 mod init;
 mod intent;
 mod mcp;
+mod pending_text;
 mod replay;
 mod review;
 mod run;

@@ -4,7 +4,7 @@
 //! confirmed) or skips it. The terminal's part only: the Pendings and their decisions are the
 //! engine's, reached through a [`Desk`] (this process's engine, or the live engine's socket).
 
-use crate::approvals::{describe, diff};
+use crate::pending_text::{describe, diff};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::io::{BufRead, Write};

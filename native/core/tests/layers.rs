@@ -6,7 +6,8 @@
 //!   never one after it. Inside the crate, code names the layer (`crate::scope::gatekeeper`), not a
 //!   re-export of `lib.rs`, so that what a path depends on can be read off the path.
 //! - **No import circles between files.** The files of the crate, with an edge for every path that
-//!   names another file's module (or an item a `mod.rs` re-exports from one), form no cycle.
+//!   names another file's module (or an item a `mod.rs` re-exports from one), form no cycle; nor do
+//!   the files of the edges that call it (the CLI and the binding), read the same way.
 //!
 //! Test modules (`#[cfg(test)]` to the end of a file) and comments are not read: a test may use
 //! anything.
@@ -34,9 +35,19 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
+/// The `src/` of a sibling crate under `native/` (`cli`, `node`).
+fn edge_src(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name).join("src")
+}
+
 fn sources() -> Vec<Source> {
+    sources_of(&src())
+}
+
+/// The sources of the crate whose root file (`lib.rs` or `main.rs`) is in `root`.
+fn sources_of(root: &Path) -> Vec<Source> {
     let mut files = Vec::new();
-    let mut dirs = vec![src()];
+    let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
@@ -51,9 +62,9 @@ fn sources() -> Vec<Source> {
     files
         .into_iter()
         .map(|path| {
-            let rel = path.strip_prefix(src()).unwrap().to_string_lossy().replace('\\', "/");
+            let rel = path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
             let mut module: Vec<String> = rel.trim_end_matches(".rs").split('/').map(str::to_owned).collect();
-            if module.last().is_some_and(|m| m == "mod" || m == "lib") {
+            if module.last().is_some_and(|m| m == "mod" || m == "lib" || m == "main") {
                 module.pop();
             }
             let text = std::fs::read_to_string(&path).unwrap();
@@ -176,7 +187,20 @@ fn layers_depend_only_downwards() {
 
 #[test]
 fn no_import_circle_between_files() {
-    let sources = sources();
+    assert_no_circle(&sources(), "src/");
+}
+
+#[test]
+fn no_import_circle_between_files_of_the_cli_and_the_binding() {
+    for name in ["cli", "node"] {
+        let sources = sources_of(&edge_src(name));
+        assert!(sources.len() > 3, "native/{name}/src has {} files: is the path right?", sources.len());
+        assert_no_circle(&sources, &format!("native/{name}/src/"));
+    }
+}
+
+/// Fails naming each import circle between the files of `sources` (of the crate in `dir`).
+fn assert_no_circle(sources: &[Source], dir: &str) {
     // Which file each module path is, and which file each item a mod.rs re-exports comes from.
     let files: BTreeMap<Vec<String>, String> = sources.iter().map(|s| (s.module.clone(), s.rel.clone())).collect();
     let mut reexports: BTreeMap<Vec<String>, String> = BTreeMap::new();
@@ -198,7 +222,7 @@ fn no_import_circle_between_files() {
         }
     }
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for source in sources.iter().filter(|s| !s.rel.ends_with("mod.rs") && s.rel != "lib.rs") {
+    for source in sources.iter().filter(|s| !s.rel.ends_with("mod.rs") && s.rel != "lib.rs" && s.rel != "main.rs") {
         for (_, line) in &source.lines {
             for path in paths_in(line, &source.module, false) {
                 // The longest prefix that is a file, else an item re-exported by a mod.rs.
@@ -245,7 +269,7 @@ fn no_import_circle_between_files() {
     let report: Vec<String> = circles.iter().map(|c| format!("  {} -> {}", c.join(" -> "), c[0])).collect();
     assert!(
         circles.is_empty(),
-        "{} import circles between files of src/; break each by moving the shared type to the file (or layer) that owns it:\n{}",
+        "{} import circles between files of {dir}; break each by moving the shared type to the file (or layer) that owns it:\n{}",
         circles.len(),
         report.join("\n")
     );
