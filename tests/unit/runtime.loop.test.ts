@@ -112,6 +112,42 @@ test('a write before the handshake is denied with the handshake as the remedy', 
   assert.equal(fs.existsSync(path.join(r.root, 'src/auth/a.js')), false);
 });
 
+test("a hook's rewrite of a call is held to the tool's schema: a valid one runs, an invalid one is a tool error and nothing runs", async () => {
+  const root = workspace('hooks: {}\n');
+  const engine = binding.Engine.open(root);
+  // A path rewritten to its normal form runs; content rewritten to a number is not a write_to_file.
+  engine.registerHostHook({ name: 'rewriter', events: ['PreToolUse'], tool: 'write_to_file' }, async (event) => {
+    const input = event.input as { path: string; content: string };
+    return input.path === 'src/auth/./a.js'
+      ? { decision: 'modify', modified: { ...input, path: 'src/auth/a.js' } }
+      : { decision: 'modify', modified: { ...input, content: 5 } };
+  });
+  const provider = await ScriptedProvider.start({
+    model: 'm',
+    steps: [
+      select,
+      { toolCalls: [{ name: 'write_to_file', arguments: { path: 'src/auth/./a.js', content: 'kept\n' } }] },
+      { toolCalls: [{ name: 'write_to_file', arguments: { path: 'src/auth/b.js', content: 'never\n' } }] },
+      { ...complete, expect: { lastMessageIncludes: 'a hook rewrote the call into an invalid one: invalid arguments for write_to_file: content' } },
+    ],
+  });
+  const runtime = new AgentRuntime({ root, engine, provider, ask: async () => refusal('no') });
+  const events: RuntimeEvent[] = [];
+  runtime.onEvent((e) => events.push(e));
+  try {
+    await runtime.run({ prompt: 'write' });
+    await runtime.end();
+  } finally {
+    await provider.close();
+    engine.close();
+  }
+  const results = events.flatMap((e) => (e.type === 'toolResult' && e.tool === 'write_to_file' ? [e] : []));
+  assert.deepEqual(results.map((e) => e.ok), [true, false]);
+  assert.match(results[1].content, /a hook rewrote the call into an invalid one: invalid arguments for write_to_file: content/);
+  assert.equal(fs.readFileSync(path.join(root, 'src/auth/a.js'), 'utf8'), 'kept\n', 'the valid rewrite ran');
+  assert.equal(fs.existsSync(path.join(root, 'src/auth/b.js')), false, 'the invalid rewrite did not run');
+});
+
 test('TurnPrepare may rewrite the system prompt and the model of the inference; PostToolUse may rewrite what the model is told', async () => {
   const root = workspace('hooks: {}\n');
   const engine = binding.Engine.open(root);

@@ -10,7 +10,7 @@
 import type { Evaluation } from '../../../native/node/index';
 import { FileTools, ToolError } from './fileTools';
 import type { Gate, RuntimeEvents } from './gate';
-import { validateToolCall, type ToolName } from './tools';
+import { validateToolArgs, validateToolCall, type ToolInput } from './tools';
 import { durableMs, hookView, type Ask, type Settlement, type RuntimeEngine, type RuntimeLimits, type Task, type ToolCall } from './types';
 
 /** A plan's tasks as submit_plan carries them. */
@@ -68,18 +68,21 @@ export class ToolCalls {
       this.ctx.events.emit({ ...base, type: 'toolCall', decision: 'invalid', reason: valid.error, hooks: [] });
       return this.result(task, turn, call, { ok: false, content: toolError(valid.error, 'Fix the arguments and call the tool again.') });
     }
-    let paths = writePaths(valid.name, valid.args);
+    let paths = writePaths(valid);
     const pre = await this.ctx.gate.judge(this.ctx.gate.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
     this.ctx.events.emit({ ...base, type: 'toolCall', decision: pre.decision, reason: pre.reason, hooks: (pre.outcomes ?? []).map(hookView), durableMs: durableMs(pre) });
-    let input = (pre.modified as Record<string, unknown> | undefined) ?? valid.args;
     if (pre.decision === 'deny') {
       return this.result(task, turn, call, { ok: false, content: toolError(pre.reason ?? 'denied', pre.remediation, pre.suggestedTool) });
     }
+    // A hook's rewrite of the call is held to the tool's schema, as the model's call was.
+    const judged = rewrittenInput(valid, pre, 'a hook rewrote the call');
+    if (typeof judged === 'string') return this.result(task, turn, call, { ok: false, content: judged });
+    let input = judged;
     let extra: string[] = pre.additionalContext ?? [];
     if (pre.decision === 'ask') {
       // A Pending (issue 7): the core builds it from the ask, and once it is decided says what runs
       // next: the approval is durable and an approved expansion granted before this resolves.
-      const settled = await this.ctx.ask({ event: 'PreToolUse', tool: call.name, input, paths, asks: pre.asks, sessionId: this.ctx.gate.sessionId, taskId: task.id });
+      const settled = await this.ctx.ask({ event: 'PreToolUse', tool: call.name, input: input.args, paths, asks: pre.asks, sessionId: this.ctx.gate.sessionId, taskId: task.id });
       switch (settled.next) {
         case 'granted':
           return this.result(task, turn, call, { ok: true, content: settled.message });
@@ -88,10 +91,10 @@ export class ToolCalls {
           break;
         case 'run_modified': {
           // `modify`: the decider's input runs instead, but only after the chain allowed it too.
-          const changed = await this.judgeModified(task, turn, call, (settled.input ?? {}) as Record<string, unknown>, asker(pre));
+          const changed = await this.judgeModified(task, turn, call, input, settled.input ?? {}, asker(pre));
           if (typeof changed === 'string') return this.result(task, turn, call, { ok: false, content: changed });
           input = changed;
-          paths = writePaths(valid.name, changed);
+          paths = writePaths(changed);
           extra = [...extra, settled.message];
           break;
         }
@@ -101,7 +104,7 @@ export class ToolCalls {
     }
     let outcome: ToolOutcome;
     try {
-      outcome = await this.execute(task, turn, valid.name, input, pre);
+      outcome = await this.execute(task, turn, input, pre);
     } catch (e) {
       if (!(e instanceof ToolError)) {
         await this.ctx.gate.lifecycle('Error', task, { stage: 'tool', tool: call.name, message: (e as Error).message }, turn);
@@ -109,7 +112,7 @@ export class ToolCalls {
       outcome = { ok: false, content: toolError((e as Error).message) };
     }
     // PostToolUse may rewrite what the model is told (e.g. append linter errors).
-    const post = await this.ctx.gate.judge(this.ctx.gate.event('PostToolUse', task, { tool: call.name, input: { ...input, result: { output: outcome.content, is_error: !outcome.ok } }, paths, turn }));
+    const post = await this.ctx.gate.judge(this.ctx.gate.event('PostToolUse', task, { tool: call.name, input: { ...input.args, result: { output: outcome.content, is_error: !outcome.ok } }, paths, turn }));
     const rewritten = post.modified as { result?: { output?: unknown; is_error?: unknown } } | undefined;
     if (typeof rewritten?.result?.output === 'string') outcome = { ...outcome, content: rewritten.result.output, ok: rewritten.result.is_error !== true };
     const context = [...extra, ...(post.additionalContext ?? [])];
@@ -119,17 +122,18 @@ export class ToolCalls {
 
   /** A `modify`'s input, validated and judged like the model's own (PreToolUse): the decider may not
    *  run what the chain would refuse. Returns the input to run, or the tool error to answer. */
-  private async judgeModified(task: Task, turn: number, call: ToolCall, modified: Record<string, unknown>, askedBy: string): Promise<Record<string, unknown> | string> {
-    const valid = validateToolCall(call.name, JSON.stringify(modified));
+  private async judgeModified(task: Task, turn: number, call: ToolCall, asked: ToolInput, modified: unknown, askedBy: string): Promise<ToolInput | string> {
+    const valid = validateToolArgs(asked.name, modified);
     if (!valid.ok) return toolError(`the modified call is invalid: ${valid.error}`);
-    const paths = writePaths(valid.name, valid.args);
+    const paths = writePaths(valid);
     const again = await this.ctx.gate.judge(this.ctx.gate.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
     if (again.decision === 'deny') return toolError(`the modified call was denied: ${again.reason ?? 'denied'}`, again.remediation, again.suggestedTool);
-    const input = (again.modified as Record<string, unknown> | undefined) ?? valid.args;
+    const input = rewrittenInput(valid, again, 'a hook rewrote the modified call');
+    if (typeof input === 'string') return input;
     // The same hook asking again was answered by the decider who wrote this input; another hook's
     // question about it is a question nobody answered yet: its own Pending, never a yes by default.
     if (again.decision === 'ask' && asker(again) !== askedBy) {
-      const settled = await this.ctx.ask({ event: 'PreToolUse', tool: call.name, input, paths, asks: again.asks, sessionId: this.ctx.gate.sessionId, taskId: task.id });
+      const settled = await this.ctx.ask({ event: 'PreToolUse', tool: call.name, input: input.args, paths: writePaths(input), asks: again.asks, sessionId: this.ctx.gate.sessionId, taskId: task.id });
       if (settled.next !== 'run') return toolError(`the modified call was not approved: ${settled.message}`);
     }
     return input;
@@ -142,34 +146,34 @@ export class ToolCalls {
     return outcome;
   }
 
-  private async execute(task: Task, turn: number, name: ToolName, input: Record<string, unknown>, pre: Evaluation): Promise<ToolOutcome> {
+  private async execute(task: Task, turn: number, input: ToolInput, pre: Evaluation): Promise<ToolOutcome> {
     const ok = (content: string): ToolOutcome => ({ ok: true, content });
-    switch (name) {
+    switch (input.name) {
       case 'read_file':
-        return ok(this.ctx.files.readFile(input as never));
+        return ok(this.ctx.files.readFile(input.args));
       case 'list_files':
-        return ok(this.ctx.files.listFiles(input as never));
+        return ok(this.ctx.files.listFiles(input.args));
       case 'search_files':
-        return ok(this.ctx.files.searchFiles(input as never));
+        return ok(this.ctx.files.searchFiles(input.args));
       case 'write_to_file':
-        return ok(this.ctx.files.writeFile(input as never));
+        return ok(this.ctx.files.writeFile(input.args));
       case 'apply_diff':
-        return ok(this.ctx.files.applyDiff(input as never));
+        return ok(this.ctx.files.applyDiff(input.args));
       case 'execute_command':
-        return this.command(input as { command: string; cwd?: string; timeout_seconds?: number });
+        return this.command(input.args);
       case 'select_active_intent': {
         // The gatekeeper took the lease and answered with the intent's context.
         const context = (pre.additionalContext ?? []).find((c) => c.includes('<intent_context>'));
-        if (!context) return ok(`intent ${String(input.intent_id)} selected`);
+        if (!context) return ok(`intent ${input.args.intent_id} selected`);
         return { ok: true, content: context, effect: { type: 'intentSelected', context } };
       }
       case 'scope_expansion_request':
         // Allowed without an ask (a policy let it through): nothing to grant here.
-        return ok(`scope expansion for ${String(input.intent_id)} allowed`);
+        return ok(`scope expansion for ${input.args.intent_id} allowed`);
       case 'submit_plan':
-        return this.submitPlan(task, turn, input as unknown as PlanInput);
+        return this.submitPlan(task, turn, input.args);
       case 'attempt_completion':
-        return this.complete(task, turn, input as { result: string });
+        return this.complete(task, turn, input.args);
     }
   }
 
@@ -238,6 +242,14 @@ export function toolError(reason: string, remediation?: string | null, suggested
   return JSON.stringify({ error: reason, ...(remediation ? { remediation } : {}), ...(suggestedTool ? { suggested_tool: suggestedTool } : {}) });
 }
 
-function writePaths(name: ToolName, args: Record<string, unknown>): string[] | undefined {
-  return (name === 'write_to_file' || name === 'apply_diff') && typeof args.path === 'string' ? [args.path] : undefined;
+function writePaths(call: ToolInput): string[] | undefined {
+  return call.name === 'write_to_file' || call.name === 'apply_diff' ? [call.args.path] : undefined;
+}
+
+/** The call as a hook's `modify` left it, validated against the tool's schema; or the tool error
+ *  that says the rewrite was invalid (`who`: whose rewrite). */
+function rewrittenInput(call: ToolInput, evaluation: Evaluation, who: string): ToolInput | string {
+  if (evaluation.modified === undefined || evaluation.modified === null) return call;
+  const again = validateToolArgs(call.name, evaluation.modified);
+  return again.ok ? again : toolError(`${who} into an invalid one: ${again.error}`, 'This is a fault of the workspace\'s hooks, not of your call: tell the person.');
 }
