@@ -9,6 +9,9 @@
 //!   names another file's module (or an item a `mod.rs` re-exports from one), form no cycle; nor do
 //!   the files of the edges that call it (the CLI and the binding), read the same way.
 //!
+//! - **Each layer's map is whole.** A layer's `mod.rs` opens with what the layer holds, naming every
+//!   file of its folder (`` `name.rs` ``), so the module docs are a map nothing is missing from.
+//!
 //! Test modules (`#[cfg(test)]` to the end of a file) and comments are not read: a test may use
 //! anything.
 
@@ -272,5 +275,33 @@ fn assert_no_circle(sources: &[Source], dir: &str) {
         "{} import circles between files of {dir}; break each by moving the shared type to the file (or layer) that owns it:\n{}",
         circles.len(),
         report.join("\n")
+    );
+}
+
+#[test]
+fn each_layers_mod_rs_names_every_file_of_its_folder() {
+    let mut missing = Vec::new();
+    for layer in LAYERS {
+        let dir = src().join(layer);
+        let docs: String = std::fs::read_to_string(dir.join("mod.rs"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.trim_start().starts_with("//!"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".rs") && name != "mod.rs")
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "src/{layer}/ has no files: is LAYERS right?");
+        missing.extend(files.into_iter().filter(|f| !docs.contains(&format!("`{f}`"))).map(|f| format!("  src/{layer}/{f}")));
+    }
+    assert!(
+        missing.is_empty(),
+        "{} files are not named in their layer's mod.rs docs (say in a line what each holds):\n{}",
+        missing.len(),
+        missing.join("\n")
     );
 }

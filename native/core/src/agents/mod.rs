@@ -1,4 +1,4 @@
-//! The agents layer, the top: other agents' hooks (Claude Code, Codex, Gemini CLI, Copilot CLI,
+//! The agents layer, below only `serve`: other agents' hooks (Claude Code, Codex, Gemini CLI, Copilot CLI,
 //! Cursor, VS Code's agent) answered by the same engine as our own agent. An agent's hook input is
 //! read into one shape (`input.rs`), judged through the workspace's chain with the external agent's
 //! needs met (`hook.rs`: contained shell commands (`shell.rs`), the handshake's next step, the rules
@@ -13,7 +13,9 @@
 //!
 //! Setting an agent up is here too, as data: `setup.rs` plans the agent's files (`chokepoint init`)
 //! on an order-keeping JSON document (`json.rs`), and `inspect.rs` reads them back for `chokepoint
-//! doctor` (why a guard cannot fire, and the synthetic call it sends the gate).
+//! doctor` (why a guard cannot fire, and the synthetic call it sends the gate); `portable.rs` is how
+//! a committed setting finds `chokepoint` on any machine (the shell guard in front of every hook).
+//! `error.rs`: a hook input that cannot be read.
 
 pub mod bounded;
 pub mod context;

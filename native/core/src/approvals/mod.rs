@@ -20,6 +20,7 @@
 //!   first answer on any machine wins (a compare-and-set), the asker settles it.
 //! - `listener.rs`: the thread that hears the team's notifications (LISTEN/NOTIFY) and catches up on
 //!   every connection.
+//! - `config.rs`: the approvals' section of hooks.yaml (who answers, how long a Pending may wait);
 //! - `error.rs`: refusals, lower-case, naming what is allowed.
 
 mod actions;

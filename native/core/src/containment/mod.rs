@@ -1,6 +1,8 @@
 //! The containment layer, for shell commands: the workspace snapshot and its content-addressed store
 //! (`snapshot.rs`), Landlock (`sandbox.rs`), and the two together, run for one command
-//! (`contain.rs`). Knows nothing of intents: the scope layer hands it a plan.
+//! (`contain.rs`); on Linux, a command run in a world of its own, its writes taken by an overlay's
+//! upper layer (`isolate.rs`), which is read back as the command's changes and the allowed ones
+//! applied (`layer.rs`). Knows nothing of intents: the scope layer hands it a plan.
 
 pub mod contain;
 pub mod isolate;

@@ -1,4 +1,4 @@
-//! The engine layer, the top: one workspace's loaded configuration and the judgment of every event, from
+//! The engine layer, below `agents` and `serve`: one workspace's loaded configuration and the judgment of every event, from
 //! its start to its record (`judge.rs`), what the engine writes into the trace ledger and reads back
 //! (`trace.rs`), asks from their Pending to what runs next (`settle.rs`), the configuration watcher (`watch.rs`), the
 //! sessions working in the workspace with a person's revocation of a lease (`sessions.rs`), the recorded

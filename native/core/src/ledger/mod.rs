@@ -20,7 +20,8 @@
 //! - `team_copy.rs`: every durable record copied to a team's PostgreSQL database, caught up from
 //!   the chains, by a live engine's thread; `team_query.rs`: every machine's records read back;
 //! - `reseal.rs`: the way forward from a chain that fails verification (moved aside, a new chain
-//!   begun with a record that says so).
+//!   begun with a record that says so);
+//! - `error.rs`: what goes wrong with the ledger's files or its head's database, naming the file.
 
 pub mod activity;
 pub mod audit;

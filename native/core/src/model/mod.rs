@@ -1,6 +1,7 @@
 //! The model layer: the canonical lifecycle events and their payload (`event.rs`), what a hook
 //! answers and what a chain decides (`decision.rs`), and the other agents' event names mapped onto
-//! ours (`external_events.rs`). Plain data; uses only the base.
+//! ours (`external_events.rs`), and the governance files no agent may write with the handshake's tool
+//! names (`governance.rs`). Plain data; uses only the base.
 
 pub mod decision;
 pub mod event;

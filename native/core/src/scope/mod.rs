@@ -3,7 +3,8 @@
 //! PostgreSQL database for several machines, `team_leases.rs`), approved scope expansions
 //! (`expansion.rs`, `team_expansions.rs`), which tools write or run shell commands, per agent (`tools.rs`), the
 //! paths inside a patch (`patch.rs`), and the intent gatekeeper, the critical native hook every engine
-//! registers first (`gatekeeper.rs`).
+//! registers first (`gatekeeper.rs`) with its section of hooks.yaml (`settings.rs`); who may claim a
+//! task of a type (`claims.rs`); and the layer's failures (`error.rs`).
 
 pub mod canonical;
 pub mod claims;

@@ -1,4 +1,4 @@
-//! The serve layer, the top: a workspace's engine kept loaded and answering other agents' hooks over
+//! The serve layer, the top of the crate: a workspace's engine kept loaded and answering other agents' hooks over
 //! a local socket (and loopback HTTP, for agents whose hooks post to a URL), so that a hook call costs a connection instead of a process that opens the
 //! configuration, the databases and the ledger again. The extension serves its own engine while VS
 //! Code runs (through the binding); `chokepoint serve` runs the same server without it; and
@@ -17,7 +17,8 @@
 //! - `relay.rs`: an ask a hook judged alone in another worktree of the repository, relayed to this
 //!   engine, shown to a person here and answered with its settlement (both sides);
 //! - `deciders.rs`: who may decide (a person, never an agent's process), from `process.rs`'s reading
-//!   of `/proc`.
+//!   of `/proc`;
+//! - `error.rs`: an endpoint that cannot be trusted or bound.
 //!
 //! Invariant: a served answer is the answer `chokepoint hook` would give alone with the same
 //! configuration (both run `agents::hook`); the server adds only who may ask and how much, and the
