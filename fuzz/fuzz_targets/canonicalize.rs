@@ -10,7 +10,7 @@
 //! `cargo fuzz run canonicalize -- -dict=fuzz/canonicalize.dict`.
 #![no_main]
 
-use chokepoint_core::canonical::Workspace;
+use chokepoint_core::scope::canonical::Workspace;
 use libfuzzer_sys::fuzz_target;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;

@@ -14,7 +14,7 @@
 use chokepoint_core::agents::bounded;
 use chokepoint_core::agents::input::{self, Call};
 use chokepoint_core::agents::reply::{self, Outcome, Reply, Verdict};
-use chokepoint_core::external_events::Agent;
+use chokepoint_core::model::external_events::Agent;
 use libfuzzer_sys::fuzz_target;
 
 const EVENTS: [&str; 4] = ["preToolUse", "postToolUse", "sessionStart", "agentStop"];

@@ -17,7 +17,7 @@ use crate::pending_text::{describe, line, text};
 use crate::review::{self, Desk};
 use crate::team_pendings::TeamDesk;
 use chokepoint_core::approvals::PendingDict;
-use chokepoint_core::leases::Checkout;
+use chokepoint_core::scope::leases::Checkout;
 use chokepoint_core::serve::client::{Unanswered, exchange};
 use chokepoint_core::serve::endpoint::Endpoint;
 use chokepoint_core::serve::protocol::{Answer, Request};

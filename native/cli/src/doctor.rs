@@ -16,7 +16,7 @@ use chokepoint_core::agents::inspect::{self, ConfiguredHook, Finding, Severity};
 use chokepoint_core::agents::portable;
 use chokepoint_core::agents::reply::Reply;
 use chokepoint_core::agents::setup;
-use chokepoint_core::external_events::Agent;
+use chokepoint_core::model::external_events::Agent;
 use chokepoint_core::serve::client;
 use chokepoint_core::serve::endpoint::Endpoint;
 use chokepoint_core::serve::token::Access;

@@ -121,7 +121,7 @@ fn signal_code(_report: &ContainReport) -> u8 {
 
 /// The report as the trace and wrapping scripts read it.
 pub fn json(report: &ContainReport) -> serde_json::Value {
-    let changes = |list: &[chokepoint_core::snapshot::Change]| {
+    let changes = |list: &[chokepoint_core::containment::snapshot::Change]| {
         list.iter().map(|c| serde_json::json!({ "path": c.path, "kind": c.kind.as_str() })).collect::<Vec<_>>()
     };
     serde_json::json!({
@@ -143,8 +143,8 @@ pub fn json(report: &ContainReport) -> serde_json::Value {
 
 fn confinement(report: &ContainReport) -> &'static str {
     match report.confinement {
-        chokepoint_core::sandbox::Confinement::Enforced { .. } => "enforced",
-        chokepoint_core::sandbox::Confinement::Partial { .. } => "partial",
-        chokepoint_core::sandbox::Confinement::Unavailable { .. } => "unavailable",
+        chokepoint_core::containment::sandbox::Confinement::Enforced { .. } => "enforced",
+        chokepoint_core::containment::sandbox::Confinement::Partial { .. } => "partial",
+        chokepoint_core::containment::sandbox::Confinement::Unavailable { .. } => "unavailable",
     }
 }

@@ -3,7 +3,7 @@
 //! `Engine::evaluate_async` as the agents' calls, so it cannot disagree with them.
 
 use crate::{EXIT_ASK, EXIT_CONFIG, EXIT_DENY};
-use chokepoint_core::gatekeeper::JudgedPath;
+use chokepoint_core::scope::gatekeeper::JudgedPath;
 use chokepoint_core::{Decision, Evaluation, Event, EventKind, OutcomeKind};
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -14,7 +14,7 @@ use chokepoint_core::agents::hook::{HookOptions, answer};
 use chokepoint_core::agents::input::Call;
 use chokepoint_core::agents::relay::AskRelay;
 use chokepoint_core::agents::reply::{self, Reply};
-use chokepoint_core::external_events::Agent;
+use chokepoint_core::model::external_events::Agent;
 use chokepoint_core::serve::client::{Forwarded, forward};
 use chokepoint_core::serve::endpoint::Endpoint;
 use chokepoint_core::serve::protocol::HookRequest;

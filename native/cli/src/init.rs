@@ -10,7 +10,7 @@
 use crate::EXIT_CONFIG;
 use chokepoint_core::agents::portable;
 use chokepoint_core::agents::setup::{self, PlannedFile, Setup};
-use chokepoint_core::external_events::Agent;
+use chokepoint_core::model::external_events::Agent;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -165,7 +165,7 @@ fn brain(workspace: &Path) -> Result<bool, String> {
             "{:>9} {} (the section Chokepoint generated in it now lives in {}, which git ignores; what people wrote is kept)",
             "updated",
             chokepoint_core::BRAIN,
-            chokepoint_core::brain::GENERATED
+            chokepoint_core::engine::brain::GENERATED
         );
     }
     // The generated file is rewritten whenever the state changes, and never committed: not news.

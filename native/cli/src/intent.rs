@@ -3,7 +3,7 @@
 //! `select_active_intent` call does.
 
 use crate::{EXIT_CONFIG, EXIT_DENY};
-use chokepoint_core::scope_expansion::Expansion;
+use chokepoint_core::scope::expansion::Expansion;
 use chokepoint_core::serve::deciders::Act;
 use chokepoint_core::{Decision, Event, EventKind};
 use clap::Subcommand;
@@ -62,7 +62,7 @@ pub fn run(command: IntentCommand) -> ExitCode {
         IntentCommand::Select { workspace, session, agent, intent } => crate::with_valid_engine(&workspace, |engine| {
             let mut event = Event::tool(
                 EventKind::PreToolUse,
-                chokepoint_core::gatekeeper::SELECT_INTENT_TOOL,
+                chokepoint_core::scope::gatekeeper::SELECT_INTENT_TOOL,
                 serde_json::json!({ "intent_id": intent }),
             );
             event.ids.session = Some(session.clone());
@@ -163,7 +163,7 @@ pub fn run(command: IntentCommand) -> ExitCode {
                     paths,
                     justification,
                     approved_by: format!("human (chokepoint intent approve, {})", decider.by()),
-                    approved_at_ms: chokepoint_core::clock::now_ms(),
+                    approved_at_ms: chokepoint_core::base::clock::now_ms(),
                 };
                 match engine.gatekeeper().approve_expansion(&expansion, save) {
                     Ok(()) => {

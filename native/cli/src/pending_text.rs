@@ -3,7 +3,7 @@
 //! module so that both read it from below instead of from each other.
 
 use chokepoint_core::approvals::{PendingKind, preview};
-use chokepoint_core::external_events::Agent;
+use chokepoint_core::model::external_events::Agent;
 use serde_json::Value;
 use std::path::Path;
 
@@ -132,7 +132,7 @@ fn lapses(pending: &Value) -> Option<String> {
         return None;
     }
     let deadline = pending.get("deadline_ms").and_then(Value::as_u64)?;
-    let left = deadline.saturating_sub(chokepoint_core::clock::now_ms()) / 1000;
+    let left = deadline.saturating_sub(chokepoint_core::base::clock::now_ms()) / 1000;
     let then = match text(pending, "/on_timeout") {
         Some("deny") => "the call is denied",
         Some("agent_prompt") => "the agent asks its person in its own prompt",

@@ -1,5 +1,5 @@
 //! `chokepoint trace replay`: the ledger's recorded tool calls judged again against another
-//! hooks.yaml / active_intents.yaml (`chokepoint_core::replay`), and the decisions that would change,
+//! hooks.yaml / active_intents.yaml (`chokepoint_core::engine::replay`), and the decisions that would change,
 //! printed for a person or as JSON. Appends nothing to the ledger.
 //!
 //! Exit codes: 0 the replay ran (whatever changed), 1 the workspace or its trace cannot be read, 2 a
@@ -7,7 +7,7 @@
 //! folder that holds none, or a `--since` that is not a time.
 
 use crate::EXIT_CONFIG;
-use chokepoint_core::replay::{ReplayError, ReplayOptions, ReplayReport};
+use chokepoint_core::engine::replay::{ReplayError, ReplayOptions, ReplayReport};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -41,7 +41,7 @@ pub fn run(args: ReplayArgs) -> ExitCode {
         intent: args.intent.clone(),
         run_commands: args.run_commands,
     };
-    match crate::block_on(chokepoint_core::replay::replay(&args.workspace, &options)) {
+    match crate::block_on(chokepoint_core::engine::replay::replay(&args.workspace, &options)) {
         Ok(report) if args.json => {
             println!("{}", json(&report));
             ExitCode::SUCCESS

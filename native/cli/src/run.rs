@@ -4,7 +4,7 @@
 //! code: 0 passed, 1 failed, 2 our own failure (configuration, undeclared type or intent, ledger).
 
 use crate::{EXIT_CONFIG, EXIT_DENY};
-use chokepoint_core::merge::{HookResult, MERGE_SIDE, MergeReport, MergeRun, MergeRunError};
+use chokepoint_core::engine::merge::{HookResult, MERGE_SIDE, MergeReport, MergeRun, MergeRunError};
 use chokepoint_core::{Decision, EventKind};
 use std::path::PathBuf;
 use std::process::ExitCode;

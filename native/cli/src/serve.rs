@@ -10,9 +10,9 @@
 //! (`review.rs`), on a thread beside the server, until stdin ends.
 
 use chokepoint_core::Engine;
+use chokepoint_core::engine::watch::DEFAULT_DEBOUNCE;
 use chokepoint_core::serve::deciders::Act;
 use chokepoint_core::serve::server::{Limits, ServeOptions, Server};
-use chokepoint_core::watch::DEFAULT_DEBOUNCE;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;

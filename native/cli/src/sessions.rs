@@ -3,9 +3,9 @@
 //! session's lease. Both are one call into the core (`Engine::sessions`, `Engine::revoke_lease`).
 
 use crate::EXIT_DENY;
-use chokepoint_core::clock::format_utc;
+use chokepoint_core::base::clock::format_utc;
+use chokepoint_core::engine::sessions::{SessionAction, SessionView};
 use chokepoint_core::serve::deciders::Act;
-use chokepoint_core::sessions::{SessionAction, SessionView};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -149,7 +149,7 @@ fn action_json(a: &SessionAction) -> Value {
     })
 }
 
-fn revocation_json(r: &chokepoint_core::leases::Revocation) -> Value {
+fn revocation_json(r: &chokepoint_core::scope::leases::Revocation) -> Value {
     json!({ "session": r.session, "intent": r.intent, "agent": r.agent, "by": r.by, "reason": r.reason, "at": format_utc(r.at_ms) })
 }
 

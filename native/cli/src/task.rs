@@ -6,7 +6,7 @@
 
 use crate::{EXIT_CONFIG, EXIT_DENY};
 use chokepoint_core::ClaimRefusal;
-use chokepoint_core::claim::Claim;
+use chokepoint_core::engine::claim::Claim;
 use clap::Subcommand;
 use std::path::PathBuf;
 use std::process::ExitCode;

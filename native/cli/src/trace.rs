@@ -13,11 +13,11 @@
 
 use crate::EXIT_CONFIG;
 use chokepoint_core::Sidecar;
+use chokepoint_core::engine::trace::TeamTraceError;
 use chokepoint_core::ledger::index::{Filter, Index};
 use chokepoint_core::ledger::team_query::TeamFilter;
 use chokepoint_core::ledger::verify::ProblemKind;
 use chokepoint_core::ledger::{Record, RecordKind};
-use chokepoint_core::trace::TeamTraceError;
 use clap::Subcommand;
 use std::path::PathBuf;
 use std::process::ExitCode;

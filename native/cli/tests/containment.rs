@@ -7,8 +7,8 @@
 
 mod common;
 
+use chokepoint_core::containment::snapshot::{Change, ChangeKind};
 use chokepoint_core::containment::{ContainPlan, ContainReport, Containment, Isolation, LandlockMode, Shell, run};
-use chokepoint_core::snapshot::{Change, ChangeKind};
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -416,7 +416,7 @@ fn exec_keeps_a_person_s_work_while_an_agent_s_command_runs() {
 #[test]
 fn with_landlock_an_isolated_command_cannot_write_outside_the_workspace() {
     if !isolation_or_skip("with_landlock_an_isolated_command_cannot_write_outside_the_workspace")
-        || chokepoint_core::sandbox::landlock_abi().is_none()
+        || chokepoint_core::containment::sandbox::landlock_abi().is_none()
     {
         return;
     }

@@ -8,7 +8,7 @@
 //! answer uses an exit code that lets a call through by accident.
 
 use chokepoint_core::agents::reply::Reply;
-use chokepoint_core::external_events::{Agent, lookup};
+use chokepoint_core::model::external_events::{Agent, lookup};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fs;
@@ -120,7 +120,7 @@ fn event_flag(agent: Agent, name: &str) -> Option<String> {
 
 /// The key of `.github/hooks/chokepoint.json` whose entry VS Code's agent runs on its `event`.
 fn vscode_key(event: &str) -> Option<&'static str> {
-    chokepoint_core::external_events::VSCODE_FILE_KEYS
+    chokepoint_core::model::external_events::VSCODE_FILE_KEYS
         .iter()
         .find(|(key, e)| *e == event && key.starts_with(|c: char| c.is_ascii_lowercase()))
         .map(|(key, _)| *key)

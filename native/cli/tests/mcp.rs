@@ -1,7 +1,7 @@
 //! `chokepoint mcp` as an agent's MCP client drives it: newline-delimited JSON-RPC 2.0 over the
 //! built binary's stdin and stdout, on a workspace of its own.
 
-use chokepoint_core::gatekeeper::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
+use chokepoint_core::scope::gatekeeper::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -189,7 +189,7 @@ fn list_intents_shows_every_intent_and_the_session_holding_it() {
     assert_eq!(held["owned_scope"], json!(["src/auth/**", "tests/auth/**"]));
     assert_eq!(held["holder"]["session"], "s1");
     assert_eq!(held["holder"]["agent"], "claude");
-    assert!(held["holder"]["expires_at_ms"].as_u64().unwrap() > chokepoint_core::clock::now_ms());
+    assert!(held["holder"]["expires_at_ms"].as_u64().unwrap() > chokepoint_core::base::clock::now_ms());
     assert_eq!(intents[1]["holder"], Value::Null);
     assert_eq!(intents[2]["status"], "PLANNED");
 

@@ -5,7 +5,7 @@
 //! session `vscode:<id>`, its own tools) and Copilot CLI's input as Copilot CLI.
 
 use chokepoint_core::agents::reply::Reply;
-use chokepoint_core::external_events::Agent;
+use chokepoint_core::model::external_events::Agent;
 use serde_json::{Value, json};
 use std::fs;
 use std::io::Write;

@@ -26,8 +26,8 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
-use chokepoint_core::compaction::{Item, plan_compaction};
-use chokepoint_core::tokens::{Family, TokenCounter};
+use chokepoint_core::budget::compaction::{Item, plan_compaction};
+use chokepoint_core::budget::tokens::{Family, TokenCounter};
 
 const TARGET_TOKENS: u64 = 1_000_000;
 const BUDGET: u32 = 128_000;

@@ -6,7 +6,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use chokepoint_core::snapshot::{Snapshotter, changes};
+use chokepoint_core::containment::snapshot::{Snapshotter, changes};
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;

@@ -35,9 +35,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use chokepoint_core::leases::{AcquireError, Holder, LeaseStore, Leases};
-use chokepoint_core::team::{Settings, TeamDb, Unreachable};
-use chokepoint_core::team_leases::TeamLeases;
+use chokepoint_core::base::team::{Settings, TeamDb, Unreachable};
+use chokepoint_core::scope::leases::{AcquireError, Holder, LeaseStore, Leases};
+use chokepoint_core::scope::team_leases::TeamLeases;
 use std::sync::{Arc, Barrier};
 
 #[path = "../tests/support/postgres.rs"]

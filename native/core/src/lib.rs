@@ -27,34 +27,24 @@
 //!     the plan of their hook files, and what those files say about whether a guard can fire;
 //! 11. `serve`: the live engine, answering other agents' hooks over a local socket.
 //!
-//! Inside the crate, code names the layer (`crate::scope::gatekeeper::Gatekeeper`); the re-exports
-//! below are the API for the binding, the CLI, the tests and the benches.
-
-mod base;
-mod budget;
-mod config;
-mod engine;
-mod hooks;
-mod model;
-mod scope;
+//! Every layer is public under its own name, and a module has one path: `chokepoint_core::scope::leases`
+//! from the binding, the CLI, the tests and the benches as from inside the crate
+//! (`crate::scope::leases`), so what a path depends on can be read off it. The types most callers
+//! need are re-exported below, at the root.
 
 pub mod agents;
 pub mod approvals;
+pub mod base;
+pub mod budget;
+pub mod config;
 pub mod containment;
+pub mod engine;
+pub mod hooks;
 pub mod ledger;
+pub mod model;
+pub mod scope;
 #[cfg(unix)]
 pub mod serve;
-
-// The modules a consumer uses by name, at the paths they have always had.
-pub use base::{clock, team};
-pub use budget::{compaction, tokens};
-pub use config::schema;
-pub use containment::{sandbox, snapshot};
-pub use engine::{brain, claim, lessons, merge, replay, sessions, trace, watch};
-pub use hooks::{builtin, command, pipe, template};
-pub use model::{external_events, governance};
-pub use scope::expansion as scope_expansion;
-pub use scope::{canonical, gatekeeper, leases, team_expansions, team_leases};
 
 // The types of the engine's API.
 pub use approvals::config::{ApprovalRoute, ApprovalsConfig, AskFallback, Escalation, ReviewerConfig};

@@ -1,7 +1,7 @@
 //! The canonicaliser against a table of adversarial paths, and a property: no generated path that
 //! really lands outside the workspace is ever judged inside it.
 
-use chokepoint_core::canonical::{PathRefusal, Workspace};
+use chokepoint_core::scope::canonical::{PathRefusal, Workspace};
 use std::fs;
 use std::os::unix::fs::symlink;
 

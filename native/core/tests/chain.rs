@@ -1,7 +1,7 @@
 //! The chain's order and combining rules, one `check` per rule. Hooks here are native test hooks that
 //! answer from a script and record what they saw.
 
-use chokepoint_core::command::CommandSpec;
+use chokepoint_core::hooks::command::CommandSpec;
 use chokepoint_core::{
     Answer, Chain, ChainHook, Decision, Denial, Evaluation, Event, EventKind, FailureMode, HookAnswer, HookFailure, HookImpl, Matcher,
     NativeHook, Priority,

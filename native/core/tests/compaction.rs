@@ -6,8 +6,8 @@
 //! one letter an item, `K`eep, `S`ummarize or `D`rop. Every plan, scenario or random, is also held to
 //! the invariants of [`invariants`].
 
-use chokepoint_core::compaction::{Action, Item, ItemKind, OverBudget, Plan, Policy, plan_compaction, plan_compaction_with};
-use chokepoint_core::tokens::{Family, TokenCounter, family_for_model};
+use chokepoint_core::budget::compaction::{Action, Item, ItemKind, OverBudget, Plan, Policy, plan_compaction, plan_compaction_with};
+use chokepoint_core::budget::tokens::{Family, TokenCounter, family_for_model};
 
 fn parse(prompt: &str) -> Vec<Item> {
     prompt

@@ -4,9 +4,9 @@
 //! (a comparison cannot tell whose a change is), and the report names everything.
 #![cfg(unix)]
 
+use chokepoint_core::containment::sandbox::{self, Confinement};
+use chokepoint_core::containment::snapshot::{Change, ChangeKind};
 use chokepoint_core::containment::{ContainPlan, ContainReport, Containment, Isolation, LandlockMode, Shell, run};
-use chokepoint_core::sandbox::{self, Confinement};
-use chokepoint_core::snapshot::{Change, ChangeKind};
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};

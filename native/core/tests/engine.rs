@@ -238,9 +238,9 @@ fn committed_schemas_match_the_rust_types() {
     // Regenerate with UPDATE_SCHEMAS=1 cargo test -p chokepoint-core --test engine
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.orchestration/schema");
     for (file, generated) in [
-        ("hooks.schema.json", chokepoint_core::schema::hooks_schema()),
-        ("active_intents.schema.json", chokepoint_core::schema::intents_schema()),
-        ("agent_trace.schema.json", chokepoint_core::schema::trace_record_schema()),
+        ("hooks.schema.json", chokepoint_core::config::schema::hooks_schema()),
+        ("active_intents.schema.json", chokepoint_core::config::schema::intents_schema()),
+        ("agent_trace.schema.json", chokepoint_core::config::schema::trace_record_schema()),
     ] {
         let path = dir.join(file);
         if std::env::var_os("UPDATE_SCHEMAS").is_some() {
@@ -321,7 +321,7 @@ fn a_hook_with_two_kinds_is_refused() {
 fn the_event_mapping_document_is_generated_from_the_table() {
     // Regenerate with UPDATE_DOCS=1 cargo test -p chokepoint-core --test engine
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/event-mapping.md");
-    let generated = chokepoint_core::external_events::render_markdown();
+    let generated = chokepoint_core::model::external_events::render_markdown();
     if std::env::var_os("UPDATE_DOCS").is_some() {
         fs::write(&path, &generated).unwrap();
     }
@@ -334,10 +334,11 @@ fn the_event_mapping_document_is_generated_from_the_table() {
 
 #[test]
 fn every_agent_maps_its_tool_and_session_events() {
-    use chokepoint_core::external_events::{Agent, lookup};
+    use chokepoint_core::model::external_events::{Agent, lookup};
     for agent in Agent::ALL {
-        let any =
-            |kind: EventKind| chokepoint_core::external_events::EXTERNAL_EVENTS.iter().any(|e| e.agent == agent && e.maps_to == Some(kind));
+        let any = |kind: EventKind| {
+            chokepoint_core::model::external_events::EXTERNAL_EVENTS.iter().any(|e| e.agent == agent && e.maps_to == Some(kind))
+        };
         assert!(any(EventKind::PreToolUse) && any(EventKind::SessionStart) && any(EventKind::BeforeSubmit), "{}", agent.as_str());
     }
     assert_eq!(lookup(Agent::Cursor, "beforeShellExecution").and_then(|e| e.tool), Some("execute_command"));

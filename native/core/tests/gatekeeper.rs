@@ -1,7 +1,7 @@
 //! The intent gatekeeper as the engine runs it: the handshake, owned scopes, governance files,
 //! canonical paths, and a property that no write outside the scope is ever allowed.
 
-use chokepoint_core::scope_expansion::Expansion;
+use chokepoint_core::scope::expansion::Expansion;
 use chokepoint_core::{Decision, Engine, Event, EventKind};
 use serde_json::json;
 use std::fs;
@@ -179,7 +179,7 @@ fn the_shell_judge_refuses_agents_configuration_under_the_widest_scope() {
         ".orchestration/state.db-wal",
     ] {
         assert!(!judge(path), "{path}");
-        assert!(chokepoint_core::governance::is_governance_file(path), "{path}");
+        assert!(chokepoint_core::model::governance::is_governance_file(path), "{path}");
     }
 }
 
@@ -254,7 +254,7 @@ fn a_release_seen_from_another_process_is_honoured_within_the_recheck_time() {
     assert_eq!(engine.evaluate(write("A", "src/auth/a.js")).unwrap().decision, Decision::Allow);
     let other = Engine::open(ws.path()).unwrap();
     assert_eq!(other.gatekeeper().release("A").unwrap(), 1);
-    std::thread::sleep(chokepoint_core::gatekeeper::RECHECK + std::time::Duration::from_millis(50));
+    std::thread::sleep(chokepoint_core::scope::gatekeeper::RECHECK + std::time::Duration::from_millis(50));
     assert!(matches!(engine.evaluate(write("A", "src/auth/a.js")).unwrap().decision, Decision::Deny(_)));
 }
 
@@ -374,7 +374,7 @@ fn a_shared_memory_file_truncated_by_another_process_is_a_deny_with_a_reason_the
     let status = std::process::Command::new("truncate").args(["-s", "0"]).arg(&shm).status().unwrap();
     assert!(status.success());
     // Past the selection's cache, so the gatekeeper asks the lease table.
-    std::thread::sleep(chokepoint_core::gatekeeper::RECHECK + std::time::Duration::from_millis(100));
+    std::thread::sleep(chokepoint_core::scope::gatekeeper::RECHECK + std::time::Duration::from_millis(100));
     let e = engine.evaluate(write("S", "src/auth/login.js")).unwrap();
     assert!(reason(&e.decision).contains("state.db-shm was shortened"), "{:?}", e.decision);
     // A second later, a new connection reads the lease again.
@@ -385,7 +385,7 @@ fn a_shared_memory_file_truncated_by_another_process_is_a_deny_with_a_reason_the
 
 /// Issue 30: another agent's hook event, answered as `chokepoint hook` answers it (the same input
 /// reader and the same answer), for the events whose effect is on the lease table.
-fn hook(engine: &std::sync::Arc<Engine>, agent: chokepoint_core::external_events::Agent, input: serde_json::Value) {
+fn hook(engine: &std::sync::Arc<Engine>, agent: chokepoint_core::model::external_events::Agent, input: serde_json::Value) {
     let call = chokepoint_core::agents::input::parse(agent, input.to_string().as_bytes(), None).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(chokepoint_core::agents::hook::answer(engine, &call, &Default::default()));
@@ -395,7 +395,7 @@ fn hook(engine: &std::sync::Arc<Engine>, agent: chokepoint_core::external_events
 fn stop(engine: &std::sync::Arc<Engine>, id: &str) {
     hook(
         engine,
-        chokepoint_core::external_events::Agent::ClaudeCode,
+        chokepoint_core::model::external_events::Agent::ClaudeCode,
         json!({ "hook_event_name": "Stop", "session_id": id, "stop_hook_active": false }),
     );
 }
@@ -455,7 +455,7 @@ fn a_yielded_lease_nobody_took_goes_on_at_the_sessions_next_call_and_only_a_fini
     // A sub-agent's stop ends the sub-agent's task, not the session's turn.
     fs::write(ws.path().join("done"), "").unwrap();
     let subagent_stop = json!({ "hook_event_name": "SubagentStop", "session_id": "A", "agent_id": "a1", "agent_type": "general-purpose", "stop_hook_active": false });
-    hook(&engine, chokepoint_core::external_events::Agent::ClaudeCode, subagent_stop);
+    hook(&engine, chokepoint_core::model::external_events::Agent::ClaudeCode, subagent_stop);
     assert!(reason(&select(&other, "claude:B", "INT-001")).contains("locked by session `claude:A`"));
 
     // The turn ends; nobody takes the intent; the next turn writes without selecting again.
@@ -470,7 +470,7 @@ fn a_yielded_lease_nobody_took_goes_on_at_the_sessions_next_call_and_only_a_fini
     // The session's end still releases.
     hook(
         &engine,
-        chokepoint_core::external_events::Agent::ClaudeCode,
+        chokepoint_core::model::external_events::Agent::ClaudeCode,
         json!({ "hook_event_name": "SessionEnd", "session_id": "A", "reason": "exit" }),
     );
     assert_eq!(select(&other, "claude:B", "INT-001"), Decision::Allow);

@@ -16,8 +16,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use chokepoint_core::Sidecar;
-use chokepoint_core::clock::format_utc;
-use chokepoint_core::leases::{AcquireError, Checkout, Holder, LeaseError, Leases, SCHEMA_VERSION};
+use chokepoint_core::base::clock::format_utc;
+use chokepoint_core::scope::leases::{AcquireError, Checkout, Holder, LeaseError, Leases, SCHEMA_VERSION};
 
 const LONG: Duration = Duration::from_secs(60);
 const CHILD_ENV: &str = "CHOKEPOINT_LEASES_CHILD";
@@ -511,7 +511,7 @@ fn four_processes_exclude_each_other() {
 /// taken (renewed as the same tenure), and lost when taken (the taker's lease named).
 #[test]
 fn a_yielded_lease_is_free_to_take_and_its_holders_until_taken() {
-    use chokepoint_core::leases::Tenure;
+    use chokepoint_core::scope::leases::Tenure;
     let (_dir, db) = workspace();
     let leases = Leases::open(&db).unwrap();
     let first = leases.acquire("INT-001", &holder("s-1"), LONG).unwrap();

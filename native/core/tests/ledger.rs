@@ -433,7 +433,7 @@ fn reading_the_head_creates_nothing() {
     let (_dir, sidecar) = workspace();
     assert_eq!(head::read(&sidecar.state_db(), CHAIN).unwrap(), None);
     assert!(!sidecar.state_db().exists());
-    chokepoint_core::leases::Leases::open(&sidecar.state_db()).unwrap();
+    chokepoint_core::scope::leases::Leases::open(&sidecar.state_db()).unwrap();
     assert_eq!(head::read(&sidecar.state_db(), CHAIN).unwrap(), None);
     let tables = rusqlite_tables(&sidecar.state_db());
     // The lease module's schema: the leases and their revocations, nothing of the head's.
@@ -441,7 +441,7 @@ fn reading_the_head_creates_nothing() {
     // The lease module's schema and the head's live side by side.
     drop(Ledger::open(&sidecar).unwrap());
     assert!(rusqlite_tables(&sidecar.state_db()).contains(&"ledger_heads_v2".to_owned()));
-    let leases = chokepoint_core::leases::Leases::open(&sidecar.state_db()).unwrap();
+    let leases = chokepoint_core::scope::leases::Leases::open(&sidecar.state_db()).unwrap();
     assert!(leases.list().unwrap().is_empty());
 }
 
@@ -469,7 +469,7 @@ fn chain(rng: &mut Rng, n: usize) -> Vec<String> {
         .map(|seq| {
             let mut record = sample(rng, "m", false);
             record.seq = seq;
-            record.time = chokepoint_core::clock::format_utc(1_795_000_000_000 + seq * 1000);
+            record.time = chokepoint_core::base::clock::format_utc(1_795_000_000_000 + seq * 1000);
             record.prev = std::mem::take(&mut prev);
             let line = record.to_line();
             prev = line_hash(&line);

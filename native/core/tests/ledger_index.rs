@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use chokepoint_core::Sidecar;
-use chokepoint_core::clock::format_utc;
+use chokepoint_core::base::clock::format_utc;
 use chokepoint_core::ledger::blame::{BlameLine, blame};
 use chokepoint_core::ledger::chains::LEGACY;
 use chokepoint_core::ledger::export::{agent_trace, check_trace_record};

@@ -3,7 +3,7 @@
 //! a read), then one rule changed in a draft, and the replay names exactly the decisions that rule
 //! flips, without appending to the ledger, taking a lease or running the command hook again.
 
-use chokepoint_core::replay::{ChangeGroup, ReplayError, ReplayOptions, ReplayReport, replay};
+use chokepoint_core::engine::replay::{ChangeGroup, ReplayError, ReplayOptions, ReplayReport, replay};
 use chokepoint_core::{Engine, Event, EventKind};
 use serde_json::json;
 use std::fs;
@@ -231,13 +231,13 @@ async fn an_expansion_counts_for_the_calls_after_its_approval_only() {
     let mut decided = vec![engine.evaluate_async(call("select_active_intent", json!({ "intent_id": "INT-SRC" }), &[]), None).await];
     decided.push(engine.evaluate_async(write("docs/x.md"), None).await);
     std::thread::sleep(std::time::Duration::from_millis(5));
-    let expansion = chokepoint_core::scope_expansion::Expansion {
+    let expansion = chokepoint_core::scope::expansion::Expansion {
         session: "S1".into(),
         intent: "INT-SRC".into(),
         paths: vec!["docs/**".into()],
         justification: "the docs of the change".into(),
         approved_by: "human".into(),
-        approved_at_ms: chokepoint_core::clock::now_ms(),
+        approved_at_ms: chokepoint_core::base::clock::now_ms(),
     };
     engine.gatekeeper().approve_expansion(&expansion, false).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(5));

@@ -77,7 +77,7 @@ fn a_revoked_sessions_next_write_is_denied_with_the_revocation_in_another_proces
 
     // The first engine cached the selection for at most RECHECK: past that, the write is denied
     // with the revocation, not with "select an intent first".
-    std::thread::sleep(chokepoint_core::gatekeeper::RECHECK + Duration::from_millis(50));
+    std::thread::sleep(chokepoint_core::scope::gatekeeper::RECHECK + Duration::from_millis(50));
     let Decision::Deny(denial) = judge(&engine, write("claude:S1", "claude", "src/auth/a.js")) else { panic!("a revoked lease writes") };
     assert!(
         denial.reason.starts_with("the lease of session `claude:S1` on intent `INT-001` was revoked by a person (alice (test)) at "),
@@ -183,7 +183,7 @@ fn the_sessions_view_lists_every_agent_with_its_lease_actions_and_denials() {
     let claude = by("claude:S1");
     assert_eq!(claude.agent.as_deref(), Some("claude"));
     assert_eq!(claude.lease.as_ref().map(|l| l.intent.as_str()), Some("INT-001"));
-    assert!(claude.lease.as_ref().unwrap().expires_at_ms > chokepoint_core::clock::now_ms());
+    assert!(claude.lease.as_ref().unwrap().expires_at_ms > chokepoint_core::base::clock::now_ms());
     assert_eq!(claude.subagents, ["general-purpose:a1"]);
     // The selection and the allowed write are allowed calls; the sub-agent's write is the denial,
     // and the last denial shown beside that count is that one, not the newer completion gate's.
@@ -238,7 +238,7 @@ fn an_ungoverned_workspace_has_no_sessions() {
 #[test]
 fn doctors_probes_are_not_sessions() {
     let (_ws, engine) = governed();
-    let probe = format!("vscode:{}", chokepoint_core::sessions::probe_session(4242));
+    let probe = format!("vscode:{}", chokepoint_core::engine::sessions::probe_session(4242));
     assert!(matches!(judge(&engine, write(&probe, "vscode", "../outside.txt")), Decision::Deny(_)));
     assert_eq!(select(&engine, "vscode:doctor-chat", "vscode", "INT-001"), Decision::Allow);
     let listed: Vec<String> = engine.sessions().unwrap().into_iter().map(|s| s.session).collect();

@@ -201,7 +201,7 @@ async fn a_rejection_refuses_and_grants_nothing_and_each_decision_says_what_runs
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agents_ask_carries_its_deadline_its_lapse_and_who_waits_on_it() {
     use chokepoint_core::approvals::{Lapse, PendingDict};
-    use chokepoint_core::external_events::Agent;
+    use chokepoint_core::model::external_events::Agent;
     use std::time::Duration;
     let (ws, _) = governed();
     fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\napprovals:\n  timeout_seconds: 120\n").unwrap();
@@ -211,7 +211,7 @@ async fn an_agents_ask_carries_its_deadline_its_lapse_and_who_waits_on_it() {
     select.ids.agent = Some("claude".into());
     assert_eq!(engine.evaluate_async(select, None).await.decision, Decision::Allow);
 
-    let lapses_in = |p: &PendingDict| p.deadline_ms.unwrap() as i64 - chokepoint_core::clock::now_ms() as i64;
+    let lapses_in = |p: &PendingDict| p.deadline_ms.unwrap() as i64 - chokepoint_core::base::clock::now_ms() as i64;
     let agent_ask = || Ask {
         asked: asked("review", "a person looks at writes to src/auth"),
         session_id: Some("claude:S".into()),

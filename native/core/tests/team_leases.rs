@@ -10,7 +10,7 @@ use git_support::git;
 #[path = "support/postgres.rs"]
 mod postgres;
 
-use chokepoint_core::leases::{AcquireError, Holder, LeaseStore};
+use chokepoint_core::scope::leases::{AcquireError, Holder, LeaseStore};
 use chokepoint_core::{Decision, Engine, Event, EventKind};
 use postgres::Server;
 use serde_json::json;
@@ -93,7 +93,7 @@ fn allowed(e: &chokepoint_core::Evaluation) {
 
 /// Past the gatekeeper's cache of a selection (`gatekeeper::RECHECK`).
 fn past_recheck() {
-    std::thread::sleep(chokepoint_core::gatekeeper::RECHECK + Duration::from_millis(100));
+    std::thread::sleep(chokepoint_core::scope::gatekeeper::RECHECK + Duration::from_millis(100));
 }
 
 #[test]
@@ -123,7 +123,7 @@ fn one_machine_holds_an_intent_and_the_other_is_told_by_whom_and_where() {
     // Nothing of it went to the machine's own SQLite file.
     let local = alpha.root.join(".git/chokepoint/state.db");
     if local.exists() {
-        assert!(chokepoint_core::leases::Leases::open(&local).unwrap().list().unwrap().is_empty());
+        assert!(chokepoint_core::scope::leases::Leases::open(&local).unwrap().list().unwrap().is_empty());
     }
 }
 
@@ -145,7 +145,8 @@ fn an_expired_lease_is_taken_over_on_the_databases_clock() {
 /// Claude Code's `Stop` of session `claude:<id>` on machine `m`, answered as `chokepoint hook` does.
 fn stop(m: &Machine, id: &str) {
     let input = json!({ "hook_event_name": "Stop", "session_id": id, "stop_hook_active": false }).to_string();
-    let call = chokepoint_core::agents::input::parse(chokepoint_core::external_events::Agent::ClaudeCode, input.as_bytes(), None).unwrap();
+    let call =
+        chokepoint_core::agents::input::parse(chokepoint_core::model::external_events::Agent::ClaudeCode, input.as_bytes(), None).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(chokepoint_core::agents::hook::answer(&m.engine, &call, &Default::default()));
 }
@@ -210,7 +211,7 @@ fn approved_expansions_are_judged_on_every_machine() {
     let mut docs = call("a", "write_to_file", json!({ "path": "docs/auth.md", "content": "y" }));
     docs.paths = vec!["docs/auth.md".into()];
     assert!(denied(&alpha.engine.evaluate(docs.clone()).unwrap()).contains("outside the scope"));
-    let expansion = chokepoint_core::scope_expansion::Expansion {
+    let expansion = chokepoint_core::scope::expansion::Expansion {
         session: "a".into(),
         intent: "INT-001".into(),
         paths: vec!["docs/**".into()],
@@ -338,19 +339,19 @@ fn tls_is_verified_against_the_named_ca() {
 fn two_machines_racing_for_one_intent_get_exactly_one_holder_each_round() {
     let server = Server::start();
     let env = server.env();
-    let settings = |machine: &str| chokepoint_core::team::Settings {
+    let settings = |machine: &str| chokepoint_core::base::team::Settings {
         url: server.url(),
         namespace: "race".into(),
         machine: machine.into(),
-        unreachable: chokepoint_core::team::Unreachable::Deny,
+        unreachable: chokepoint_core::base::team::Unreachable::Deny,
         source: "test",
     };
     let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    let stores: Vec<Arc<chokepoint_core::team_leases::TeamLeases>> = ["alpha", "beta"]
+    let stores: Vec<Arc<chokepoint_core::scope::team_leases::TeamLeases>> = ["alpha", "beta"]
         .into_iter()
         .map(|m| {
-            Arc::new(chokepoint_core::team_leases::TeamLeases::new(Arc::new(
-                chokepoint_core::team::TeamDb::new(settings(m), &lookup).unwrap(),
+            Arc::new(chokepoint_core::scope::team_leases::TeamLeases::new(Arc::new(
+                chokepoint_core::base::team::TeamDb::new(settings(m), &lookup).unwrap(),
             )))
         })
         .collect();
@@ -406,15 +407,16 @@ fn a_refused_take_names_its_holder_even_while_it_releases() {
     let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let threads: Vec<_> = (0..4)
         .map(|i| {
-            let settings = chokepoint_core::team::Settings {
+            let settings = chokepoint_core::base::team::Settings {
                 url: server.url(),
                 namespace: "churn".into(),
                 machine: format!("m-{i}"),
-                unreachable: chokepoint_core::team::Unreachable::Deny,
+                unreachable: chokepoint_core::base::team::Unreachable::Deny,
                 source: "test",
             };
-            let store =
-                chokepoint_core::team_leases::TeamLeases::new(Arc::new(chokepoint_core::team::TeamDb::new(settings, &lookup).unwrap()));
+            let store = chokepoint_core::scope::team_leases::TeamLeases::new(Arc::new(
+                chokepoint_core::base::team::TeamDb::new(settings, &lookup).unwrap(),
+            ));
             std::thread::spawn(move || {
                 let holder = Holder::new(format!("s-{i}"), None);
                 for _ in 0..300 {
@@ -460,15 +462,15 @@ fn the_statements_an_engine_repeats_are_prepared_at_their_second_run() {
     let server = Server::start();
     let env = server.env();
     let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    let settings = chokepoint_core::team::Settings {
+    let settings = chokepoint_core::base::team::Settings {
         url: server.url(),
         namespace: "prepared".into(),
         machine: "alpha".into(),
-        unreachable: chokepoint_core::team::Unreachable::Deny,
+        unreachable: chokepoint_core::base::team::Unreachable::Deny,
         source: "test",
     };
-    let db = Arc::new(chokepoint_core::team::TeamDb::new(settings, &lookup).unwrap());
-    let store = chokepoint_core::team_leases::TeamLeases::new(Arc::clone(&db));
+    let db = Arc::new(chokepoint_core::base::team::TeamDb::new(settings, &lookup).unwrap());
+    let store = chokepoint_core::scope::team_leases::TeamLeases::new(Arc::clone(&db));
     let prepared = || {
         db.run("list the prepared statements", |client| {
             let rows = client

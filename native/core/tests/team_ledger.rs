@@ -9,12 +9,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chokepoint_core::Sidecar;
+use chokepoint_core::base::team::{Settings, TeamDb, Unreachable};
 use chokepoint_core::ledger::record::sha256_hex;
 use chokepoint_core::ledger::team_copy::{Copier, CopyError, PERIOD, TeamCopy};
 use chokepoint_core::ledger::team_query::{TeamFilter, query};
 use chokepoint_core::ledger::writer::Ledger;
 use chokepoint_core::ledger::{Record, RecordKind};
-use chokepoint_core::team::{Settings, TeamDb, Unreachable};
 use postgres::Server;
 
 const NAMESPACE: &str = "example.com/acme/web";

@@ -9,7 +9,7 @@ mod postgres;
 
 use chokepoint_core::approvals::team::{Claim, Origin, TeamPendings};
 use chokepoint_core::approvals::{Approvals, OpenRequest, PendingKind, Status};
-use chokepoint_core::team::{Settings, TeamDb, Unreachable};
+use chokepoint_core::base::team::{Settings, TeamDb, Unreachable};
 use serde_json::json;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};

@@ -67,7 +67,7 @@ pub struct JsContainedResult {
 
 impl From<core::containment::ContainReport> for JsContainedResult {
     fn from(r: core::containment::ContainReport) -> Self {
-        let change = |c: &core::snapshot::Change, reason: Option<String>| JsContainedChange {
+        let change = |c: &core::containment::snapshot::Change, reason: Option<String>| JsContainedChange {
             path: c.path.clone(),
             kind: c.kind.as_str().to_owned(),
             reason,
@@ -82,9 +82,9 @@ impl From<core::containment::ContainReport> for JsContainedResult {
             stdout,
             stderr,
             confinement: match r.confinement {
-                core::sandbox::Confinement::Enforced { .. } => "enforced",
-                core::sandbox::Confinement::Partial { .. } => "partial",
-                core::sandbox::Confinement::Unavailable { .. } => "unavailable",
+                core::containment::sandbox::Confinement::Enforced { .. } => "enforced",
+                core::containment::sandbox::Confinement::Partial { .. } => "partial",
+                core::containment::sandbox::Confinement::Unavailable { .. } => "unavailable",
             }
             .to_owned(),
             isolated: matches!(r.isolation, core::containment::Isolation::Isolated),

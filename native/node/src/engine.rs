@@ -119,7 +119,7 @@ impl Engine {
     pub fn watch(&self, on_reload: ThreadsafeFunction<u32, (), u32, napi::Status, false>) -> Result<ConfigWatch> {
         let watcher = self
             .inner
-            .watch(core::watch::DEFAULT_DEBOUNCE, move |diagnostics| {
+            .watch(core::engine::watch::DEFAULT_DEBOUNCE, move |diagnostics| {
                 on_reload.call(diagnostics.len() as u32, ThreadsafeFunctionCallMode::NonBlocking);
             })
             .map_err(as_error(Code::Engine))?;
@@ -150,7 +150,7 @@ impl Engine {
 /// A running configuration watch (see `Engine.watch`).
 #[napi]
 pub struct ConfigWatch {
-    inner: Option<core::watch::ConfigWatcher>,
+    inner: Option<core::engine::watch::ConfigWatcher>,
 }
 
 #[napi]

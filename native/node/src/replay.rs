@@ -1,5 +1,5 @@
 //! Policy replay for the extension: `Engine.traceReplay`, the workspace's recorded tool calls judged
-//! again against another hooks.yaml / active_intents.yaml (`chokepoint_core::replay`), converted.
+//! again against another hooks.yaml / active_intents.yaml (`chokepoint_core::engine::replay`), converted.
 
 use crate::Engine;
 use crate::engine::JsDiagnostic;
@@ -82,8 +82,8 @@ pub struct JsReplayResult {
     pub diagnostics: Vec<JsDiagnostic>,
 }
 
-impl From<core::replay::ReplayReport> for JsReplayReport {
-    fn from(r: core::replay::ReplayReport) -> Self {
+impl From<core::engine::replay::ReplayReport> for JsReplayReport {
+    fn from(r: core::engine::replay::ReplayReport) -> Self {
         JsReplayReport {
             hooks_file: r.hooks_file.to_string_lossy().into_owned(),
             intents_file: r.intents_file.to_string_lossy().into_owned(),
@@ -127,18 +127,18 @@ impl Engine {
     /// cannot be read; a configuration that does not load is data (`diagnostics`).
     #[napi(catch_unwind)]
     pub async fn trace_replay(&self, options: JsReplayOptions) -> napi::Result<JsReplayResult> {
-        let options = core::replay::ReplayOptions {
+        let options = core::engine::replay::ReplayOptions {
             config: options.config.into(),
             since: options.since,
             intent: options.intent,
             run_commands: options.run_commands.unwrap_or(false),
         };
-        match core::replay::replay(self.inner.sidecar().workspace_root(), &options).await {
+        match core::engine::replay::replay(self.inner.sidecar().workspace_root(), &options).await {
             Ok(report) => Ok(JsReplayResult { report: Some(report.into()), diagnostics: Vec::new() }),
-            Err(core::replay::ReplayError::Config(diagnostics)) => {
+            Err(core::engine::replay::ReplayError::Config(diagnostics)) => {
                 Ok(JsReplayResult { report: None, diagnostics: diagnostics.into_iter().map(Into::into).collect() })
             }
-            Err(e @ (core::replay::ReplayError::BadOption(_) | core::replay::ReplayError::Unreadable(_))) => {
+            Err(e @ (core::engine::replay::ReplayError::BadOption(_) | core::engine::replay::ReplayError::Unreadable(_))) => {
                 Err(Error::new(Status::GenericFailure, e.to_string()))
             }
         }

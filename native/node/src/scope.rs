@@ -27,8 +27,8 @@ pub struct JsIntentHolder {
     pub expires: f64,
 }
 
-impl From<core::leases::Lease> for JsIntentHolder {
-    fn from(l: core::leases::Lease) -> Self {
+impl From<core::scope::leases::Lease> for JsIntentHolder {
+    fn from(l: core::scope::leases::Lease) -> Self {
         let (worktree, worktree_root, branch) = match l.checkout {
             Some(c) => (Some(c.worktree), Some(c.root), c.branch),
             None => (None, None, None),
@@ -79,9 +79,9 @@ pub struct JsCoordination {
     pub cause: Option<String>,
 }
 
-impl From<core::gatekeeper::CoordinationState> for JsCoordination {
-    fn from(state: core::gatekeeper::CoordinationState) -> Self {
-        use core::gatekeeper::CoordinationState as S;
+impl From<core::scope::gatekeeper::CoordinationState> for JsCoordination {
+    fn from(state: core::scope::gatekeeper::CoordinationState) -> Self {
+        use core::scope::gatekeeper::CoordinationState as S;
         let none = |mode| JsCoordination { mode, database: None, namespace: None, machine: None, cause: None };
         match state {
             S::Off => none(JsCoordinationMode::Off),
@@ -148,13 +148,13 @@ impl Engine {
     #[napi(catch_unwind)]
     pub fn approve_scope_expansion(&self, expansion: JsScopeExpansion) -> Result<()> {
         let save = expansion.save.unwrap_or(false);
-        let expansion = core::scope_expansion::Expansion {
+        let expansion = core::scope::expansion::Expansion {
             session: expansion.session_id,
             intent: expansion.intent_id,
             paths: expansion.paths,
             justification: expansion.justification,
             approved_by: expansion.approved_by,
-            approved_at_ms: core::clock::now_ms(),
+            approved_at_ms: core::base::clock::now_ms(),
         };
         self.inner.gatekeeper().approve_expansion(&expansion, save).map_err(as_error(Code::Scope))
     }

@@ -21,8 +21,8 @@ pub struct JsLeaseRevocation {
     pub at: f64,
 }
 
-impl From<core::leases::Revocation> for JsLeaseRevocation {
-    fn from(r: core::leases::Revocation) -> Self {
+impl From<core::scope::leases::Revocation> for JsLeaseRevocation {
+    fn from(r: core::scope::leases::Revocation) -> Self {
         JsLeaseRevocation { session_id: r.session, intent_id: r.intent, agent_id: r.agent, by: r.by, reason: r.reason, at: r.at_ms as f64 }
     }
 }
@@ -45,8 +45,8 @@ pub struct JsSessionAction {
     pub subagent: Option<String>,
 }
 
-impl From<core::sessions::SessionAction> for JsSessionAction {
-    fn from(a: core::sessions::SessionAction) -> Self {
+impl From<core::engine::sessions::SessionAction> for JsSessionAction {
+    fn from(a: core::engine::sessions::SessionAction) -> Self {
         JsSessionAction {
             seq: a.seq as f64,
             time: a.time,
@@ -96,8 +96,8 @@ pub struct JsSessionView {
     pub last_seen: Option<f64>,
 }
 
-impl From<core::sessions::SessionView> for JsSessionView {
-    fn from(s: core::sessions::SessionView) -> Self {
+impl From<core::engine::sessions::SessionView> for JsSessionView {
+    fn from(s: core::engine::sessions::SessionView) -> Self {
         JsSessionView {
             session_id: s.session,
             agent_id: s.agent,
@@ -150,5 +150,5 @@ impl Engine {
 /// Pending whose subject names the agent that asked.
 #[napi(catch_unwind)]
 pub fn agent_label(agent: String) -> String {
-    core::sessions::label(Some(&agent))
+    core::engine::sessions::label(Some(&agent))
 }

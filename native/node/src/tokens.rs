@@ -27,8 +27,8 @@ pub struct JsTokenizerInfo {
     pub message_overhead: u32,
 }
 
-impl From<core::tokens::TokenCounter> for JsTokenizerInfo {
-    fn from(counter: core::tokens::TokenCounter) -> Self {
+impl From<core::budget::tokens::TokenCounter> for JsTokenizerInfo {
+    fn from(counter: core::budget::tokens::TokenCounter) -> Self {
         JsTokenizerInfo {
             family: counter.family().name().to_owned(),
             exact: counter.is_exact(),
@@ -54,8 +54,8 @@ pub struct JsCompactionItem {
 }
 
 impl JsCompactionItem {
-    pub fn try_into_core(self) -> Result<core::compaction::Item> {
-        use core::compaction::ItemKind;
+    pub fn try_into_core(self) -> Result<core::budget::compaction::Item> {
+        use core::budget::compaction::ItemKind;
         let kind = match self.kind.as_str() {
             "systemPrompt" => ItemKind::SystemPrompt,
             "intentContext" => ItemKind::IntentContext,
@@ -72,7 +72,7 @@ impl JsCompactionItem {
                 )));
             }
         };
-        Ok(core::compaction::Item { kind, tokens: whole(self.tokens, "token count")?, pinned: self.pinned.unwrap_or(false) })
+        Ok(core::budget::compaction::Item { kind, tokens: whole(self.tokens, "token count")?, pinned: self.pinned.unwrap_or(false) })
     }
 }
 
@@ -90,11 +90,11 @@ pub struct JsCompactionPolicy {
 }
 
 impl JsCompactionPolicy {
-    pub fn into_core(policy: Option<JsCompactionPolicy>) -> Result<core::compaction::Policy> {
-        let default = core::compaction::Policy::default();
+    pub fn into_core(policy: Option<JsCompactionPolicy>) -> Result<core::budget::compaction::Policy> {
+        let default = core::budget::compaction::Policy::default();
         let Some(p) = policy else { return Ok(default) };
         let or = |value: Option<f64>, what: &str, default: u32| value.map_or(Ok(default), |v| whole(v, what));
-        Ok(core::compaction::Policy {
+        Ok(core::budget::compaction::Policy {
             keep_recent_turns: or(p.keep_recent_turns, "keepRecentTurns", default.keep_recent_turns)?,
             summary_max_tokens: or(p.summary_max_tokens, "summaryMaxTokens", default.summary_max_tokens)?,
             summary_ratio: or(p.summary_ratio, "summaryRatio", default.summary_ratio)?,
@@ -154,8 +154,8 @@ pub struct JsCompactionPlan {
 }
 
 impl JsCompactionPlan {
-    pub fn from_core(plan: std::result::Result<core::compaction::Plan, core::compaction::OverBudget>, before: u64) -> Self {
-        use core::compaction::Action;
+    pub fn from_core(plan: std::result::Result<core::budget::compaction::Plan, core::budget::compaction::OverBudget>, before: u64) -> Self {
+        use core::budget::compaction::Action;
         match plan {
             Ok(plan) => JsCompactionPlan {
                 actions: plan
@@ -213,7 +213,7 @@ impl JsCompactionPlan {
 /// hundred milliseconds). `countTokensAsync` does the same off the JavaScript thread.
 #[napi(catch_unwind)]
 pub fn count_tokens(texts: Vec<String>, model: String) -> Vec<u32> {
-    let counter = core::tokens::TokenCounter::for_model(&model);
+    let counter = core::budget::tokens::TokenCounter::for_model(&model);
     texts.iter().map(|text| counter.count_message(text)).collect()
 }
 
@@ -221,12 +221,12 @@ pub fn count_tokens(texts: Vec<String>, model: String) -> Vec<u32> {
 /// tokenizer).
 #[napi(catch_unwind, ts_return_type = "Promise<number[]>")]
 pub fn count_tokens_async(texts: Vec<String>, model: String) -> AsyncTask<CountTokens> {
-    AsyncTask::new(CountTokens { counter: core::tokens::TokenCounter::for_model(&model), texts })
+    AsyncTask::new(CountTokens { counter: core::budget::tokens::TokenCounter::for_model(&model), texts })
 }
 
 /// The work of `countTokensAsync`, off the JavaScript thread.
 pub struct CountTokens {
-    counter: core::tokens::TokenCounter,
+    counter: core::budget::tokens::TokenCounter,
     texts: Vec<String>,
 }
 
@@ -247,7 +247,7 @@ impl Task for CountTokens {
 /// framing each message adds.
 #[napi(catch_unwind)]
 pub fn tokenizer_info(model: String) -> JsTokenizerInfo {
-    core::tokens::TokenCounter::for_model(&model).into()
+    core::budget::tokens::TokenCounter::for_model(&model).into()
 }
 
 /// Plans a compaction of the prompt's `items` to `budget` tokens: what to keep, summarise or drop,
@@ -260,5 +260,5 @@ pub fn plan_compaction(items: Vec<JsCompactionItem>, budget: f64, policy: Option
     let budget = whole(budget, "budget")?;
     let policy = JsCompactionPolicy::into_core(policy)?;
     let before = items.iter().map(|item| u64::from(item.tokens)).sum();
-    Ok(JsCompactionPlan::from_core(core::compaction::plan_compaction_with(&items, budget, &policy), before))
+    Ok(JsCompactionPlan::from_core(core::budget::compaction::plan_compaction_with(&items, budget, &policy), before))
 }

@@ -100,7 +100,7 @@ impl From<core::ledger::Record> for JsTraceEntry {
     fn from(r: core::ledger::Record) -> Self {
         let kind = serde_json::to_value(r.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
         let refused = r.refused_writes();
-        let paths = core::trace::RecordedCall::from_record(&r).map_or_else(Vec::new, |call| match call.writes {
+        let paths = core::engine::trace::RecordedCall::from_record(&r).map_or_else(Vec::new, |call| match call.writes {
             Some(writes) if !writes.is_empty() => writes.into_iter().map(|w| w.canonical.unwrap_or(w.raw)).collect(),
             _ => call.paths,
         });
@@ -286,7 +286,7 @@ impl Engine {
         let filter =
             core::ledger::team_query::TeamFilter { intent: f.intent, session: f.session, since_ms, limit: f.limit.map(|l| l as usize) };
         let trace = self.inner.tracer().team_trace(&filter).map_err(|e| match e {
-            core::trace::TeamTraceError::NotConfigured => invalid(e.to_string()),
+            core::engine::trace::TeamTraceError::NotConfigured => invalid(e.to_string()),
             other => error(Code::Ledger, other.to_string()),
         })?;
         Ok(JsTeamTrace {

@@ -4,7 +4,7 @@
 //! repository's namespace, this machine's name, whether it answers now (with the cause when it does
 //! not), each store's schema version and what a gate does while it cannot be reached.
 
-use chokepoint_core::team::{Team, TeamError};
+use chokepoint_core::base::team::{Team, TeamError};
 use serde_json::{Value, json};
 
 /// What doctor found.
