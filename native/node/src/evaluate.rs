@@ -1,6 +1,6 @@
-//! Judging an event: the synchronous entry (`evaluate`, positional for the hot path), the
-//! asynchronous one (`evaluateAsync`, every kind of hook), the output hooks piped for a session, and
-//! the object shapes of an event and its evaluation.
+//! Judging an event: the synchronous entry (`evaluate`, positional: what the binding's benchmark
+//! measures), the asynchronous one (`evaluateAsync`, every kind of hook, the extension's), the
+//! output hooks piped for a session, and the object shapes of an event and its evaluation.
 
 use crate::Engine;
 use crate::errors::{Code, Result, error, from_napi, invalid};
@@ -270,10 +270,13 @@ impl Engine {
     /// Runs the event's chain synchronously. For chains of native hooks only: throws (`EENGINE`) if
     /// a hook that applies to this event is a command, builtin or host hook.
     ///
-    /// The hot path, so its arguments are positional: every napi call costs a few hundred
-    /// nanoseconds, and reading an object's fields by name costs three calls a field. The tool input is
-    /// converted only if a hook that applies will read it (declared rules judge by tool and paths).
-    /// `extension/src/engine/chokepoint.ts` is the one caller; it takes an `Event` object.
+    /// For an embedder that must have the answer on its own thread, before it returns. The extension
+    /// is not one: it judges through `evaluateAsync` (a gate waits for its record's sync, which a
+    /// synchronous call could only block on). What calls this is the binding's benchmark of its own
+    /// cost (`engine.chain8.binding` against `binding.empty_call`) and tests; its arguments are
+    /// positional so that what the benchmark measures is the crossing, not reading an object's
+    /// fields by name (three napi calls a field). The tool input is converted only if a hook that
+    /// applies will read it (declared rules judge by tool and paths).
     #[napi(
         catch_unwind,
         ts_args_type = "event: EventName, tool?: string | null, paths?: string[] | null, input?: unknown, context?: EventContext | null, options?: EvaluateOptions | null",

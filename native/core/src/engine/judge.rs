@@ -575,11 +575,7 @@ impl Engine {
             Durable::After(ticket, watch) => {
                 let waited = std::time::Instant::now();
                 let reply = ticket.settled().await;
-                evaluation.durable_wait_ns = waited.elapsed().as_nanos() as u64;
-                if let Some(watch) = watch {
-                    watch.seen(&reply);
-                }
-                answer_once_recorded(kind, &mut evaluation, reply.map(drop).map_err(|e| e.to_string()));
+                recorded(kind, &mut evaluation, waited, watch, reply);
             }
         }
         evaluation
@@ -609,11 +605,7 @@ impl Engine {
             Durable::After(ticket, watch) => {
                 let waited = std::time::Instant::now();
                 ticket.then(move |reply| {
-                    evaluation.durable_wait_ns = waited.elapsed().as_nanos() as u64;
-                    if let Some(watch) = watch {
-                        watch.seen(&reply);
-                    }
-                    answer_once_recorded(kind, &mut evaluation, reply.map(drop).map_err(|e| e.to_string()));
+                    recorded(kind, &mut evaluation, waited, watch, reply);
                     done(evaluation);
                 })
             }
@@ -954,6 +946,23 @@ fn keep<T: Clone + Default>(previous: &T, previous_status: Option<FileStatus>) -
         Some(FileStatus::Loaded | FileStatus::Invalid) => previous.clone(),
         _ => T::default(),
     }
+}
+
+/// The end of a judgment whose answer waited for its record's sync, the same for either asynchronous
+/// entry: how long it waited, the brain shown the durable record, and a record that could not be made
+/// durable turned into the gate's denial.
+fn recorded(
+    kind: EventKind,
+    evaluation: &mut Evaluation,
+    waited: std::time::Instant,
+    watch: Option<BrainWatch>,
+    reply: crate::ledger::ticket::Reply,
+) {
+    evaluation.durable_wait_ns = waited.elapsed().as_nanos() as u64;
+    if let Some(watch) = watch {
+        watch.seen(&reply);
+    }
+    answer_once_recorded(kind, evaluation, reply.map(drop).map_err(|e| e.to_string()));
 }
 
 /// A gate answers once its record is durable: an action that cannot be recorded is not allowed to
