@@ -51,7 +51,8 @@ pub use approvals::config::{ApprovalRoute, ApprovalsConfig, AskFallback, Escalat
 pub use base::diagnostic::Diagnostic;
 pub use base::sidecar::{BRAIN, Sidecar};
 pub use config::hooks::{HookSpec, HooksConfig};
-pub use engine::judge::{ConfigStatus, Engine, EngineInfo, FileStatus, Registration};
+pub use engine::engine::Engine;
+pub use engine::loaded::{ConfigStatus, EngineInfo, FileStatus, Registration};
 pub use hooks::chain::{Chain, ChainHook, Evaluation, HookImpl, HostHooks, Matcher, NativeHook, NeedsAsync, Piped, RunContext, SyncError};
 pub use hooks::priority::{DEFAULT_TIMEOUT_SECS, FailureMode, Priority};
 pub use model::decision::{Answer, Asked, Decision, Denial, HookAnswer, HookFailure, HookOutcome, OutcomeKind};

@@ -5,7 +5,7 @@
 
 use crate::agents::input::Call;
 use crate::agents::shell::{program_word, quote};
-use crate::engine::judge::Engine;
+use crate::engine::engine::Engine;
 use crate::model::event::EventKind;
 use crate::model::external_events::Agent;
 use crate::model::governance::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};

@@ -13,7 +13,7 @@
 
 use crate::agents::shell::word;
 use crate::base::clock;
-use crate::engine::judge::Engine;
+use crate::engine::engine::Engine;
 use crate::model::governance::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
 use crate::scope::gatekeeper::intent_context;
 use crate::scope::intents::{Intent, IntentSet, IntentStatus};

@@ -15,7 +15,7 @@ use crate::agents::reply::{self, Outcome, Reply, Verdict};
 use crate::agents::shell::{exec_command, exec_prefix, is_own_handshake, program_word, quote};
 use crate::approvals::config::AskFallback;
 use crate::approvals::{Ask, Next, Settlement};
-use crate::engine::judge::Engine;
+use crate::engine::engine::Engine;
 use crate::hooks::chain::Evaluation;
 use crate::model::decision::{Asked, Decision, Denial};
 use crate::model::event::{Event, EventKind};

@@ -156,7 +156,7 @@ pub struct UnknownTool {
 /// The tools the workspace's ledger saw called that `engine`'s tool table (built-in rows and
 /// hooks.yaml's) does not know, most called first; our MCP server's tools are known. None for a
 /// workspace with no ledger (nothing is created to find out).
-pub fn unknown_tools(engine: &crate::engine::judge::Engine) -> Result<Vec<UnknownTool>, String> {
+pub fn unknown_tools(engine: &crate::engine::engine::Engine) -> Result<Vec<UnknownTool>, String> {
     if !crate::ledger::chains::any(engine.sidecar()) {
         return Ok(Vec::new());
     }

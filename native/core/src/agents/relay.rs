@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::approvals::{Ask, Settlement};
-use crate::engine::judge::Engine;
+use crate::engine::engine::Engine;
 use crate::model::external_events::Agent;
 
 /// Opens a tool call's ask in a live engine that a person sees, and waits for its settlement.

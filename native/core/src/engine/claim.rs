@@ -1,7 +1,7 @@
 //! A task claimed by an agent: the per-type allowlist checked (`scope::claims`, the same check the
 //! gatekeeper makes when an agent selects an intent of a type) and the claim recorded in the ledger.
 
-use crate::engine::judge::{Engine, EngineError};
+use crate::engine::engine::{Engine, EngineError};
 use crate::ledger::{Record, RecordKind, RecordedDecision};
 use crate::scope::claims::ClaimRefusal;
 

@@ -9,7 +9,7 @@
 //! [`MergeRunError`], not a report.
 
 use crate::base::diagnostic::Diagnostic;
-use crate::engine::judge::Engine;
+use crate::engine::engine::Engine;
 use crate::model::decision::{Decision, OutcomeKind};
 use crate::model::event::{Event, EventKind};
 use std::sync::Arc;

@@ -1,5 +1,6 @@
-//! The engine layer, below `agents` and `serve`: one workspace's loaded configuration and the judgment of every event, from
-//! its start to its record (`judge.rs`), what the engine writes into the trace ledger and reads back
+//! The engine layer, below `agents` and `serve`: the `Engine`, one workspace opened with its stores
+//! (`engine.rs`), the configuration it runs and reloads (`loaded.rs`), the judgment of every event,
+//! from its start to its record (`judge.rs`), what the engine writes into the trace ledger and reads back
 //! (`trace.rs`), asks from their Pending to what runs next (`settle.rs`), the configuration watcher (`watch.rs`), the
 //! sessions working in the workspace with a person's revocation of a lease (`sessions.rs`), the recorded
 //! tool calls judged again against another configuration (`replay.rs`), the shared brain
@@ -8,8 +9,11 @@
 
 pub mod brain;
 pub mod claim;
+#[allow(clippy::module_inception)] // the layer's central type, in a file named for it
+pub mod engine;
 pub mod judge;
 pub mod lessons;
+pub mod loaded;
 pub mod merge;
 pub mod replay;
 pub mod sessions;

@@ -16,8 +16,8 @@
 //! a call's paths cannot be judged again, and is counted as skipped with the reason.
 
 use crate::base::diagnostic::Diagnostic;
-use crate::engine::judge::{ConfigFiles, Engine};
 use crate::engine::trace::RecordedCall;
+use crate::engine::{engine::Engine, loaded::ConfigFiles};
 use crate::hooks::chain::{RunContext, StandIn};
 use crate::ledger::index::Filter;
 use crate::ledger::{Record, RecordKind, RecordedHook};

@@ -20,7 +20,7 @@
 //! view must not fail because another checkout is broken (its own engine says so there).
 
 use crate::base::sidecar::Sidecar;
-use crate::engine::judge::Engine;
+use crate::engine::engine::Engine;
 use crate::engine::trace::TraceError;
 use crate::ledger::index::{Filter, Index};
 use crate::ledger::{Record, RecordKind, RecordedDecision};

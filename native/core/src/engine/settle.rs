@@ -4,7 +4,7 @@
 //! host: an approval is durable before what it allows happens (write-ahead, as for a gate), and an
 //! approved scope expansion is granted.
 
-use super::judge::Engine;
+use super::engine::Engine;
 use crate::approvals::config::AskFallback;
 use crate::approvals::{ApprovalError, Ask, Lapse, Next, OpenRequest, Opened, Settlement, expansion};
 use crate::model::external_events::Agent;

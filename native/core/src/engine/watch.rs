@@ -11,7 +11,7 @@
 //! gate's sync) and cost the served engine ~9% of its CPU under load, for events it then ignored.
 
 use crate::base::diagnostic::Diagnostic;
-use crate::engine::judge::Engine;
+use crate::engine::engine::Engine;
 use std::sync::mpsc;
 use std::sync::{Arc, Weak};
 use std::time::Duration;

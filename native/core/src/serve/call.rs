@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::agents::bounded;
 use crate::agents::hook::{HookOptions, answer as judge};
 use crate::agents::reply::{self, Reply};
-use crate::engine::judge::Engine;
+use crate::engine::engine::Engine;
 use crate::model::external_events::Agent;
 
 /// What a person deciding an ask leaves of the hook's deadline: the time to make the decision

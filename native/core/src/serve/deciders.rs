@@ -37,7 +37,7 @@ use rusqlite::params;
 
 use super::process::{self, Process};
 use crate::base::sqlite::StateDb;
-use crate::engine::judge::Engine;
+use crate::engine::engine::Engine;
 
 const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS agent_processes_v1 (

@@ -32,7 +32,7 @@ use super::call::{self, Admission, Bound, Counters, HookCall};
 use super::error::ServeError;
 use super::protocol::MAX_REQUEST;
 use super::token::{self, Access};
-use crate::engine::judge::Engine;
+use crate::engine::engine::Engine;
 use crate::model::external_events::Agent;
 
 /// The most a request's head (request line and headers) may hold.

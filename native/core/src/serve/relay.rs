@@ -23,7 +23,7 @@ use super::endpoint::Endpoint;
 use super::protocol::{Answer, AskRequest, Request, Settled};
 use crate::agents::relay::{AskRelay, Relayed};
 use crate::approvals::{Ask, PendingKind};
-use crate::engine::judge::Engine;
+use crate::engine::engine::Engine;
 use crate::model::event::EventKind;
 use crate::model::external_events::Agent;
 use crate::scope::leases::Checkout;

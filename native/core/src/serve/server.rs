@@ -30,7 +30,7 @@ pub use super::http::READ_TIMEOUT;
 use super::process::Process;
 use super::protocol::{Answer, HookRequest, MAX_REQUEST, Request, write_frame};
 use crate::approvals::PendingDict;
-use crate::engine::judge::Engine;
+use crate::engine::engine::Engine;
 use crate::model::external_events::Agent;
 
 /// How a server is started beyond its engine.
