@@ -67,7 +67,7 @@ pub struct JsWritePreview {
 #[napi(object, js_name = "PendingDict", use_nullable = true)]
 pub struct JsPendingDict {
     pub id: String,
-    #[napi(ts_type = "'tool_call' | 'scope_expansion' | 'plan' | 'compaction' | 'submit'")]
+    #[napi(ts_type = "PendingKindName")]
     pub kind: String,
     #[napi(js_name = "created_at")]
     pub created_at: String,
@@ -82,11 +82,11 @@ pub struct JsPendingDict {
     pub deadline_ms: Option<f64>,
     /// What happens then: rejected (our runtime's asks), the agent's call denied, or handed to the
     /// agent's own permission prompt (`approvals.fallback: agent`).
-    #[napi(js_name = "on_timeout", ts_type = "'reject' | 'deny' | 'agent_prompt'")]
+    #[napi(js_name = "on_timeout", ts_type = "PendingLapseName")]
     pub on_timeout: String,
     /// Who waits on it, when another agent's call asked.
     pub asker: Option<JsAsker>,
-    #[napi(ts_type = "'open' | 'approved' | 'rejected' | 'modified' | 'overridden' | 'retry' | 'timed_out'")]
+    #[napi(ts_type = "PendingStatusName")]
     pub status: String,
     #[napi(ts_type = "PendingRoute")]
     pub route: String,
@@ -193,7 +193,7 @@ pub struct JsSettlement {
     /// `run`: go on as asked (a plan or compaction as decided: `pending.subject`); `run_modified`:
     /// run `input` instead, once the chain allowed it; `granted`: the expansion is applied;
     /// `override` / `retry`: a refused submission accepted / another round; `refuse`: nothing runs.
-    #[napi(ts_type = "'run' | 'run_modified' | 'granted' | 'override' | 'retry' | 'refuse'")]
+    #[napi(ts_type = "SettlementNextName")]
     pub next: String,
     /// Who decided: `human`, `reviewer`, `timeout`, `handler:<name>`, ...
     pub by: String,
@@ -222,14 +222,14 @@ pub struct JsPendingTool {
 #[napi(object, js_name = "AppliedDecision")]
 pub struct JsAppliedDecision {
     pub pending: JsPendingDict,
-    #[napi(ts_type = "'decided' | 'edited' | 'retry_requested'")]
+    #[napi(ts_type = "DecisionEffectName")]
     pub effect: String,
 }
 
 #[napi(object, js_name = "PendingToolResult")]
 pub struct JsPendingToolResult {
     pub pending: JsPendingDict,
-    #[napi(ts_type = "'decided' | 'edited' | 'retry_requested'")]
+    #[napi(ts_type = "DecisionEffectName")]
     pub effect: String,
     /// One line for a model's tool loop.
     pub text: String,
@@ -250,7 +250,7 @@ pub struct JsReviewerConfig {
 
 #[napi(object, js_name = "ApprovalsConfig", use_nullable = true)]
 pub struct JsApprovalsConfig {
-    #[napi(ts_type = "'human' | 'reviewer' | 'auto-approve' | 'auto-deny'")]
+    #[napi(ts_type = "ApprovalRouteName")]
     pub default: String,
     pub timeout_seconds: u32,
     /// Kind or `*` → handler name: hooks.yaml's with the host's registrations over them.
@@ -262,7 +262,7 @@ pub struct JsApprovalsConfig {
 pub struct JsPolicyRejection {
     pub pending: JsPendingDict,
     pub reason: String,
-    #[napi(ts_type = "'human' | 'reviewer' | 'policy' | 'timeout'")]
+    #[napi(ts_type = "FeedbackSourceName")]
     pub source: String,
 }
 

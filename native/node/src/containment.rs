@@ -28,7 +28,7 @@ pub struct JsContainedCommand {
 #[napi(object, js_name = "ContainedChange")]
 pub struct JsContainedChange {
     pub path: String,
-    #[napi(ts_type = "'created' | 'modified' | 'deleted' | 'type_changed'")]
+    #[napi(ts_type = "ChangeKindName")]
     pub kind: String,
     /// Why it did not land (only in `notApplied`).
     pub reason: Option<String>,
@@ -45,7 +45,7 @@ pub struct JsContainedResult {
     pub stdout: String,
     pub stderr: String,
     /// Landlock's part.
-    #[napi(ts_type = "'enforced' | 'partial' | 'unavailable'")]
+    #[napi(ts_type = "ConfinementName")]
     pub confinement: String,
     /// It ran isolated: its changes are exactly its own.
     pub isolated: bool,
@@ -81,12 +81,7 @@ impl From<core::containment::ContainReport> for JsContainedResult {
             cancelled: r.cancelled,
             stdout,
             stderr,
-            confinement: match r.confinement {
-                core::containment::sandbox::Confinement::Enforced { .. } => "enforced",
-                core::containment::sandbox::Confinement::Partial { .. } => "partial",
-                core::containment::sandbox::Confinement::Unavailable { .. } => "unavailable",
-            }
-            .to_owned(),
+            confinement: r.confinement.as_str().to_owned(),
             isolated: matches!(r.isolation, core::containment::Isolation::Isolated),
             allowed: r.allowed.iter().map(|c| change(c, None)).collect(),
             refused: r.refused.iter().map(|c| change(c, None)).collect(),

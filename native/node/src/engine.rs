@@ -21,7 +21,7 @@ pub struct JsDiagnostic {
 #[napi(object, js_name = "ConfigStatus")]
 pub struct JsConfigStatus {
     pub path: String,
-    #[napi(ts_type = "'loaded' | 'missing' | 'invalid'")]
+    #[napi(ts_type = "FileStatusName")]
     pub status: String,
 }
 

@@ -51,7 +51,7 @@ pub struct JsEventContext {
 #[napi(object, js_name = "EvaluateOptions")]
 pub struct JsEvaluateOptions {
     /// `deciding` (default): outcomes other than a plain allow; `all`; or `none`.
-    #[napi(ts_type = "'deciding' | 'all' | 'none'")]
+    #[napi(ts_type = "OutcomesDetailName")]
     pub outcomes: Option<String>,
 }
 
@@ -116,6 +116,9 @@ pub enum Detail {
 }
 
 impl Detail {
+    /// The names `outcomes` takes (the generated `OutcomesDetailName` lists them).
+    pub const NAMES: &'static [&'static str] = &["deciding", "all", "none"];
+
     pub fn from_options(options: Option<JsEvaluateOptions>) -> Result<Detail> {
         match options.and_then(|o| o.outcomes).as_deref() {
             None | Some("deciding") => Ok(Detail::Deciding),

@@ -64,7 +64,7 @@ impl core::HostHooks for HostTable {
 /// What a host hook answers.
 #[napi(object, js_name = "HookAnswer")]
 pub struct JsHookAnswer {
-    #[napi(ts_type = "'allow' | 'deny' | 'ask' | 'modify'")]
+    #[napi(ts_type = "HookAnswerName")]
     pub decision: String,
     pub reason: Option<String>,
     pub remediation: Option<String>,
@@ -82,10 +82,10 @@ pub struct JsHostHookSpec {
     #[napi(ts_type = "EventName[]")]
     pub events: Vec<String>,
     /// Default `normal`.
-    #[napi(ts_type = "'critical' | 'high' | 'normal' | 'low'")]
+    #[napi(ts_type = "PriorityName")]
     pub priority: Option<String>,
     /// Default by priority.
-    #[napi(ts_type = "'closed' | 'open'")]
+    #[napi(ts_type = "FailureModeName")]
     pub failure: Option<String>,
     /// Anchored regular expression over the tool name.
     pub tool: Option<String>,

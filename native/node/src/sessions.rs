@@ -33,7 +33,7 @@ pub struct JsSessionAction {
     pub seq: f64,
     /// RFC 3339 UTC with milliseconds.
     pub time: String,
-    #[napi(ts_type = "'tool_call' | 'lifecycle' | 'approval' | 'containment' | 'external'")]
+    #[napi(ts_type = "RecordKindName")]
     pub kind: String,
     pub event: Option<String>,
     pub tool: Option<String>,

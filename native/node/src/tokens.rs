@@ -19,7 +19,7 @@ fn whole(value: f64, what: &str) -> Result<u32> {
 /// What `tokenizerInfo` says about a model's counts.
 #[napi(object, js_name = "TokenizerInfo")]
 pub struct JsTokenizerInfo {
-    #[napi(ts_type = "'o200k' | 'cl100k' | 'claude' | 'gemini' | 'llama' | 'unknown'")]
+    #[napi(ts_type = "TokenFamilyName")]
     pub family: String,
     /// Whether counts come from the model's own tokenizer; otherwise they are an estimate that errs high.
     pub exact: bool,
@@ -30,7 +30,7 @@ pub struct JsTokenizerInfo {
 impl From<core::budget::tokens::TokenCounter> for JsTokenizerInfo {
     fn from(counter: core::budget::tokens::TokenCounter) -> Self {
         JsTokenizerInfo {
-            family: counter.family().name().to_owned(),
+            family: counter.family().as_str().to_owned(),
             exact: counter.is_exact(),
             message_overhead: counter.message_overhead(),
         }
@@ -42,7 +42,7 @@ impl From<core::budget::tokens::TokenCounter> for JsTokenizerInfo {
 pub struct JsCompactionItem {
     /// The system prompt, the intent context, the shared brain and pinned items are never
     /// sacrificed; turns go first (oldest first), then constraints, then acceptance criteria.
-    #[napi(ts_type = "'systemPrompt' | 'intentContext' | 'brain' | 'constraint' | 'acceptanceCriterion' | 'turn'")]
+    #[napi(ts_type = "PromptItemKindName")]
     pub kind: String,
     /// Its tokens as `countTokens` gave them (message framing included).
     pub tokens: f64,

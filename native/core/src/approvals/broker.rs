@@ -103,6 +103,13 @@ pub enum FeedbackSource {
     Timeout,
 }
 
+crate::base::names::names!(FeedbackSource {
+    Self::Human => "human",
+    Self::Reviewer => "reviewer",
+    Self::Policy => "policy",
+    Self::Timeout => "timeout",
+});
+
 impl FeedbackSource {
     /// From a decision's `by`: `reviewer`, `timeout`, the automatic routes and `handler:<name>` are
     /// themselves; anyone else is a human.
@@ -113,15 +120,6 @@ impl FeedbackSource {
             "auto-approve" | "auto-deny" | "guard" | "auto_retry" => FeedbackSource::Policy,
             other if other.starts_with("handler:") || other.starts_with("policy:") => FeedbackSource::Policy,
             _ => FeedbackSource::Human,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FeedbackSource::Human => "human",
-            FeedbackSource::Reviewer => "reviewer",
-            FeedbackSource::Policy => "policy",
-            FeedbackSource::Timeout => "timeout",
         }
     }
 }

@@ -45,14 +45,10 @@ pub enum AskFallback {
     Agent,
 }
 
-impl AskFallback {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AskFallback::Deny => "deny",
-            AskFallback::Agent => "agent",
-        }
-    }
-}
+crate::base::names::names!(AskFallback {
+    Self::Deny => "deny",
+    Self::Agent => "agent",
+});
 
 /// Who answers a Pending.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -69,16 +65,12 @@ pub enum ApprovalRoute {
     AutoDeny,
 }
 
-impl ApprovalRoute {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalRoute::Human => "human",
-            ApprovalRoute::Reviewer => "reviewer",
-            ApprovalRoute::AutoApprove => "auto-approve",
-            ApprovalRoute::AutoDeny => "auto-deny",
-        }
-    }
-}
+crate::base::names::names!(ApprovalRoute {
+    Self::Human => "human",
+    Self::Reviewer => "reviewer",
+    Self::AutoApprove => "auto-approve",
+    Self::AutoDeny => "auto-deny",
+});
 
 /// The reviewing model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -23,19 +23,17 @@ pub enum PendingKind {
     Submit,
 }
 
+crate::base::names::names!(PendingKind {
+    Self::ToolCall => "tool_call",
+    Self::ScopeExpansion => "scope_expansion",
+    Self::Plan => "plan",
+    Self::Compaction => "compaction",
+    Self::Submit => "submit",
+});
+
 impl PendingKind {
     pub const ALL: [PendingKind; 5] =
         [PendingKind::ToolCall, PendingKind::ScopeExpansion, PendingKind::Plan, PendingKind::Compaction, PendingKind::Submit];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PendingKind::ToolCall => "tool_call",
-            PendingKind::ScopeExpansion => "scope_expansion",
-            PendingKind::Plan => "plan",
-            PendingKind::Compaction => "compaction",
-            PendingKind::Submit => "submit",
-        }
-    }
 
     pub fn parse(name: &str) -> Result<PendingKind, ApprovalError> {
         PendingKind::ALL.into_iter().find(|k| k.as_str() == name).ok_or_else(|| ApprovalError::UnknownKind(name.to_owned()))

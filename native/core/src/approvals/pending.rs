@@ -24,19 +24,17 @@ pub enum Status {
     TimedOut,
 }
 
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Open => "open",
-            Status::Approved => "approved",
-            Status::Rejected => "rejected",
-            Status::Modified => "modified",
-            Status::Overridden => "overridden",
-            Status::Retry => "retry",
-            Status::TimedOut => "timed_out",
-        }
-    }
+crate::base::names::names!(Status {
+    Self::Open => "open",
+    Self::Approved => "approved",
+    Self::Rejected => "rejected",
+    Self::Modified => "modified",
+    Self::Overridden => "overridden",
+    Self::Retry => "retry",
+    Self::TimedOut => "timed_out",
+});
 
+impl Status {
     /// Whether the operation that asked goes ahead (as asked, modified, or despite failures).
     pub fn is_success(self) -> bool {
         matches!(self, Status::Approved | Status::Modified | Status::Overridden)
@@ -83,15 +81,11 @@ pub enum Effect {
     RetryRequested { index: usize, guidance: String },
 }
 
-impl Effect {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Effect::Decided => "decided",
-            Effect::Edited => "edited",
-            Effect::RetryRequested { .. } => "retry_requested",
-        }
-    }
-}
+crate::base::names::names!(Effect {
+    Self::Decided => "decided",
+    Self::Edited => "edited",
+    Self::RetryRequested { .. } => "retry_requested",
+});
 
 /// Who waits on a Pending: the agent whose call asked, and where it works. Set for another agent's
 /// call (a hook served by the live engine, relayed from another worktree, or shown from another
@@ -123,15 +117,11 @@ pub enum Lapse {
     AgentPrompt,
 }
 
-impl Lapse {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Lapse::Reject => "reject",
-            Lapse::Deny => "deny",
-            Lapse::AgentPrompt => "agent_prompt",
-        }
-    }
-}
+crate::base::names::names!(Lapse {
+    Self::Reject => "reject",
+    Self::Deny => "deny",
+    Self::AgentPrompt => "agent_prompt",
+});
 
 /// A Pending as callers see it (`to_dict()`): every field present, `null` when empty.
 #[derive(Debug, Clone, PartialEq, Serialize)]

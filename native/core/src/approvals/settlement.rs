@@ -28,18 +28,14 @@ pub enum Next {
     Refuse,
 }
 
-impl Next {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Next::Run => "run",
-            Next::RunModified => "run_modified",
-            Next::Granted => "granted",
-            Next::Override => "override",
-            Next::Retry => "retry",
-            Next::Refuse => "refuse",
-        }
-    }
-}
+crate::base::names::names!(Next {
+    Self::Run => "run",
+    Self::RunModified => "run_modified",
+    Self::Granted => "granted",
+    Self::Override => "override",
+    Self::Retry => "retry",
+    Self::Refuse => "refuse",
+});
 
 /// A decided Pending and what follows from it. Serialised without the Pending: a relayed ask's
 /// settlement travels to the hook that asked (`serve::relay`), and the Pending stays in its engine.

@@ -45,6 +45,15 @@ pub enum ItemKind {
     Turn(u32),
 }
 
+crate::base::names::names!(ItemKind {
+    Self::SystemPrompt => "systemPrompt",
+    Self::IntentContext => "intentContext",
+    Self::Brain => "brain",
+    Self::Constraint => "constraint",
+    Self::AcceptanceCriterion => "acceptanceCriterion",
+    Self::Turn(_) => "turn",
+});
+
 /// One piece of the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Item {

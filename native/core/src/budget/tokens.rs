@@ -28,20 +28,16 @@ pub enum Family {
     Unknown,
 }
 
-impl Family {
-    /// The family's name as the binding reports it: `o200k`, `cl100k`, `claude`, `gemini`, `llama`,
-    /// `unknown`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Family::O200k => "o200k",
-            Family::Cl100k => "cl100k",
-            Family::Claude => "claude",
-            Family::Gemini => "gemini",
-            Family::Llama => "llama",
-            Family::Unknown => "unknown",
-        }
-    }
+crate::base::names::names!(Family {
+    Self::O200k => "o200k",
+    Self::Cl100k => "cl100k",
+    Self::Claude => "claude",
+    Self::Gemini => "gemini",
+    Self::Llama => "llama",
+    Self::Unknown => "unknown",
+});
 
+impl Family {
     /// Whether this family's counts come from its real tokenizer (otherwise they are estimates).
     pub fn is_exact(self) -> bool {
         matches!(self, Family::O200k | Family::Cl100k)

@@ -302,7 +302,7 @@ impl ContainReport {
             for c in &self.refused {
                 let what = match moved.get(c.path.as_str()) {
                     Some(to) => format!("moved to `{to}`, outside the scope; it stays where it was"),
-                    None => format!("{}; not applied", c.kind.as_str()),
+                    None => format!("{}; not applied", c.kind.phrase()),
                 };
                 text.push_str(&format!("\n- `{}`: {what}", c.path));
             }
@@ -319,7 +319,7 @@ impl ContainReport {
         if !self.not_applied.is_empty() {
             let mut text = "some of the command's changes inside the scope did not land:".to_owned();
             for n in &self.not_applied {
-                text.push_str(&format!("\n- `{}` ({}): {}", n.change.path, n.change.kind.as_str(), n.reason));
+                text.push_str(&format!("\n- `{}` ({}): {}", n.change.path, n.change.kind.phrase(), n.reason));
                 if let Some(kept) = &n.kept {
                     text.push_str(&format!("; the command's version is at {kept}"));
                 }
@@ -335,7 +335,7 @@ impl ContainReport {
                 if self.unattributed.len() == 1 { "it" } else { "them" },
             );
             for c in self.unattributed.iter().take(20) {
-                text.push_str(&format!("\n- `{}`: {}", c.path, c.kind.as_str()));
+                text.push_str(&format!("\n- `{}`: {}", c.path, c.kind.phrase()));
             }
             if self.unattributed.len() > 20 {
                 text.push_str(&format!("\n- and {} more", self.unattributed.len() - 20));

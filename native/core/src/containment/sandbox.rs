@@ -28,6 +28,12 @@ pub enum Confinement {
     Unavailable { reason: String },
 }
 
+crate::base::names::names!(Confinement {
+    Self::Enforced { .. } => "enforced",
+    Self::Partial { .. } => "partial",
+    Self::Unavailable { .. } => "unavailable",
+});
+
 impl Confinement {
     pub fn is_enforced(&self) -> bool {
         !matches!(self, Confinement::Unavailable { .. })

@@ -186,13 +186,19 @@ pub enum ChangeKind {
     TypeChanged,
 }
 
+crate::base::names::names!(ChangeKind {
+    Self::Created => "created",
+    Self::Modified => "modified",
+    Self::Deleted => "deleted",
+    Self::TypeChanged => "type_changed",
+});
+
 impl ChangeKind {
-    pub fn as_str(self) -> &'static str {
+    /// The kind as a sentence says it (`type changed`), where `as_str` is its name on the wire.
+    pub fn phrase(self) -> &'static str {
         match self {
-            ChangeKind::Created => "created",
-            ChangeKind::Modified => "modified",
-            ChangeKind::Deleted => "deleted",
             ChangeKind::TypeChanged => "type changed",
+            other => other.as_str(),
         }
     }
 }

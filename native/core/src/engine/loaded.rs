@@ -33,15 +33,11 @@ pub enum FileStatus {
     Invalid,
 }
 
-impl FileStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FileStatus::Missing => "missing",
-            FileStatus::Loaded => "loaded",
-            FileStatus::Invalid => "invalid",
-        }
-    }
-}
+crate::base::names::names!(FileStatus {
+    Self::Missing => "missing",
+    Self::Loaded => "loaded",
+    Self::Invalid => "invalid",
+});
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigStatus {

@@ -15,6 +15,13 @@ pub enum Priority {
     Low,
 }
 
+crate::base::names::names!(Priority {
+    Self::Critical => "critical",
+    Self::High => "high",
+    Self::Normal => "normal",
+    Self::Low => "low",
+});
+
 /// What a hook's failure (error, timeout, crash, unreadable output) means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -24,6 +31,11 @@ pub enum FailureMode {
     /// The failure is recorded and the chain goes on. The default for every other priority.
     Open,
 }
+
+crate::base::names::names!(FailureMode {
+    Self::Closed => "closed",
+    Self::Open => "open",
+});
 
 impl FailureMode {
     /// Security gates fail closed unless told otherwise; everything else fails open.

@@ -48,6 +48,14 @@ pub enum RecordKind {
     External,
 }
 
+crate::base::names::names!(RecordKind {
+    Self::ToolCall => "tool_call",
+    Self::Lifecycle => "lifecycle",
+    Self::Approval => "approval",
+    Self::Containment => "containment",
+    Self::External => "external",
+});
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Record {

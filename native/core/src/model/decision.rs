@@ -42,6 +42,13 @@ pub enum Answer {
     Modify(Value),
 }
 
+crate::base::names::names!(Answer {
+    Self::Allow => "allow",
+    Self::Deny(_) => "deny",
+    Self::Ask { .. } => "ask",
+    Self::Modify(_) => "modify",
+});
+
 /// A hook's answer with the context it adds for the model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookAnswer {
@@ -91,6 +98,12 @@ pub enum Decision {
     },
 }
 
+crate::base::names::names!(Decision {
+    Self::Allow => "allow",
+    Self::Deny(_) => "deny",
+    Self::Ask { .. } => "ask",
+});
+
 /// One hook's `ask`: who asked and why (as it is, on the wire of a relayed ask too).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Asked {
@@ -112,14 +125,6 @@ impl Decision {
             _ => Vec::new(),
         }
     }
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Decision::Allow => "allow",
-            Decision::Deny(_) => "deny",
-            Decision::Ask { .. } => "ask",
-        }
-    }
 }
 
 /// How one hook's run ended, for the trace.
@@ -135,18 +140,14 @@ pub enum OutcomeKind {
     FailedClosed(HookFailure),
 }
 
-impl OutcomeKind {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            OutcomeKind::Allowed => "allow",
-            OutcomeKind::Denied => "deny",
-            OutcomeKind::Asked => "ask",
-            OutcomeKind::Modified => "modify",
-            OutcomeKind::FailedOpen(_) => "failed_open",
-            OutcomeKind::FailedClosed(_) => "failed_closed",
-        }
-    }
-}
+crate::base::names::names!(OutcomeKind {
+    Self::Allowed => "allow",
+    Self::Denied => "deny",
+    Self::Asked => "ask",
+    Self::Modified => "modify",
+    Self::FailedOpen(_) => "failed_open",
+    Self::FailedClosed(_) => "failed_closed",
+});
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookOutcome {

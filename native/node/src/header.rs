@@ -1,0 +1,120 @@
+//! `header.d.ts`, generated: the TypeScript union of every closed vocabulary that crosses the
+//! binding, made from the lists the core keeps with its enums (`NAMES`, written once by
+//! `base::names::names!` in the arms of a `match`, and `EventKind::ALL`). The binding's `ts_type`s
+//! name these aliases, so the generated `index.d.ts` (napi's, with this file as its header) types a
+//! string field by what the core can send, and the extension's compiler sees a change to the core.
+//!
+//! Why not napi's `#[napi(string_enum)]`: it generates a `const enum`, whose values a string the
+//! extension received cannot be compared with, and which only a runtime import of the binding
+//! could name (only `engine/` loads it). `UPDATE_HEADER=1 cargo test -p chokepoint-node header`
+//! writes the file; the test fails when the file and the core part.
+
+use chokepoint_core as core;
+use chokepoint_core::approvals::Route;
+
+/// One alias: its name, what it is, and its members (TypeScript literal types).
+struct Union {
+    name: &'static str,
+    doc: &'static str,
+    members: Vec<String>,
+}
+
+fn quoted(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| format!("'{n}'")).collect()
+}
+
+fn unions() -> Vec<Union> {
+    use core::approvals::{Effect, FeedbackSource, Lapse, Next, PendingKind, Status};
+    let union = |name, doc, members| Union { name, doc, members };
+    // Every route is listed: a new variant fails to compile here until it is.
+    let routes = [Route::Caller, Route::Human, Route::Reviewer, Route::AutoApprove, Route::AutoDeny, Route::Guard];
+    for route in &routes {
+        match route {
+            Route::Caller | Route::Human | Route::Reviewer | Route::AutoApprove | Route::AutoDeny | Route::Guard | Route::Handler(_) => {}
+        }
+    }
+    let mut route_names: Vec<String> = routes.iter().map(|r| format!("'{r}'")).collect();
+    route_names.push("`handler:${string}`".to_owned());
+    let events: Vec<&str> = core::EventKind::ALL.iter().map(|e| e.as_str()).collect();
+    vec![
+        union("EventName", "The lifecycle events (`EventKind::ALL`).", quoted(&events)),
+        union("DecisionName", "What the chain decided (`Decision`).", quoted(core::Decision::NAMES)),
+        union("OutcomeName", "How one hook's run ended (`OutcomeKind`).", quoted(core::OutcomeKind::NAMES)),
+        union("PendingRoute", "Who answers a Pending (`approvals::Route`).", route_names),
+        union("PendingKindName", "The kinds of Pending (`approvals::PendingKind`).", quoted(PendingKind::NAMES)),
+        union("PendingStatusName", "Where a Pending stands (`approvals::Status`); all but `open` are final.", quoted(Status::NAMES)),
+        union("PendingLapseName", "What a Pending becomes when nobody decides it in time (`approvals::Lapse`).", quoted(Lapse::NAMES)),
+        union("SettlementNextName", "What follows a decided ask for the agent (`approvals::Next`).", quoted(Next::NAMES)),
+        union("DecisionEffectName", "What a decision did to its Pending (`approvals::Effect`).", quoted(Effect::NAMES)),
+        union("ApprovalRouteName", "Who answers a Pending by default (`ApprovalRoute`).", quoted(core::ApprovalRoute::NAMES)),
+        union(
+            "FeedbackSourceName",
+            "Who decided, as the policy's feedback counts it (`approvals::FeedbackSource`).",
+            quoted(FeedbackSource::NAMES),
+        ),
+        union(
+            "ChangeKindName",
+            "How a path changed under a contained command (`containment::snapshot::ChangeKind`).",
+            quoted(core::containment::snapshot::ChangeKind::NAMES),
+        ),
+        union(
+            "ConfinementName",
+            "How far Landlock confined a command (`containment::sandbox::Confinement`).",
+            quoted(core::containment::sandbox::Confinement::NAMES),
+        ),
+        union("HookAnswerName", "What a hook may answer (`Answer`).", quoted(core::Answer::NAMES)),
+        union("PriorityName", "Where a hook runs in its chain (`Priority`).", quoted(core::Priority::NAMES)),
+        union("FailureModeName", "What a hook's failure means (`FailureMode`).", quoted(core::FailureMode::NAMES)),
+        union("RecordKindName", "The kinds of ledger record (`ledger::RecordKind`).", quoted(core::ledger::RecordKind::NAMES)),
+        union("FileStatusName", "How a configuration file stands after the last load (`FileStatus`).", quoted(core::FileStatus::NAMES)),
+        union("TokenFamilyName", "The tokenizer families (`budget::tokens::Family`).", quoted(core::budget::tokens::Family::NAMES)),
+        union(
+            "PromptItemKindName",
+            "What a piece of a prompt is, for compaction (`budget::compaction::ItemKind`).",
+            quoted(core::budget::compaction::ItemKind::NAMES),
+        ),
+        union(
+            "OutcomesDetailName",
+            "Which hook outcomes an evaluation lists (the binding's `evaluate::Detail`).",
+            quoted(crate::evaluate::Detail::NAMES),
+        ),
+    ]
+}
+
+/// The whole file.
+fn header() -> String {
+    let mut out = String::from(
+        "/* auto-generated by NAPI-RS */\n\n\
+         // This header is generated too, from the core's vocabularies, by the test in\n\
+         // native/node/src/header.rs (`UPDATE_HEADER=1 cargo test -p chokepoint-node header`): napi puts it\n\
+         // at the top of index.d.ts, whose string fields name these unions. Edit neither by hand.\n",
+    );
+    for u in unions() {
+        out.push_str(&format!("\n/** {} */\n", u.doc));
+        let one_line = format!("export type {} = {}\n", u.name, u.members.join(" | "));
+        if one_line.len() <= 110 {
+            out.push_str(&one_line);
+        } else {
+            out.push_str(&format!("export type {} =\n", u.name));
+            for m in &u.members {
+                out.push_str(&format!("  | {m}\n"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn header_d_ts_is_generated_from_the_core() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("header.d.ts");
+    let generated = header();
+    if std::env::var_os("UPDATE_HEADER").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        committed == generated,
+        "native/node/header.d.ts differs from the core's vocabularies: run `UPDATE_HEADER=1 cargo test -p chokepoint-node header`, then `npm run build` (napi regenerates index.d.ts with it)"
+    );
+}
