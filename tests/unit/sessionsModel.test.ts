@@ -39,9 +39,10 @@ test("a session's line: the agent, its short id, and where it works only when th
   assert.equal(sessionLabel(session({ worktree: 'web', branch: 'main' }), { worktree: 'web' }), 'Claude Code · claude:0f3a9c2e');
   // Another worktree of the repository: its name and branch.
   assert.equal(sessionLabel(session({ worktree: 'web-wt2', branch: 'feature-x' }), { worktree: 'web' }), 'Claude Code · claude:0f3a9c2e · web-wt2 · feature-x');
-  // A team's lease names its machine.
-  assert.equal(placeText(session({ worktree: 'web', branch: 'main', lease: lease({ machine: 'alpha' }) }), { worktree: 'web' }), 'alpha');
-  assert.equal(placeText(session({ worktree: 'alpha', branch: 'main', lease: lease({ machine: 'alpha' }) }), { worktree: 'beta' }), 'alpha · alpha · main');
+  // In a team, the lease's machine; alone, every lease is this machine's: not said.
+  assert.equal(placeText(session({ worktree: 'web', branch: 'main', lease: lease({ machine: 'alpha' }) }), { worktree: 'web', team: true }), 'alpha');
+  assert.equal(placeText(session({ worktree: 'web', branch: 'main', lease: lease({ machine: 'vm' }) }), { worktree: 'web' }), '');
+  assert.equal(placeText(session({ worktree: 'alpha', branch: 'main', lease: lease({ machine: 'alpha' }) }), { worktree: 'beta', team: true }), 'alpha · alpha · main');
   // The whole id is in the tooltip.
   assert.match(sessionTooltip(session({ model: 'sonnet', subagents: ['general-purpose:a1'] })), new RegExp(`session \`${ID}\`[\\s\\S]*model sonnet[\\s\\S]*sub-agents: general-purpose:a1`));
 });

@@ -5,9 +5,11 @@
 import type { SessionAction, SessionView } from '../../../native/node/index';
 import { shortSession } from './traceModel';
 
-/** Where this VS Code works: its worktree's name (the root folder's, as the core names worktrees). */
+/** Where this VS Code works: its worktree's name (the root folder's, as the core names worktrees),
+ *  and whether it coordinates with a team (whose leases are taken on several machines). */
 export interface Here {
   worktree?: string;
+  team?: boolean;
 }
 
 /** The state of a session's lease, which its icon and its menu follow: it holds its intent until the
@@ -62,11 +64,12 @@ export function countsText(s: SessionView): string {
   return `${n} action${n === 1 ? '' : 's'} · ${s.denied} denied`;
 }
 
-/** Where it works, when that is not here: the machine its lease was taken on (only a team's database
- *  names one), and its worktree and branch when they are another worktree's of the repository. */
+/** Where it works, when that is not plain: in a team, the machine its lease was taken on (every
+ *  lease names its machine; alone, it is always this one), and its worktree and branch when they are
+ *  another worktree's of the repository. */
 export function placeText(s: SessionView, here: Here): string {
   const elsewhere = s.worktree && s.worktree !== here.worktree ? [s.worktree, s.branch] : [];
-  return [s.lease?.machine, ...elsewhere].filter(Boolean).join(' · ');
+  return [here.team ? s.lease?.machine : undefined, ...elsewhere].filter(Boolean).join(' · ');
 }
 
 /** The session's line: the agent, its short id (the whole one is in the tooltip), where it works. */
@@ -85,7 +88,7 @@ export function sessionTooltip(s: SessionView): string {
     `**${s.label}**, session \`${s.sessionId}\``,
     leaseDetail(s).label + (leaseDetail(s).detail ? ` (${leaseDetail(s).detail})` : ''),
     s.worktree && `worktree ${s.worktree}${s.branch ? `, branch ${s.branch}` : ''}`,
-    s.lease?.machine && `machine ${s.lease.machine}`,
+    s.lease?.machine && `taken on machine ${s.lease.machine}`,
     `${s.allowed} allowed, ${s.denied} denied, ${s.records} record${s.records === 1 ? '' : 's'} in the last 24 hours`,
     s.model && `model ${s.model}`,
     s.subagents.length ? `sub-agents: ${s.subagents.join(', ')}` : undefined,

@@ -189,7 +189,10 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
   }
 
   private here(): Here {
-    return this.engine.state.status === 'ready' ? { worktree: path.basename(this.engine.state.workspaceRoot) } : {};
+    const state = this.engine.state;
+    if (state.status !== 'ready') return {};
+    const mode = state.coordination?.mode;
+    return { worktree: path.basename(state.workspaceRoot), team: mode === 'team' || mode === 'local-fallback' };
   }
 
   // ---- a lease revoked -------------------------------------------------------------------------
