@@ -161,7 +161,14 @@ test("the page's sections fold from their headings, by keyboard too, and stay fo
   await task().getByTestId('task-prompt').waitFor({ timeout: 5000 });
   await toggle('engine').click();
   await sidebar().getByTestId('engine-version').waitFor({ timeout: 5000 });
-  await sidebar().locator('#engine-body').getByText('Workspace').waitFor({ timeout: 5000 });
+  await sidebar().locator('#engine-body').getByText('Workspace', { exact: true }).waitFor({ timeout: 5000 });
+  // Shown again: open as left. (VS Code saves a view's state when it hides it, not at every change:
+  // the window reload of the last test would otherwise find the sections as they were at the last hiding.)
+  await page.locator('.activitybar').getByRole('tab', { name: /^Explorer/ }).click();
+  await vsc.sidebarFrame().waitFor({ state: 'detached', timeout: 10000 });
+  await vsc.openSidebar();
+  await toggle('engine').waitFor({ timeout: 30000 });
+  for (const key of ['approvals', 'task', 'engine']) assert.strictEqual(await toggle(key).getAttribute('aria-expanded'), 'true', `${key} open again`);
 });
 
 /** An OpenAI-compatible endpoint that starts its answer and never finishes it: only Stop ends a
