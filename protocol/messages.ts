@@ -6,14 +6,16 @@
 // webview (notifications and responses). Each side validates what it *receives* with these schemas at
 // runtime, because a webview is a separate page whose messages are input, not trusted calls.
 import { z } from 'zod';
-import type { PendingDict, SessionView as BindingSessionView } from '../native/node/index';
+import type { PendingDict } from '../native/node/index';
 
 /** Bumped when a message changes shape; the ready handshake carries it so a stale page is detected.
  *  3 since the task panel's messages, 4 since the Approvals section's, 5 since the Sessions section's,
  *  6 since the Trace section's team scope, 7 since the trace left the page for a tree view of its own,
  *  8 since the welcome content's `runCommand`, a Pending's countdown and asker and a session's idle
- *  lease (`leaseIdle`). */
-export const PROTOCOL_VERSION = 8;
+ *  lease (`leaseIdle`), 9 since the sessions left the page for a tree view of their own (no more
+ *  `sessions`, `revokeLease` nor `revokeResult`; the welcome's allow-list lost the Sessions section's
+ *  two commands). */
+export const PROTOCOL_VERSION = 9;
 
 const Diagnostic = z.object({
   file: z.string(),
@@ -182,81 +184,12 @@ export const Decision = z.discriminatedUnion('action', [
 ]);
 export type Decision = z.infer<typeof Decision>;
 
-/** A session id as the page may name it: only to ask the host to revoke its lease. */
-const SessionId = z.string().min(1).max(500);
-const RecordKind = z.enum(['tool_call', 'lifecycle', 'approval', 'containment', 'external']);
-
-/** One record of a session, in short (the binding's `SessionAction`). */
-export const SessionAction = z.object({
-  seq: z.number().int().min(0),
-  time: z.string(),
-  kind: RecordKind,
-  event: z.string().optional(),
-  tool: z.string().optional(),
-  summary: z.string().optional(),
-  decision: z.string().optional(),
-  reason: z.string().optional(),
-  subagent: z.string().optional(),
-});
-export type SessionAction = z.infer<typeof SessionAction>;
-
-/** A session working in the workspace as the Sessions section lists it: the binding's generated
- *  `SessionView` (checked just below), from the trace and the leases. */
-export const SessionView = z.object({
-  sessionId: z.string(),
-  agentId: z.string().optional(),
-  label: z.string(),
-  subagents: z.array(z.string()),
-  model: z.string().optional(),
-  /** The git worktree and branch it works in (absent outside a repository). */
-  worktree: z.string().optional(),
-  branch: z.string().optional(),
-  lease: z
-    .object({
-      intentId: z.string(),
-      sessionId: z.string(),
-      agentId: z.string().optional(),
-      /** The machine it was taken on (a team's database names it; absent on older leases). */
-      machine: z.string().optional(),
-      worktree: z.string().optional(),
-      worktreeRoot: z.string().optional(),
-      branch: z.string().optional(),
-      since: z.number(),
-      expires: z.number(),
-    })
-    .optional(),
-  /** The lease's time is up since `lease.expires` (the session's turn ended and it yielded, or it
-   *  lapsed) and nobody took the intent: free to take; the session renews it at its next call if
-   *  nobody did. */
-  leaseIdle: z.boolean(),
-  revoked: z
-    .object({ sessionId: z.string(), intentId: z.string(), agentId: z.string().optional(), by: z.string(), reason: z.string().optional(), at: z.number() })
-    .optional(),
-  actions: z.array(SessionAction),
-  records: z.number().int().min(0),
-  allowed: z.number().int().min(0),
-  denied: z.number().int().min(0),
-  lastDenial: SessionAction.optional(),
-  lastSeen: z.number().optional(),
-});
-export type SessionView = z.infer<typeof SessionView>;
-const sessionViewsMatch: Same<SessionView, BindingSessionView> = true;
-void sessionViewsMatch;
-
-/** The most sessions one `sessions` message carries (the core lists at most 50 active ones, and
- *  every leaseholder besides). */
-export const MAX_SESSIONS = 500;
-/** The longest reason a person may give for a revocation (told to the session's agent). */
-export const MAX_REVOKE_REASON = 1_000;
-
 /** The commands a button of the sidebar's welcome content (what an empty section says to do next)
  *  may run: an allow-list, so the page can run these and nothing else. Each is one of package.json's
  *  `contributes.commands` (tests/node/walkthrough.test.js holds them to it). */
 export const WelcomeCommand = z.enum([
   'chokepoint.getStarted',
   'chokepoint.governFolder',
-  'chokepoint.connectVsCodeAgent',
-  'chokepoint.setUpAgent',
 ]);
 export type WelcomeCommand = z.infer<typeof WelcomeCommand>;
 
@@ -281,9 +214,6 @@ export const WebviewMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('stopTask') }),
   /** Decide (or edit) an open Pending, as the human. The host answers with `approvalResult`. */
   z.object({ type: z.literal('decide'), id: z.string().min(1).max(200), decision: Decision }),
-  /** Revoke a session's lease, as the person: the host confirms in a modal dialog first, then
-   *  answers with `revokeResult` and a fresh `sessions`. */
-  z.object({ type: z.literal('revokeLease'), session: SessionId, reason: z.string().trim().max(MAX_REVOKE_REASON).optional() }),
   /** Run one command of the welcome content's allow-list, without arguments (a command that needs a
    *  choice asks for it in VS Code's own UI). */
   z.object({ type: z.literal('runCommand'), command: WelcomeCommand }),
@@ -316,17 +246,6 @@ export const HostMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('approvals'), available: z.boolean(), pendings: z.array(PendingView).max(MAX_PENDINGS) }),
   /** What became of a `decide`: done, or why the core refused it. */
   z.object({ type: z.literal('approvalResult'), id: z.string(), ok: z.boolean(), effect: z.string().optional(), error: z.string().optional() }),
-  /** The sessions working in the workspace, most recently active first, replacing what the Sessions
-   *  section shows (sent after `ready`, when the trace changes, and after a revocation). */
-  z.object({
-    type: z.literal('sessions'),
-    outcome: z.discriminatedUnion('ok', [
-      z.object({ ok: z.literal(true), sessions: z.array(SessionView).max(MAX_SESSIONS) }),
-      z.object({ ok: z.literal(false), error: z.string() }),
-    ]),
-  }),
-  /** What became of a `revokeLease`: revoked, not confirmed (`revoked: false`), or why it failed. */
-  z.object({ type: z.literal('revokeResult'), session: z.string(), ok: z.boolean(), revoked: z.boolean().optional(), message: z.string().optional(), error: z.string().optional() }),
 ]);
 export type HostMessage = z.infer<typeof HostMessage>;
 

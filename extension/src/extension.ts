@@ -21,6 +21,7 @@ import { StatusBar } from './ui/statusBar';
 import { registerReplay } from './ui/replay';
 import { Trace, showProvenance, type ProvenanceReport } from './ui/trace';
 import { TraceView } from './ui/traceView';
+import { SessionsView } from './ui/sessionsView';
 import { DecisionLog } from './ui/decisionLog';
 import type { EngineState } from '../../protocol/messages';
 import type { CompactionItem } from './runtime/prompt';
@@ -87,8 +88,9 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   const agent: AgentHost = new AgentHost(engine, context.secrets, log, approvals, compactor);
   // VS Code's own agent runs on our models too (the scripted demo, the configured endpoint).
   const chatModels = new ChatModels(log, (model) => agent.providerFor(`openai:${model}`), native.ok ? native.binding.countTokensAsync : undefined);
-  const sidebar = new SidebarProvider(context.extensionUri, engine, trace, agent, approvals, log);
+  const sidebar = new SidebarProvider(context.extensionUri, engine, agent, approvals, log);
   const traceView = new TraceView(trace, engine);
+  const sessionsView = new SessionsView(engine, trace, traceView, log);
   // Every agent's decisions, told in the output channel as they land in the ledger.
   const decisionLog = new DecisionLog(trace, engine, log);
   // Menus that only make sense in a governed workspace (the editor's "Show Provenance of Line").
@@ -114,6 +116,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     statusBar,
     sidebar,
     traceView,
+    sessionsView,
     decisionLog,
     chatModels,
     firstRun,

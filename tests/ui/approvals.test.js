@@ -88,11 +88,16 @@ test('a scope expansion approved and a write rejected with a reason on their car
   await picker.locator(`option[value="${id}"]`).waitFor({ state: 'attached', timeout: 30000 });
   await picker.selectOption(id);
   await task().getByTestId('task-prompt').fill('Lock an account after five failed logins (INT-001).');
+  // The person folded the Approvals section: a Pending that arrives opens it again.
+  const toggle = sidebar().getByTestId('approvals-toggle');
+  await toggle.click();
+  assert.strictEqual(await toggle.getAttribute('aria-expanded'), 'false');
   await task().getByRole('button', { name: 'Run the prompt' }).click();
 
   // The gatekeeper's ask: a card with the paths and the justification; the badge counts it.
   const expansion = approvals().getByTestId('pending').filter({ hasText: 'docs/**' });
   await expansion.waitFor({ timeout: 60000 });
+  assert.strictEqual(await toggle.getAttribute('aria-expanded'), 'true', 'a new Pending opens the folded section');
   assert.strictEqual(await expansion.getAttribute('data-kind'), 'scope_expansion');
   assert.deepStrictEqual(await expansion.getByTestId('pending-paths').locator('li').allTextContents(), ['docs/**']);
   assert.match(await expansion.textContent(), /the lockout needs a line in the user docs/);

@@ -219,8 +219,11 @@ async function chatSession() {
   assert.ok(records.every((r) => /^vscode:/.test(r.session)), 'every record names the chat session');
 
   // The session on view: VS Code's agent holding INT-001, its denial.
-  const session = sidebar().getByTestId('sessions').getByTestId('session').filter({ hasText: 'VS Code' });
+  await vsc.openSidebar();
+  const tree = await vsc.sessionsView();
+  const session = tree.locator('.monaco-list-row').filter({ hasText: /^VS Code/ }).first();
   await session.waitFor({ timeout: 30000 });
-  assert.match(await session.getByTestId('session-lease').textContent(), /INT-001/);
-  assert.match(await session.getByTestId('session-last-denial').textContent(), /src\/billing\/invoice\.js/);
+  assert.match(await session.locator('.label-description').textContent(), /^INT-001 /);
+  // Its last denial, under it (the most recent session is open).
+  await tree.locator('.monaco-list-row').filter({ hasText: /^Last denial: .*src\/billing\/invoice\.js/ }).waitFor({ timeout: 10000 });
 }

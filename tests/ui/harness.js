@@ -75,13 +75,9 @@ async function startVsCode({ outsideHome = false, env = {}, firstRun = false, un
       if ((await tab.getAttribute('aria-selected')) !== 'true') await tab.click();
     },
     /** The Trace view's pane: a native tree under the Chokepoint container, expanded. */
-    async traceView() {
-      const pane = page.locator('.pane').filter({ has: page.locator('.pane-header h3.title', { hasText: /^Trace$/ }) });
-      const header = pane.locator('.pane-header');
-      await header.waitFor({ timeout: 30000 });
-      if ((await header.getAttribute('aria-expanded')) === 'false') await header.click();
-      return pane;
-    },
+    traceView: () => pane(page, 'Trace'),
+    /** The Sessions view's pane: a native tree under the Chokepoint container, expanded. */
+    sessionsView: () => pane(page, 'Sessions'),
     /** Runs the command titled `title` from the command palette, tried again when the palette was
      *  still closing or filtering, or lost the focus to a window opening (a notification, a view). */
     async runCommand(title) {
@@ -113,6 +109,19 @@ async function startVsCode({ outsideHome = false, env = {}, firstRun = false, un
       fs.rmSync(workspaceParent, { recursive: true, force: true, maxRetries: 3 });
     },
   };
+}
+
+/** The pane of the Chokepoint container's view titled `title`, expanded (its rows are
+ *  `.monaco-list-row`; a row's context menu: right-click it, then its `menuitem`; its inline actions:
+ *  `.action-label[aria-label=…]`). */
+async function pane(page, title) {
+  // In the primary side bar, where the Chokepoint container is: VS Code's Chat has views of its own
+  // (its sessions among them) in the secondary one.
+  const found = page.locator('.part.sidebar .pane').filter({ has: page.locator('.pane-header h3.title', { hasText: new RegExp(`^${title}$`) }) });
+  const header = found.locator('.pane-header');
+  await header.waitFor({ timeout: 30000 });
+  if ((await header.getAttribute('aria-expanded')) === 'false') await header.click();
+  return found;
 }
 
 module.exports = { startVsCode };

@@ -136,6 +136,41 @@ test('the transcript comes back whole when the view is hidden and shown again', 
   assert.strictEqual(await task().getByTestId('assistant-text').first().textContent(), 'I will declare the intent this work serves first.');
 });
 
+test("the page's sections fold from their headings, by keyboard too, and stay folded when the view is shown again", async () => {
+  const toggle = (key) => sidebar().getByTestId(`${key}-toggle`);
+  for (const key of ['approvals', 'task', 'engine']) assert.strictEqual(await toggle(key).getAttribute('aria-expanded'), 'true', `${key} starts open`);
+  // The Engine's heading is a button: Tab reaches it, Space folds it.
+  await toggle('engine').focus();
+  await page.keyboard.press('Space');
+  assert.strictEqual(await toggle('engine').getAttribute('aria-expanded'), 'false');
+  await sidebar().locator('#engine-body').waitFor({ state: 'hidden', timeout: 5000 });
+  await toggle('task').click();
+  await task().getByTestId('task-prompt').waitFor({ state: 'hidden', timeout: 5000 });
+  // Hidden and shown again (a new page): what the person folded stays folded, the rest open.
+  await page.locator('.activitybar').getByRole('tab', { name: /^Explorer/ }).click();
+  await vsc.sidebarFrame().waitFor({ state: 'detached', timeout: 10000 });
+  await vsc.openSidebar();
+  await toggle('engine').waitFor({ timeout: 30000 });
+  assert.strictEqual(await toggle('engine').getAttribute('aria-expanded'), 'false');
+  assert.strictEqual(await toggle('task').getAttribute('aria-expanded'), 'false');
+  assert.strictEqual(await toggle('approvals').getAttribute('aria-expanded'), 'true');
+  assert.ok(await task().getByTestId('task-prompt').isHidden());
+  // Opened again with Enter and a click.
+  await toggle('task').focus();
+  await page.keyboard.press('Enter');
+  await task().getByTestId('task-prompt').waitFor({ timeout: 5000 });
+  await toggle('engine').click();
+  await sidebar().getByTestId('engine-version').waitFor({ timeout: 5000 });
+  await sidebar().locator('#engine-body').getByText('Workspace', { exact: true }).waitFor({ timeout: 5000 });
+  // Shown again: open as left. (VS Code saves a view's state when it hides it, not at every change:
+  // the window reload of the last test would otherwise find the sections as they were at the last hiding.)
+  await page.locator('.activitybar').getByRole('tab', { name: /^Explorer/ }).click();
+  await vsc.sidebarFrame().waitFor({ state: 'detached', timeout: 10000 });
+  await vsc.openSidebar();
+  await toggle('engine').waitFor({ timeout: 30000 });
+  for (const key of ['approvals', 'task', 'engine']) assert.strictEqual(await toggle(key).getAttribute('aria-expanded'), 'true', `${key} open again`);
+});
+
 /** An OpenAI-compatible endpoint that starts its answer and never finishes it: only Stop ends a
  *  task on it, whatever the machine's speed. Records whether the client hung up. */
 async function endlessModel() {

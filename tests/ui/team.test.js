@@ -7,7 +7,8 @@
 // waits; the card appears in beta's Approvals naming machine alpha, the person approves it there,
 // and the write runs on alpha, whose ledger records the decision and beta as where it was made. Then
 // the Trace section's team scope lists alpha's record (copied by `trace show --team` there) beside
-// beta's own (copied by VS Code's engine in the background), each labelled `machine · worktree`; with
+// beta's own (copied by VS Code's engine in the background), each labelled `machine · worktree`, and
+// beta's Sessions view lists a session of alpha's holding an intent with its machine; with
 // the database killed it says why instead of listing, and lists again once it is back.
 'use strict';
 const { before, after, test } = require('node:test');
@@ -120,6 +121,19 @@ test("Claude Code's ask on machine alpha waits on a card in VS Code on machine b
   assert.strictEqual(decided.length, 1, JSON.stringify(decided));
   assert.strictEqual(decided[0].data.status, 'approved');
   assert.strictEqual(decided[0].data.decided_machine, 'beta', JSON.stringify(decided[0].data));
+
+  // A session on alpha holding an intent (Claude Code's ended with its run, and its lease with it):
+  // beta's Sessions view lists it from the team's leases, with the machine and the worktree and
+  // branch it works in (another clone: nothing of it is in beta's own trace, so the view is read
+  // again by its Refresh).
+  chokepoint(['intent', 'select', '--workspace', alpha, '--session', 'claude:on-alpha', '--agent', 'claude', 'INT-002'], env);
+  await vsc.openSidebar();
+  const tree = await vsc.sessionsView();
+  await vsc.runCommand('Chokepoint: Refresh Sessions');
+  const fromAlpha = tree.locator('.monaco-list-row').filter({ hasText: /^Claude Code · claude:on-alpha · alpha · alpha · main/ });
+  await fromAlpha.waitFor({ timeout: 30000 });
+  assert.match(await fromAlpha.locator('.label-description').textContent(), /^INT-002 held until /);
+  chokepoint(['intent', 'release', '--workspace', alpha, '--session', 'claude:on-alpha'], env);
 });
 
 test("a hook call on machine alpha is listed in beta's Trace in the team scope, with its machine; a database gone down shows why", async () => {

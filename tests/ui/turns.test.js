@@ -1,7 +1,7 @@
 // Issue 30, "leases end with their sessions", in a real VS Code: a chat whose turn ended does not
 // keep its intent from the next chat. VS Code's own agent (connected through .github/hooks, on two
 // scripted models this extension contributes) runs a first chat in the Chat view: it selects INT-001,
-// writes, and its turn ends (VS Code's Stop hook). The Sessions section then shows the lease idle,
+// writes, and its turn ends (VS Code's Stop hook). The Sessions view then shows the lease idle,
 // free to take. A second chat, in a chat editor (Chat: New Chat Editor), selects INT-001 at once and
 // writes under it. The first chat's next turn writes again and is told it lost the intent, to whom.
 // Each script checks what its model was told before it answers (a failed expectation answers HTTP
@@ -47,14 +47,14 @@ function scripts(ws) {
   return { first, second };
 }
 
-let vsc, page, sidebar;
+let vsc, page;
 /** The chat in the Chat view, and the one in an editor tab. */
 const viewChat = () => page.locator('.part.auxiliarybar .interactive-session, .part.sidebar .interactive-session, .part.panel .interactive-session').first();
 const editorChat = () => page.locator('.part.editor .interactive-session').first();
 
 before(async () => {
   vsc = await startVsCode({ outsideHome: true });
-  ({ page, sidebar } = vsc);
+  ({ page } = vsc);
   await page.locator('.statusbar').getByText(`Chokepoint ${version}`).waitFor({ timeout: 90000 });
   const ws = vsc.workspace;
   // No completion gate of the project's: every turn the agent ends is let through.
@@ -138,13 +138,17 @@ async function twoChats() {
   // VS Code's Stop hook ran at the end of the turn and let it end.
   await ledgerUntil((rs) => rs.some((r) => r.session === firstSession && r.event === 'BeforeSubmit' && r.decision?.decision === 'allow'), 'the turn ended');
 
-  // The Sessions section shows the lease idle since the turn's end, free to take.
+  // The Sessions view shows the lease idle since the turn's end, free to take (the session's row is
+  // found by its full id, which its accessible name carries; its line shows the short one).
   await vsc.openSidebar();
-  const first = sidebar().getByTestId('sessions').getByTestId('session').filter({ hasText: firstSession });
+  const tree = await vsc.sessionsView();
+  const first = tree.locator(`.monaco-list-row[aria-label*=" session ${firstSession},"]`);
   await first.waitFor({ timeout: 30000 });
-  const lease = first.getByTestId('session-lease');
-  for (let i = 0; i < 50 && !/idle since/.test((await lease.textContent()) ?? ''); i++) await page.waitForTimeout(200);
-  assert.match(await lease.textContent(), /^INT-001 idle since \d{1,2}:\d\d(:\d\d)?( [AP]M)?, free to take$/);
+  const lease = first.locator('.label-description');
+  for (let i = 0; i < 50 && !/idle/.test((await lease.textContent()) ?? ''); i++) await page.waitForTimeout(200);
+  assert.match(await lease.textContent(), /^INT-001 idle, free to take · \d+ actions? · 0 denied$/);
+  // Under it, the lease says since when.
+  await tree.locator('.monaco-list-row').filter({ hasText: /^INT-001 idle since \d{1,2}:\d\d(:\d\d)?( [AP]M)?, free to take/ }).waitFor({ timeout: 10000 });
 
   // The second chat, in an editor: it selects INT-001 at once (its script checks the intent's
   // context came back) and writes under it.

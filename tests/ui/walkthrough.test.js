@@ -1,8 +1,8 @@
 // The first run in a real VS Code, as a newcomer meets it: the packed .vsix in a fresh profile and a
 // folder that is not governed yet. Opening the Chokepoint view activates the extension, which opens
 // its walkthrough (once per profile: the first activation in another folder does not open it again;
-// "Chokepoint: Get Started" does). The empty sidebar (and then the Trace view) says what lands in each
-// section and what to do next, with buttons; the walkthrough's buttons run their commands (govern the
+// "Chokepoint: Get Started" does). The empty sidebar (and, once governed, the Sessions and Trace
+// views) says what lands in each section and what to do next, with buttons; the walkthrough's buttons run their commands (govern the
 // folder, connect an agent, turn VS Code's Chat on, run the demo, show the trace) and each step shows
 // as done when what it completes on has happened. Connecting VS Code's Chat in a fresh profile, whose
 // chat extension is disabled, says that the Chat would ask for a GitHub sign-in, and its button turns
@@ -98,10 +98,10 @@ test('the empty sidebar says what to do next in every section, with buttons', as
   const approvals = sidebar().getByTestId('approvals-welcome');
   await approvals.waitFor();
   assert.match(await approvals.textContent(), /waits here as a card/);
-  const sessions = sidebar().getByTestId('sessions-welcome');
-  await sessions.waitFor();
-  assert.deepStrictEqual(await sessions.getByTestId('sessions-welcome-action').allTextContents(), ['Connect VS Code\u2019s Chat', 'Set Up Another Agent\u2026']);
-  // The Trace view shows once the folder is governed (its own welcome: see the test after next).
+  // The sessions are not on the page: the Sessions view, like the Trace view, shows once the folder
+  // is governed (their own welcome: see the next test).
+  assert.strictEqual(await sidebar().getByTestId('sessions').count(), 0);
+  assert.strictEqual(await page.locator('.part.sidebar .pane-header h3.title', { hasText: /^(Sessions|Trace)$/ }).count(), 0);
   // A welcome button runs its command (through the protocol's allow-list): Get Started opens the
   // walkthrough again once it is closed.
   await closeEditors();
@@ -133,16 +133,20 @@ test("the walkthrough's Govern This Folder writes .orchestration/, and the step 
   await done('govern');
   await page.locator('.statusbar').getByText(`Chokepoint ${version}`).waitFor({ timeout: 30000 });
   await sidebar().getByTestId('engine-welcome').waitFor({ state: 'detached', timeout: 30000 });
-  // The Trace view appears, empty, saying what to do first.
+  // The Sessions and Trace views appear, empty, saying what lands there and what to do first.
+  const sessions = await vsc.sessionsView();
+  await sessions.getByText(/^No session yet\./).waitFor({ timeout: 15000 });
+  assert.deepStrictEqual(await sessions.locator('.welcome-view-content').getByRole('button').allTextContents(), ["Connect VS Code's Agent", 'Set Up Another Agent\u2026']);
   const trace = await vsc.traceView();
   await trace.getByText(/No records yet/).waitFor({ timeout: 15000 });
   await trace.getByRole('button', { name: 'Run the Demo Task' }).waitFor();
 });
 
-test("connecting VS Code's Chat from the empty Sessions section warns of the Chat's sign-in, and its button turns the Chat on", async () => {
+test("connecting VS Code's agent from the empty Sessions view warns of the Chat's sign-in, and its button turns the Chat on", async () => {
   assert.strictEqual(await step('chat').getAttribute('aria-checked'), 'false', "a fresh profile's chat extension is disabled");
   await vsc.openSidebar();
-  await sidebar().getByTestId('sessions-welcome').getByRole('button', { name: 'Connect VS Code\u2019s Chat' }).click();
+  const sessions = await vsc.sessionsView();
+  await sessions.getByRole('button', { name: "Connect VS Code's Agent" }).click();
   assert.match(await waitForFile('.github/hooks/chokepoint.json'), / hook --agent /);
   await done('connect');
   // Looked for in the notification center: a toast may be hidden by then (or not shown as one when

@@ -7,6 +7,7 @@
 import type { Decision, PendingView, WebviewMessage } from '../../protocol/messages';
 import { countdownText, shortSession } from './countdown';
 import { lineDiff } from './diff';
+import { collapsible } from './collapsible';
 import { welcome } from './welcome';
 import { button, el, setEnabled } from './dom';
 
@@ -46,16 +47,13 @@ interface Card {
 const SOON_SECONDS = 30;
 
 export function approvalsSection(options: { post(message: WebviewMessage): void }) {
-  const heading = el('h3', { text: 'Approvals' });
-  heading.id = 'approvals-heading';
   const count = document.createElement('vscode-badge');
   count.setAttribute('data-testid', 'approvals-count');
   count.hidden = true;
-  heading.append(' ', count);
   const status = el('p', { class: 'muted', testid: 'approvals-status', text: 'Nothing waits for approval.' });
   status.setAttribute('role', 'status');
   const list = el('ol', { class: 'approvals' });
-  list.setAttribute('aria-labelledby', heading.id);
+  list.setAttribute('aria-labelledby', 'approvals-heading');
   const empty = welcome(
     'approvals-welcome',
     [
@@ -65,8 +63,9 @@ export function approvalsSection(options: { post(message: WebviewMessage): void 
     [{ label: 'Run Demo Task', run: { type: 'runDemo' } }],
     options.post,
   );
-  const section = el('section', { class: 'approvals-section', testid: 'approvals' }, heading, status, empty.element, list);
-  section.setAttribute('aria-labelledby', heading.id);
+  // Folds; the count stays in sight beside the heading.
+  const folding = collapsible('approvals', 'Approvals', { class: 'approvals-section', testid: 'approvals' }, status, empty.element, list);
+  folding.heading.append(' ', count);
   const cards = new Map<string, Card>();
   // One clock for every card's countdown; a hidden view's timer costs nothing worth stopping.
   setInterval(() => {
@@ -75,8 +74,11 @@ export function approvalsSection(options: { post(message: WebviewMessage): void 
   }, 1000);
 
   return {
-    section,
-    show(available: boolean, pendings: PendingView[]): void {
+    section: folding.section,
+    folding,
+    /** Replaces the cards with `pendings`; returns how many are new to this page. */
+    show(available: boolean, pendings: PendingView[]): number {
+      let arrived = 0;
       const n = pendings.length;
       count.textContent = String(n);
       count.hidden = n === 0;
@@ -99,8 +101,10 @@ export function approvalsSection(options: { post(message: WebviewMessage): void 
           const made = pendingCard(p, options.post);
           cards.set(p.id, made);
           list.append(made.element);
+          arrived++;
         }
       }
+      return arrived;
     },
     /** The host's answer to a decision: a refusal is shown on its card. */
     result(id: string, ok: boolean, error?: string): void {

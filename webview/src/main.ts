@@ -2,12 +2,13 @@
 // protocol/messages.ts, validates every message it receives, and renders with textContent only (no
 // HTML from data ever reaches the DOM).
 //
-// Four regions: the Approvals section (approvals.ts: a card per open Pending, updated in place), the
-// Task section (taskPanel.ts: the prompt, the model, the transcript appended event by event), the
-// Sessions section (sessions.ts: every agent's session, its lease with a Revoke button) and the
-// engine (re-rendered whenever its state arrives). The trace is not here: it is the Trace view, a
-// tree of the extension's own (extension/src/ui/traceView.ts). An empty section shows welcome content
-// (welcome.ts): what lands there and the next step, with a button for it; a folder without
+// Three sections: Approvals (approvals.ts: a card per open Pending, updated in place), Task
+// (taskPanel.ts: the prompt, the model, the transcript appended event by event) and the Engine
+// (re-rendered whenever its state arrives). Each folds from its heading (collapsible.ts); which are
+// folded is kept in the persisted state (persisted.ts), and Approvals opens again when a Pending
+// arrives. The sessions and the trace are not here: they are the Sessions and Trace views, trees of
+// the extension's own (extension/src/ui/sessionsView.ts, traceView.ts). An empty section shows welcome
+// content (welcome.ts): what lands there and the next step, with a button for it; a folder without
 // .orchestration/ shows its first step on top.
 import './main.css';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
@@ -20,8 +21,9 @@ import {
   type WebviewMessage,
 } from '../../protocol/messages';
 import { approvalsSection } from './approvals';
-import { sessionsSection } from './sessions';
+import { collapsible, type Collapsible } from './collapsible';
 import { button, el } from './dom';
+import { type PersistedState, type SectionKey, approvalsMustOpen, isExpanded, readPersisted, withExpanded } from './persisted';
 import { taskPanel } from './taskPanel';
 import { welcome } from './welcome';
 
@@ -31,14 +33,6 @@ interface VsCodeApi {
   setState(state: PersistedState): void;
 }
 declare function acquireVsCodeApi(): VsCodeApi;
-
-/** What survives the view being hidden and shown again. Versioned: an old shape is discarded. */
-interface PersistedState {
-  v: 1;
-  lastReload?: string;
-  /** The prompt being written in the Task section. */
-  draft?: string;
-}
 
 const vscode = acquireVsCodeApi();
 const post = (m: WebviewMessage) => vscode.postMessage(m);
@@ -50,23 +44,29 @@ const taskRegion = taskPanel({
   onDraft: (draft) => persist({ draft }),
 });
 const approvalsRegion = approvalsSection({ post: (m) => vscode.postMessage(m) });
-const sessionsRegion = sessionsSection({ post: (m) => vscode.postMessage(m) });
 // The first step while there is nothing to govern yet (no folder, no .orchestration/): on top.
 const startRegion = el('div', { class: 'start' });
 const engineRegion = el('div', { class: 'engine' });
-app.replaceChildren(startRegion, approvalsRegion.section, taskRegion.section, sessionsRegion.section, engineRegion);
+const engineSection = collapsible('engine', 'Engine', { class: 'engine-section', testid: 'engine' }, engineRegion);
+// The engine's version, beside the heading (in sight when the section is folded).
+const engineVersion = el('span', { class: 'heading-extra' });
+engineSection.heading.append(engineVersion);
+app.replaceChildren(startRegion, approvalsRegion.section, taskRegion.section, engineSection.section);
+const folding: Record<SectionKey, Collapsible> = { approvals: approvalsRegion.folding, task: taskRegion.folding, engine: engineSection };
+for (const [key, section] of Object.entries(folding) as [SectionKey, Collapsible][]) {
+  section.setExpanded(isExpanded(persisted, key));
+  section.onToggle = (expanded) => persistState(withExpanded(persisted, key, expanded, Date.now()));
+}
 let state: EngineState | undefined;
 let nextRequestId = 1;
 const pending = new Map<number, (r: ReloadResult) => void>();
 
-function readPersisted(raw: unknown): PersistedState {
-  const r = raw as Partial<PersistedState> | undefined;
-  if (!r || r.v !== 1) return { v: 1 };
-  return { v: 1, lastReload: typeof r.lastReload === 'string' ? r.lastReload : undefined, draft: typeof r.draft === 'string' ? r.draft : undefined };
+function persist(change: Partial<Omit<PersistedState, 'v'>>): void {
+  persistState({ ...persisted, ...change });
 }
 
-function persist(change: Omit<PersistedState, 'v'>): void {
-  persisted = { ...persisted, ...change };
+function persistState(next: PersistedState): void {
+  persisted = next;
   vscode.setState(persisted);
 }
 
@@ -81,7 +81,9 @@ function fileTone(status: 'loaded' | 'missing' | 'invalid'): 'ok' | 'warn' | 'er
 function render(): void {
   engineRegion.replaceChildren();
   startRegion.replaceChildren();
-  sessionsRegion.section.hidden = state?.status !== 'ready';
+  engineVersion.replaceChildren();
+  // Without a folder there is no engine to show: the first step on top says what to do.
+  engineSection.section.hidden = state?.status === 'noWorkspace';
   if (!state) {
     engineRegion.append(el('p', { class: 'muted', text: 'Waiting for the engine…' }));
     return;
@@ -122,8 +124,8 @@ function render(): void {
         w.toggle(true);
         startRegion.append(w.element);
       }
+      engineVersion.append(' ', badge);
       engineRegion.append(
-        el('h2', {}, el('span', { text: 'Engine ' }), badge),
         row('Workspace', s.workspaceRoot),
         row('hooks.yaml', `${s.hooks.status} · ${s.hooks.hookCount} hooks`, fileTone(s.hooks.status)),
         row('Events', s.hooks.events.join(', ') || 'none'),
@@ -190,17 +192,17 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
     case 'taskState':
       taskRegion.setState(msg.running, msg.error);
       return;
-    case 'approvals':
+    case 'approvals': {
       approvalsRegion.show(msg.available, msg.pendings);
+      // A Pending that arrived since the person folded the section opens it: somebody waits.
+      if (approvalsMustOpen(persisted, msg.pendings.map((p) => p.createdAt))) {
+        approvalsRegion.folding.setExpanded(true);
+        persistState(withExpanded(persisted, 'approvals', true, Date.now()));
+      }
       return;
+    }
     case 'approvalResult':
       approvalsRegion.result(msg.id, msg.ok, msg.error);
-      return;
-    case 'sessions':
-      sessionsRegion.show(msg.outcome);
-      return;
-    case 'revokeResult':
-      sessionsRegion.result(msg.session, msg.ok, msg.revoked, msg.message, msg.error);
       return;
     case 'response': {
       const resolve = pending.get(msg.id);

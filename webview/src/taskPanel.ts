@@ -3,13 +3,11 @@
 // what must outlive the page (the run, its transcript, the model last used); the page keeps only the
 // draft of the prompt, through the persisted view state.
 import { MAX_PROMPT_CHARS, type ModelChoice, type RuntimeEvent, type WebviewMessage } from '../../protocol/messages';
+import { collapsible } from './collapsible';
 import { button, el, setEnabled } from './dom';
 import { transcriptView } from './transcript';
 
 export function taskPanel(options: { post(message: WebviewMessage): void; draft: string; onDraft(text: string): void }) {
-  const heading = el('h3', { text: 'Task' });
-  heading.id = 'task-heading';
-
   const prompt = el('textarea', { class: 'prompt', testid: 'task-prompt' });
   prompt.id = 'task-prompt';
   prompt.rows = 4;
@@ -42,10 +40,10 @@ export function taskPanel(options: { post(message: WebviewMessage): void; draft:
   status.setAttribute('role', 'status');
   const transcript = transcriptView();
 
-  const section = el(
-    'section',
+  const folding = collapsible(
+    'task',
+    'Task',
     { class: 'task-section', testid: 'task' },
-    heading,
     el('div', { class: 'prompt-head' }, promptLabel, hint),
     prompt,
     el('div', { class: 'row filter' }, modelLabel, model),
@@ -53,7 +51,6 @@ export function taskPanel(options: { post(message: WebviewMessage): void; draft:
     status,
     transcript.element,
   );
-  section.setAttribute('aria-labelledby', heading.id);
 
   let running = false;
   let lastEnd: string | undefined;
@@ -83,7 +80,8 @@ export function taskPanel(options: { post(message: WebviewMessage): void; draft:
   update();
 
   return {
-    section,
+    section: folding.section,
+    folding,
     setModels(choices: ModelChoice[], selected: string): void {
       // Keep what the reader picked if it is still offered; else the host's choice.
       const keep = choices.some((c) => c.id === model.value) ? model.value : selected;

@@ -1,14 +1,14 @@
 // The sidebar webview view: serves the page with a strict CSP, validates every message it receives,
-// and pushes engine state, the sessions, the approvals and the task panel's models and transcript
-// only after the page says it is ready. What must survive the view being hidden lives here, not in
-// the page: the model last picked, and the transcript of the current or last run, which a page shown
-// again gets back whole. (The trace is a native tree view of its own: traceView.ts.)
+// and pushes engine state, the approvals and the task panel's models and transcript only after the
+// page says it is ready. What must survive the view being hidden lives here, not in the page: the
+// model last picked, and the transcript of the current or last run, which a page shown again gets
+// back whole. (The sessions and the trace are native tree views of their own: sessionsView.ts and
+// traceView.ts.)
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import {
   HostMessage,
   MAX_PENDINGS,
-  MAX_SESSIONS,
   MAX_TRANSCRIPT_EVENTS,
   PROTOCOL_VERSION,
   WebviewMessage,
@@ -22,8 +22,6 @@ import type { ApprovalsHost } from '../host/approvals';
 import type { EngineHost } from '../engine/engineHost';
 import type { Log } from '../host/log';
 import type { RuntimeEvent } from '../runtime/types';
-import { SessionsView } from './sessionsView';
-import type { Trace } from './trace';
 
 // The protocol mirrors the runtime's events with a zod schema (protocol/ imports only zod): this
 // line stops the build when the two drift apart, in either direction.
@@ -42,31 +40,20 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
   private transcriptSession: string | undefined;
   /** A run this view started has not ended yet. */
   private starting = false;
-  /** Refreshes the Sessions section when the first lease it shows runs out. */
-  private leaseExpiry: ReturnType<typeof setTimeout> | undefined;
   /** What the page was last told: a task runs (its own or one started by a command). */
   private running = false;
   private readonly subscriptions: vscode.Disposable[] = [];
-  /** The Sessions section's host side (the sessions from the core, a revocation confirmed here). */
-  private readonly sessions: SessionsView;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly engine: EngineHost,
-    trace: Trace,
     private readonly agent: AgentHost,
     private readonly approvals: ApprovalsHost,
     private readonly log: Log,
   ) {
     approvals.isVisible = () => this.view?.visible === true && this.ready;
-    this.sessions = new SessionsView(engine, log);
     this.subscriptions.push(
-      engine.onDidChange((state) => {
-        this.pushState(state);
-        this.pushSessions();
-      }),
-      // Whichever process appended (another agent's hook, the CLI), the sessions changed with the trace.
-      trace.onDidChange(() => this.pushSessions()),
+      engine.onDidChange((state) => this.pushState(state)),
       agent.onEvent((e) => this.record(e)),
       // A run started elsewhere (the Run Demo Task command) shows as running until the agent is idle
       // again; a run started here is the panel's own to show (`starting`).
@@ -153,7 +140,6 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
         this.post({ type: 'transcript', events: this.transcript });
         this.post({ type: 'taskState', running: this.running });
         this.pushApprovals();
-        this.pushSessions();
         void this.pushModels();
         return;
       case 'request': {
@@ -198,9 +184,6 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
         this.postIfReady(r.ok ? { type: 'approvalResult', id: msg.id, ok: true, effect: r.effect } : { type: 'approvalResult', id: msg.id, ok: false, error: r.error });
         return;
       }
-      case 'revokeLease':
-        void this.revokeLease(msg.session, msg.reason);
-        return;
       case 'runCommand':
         // Only a command of the protocol's allow-list gets here (validated above), and with no
         // arguments: what needs a choice asks for it in VS Code's own UI.
@@ -307,27 +290,6 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
     this.postIfReady({ type: 'approvals', available: this.approvals.available, pendings: pendings.slice(0, MAX_PENDINGS) });
   }
 
-  // ---- the Sessions section -------------------------------------------------------------------
-
-  private pushSessions(): void {
-    if (!this.ready || this.engine.state.status !== 'ready') return;
-    const outcome = this.sessions.list();
-    this.post({ type: 'sessions', outcome: outcome.ok ? { ok: true, sessions: outcome.sessions.slice(0, MAX_SESSIONS) } : outcome });
-    // A lease that runs out writes nothing to the trace: the section is refreshed when the first
-    // shown live lease expires, so it never shows a session holding an intent it no longer holds.
-    // An idle one (expired already) changes only with a record: taken, or renewed by its holder.
-    clearTimeout(this.leaseExpiry);
-    const next = outcome.ok ? Math.min(...outcome.sessions.flatMap((s) => (s.lease && !s.leaseIdle ? [s.lease.expires] : []))) : Infinity;
-    if (Number.isFinite(next)) this.leaseExpiry = setTimeout(() => this.pushSessions(), Math.min(Math.max(next - Date.now() + 250, 1000), 2 ** 31 - 1));
-  }
-
-  /** Confirmed in a modal dialog here, never on the page's word alone; the page hears the outcome. */
-  private async revokeLease(session: string, reason: string | undefined): Promise<void> {
-    const r = await this.sessions.revoke(session, reason);
-    this.postIfReady(r.ok ? { type: 'revokeResult', session, ok: true, revoked: r.revoked, message: r.message } : { type: 'revokeResult', session, ok: false, error: r.error });
-    this.pushSessions();
-  }
-
   private pushState(state: EngineState): void {
     if (this.ready) this.post({ type: 'state', state });
   }
@@ -342,7 +304,6 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
   }
 
   dispose(): void {
-    clearTimeout(this.leaseExpiry);
     for (const s of this.subscriptions) s.dispose();
   }
 }

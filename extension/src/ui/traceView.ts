@@ -94,6 +94,12 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
     void vscode.commands.executeCommand(`${TRACE_VIEW_ID}.focus`);
   }
 
+  /** "Show in Trace" of the Sessions view: the records of `session` alone (the other filters kept), shown. */
+  showSession(session: string): void {
+    this.setQuery({ ...this.query, session });
+    void vscode.commands.executeCommand(`${TRACE_VIEW_ID}.focus`);
+  }
+
   private pageSize(): number {
     return Math.max(1, Math.floor(vscode.workspace.getConfiguration('chokepoint').get<number>('trace.limit', 50)));
   }

@@ -1,0 +1,58 @@
+// What the page keeps through the view being hidden and shown again (VS Code's `setState`): the
+// prompt being written, the last reload's outcome, and which sections the person folded. Versioned:
+// a shape this page does not know is discarded; version 1 (before the sections folded) is read on.
+// Pure, so the rules are tested under plain Node (tests/unit/persisted.test.ts).
+
+/** The page's sections that fold (the Sessions and the Trace are tree views of their own). */
+export const SECTIONS = ['approvals', 'task', 'engine'] as const;
+export type SectionKey = (typeof SECTIONS)[number];
+
+export interface PersistedState {
+  v: 2;
+  lastReload?: string;
+  /** The prompt being written in the Task section. */
+  draft?: string;
+  /** The sections the person folded, each with when (milliseconds since the epoch); absent: open.
+   *  Every section is open until folded. */
+  collapsed: Partial<Record<SectionKey, number>>;
+}
+
+export function readPersisted(raw: unknown): PersistedState {
+  const r = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+  if (r.v !== 1 && r.v !== 2) return { v: 2, collapsed: {} };
+  const collapsed: PersistedState['collapsed'] = {};
+  const folded = r.v === 2 && typeof r.collapsed === 'object' && r.collapsed !== null ? (r.collapsed as Record<string, unknown>) : {};
+  for (const key of SECTIONS) {
+    const at = folded[key];
+    if (typeof at === 'number' && Number.isFinite(at)) collapsed[key] = at;
+  }
+  return {
+    v: 2,
+    lastReload: typeof r.lastReload === 'string' ? r.lastReload : undefined,
+    draft: typeof r.draft === 'string' ? r.draft : undefined,
+    collapsed,
+  };
+}
+
+export function isExpanded(state: PersistedState, key: SectionKey): boolean {
+  return state.collapsed[key] === undefined;
+}
+
+/** The state with `key` open, or folded at `now`. */
+export function withExpanded(state: PersistedState, key: SectionKey, expanded: boolean, now: number): PersistedState {
+  const collapsed = { ...state.collapsed };
+  if (expanded) delete collapsed[key];
+  else collapsed[key] = now;
+  return { ...state, collapsed };
+}
+
+/** Whether the Approvals section must open: it is folded and a Pending arrived since (a page shown
+ *  again cannot tell the cards it made before from new ones; the Pending's own time can). */
+export function approvalsMustOpen(state: PersistedState, createdAt: readonly string[]): boolean {
+  const folded = state.collapsed.approvals;
+  if (folded === undefined) return false;
+  return createdAt.some((t) => {
+    const at = Date.parse(t);
+    return Number.isNaN(at) || at >= folded;
+  });
+}
