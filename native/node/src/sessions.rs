@@ -1,4 +1,4 @@
-//! The sessions working in the workspace, as the sidebar's Sessions section lists them, and a
+//! The sessions working in the workspace, as the Sessions view lists them, and a
 //! person's revocation of a session's lease.
 
 use crate::Engine;
@@ -146,7 +146,7 @@ impl Engine {
     }
 }
 
-/// An agent's name for people (`claude` → `Claude Code`), as the Sessions section names it: for a
+/// An agent's name for people (`claude` → `Claude Code`), as the Sessions view names it: for a
 /// Pending whose subject names the agent that asked.
 #[napi(catch_unwind)]
 pub fn agent_label(agent: String) -> String {
