@@ -17,6 +17,7 @@ import { refusal, type Ask, type ChatChunk, type ChatRequest, type ModelProvider
 
 const ROOT = path.resolve(__dirname, '..');
 // A computed require: esbuild leaves the addon to be loaded at run time.
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the addon is found at run time, by path
 const binding = require(path.join(ROOT, 'native/node')) as typeof import('../native/node/index');
 const CALLS = Number(process.env.BENCH_RUNTIME_CALLS || 40);
 const SAMPLES = Number(process.env.BENCH_RUNTIME_SAMPLES || 30);

@@ -3,7 +3,8 @@
 //
 //   cargo      cargo test --workspace (core and CLI), cargo fmt --check, cargo clippy -D warnings,
 //              then the canonicaliser's fuzz target for 15 s
-//   node       tsc --noEmit (and of tests/extension), then node --test tests/node (the built addon from Node) and tests/unit
+//   node       tsc --noEmit (and of tests/extension), eslint over every TS and JS file, then node --test
+//              tests/node (the built addon from Node) and tests/unit
 //   extension  mocha inside the real VS Code extension host (code-server), tests/extension
 //   ui         the sidebar driven in Debian's Chromium with playwright-core, against the packed .vsix;
 //              npm start's lifetime and password (tests/ui/start.test.js)
@@ -128,8 +129,10 @@ async function nodeLayer() {
   const typed = await check('tsc --noEmit', process.execPath, [tsc, '-p', 'tsconfig.json', '--noEmit']);
   // The extension-host suite is bundled by esbuild, which does not type-check: checked here.
   const suite = await check('tsc --noEmit (tests/extension)', process.execPath, [tsc, '-p', 'tests/extension/tsconfig.json', '--noEmit']);
+  // Every TypeScript and JavaScript file of the repository (eslint.config.mjs says which are not).
+  const linted = await check('eslint', process.execPath, [path.join(ROOT, 'node_modules/eslint/bin/eslint.js'), '--max-warnings', '0', '.']);
   const counts = await nodeTestLayer(['tests/node', await bundleUnitTests()]);
-  const checks = [typed, suite];
+  const checks = [typed, suite, linted];
   return { passed: counts.passed + checks.filter(Boolean).length, failed: counts.failed + checks.filter((c) => !c).length };
 }
 

@@ -13,9 +13,8 @@ const { spawnSync } = require('child_process');
 const fs = require('fs');
 const { ledgerRecords } = require('../support/ledger');
 const path = require('path');
-const { ROOT } = require('../../scripts/lib');
 const { ensureAgents } = require('../../scripts/agents');
-const { CLIENTS, RUNNABLE, runAgent, makeWorkspace, PROGRAM, CHOSEN } = require('./support/clients');
+const { CLIENTS, runAgent, makeWorkspace, PROGRAM, CHOSEN } = require('./support/clients');
 
 const INTENTS = `version: 1
 active_intents:

@@ -12,9 +12,8 @@ const { describe, it, before, after } = require('node:test');
 const { spawnSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
-const { ROOT } = require('../../scripts/lib');
 const { ensureAgents } = require('../../scripts/agents');
-const { CLIENTS, RUNNABLE, runAgent, makeWorkspace, PROGRAM, CHOSEN } = require('./support/clients');
+const { CLIENTS, runAgent, makeWorkspace, PROGRAM, CHOSEN } = require('./support/clients');
 
 const INTENTS = `version: 1
 active_intents:

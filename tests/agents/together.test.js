@@ -34,7 +34,6 @@ const fs = require('fs');
 const { ledgerRecords } = require('../support/ledger');
 const os = require('os');
 const path = require('path');
-const { ROOT } = require('../../scripts/lib');
 const { ensureAgents } = require('../../scripts/agents');
 const { TWO_INTENTS: INTENTS, chokepoint, read, waitFor, shellRunning } = require('./support/together');
 const { CLIENTS, runAgent, makeWorkspace, PROGRAM } = require('./support/clients');
@@ -63,7 +62,7 @@ function writeOf(name, ws, rel, content) {
  * through its shell tool; once `started(scratch, command)` says it runs, B's session writes PAY and
  * the person writes; then the `go` file lets A's command go on. Returns everything the checks read.
  */
-async function scenario(label, aCommand, started, bSteps = (ws, tb) => [{ tools: [writeOf(B, ws, 'src/billing/pay.ts', PAY)] }], person = () => {}) {
+async function scenario(label, aCommand, started, bSteps = (ws) => [{ tools: [writeOf(B, ws, 'src/billing/pay.ts', PAY)] }], person = () => {}) {
   const ws = makeWorkspace('together');
   // Outside the workspace: A's start marker and the `go` file (granted to the contained command).
   const scratch = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-together-scratch-')));

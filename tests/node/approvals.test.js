@@ -5,7 +5,6 @@
 'use strict';
 const { test } = require('node:test');
 const assert = require('node:assert');
-const fs = require('fs');
 const { ledgerRecords } = require('../support/ledger');
 const path = require('path');
 

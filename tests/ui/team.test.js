@@ -39,7 +39,7 @@ function chokepoint(args, env = {}) {
   return r.stdout;
 }
 
-let pg, vsc, page, sidebar, top, alpha;
+let pg, vsc, page, sidebar, scratch, alpha;
 const approvals = () => sidebar().getByTestId('approvals');
 
 before(async () => {
@@ -49,9 +49,9 @@ before(async () => {
   ({ page, sidebar } = vsc);
   await page.locator('.statusbar').getByText(`Chokepoint ${version}`).waitFor({ timeout: 90000 });
   const beta = vsc.workspace;
-  top = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-ui-team-')));
-  const origin = path.join(top, 'origin.git');
-  git(top, 'init', '-q', '--bare', origin);
+  scratch = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-ui-team-')));
+  const origin = path.join(scratch, 'origin.git');
+  git(scratch, 'init', '-q', '--bare', origin);
   // VS Code opened the folder before it was a repository, so the engine cannot name the team's rows
   // by the origin's URL: hooks.yaml names the repository (`coordination.repository`), for every clone.
   git(beta, 'init', '-q');
@@ -75,8 +75,8 @@ coordination:
   git(beta, 'add', '-A');
   git(beta, 'commit', '-q', '-m', 'Governed by Chokepoint, coordinated on the team database');
   git(beta, 'push', '-q', 'origin', 'HEAD:main');
-  git(top, 'clone', '-q', origin, 'alpha');
-  alpha = path.join(top, 'alpha');
+  git(scratch, 'clone', '-q', origin, 'alpha');
+  alpha = path.join(scratch, 'alpha');
   // alpha names the program in Claude Code's local settings, as a person with chokepoint off PATH would.
   chokepoint(['init', '--agent', 'claude', '--workspace', alpha, '--local', '--program', CLI]);
   await vsc.openSidebar();
@@ -87,7 +87,7 @@ coordination:
 
 after(async () => {
   if (vsc) await vsc.stop();
-  if (top) fs.rmSync(top, { recursive: true, force: true });
+  if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
   if (pg) await pg.stop({ remove: true });
 });
 

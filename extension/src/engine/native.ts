@@ -61,6 +61,7 @@ export function loadNative(extensionRoot: string): NativeLoad {
   }
   try {
     // A computed path: esbuild leaves this require to run at runtime, outside the bundle.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the one load of the addon, by path
     const binding = require(file) as NativeBinding;
     if (typeof binding.version !== 'function' || typeof binding.Engine !== 'function') {
       return { ok: false, lookedFor: file, error: `${file} is not the Chokepoint engine (it exports no version() or Engine)` };
