@@ -594,12 +594,14 @@ pub fn containment_record(session: &str, argv: &[String], report: &crate::contai
         .filter(|c| c.kind != crate::containment::snapshot::ChangeKind::Deleted)
         .map(|c| FileChange { path: c.path.clone(), sha256: None, ranges: Vec::new() })
         .collect();
+    // The kinds as the ledger has always spelt them (`type changed`): records are kept for good, and
+    // a reader of old and new ones alike should not meet two spellings of one kind.
     let changes = |list: &[crate::containment::snapshot::Change]| {
-        list.iter().map(|c| serde_json::json!({ "path": c.path, "kind": c.kind.as_str() })).collect::<Vec<_>>()
+        list.iter().map(|c| serde_json::json!({ "path": c.path, "kind": c.kind.phrase() })).collect::<Vec<_>>()
     };
     let not_applied = |list: &[crate::containment::contain::NotApplied]| {
         list.iter()
-            .map(|n| serde_json::json!({ "path": n.change.path, "kind": n.change.kind.as_str(), "conflict": n.conflict, "kept": n.kept, "reason": n.reason }))
+            .map(|n| serde_json::json!({ "path": n.change.path, "kind": n.change.kind.phrase(), "conflict": n.conflict, "kept": n.kept, "reason": n.reason }))
             .collect::<Vec<_>>()
     };
     record.data = Some(serde_json::json!({
