@@ -25,6 +25,8 @@ const MCP_STUB = path.join(SUPPORT, 'mcpStub.js');
 
 /** The options of every client's writeHooks: `timeout` (seconds) is written into each hook when given.
  *  @typedef {{ timeout?: number }} WriteHooksOptions */
+/** What writeHooks is given to name each event's hook command: null registers no hook for the event.
+ *  @typedef {(event: string) => string | null} HookCommand */
 
 /** A shell word: single-quoted unless plainly safe. */
 function q(s) {
@@ -102,7 +104,7 @@ const CLIENTS = {
       'FileChanged', 'DirectoryAdded', 'MessageDisplay',
     ],
     preToolUse: 'PreToolUse',
-    /** @param {string} workspace @param {(event: string) => string | null} command the hook's command for an event, or null for none @param {WriteHooksOptions} [options] */
+    /** @param {string} workspace @param {HookCommand} command @param {WriteHooksOptions} [options] */
     writeHooks(workspace, command, { timeout } = {}) {
       const file = path.join(workspace, '.claude/settings.json');
       mergeJson(file, { hooks: claudeStyleHooks(this.hookEvents, command, timeout) });
@@ -147,7 +149,7 @@ const CLIENTS = {
     model: 'gpt-5.5',
     hookEvents: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PermissionRequest', 'PostToolUse', 'PreCompact', 'PostCompact', 'SubagentStart', 'SubagentStop', 'Stop', 'SessionEnd'],
     preToolUse: 'PreToolUse',
-    /** @param {string} workspace @param {(event: string) => string | null} command the hook's command for an event, or null for none @param {WriteHooksOptions} [options] */
+    /** @param {string} workspace @param {HookCommand} command @param {WriteHooksOptions} [options] */
     writeHooks(workspace, command, { timeout } = {}) {
       const file = path.join(workspace, '.codex/hooks.json');
       writeJson(file, { hooks: claudeStyleHooks(this.hookEvents, command, timeout) });
@@ -210,7 +212,7 @@ const CLIENTS = {
     startServer: startGemini,
     hookEvents: ['SessionStart', 'BeforeAgent', 'BeforeModel', 'AfterModel', 'BeforeToolSelection', 'BeforeTool', 'AfterTool', 'AfterAgent', 'Notification', 'PreCompress', 'SessionEnd'],
     preToolUse: 'BeforeTool',
-    /** @param {string} workspace @param {(event: string) => string | null} command the hook's command for an event, or null for none @param {WriteHooksOptions} [options] */
+    /** @param {string} workspace @param {HookCommand} command @param {WriteHooksOptions} [options] */
     writeHooks(workspace, command, { timeout } = {}) {
       const file = path.join(workspace, '.gemini/settings.json');
       const hooks = {};
@@ -260,7 +262,7 @@ const CLIENTS = {
       'subagentStart', 'subagentStop', 'preCompact', 'permissionRequest', 'notification',
     ],
     preToolUse: 'preToolUse',
-    /** @param {string} workspace @param {(event: string) => string | null} command the hook's command for an event, or null for none @param {WriteHooksOptions} [options] */
+    /** @param {string} workspace @param {HookCommand} command @param {WriteHooksOptions} [options] */
     writeHooks(workspace, command, { timeout } = {}) {
       const file = path.join(workspace, '.github/hooks/chokepoint.json');
       const hooks = {};
