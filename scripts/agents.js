@@ -70,7 +70,8 @@ async function ensureAgent(name) {
 
 /** Installs the pinned clients (all of them, or `only` those named). Returns
  *  { claude: { bin, version }, codex: …, gemini: …, copilot: … }. Fails naming the package that could
- *  not be installed. */
+ *  not be installed.
+ *  @param {{ only?: string[] }} [options] */
 async function ensureAgents({ only } = {}) {
   const names = only || Object.keys(AGENTS);
   const out = {};

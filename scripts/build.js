@@ -64,6 +64,8 @@ function isStaticallyLinked(program) {
 
 async function buildBundles({ production = false } = {}) {
   const esbuild = require('esbuild');
+  // Typed as esbuild's options, so that 'none' stays one of legalComments' literals when spread below.
+  /** @type {import('esbuild').BuildOptions} */
   const common = { bundle: true, logLevel: 'warning', sourcemap: !production, minify: production, legalComments: 'none' };
   await Promise.all([
     esbuild.build({

@@ -117,6 +117,8 @@ async function fuzzOne({ name: TARGET, dict, maxLen }, binary, seconds, { echo, 
   fs.rmSync(tmp, { recursive: true, force: true });
   fs.mkdirSync(tmp, { recursive: true });
 
+  // Any variable may be added below: an environment, not the shape of its first two entries.
+  /** @type {NodeJS.ProcessEnv} */
   const env = { ...process.env, TMPDIR: tmp };
   // As cargo-fuzz sets it: the sanitizer would otherwise flag globals that are legitimately defined twice.
   if (asan) env.ASAN_OPTIONS = ['detect_odr_violation=0', process.env.ASAN_OPTIONS].filter(Boolean).join(':');

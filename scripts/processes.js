@@ -42,7 +42,9 @@ function readNulList(file) {
 }
 
 /** The processes of the server whose marker is `marker` (and of process group `pgid`, when given),
- *  never this process itself. */
+ *  never this process itself.
+ *  @param {string} marker
+ *  @param {{ pgid?: number }} [options] */
 function serverProcesses(marker, { pgid } = {}) {
   const tag = `${SERVER_MARKER}=${marker}`;
   return listProcesses().filter((p) => p.pid !== process.pid && (p.environ.includes(tag) || (pgid && p.pgid === pgid)));
@@ -83,6 +85,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * Ends every process of a server: SIGTERM first, so VS Code can close its sockets and files, then
  * SIGKILL whatever still runs after `graceMs`. Looks again after the signals, because a process that is
  * ending may still start one. Resolves with how many processes it found.
+ * @param {string} marker
+ * @param {{ pgid?: number, graceMs?: number }} [options]
  */
 async function endServer(marker, { pgid, graceMs = 4000 } = {}) {
   const seen = new Set();

@@ -3,7 +3,8 @@
 //
 //   cargo      cargo test --workspace (core and CLI), cargo fmt --check, cargo clippy -D warnings,
 //              then the canonicaliser's fuzz target for 15 s
-//   node       tsc --noEmit (and of tests/extension), eslint over every TS and JS file, then node --test
+//   node       tsc --noEmit (and of tests/extension), tsc -p tsconfig.js.json (the JSDoc types of the
+//              JavaScript in scripts/, tests/ and bench/), eslint over every TS and JS file, then node --test
 //              tests/node (the built addon from Node) and tests/unit
 //   extension  mocha inside the real VS Code extension host (code-server), tests/extension
 //   ui         the sidebar driven in Debian's Chromium with playwright-core, against the packed .vsix;
@@ -122,17 +123,20 @@ async function bundleUnitTests() {
   return path.relative(ROOT, outdir);
 }
 
-/** The node layer: the TypeScript type check of the extension, the webview and the tests, then
- *  node --test over tests/node and the bundled tests/unit. */
+/** The node layer: the TypeScript type check of the extension, the webview and the tests, and of the
+ *  JavaScript's JSDoc types, then node --test over tests/node and the bundled tests/unit. */
 async function nodeLayer() {
   const tsc = path.join(ROOT, 'node_modules/typescript/bin/tsc');
   const typed = await check('tsc --noEmit', process.execPath, [tsc, '-p', 'tsconfig.json', '--noEmit']);
   // The extension-host suite is bundled by esbuild, which does not type-check: checked here.
   const suite = await check('tsc --noEmit (tests/extension)', process.execPath, [tsc, '-p', 'tests/extension/tsconfig.json', '--noEmit']);
+  // The JavaScript of scripts/, tests/ and bench/ (checkJs; tsconfig.js.json emits nothing): its JSDoc
+  // must say how each function is called, or the types drift from the callers unseen.
+  const js = await check('tsc -p tsconfig.js.json', process.execPath, [tsc, '-p', 'tsconfig.js.json']);
   // Every TypeScript and JavaScript file of the repository (eslint.config.mjs says which are not).
   const linted = await check('eslint', process.execPath, [path.join(ROOT, 'node_modules/eslint/bin/eslint.js'), '--max-warnings', '0', '.']);
   const counts = await nodeTestLayer(['tests/node', await bundleUnitTests()]);
-  const checks = [typed, suite, linted];
+  const checks = [typed, suite, js, linted];
   return { passed: counts.passed + checks.filter(Boolean).length, failed: counts.failed + checks.filter((c) => !c).length };
 }
 

@@ -83,7 +83,8 @@ function freePort() {
     const s = net.createServer();
     s.on('error', reject);
     s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
+      // Listening on a TCP port, address() is an AddressInfo (a string only for a pipe or socket file).
+      const { port } = /** @type {import('net').AddressInfo} */ (s.address());
       s.close(() => resolve(port));
     });
   });
@@ -105,6 +106,14 @@ function portIsFree(port) {
  *
  * `password` defaults to a fresh random one; `server.login(context)` gives a Playwright browser context
  * the session cookie, `server.sessionCookie()` the cookie for a plain HTTP request.
+ *
+ * @typedef {object} CodeServerOptions
+ * @property {string} runDir the folder of everything the server writes
+ * @property {number} [port] a free one when not given
+ * @property {Record<string, string>} [env] added to the server's environment
+ * @property {string} [extensionsDir] `runDir`/extensions when not given
+ * @property {string} [password] a fresh random one when not given
+ * @param {CodeServerOptions} options
  */
 async function startCodeServer({ runDir, port, env = {}, extensionsDir, password = randomPassword() }) {
   // The run folder holds the workspace, VS Code's user data and its sockets: this user's only.

@@ -45,6 +45,7 @@ describe(`${AGENT} on two machines sharing one PostgreSQL database`, () => {
 
   /** `chokepoint ARGS` as a person on `machine` runs it (its name and the password in the environment). */
   function chokepointOn(machine, args) {
+    /** @type {NodeJS.ProcessEnv} an environment, from which one variable is deleted below */
     const env = { ...process.env, CHOKEPOINT_MACHINE: machine, PGPASSWORD: server.password };
     delete env.CHOKEPOINT_COORDINATION_URL;
     const r = run(PROGRAM, args, undefined, env);

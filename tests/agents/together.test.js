@@ -61,6 +61,13 @@ function writeOf(name, ws, rel, content) {
  * One scenario: a governed workspace set up for both clients; A's session runs `aCommand(scratch)`
  * through its shell tool; once `started(scratch, command)` says it runs, B's session writes PAY and
  * the person writes; then the `go` file lets A's command go on. Returns everything the checks read.
+ * The defaults take fewer arguments than scenario gives: B's steps are given the workspace and B's
+ * tools, the person the workspace.
+ * @param {string} label
+ * @param {(scratch: string) => string} aCommand
+ * @param {(scratch: string, command: string) => boolean} started
+ * @param {(ws: string, tools: any) => object[]} [bSteps]
+ * @param {(ws: string) => void} [person]
  */
 async function scenario(label, aCommand, started, bSteps = (ws) => [{ tools: [writeOf(B, ws, 'src/billing/pay.ts', PAY)] }], person = () => {}) {
   const ws = makeWorkspace('together');

@@ -85,7 +85,8 @@ test('an input that is not JSON-shaped (a cycle, nesting past 128 levels) is ref
   let deep = {};
   for (let i = 0; i < 10000; i++) deep = { a: deep };
   for (const input of [cyclic, deep]) {
-    assert.throws(() => engine.evaluate('PreToolUse', 'write_to_file', ['src/a.js'], input), (e) => e.code === 'EINVAL' && /the input cannot be judged: .*at most 128 levels deep/.test(e.message));
+    // The binding throws napi's Errors, which carry a code (a validator's argument is typed unknown).
+    assert.throws(() => engine.evaluate('PreToolUse', 'write_to_file', ['src/a.js'], input), (/** @type {Error & { code?: string }} */ e) => e.code === 'EINVAL' && /the input cannot be judged: .*at most 128 levels deep/.test(e.message));
     // napi converts the event object before our code runs: its own error, with napi's status as code.
     assert.throws(() => engine.evaluateAsync({ event: 'PreToolUse', tool: 'write_to_file', paths: ['src/a.js'], input }), /Exceeded maximum JSON nesting depth on JsEvent.input/);
   }

@@ -71,6 +71,7 @@ test('a draft that does not load is its diagnostics, with line and column, and n
   const result = await engine.traceReplay({ config: folder });
   assert.strictEqual(result.report, undefined);
   assert.deepStrictEqual(result.diagnostics.map((d) => [path.basename(d.file), d.line, d.column]), [['hooks.yaml', 5, 17]]);
-  await assert.rejects(engine.traceReplay({ config: path.join(dir, 'nowhere') }), (e) => /is not a folder/.test(e.message));
+  // A rejection's reason is typed unknown; the binding rejects with an Error.
+  await assert.rejects(engine.traceReplay({ config: path.join(dir, 'nowhere') }), (/** @type {Error} */ e) => /is not a folder/.test(e.message));
   engine.close();
 });

@@ -57,7 +57,8 @@ test('a revoked lease: released, recorded, and the next write of the session is 
   assert.deepStrictEqual([revoked.sessionId, revoked.intentId, revoked.agentId, revoked.by, revoked.reason], ['claude:S1', 'INT-001', 'claude', 'alice via VS Code', 'hands off the login flow']);
   assert.deepStrictEqual(engine.intentHolders(), []);
   assert.strictEqual(engine.revokeLease('claude:S1', 'alice via VS Code'), null, 'nothing is left to revoke');
-  assert.throws(() => engine.revokeLease('claude:S1', ' '), (e) => e.code === 'EINVAL');
+  // The binding throws napi's Errors, which carry a code (a validator's argument is typed unknown).
+  assert.throws(() => engine.revokeLease('claude:S1', ' '), (/** @type {Error & { code?: string }} */ e) => e.code === 'EINVAL');
 
   const answer = claudeWrites(dir, 'src/auth/lockout.js');
   assert.strictEqual(answer.permissionDecision, 'deny');

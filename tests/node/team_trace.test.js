@@ -62,5 +62,6 @@ test("the extension's engine copies its records to the team's database, and trac
 test('without a team database, traceTeam throws saying how to configure one', () => {
   const engine = binding.Engine.open(workspace('version: 1\n'));
   assert.strictEqual(engine.teamCopyStatus(), null);
-  assert.throws(() => engine.traceTeam(), (e) => e.code === 'EINVAL' && /coordination\.url/.test(e.message));
+  // The binding throws napi's Errors, which carry a code (a validator's argument is typed unknown).
+  assert.throws(() => engine.traceTeam(), (/** @type {Error & { code?: string }} */ e) => e.code === 'EINVAL' && /coordination\.url/.test(e.message));
 });

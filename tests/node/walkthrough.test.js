@@ -15,8 +15,8 @@ const manifest = require(path.join(ROOT, 'package.json'));
 const commands = new Set(manifest.contributes.commands.map((c) => c.command));
 const [walkthrough] = manifest.contributes.walkthroughs;
 const extensionSource = () =>
-  fs
-    .readdirSync(path.join(ROOT, 'extension/src'), { recursive: true })
+  // Without an encoding the names are strings (utf8); the overload for { recursive } says string | Buffer.
+  /** @type {string[]} */ (fs.readdirSync(path.join(ROOT, 'extension/src'), { recursive: true }))
     .filter((f) => f.endsWith('.ts'))
     .map((f) => fs.readFileSync(path.join(ROOT, 'extension/src', f), 'utf8'))
     .join('\n');

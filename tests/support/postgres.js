@@ -55,7 +55,8 @@ function freePort() {
     const s = net.createServer();
     s.once('error', reject);
     s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
+      // Listening on a TCP port, address() is an AddressInfo (a string only for a pipe or socket file).
+      const { port } = /** @type {import('net').AddressInfo} */ (s.address());
       s.close(() => resolve(port));
     });
   });
@@ -153,7 +154,10 @@ class Server {
     return this.log().split('\n').slice(-40).join('\n');
   }
 
-  /** [command, args] for one of the server's programs, as the `postgres` user when we are root. */
+  /** [command, args] for one of the server's programs, as the `postgres` user when we are root.
+   *  @param {string} program
+   *  @param {string[]} args
+   *  @returns {[string, string[]]} a pair, so that it can be spread into exec's or spawnSync's arguments */
   serverCommand(program, args) {
     const file = path.join(this.bin, program);
     return this.asServerUser ? ['runuser', ['-u', SERVER_USER, '--', file, ...args]] : [file, args];
@@ -225,6 +229,8 @@ class Server {
    *  stderr. `env`: libpq's variables for this run, e.g. { PGSSLMODE: 'verify-full', PGSSLROOTCERT: caCert }. */
   async psql(sql, { env = {}, database = DATABASE } = {}) {
     const conninfo = `host=127.0.0.1 port=${this.port} user=${USER} dbname=${database} connect_timeout=5`;
+    // An environment, from which two variables are deleted below.
+    /** @type {NodeJS.ProcessEnv} */
     const base = { ...process.env, PGPASSWORD: this.password, PGSSLMODE: 'prefer' };
     delete base.PGSERVICE;
     delete base.PGSSLROOTCERT;

@@ -21,6 +21,8 @@ after(() => made.splice(0).forEach((d) => fs.rmSync(d, { recursive: true, force:
  * `root`: the repository (bundled tests cannot find it from this file's place).
  * `hooksYaml`: replaces the sample hooks.yaml (a `version: 1` line is put first); `appendHooks`:
  * added to the end of the sample's.
+ * @param {string} root
+ * @param {{ prefix?: string, hooksYaml?: string, appendHooks?: string }} [options]
  */
 function sampleWorkspace(root, { prefix = 'chokepoint-test-', hooksYaml, appendHooks } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));

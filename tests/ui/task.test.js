@@ -185,8 +185,10 @@ async function endlessModel() {
       res.on('close', () => (seen.hungUp = true));
     });
   });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { seen, baseUrl: `http://127.0.0.1:${server.address().port}/v1`, close: () => (server.closeAllConnections(), server.close()) };
+  // Promise<void>: its resolve is then a callback of no arguments, as listen's is.
+  await /** @type {Promise<void>} */ (new Promise((resolve) => server.listen(0, '127.0.0.1', resolve)));
+  // Listening on a TCP port, address() is an AddressInfo (a string only for a pipe or socket file).
+  return { seen, baseUrl: `http://127.0.0.1:${/** @type {import('net').AddressInfo} */ (server.address()).port}/v1`, close: () => (server.closeAllConnections(), server.close()) };
 }
 
 test('a prompt runs with Ctrl+Enter on the configured endpoint, and Stop ends the running task as cancelled', async () => {

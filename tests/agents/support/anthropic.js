@@ -19,6 +19,8 @@ function messageEvents(step, model) {
   if (step.text) blocks.push({ type: 'text', text: step.text });
   for (const t of step.tools || []) blocks.push({ type: 'tool_use', id: t.id || id('toolu_'), name: t.name, input: t.input || {} });
   const stop = (step.tools || []).length ? 'tool_use' : 'end_turn';
+  // Server-Sent Events of every kind, not only the shape of the first two.
+  /** @type {{ event: string, data: object }[]} */
   const events = [
     {
       event: 'message_start',
@@ -60,6 +62,7 @@ function toolNames(body) {
   return ((body && body.tools) || []).map((t) => t.name);
 }
 
+/** @param {import('./server').ScriptOptions} [options] */
 async function startAnthropic({ script, finalText } = {}) {
   return startScriptedServer({
     name: 'anthropic',

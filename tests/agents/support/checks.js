@@ -38,6 +38,14 @@ function eventOf(name, kind) {
  * One session with a single hook (`event`: 'pre' or 'start') answering `action` (loghook's action
  * format, without event/tool filters) for the tool calls in `steps` (functions of the workspace).
  * Returns { r, server, ws, hooks, file(rel), toolResults, requestsText, cleanup }.
+ * @param {string} name
+ * @param {object} o
+ * @param {'pre' | 'start'} [o.event]
+ * @param {object} o.action
+ * @param {(ws: string, tools: any) => object[]} o.steps
+ * @param {number} [o.timeout] the hook's timeout (seconds), the client's default when not given
+ * @param {number} [o.timeoutMs]
+ * @param {string} [o.prompt]
  */
 async function sessionWithHook(name, { event = 'pre', action, steps, timeout, timeoutMs = 90000, prompt = 'Do as scripted.' }) {
   const client = CLIENTS[name];

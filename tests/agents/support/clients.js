@@ -23,6 +23,11 @@ const SUPPORT = __dirname;
 const LOGHOOK = path.join(SUPPORT, 'loghook.js');
 const MCP_STUB = path.join(SUPPORT, 'mcpStub.js');
 
+/** The options of every client's writeHooks: `timeout` (seconds) is written into each hook when given.
+ *  @typedef {{ timeout?: number }} WriteHooksOptions */
+/** What writeHooks is given to name each event's hook command: null registers no hook for the event.
+ *  @typedef {(event: string) => string | null} HookCommand */
+
 /** A shell word: single-quoted unless plainly safe. */
 function q(s) {
   return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${String(s).replace(/'/g, `'\\''`)}'`;
@@ -99,6 +104,7 @@ const CLIENTS = {
       'FileChanged', 'DirectoryAdded', 'MessageDisplay',
     ],
     preToolUse: 'PreToolUse',
+    /** @param {string} workspace @param {HookCommand} command @param {WriteHooksOptions} [options] */
     writeHooks(workspace, command, { timeout } = {}) {
       const file = path.join(workspace, '.claude/settings.json');
       mergeJson(file, { hooks: claudeStyleHooks(this.hookEvents, command, timeout) });
@@ -143,6 +149,7 @@ const CLIENTS = {
     model: 'gpt-5.5',
     hookEvents: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PermissionRequest', 'PostToolUse', 'PreCompact', 'PostCompact', 'SubagentStart', 'SubagentStop', 'Stop', 'SessionEnd'],
     preToolUse: 'PreToolUse',
+    /** @param {string} workspace @param {HookCommand} command @param {WriteHooksOptions} [options] */
     writeHooks(workspace, command, { timeout } = {}) {
       const file = path.join(workspace, '.codex/hooks.json');
       writeJson(file, { hooks: claudeStyleHooks(this.hookEvents, command, timeout) });
@@ -205,6 +212,7 @@ const CLIENTS = {
     startServer: startGemini,
     hookEvents: ['SessionStart', 'BeforeAgent', 'BeforeModel', 'AfterModel', 'BeforeToolSelection', 'BeforeTool', 'AfterTool', 'AfterAgent', 'Notification', 'PreCompress', 'SessionEnd'],
     preToolUse: 'BeforeTool',
+    /** @param {string} workspace @param {HookCommand} command @param {WriteHooksOptions} [options] */
     writeHooks(workspace, command, { timeout } = {}) {
       const file = path.join(workspace, '.gemini/settings.json');
       const hooks = {};
@@ -254,6 +262,7 @@ const CLIENTS = {
       'subagentStart', 'subagentStop', 'preCompact', 'permissionRequest', 'notification',
     ],
     preToolUse: 'preToolUse',
+    /** @param {string} workspace @param {HookCommand} command @param {WriteHooksOptions} [options] */
     writeHooks(workspace, command, { timeout } = {}) {
       const file = path.join(workspace, '.github/hooks/chokepoint.json');
       const hooks = {};
@@ -341,8 +350,20 @@ function killGroup(pid) {
  * workspace itself unless given) against the scripted server at `serverUrl`, with a private
  * temporary HOME (deleted afterwards unless `keepHome`), killing the whole process group after
  * `timeoutMs`. Returns { code, signal, timedOut, ms, stdout, stderr, events, home }.
+ *
+ * @typedef {object} RunAgentOptions
+ * @property {string} workspace the project the session works in
+ * @property {string} [cwd] the folder the client starts in; `workspace` when not given
+ * @property {string} prompt the one prompt of the headless session
+ * @property {string} serverUrl the scripted model server the client talks to
+ * @property {number} [timeoutMs] when the process group is killed
+ * @property {Record<string, string>} [env] added to the client's environment
+ * @property {boolean} [keepHome] keep the temporary HOME afterwards
+ * @property {string} [home] a HOME to use instead of a fresh temporary one (then kept)
+ * @param {string} name
+ * @param {RunAgentOptions} options
  */
-async function runAgent(name, { workspace, cwd = workspace, prompt, serverUrl, timeoutMs = 60000, env = {}, keepHome = false, home } = {}) {
+async function runAgent(name, { workspace, cwd = workspace, prompt, serverUrl, timeoutMs = 60000, env = {}, keepHome = false, home }) {
   const client = CLIENTS[name];
   if (!client) throw new Error(`unknown client \`${name}\`; the clients are ${Object.keys(CLIENTS).join(', ')}`);
   const bin = binOf(name);

@@ -88,6 +88,7 @@ function toolNames(body) {
   return ((body && body.tools) || []).flatMap((t) => (t.functionDeclarations || []).map((f) => f.name));
 }
 
+/** @param {import('./server').ScriptOptions} [options] */
 async function startGemini({ script, finalText } = {}) {
   return startScriptedServer({
     name: 'gemini',

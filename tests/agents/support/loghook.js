@@ -30,6 +30,8 @@ function readStdin() {
 }
 
 const raw = readStdin();
+// The parsed JSON (an object of the client's hook input), null for no input, or the raw text.
+/** @type {any} */
 let input = raw;
 try {
   input = raw.trim() ? JSON.parse(raw) : null;

@@ -61,6 +61,8 @@ function responseEvents(step, body) {
   const responseId = id('resp_');
   const model = (body && body.model) || 'gpt-5.5';
   const declared = declaredTools(body);
+  // Output items of the Responses API: which fields one has depends on its `type`.
+  /** @type {{ type: string, id: string, [field: string]: any }[]} */
   const items = [];
   if (step.text) items.push({ type: 'message', id: id('msg_'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: step.text, annotations: [] }] });
   for (const t of step.tools || []) items.push(outputItem(t, declared));
@@ -116,6 +118,7 @@ function toolNames(body) {
   return [...declaredTools(body).keys()];
 }
 
+/** @param {import('./server').ScriptOptions} [options] */
 async function startOpenAI({ script, finalText } = {}) {
   return startScriptedServer({
     name: 'openai',

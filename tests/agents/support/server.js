@@ -9,11 +9,20 @@
 const http = require('http');
 
 /**
+ * What a test gives a vendor's start function (startAnthropic, startOpenAI, startGemini); both may be left out.
+ * @typedef {object} ScriptOptions
+ * @property {Array} [script] steps, one per main request
+ * @property {string} [finalText] the answer once the script is exhausted
+ */
+
+/**
  * @param {object} o
- * @param {Array} o.script steps, one per main request
+ * @param {string} o.name the vendor's name, in the 404 answer and the debug log
+ * @param {Array} [o.script] steps, one per main request
  * @param {string} [o.finalText] the answer once the script is exhausted
- * @param {(req, url: URL, body: any, server) => Promise<boolean|void>|boolean|void} o.handle the vendor's
- *   routes; it answers `res` itself and returns false when the route is unknown (then 404)
+ * @param {(req: http.IncomingMessage, res: http.ServerResponse, url: URL, body: any, entry: object, server: object) => Promise<boolean|void>|boolean|void} o.handle
+ *   the vendor's routes, given the request's log `entry` (for nextStep) and the scripted server; it
+ *   answers `res` itself and returns false when the route is unknown (then 404)
  * @param {(body: any) => Array} o.toolResults the vendor's extraction of tool results from one body
  * @param {(body: any) => string[]} o.toolNames the names of the tools one request body offers
  */
@@ -87,8 +96,10 @@ async function startScriptedServer({ script = [], finalText = 'Done.', handle, t
       }
     });
   });
-  await new Promise((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
-  server.url = `http://127.0.0.1:${httpServer.address().port}`;
+  // Promise<void>: its resolve is then a callback of no arguments, as listen's is.
+  await /** @type {Promise<void>} */ (new Promise((resolve) => httpServer.listen(0, '127.0.0.1', resolve)));
+  // Listening on a TCP port, address() is an AddressInfo (a string only for a pipe or socket file).
+  server.url = `http://127.0.0.1:${/** @type {import('net').AddressInfo} */ (httpServer.address()).port}`;
   return server;
 }
 
