@@ -63,6 +63,7 @@ test('a write\'s result names its before and after images by hash, and traceImag
   assert.strictEqual((await write('PreToolUse', FILE, WRITTEN)).decision, 'allow');
   fs.writeFileSync(path.join(dir, FILE), WRITTEN); // the tool runs
   await write('PostToolUse', FILE, WRITTEN);
+  engine.flushTrace(); // a result's record is not waited for by the call
   const [file] = engine.traceRecent({ limit: 1 })[0].files;
   const sha = (text) => require('crypto').createHash('sha256').update(text).digest('hex');
   assert.deepStrictEqual([file.path, file.beforeSha256, file.sha256], [FILE, sha(BEFORE), sha(WRITTEN)]);
@@ -75,6 +76,7 @@ test('a write\'s result names its before and after images by hash, and traceImag
   assert.strictEqual((await write('PreToolUse', created, 'new\n')).decision, 'allow');
   fs.writeFileSync(path.join(dir, created), 'new\n');
   await write('PostToolUse', created, 'new\n');
+  engine.flushTrace();
   const [made] = engine.traceRecent({ limit: 1 })[0].files;
   assert.deepStrictEqual([made.path, engine.traceImage(made.beforeSha256), engine.traceImage(made.sha256)], [created, '', 'new\n']);
   // The texts are in a runtime file that git ignores, never in the ledger.
