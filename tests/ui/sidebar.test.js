@@ -126,6 +126,46 @@ test('the Trace view lists what the agents did by session; its filters narrow it
   }
 });
 
+test("an action that wrote a file has it under it: a click opens VS Code's diff editor on the file before and after the write", async () => {
+  await openSidebar();
+  const trace = await vsc.traceView();
+  const rows = trace.locator('.monaco-list-row');
+  // An agent's allowed write, judged by another process as its hooks would be: the write's text
+  // before and after are kept by hash in the workspace's image store, the ledger names them.
+  const binding = require(path.join(ROOT, 'native/node'));
+  const engine = binding.Engine.open(workspace);
+  const FILE = 'src/auth/login.js';
+  const before = fs.readFileSync(path.join(workspace, FILE), 'utf8');
+  const after = `${before}// checked by the diff test\n`;
+  const write = (event) => engine.evaluateAsync({ event, tool: 'write_to_file', input: { path: FILE, content: after }, paths: [FILE], sessionId: 'ui-a', agentId: 'claude' });
+  assert.strictEqual((await write('PreToolUse')).decision, 'allow');
+  fs.writeFileSync(path.join(workspace, FILE), after); // the tool runs
+  await write('PostToolUse');
+  const [written] = engine.traceRecent({ limit: 1 })[0].files;
+  // The other process stores the texts on a thread of its own: here they are once it answers.
+  assert.strictEqual(engine.traceImage(written.sha256), after);
+
+  const action = rows.filter({ hasText: `write_to_file ${FILE}` }).first();
+  await action.waitFor({ timeout: 15000 });
+  // The record says its diff is kept.
+  await action.click();
+  const shown = async () => ((await page.locator('.editor-instance .view-lines').first().textContent()) ?? '').replace(/\u00a0/g, ' ');
+  for (let i = 0; i < 50 && !(await shown()).includes('its diff is kept'); i++) await page.waitForTimeout(200);
+  assert.match(await shown(), new RegExp(`wrote \`${FILE}\`, lines \\d+; its diff is kept`), await shown());
+  // Its written file, folded under it: a click opens the diff editor, titled with the record.
+  await action.locator('.monaco-tl-twistie').click();
+  const file = rows.filter({ hasText: /^\s*src\/auth\/login\.js/ }).first();
+  await file.waitFor({ timeout: 10000 });
+  await file.click();
+  await page.locator('.tab').filter({ hasText: `${FILE} (before ↔ after, #${engine.traceRecent({ limit: 1 })[0].seq})` }).waitFor({ timeout: 15000 });
+  const side = (which) => page.locator(`.monaco-diff-editor .editor.${which} .view-lines`).first();
+  const text = async (which) => ((await side(which).textContent().catch(() => '')) ?? '').replace(/\u00a0/g, ' ');
+  for (let i = 0; i < 50 && !(await text('modified')).includes('checked by the diff test'); i++) await page.waitForTimeout(200);
+  assert.match(await text('modified'), /checked by the diff test/);
+  assert.ok(!(await text('original')).includes('checked by the diff test'), await text('original'));
+  assert.match(await text('original'), /Checks a password against a stored one/);
+});
+
 test('a broken hooks.yaml is shown with file, line and column while the last good hooks keep running', async () => {
   const hooks = path.join(workspace, '.orchestration/hooks.yaml');
   fs.writeFileSync(hooks, 'version: 1\nhooks:\n  PreToolUse:\n    - name: "unclosed\n');
