@@ -510,10 +510,12 @@ impl Images {
         if !before.is_empty() {
             self.store.keep(before_sha256, before);
         }
-        if let (Some(after), Some(after_sha256)) = (after, &change.sha256) {
-            if !after.is_empty() && change.before_sha256.as_ref() != Some(after_sha256) {
-                self.store.keep(after_sha256.clone(), after);
-            }
+        // The same text again (a write that changed nothing) is kept once.
+        if let (Some(after), Some(after_sha256)) = (after, &change.sha256)
+            && !after.is_empty()
+            && change.before_sha256.as_ref() != Some(after_sha256)
+        {
+            self.store.keep(after_sha256.clone(), after);
         }
     }
 }

@@ -390,6 +390,7 @@ mod tests {
         r.files = vec![FileChange {
             path: "src/a.js".into(),
             sha256: None,
+            before_sha256: None,
             ranges: vec![LineRange { start: 1, end: 2, sha256: sha256_hex(b"a\nb"), line_digests: Some("ca9781123e23e816".into()) }],
         }];
         let line = r.to_line();
