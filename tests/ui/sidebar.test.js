@@ -141,11 +141,14 @@ test("an action that wrote a file has it under it: a click opens VS Code's diff 
   assert.strictEqual((await write('PreToolUse')).decision, 'allow');
   fs.writeFileSync(path.join(workspace, FILE), after); // the tool runs
   await write('PostToolUse');
-  const [written] = engine.traceRecent({ limit: 1 })[0].files;
+  engine.flushTrace(); // a result's record is not waited for by the call
+  const result = engine.traceRecent({ limit: 5 }).find((e) => e.event === 'PostToolUse' && e.tool === 'write_to_file');
+  const [written] = result.files;
   // The other process stores the texts on a thread of its own: here they are once it answers.
   assert.strictEqual(engine.traceImage(written.sha256), after);
 
-  const action = rows.filter({ hasText: `write_to_file ${FILE}` }).first();
+  // The action once its result is listed with it ("allowed, ran"): the view refreshes after the ledger changed.
+  const action = rows.filter({ hasText: `write_to_file ${FILE}` }).filter({ hasText: 'ran' }).first();
   await action.waitFor({ timeout: 15000 });
   // The record says its diff is kept.
   await action.click();
@@ -153,11 +156,11 @@ test("an action that wrote a file has it under it: a click opens VS Code's diff 
   for (let i = 0; i < 50 && !(await shown()).includes('its diff is kept'); i++) await page.waitForTimeout(200);
   assert.match(await shown(), new RegExp(`wrote \`${FILE}\`, lines \\d+; its diff is kept`), await shown());
   // Its written file, folded under it: a click opens the diff editor, titled with the record.
-  await action.locator('.monaco-tl-twistie').click();
+  if ((await action.getAttribute('aria-expanded')) !== 'true') await action.locator('.monaco-tl-twistie').click();
   const file = rows.filter({ hasText: /^\s*src\/auth\/login\.js/ }).first();
   await file.waitFor({ timeout: 10000 });
   await file.click();
-  await page.locator('.tab').filter({ hasText: `${FILE} (before ↔ after, #${engine.traceRecent({ limit: 1 })[0].seq})` }).waitFor({ timeout: 15000 });
+  await page.locator('.tab').filter({ hasText: `${FILE} (before ↔ after, #${result.seq})` }).waitFor({ timeout: 15000 });
   const side = (which) => page.locator(`.monaco-diff-editor .editor.${which} .view-lines`).first();
   const text = async (which) => ((await side(which).textContent().catch(() => '')) ?? '').replace(/\u00a0/g, ' ');
   for (let i = 0; i < 50 && !(await text('modified')).includes('checked by the diff test'); i++) await page.waitForTimeout(200);

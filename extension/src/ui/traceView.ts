@@ -361,6 +361,16 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
       lines.push(`# ${action.label}: ${action.outcome}`, '');
       if (action.reason) lines.push(`**Reason:** ${action.reason}`, '');
       if (action.intent) lines.push(`**Intent:** ${action.intent}`, '');
+      // First, before the records: whether each written file's diff can be opened. The texts are this
+      // machine's image store's, never the ledger's.
+      const files = writtenFiles(action);
+      const elsewhere = action.records.some((r) => r.from);
+      for (const f of files) {
+        const missing = elsewhere ? "it was recorded on another machine, whose image store keeps its texts if any" : missingImage(this.engine, f);
+        const diff = missing ? `its diff is not kept: ${missing}` : 'its diff is kept: **Open Changes** on the file under this action in the Trace view';
+        lines.push(`- ${f.before && !f.after ? 'deleted' : 'wrote'} \`${f.path}\`${f.lines ? `, lines ${f.lines}` : ''}; ${diff}`);
+      }
+      if (files.length) lines.push('');
     }
     for (const r of records) {
       const chain = r.from?.chain ?? r.chain;
@@ -368,11 +378,7 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
       lines.push(`## Record #${r.seq}${chain ? ` of chain \`${chain}\`` : ''}${place}`, '');
       lines.push(`${r.event ?? r.kind} · ${r.time} · session \`${r.session ?? '—'}\`${r.agent ? ` · agent ${r.agent}` : ''}`, '');
       for (const f of r.files) {
-        const written = f.ranges.map((x) => (x.start === x.end ? `${x.start}` : `${x.start}–${x.end}`)).join(', ');
-        // Whether its diff can be opened: the texts are this machine's image store's, never the ledger's.
-        const missing = r.from ? "it was recorded on another machine, whose image store keeps its texts if any" : missingImage(this.engine, { path: f.path, seq: r.seq, lines: written, before: f.beforeSha256 ?? undefined, after: f.sha256 ?? undefined });
-        const diff = missing ? `its diff is not kept: ${missing}` : 'its diff is kept: **Open Changes** on the file under this action in the Trace view';
-        lines.push(`- ${f.beforeSha256 && !f.sha256 ? 'deleted' : 'wrote'} \`${f.path}\`${written ? `, lines ${written}` : ''}; ${diff}`);
+        lines.push(`- ${f.beforeSha256 && !f.sha256 ? 'deleted' : 'wrote'} \`${f.path}\`${f.ranges.length ? `, lines ${f.ranges.map((x) => (x.start === x.end ? `${x.start}` : `${x.start}–${x.end}`)).join(', ')}` : ''}`);
       }
       if (r.files.length) lines.push('');
       let whole: string | undefined;
