@@ -114,15 +114,19 @@ test('the Trace view lists what the agents did by session; its filters narrow it
   assert.match(doc, /"event": "PreToolUse"/);
 
   // A page at a time: with a limit of 2, the oldest record waits behind "Show 1 more".
+  // Beside the workspace settings the harness wrote (the walkthrough kept closed), restored after:
+  // removing them opened the walkthrough over the window reloaded by a later test.
   fs.mkdirSync(path.join(workspace, '.vscode'), { recursive: true });
   const settings = path.join(workspace, '.vscode/settings.json');
-  fs.writeFileSync(settings, JSON.stringify({ 'chokepoint.trace.limit': 2 }));
+  const previous = fs.existsSync(settings) ? fs.readFileSync(settings, 'utf8') : undefined;
+  fs.writeFileSync(settings, JSON.stringify({ ...JSON.parse(previous ?? '{}'), 'chokepoint.trace.limit': 2 }));
   try {
     await rows.filter({ hasText: 'the newest 2 of 3 records' }).waitFor({ timeout: 15000 });
     await rows.filter({ hasText: 'Show 1 more' }).click();
     await rows.filter({ hasText: /^\s*3 records, newest first/ }).waitFor({ timeout: 10000 });
   } finally {
-    fs.rmSync(path.join(workspace, '.vscode'), { recursive: true, force: true });
+    if (previous === undefined) fs.rmSync(path.join(workspace, '.vscode'), { recursive: true, force: true });
+    else fs.writeFileSync(settings, previous);
   }
 });
 
