@@ -332,6 +332,12 @@ export declare class Engine {
   /** The record `seq` of `chain` whole, or `null` when the ledger has none such. */
   traceRecord(chain: string, seq: number): TraceRecord | null
   /**
+   * The text of a written file whose SHA-256 is `sha256` (a trace file's `sha256` or
+   * `beforeSha256`), as this workspace's image store kept it for diffs; `null` when it was never
+   * kept or was pruned since (the ledger keeps hashes only).
+   */
+  traceImage(sha256: string): string | null
+  /**
    * Every machine's and worktree's records in the team's database (hooks.yaml's
    * `coordination.url`, or `CHOKEPOINT_COORDINATION_URL`) that match `filter`, oldest first (the
    * newest `limit`), after this worktree's pending records were copied there. Throws (`EINVAL`)
@@ -1191,6 +1197,14 @@ export interface TraceFile {
   path: string
   /** Empty when the write's ranges are unknown or it deleted lines only. */
   ranges: Array<TraceRange>
+  /** SHA-256 (hex) of the file after the write; absent when the write deleted it. */
+  sha256?: string
+  /**
+   * SHA-256 (hex) of the file before the write (of the empty text for a file it created); absent
+   * when it was not read, and in records written before it was kept. With `sha256`, what
+   * `traceImage` shows a diff of.
+   */
+  beforeSha256?: string
 }
 
 /** Which trace records `Engine.traceRecent` returns; every field set must match. */

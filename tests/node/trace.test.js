@@ -49,8 +49,39 @@ test('traceRecent lists every judged event newest first, with its decision, inte
   assert.strictEqual(all[0].kind, 'tool_call');
   assert.match(all[0].time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   // The write's record holds the lines it put there.
-  assert.deepStrictEqual(all[2].files, [{ path: FILE, ranges: [{ start: 1, end: 3 }] }]);
+  assert.deepStrictEqual(all[2].files.map(({ path, ranges }) => ({ path, ranges })), [{ path: FILE, ranges: [{ start: 1, end: 3 }] }]);
   assert.deepStrictEqual(all[3].files, [], 'the PreToolUse records no ranges; its PostToolUse does');
+});
+
+test('a write\'s result names its before and after images by hash, and traceImage gives their texts back', async () => {
+  const dir = sampleWorkspace();
+  const engine = binding.Engine.open(dir);
+  const write = (event, p, content) => engine.evaluateAsync({ event, tool: 'write_to_file', input: { path: p, content }, paths: [p], sessionId: 'S', agentId: 'claude-code' });
+  await engine.evaluateAsync({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-001' }, sessionId: 'S' });
+  const BEFORE = 'export function open() {\n  return 0;\n}\n';
+  fs.writeFileSync(path.join(dir, FILE), BEFORE);
+  assert.strictEqual((await write('PreToolUse', FILE, WRITTEN)).decision, 'allow');
+  fs.writeFileSync(path.join(dir, FILE), WRITTEN); // the tool runs
+  await write('PostToolUse', FILE, WRITTEN);
+  engine.flushTrace(); // a result's record is not waited for by the call
+  const [file] = engine.traceRecent({ limit: 1 })[0].files;
+  const sha = (text) => require('crypto').createHash('sha256').update(text).digest('hex');
+  assert.deepStrictEqual([file.path, file.beforeSha256, file.sha256], [FILE, sha(BEFORE), sha(WRITTEN)]);
+  assert.strictEqual(engine.traceImage(file.beforeSha256), BEFORE);
+  assert.strictEqual(engine.traceImage(file.sha256), WRITTEN);
+  // A hash never kept (a record from before images were kept, or one pruned since) has none.
+  assert.strictEqual(engine.traceImage(sha('never written')), null);
+  // A created file: its before-image is the empty text.
+  const created = 'src/auth/created.js';
+  assert.strictEqual((await write('PreToolUse', created, 'new\n')).decision, 'allow');
+  fs.writeFileSync(path.join(dir, created), 'new\n');
+  await write('PostToolUse', created, 'new\n');
+  engine.flushTrace();
+  const [made] = engine.traceRecent({ limit: 1 })[0].files;
+  assert.deepStrictEqual([made.path, engine.traceImage(made.beforeSha256), engine.traceImage(made.sha256)], [created, '', 'new\n']);
+  // The texts are in a runtime file that git ignores, never in the ledger.
+  assert.ok(fs.existsSync(path.join(dir, '.orchestration/images.db')));
+  assert.ok(!ledgerRecords(dir).some((r) => JSON.stringify(r).includes('return 0')));
 });
 
 test('traceRecent filters by intent, session, file, time and limit', async () => {

@@ -114,16 +114,63 @@ test('the Trace view lists what the agents did by session; its filters narrow it
   assert.match(doc, /"event": "PreToolUse"/);
 
   // A page at a time: with a limit of 2, the oldest record waits behind "Show 1 more".
+  // Beside the workspace settings the harness wrote (the walkthrough kept closed), restored after:
+  // removing them opened the walkthrough over the window reloaded by a later test.
   fs.mkdirSync(path.join(workspace, '.vscode'), { recursive: true });
   const settings = path.join(workspace, '.vscode/settings.json');
-  fs.writeFileSync(settings, JSON.stringify({ 'chokepoint.trace.limit': 2 }));
+  const previous = fs.existsSync(settings) ? fs.readFileSync(settings, 'utf8') : undefined;
+  fs.writeFileSync(settings, JSON.stringify({ ...JSON.parse(previous ?? '{}'), 'chokepoint.trace.limit': 2 }));
   try {
     await rows.filter({ hasText: 'the newest 2 of 3 records' }).waitFor({ timeout: 15000 });
     await rows.filter({ hasText: 'Show 1 more' }).click();
     await rows.filter({ hasText: /^\s*3 records, newest first/ }).waitFor({ timeout: 10000 });
   } finally {
-    fs.rmSync(path.join(workspace, '.vscode'), { recursive: true, force: true });
+    if (previous === undefined) fs.rmSync(path.join(workspace, '.vscode'), { recursive: true, force: true });
+    else fs.writeFileSync(settings, previous);
   }
+});
+
+test("an action that wrote a file has it under it: a click opens VS Code's diff editor on the file before and after the write", async () => {
+  await openSidebar();
+  const trace = await vsc.traceView();
+  const rows = trace.locator('.monaco-list-row');
+  // An agent's allowed write, judged by another process as its hooks would be: the write's text
+  // before and after are kept by hash in the workspace's image store, the ledger names them.
+  const binding = require(path.join(ROOT, 'native/node'));
+  const engine = binding.Engine.open(workspace);
+  const FILE = 'src/auth/login.js';
+  const before = fs.readFileSync(path.join(workspace, FILE), 'utf8');
+  const after = `${before}// checked by the diff test\n`;
+  const write = (event) => engine.evaluateAsync({ event, tool: 'write_to_file', input: { path: FILE, content: after }, paths: [FILE], sessionId: 'ui-a', agentId: 'claude' });
+  assert.strictEqual((await write('PreToolUse')).decision, 'allow');
+  fs.writeFileSync(path.join(workspace, FILE), after); // the tool runs
+  await write('PostToolUse');
+  engine.flushTrace(); // a result's record is not waited for by the call
+  const result = engine.traceRecent({ limit: 5 }).find((e) => e.event === 'PostToolUse' && e.tool === 'write_to_file');
+  const [written] = result.files;
+  // The other process stores the texts on a thread of its own: here they are once it answers.
+  assert.strictEqual(engine.traceImage(written.sha256), after);
+
+  // The action once its result is listed with it ("allowed, ran"): the view refreshes after the ledger changed.
+  const action = rows.filter({ hasText: `write_to_file ${FILE}` }).filter({ hasText: 'ran' }).first();
+  await action.waitFor({ timeout: 15000 });
+  // The record says its diff is kept.
+  await action.click();
+  const shown = async () => ((await page.locator('.editor-instance .view-lines').first().textContent()) ?? '').replace(/\u00a0/g, ' ');
+  for (let i = 0; i < 50 && !(await shown()).includes('its diff is kept'); i++) await page.waitForTimeout(200);
+  assert.match(await shown(), new RegExp(`wrote \`${FILE}\`, lines \\d+; its diff is kept`), await shown());
+  // Its written file, folded under it: a click opens the diff editor, titled with the record.
+  if ((await action.getAttribute('aria-expanded')) !== 'true') await action.locator('.monaco-tl-twistie').click();
+  const file = rows.filter({ hasText: /^\s*src\/auth\/login\.js/ }).first();
+  await file.waitFor({ timeout: 10000 });
+  await file.click();
+  await page.locator('.tab').filter({ hasText: `${FILE} (before ↔ after, #${result.seq})` }).waitFor({ timeout: 15000 });
+  const side = (which) => page.locator(`.monaco-diff-editor .editor.${which} .view-lines`).first();
+  const text = async (which) => ((await side(which).textContent().catch(() => '')) ?? '').replace(/\u00a0/g, ' ');
+  for (let i = 0; i < 50 && !(await text('modified')).includes('checked by the diff test'); i++) await page.waitForTimeout(200);
+  assert.match(await text('modified'), /checked by the diff test/);
+  assert.ok(!(await text('original')).includes('checked by the diff test'), await text('original'));
+  assert.match(await text('original'), /Checks a password against a stored one/);
 });
 
 test('a broken hooks.yaml is shown with file, line and column while the last good hooks keep running', async () => {

@@ -3,7 +3,7 @@
 // short session names.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type Entry, applyFilter, countLine, decisionLine, groupBySession, shortSession } from '../../extension/src/ui/traceModel';
+import { type Entry, applyFilter, countLine, decisionLine, groupBySession, shortSession, writtenFiles } from '../../extension/src/ui/traceModel';
 
 let seq = 100;
 function rec(over: Partial<Entry>): Entry {
@@ -109,4 +109,21 @@ test('the output channel tells each judged record in one line, refusals at info 
   assert.equal(decisionLine(rec({ session: 's', kind: 'lifecycle', event: 'TurnEnd' })), undefined, 'routine lifecycle is not told');
   assert.equal(decisionLine(rec({ session: 's', kind: 'lifecycle', event: 'BeforeSubmit', decision: 'deny', reason: 'tests fail' }))?.level, 'info');
   assert.equal(decisionLine(rec({ session: 's', event: 'PreToolUse', tool: 'Bash', decision: 'ask', reason: 'a person confirms' }))?.level, 'info');
+});
+
+test("a call's written files are its after record's, each with the hashes its diff is opened by", () => {
+  const after = rec({ session: 'S', event: 'PostToolUse', tool: 'Write', decision: 'allow', call: 'w', files: [
+    { path: 'src/a.js', ranges: [{ start: 2, end: 3 }, { start: 7, end: 7 }], sha256: 'aa', beforeSha256: 'bb' },
+    { path: 'src/gone.js', ranges: [], beforeSha256: 'cc' },
+    { path: 'src/old.js', ranges: [{ start: 1, end: 1 }], sha256: 'dd' },
+  ] });
+  const before = rec({ session: 'S', event: 'PreToolUse', tool: 'Write', decision: 'allow', call: 'w', paths: ['src/a.js'] });
+  const [action] = groupBySession([after, before])[0].actions;
+  assert.deepEqual(writtenFiles(action), [
+    { path: 'src/a.js', seq: after.seq, lines: '2–3, 7', before: 'bb', after: 'aa' },
+    { path: 'src/gone.js', seq: after.seq, lines: '', before: 'cc', after: undefined },
+    { path: 'src/old.js', seq: after.seq, lines: '1', before: undefined, after: 'dd' },
+  ]);
+  // A denied call wrote nothing.
+  assert.deepEqual(writtenFiles(groupBySession(entries)[0].actions[0]), []);
 });

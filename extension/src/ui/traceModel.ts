@@ -186,3 +186,32 @@ export function decisionLine(e: Entry): { level: 'info' | 'debug'; line: string 
   const line = `${who}: ${what}: ${outcome}${e.intent ? ` (${e.intent})` : ''}${reason ? `: ${reason}` : ''} [#${e.seq}]`;
   return { level: outcome === 'allowed' || outcome === 'approved' || outcome === 'recorded' ? 'debug' : 'info', line };
 }
+
+/** One file an action wrote, as its diff is opened: the record that wrote it and the hashes of its
+ *  text before and after the write (the ledger keeps hashes; the engine's image store the texts). */
+export interface WrittenFile {
+  readonly path: string;
+  /** The record of the write's result. */
+  readonly seq: number;
+  /** Lines the write put there, as the record document words them (`2–3, 7`); empty when none. */
+  readonly lines: string;
+  /** The hash of the text before the write (of the empty text for a file it created); absent when
+   *  the engine did not read it (a record from before images were kept, a file too large). */
+  readonly before?: string;
+  /** The hash of the text after it; absent when the write deleted the file. */
+  readonly after?: string;
+}
+
+/** The files an action wrote: those of its newest record that names any (a call's after record, a
+ *  contained command's report). */
+export function writtenFiles(action: Action): WrittenFile[] {
+  const wrote = [...action.records].reverse().find((r) => r.files.length);
+  if (!wrote) return [];
+  return wrote.files.map((f) => ({
+    path: f.path,
+    seq: wrote.seq,
+    lines: f.ranges.map((x) => (x.start === x.end ? `${x.start}` : `${x.start}–${x.end}`)).join(', '),
+    before: f.beforeSha256 ?? undefined,
+    after: f.sha256 ?? undefined,
+  }));
+}

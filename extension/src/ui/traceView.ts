@@ -4,6 +4,8 @@
 // contained commands) with their outcome as icon and word, and its lifecycle events folded into one
 // node. Above them, how many records are listed of how many, and the filters in effect; below, a
 // node that lists more. A click opens the action's records whole (`chokepoint-record:` documents).
+// An action that wrote files has them as children: a click on one (or its "Open Changes") opens VS
+// Code's diff editor on its text before and after the write (`traceImages.ts`).
 //
 // Filters: intent, session and file are the binding's (the ledger's index answers them); outcome and
 // agent narrow the listed page here. Scope: this worktree's ledger, or every machine's records in
@@ -12,7 +14,8 @@
 import * as vscode from 'vscode';
 import type { EngineHost } from '../engine/engineHost';
 import type { Trace, TraceQuery } from './trace';
-import { type Action, type Entry, type SessionGroup, type ViewFilter, applyFilter, countLine, groupBySession, shortSession } from './traceModel';
+import { TraceImages, missingImage } from './traceImages';
+import { type Action, type Entry, type SessionGroup, type ViewFilter, type WrittenFile, applyFilter, countLine, groupBySession, shortSession, writtenFiles } from './traceModel';
 
 export const TRACE_VIEW_ID = 'chokepoint.trace';
 /** The scheme of the read-only documents that show an action's records. */
@@ -27,6 +30,7 @@ type Node =
   | { type: 'action'; action: Action; group: SessionGroup }
   | { type: 'lifecycle'; group: SessionGroup }
   | { type: 'record'; entry: Entry }
+  | { type: 'file'; file: WrittenFile }
   | { type: 'more'; shown: number; total: number };
 
 const OUTCOME_ICON: Record<Action['outcome'], [string, string]> = {
@@ -52,14 +56,17 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
   private extra = 0;
   private refreshTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly opened = new Map<string, string>();
+  private readonly images: TraceImages;
 
   constructor(
     private readonly trace: Trace,
     private readonly engine: EngineHost,
   ) {
     this.view = vscode.window.createTreeView(TRACE_VIEW_ID, { treeDataProvider: this, showCollapseAll: true });
+    this.images = new TraceImages(engine);
     this.disposables.push(
       this.view,
+      this.images,
       vscode.workspace.registerTextDocumentContentProvider(RECORD_SCHEME, this),
       trace.onDidChange(() => this.refresh()),
       engine.onDidChange(() => this.refresh()),
@@ -84,6 +91,7 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
       vscode.commands.registerCommand('chokepoint.trace.showWorktree', () => this.setScope('worktree')),
       vscode.commands.registerCommand('chokepoint.trace.refresh', () => this.refresh()),
       vscode.commands.registerCommand('chokepoint.trace.open', (node?: Node) => this.open(node)),
+      vscode.commands.registerCommand('chokepoint.trace.openDiff', (node?: Node) => (node?.type === 'file' ? this.images.openDiff(node.file) : undefined)),
     );
     this.setContext();
   }
@@ -141,6 +149,8 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
         ];
       case 'lifecycle':
         return node.group.lifecycle.map((entry): Node => ({ type: 'record', entry }));
+      case 'action':
+        return writtenFiles(node.action).map((file): Node => ({ type: 'file', file }));
       default:
         return [];
     }
@@ -223,7 +233,8 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
       }
       case 'action': {
         const a = node.action;
-        const item = new vscode.TreeItem(a.label);
+        // Folded: its written files, each opening its diff, are one click away without lengthening the list.
+        const item = new vscode.TreeItem(a.label, writtenFiles(a).length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
         const [icon, color] = OUTCOME_ICON[a.outcome];
         item.iconPath = new vscode.ThemeIcon(icon, new vscode.ThemeColor(color));
         item.description = [a.outcome + (a.ran && a.outcome === 'allowed' ? ', ran' : ''), time(a.time), a.reason].filter(Boolean).join(' · ');
@@ -251,6 +262,17 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
         item.description = `#${e.seq} · ${time(e.time)}`;
         item.command = { command: 'chokepoint.trace.open', title: 'Open the record', arguments: [node] };
         item.iconPath = new vscode.ThemeIcon('circle-small');
+        return item;
+      }
+      case 'file': {
+        const f = node.file;
+        const item = new vscode.TreeItem(f.path);
+        item.description = [f.before && !f.after ? 'deleted' : f.lines && `lines ${f.lines}`, !f.before && 'no diff kept'].filter(Boolean).join(' · ');
+        item.tooltip = f.before ? `${f.path}: open its changes (#${f.seq})` : `${f.path}: its text before the write was not kept, so its changes cannot be shown`;
+        item.iconPath = new vscode.ThemeIcon(f.before ? 'diff' : 'file');
+        item.command = { command: 'chokepoint.trace.openDiff', title: 'Open Changes', arguments: [node] };
+        item.contextValue = f.before ? 'file.diff' : 'file';
+        item.accessibilityInformation = { label: `${f.path}, open changes` };
         return item;
       }
       case 'more': {
@@ -339,6 +361,16 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
       lines.push(`# ${action.label}: ${action.outcome}`, '');
       if (action.reason) lines.push(`**Reason:** ${action.reason}`, '');
       if (action.intent) lines.push(`**Intent:** ${action.intent}`, '');
+      // First, before the records: whether each written file's diff can be opened. The texts are this
+      // machine's image store's, never the ledger's.
+      const files = writtenFiles(action);
+      const elsewhere = action.records.some((r) => r.from);
+      for (const f of files) {
+        const missing = elsewhere ? "it was recorded on another machine, whose image store keeps its texts if any" : missingImage(this.engine, f);
+        const diff = missing ? `its diff is not kept: ${missing}` : 'its diff is kept: **Open Changes** on the file under this action in the Trace view';
+        lines.push(`- ${f.before && !f.after ? 'deleted' : 'wrote'} \`${f.path}\`${f.lines ? `, lines ${f.lines}` : ''}; ${diff}`);
+      }
+      if (files.length) lines.push('');
     }
     for (const r of records) {
       const chain = r.from?.chain ?? r.chain;
@@ -346,7 +378,7 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
       lines.push(`## Record #${r.seq}${chain ? ` of chain \`${chain}\`` : ''}${place}`, '');
       lines.push(`${r.event ?? r.kind} · ${r.time} · session \`${r.session ?? '—'}\`${r.agent ? ` · agent ${r.agent}` : ''}`, '');
       for (const f of r.files) {
-        lines.push(`- wrote \`${f.path}\`${f.ranges.length ? `, lines ${f.ranges.map((x) => (x.start === x.end ? `${x.start}` : `${x.start}–${x.end}`)).join(', ')}` : ''}`);
+        lines.push(`- ${f.beforeSha256 && !f.sha256 ? 'deleted' : 'wrote'} \`${f.path}\`${f.ranges.length ? `, lines ${f.ranges.map((x) => (x.start === x.end ? `${x.start}` : `${x.start}–${x.end}`)).join(', ')}` : ''}`);
       }
       if (r.files.length) lines.push('');
       let whole: string | undefined;

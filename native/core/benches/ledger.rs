@@ -125,6 +125,7 @@ fn record(i: usize) -> Record {
     record.files = vec![FileChange {
         path: format!("src/module_{}.rs", i % 40),
         sha256: Some(sha256_hex(&(i * 7).to_le_bytes())),
+        before_sha256: None,
         ranges: vec![LineRange {
             start: 10,
             end: 24,

@@ -74,7 +74,12 @@ fn sample(rng: &mut Rng, agent: &str, big: bool) -> Record {
         let sha256 = Some(sha256_hex(&rng.next().to_le_bytes()));
         let end = 1 + (rng.next() % 40) as u32;
         let line_digests = Some("0123abcd".repeat(end as usize));
-        record.files = vec![FileChange { path, sha256, ranges: vec![LineRange { start: 1, end, sha256: sha256_hex(b"x"), line_digests }] }];
+        record.files = vec![FileChange {
+            path,
+            sha256,
+            before_sha256: None,
+            ranges: vec![LineRange { start: 1, end, sha256: sha256_hex(b"x"), line_digests }],
+        }];
     }
     if big && rng.next().is_multiple_of(4) {
         let size = (rng.next() % 8192) as usize;

@@ -342,3 +342,126 @@ fn a_fifo_under_a_written_path_does_not_stall_the_ledger() {
     let records = ledger(&ws);
     assert_eq!(records.last().unwrap().tool.as_deref(), Some("write_to_file"));
 }
+
+/// Writes `content` to `path` as an agent's allowed tool call does (its `PreToolUse`, the write, its
+/// `PostToolUse`) and returns the result's record.
+fn allowed_write(ws: &tempfile::TempDir, engine: &Engine, path: &str, content: &str) -> Record {
+    let write = || event(EventKind::PreToolUse, Some("write_to_file"), json!({ "path": path, "content": content }));
+    assert_eq!(engine.evaluate(write()).unwrap().decision, Decision::Allow);
+    engine.tracer().flush().unwrap();
+    fs::write(ws.path().join(path), content).unwrap();
+    let mut done = write();
+    done.kind = EventKind::PostToolUse;
+    engine.evaluate(done).unwrap();
+    engine.tracer().flush().unwrap();
+    ledger(ws).into_iter().rev().find(|r| r.event.as_deref() == Some("PostToolUse")).unwrap()
+}
+
+fn sha(text: &str) -> String {
+    chokepoint_core::ledger::record::sha256_hex(text.as_bytes())
+}
+
+#[test]
+fn an_allowed_writes_result_keeps_its_before_and_after_images_by_hash() {
+    let (ws, engine) = governed();
+    fs::write(ws.path().join("src/auth/login.js"), "a\nb\nc\n").unwrap();
+    engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
+
+    let result = allowed_write(&ws, &engine, "src/auth/login.js", "a\nB\nc\nd\n");
+    let file = &result.files[0];
+    assert_eq!(file.before_sha256, Some(sha("a\nb\nc\n")), "{result:?}");
+    assert_eq!(file.sha256, Some(sha("a\nB\nc\nd\n")));
+    let tracer = engine.tracer();
+    assert_eq!(tracer.image(file.before_sha256.as_ref().unwrap()).as_deref(), Some("a\nb\nc\n"));
+    assert_eq!(tracer.image(file.sha256.as_ref().unwrap()).as_deref(), Some("a\nB\nc\nd\n"));
+    // In a runtime file of the sidecar, which git ignores; the ledger holds hashes only.
+    assert!(ws.path().join(".orchestration/images.db").is_file());
+    let ignore = fs::read_to_string(ws.path().join(".orchestration/.gitignore")).unwrap();
+    assert!(ignore.lines().any(|l| l == "images.db") && ignore.lines().any(|l| l == "images.db-*"), "{ignore}");
+    let ledger_text = chokepoint_core::ledger::chains::all_lines(&chokepoint_core::Sidecar::new(ws.path())).join("\n");
+    assert!(!ledger_text.contains("a\\nB\\nc"), "no file content in the ledger");
+
+    // A file the write created: its before-image is the empty text, known without the store.
+    let created = allowed_write(&ws, &engine, "src/auth/new.js", "fresh\n");
+    let file = &created.files[0];
+    assert_eq!(file.before_sha256.as_deref(), Some(chokepoint_core::ledger::images::EMPTY_SHA256));
+    assert_eq!(tracer.image(chokepoint_core::ledger::images::EMPTY_SHA256).as_deref(), Some(""));
+    assert_eq!(tracer.image(file.sha256.as_ref().unwrap()).as_deref(), Some("fresh\n"));
+
+    // Never kept: an unknown hash has no image.
+    assert_eq!(tracer.image(&sha("never written")), None);
+}
+
+#[test]
+fn a_store_that_cannot_be_written_fails_neither_the_gate_nor_the_ledger() {
+    let (ws, engine) = governed();
+    fs::create_dir_all(ws.path().join(".orchestration/images.db")).unwrap();
+    fs::write(ws.path().join("src/auth/login.js"), "a\n").unwrap();
+    engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
+    let result = allowed_write(&ws, &engine, "src/auth/login.js", "b\n");
+    // The record names the images all the same; only their diff cannot be shown.
+    assert_eq!(result.files[0].before_sha256, Some(sha("a\n")));
+    assert_eq!(engine.tracer().image(&sha("a\n")), None);
+    let verification = chokepoint_core::ledger::audit::verify_ledger(engine.sidecar()).unwrap();
+    assert!(verification.is_intact(), "{:?}", verification.first_problem());
+}
+
+#[test]
+fn a_file_over_the_image_cap_is_recorded_without_images() {
+    let (ws, engine) = governed();
+    let big = "x".repeat(8 * 1024 * 1024) + "\n";
+    fs::write(ws.path().join("src/auth/big.txt"), &big).unwrap();
+    engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
+    let result = allowed_write(&ws, &engine, "src/auth/big.txt", "small now\n");
+    let file = &result.files[0];
+    assert_eq!(file.before_sha256, None, "a before-image too large to read names no diff");
+    assert_eq!(engine.tracer().image(&sha(&big)), None);
+
+    // The store refuses one over its own cap too.
+    let dir = tempfile::tempdir().unwrap();
+    let caps = chokepoint_core::ledger::images::Caps { image: 10, total: 100 };
+    let store = chokepoint_core::ledger::images::ImageStore::with_caps(dir.path().join("images.db"), caps);
+    assert!(store.put(&sha("eleven byte"), "eleven byte").unwrap_err().contains("over the cap"));
+    store.keep(sha("eleven byte"), "eleven byte".to_owned());
+    assert_eq!(store.get(&sha("eleven byte")), None);
+    store.keep(sha("ten bytes!"), "ten bytes!".to_owned());
+    assert_eq!(store.get(&sha("ten bytes!")).as_deref(), Some("ten bytes!"));
+}
+
+#[test]
+fn the_store_prunes_the_oldest_images_beyond_its_total() {
+    use chokepoint_core::ledger::images::{Caps, ImageStore};
+    let dir = tempfile::tempdir().unwrap();
+    let store = ImageStore::with_caps(dir.path().join("images.db"), Caps { image: 100, total: 250 });
+    let text = |c: char| c.to_string().repeat(100);
+    let kept =
+        |store: &ImageStore| -> String { ['a', 'b', 'c', 'd'].into_iter().filter(|&c| store.get(&sha(&text(c))).is_some()).collect() };
+    for c in ['a', 'b', 'c'] {
+        store.keep(sha(&text(c)), text(c));
+    }
+    assert_eq!(kept(&store), "bc", "the oldest goes once the total passes the cap");
+    assert_eq!(store.stored_bytes(), 200);
+    // Stored again, `b` is the newest: `c` goes before it.
+    store.keep(sha(&text('b')), text('b'));
+    store.keep(sha(&text('d')), text('d'));
+    assert_eq!(kept(&store), "bd");
+    // A store opened again keeps what was stored.
+    drop(store);
+    let again = ImageStore::with_caps(dir.path().join("images.db"), Caps { image: 100, total: 250 });
+    assert_eq!(kept(&again), "bd");
+}
+
+/// `before_sha256` is written only when there is one, so records written before it existed (and any
+/// record without it) serialise to the same bytes: their line hashes, and the chain, are unchanged.
+#[test]
+fn a_record_without_a_before_hash_serialises_as_before() {
+    let old = r#"{"v":2,"seq":5,"time":"2026-11-22T05:00:00.000Z","prev":"0000000000000000000000000000000000000000000000000000000000000000","kind":"tool_call","event":"PostToolUse","session":"S","tool":"write_to_file","files":[{"path":"src/a.js","sha256":"ab","ranges":[{"start":1,"end":1,"sha256":"cd","line_digests":"0011aabb"}]}]}"#;
+    let record = Record::from_line(old).unwrap();
+    assert_eq!(record.files[0].before_sha256, None);
+    assert_eq!(record.to_line(), old);
+    let mut with = record.clone();
+    with.files[0].before_sha256 = Some("ef".into());
+    let line = with.to_line();
+    assert!(line.contains(r#""sha256":"ab","before_sha256":"ef","ranges""#), "{line}");
+    assert_eq!(Record::from_line(&line).unwrap(), with);
+}

@@ -49,6 +49,12 @@ pub struct JsTraceFile {
     pub path: String,
     /// Empty when the write's ranges are unknown or it deleted lines only.
     pub ranges: Vec<JsTraceRange>,
+    /// SHA-256 (hex) of the file after the write; absent when the write deleted it.
+    pub sha256: Option<String>,
+    /// SHA-256 (hex) of the file before the write (of the empty text for a file it created); absent
+    /// when it was not read, and in records written before it was kept. With `sha256`, what
+    /// `traceImage` shows a diff of.
+    pub before_sha256: Option<String>,
 }
 
 /// One record of the trace ledger, as the sidebar lists it.
@@ -128,6 +134,8 @@ impl From<core::ledger::Record> for JsTraceEntry {
                 .map(|f| JsTraceFile {
                     path: f.path,
                     ranges: f.ranges.into_iter().map(|x| JsTraceRange { start: x.start, end: x.end }).collect(),
+                    sha256: f.sha256,
+                    before_sha256: f.before_sha256,
                 })
                 .collect(),
         }
@@ -272,6 +280,14 @@ impl Engine {
                 })
             })
             .transpose()
+    }
+
+    /// The text of a written file whose SHA-256 is `sha256` (a trace file's `sha256` or
+    /// `beforeSha256`), as this workspace's image store kept it for diffs; `null` when it was never
+    /// kept or was pruned since (the ledger keeps hashes only).
+    #[napi(catch_unwind)]
+    pub fn trace_image(&self, sha256: String) -> Option<String> {
+        self.inner.tracer().image(&sha256)
     }
 
     /// Every machine's and worktree's records in the team's database (hooks.yaml's

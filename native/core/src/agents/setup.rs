@@ -667,7 +667,7 @@ mod tests {
         assert_eq!(
             ignore(Some("state.db\ncustom")),
             format!(
-                "state.db\ncustom\n{IGNORE_HEADER}\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\nserve.json\nbrain.lock\nbrain.generated.md\n"
+                "state.db\ncustom\n{IGNORE_HEADER}\nstate.db-*\ntrace.db\ntrace.db-*\nagent_trace.lock\nsnapshots/\nserve.json\nbrain.lock\nbrain.generated.md\nimages.db\nimages.db-*\n"
             )
         );
         assert_eq!(ignore(Some(&runtime_ignore())), runtime_ignore());

@@ -23,6 +23,8 @@ pub const RUNTIME_FILES: &[&str] = &[
     "serve.json",
     "brain.lock",
     "brain.generated.md",
+    "images.db",
+    "images.db-*",
 ];
 
 /// The mode the engine's runtime files are created with: owner-only, since the ledger records what
@@ -190,6 +192,12 @@ impl Sidecar {
     /// the state database, which a rebuild of the index never touches.)
     pub fn trace_index(&self) -> PathBuf {
         self.dir().join("trace.db")
+    }
+
+    /// The texts of written files before and after each write, by hash, for the Trace view's diffs
+    /// (`ledger::images`): a runtime file, which the ledger never depends on.
+    pub fn images_db(&self) -> PathBuf {
+        self.dir().join("images.db")
     }
 
     /// Where a live engine says its HTTP endpoint's URL and token (0600, while it serves).

@@ -304,6 +304,9 @@ impl Engine {
     /// the operating system does at exit anyway and faster.
     pub fn before_exit(&self) -> Result<(), TraceError> {
         let flushed = self.tracer.flush();
+        // The texts of writes just recorded, kept for their diffs (nothing to wait for unless this
+        // process recorded a write's result with its before-image).
+        self.tracer.settle_images();
         // A lesson learnt from this process's call is written before it goes (only a denial, a
         // completion or a lease change gave the brain anything to do).
         self.brain.settle(BRAIN_SETTLE);

@@ -23,6 +23,7 @@ use crate::base::sidecar::Sidecar;
 use crate::base::sqlite::StateDb;
 use crate::base::team::{Team, TeamError};
 use crate::ledger::blame::BlameLine;
+use crate::ledger::images::ImageStore;
 use crate::ledger::index::{Filter, Index, IndexedRecord};
 use crate::ledger::team_copy::{Copied, Copier, CopyError, CopyStatus, TeamCopy};
 use crate::ledger::team_query::{QueryError, TeamFilter, TeamRecord};
@@ -103,9 +104,31 @@ pub struct Images {
     /// The workspace root opened once: an image is opened beneath it, a walk of the workspace-relative
     /// path only (the absolute one walked the root's own components again for every written file).
     root_dir: Option<std::fs::File>,
-    /// Content before an allowed write, by (session, canonical path): `None` when the file did not
-    /// exist.
-    before: Mutex<HashMap<(String, String), Option<String>>>,
+    /// Content before an allowed write, by (session, canonical path).
+    before: Mutex<HashMap<(String, String), Before>>,
+    /// Where the texts of a write's result are kept for its diff, off this thread.
+    store: ImageStore,
+}
+
+/// A file as the tracer found it before an allowed write.
+#[derive(Debug)]
+enum Before {
+    /// It did not exist: the write creates it.
+    Absent,
+    Text(String),
+    /// It exists but was not read: too large, not text, not a regular file, or unreadable.
+    Unread,
+}
+
+impl Before {
+    /// The text the ranges are computed against: none for a file created, and (as before the images
+    /// were kept) none for one not read, whose ranges then cover the whole file.
+    fn text(&self) -> Option<&str> {
+        match self {
+            Before::Text(text) => Some(text),
+            Before::Absent | Before::Unread => None,
+        }
+    }
 }
 
 const NOT_GOVERNED: &str = "the workspace has no .orchestration folder; nothing is recorded";
@@ -116,7 +139,8 @@ impl Tracer {
     pub(crate) fn new(sidecar: Sidecar, state: Arc<StateDb>) -> Tracer {
         let root = sidecar.workspace_root().to_path_buf();
         let root_dir = if cfg!(unix) { std::fs::File::open(&root).ok() } else { None };
-        let images = Arc::new(Images { root_dir, root, before: Mutex::default() });
+        let store = ImageStore::new(&sidecar);
+        let images = Arc::new(Images { root_dir, root, before: Mutex::default(), store });
         Tracer {
             sidecar,
             state,
@@ -265,6 +289,25 @@ impl Tracer {
         self.images.after_write(session, paths)
     }
 
+    /// The text whose SHA-256 is `sha256` (a `FileChange`'s `sha256` or `before_sha256`), as the image
+    /// store kept it (`ledger::images`); `None` when it was never kept or was pruned since, and in an
+    /// ungoverned workspace. The empty text is always known.
+    pub fn image(&self, sha256: &str) -> Option<String> {
+        if sha256 == crate::ledger::images::EMPTY_SHA256 {
+            return Some(String::new());
+        }
+        if !self.sidecar.exists() {
+            return None;
+        }
+        self.images.store.get(sha256)
+    }
+
+    /// Waits (a few seconds at most) until the images queued for the store are written: for a
+    /// process about to exit.
+    pub fn settle_images(&self) {
+        self.images.store.settle();
+    }
+
     /// Appends a record of the caller's own and waits until it is durable.
     pub fn append(&self, record: Record) -> Result<Appended, TraceError> {
         self.ledger()?.append(record).map_err(|e| e.to_string().into())
@@ -343,8 +386,18 @@ impl Images {
     pub fn before_write(&self, session: &str, paths: &[String]) {
         let mut before = self.before.lock().unwrap_or_else(|p| p.into_inner());
         for path in paths {
-            before.insert((session.to_owned(), path.clone()), self.read(path));
+            let image = match self.read(path) {
+                Some(text) => Before::Text(text),
+                None if !self.exists(path) => Before::Absent,
+                None => Before::Unread,
+            };
+            before.insert((session.to_owned(), path.clone()), image);
         }
+    }
+
+    /// Whether anything is at `rel` (a stat, only for a file that could not be read as text).
+    fn exists(&self, rel: &str) -> bool {
+        !matches!(self.root.join(rel).symlink_metadata(), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
     }
 
     /// A file's content now. While the ledger builds a batch, each file is read once for the batch:
@@ -419,15 +472,51 @@ impl Images {
             .map(|path| {
                 let after = self.read(path);
                 match before.remove(&(session.to_owned(), path.clone())) {
-                    Some(image) => crate::ledger::ranges::file_change(path, image.as_deref(), after.as_deref()),
+                    Some(image) => {
+                        let mut change = crate::ledger::ranges::file_change(path, image.text(), after.as_deref());
+                        self.keep_images(&mut change, image, after);
+                        change
+                    }
                     None => FileChange {
                         path: path.clone(),
                         sha256: after.as_deref().map(|a| crate::ledger::record::sha256_hex(a.as_bytes())),
+                        before_sha256: None,
                         ranges: Vec::new(),
                     },
                 }
             })
             .collect()
+    }
+}
+
+impl Images {
+    /// Names the before-image in `change` and hands both texts to the image store, when both sides of
+    /// the write are known: the file before it (its text, or that it did not exist) and after it (its
+    /// text, or that it is gone). A side that is not known (too large, not text) gives no diff: a
+    /// deleted file would otherwise be shown where one too large to read is. Storing never fails the
+    /// record: at worst its diff cannot be shown (`ledger::images`).
+    fn keep_images(&self, change: &mut FileChange, before: Before, after: Option<String>) {
+        use crate::ledger::record::sha256_hex;
+        let before = match before {
+            Before::Text(text) => text,
+            Before::Absent => String::new(),
+            Before::Unread => return,
+        };
+        if after.is_none() && self.exists(&change.path) {
+            return;
+        }
+        let before_sha256 = sha256_hex(before.as_bytes());
+        change.before_sha256 = Some(before_sha256.clone());
+        if !before.is_empty() {
+            self.store.keep(before_sha256, before);
+        }
+        // The same text again (a write that changed nothing) is kept once.
+        if let (Some(after), Some(after_sha256)) = (after, &change.sha256)
+            && !after.is_empty()
+            && change.before_sha256.as_ref() != Some(after_sha256)
+        {
+            self.store.keep(after_sha256.clone(), after);
+        }
     }
 }
 
@@ -592,7 +681,7 @@ pub fn containment_record(session: &str, argv: &[String], report: &crate::contai
         .allowed
         .iter()
         .filter(|c| c.kind != crate::containment::snapshot::ChangeKind::Deleted)
-        .map(|c| FileChange { path: c.path.clone(), sha256: None, ranges: Vec::new() })
+        .map(|c| FileChange { path: c.path.clone(), sha256: None, before_sha256: None, ranges: Vec::new() })
         .collect();
     // The kinds as the ledger has always spelt them (`type changed`): records are kept for good, and
     // a reader of old and new ones alike should not meet two spellings of one kind.

@@ -328,6 +328,7 @@ mod tests {
             vec![FileChange {
                 path: "a.rs".into(),
                 sha256: None,
+                before_sha256: None,
                 ranges: vec![LineRange { start: 1, end: 1, sha256: "0".repeat(64), line_digests: None }],
             }],
         );

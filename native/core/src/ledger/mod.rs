@@ -14,6 +14,8 @@
 //! - `head.rs`: each chain's head and record count kept in SQLite and outside the workspace, so
 //!   truncation is detected;
 //! - `ranges.rs`: which line ranges a write changed, with their content hashes;
+//! - `images.rs`: the texts of written files before and after each write, by hash, for diffs: a
+//!   runtime store apart from the ledger, which never depends on it;
 //! - `index.rs`: the SQLite index and its queries; `blame.rs`: who last wrote a line, by content;
 //! - `activity.rs`: what each session did lately, counted in the index (the Sessions view);
 //! - `export.rs`: Agent Trace v0.1;
@@ -30,6 +32,7 @@ pub mod chains;
 pub mod error;
 pub mod export;
 pub mod head;
+pub mod images;
 pub mod index;
 pub mod ranges;
 pub mod record;

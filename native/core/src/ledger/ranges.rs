@@ -138,14 +138,17 @@ pub fn changed_ranges(before: Option<&str>, after: &str) -> Vec<LineRange> {
 }
 
 /// What the ledger records about one file a write touched: its hash after the write (none when the
-/// write deleted it) and the ranges it changed. `before` is `None` for a file the write created;
+/// write deleted it) and the ranges it changed (the tracer adds the before-image's hash). `before` is `None` for a file the write created;
 /// `after` is `None` for a file it deleted.
 pub fn file_change(path: &str, before: Option<&str>, after: Option<&str>) -> FileChange {
     match after {
-        Some(after) => {
-            FileChange { path: path.to_owned(), sha256: Some(sha256_hex(after.as_bytes())), ranges: changed_ranges(before, after) }
-        }
-        None => FileChange { path: path.to_owned(), sha256: None, ranges: Vec::new() },
+        Some(after) => FileChange {
+            path: path.to_owned(),
+            sha256: Some(sha256_hex(after.as_bytes())),
+            before_sha256: None,
+            ranges: changed_ranges(before, after),
+        },
+        None => FileChange { path: path.to_owned(), sha256: None, before_sha256: None, ranges: Vec::new() },
     }
 }
 
@@ -278,7 +281,10 @@ mod tests {
 
     #[test]
     fn a_deleted_file_has_no_hash_and_no_ranges() {
-        assert_eq!(file_change("gone.rs", Some("x\n"), None), FileChange { path: "gone.rs".into(), sha256: None, ranges: vec![] });
+        assert_eq!(
+            file_change("gone.rs", Some("x\n"), None),
+            FileChange { path: "gone.rs".into(), sha256: None, before_sha256: None, ranges: vec![] }
+        );
         let created = file_change("new.rs", None, Some("x\ny\n"));
         assert_eq!(created.ranges, vec![range(1, 2, &["x", "y"])]);
         assert_eq!(created.sha256, Some(sha256_hex(b"x\ny\n")));

@@ -139,6 +139,14 @@ pub struct FileChange {
     /// SHA-256 (hex) of the whole file after the write; absent when the file was deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// SHA-256 (hex) of the whole file before the write, when the engine read it before the write ran:
+    /// with `sha256`, what names the two texts a diff of the write shows (`ledger::images` may keep
+    /// them; the ledger never depends on it). A file the write created has the hash of the empty
+    /// text. Absent when the before-image was not read (a write reported by another process, a file
+    /// too large or not text) and in records written before it existed, which therefore serialise to
+    /// the same bytes as ever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranges: Vec<LineRange>,
 }
@@ -390,6 +398,7 @@ mod tests {
         r.files = vec![FileChange {
             path: "src/a.js".into(),
             sha256: None,
+            before_sha256: None,
             ranges: vec![LineRange { start: 1, end: 2, sha256: sha256_hex(b"a\nb"), line_digests: Some("ca9781123e23e816".into()) }],
         }];
         let line = r.to_line();

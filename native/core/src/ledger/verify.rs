@@ -465,6 +465,7 @@ struct HookView {
 struct FileView {
     path: AnyStr,
     sha256: Option<AnyStr>,
+    before_sha256: Option<AnyStr>,
     #[serde(default)]
     ranges: Many<RangeView>,
 }
@@ -632,6 +633,7 @@ mod tests {
             files: vec![FileChange {
                 path: "src/a.rs".into(),
                 sha256: Some(sha256_hex(b"a")),
+                before_sha256: Some(sha256_hex(b"")),
                 ranges: vec![LineRange { start: 1, end: 2, sha256: sha256_hex(b"a\nb"), line_digests: Some("ca9781123e23e816".into()) }],
             }],
             model: Some("m".into()),
