@@ -8,7 +8,17 @@ import tseslint from 'typescript-eslint';
 export default tseslint.config(
   {
     // Generated or built: napi writes the binding's loader and declarations; esbuild the bundles.
-    ignores: ['dist/**', 'out/**', 'target/**', 'fuzz/**', 'node_modules/**', 'native/node/index.js', 'native/node/index.d.ts', 'native/node/header.d.ts', '.vscode-test/**'],
+    ignores: [
+      'dist/**',
+      'out/**',
+      'target/**',
+      'fuzz/**',
+      'node_modules/**',
+      'native/node/index.js',
+      'native/node/index.d.ts',
+      'native/node/header.d.ts',
+      '.vscode-test/**',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

@@ -41,13 +41,24 @@ try {
   const engine8 = binding.Engine.open(ws8);
   const write = { path: 'src/app/main.ts', content: 'x'.repeat(1024 - 40) };
   const paths = ['src/app/main.ts'];
-  if (engine8.evaluate('PreToolUse', 'write_to_file', paths, write).additionalContext.length !== 2) throw new Error('the chain8 benchmark chain did not do its work');
+  if (engine8.evaluate('PreToolUse', 'write_to_file', paths, write).additionalContext.length !== 2)
+    throw new Error('the chain8 benchmark chain did not do its work');
   const results = measure([
     { name: 'binding.empty_call', fn: () => binding.noop() },
     // The ledger is drained after each batch, untimed, as engine.chain8.rust does (its bench says
     // why): the figure is what a call costs its caller, not the backlog of a flood of them.
-    { name: 'binding.engine_call', baseline: 'binding.empty_call', fn: () => engine.evaluate('PreToolUse', 'read_file', null, input), after: () => engine.flushTrace() },
-    { name: 'engine.chain8.binding', baseline: 'binding.empty_call', fn: () => engine8.evaluate('PreToolUse', 'write_to_file', paths, write), after: () => engine8.flushTrace() },
+    {
+      name: 'binding.engine_call',
+      baseline: 'binding.empty_call',
+      fn: () => engine.evaluate('PreToolUse', 'read_file', null, input),
+      after: () => engine.flushTrace(),
+    },
+    {
+      name: 'engine.chain8.binding',
+      baseline: 'binding.empty_call',
+      fn: () => engine8.evaluate('PreToolUse', 'write_to_file', paths, write),
+      after: () => engine8.flushTrace(),
+    },
   ]);
   for (const r of results) console.log(JSON.stringify(r));
 } finally {

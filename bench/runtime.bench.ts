@@ -66,7 +66,13 @@ function approverOf(engine: ApprovalsEngine): (request: Ask) => Promise<Settleme
   return (request) => broker.ask(request, { review: (_p, context) => void context.decide({ action: 'approve' }) });
 }
 
-async function sample(root: string, engine: RuntimeEngine, bypassEngine: boolean, work: Work = 'write', approve?: (request: Ask) => Promise<Settlement>): Promise<number> {
+async function sample(
+  root: string,
+  engine: RuntimeEngine,
+  bypassEngine: boolean,
+  work: Work = 'write',
+  approve?: (request: Ask) => Promise<Settlement>,
+): Promise<number> {
   const ask = approve ?? (async () => refusal('no'));
   const runtime = new AgentRuntime({ root, engine, provider: new InstantModel(work), bypassEngine, limits: { maxTurns: CALLS + 5 }, ask });
   let failed = '';

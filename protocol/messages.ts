@@ -65,7 +65,6 @@ export type RequestMethod = z.infer<typeof RequestMethod>;
 export const ReloadResult = z.object({ diagnostics: z.number().int().min(0), reloadedAt: z.string() });
 export type ReloadResult = z.infer<typeof ReloadResult>;
 
-
 /** The longest prompt the page may start a task with (characters). */
 export const MAX_PROMPT_CHARS = 20_000;
 
@@ -86,7 +85,14 @@ export type TaskStatus = z.infer<typeof TaskStatus>;
  *  the two drift apart. */
 export const RuntimeEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('taskStarted'), taskId: z.string(), sessionId: z.string(), prompt: z.string(), model: z.string() }),
-  z.object({ type: z.literal('lifecycle'), taskId: z.string(), event: z.string(), decision: z.string(), hooks: z.array(HookOutcomeView), durableMs: z.number().min(0).optional() }),
+  z.object({
+    type: z.literal('lifecycle'),
+    taskId: z.string(),
+    event: z.string(),
+    decision: z.string(),
+    hooks: z.array(HookOutcomeView),
+    durableMs: z.number().min(0).optional(),
+  }),
   z.object({ type: z.literal('turnStarted'), taskId: z.string(), turn: Turn }),
   z.object({ type: z.literal('text'), taskId: z.string(), turn: Turn, text: z.string() }),
   z.object({
@@ -175,7 +181,8 @@ export const Decision = z.discriminatedUnion('action', [
   z.object({ action: z.literal('approve_and_save'), note: Note.optional() }),
   z.object({ action: z.literal('reject'), reason: Reason.optional() }),
   z.object({ action: z.literal('modify'), input: z.record(z.string(), z.unknown()), note: Note.optional() }),
-  z.object({ action: z.literal('edit'), paths: z.array(ScopePath).min(1).max(100).optional(), tasks: z.array(PlanTask).min(1).max(100).optional() })
+  z
+    .object({ action: z.literal('edit'), paths: z.array(ScopePath).min(1).max(100).optional(), tasks: z.array(PlanTask).min(1).max(100).optional() })
     .refine((d) => (d.paths === undefined) !== (d.tasks === undefined), { message: 'an edit carries paths or tasks' }),
   z.object({ action: z.literal('edit_summary'), index: z.number().int().min(0), text: z.string().max(100_000) }),
   z.object({ action: z.literal('edit_guidance'), text: z.string().max(10_000) }),
@@ -187,10 +194,7 @@ export type Decision = z.infer<typeof Decision>;
 /** The commands a button of the sidebar's welcome content (what an empty section says to do next)
  *  may run: an allow-list, so the page can run these and nothing else. Each is one of package.json's
  *  `contributes.commands` (tests/node/walkthrough.test.js holds them to it). */
-export const WelcomeCommand = z.enum([
-  'chokepoint.getStarted',
-  'chokepoint.governFolder',
-]);
+export const WelcomeCommand = z.enum(['chokepoint.getStarted', 'chokepoint.governFolder']);
 export type WelcomeCommand = z.infer<typeof WelcomeCommand>;
 
 export const WebviewMessage = z.discriminatedUnion('type', [
@@ -225,10 +229,7 @@ export const HostMessage = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('response'),
     id: z.number().int(),
-    outcome: z.discriminatedUnion('ok', [
-      z.object({ ok: z.literal(true), result: ReloadResult }),
-      z.object({ ok: z.literal(false), error: z.string() }),
-    ]),
+    outcome: z.discriminatedUnion('ok', [z.object({ ok: z.literal(true), result: ReloadResult }), z.object({ ok: z.literal(false), error: z.string() })]),
   }),
   /** The models the picker offers and the one it starts with (sent after `ready` and when the
    *  settings that make the list change). */

@@ -53,7 +53,10 @@ async function ensureAgent(name) {
   fs.rmSync(partial, { recursive: true, force: true });
   fs.mkdirSync(partial, { recursive: true });
   try {
-    await run('npm', ['install', '--prefix', partial, '--no-save', '--no-audit', '--no-fund', '--loglevel=error', `${a.pkg}@${a.version}`], { env: envWithoutNpm(), cwd: partial });
+    await run('npm', ['install', '--prefix', partial, '--no-save', '--no-audit', '--no-fund', '--loglevel=error', `${a.pkg}@${a.version}`], {
+      env: envWithoutNpm(),
+      cwd: partial,
+    });
   } catch (e) {
     fs.rmSync(partial, { recursive: true, force: true });
     throw new Error(`could not install the agent CLI ${a.pkg}@${a.version} from npm: ${e.message}`);

@@ -28,7 +28,9 @@ function criterionFigures() {
   if (!fs.existsSync(dir)) return [];
   const out = [];
   // Groups nest one level deeper (target/criterion/<group>/<name>); plain benches do not.
-  const dirs = fs.readdirSync(dir).flatMap((d) => (fs.existsSync(path.join(dir, d, 'new')) ? [d] : fs.readdirSync(path.join(dir, d)).map((n) => path.join(d, n))));
+  const dirs = fs
+    .readdirSync(dir)
+    .flatMap((d) => (fs.existsSync(path.join(dir, d, 'new')) ? [d] : fs.readdirSync(path.join(dir, d)).map((n) => path.join(d, n))));
   for (const rel of dirs) {
     const name = path.basename(rel);
     const file = path.join(dir, rel, 'new/sample.json');
@@ -46,7 +48,10 @@ function criterionFigures() {
 function rawSampleFigures() {
   const dir = path.join(ROOT, 'target/bench-samples');
   if (!fs.existsSync(dir)) return [];
-  return fs.readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')));
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')));
 }
 
 /** Which Rust figure is compared with which (the Node bench names its own baselines). */
@@ -61,7 +66,15 @@ function format(ns) {
 /** bench/runtime.bench.ts drives the TypeScript runtime: bundled like the unit tests. */
 async function bundleRuntimeBench() {
   const out = path.join(ROOT, 'target/runtime.bench.js');
-  await require('esbuild').build({ entryPoints: [path.join(ROOT, 'bench/runtime.bench.ts')], outfile: out, bundle: true, platform: 'node', format: 'cjs', target: 'node20', logLevel: 'warning' });
+  await require('esbuild').build({
+    entryPoints: [path.join(ROOT, 'bench/runtime.bench.ts')],
+    outfile: out,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    logLevel: 'warning',
+  });
   return out;
 }
 
@@ -82,7 +95,12 @@ async function main() {
   log('bench', 'agent runtime (Node)');
   const runtime = await capture(process.execPath, [await bundleRuntimeBench()]);
   if (runtime.code !== 0) throw new Error(`the runtime bench failed:\n${runtime.stderr}`);
-  const lines = (text) => text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const lines = (text) =>
+    text
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   const raw = [...criterionFigures(), ...rawSampleFigures(), ...lines(r.stdout), ...lines(runtime.stdout)];
   const figures = raw.map(summarize);
   const byName = new Map(figures.map((f) => [f.name, f]));
@@ -92,7 +110,14 @@ async function main() {
   }
   const out = path.join(ROOT, 'target/bench.json');
   fs.mkdirSync(path.dirname(out), { recursive: true });
-  fs.writeFileSync(out, JSON.stringify(figures.map(({ name, median_ns, p99_ns, baseline, ratio }) => ({ name, median_ns, p99_ns, baseline, ratio })), null, 2) + '\n');
+  fs.writeFileSync(
+    out,
+    JSON.stringify(
+      figures.map(({ name, median_ns, p99_ns, baseline, ratio }) => ({ name, median_ns, p99_ns, baseline, ratio })),
+      null,
+      2,
+    ) + '\n',
+  );
 
   console.log('');
   console.log(`${'figure'.padEnd(28)}${'median'.padStart(12)}${'p99'.padStart(12)}   ratio to baseline`);

@@ -96,10 +96,23 @@ async function buildBundles({ production = false } = {}) {
 async function bundleExtensionTests() {
   const esbuild = require('esbuild');
   const dir = path.join(ROOT, 'tests/extension');
-  const entryPoints = fs.readdirSync(dir).filter((f) => f.endsWith('.ts')).map((f) => path.join(dir, f));
+  const entryPoints = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => path.join(dir, f));
   const outdir = path.join(ROOT, 'out/tests/extension');
   fs.rmSync(outdir, { recursive: true, force: true });
-  await esbuild.build({ entryPoints, outdir, bundle: true, platform: 'node', format: 'cjs', target: 'node20', sourcemap: 'inline', external: ['vscode', 'mocha'], logLevel: 'warning' });
+  await esbuild.build({
+    entryPoints,
+    outdir,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    sourcemap: 'inline',
+    external: ['vscode', 'mocha'],
+    logLevel: 'warning',
+  });
   return outdir;
 }
 

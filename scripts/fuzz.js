@@ -66,7 +66,20 @@ async function buildTarget({ asan = false } = {}) {
     'cargo',
     // --locked: `npm test` leaves the work tree as it found it. A fuzz/Cargo.lock that no longer
     // matches the core's dependencies fails the build, with the command that brings it up to date.
-    ['build', '--release', '--locked', '--manifest-path', path.join(FUZZ_DIR, 'Cargo.toml'), '--target-dir', targetDir, '--target', triple, ...TARGETS.flatMap((t) => ['--bin', t.name]), '--color', 'never'],
+    [
+      'build',
+      '--release',
+      '--locked',
+      '--manifest-path',
+      path.join(FUZZ_DIR, 'Cargo.toml'),
+      '--target-dir',
+      targetDir,
+      '--target',
+      triple,
+      ...TARGETS.flatMap((t) => ['--bin', t.name]),
+      '--color',
+      'never',
+    ],
     {
       echo: true,
       env: {
@@ -81,7 +94,7 @@ async function buildTarget({ asan = false } = {}) {
   );
   if (r.code !== 0) {
     const stale = /cannot update the lock file/.test(r.stderr)
-      ? '; fuzz/Cargo.lock is out of date with the core\'s dependencies: run `cargo metadata --manifest-path fuzz/Cargo.toml --format-version 1 >/dev/null` and commit fuzz/Cargo.lock'
+      ? "; fuzz/Cargo.lock is out of date with the core's dependencies: run `cargo metadata --manifest-path fuzz/Cargo.toml --format-version 1 >/dev/null` and commit fuzz/Cargo.lock"
       : '';
     throw new Error(`the fuzz target did not build (cargo exit code ${r.code})${stale}`);
   }
@@ -151,7 +164,13 @@ async function fuzzOne({ name: TARGET, dict, maxLen }, binary, seconds, { echo, 
     return { passed: 1, failed: 0 };
   }
   // libFuzzer's own report: the panic message, the backtrace and the input.
-  if (!echo) process.stderr.write(out.split('\n').filter((l) => !/^#\d+\s+(NEW|REDUCE|pulse|INITED|RELOAD)\b/.test(l)).join('\n'));
+  if (!echo)
+    process.stderr.write(
+      out
+        .split('\n')
+        .filter((l) => !/^#\d+\s+(NEW|REDUCE|pulse|INITED|RELOAD)\b/.test(l))
+        .join('\n'),
+    );
   console.error(`\nfuzz ${TARGET}: FAILED after ${elapsed} s (exit code ${r.code}${r.signal ? `, signal ${r.signal}` : ''})`);
   if (artifact) console.error(`  input: ${artifact}\n  rerun: ${path.relative(ROOT, binary)} ${path.relative(ROOT, artifact)}`);
   return { passed: 0, failed: 1 };

@@ -17,7 +17,9 @@ async function packageVsix() {
   const out = path.join(ROOT, `chokepoint-${version}.vsix`);
   log('package', `packing ${path.basename(out)}`);
   // --no-dependencies: everything the extension needs is bundled into dist/ or is the .node file.
-  await run(path.join(ROOT, 'node_modules/.bin/vsce'), ['package', '--no-dependencies', '--skip-license', '--out', out], { stdio: ['ignore', 'inherit', 'inherit'] });
+  await run(path.join(ROOT, 'node_modules/.bin/vsce'), ['package', '--no-dependencies', '--skip-license', '--out', out], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   return out;
 }
 

@@ -25,7 +25,13 @@ function listProcesses() {
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       // A zombie has ended already (it only waits for its parent to read its exit status).
       if (fields[0] === 'Z' || fields[0] === 'X') continue;
-      out.push({ pid: Number(n), ppid: Number(fields[1]), pgid: Number(fields[2]), cmdline: readNulList(`/proc/${n}/cmdline`), environ: readNulList(`/proc/${n}/environ`) });
+      out.push({
+        pid: Number(n),
+        ppid: Number(fields[1]),
+        pgid: Number(fields[2]),
+        cmdline: readNulList(`/proc/${n}/cmdline`),
+        environ: readNulList(`/proc/${n}/environ`),
+      });
     } catch {
       // The process ended while we looked.
     }

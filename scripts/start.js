@@ -153,7 +153,10 @@ async function endLeftoverServer() {
   const left = serverProcesses(RUN_DIR);
   if (left.length > 0) {
     const where = record && record.port ? ` on port ${record.port}` : '';
-    log('start', `a VS Code server that an earlier npm start left running${where} (${left.length} processes: ${left.map((p) => p.pid).join(', ')}) is being ended`);
+    log(
+      'start',
+      `a VS Code server that an earlier npm start left running${where} (${left.length} processes: ${left.map((p) => p.pid).join(', ')}) is being ended`,
+    );
     await endServer(RUN_DIR);
     log('start', 'the earlier VS Code server has ended');
   }

@@ -4,8 +4,8 @@
 //   cargo      cargo test --workspace (core and CLI), cargo fmt --check, cargo clippy -D warnings,
 //              then the canonicaliser's fuzz target for 15 s
 //   node       tsc --noEmit (and of tests/extension), tsc -p tsconfig.js.json (the JSDoc types of the
-//              JavaScript in scripts/, tests/ and bench/), eslint over every TS and JS file, then node --test
-//              tests/node (the built addon from Node) and tests/unit
+//              JavaScript in scripts/, tests/ and bench/), eslint and prettier --check over every TS
+//              and JS file, then node --test tests/node (the built addon from Node) and tests/unit
 //   extension  mocha inside the real VS Code extension host (code-server), tests/extension
 //   ui         the sidebar driven in Debian's Chromium with playwright-core, against the packed .vsix;
 //              npm start's lifetime and password (tests/ui/start.test.js)
@@ -73,7 +73,10 @@ function workTree() {
     .filter(Boolean)
     .map((line) => {
       const file = path.join(ROOT, line.slice(3));
-      const hash = fs.existsSync(file) && fs.statSync(file).isFile() ? require('crypto').createHash('sha256').update(fs.readFileSync(file)).digest('hex').slice(0, 12) : '-';
+      const hash =
+        fs.existsSync(file) && fs.statSync(file).isFile()
+          ? require('crypto').createHash('sha256').update(fs.readFileSync(file)).digest('hex').slice(0, 12)
+          : '-';
       return `${line} ${hash}`;
     });
 }
@@ -97,10 +100,23 @@ async function nodeTestLayer(dirs, env = {}) {
   dirs = [].concat(dirs);
   const tap = path.join(ROOT, 'target', `${path.basename(dirs[0])}-tests.tap`);
   fs.mkdirSync(path.dirname(tap), { recursive: true });
-  const files = dirs.flatMap((dir) => fs.readdirSync(path.join(ROOT, dir)).filter((f) => f.endsWith('.test.js')).map((f) => path.join(dir, f)));
+  const files = dirs.flatMap((dir) =>
+    fs
+      .readdirSync(path.join(ROOT, dir))
+      .filter((f) => f.endsWith('.test.js'))
+      .map((f) => path.join(dir, f)),
+  );
   const r = await capture(
     process.execPath,
-    ['--test', '--test-concurrency=1', '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files],
+    [
+      '--test',
+      '--test-concurrency=1',
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      '--test-reporter=tap',
+      `--test-reporter-destination=${tap}`,
+      ...files,
+    ],
     { echo: true, env: { ...process.env, ...env } },
   );
   const counts = tapCounts(fs.existsSync(tap) ? fs.readFileSync(tap, 'utf8') : '');
@@ -116,7 +132,12 @@ async function bundleUnitTests() {
   const outdir = path.join(ROOT, 'out/tests/unit');
   fs.rmSync(outdir, { recursive: true, force: true });
   fs.mkdirSync(outdir, { recursive: true });
-  const entryPoints = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.test.ts')).map((f) => path.join(dir, f)) : [];
+  const entryPoints = fs.existsSync(dir)
+    ? fs
+        .readdirSync(dir)
+        .filter((f) => f.endsWith('.test.ts'))
+        .map((f) => path.join(dir, f))
+    : [];
   if (entryPoints.length) {
     await esbuild.build({ entryPoints, outdir, bundle: true, platform: 'node', format: 'cjs', target: 'node20', sourcemap: 'inline', logLevel: 'warning' });
   }
@@ -135,8 +156,16 @@ async function nodeLayer() {
   const js = await check('tsc -p tsconfig.js.json', process.execPath, [tsc, '-p', 'tsconfig.js.json']);
   // Every TypeScript and JavaScript file of the repository (eslint.config.mjs says which are not).
   const linted = await check('eslint', process.execPath, [path.join(ROOT, 'node_modules/eslint/bin/eslint.js'), '--max-warnings', '0', '.']);
+  // Formatted as Prettier writes it (`npm run format`; .prettierignore says what is not).
+  const formatted = await check('prettier --check', process.execPath, [
+    path.join(ROOT, 'node_modules/prettier/bin/prettier.cjs'),
+    '--check',
+    '--log-level',
+    'warn',
+    '.',
+  ]);
   const counts = await nodeTestLayer(['tests/node', await bundleUnitTests()]);
-  const checks = [typed, suite, js, linted];
+  const checks = [typed, suite, js, linted, formatted];
   return { passed: counts.passed + checks.filter(Boolean).length, failed: counts.failed + checks.filter((c) => !c).length };
 }
 
@@ -210,11 +239,15 @@ async function main() {
     let counts;
     try {
       counts =
-        layer === 'cargo' ? await cargoLayer()
-        : layer === 'node' ? await nodeLayer()
-        : layer === 'extension' ? await extensionLayer()
-        : layer === 'agents' ? await agentsLayer()
-        : await nodeTestLayer('tests/ui');
+        layer === 'cargo'
+          ? await cargoLayer()
+          : layer === 'node'
+            ? await nodeLayer()
+            : layer === 'extension'
+              ? await extensionLayer()
+              : layer === 'agents'
+                ? await agentsLayer()
+                : await nodeTestLayer('tests/ui');
     } catch (e) {
       console.error(`error: layer ${layer} could not run: ${e.stack || e.message}`);
       counts = { passed: 0, failed: 1 };

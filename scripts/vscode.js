@@ -27,7 +27,11 @@ const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const SYSTEM_PACKAGES = [
   { pkg: 'chromium', why: 'the browser that loads the VS Code workbench', present: () => fs.existsSync(CHROMIUM) },
   { pkg: 'strace', why: 'watches the ledger sync before an acknowledgement (a cargo test)', present: () => fs.existsSync('/usr/bin/strace') },
-  { pkg: 'libkrb5-dev', why: "headers for code-server's kerberos module", present: () => fs.existsSync('/usr/include/krb5.h') || fs.existsSync('/usr/include/krb5/krb5.h') },
+  {
+    pkg: 'libkrb5-dev',
+    why: "headers for code-server's kerberos module",
+    present: () => fs.existsSync('/usr/include/krb5.h') || fs.existsSync('/usr/include/krb5/krb5.h'),
+  },
   { pkg: 'postgresql', why: 'the server the coordination database tests start in a temporary folder (cargo tests)', present: () => postgresBinDir() !== null },
   { pkg: 'openssl', why: 'makes the certificates of the TLS PostgreSQL server in the tests', present: () => fs.existsSync('/usr/bin/openssl') },
 ];
@@ -134,17 +138,24 @@ async function startCodeServer({ runDir, port, env = {}, extensionsDir, password
       path.join(__dirname, 'supervise.js'),
       node24,
       codeServerEntry,
-      '--auth', 'password',
-      '--bind-addr', `127.0.0.1:${port}`,
-      '--config', config,
-      '--user-data-dir', dirs.data,
-      '--extensions-dir', dirs.exts,
+      '--auth',
+      'password',
+      '--bind-addr',
+      `127.0.0.1:${port}`,
+      '--config',
+      config,
+      '--user-data-dir',
+      dirs.data,
+      '--extensions-dir',
+      dirs.exts,
       '--disable-telemetry',
       '--disable-update-check',
       '--disable-workspace-trust',
-      '--reconnection-grace-time', '5',
+      '--reconnection-grace-time',
+      '5',
       // Required for the ?payload= development and test arguments; the built workbench ignores them otherwise.
-      '--vscode-option', 'enable-smoke-test-driver',
+      '--vscode-option',
+      'enable-smoke-test-driver',
     ],
     {
       env: serverEnv(runDir, { ...env, PASSWORD: password, [SERVER_MARKER]: runDir }),
@@ -239,7 +250,18 @@ function installExtension(vsix, { runDir, extensionsDir }) {
   fs.writeFileSync(path.join(runDir, 'code-server.yaml'), 'auth: none\n');
   const r = spawnSync(
     node24,
-    [codeServerEntry, '--config', path.join(runDir, 'code-server.yaml'), '--user-data-dir', path.join(runDir, 'data'), '--extensions-dir', extensionsDir, '--install-extension', vsix, '--force'],
+    [
+      codeServerEntry,
+      '--config',
+      path.join(runDir, 'code-server.yaml'),
+      '--user-data-dir',
+      path.join(runDir, 'data'),
+      '--extensions-dir',
+      extensionsDir,
+      '--install-extension',
+      vsix,
+      '--force',
+    ],
     { encoding: 'utf8', env },
   );
   if (r.status !== 0) throw new Error(`installing ${vsix} failed (exit ${r.status}):\n${r.stdout}${r.stderr}`);
@@ -250,7 +272,13 @@ function installExtension(vsix, { runDir, extensionsDir }) {
  *  sockets in TMPDIR and writes under XDG otherwise, outside the cache folder). */
 function serverEnv(runDir, extra = {}) {
   const xdg = path.join(runDir, 'xdg');
-  const env = { TMPDIR: path.join(runDir, 'tmp'), XDG_CONFIG_HOME: path.join(xdg, 'config'), XDG_DATA_HOME: path.join(xdg, 'data'), XDG_CACHE_HOME: path.join(xdg, 'cache'), XDG_RUNTIME_DIR: path.join(xdg, 'run') };
+  const env = {
+    TMPDIR: path.join(runDir, 'tmp'),
+    XDG_CONFIG_HOME: path.join(xdg, 'config'),
+    XDG_DATA_HOME: path.join(xdg, 'data'),
+    XDG_CACHE_HOME: path.join(xdg, 'cache'),
+    XDG_RUNTIME_DIR: path.join(xdg, 'run'),
+  };
   for (const d of Object.values(env)) fs.mkdirSync(d, { recursive: true, mode: 0o700 });
   return { ...envWithoutNpm(), ...env, ...extra };
 }
@@ -264,7 +292,15 @@ async function launchBrowser({ runDir }) {
     executablePath: CHROMIUM,
     headless: true,
     env: serverEnv(runDir),
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }
 
@@ -279,4 +315,15 @@ function makeSampleWorkspace(dest) {
   return dest;
 }
 
-module.exports = { CACHE, ensureSystemPackages, ensureVsCode, startCodeServer, randomPassword, installExtension, launchBrowser, makeSampleWorkspace, freePort, portIsFree };
+module.exports = {
+  CACHE,
+  ensureSystemPackages,
+  ensureVsCode,
+  startCodeServer,
+  randomPassword,
+  installExtension,
+  launchBrowser,
+  makeSampleWorkspace,
+  freePort,
+  portIsFree,
+};

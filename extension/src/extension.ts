@@ -74,7 +74,8 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   // The agents' committed settings name no path: they find this program on PATH or by the pointer.
   if (program) {
     const findable = makeFindable(program, context.environmentVariableCollection);
-    if (findable && 'error' in findable.pointer) log.warn(`agents started outside VS Code will not find chokepoint: cannot write ${findable.pointer.file}: ${findable.pointer.error}`);
+    if (findable && 'error' in findable.pointer)
+      log.warn(`agents started outside VS Code will not find chokepoint: cannot write ${findable.pointer.file}: ${findable.pointer.error}`);
     else if (findable) log.info(`chokepoint is on PATH for VS Code's terminals (${findable.folder}), and named by ${findable.pointer.file}`);
   }
   const engine = new EngineHost(native, log, program);
@@ -82,7 +83,9 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   statusBar.update(engine.state);
   const trace = new Trace(engine, log);
   // Token counts and compaction plans come from the core (exact tokenizers where it has them).
-  const compactor = native.ok ? { count: native.binding.countTokens, plan: (items: CompactionItem[], budget: number) => native.binding.planCompaction(items, budget) } : undefined;
+  const compactor = native.ok
+    ? { count: native.binding.countTokens, plan: (items: CompactionItem[], budget: number) => native.binding.planCompaction(items, budget) }
+    : undefined;
   // The reviewer's model comes from the agent's providers (declared below; called only later).
   const approvals: ApprovalsHost = new ApprovalsHost(engine, log, (modelId): Promise<ModelProvider> => agent.providerFor(modelId));
   const agent: AgentHost = new AgentHost(engine, context.secrets, log, approvals, compactor);
@@ -97,7 +100,11 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
   // Governed: the folder has a configuration, as the activation events say (the engine itself may
   // make `.orchestration/` for its runtime files in a folder that has none).
   const setGoverned = (state: EngineState) =>
-    void vscode.commands.executeCommand('setContext', 'chokepoint.governed', state.status === 'ready' && (state.hooks.status !== 'missing' || state.intents.status !== 'missing'));
+    void vscode.commands.executeCommand(
+      'setContext',
+      'chokepoint.governed',
+      state.status === 'ready' && (state.hooks.status !== 'missing' || state.intents.status !== 'missing'),
+    );
   setGoverned(engine.state);
   // The walkthrough's steps complete on these context keys (ui/firstRun.ts).
   const firstRun = new FirstRunState(engine, trace);
@@ -122,7 +129,10 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     firstRun,
     chatModels.register(),
     // VS Code's agent declares its intent through these; its hooks bind its chat session.
-    ...registerIntentTools(engine, (context.extension.packageJSON as { contributes?: { languageModelTools?: { name: string }[] } }).contributes?.languageModelTools ?? []),
+    ...registerIntentTools(
+      engine,
+      (context.extension.packageJSON as { contributes?: { languageModelTools?: { name: string }[] } }).contributes?.languageModelTools ?? [],
+    ),
     engine.onDidChange((state) => {
       statusBar.update(state);
       setGoverned(state);
@@ -199,7 +209,9 @@ function showEngineInfo(engine: EngineHost, log: Log): EngineState {
   log.info(summary);
   if (state.status === 'ready') {
     log.info(`  workspace: ${state.workspaceRoot}`);
-    log.info(`  ${state.hooks.path}: ${state.hooks.status}; events: ${state.hooks.events.join(', ') || 'none'}; task types: ${state.hooks.taskTypes.join(', ') || 'none'}`);
+    log.info(
+      `  ${state.hooks.path}: ${state.hooks.status}; events: ${state.hooks.events.join(', ') || 'none'}; task types: ${state.hooks.taskTypes.join(', ') || 'none'}`,
+    );
     log.info(`  ${state.intents.path}: ${state.intents.status}; intents: ${state.intents.ids.join(', ') || 'none'}`);
     for (const d of state.diagnostics) log.info(`  ${d.file}:${d.line}:${d.column}: ${d.message} [${d.code}]`);
   }

@@ -378,7 +378,7 @@ export declare class HookServer {
 }
 
 /**
- * An agent's name for people (`claude` → `Claude Code`), as the Sessions section names it: for a
+ * An agent's name for people (`claude` → `Claude Code`), as the Sessions view names it: for a
  * Pending whose subject names the agent that asked.
  */
 export declare function agentLabel(agent: string): string

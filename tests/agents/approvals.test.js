@@ -82,7 +82,11 @@ describe('claude: an ask decided with chokepoint approvals', () => {
     server = await serve(ws, env);
 
     const t = CLIENTS.claude.tools;
-    const script = [...t.mcp('select_active_intent', { intent_id: 'INT-SRC' }), { tools: [t.write(ws, 'src/asked.txt', 'approved content\n')] }, { text: 'Done.' }];
+    const script = [
+      ...t.mcp('select_active_intent', { intent_id: 'INT-SRC' }),
+      { tools: [t.write(ws, 'src/asked.txt', 'approved content\n')] },
+      { text: 'Done.' },
+    ];
     const model = await CLIENTS.claude.startServer({ script });
     // The person: looks at the open Pendings until the write's shows up, then approves it.
     let deciding = true;

@@ -56,7 +56,9 @@ function sanitiser({ ws, home, scratch, serverUrl }) {
     s = s.split(geminiTmp).join('/.gemini/tmp/WORKSPACE');
     for (const [from, to] of pairs) s = s.split(from).join(to);
     // What is left of the user's home or the temporary folder, as whole paths only.
-    return s.replace(new RegExp(`(?<![\\w.-])${escape(os.homedir())}(?=/|$)`, 'g'), '/USERHOME').replace(new RegExp(`(?<![\\w.-])${escape(os.tmpdir())}(?=/)`, 'g'), '/TMP');
+    return s
+      .replace(new RegExp(`(?<![\\w.-])${escape(os.homedir())}(?=/|$)`, 'g'), '/USERHOME')
+      .replace(new RegExp(`(?<![\\w.-])${escape(os.tmpdir())}(?=/)`, 'g'), '/TMP');
   };
 }
 
@@ -88,7 +90,14 @@ async function capture(name) {
   const server = await client.startServer({ script: script(name, ws) });
   let r;
   try {
-    r = await runAgent(name, { workspace: ws, prompt: 'Select the intent INT-001, write notes.txt, edit it, run a command.', serverUrl: server.url, timeoutMs: 120000, home, keepHome: true });
+    r = await runAgent(name, {
+      workspace: ws,
+      prompt: 'Select the intent INT-001, write notes.txt, edit it, run a command.',
+      serverUrl: server.url,
+      timeoutMs: 120000,
+      home,
+      keepHome: true,
+    });
   } finally {
     await server.close();
   }
@@ -96,8 +105,10 @@ async function capture(name) {
   const hooks = readLog(hookLog);
   const problems = [];
   if (r.code !== 0 || r.timedOut) problems.push(`the session ended with code ${r.code}${r.timedOut ? ' (timed out)' : ''}: ${r.stderr.slice(-800)}`);
-  for (const f of ['notes.txt', 'shell.txt', ...(client.tools.subagent ? ['sub.txt'] : [])]) if (!fs.existsSync(path.join(ws, f))) problems.push(`${f} was not written`);
-  if (fs.existsSync(path.join(ws, 'notes.txt')) && !/hello, world/.test(fs.readFileSync(path.join(ws, 'notes.txt'), 'utf8'))) problems.push('notes.txt was not edited');
+  for (const f of ['notes.txt', 'shell.txt', ...(client.tools.subagent ? ['sub.txt'] : [])])
+    if (!fs.existsSync(path.join(ws, f))) problems.push(`${f} was not written`);
+  if (fs.existsSync(path.join(ws, 'notes.txt')) && !/hello, world/.test(fs.readFileSync(path.join(ws, 'notes.txt'), 'utf8')))
+    problems.push('notes.txt was not edited');
   if (!fs.existsSync(mcpCalls)) problems.push('the MCP tool select_active_intent was never called');
   if (server.remaining > 0) problems.push(`${server.remaining} scripted steps were never asked for`);
 
@@ -144,7 +155,8 @@ async function main() {
     log('capture', `${name}: one scripted session with loghook on ${CLIENTS[name].hookEvents.length} events`);
     const { files, problems, ms, session } = await capture(name);
     log('capture', `${name}: ${files.length} hook inputs in ${ms} ms → tests/agents/fixtures/${name}/ (events fired: ${session.hookEventsFired.join(', ')})`);
-    for (const [tool, t] of Object.entries(session.toolsSeen)) log('capture', `  ${tool}: ${t.events.join(', ')}; input ${Array.isArray(t.inputFields) ? t.inputFields.join(', ') : t.inputFields}`);
+    for (const [tool, t] of Object.entries(session.toolsSeen))
+      log('capture', `  ${tool}: ${t.events.join(', ')}; input ${Array.isArray(t.inputFields) ? t.inputFields.join(', ') : t.inputFields}`);
     for (const p of problems) console.error(`  problem: ${p}`);
     failed += problems.length ? 1 : 0;
   }

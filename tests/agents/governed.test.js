@@ -69,7 +69,14 @@ async function session(name, ws, steps) {
 /** The tool result whose text includes `needle`, or a failure listing what the model was told. */
 function told(results, needle) {
   const hit = results.find((t) => t.content.includes(needle));
-  assert.ok(hit, `no tool result mentions ${JSON.stringify(needle)}; the model was told: ${JSON.stringify(results.map((t) => t.content.slice(0, 240)), null, 1)}`);
+  assert.ok(
+    hit,
+    `no tool result mentions ${JSON.stringify(needle)}; the model was told: ${JSON.stringify(
+      results.map((t) => t.content.slice(0, 240)),
+      null,
+      1,
+    )}`,
+  );
   return hit;
 }
 
@@ -112,7 +119,7 @@ for (const name of CHOSEN) {
       assert.match(r.content, new RegExp(`select_active_intent[\\s\\S]*--session '${name}:`));
     });
 
-    it("refuses the intent another session holds, and takes the free one through the MCP tool", () => {
+    it('refuses the intent another session holds, and takes the free one through the MCP tool', () => {
       told(s.results, 'locked by session `other:holder`');
       const selected = ledger(ws).find((rec) => rec.tool === 'select_active_intent' && rec.agent === name && rec.decision && rec.decision.decision === 'allow');
       assert.ok(selected, 'no allowed select_active_intent in the ledger');
@@ -124,10 +131,13 @@ for (const name of CHOSEN) {
     it('allows a write in scope and records it', () => {
       assert.equal(fs.readFileSync(path.join(ws, 'src/ok.txt'), 'utf8'), 'in scope\n');
       const pre = ledger(ws).filter((rec) => rec.event === 'PreToolUse' && rec.agent === name && rec.intent === 'INT-SRC' && rec.decision.decision === 'allow');
-      assert.ok(pre.some((rec) => rec.tool !== 'select_active_intent'), `no allowed write recorded: ${JSON.stringify(ledger(ws).map((r) => [r.event, r.tool, r.decision && r.decision.decision]))}`);
+      assert.ok(
+        pre.some((rec) => rec.tool !== 'select_active_intent'),
+        `no allowed write recorded: ${JSON.stringify(ledger(ws).map((r) => [r.event, r.tool, r.decision && r.decision.decision]))}`,
+      );
     });
 
-    it("denies a write out of scope, leaves the file alone, and tells the model why", () => {
+    it('denies a write out of scope, leaves the file alone, and tells the model why', () => {
       assert.equal(exists(ws, 'docs/no.txt'), false);
       told(s.results, '`docs/no.txt` is outside the scope of intent `INT-SRC`');
     });
@@ -140,16 +150,33 @@ for (const name of CHOSEN) {
 
     if (CLIENTS[name].tools.subagent) {
       it("governs a sub-agent's write under the session's intent and records it as the sub-agent's", () => {
-        assert.equal(exists(ws, 'src/sub.txt') && fs.readFileSync(path.join(ws, 'src/sub.txt'), 'utf8'), 'from the sub-agent\n', JSON.stringify(s.results.map((t) => t.content.slice(0, 240)), null, 1));
-        const writes = ledger(ws).filter((r) => r.event === 'PreToolUse' && r.decision.decision === 'allow' && JSON.stringify(r.data || {}).includes('src/sub.txt'));
-        assert.ok(writes.length > 0, `no allowed write of src/sub.txt: ${JSON.stringify(ledger(ws).map((r) => [r.event, r.tool, r.session, r.decision && r.decision.decision]))}`);
+        assert.equal(
+          exists(ws, 'src/sub.txt') && fs.readFileSync(path.join(ws, 'src/sub.txt'), 'utf8'),
+          'from the sub-agent\n',
+          JSON.stringify(
+            s.results.map((t) => t.content.slice(0, 240)),
+            null,
+            1,
+          ),
+        );
+        const writes = ledger(ws).filter(
+          (r) => r.event === 'PreToolUse' && r.decision.decision === 'allow' && JSON.stringify(r.data || {}).includes('src/sub.txt'),
+        );
+        assert.ok(
+          writes.length > 0,
+          `no allowed write of src/sub.txt: ${JSON.stringify(ledger(ws).map((r) => [r.event, r.tool, r.session, r.decision && r.decision.decision]))}`,
+        );
         const selected = ledger(ws).find((r) => r.tool === 'select_active_intent' && r.agent === name && r.decision.decision === 'allow');
         for (const rec of writes) {
           assert.equal(rec.intent, 'INT-SRC');
           assert.equal(rec.session, selected.session, 'the sub-agent works in its parent session');
         }
         // Gemini CLI's input does not say a call is a sub-agent's; the others' do.
-        if (name !== 'gemini') assert.ok(writes.some((r) => r.data.subagent), `not recorded as the sub-agent's: ${JSON.stringify(writes)}`);
+        if (name !== 'gemini')
+          assert.ok(
+            writes.some((r) => r.data.subagent),
+            `not recorded as the sub-agent's: ${JSON.stringify(writes)}`,
+          );
       });
     }
 

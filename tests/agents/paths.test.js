@@ -95,11 +95,22 @@ for (const name of CHOSEN) {
       assert.equal(fs.existsSync(path.join(ws, 'docs/src/auth/new.ts')), false, 'the client wrote docs/src/auth/new.ts');
       assert.equal(fs.existsSync(path.join(ws, 'src/auth/new.ts')), false);
       const told = s.results.find((t) => t.content.includes('`docs/src/auth/new.ts` is outside the scope of intent `INT-SRC`'));
-      assert.ok(told, `the model was told: ${JSON.stringify(s.results.map((t) => t.content.slice(0, 240)), null, 1)}`);
+      assert.ok(
+        told,
+        `the model was told: ${JSON.stringify(
+          s.results.map((t) => t.content.slice(0, 240)),
+          null,
+          1,
+        )}`,
+      );
     });
 
     it('allows the relative path that lands in docs/guide/, and the client writes it there', () => {
-      const told = JSON.stringify(s.results.map((t) => t.content.slice(0, 240)), null, 1);
+      const told = JSON.stringify(
+        s.results.map((t) => t.content.slice(0, 240)),
+        null,
+        1,
+      );
       assert.equal(fs.existsSync(path.join(ws, 'docs/guide/ok.md')) && fs.readFileSync(path.join(ws, 'docs/guide/ok.md'), 'utf8'), 'inside\n', told);
       assert.equal(fs.existsSync(path.join(ws, 'guide/ok.md')), false);
       const recorded = JSON.stringify(ledger(ws).filter((rec) => rec.event === 'PostToolUse'));

@@ -108,7 +108,11 @@ describe('Claude Code with settings committed on another machine', { skip }, () 
       assert.equal(
         fs.readFileSync(path.join(ws, 'src/a.txt'), 'utf8'),
         'written\n',
-        `the model was told: ${JSON.stringify(run.results.map((x) => x.content.slice(0, 600)), null, 1)}`,
+        `the model was told: ${JSON.stringify(
+          run.results.map((x) => x.content.slice(0, 600)),
+          null,
+          1,
+        )}`,
       );
     });
   });

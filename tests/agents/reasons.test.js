@@ -28,9 +28,17 @@ const NEXT_STEP = 'Next step: call the MCP tool `scope_expansion_request` of ser
 /** What the person is shown of the session, per client. */
 const SHOWN = {
   // A hook's `systemMessage` is a `system` line of subtype `informational`: "<hook> says: <text>".
-  claude: (r) => r.events.filter((e) => e.type === 'system' && e.subtype === 'informational').map((e) => e.content).join('\n'),
+  claude: (r) =>
+    r.events
+      .filter((e) => e.type === 'system' && e.subtype === 'informational')
+      .map((e) => e.content)
+      .join('\n'),
   // Headless, a hook's `systemMessage` goes to stderr as "Hook system message: <text>".
-  gemini: (r) => r.stderr.split('\n').filter((l) => l.includes('Hook system message')).join('\n'),
+  gemini: (r) =>
+    r.stderr
+      .split('\n')
+      .filter((l) => l.includes('Hook system message'))
+      .join('\n'),
   // Copilot CLI's deny has one reason, for both: the tool's completion event in its JSON output.
   copilot: (r) => JSON.stringify(r.events.filter((e) => e.type === 'tool.execution_complete')),
   // Codex's `exec --json` prints no hook message (its TUI shows `systemMessage` as a warning): not
@@ -45,7 +53,14 @@ function chokepoint(args) {
 
 function told(results, needle) {
   const hit = results.find((t) => t.content.includes(needle));
-  assert.ok(hit, `no tool result mentions ${JSON.stringify(needle)}; the model was told: ${JSON.stringify(results.map((t) => t.content.slice(0, 600)), null, 1)}`);
+  assert.ok(
+    hit,
+    `no tool result mentions ${JSON.stringify(needle)}; the model was told: ${JSON.stringify(
+      results.map((t) => t.content.slice(0, 600)),
+      null,
+      1,
+    )}`,
+  );
   return hit;
 }
 
@@ -105,7 +120,14 @@ for (const name of CHOSEN) {
     it("explains a contained shell command's refused write to the model", () => {
       assert.equal(fs.existsSync(path.join(ws, 'docs/shell.txt')), false, 'the shell write outside the scope stayed');
       const result = results.find((x) => x.content.includes('docs/shell.txt'));
-      assert.ok(result, `no tool result mentions docs/shell.txt: ${JSON.stringify(results.map((x) => x.content.slice(0, 600)), null, 1)}`);
+      assert.ok(
+        result,
+        `no tool result mentions docs/shell.txt: ${JSON.stringify(
+          results.map((x) => x.content.slice(0, 600)),
+          null,
+          1,
+        )}`,
+      );
       // Chokepoint's own words, with the scope and the way to ask for more; not only the shell's.
       assert.match(result.content, /chokepoint: [^\n]*scope of intent `INT-SRC`/, result.content);
       assert.ok(result.content.includes('scope_expansion_request'), result.content);

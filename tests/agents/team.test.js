@@ -32,7 +32,12 @@ function git(cwd, ...args) {
   return r.out;
 }
 
-const told = (results) => JSON.stringify(results.map((t) => `${t.name}: ${t.content.slice(0, 600)}`), null, 1);
+const told = (results) =>
+  JSON.stringify(
+    results.map((t) => `${t.name}: ${t.content.slice(0, 600)}`),
+    null,
+    1,
+  );
 
 describe(`${AGENT} on two machines sharing one PostgreSQL database`, () => {
   let server;
@@ -90,7 +95,12 @@ describe(`${AGENT} on two machines sharing one PostgreSQL database`, () => {
     const shell = t.shell(command);
     shell.input.timeout = 180000;
     const serverA = await CLIENTS[AGENT].startServer({
-      script: [...t.mcp('select_active_intent', { intent_id: 'INT-001' }), { tools: [t.write(machines.alpha, 'src/auth/a.ts', 'export const a = 1;\n')] }, { tools: [shell] }, { text: 'Done.' }],
+      script: [
+        ...t.mcp('select_active_intent', { intent_id: 'INT-001' }),
+        { tools: [t.write(machines.alpha, 'src/auth/a.ts', 'export const a = 1;\n')] },
+        { tools: [shell] },
+        { text: 'Done.' },
+      ],
     });
     const serverB = await CLIENTS[AGENT].startServer({
       script: [
@@ -103,11 +113,20 @@ describe(`${AGENT} on two machines sharing one PostgreSQL database`, () => {
     });
     try {
       let aDone = false;
-      const aRun = runAgent(AGENT, { workspace: machines.alpha, prompt: 'Do as scripted.', serverUrl: serverA.url, timeoutMs: 240000, env: envOf('alpha') }).finally(
-        () => (aDone = true),
-      );
+      const aRun = runAgent(AGENT, {
+        workspace: machines.alpha,
+        prompt: 'Do as scripted.',
+        serverUrl: serverA.url,
+        timeoutMs: 240000,
+        env: envOf('alpha'),
+      }).finally(() => (aDone = true));
       try {
-        await waitFor(() => shellRunning(command), 90000, "alpha's waiting command did not start", () => aDone);
+        await waitFor(
+          () => shellRunning(command),
+          90000,
+          "alpha's waiting command did not start",
+          () => aDone,
+        );
         b = await runAgent(AGENT, { workspace: machines.beta, prompt: 'Do as scripted.', serverUrl: serverB.url, timeoutMs: 120000, env: envOf('beta') });
         lists = ['alpha', 'beta'].map((m) => chokepointOn(m, ['intent', 'list', '--workspace', machines[m]]));
       } finally {
@@ -120,7 +139,8 @@ describe(`${AGENT} on two machines sharing one PostgreSQL database`, () => {
     }
     a.results = serverA.toolResults();
     b.results = serverB.toolResults();
-    if (process.env.CHOKEPOINT_AGENTS_DEBUG) console.error(JSON.stringify({ a: a.results, b: b.results }, null, 1), a.stderr.slice(-2000), b.stderr.slice(-2000));
+    if (process.env.CHOKEPOINT_AGENTS_DEBUG)
+      console.error(JSON.stringify({ a: a.results, b: b.results }, null, 1), a.stderr.slice(-2000), b.stderr.slice(-2000));
   });
   after(async () => {
     for (const dir of [top, scratch]) if (dir) fs.rmSync(dir, { recursive: true, force: true });

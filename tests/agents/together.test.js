@@ -88,14 +88,21 @@ async function scenario(label, aCommand, started, bSteps = (ws) => [{ tools: [wr
   // Claude Code's Bash tool stops a command after 2 minutes unless told otherwise.
   const shell = ta.shell(command);
   shell.input.timeout = 180000;
-  const serverA = await CLIENTS[A].startServer({ script: [...ta.mcp('select_active_intent', { intent_id: 'INT-001' }), { tools: [shell] }, { text: 'Done.' }] });
+  const serverA = await CLIENTS[A].startServer({
+    script: [...ta.mcp('select_active_intent', { intent_id: 'INT-001' }), { tools: [shell] }, { text: 'Done.' }],
+  });
   const serverB = await CLIENTS[B].startServer({ script: [...tb.mcp('select_active_intent', { intent_id: 'INT-002' }), ...bSteps(ws, tb), { text: 'Done.' }] });
   const out = { ws, scratch, command, during: {} };
   try {
     let aDone = false;
     const aRun = runAgent(A, { workspace: ws, prompt: 'Do as scripted.', serverUrl: serverA.url, timeoutMs: 240000 }).finally(() => (aDone = true));
     try {
-      await waitFor(() => started(scratch, command), 90000, `${label}: A's command did not start`, () => aDone);
+      await waitFor(
+        () => started(scratch, command),
+        90000,
+        `${label}: A's command did not start`,
+        () => aDone,
+      );
       out.startedAfterMs = Date.now();
       // B and the person work while A's command runs.
       const bRun = runAgent(B, { workspace: ws, prompt: 'Do as scripted.', serverUrl: serverB.url, timeoutMs: 120000 });
@@ -104,7 +111,12 @@ async function scenario(label, aCommand, started, bSteps = (ws) => [{ tools: [wr
       person(ws);
       out.b = await bRun;
       // What the workspace holds before A's command goes on: B's write landed, A's has not.
-      out.during = { pay: read(ws, 'src/billing/pay.ts'), b: read(ws, 'src/billing/b.ts'), a: read(ws, 'src/auth/a.ts'), aStillRunning: !aDone && started(scratch, command) };
+      out.during = {
+        pay: read(ws, 'src/billing/pay.ts'),
+        b: read(ws, 'src/billing/b.ts'),
+        a: read(ws, 'src/auth/a.ts'),
+        aStillRunning: !aDone && started(scratch, command),
+      };
     } finally {
       fs.writeFileSync(go, 'go\n');
     }
@@ -140,7 +152,7 @@ function toldBoth(s) {
 /** The common checks: both sessions ended, each holds its intent, B's write was allowed and is
  *  intact, the person's new file and edit are intact, the ledger verifies. */
 function commonChecks(get) {
-  it('runs A and B to the end, each under its own intent, B while A\'s command was running', () => {
+  it("runs A and B to the end, each under its own intent, B while A's command was running", () => {
     const s = get();
     assert.equal(s.a.timedOut, false, `A timed out; stderr: ${s.a.stderr.slice(-800)}`);
     assert.equal(s.a.code, 0, `A exited ${s.a.code}; stderr: ${s.a.stderr.slice(-800)}`);
@@ -148,7 +160,8 @@ function commonChecks(get) {
     assert.equal(s.b.code, 0, `B exited ${s.b.code}; stderr: ${s.b.stderr.slice(-800)}`);
     assert.ok(s.shellResult, `A's Bash tool never returned: ${toldBoth(s)}`);
     assert.equal(s.during.aStillRunning, true, "A's command had ended before B and the person were done");
-    const held = (agent, intent) => ledger(s.ws).find((r) => r.tool === 'select_active_intent' && r.agent === agent && r.intent === intent && r.decision && r.decision.decision === 'allow');
+    const held = (agent, intent) =>
+      ledger(s.ws).find((r) => r.tool === 'select_active_intent' && r.agent === agent && r.intent === intent && r.decision && r.decision.decision === 'allow');
     assert.ok(held(A, 'INT-001'), `A did not take INT-001: ${toldBoth(s)}`);
     assert.ok(held(B, 'INT-002'), `B did not take INT-002: ${toldBoth(s)}`);
   });
@@ -157,8 +170,13 @@ function commonChecks(get) {
     const s = get();
     assert.equal(s.during.pay, PAY, `B's write did not land while A's command ran: ${toldBoth(s)}`);
     assert.equal(read(s.ws, 'src/billing/pay.ts'), PAY, `B's src/billing/pay.ts after A's command: ${toldBoth(s)}`);
-    const allowed = ledger(s.ws).filter((r) => r.event === 'PreToolUse' && r.agent === B && r.intent === 'INT-002' && r.tool !== 'select_active_intent' && r.decision.decision === 'allow');
-    assert.ok(allowed.length > 0, `no allowed write of B recorded: ${JSON.stringify(ledger(s.ws).map((r) => [r.event, r.agent, r.tool, r.decision && r.decision.decision]))}`);
+    const allowed = ledger(s.ws).filter(
+      (r) => r.event === 'PreToolUse' && r.agent === B && r.intent === 'INT-002' && r.tool !== 'select_active_intent' && r.decision.decision === 'allow',
+    );
+    assert.ok(
+      allowed.length > 0,
+      `no allowed write of B recorded: ${JSON.stringify(ledger(s.ws).map((r) => [r.event, r.agent, r.tool, r.decision && r.decision.decision]))}`,
+    );
   });
 
   it("keeps the person's new file and the person's edit inside A's scope", () => {
@@ -169,7 +187,8 @@ function commonChecks(get) {
 
   it("does not tell A's model about anyone else's work", () => {
     const s = get();
-    for (const other of ['docs/person.md', 'src/auth/keep.ts']) assert.ok(!s.shellResult.content.includes(other), `A's Bash result names ${other}: ${s.shellResult.content}`);
+    for (const other of ['docs/person.md', 'src/auth/keep.ts'])
+      assert.ok(!s.shellResult.content.includes(other), `A's Bash result names ${other}: ${s.shellResult.content}`);
   });
 
   it('keeps an intact hash chain', () => {
@@ -216,7 +235,11 @@ describe(`${A} runs a contained command while ${B} and a person write`, () => {
   it("records A's command isolated, with its own changes only: nobody else's is put on it", () => {
     const rec = containmentOf(s, 'INT-001');
     assert.ok(rec.session.startsWith(`${A}:`), rec.session);
-    assert.equal(rec.data.isolation, 'isolated', `A's command was not isolated here, so this test does not test the isolated containment: ${JSON.stringify(rec.data)}`);
+    assert.equal(
+      rec.data.isolation,
+      'isolated',
+      `A's command was not isolated here, so this test does not test the isolated containment: ${JSON.stringify(rec.data)}`,
+    );
     const paths = (list) => (list || []).map((c) => c.path).sort();
     assert.deepEqual(paths(rec.data.changed), ['src/auth/a.ts']);
     assert.deepEqual(paths(rec.data.refused), ['README.md', 'src/billing/pay.ts']);
@@ -244,7 +267,11 @@ describe(`${A} runs a command that only waits while ${B} and a person write`, ()
     assert.equal(r.isError, false, `A's Bash result is an error: ${r.content}`);
     assert.ok(!/chokepoint|scope|not applied|undone|did not land/i.test(r.content), `A's Bash result: ${r.content}`);
     const rec = containmentOf(s, 'INT-001');
-    assert.deepEqual([rec.data.changed, rec.data.refused, rec.data.not_applied, rec.data.unattributed, rec.data.others], [[], [], [], [], []], JSON.stringify(rec.data));
+    assert.deepEqual(
+      [rec.data.changed, rec.data.refused, rec.data.not_applied, rec.data.unattributed, rec.data.others],
+      [[], [], [], [], []],
+      JSON.stringify(rec.data),
+    );
   });
 });
 
@@ -276,7 +303,10 @@ describe(`${A} and ${B} run contained commands at once while a person writes`, (
     assert.equal(s.during.b, 'export const b = 2;\n', `src/billing/b.ts before A's command went on: ${toldBoth(s)}`);
     assert.equal(read(s.ws, 'src/billing/b.ts'), 'export const b = 2;\n');
     assert.equal(read(s.ws, 'src/auth/from-b.ts'), null, "B's command wrote inside A's scope");
-    assert.ok(r.content.includes('B-finished') && r.content.includes('`src/auth/from-b.ts`') && r.content.includes('outside the scope of intent `INT-002`'), `B's shell result: ${r.content}`);
+    assert.ok(
+      r.content.includes('B-finished') && r.content.includes('`src/auth/from-b.ts`') && r.content.includes('outside the scope of intent `INT-002`'),
+      `B's shell result: ${r.content}`,
+    );
     const rec = containmentOf(s, 'INT-002');
     assert.equal(rec.data.isolation, 'isolated');
     assert.deepEqual([rec.data.changed.map((c) => c.path), rec.data.refused.map((c) => c.path)], [['src/billing/b.ts'], ['src/auth/from-b.ts']]);

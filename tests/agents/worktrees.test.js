@@ -41,7 +41,12 @@ function records(ws) {
     .reverse();
 }
 
-const told = (results) => JSON.stringify(results.map((t) => `${t.name}: ${t.content.slice(0, 600)}`), null, 1);
+const told = (results) =>
+  JSON.stringify(
+    results.map((t) => `${t.name}: ${t.content.slice(0, 600)}`),
+    null,
+    1,
+  );
 
 describe(`${A} in the main checkout and ${B} in a second worktree`, () => {
   let top;
@@ -79,7 +84,12 @@ describe(`${A} in the main checkout and ${B} in a second worktree`, () => {
     const shell = ta.shell(command);
     shell.input.timeout = 180000;
     const serverA = await CLIENTS[A].startServer({
-      script: [...ta.mcp('select_active_intent', { intent_id: 'INT-001' }), { tools: [ta.write(main, 'src/auth/a.ts', 'export const a = 1;\n')] }, { tools: [shell] }, { text: 'Done.' }],
+      script: [
+        ...ta.mcp('select_active_intent', { intent_id: 'INT-001' }),
+        { tools: [ta.write(main, 'src/auth/a.ts', 'export const a = 1;\n')] },
+        { tools: [shell] },
+        { text: 'Done.' },
+      ],
     });
     const serverB = await CLIENTS[B].startServer({
       script: [
@@ -94,7 +104,12 @@ describe(`${A} in the main checkout and ${B} in a second worktree`, () => {
       let aDone = false;
       const aRun = runAgent(A, { workspace: main, prompt: 'Do as scripted.', serverUrl: serverA.url, timeoutMs: 240000 }).finally(() => (aDone = true));
       try {
-        await waitFor(() => shellRunning(command), 90000, "A's waiting command did not start", () => aDone);
+        await waitFor(
+          () => shellRunning(command),
+          90000,
+          "A's waiting command did not start",
+          () => aDone,
+        );
         b = await runAgent(B, { workspace: wt2, prompt: 'Do as scripted.', serverUrl: serverB.url, timeoutMs: 120000 });
         lists = [main, wt2].map((ws) => chokepoint(['intent', 'list', '--workspace', ws]));
       } finally {
@@ -107,7 +122,8 @@ describe(`${A} in the main checkout and ${B} in a second worktree`, () => {
     }
     a.results = serverA.toolResults();
     b.results = serverB.toolResults();
-    if (process.env.CHOKEPOINT_AGENTS_DEBUG) console.error(JSON.stringify({ a: a.results, b: b.results }, null, 1), a.stderr.slice(-2000), b.stderr.slice(-2000));
+    if (process.env.CHOKEPOINT_AGENTS_DEBUG)
+      console.error(JSON.stringify({ a: a.results, b: b.results }, null, 1), a.stderr.slice(-2000), b.stderr.slice(-2000));
   });
   after(() => {
     for (const dir of [top, scratch]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
@@ -135,7 +151,10 @@ describe(`${A} in the main checkout and ${B} in a second worktree`, () => {
     for (const [i, list] of lists.entries()) {
       const ws = [main, wt2][i];
       const line = list.split('\n').find((l) => l.includes('INT-001'));
-      assert.ok(line && /claude:/.test(line) && /worktree `?repo\b(?!-)/.test(line) && /branch `?main\b/.test(line), `intent list in ${path.basename(ws)}:\n${list}`);
+      assert.ok(
+        line && /claude:/.test(line) && /worktree `?repo\b(?!-)/.test(line) && /branch `?main\b/.test(line),
+        `intent list in ${path.basename(ws)}:\n${list}`,
+      );
     }
   });
 
@@ -147,7 +166,11 @@ describe(`${A} in the main checkout and ${B} in a second worktree`, () => {
     const merge = run('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', 'merge', '--no-edit', 'feature'], main);
     assert.equal(merge.code, 0, `git merge conflicted: ${merge.out}\n${run('git', ['status', '--short'], main).out}`);
     chokepoint(['trace', 'verify', '--workspace', main]);
-    const agents = new Set(records(main).filter((r) => r.event === 'PreToolUse').map((r) => r.agent));
+    const agents = new Set(
+      records(main)
+        .filter((r) => r.event === 'PreToolUse')
+        .map((r) => r.agent),
+    );
     assert.ok(agents.has(A) && agents.has(B), `the merged ledger's agents: ${[...agents]}`);
   });
 });

@@ -92,10 +92,14 @@ describe('configuration reload', () => {
     const d = state.diagnostics[0];
     assert.deepStrictEqual([d.file, d.line, d.column], [hooksYaml(), 5, 1]);
     // The problem reaches the Problems panel at that position.
-    const problems = await until('problems', () => {
-      const p = vscode.languages.getDiagnostics(vscode.Uri.file(hooksYaml()));
-      return p.length ? p : undefined;
-    }, 10000);
+    const problems = await until(
+      'problems',
+      () => {
+        const p = vscode.languages.getDiagnostics(vscode.Uri.file(hooksYaml()));
+        return p.length ? p : undefined;
+      },
+      10000,
+    );
     assert.strictEqual(problems[0].range.start.line, 4);
     assert.match(chokepoint.statusBarText, /config error/);
   });
@@ -103,10 +107,14 @@ describe('configuration reload', () => {
   it('picks up an edit while running, without a command', async () => {
     const chokepoint = await api();
     fs.writeFileSync(hooksYaml(), original().replace('hooks:\n', 'hooks:\n  TurnEnd:\n    - name: added-while-running\n      command: [/bin/true]\n'));
-    await until('the watcher to reload', () => {
-      const s = chokepoint.engineState;
-      return s.status === 'ready' && s.hooks.hookCount === 4 ? s : undefined;
-    }, 20000); // the file watcher lives in the server process; under load its first event can be slow
+    await until(
+      'the watcher to reload',
+      () => {
+        const s = chokepoint.engineState;
+        return s.status === 'ready' && s.hooks.hookCount === 4 ? s : undefined;
+      },
+      20000,
+    ); // the file watcher lives in the server process; under load its first event can be slow
   });
 });
 
@@ -122,15 +130,19 @@ describe('the live engine', () => {
     return run.stdout;
   };
 
-  it('answers other agents\' hooks from the engine this window loaded', async () => {
+  it("answers other agents' hooks from the engine this window loaded", async () => {
     const chokepoint = await api();
     assert.ok(fs.existsSync(program()), `build the CLI first: ${program()}`);
     // A bad edit: this window's engine keeps the last good configuration; a hook alone has none.
     fs.writeFileSync(hooksYaml(), 'version: 1\nhooks: [\n');
-    await until('the watcher to see the bad edit', () => {
-      const s = chokepoint.engineState;
-      return s.status === 'ready' && s.diagnostics.length > 0 ? s : undefined;
-    }, 20000);
+    await until(
+      'the watcher to see the bad edit',
+      () => {
+        const s = chokepoint.engineState;
+        return s.status === 'ready' && s.diagnostics.length > 0 ? s : undefined;
+      },
+      20000,
+    );
     const served = sessionStart();
     assert.match(served, /the last good configuration keeps running/, served);
     assert.match(served, /hooks\.yaml:2:/, served);
@@ -176,12 +188,18 @@ describe('the chokepoint', () => {
         '      deny: { reason: "secrets stay out", suggested_tool: scope_expansion_request }',
         '    - name: size-check',
         '      tool: write_to_file',
-        '      command: [node, -e, "let s=\'\';process.stdin.on(\'data\',d=>s+=d).on(\'end\',()=>{const i=JSON.parse(s).tool_input;if(i.content.length>10){console.error(\'too big: \'+i.path);process.exit(2)}})"]',
+        "      command: [node, -e, \"let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{const i=JSON.parse(s).tool_input;if(i.content.length>10){console.error('too big: '+i.path);process.exit(2)}})\"]",
         '',
       ].join('\n'),
     );
     chokepoint.reload();
-    const write = (p: string, content: string) => ({ event: 'PreToolUse' as const, tool: 'write_to_file', input: { path: p, content }, paths: [p], sessionId: 'ext-test' });
+    const write = (p: string, content: string) => ({
+      event: 'PreToolUse' as const,
+      tool: 'write_to_file',
+      input: { path: p, content },
+      paths: [p],
+      sessionId: 'ext-test',
+    });
     // The gatekeeper comes first: no write before the session selects an intent.
     const early = await chokepoint.evaluate(write('src/auth/a.js', 'small'));
     assert.strictEqual(early.decision, 'deny');
@@ -212,7 +230,7 @@ describe('setting another agent up', () => {
     for (const f of created) fs.rmSync(path.join(root(), f), { recursive: true, force: true });
   });
 
-  it('writes Claude Code\'s hooks through chokepoint init, naming no path, and makes the program it ships findable', async () => {
+  it("writes Claude Code's hooks through chokepoint init, naming no path, and makes the program it ships findable", async () => {
     await api();
     const result = await vscode.commands.executeCommand<{ ok: boolean; agent?: string; output: string }>('chokepoint.setUpAgent', 'claude');
     assert.ok(result && result.ok, JSON.stringify(result));

@@ -84,7 +84,10 @@ describe('the agent runtime', () => {
     assert.strictEqual(ended?.type === 'taskEnded' && ended.status, 'success', JSON.stringify(events.filter((e) => e.type === 'error')));
     assert.match(fs.readFileSync(path.join(root(), 'src/auth/login.js'), 'utf8'), /const MAX_FAILURES = 5;/);
     assert.ok(fs.existsSync(path.join(root(), 'tests/auth/login.test.js')));
-    assert.deepStrictEqual(asked.map((a) => a.kind), ['scope_expansion']);
+    assert.deepStrictEqual(
+      asked.map((a) => a.kind),
+      ['scope_expansion'],
+    );
 
     const calls = events.flatMap((e) => (e.type === 'toolCall' ? [`${e.tool}:${e.decision}`] : []));
     assert.deepStrictEqual(calls, [
@@ -101,7 +104,10 @@ describe('the agent runtime', () => {
     assert.match(JSON.parse(results[2]).error, /outside the scope of intent `INT-001`/);
     assert.match(results[3], /billing belongs to INT-002/, 'the rejection reason is the tool result');
     assert.match(JSON.parse(results[5]).error, /the completion was not accepted: `npm test --silent` failed/);
-    assert.ok(events.some((e) => e.type === 'piped' && e.hook === 'lint'), 'the lint hook\u2019s output was piped into a turn');
+    assert.ok(
+      events.some((e) => e.type === 'piped' && e.hook === 'lint'),
+      'the lint hook\u2019s output was piped into a turn',
+    );
 
     // Hooks in order: the lifecycle of the task, then every turn's TurnStart → TurnPrepare → TurnEnd.
     const lifecycle = events.flatMap((e) => (e.type === 'lifecycle' ? [e.event] : []));
@@ -114,7 +120,10 @@ describe('the agent runtime', () => {
     // The trace has the task's tool calls with the model and the intent.
     const ledger = ledgerRecords(root());
     const mine = ledger.filter((r) => r.model === 'scripted-demo' && r.kind === 'tool_call' && r.event === 'PreToolUse');
-    assert.deepStrictEqual(mine.map((r) => `${r.tool}:${r.decision.decision}`), calls);
+    assert.deepStrictEqual(
+      mine.map((r) => `${r.tool}:${r.decision.decision}`),
+      calls,
+    );
     assert.ok(mine.slice(1).every((r) => r.intent === 'INT-001'));
   });
 
@@ -144,7 +153,11 @@ describe('the agent runtime', () => {
         model: 'scripted-cancel',
         steps: [
           { toolCalls: [{ name: 'select_active_intent', arguments: { intent_id: 'INT-001' } }] },
-          { toolCalls: [{ name: 'execute_command', arguments: { command: 'echo started > src/auth/started.txt; sleep 29.5\necho after > src/auth/after.txt' } }] },
+          {
+            toolCalls: [
+              { name: 'execute_command', arguments: { command: 'echo started > src/auth/started.txt; sleep 29.5\necho after > src/auth/after.txt' } },
+            ],
+          },
           { text: 'never reached' },
         ],
       }),

@@ -12,7 +12,10 @@ export function run(): Promise<void> {
     else console.log(line);
   };
   const mocha = new Mocha({ ui: 'bdd', timeout: 40000, color: false, reporter: 'base' });
-  for (const f of fs.readdirSync(__dirname).filter((f) => f.endsWith('.test.js')).sort()) {
+  for (const f of fs
+    .readdirSync(__dirname)
+    .filter((f) => f.endsWith('.test.js'))
+    .sort()) {
     mocha.addFile(path.join(__dirname, f));
   }
   return new Promise((resolve, reject) => {
@@ -25,7 +28,11 @@ export function run(): Promise<void> {
     });
     runner.on('fail', (t, err: Error) => {
       failed++;
-      write(`  ✘ ${t.fullTitle()}\n      ${String(err?.stack ?? err).split('\n').join('\n      ')}`);
+      write(
+        `  ✘ ${t.fullTitle()}\n      ${String(err?.stack ?? err)
+          .split('\n')
+          .join('\n      ')}`,
+      );
     });
     runner.on('end', () => {
       write(`CHOKEPOINT_SUMMARY ${JSON.stringify({ passed, failed })}`);

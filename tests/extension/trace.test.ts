@@ -27,7 +27,10 @@ describe('provenance of a line', () => {
     const chokepoint = await api();
     const ids = { sessionId: session, agentId: 'test-agent' };
     const write = (event: EventName) => ({ event, tool: 'write_to_file', input: { path: FILE, content: WRITTEN }, paths: [FILE], ...ids });
-    assert.strictEqual((await chokepoint.evaluate({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-002' }, ...ids })).decision, 'allow');
+    assert.strictEqual(
+      (await chokepoint.evaluate({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-002' }, ...ids })).decision,
+      'allow',
+    );
     assert.strictEqual((await chokepoint.evaluate(write('PreToolUse'))).decision, 'allow');
     fs.writeFileSync(path.join(root(), FILE), WRITTEN); // the tool runs
     await chokepoint.evaluate(write('PostToolUse')); // answered once its record is durable
@@ -92,7 +95,11 @@ describe('policy replay from the editor', () => {
     // unsaved, freezes src/auth/: the replay must name that write as allow → deny.
     const edit = new vscode.WorkspaceEdit();
     const at = document.getText().indexOf('hooks:\n') + 'hooks:\n'.length;
-    edit.insert(uri, document.positionAt(at), "  PreToolUse:\n    - name: freeze-auth\n      paths: ['src/auth/**']\n      deny:\n        reason: auth is frozen\n");
+    edit.insert(
+      uri,
+      document.positionAt(at),
+      "  PreToolUse:\n    - name: freeze-auth\n      paths: ['src/auth/**']\n      deny:\n        reason: auth is frozen\n",
+    );
     assert.ok(await vscode.workspace.applyEdit(edit));
     try {
       assert.ok(document.isDirty);

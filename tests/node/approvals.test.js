@@ -39,11 +39,17 @@ test('a pending makes the round trip: open, read, tools, decide', () => {
   assert.deepStrictEqual(p.subject, toolCall);
   assert.match(p.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   assert.deepStrictEqual(engine.getPending(p.id), p);
-  assert.deepStrictEqual(engine.listPending().map((x) => x.id), [p.id]);
+  assert.deepStrictEqual(
+    engine.listPending().map((x) => x.id),
+    [p.id],
+  );
   assert.strictEqual(engine.getPending('pnd-0000000000000000'), null);
 
   const tools = engine.pendingTools(p.id);
-  assert.deepStrictEqual(tools.map((t) => t.name), ['approve', 'reject', 'modify']);
+  assert.deepStrictEqual(
+    tools.map((t) => t.name),
+    ['approve', 'reject', 'modify'],
+  );
   assert.deepStrictEqual(tools[1].parameters.required, ['reason']);
   assert.strictEqual(tools[1].parameters.additionalProperties, false);
   assert.match(engine.describePending(p.id), /^pending tool_call `pnd-/);
@@ -147,7 +153,9 @@ test('onPendingChange hears every open, edit, deadline brought forward and decis
 });
 
 test('routing follows hooks.yaml and the registered handlers; the guard and warnings; the ledger has it all', () => {
-  const dir = sampleWorkspace('approvals:\n  default: human\n  timeout_seconds: 120\n  handlers: { submit: auto-deny }\n  reviewer:\n    model: scripted:reviewer\n');
+  const dir = sampleWorkspace(
+    'approvals:\n  default: human\n  timeout_seconds: 120\n  handlers: { submit: auto-deny }\n  reviewer:\n    model: scripted:reviewer\n',
+  );
   const engine = binding.Engine.open(dir);
   assert.deepStrictEqual(engine.approvalsConfig(), {
     default: 'human',
@@ -168,7 +176,10 @@ test('routing follows hooks.yaml and the registered handlers; the guard and warn
   engine.exitApprovalHandler('S');
   const unresolved = open('tool_call', toolCall).pending;
   assert.strictEqual(unresolved.route, 'handler:sidebar');
-  assert.match(engine.noteUnresolved(unresolved.id, 'sidebar'), /^approval handler `sidebar` returned without deciding tool_call pending `pnd-\w+`; it times out and counts as rejected when its timeout of 120 s runs out$/);
+  assert.match(
+    engine.noteUnresolved(unresolved.id, 'sidebar'),
+    /^approval handler `sidebar` returned without deciding tool_call pending `pnd-\w+`; it times out and counts as rejected when its timeout of 120 s runs out$/,
+  );
   engine.setApprovalHandler('*', null);
   assert.strictEqual(open('plan', { tasks: [{ prompt: 'x' }] }).route, 'human');
   assert.throws(() => engine.setApprovalHandler('commit', 'x'), /handlers are registered for a kind/);
@@ -190,5 +201,8 @@ test('routing follows hooks.yaml and the registered handlers; the guard and warn
   assert.ok(records.every((r) => r.session === 'S' && r.data.triggered_by === 'gatekeeper'));
   // The sidebar's trace shows them with their outcome.
   const recent = engine.traceRecent({ session: 'S' }).filter((r) => r.kind === 'approval' && r.decision);
-  assert.deepStrictEqual(recent.map((r) => r.decision), ['approved', 'rejected']);
+  assert.deepStrictEqual(
+    recent.map((r) => r.decision),
+    ['approved', 'rejected'],
+  );
 });

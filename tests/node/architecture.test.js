@@ -20,7 +20,15 @@ function sourceFolders() {
       .readdirSync(path.join(ROOT, rel), { withFileTypes: true })
       .filter((e) => e.isDirectory() && !e.name.startsWith('.') && !NOT_SOURCE.has(e.name))
       .map((e) => (rel === '.' ? e.name : `${rel}/${e.name}`));
-  return [...dirs('.'), ...dirs('native'), ...dirs('native/core/src'), ...dirs('native/cli/src'), ...dirs('extension/src'), ...dirs('webview/src'), ...dirs('tests')];
+  return [
+    ...dirs('.'),
+    ...dirs('native'),
+    ...dirs('native/core/src'),
+    ...dirs('native/cli/src'),
+    ...dirs('extension/src'),
+    ...dirs('webview/src'),
+    ...dirs('tests'),
+  ];
 }
 
 /** Whether the map names `folder`: by its path from the root (or a path under it: `native/core`

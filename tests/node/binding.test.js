@@ -37,8 +37,24 @@ test('an engine opened on the sample reports its configuration as plain objects'
   const dir = sample();
   const info = binding.Engine.open(dir).info();
   assert.deepStrictEqual(
-    { version: info.version, root: info.workspaceRoot, hooks: info.hooks.status, count: info.hookCount, events: info.events, intents: info.intentIds, diagnostics: info.diagnostics },
-    { version: cargoVersion, root: dir, hooks: 'loaded', count: 3, events: ['PostToolUse', 'BeforeSubmit'], intents: ['INT-001', 'INT-002', 'INT-003'], diagnostics: [] },
+    {
+      version: info.version,
+      root: info.workspaceRoot,
+      hooks: info.hooks.status,
+      count: info.hookCount,
+      events: info.events,
+      intents: info.intentIds,
+      diagnostics: info.diagnostics,
+    },
+    {
+      version: cargoVersion,
+      root: dir,
+      hooks: 'loaded',
+      count: 3,
+      events: ['PostToolUse', 'BeforeSubmit'],
+      intents: ['INT-001', 'INT-002', 'INT-003'],
+      diagnostics: [],
+    },
   );
   assert.strictEqual(info.hooks.path, path.join(dir, '.orchestration/hooks.yaml'));
 });
@@ -72,10 +88,7 @@ test('evaluate() answers an event synchronously with a decision as a plain objec
 test('evaluate() refuses, loudly, a chain whose hooks must run as processes', () => {
   // The sample's PostToolUse hook `lint` is a command: the synchronous path must not skip it.
   const engine = binding.Engine.open(sample());
-  assert.throws(
-    () => engine.evaluate('PostToolUse', 'write_to_file', null, {}),
-    /hook `lint` is a command hook and cannot run on the synchronous path/,
-  );
+  assert.throws(() => engine.evaluate('PostToolUse', 'write_to_file', null, {}), /hook `lint` is a command hook and cannot run on the synchronous path/);
 });
 
 test('an input that is not JSON-shaped (a cycle, nesting past 128 levels) is refused, not a crash of the host', () => {
@@ -86,9 +99,15 @@ test('an input that is not JSON-shaped (a cycle, nesting past 128 levels) is ref
   for (let i = 0; i < 10000; i++) deep = { a: deep };
   for (const input of [cyclic, deep]) {
     // The binding throws napi's Errors, which carry a code (a validator's argument is typed unknown).
-    assert.throws(() => engine.evaluate('PreToolUse', 'write_to_file', ['src/a.js'], input), (/** @type {Error & { code?: string }} */ e) => e.code === 'EINVAL' && /the input cannot be judged: .*at most 128 levels deep/.test(e.message));
+    assert.throws(
+      () => engine.evaluate('PreToolUse', 'write_to_file', ['src/a.js'], input),
+      (/** @type {Error & { code?: string }} */ e) => e.code === 'EINVAL' && /the input cannot be judged: .*at most 128 levels deep/.test(e.message),
+    );
     // napi converts the event object before our code runs: its own error, with napi's status as code.
-    assert.throws(() => engine.evaluateAsync({ event: 'PreToolUse', tool: 'write_to_file', paths: ['src/a.js'], input }), /Exceeded maximum JSON nesting depth on JsEvent.input/);
+    assert.throws(
+      () => engine.evaluateAsync({ event: 'PreToolUse', tool: 'write_to_file', paths: ['src/a.js'], input }),
+      /Exceeded maximum JSON nesting depth on JsEvent.input/,
+    );
   }
   // The engine judges on afterwards.
   assert.strictEqual(engine.evaluate('PreToolUse', 'read_file', ['src/a.js'], { path: 'src/a.js' }).decision, 'allow');
@@ -110,9 +129,24 @@ test('errors carry a code that says which domain refused: EINVAL, ELEDGER, ESCOP
     }
     return 'no error';
   };
-  assert.strictEqual(code(() => engine.evaluate('PreToolUze')), 'EINVAL');
-  assert.strictEqual(code(() => engine.traceRecent({ since: 'yesterday' })), 'ELEDGER');
-  assert.strictEqual(code(() => engine.approveScopeExpansion({ sessionId: 'S', intentId: 'INT-001', paths: ['.orchestration/**'], justification: 'x', approvedBy: 'human' })), 'ESCOPE');
-  assert.strictEqual(code(() => engine.evaluate('PostToolUse', 'write_to_file', null, {})), 'EENGINE');
-  assert.strictEqual(code(() => engine.openAsk({ event: 'SessionStart', input: {} })), 'EINVAL');
+  assert.strictEqual(
+    code(() => engine.evaluate('PreToolUze')),
+    'EINVAL',
+  );
+  assert.strictEqual(
+    code(() => engine.traceRecent({ since: 'yesterday' })),
+    'ELEDGER',
+  );
+  assert.strictEqual(
+    code(() => engine.approveScopeExpansion({ sessionId: 'S', intentId: 'INT-001', paths: ['.orchestration/**'], justification: 'x', approvedBy: 'human' })),
+    'ESCOPE',
+  );
+  assert.strictEqual(
+    code(() => engine.evaluate('PostToolUse', 'write_to_file', null, {})),
+    'EENGINE',
+  );
+  assert.strictEqual(
+    code(() => engine.openAsk({ event: 'SessionStart', input: {} })),
+    'EINVAL',
+  );
 });

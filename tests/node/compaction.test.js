@@ -54,7 +54,10 @@ function prompt(turns) {
 test('planCompaction keeps a prompt within budget whole', () => {
   const items = prompt(3);
   const plan = binding.planCompaction(items, 100_000);
-  assert.deepStrictEqual(plan.actions, items.map(() => 'keep'));
+  assert.deepStrictEqual(
+    plan.actions,
+    items.map(() => 'keep'),
+  );
   assert.strictEqual(plan.before, plan.after);
   assert.strictEqual(plan.droppedItems + plan.summarizedItems, 0);
   assert.strictEqual(plan.summary, undefined);
@@ -81,7 +84,10 @@ test('planCompaction summarises the oldest turns whole and keeps what is never s
   assert.ok(plan.recentTurnsKept >= 4);
   assert.strictEqual(plan.summarizedItems, actions.filter((a) => a === 'summarize').length * 3);
   assert.ok(plan.summary.tokens > 0 && plan.summary.groups[0].firstTurn === 0);
-  assert.strictEqual(plan.after, items.reduce((sum, item, i) => sum + (plan.actions[i] === 'keep' ? item.tokens : 0), plan.summary.tokens));
+  assert.strictEqual(
+    plan.after,
+    items.reduce((sum, item, i) => sum + (plan.actions[i] === 'keep' ? item.tokens : 0), plan.summary.tokens),
+  );
 });
 
 test('planCompaction trims constraints before acceptance criteria, with a policy', () => {
@@ -93,7 +99,10 @@ test('planCompaction trims constraints before acceptance criteria, with a policy
 });
 
 test('planCompaction reports a budget the pinned pieces exceed, and throws only on misuse', () => {
-  const items = [{ kind: 'systemPrompt', tokens: 5000 }, { kind: 'turn', turn: 1, tokens: 10, pinned: true }];
+  const items = [
+    { kind: 'systemPrompt', tokens: 5000 },
+    { kind: 'turn', turn: 1, tokens: 10, pinned: true },
+  ];
   const plan = binding.planCompaction(items, 4000);
   assert.deepStrictEqual(plan.overBudget, {
     budget: 4000,

@@ -46,7 +46,10 @@ test('the lock is shared with another process, and released when the session say
   }
   assert.strictEqual(err?.status, 1);
   assert.match(err.stderr.toString(), /intent `INT-002` is locked by session `ext-session`/);
-  assert.deepStrictEqual(engine.intentHolders().map((h) => [h.intentId, h.sessionId]), [['INT-002', 'ext-session']]);
+  assert.deepStrictEqual(
+    engine.intentHolders().map((h) => [h.intentId, h.sessionId]),
+    [['INT-002', 'ext-session']],
+  );
   assert.strictEqual(engine.releaseIntent('ext-session'), 1);
   execFileSync(CLI, ['intent', 'select', '--workspace', dir, '--session', 'cli-session', 'INT-002'], { stdio: 'pipe' });
   assert.strictEqual(select(engine, 'ext-session', 'INT-002').decision, 'deny');
@@ -55,12 +58,21 @@ test('the lock is shared with another process, and released when the session say
 test('an approved scope expansion opens the paths for that session; a bad one throws with the reason', () => {
   const engine = binding.Engine.open(sampleWorkspace());
   select(engine, 'S', 'INT-001');
-  const ask = engine.evaluate('PreToolUse', 'scope_expansion_request', null, { intent_id: 'INT-001', paths: ['lib/auth/**'], justification: 'shared helper' }, ctx('S'));
+  const ask = engine.evaluate(
+    'PreToolUse',
+    'scope_expansion_request',
+    null,
+    { intent_id: 'INT-001', paths: ['lib/auth/**'], justification: 'shared helper' },
+    ctx('S'),
+  );
   assert.strictEqual(ask.decision, 'ask');
   assert.strictEqual(write(engine, 'S', 'lib/auth/token.js').decision, 'deny');
   engine.approveScopeExpansion({ sessionId: 'S', intentId: 'INT-001', paths: ['lib/auth/**'], justification: 'shared helper', approvedBy: 'human' });
   assert.strictEqual(write(engine, 'S', 'lib/auth/token.js').decision, 'allow');
-  assert.throws(() => engine.approveScopeExpansion({ sessionId: 'S', intentId: 'INT-001', paths: ['.orchestration/**'], justification: 'x', approvedBy: 'human' }), /governance/);
+  assert.throws(
+    () => engine.approveScopeExpansion({ sessionId: 'S', intentId: 'INT-001', paths: ['.orchestration/**'], justification: 'x', approvedBy: 'human' }),
+    /governance/,
+  );
 });
 
 test('runContained isolates a shell command: only its changes inside the scope land, and it says what it did', async () => {
@@ -76,7 +88,10 @@ test('runContained isolates a shell command: only its changes inside the scope l
   assert.deepStrictEqual(r.allowed, [{ path: 'src/auth/new.js', kind: 'created' }]);
   // Its layer took the write (Landlock, where on, guards only what is outside the workspace): it
   // never landed, and the tool error names it.
-  assert.deepStrictEqual(r.refused.map((c) => c.path), ['README.md']);
+  assert.deepStrictEqual(
+    r.refused.map((c) => c.path),
+    ['README.md'],
+  );
   assert.match(r.toolError, /`README.md`: modified; not applied/);
   // Isolated, a program that does not exist is the command's failure, as a shell reports it.
   const missing = await engine.runContained({ sessionId: 'S', argv: ['/no/such/program'], program: CLI });
@@ -85,13 +100,17 @@ test('runContained isolates a shell command: only its changes inside the scope l
   await assert.rejects(engine.runContained({ sessionId: 'S', argv: ['/no/such/program'] }), /cannot run the command contained/);
 });
 
-test('with Landlock off, an isolated command\'s change outside the scope never lands and is the tool error', async () => {
+test("with Landlock off, an isolated command's change outside the scope never lands and is the tool error", async () => {
   const dir = sampleWorkspace();
   fs.appendFileSync(path.join(dir, '.orchestration/hooks.yaml'), 'gatekeeper:\n  landlock: off\n');
   fs.writeFileSync(path.join(dir, 'README.md'), 'original\n');
   const engine = binding.Engine.open(dir);
   select(engine, 'S', 'INT-001');
-  const r = await engine.runContained({ sessionId: 'S', argv: ['sh', '-c', "sed -i s/original/edited/ README.md && python3 -c \"open('stray.py','w').write('1')\""], program: CLI });
+  const r = await engine.runContained({
+    sessionId: 'S',
+    argv: ['sh', '-c', "sed -i s/original/edited/ README.md && python3 -c \"open('stray.py','w').write('1')\""],
+    program: CLI,
+  });
   assert.strictEqual(r.confinement, 'unavailable');
   assert.strictEqual(fs.readFileSync(path.join(dir, 'README.md'), 'utf8'), 'original\n');
   assert.ok(!fs.existsSync(path.join(dir, 'stray.py')));
@@ -108,7 +127,10 @@ test('observed (no program), a change outside the scope is kept and reported, ne
   const r = await engine.runContained({ sessionId: 'S', argv: ['sh', '-c', 'sed -i s/original/edited/ README.md'] });
   assert.strictEqual(r.isolated, false);
   assert.strictEqual(fs.readFileSync(path.join(dir, 'README.md'), 'utf8'), 'edited\n');
-  assert.deepStrictEqual(r.unattributed.map((c) => `${c.path}:${c.kind}`), ['README.md:modified']);
+  assert.deepStrictEqual(
+    r.unattributed.map((c) => `${c.path}:${c.kind}`),
+    ['README.md:modified'],
+  );
   assert.match(r.toolError, /cannot tell whether the command or someone else/);
 });
 

@@ -28,7 +28,10 @@ test("package.json declares the core's handshake tools, word for word", () => {
   const core = binding.handshakeTools().map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
   assert.deepStrictEqual(declared, core, 'regenerate package.json contributes.languageModelTools from handshakeTools()');
   // The bare names: the hooks see the call under this name and take the lease for its session.
-  assert.deepStrictEqual(core.map((t) => t.name), ['list_intents', 'select_active_intent', 'intent_context', 'scope_expansion_request']);
+  assert.deepStrictEqual(
+    core.map((t) => t.name),
+    ['list_intents', 'select_active_intent', 'intent_context', 'scope_expansion_request'],
+  );
 });
 
 test('the tools answer from the workspace: who holds an intent, and what to do when nobody does', () => {
@@ -51,7 +54,10 @@ test('the tools answer from the workspace: who holds an intent, and what to do w
   assert.strictEqual(held.structured.holder.session, 'vscode:s1');
 
   const list = engine.handshakeTool('list_intents', {}, connect);
-  assert.deepStrictEqual(list.structured.intents.map((i) => i.id), ['INT-001', 'INT-002', 'INT-003']);
+  assert.deepStrictEqual(
+    list.structured.intents.map((i) => i.id),
+    ['INT-001', 'INT-002', 'INT-003'],
+  );
   assert.match(engine.handshakeTool('intent_context', { intent_id: 'NOPE' }, connect).text, /valid ids are INT-001, INT-002, INT-003/);
   const bad = engine.handshakeTool('scope_expansion_request', { intent_id: 'INT-001' }, connect);
   assert.strictEqual(bad.isError, true);

@@ -19,7 +19,9 @@ test('vscode-test lists the extension-host suite of tests/extension, in the gove
   assert.deepStrictEqual(run.extensionDevelopmentPath, [ROOT]);
 
   // Every test file of the suite, and nothing else (index.ts is code-server's entry, not a test).
-  const files = JSON.parse(run.env.VSCODE_TEST_OPTIONS).files.map((f) => path.relative(ROOT, f)).sort();
+  const files = JSON.parse(run.env.VSCODE_TEST_OPTIONS)
+    .files.map((f) => path.relative(ROOT, f))
+    .sort();
   const suite = fs
     .readdirSync(path.join(ROOT, 'tests/extension'))
     .filter((f) => f.endsWith('.test.ts'))

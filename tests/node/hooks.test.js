@@ -31,7 +31,9 @@ const write = (p, content = 'x') => ({ event: 'PreToolUse', tool: 'write_to_file
 const ran = (r) => (r.outcomes ?? []).map((o) => `${o.hook}:${o.outcome}`);
 
 test('evaluateAsync runs command hooks and resolves with the decision', async () => {
-  const { engine } = engineWith('version: 1\nhooks:\n  PreToolUse:\n    - name: no-env-files\n      priority: critical\n      paths: ["**/.env"]\n      command: [sh, -c, "echo secrets stay out >&2; exit 2"]\n');
+  const { engine } = engineWith(
+    'version: 1\nhooks:\n  PreToolUse:\n    - name: no-env-files\n      priority: critical\n      paths: ["**/.env"]\n      command: [sh, -c, "echo secrets stay out >&2; exit 2"]\n',
+  );
   const denied = await engine.evaluateAsync(write('config/.env'));
   assert.strictEqual(denied.decision, 'deny');
   assert.strictEqual(denied.reason, 'secrets stay out');
@@ -85,15 +87,25 @@ test('piped output of a turn waits in the session queue for the next turn', asyn
   assert.deepStrictEqual(engine.drainPiped('S1'), []);
 });
 
-test('the synchronous entry reads the input once, for the digest the trace records, and not for a hook\'s own question', () => {
-  const { engine } = engineWith('version: 1\nhooks:\n  PreToolUse:\n    - name: env\n      priority: critical\n      paths: ["**/.env"]\n      deny: { reason: "no secrets" }\n');
+test("the synchronous entry reads the input once, for the digest the trace records, and not for a hook's own question", () => {
+  const { engine } = engineWith(
+    'version: 1\nhooks:\n  PreToolUse:\n    - name: env\n      priority: critical\n      paths: ["**/.env"]\n      deny: { reason: "no secrets" }\n',
+  );
   let reads = 0;
-  const input = { get content() { reads++; return 'x'; } };
+  const input = {
+    get content() {
+      reads++;
+      return 'x';
+    },
+  };
   const r = engine.evaluate('PreToolUse', 'write_to_file', ['a/.env'], input);
   assert.deepStrictEqual([r.decision, r.reason, ran(r)], ['deny', 'no secrets', ['env:deny']]);
   assert.ok(r.outcomes[0].durationNs > 0);
   assert.strictEqual(reads, 1, 'a governed workspace records every call with the digest of its input');
-  assert.throws(() => engine.evaluate('PreToolUse', 'write_to_file', ['a/.env'], input, null, { outcomes: 'sometimes' }), /unknown outcomes option `sometimes`/);
+  assert.throws(
+    () => engine.evaluate('PreToolUse', 'write_to_file', ['a/.env'], input, null, { outcomes: 'sometimes' }),
+    /unknown outcomes option `sometimes`/,
+  );
   // Context travels too: an event raised at hook depth 1 runs no hooks, is not recorded, and its
   // input is never converted.
   reads = 0;
@@ -103,7 +115,10 @@ test('the synchronous entry reads the input once, for the digest the trace recor
 
 test('misuse throws: a host hook spec with an unknown priority or event', () => {
   const { engine } = engineWith('version: 1\n');
-  assert.throws(() => engine.registerHostHook({ name: 'x', events: ['PreToolUse'], priority: 'urgent' }, async () => ({ decision: 'allow' })), /unknown priority `urgent`/);
+  assert.throws(
+    () => engine.registerHostHook({ name: 'x', events: ['PreToolUse'], priority: 'urgent' }, async () => ({ decision: 'allow' })),
+    /unknown priority `urgent`/,
+  );
   assert.throws(() => engine.registerHostHook({ name: 'x', events: ['BeforeLunch'] }, async () => ({ decision: 'allow' })), /unknown event `BeforeLunch`/);
 });
 
@@ -115,10 +130,11 @@ test('watch() reloads after an edit on disk and reports the problems of that rel
     reloads.push(problems);
     notify?.();
   });
-  const next = () => new Promise((resolve, reject) => {
-    notify = resolve;
-    setTimeout(() => reject(new Error('no reload within 10 s')), 10000).unref();
-  });
+  const next = () =>
+    new Promise((resolve, reject) => {
+      notify = resolve;
+      setTimeout(() => reject(new Error('no reload within 10 s')), 10000).unref();
+    });
   try {
     let reloaded = next();
     fs.writeFileSync(path.join(dir, '.orchestration/hooks.yaml'), 'version: 1\nhooks:\n  TurnEnd:\n    - name: added\n      command: ["true"]\n');

@@ -6,7 +6,13 @@ const path = require('path');
 const esbuild = require('esbuild');
 
 // The catalogue is TypeScript; bundle it for this process the way the extension and webview bundles do.
-const { outputFiles } = esbuild.buildSync({ entryPoints: [path.join(__dirname, '../../protocol/messages.ts')], bundle: true, platform: 'node', format: 'cjs', write: false });
+const { outputFiles } = esbuild.buildSync({
+  entryPoints: [path.join(__dirname, '../../protocol/messages.ts')],
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  write: false,
+});
 const m = { exports: {} };
 new Function('module', 'exports', 'require', outputFiles[0].text)(m, m.exports, require);
 const { WebviewMessage, HostMessage, PROTOCOL_VERSION, MAX_PROMPT_CHARS, MAX_TRANSCRIPT_EVENTS, parseMessage } = m.exports;
@@ -19,7 +25,8 @@ test('the host accepts the webview commands of the catalogue', () => {
     { type: 'request', id: 1, method: 'reloadConfiguration' },
     { type: 'command', command: 'showEngineInfo' },
     { type: 'openConfig', file: 'hooks', line: 5, column: 1 },
-  ]) assert.ok(accepts(WebviewMessage, msg), JSON.stringify(msg));
+  ])
+    assert.ok(accepts(WebviewMessage, msg), JSON.stringify(msg));
 });
 
 test('the host refuses anything else from the webview, with a reason', () => {
@@ -46,7 +53,9 @@ test('the host refuses anything else from the webview, with a reason', () => {
 
 test('the webview accepts engine state and responses, and refuses malformed ones', () => {
   const ready = {
-    status: 'ready', version: '0.1.0', workspaceRoot: '/w',
+    status: 'ready',
+    version: '0.1.0',
+    workspaceRoot: '/w',
     hooks: { path: '/w/.orchestration/hooks.yaml', status: 'loaded', hookCount: 1, events: ['PreToolUse'], taskTypes: [] },
     intents: { path: '/w/.orchestration/active_intents.yaml', status: 'missing', ids: [] },
     diagnostics: [],
@@ -71,7 +80,8 @@ test('the host accepts the task panel commands, and refuses malformed ones', () 
     { type: 'startTask', prompt: 'x'.repeat(MAX_PROMPT_CHARS), model: 'openai:qwen2.5-coder:7b' },
     { type: 'runDemo' },
     { type: 'stopTask' },
-  ]) assert.ok(accepts(WebviewMessage, msg), JSON.stringify(msg).slice(0, 200));
+  ])
+    assert.ok(accepts(WebviewMessage, msg), JSON.stringify(msg).slice(0, 200));
   for (const msg of [
     { type: 'startTask', prompt: '', model: 'scripted:demo' },
     { type: 'startTask', prompt: '   \n ', model: 'scripted:demo' },
@@ -80,7 +90,8 @@ test('the host accepts the task panel commands, and refuses malformed ones', () 
     { type: 'startTask', prompt: 'go' },
     { type: 'startTask', prompt: 42, model: 'scripted:demo' },
     { type: 'startTask', prompt: 'go', model: 'm'.repeat(301) },
-  ]) assert.strictEqual(parseMessage(WebviewMessage, msg).ok, false, JSON.stringify(msg).slice(0, 200));
+  ])
+    assert.strictEqual(parseMessage(WebviewMessage, msg).ok, false, JSON.stringify(msg).slice(0, 200));
   assert.strictEqual(MAX_PROMPT_CHARS, 20000);
 });
 
@@ -93,8 +104,15 @@ const events = [
   { type: 'turnStarted', taskId: T, turn: 0 },
   { type: 'text', taskId: T, turn: 0, text: 'I will ' },
   {
-    type: 'toolCall', taskId: T, turn: 2, callId: 'call_3_0', tool: 'write_to_file', arguments: '{"path":"src/billing/invoice.js"}',
-    decision: 'deny', reason: 'outside the scope of INT-001', hooks: [hook('gatekeeper', 'deny')],
+    type: 'toolCall',
+    taskId: T,
+    turn: 2,
+    callId: 'call_3_0',
+    tool: 'write_to_file',
+    arguments: '{"path":"src/billing/invoice.js"}',
+    decision: 'deny',
+    reason: 'outside the scope of INT-001',
+    hooks: [hook('gatekeeper', 'deny')],
   },
   { type: 'toolCall', taskId: T, turn: 2, callId: 'c', tool: 'write_to_file', arguments: '{oops', decision: 'invalid', reason: 'not JSON', hooks: [] },
   { type: 'toolResult', taskId: T, turn: 2, callId: 'call_3_0', tool: 'write_to_file', ok: false, content: '{"error":"outside"}' },
@@ -106,7 +124,10 @@ const events = [
 ];
 
 test('the webview accepts the task panel notifications: models, the transcript, each runtime event, the task state', () => {
-  const choices = [{ id: 'scripted:demo', label: 'Scripted demo model', detail: 'replays the demo script' }, { id: 'openai:gpt-4o', label: 'gpt-4o' }];
+  const choices = [
+    { id: 'scripted:demo', label: 'Scripted demo model', detail: 'replays the demo script' },
+    { id: 'openai:gpt-4o', label: 'gpt-4o' },
+  ];
   assert.ok(accepts(HostMessage, { type: 'models', choices, selected: 'scripted:demo' }));
   assert.ok(accepts(HostMessage, { type: 'models', choices: [], selected: 'scripted:demo' }));
   for (const event of events) assert.ok(accepts(HostMessage, { type: 'runtime', event }), JSON.stringify(event));

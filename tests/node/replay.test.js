@@ -55,10 +55,13 @@ test('traceReplay names the decisions a changed rule flips, and appends nothing'
     ],
   );
   assert.deepStrictEqual([report.replayed, report.unchanged], [4, 2]);
-  assert.deepStrictEqual(report.groups.map((g) => [g.hook, g.intent, g.from, g.to, g.count]), [
-    ['guard', 'INT-001', 'allow', 'deny', 1],
-    ['guard', 'INT-001', 'deny', 'allow', 1],
-  ]);
+  assert.deepStrictEqual(
+    report.groups.map((g) => [g.hook, g.intent, g.from, g.to, g.count]),
+    [
+      ['guard', 'INT-001', 'allow', 'deny', 1],
+      ['guard', 'INT-001', 'deny', 'allow', 1],
+    ],
+  );
   assert.ok(report.changes[0].seq > 1 && typeof report.changes[0].time === 'string');
   assert.deepStrictEqual(ledgerLines(dir), ledger);
   assert.deepStrictEqual(engine.intentHolders(), [], 'the replay took no lease');
@@ -70,7 +73,10 @@ test('a draft that does not load is its diagnostics, with line and column, and n
   const folder = draft(dir, 'version: 1\nhooks:\n  PreToolUse:\n    - name: guard\n      priority: urgent\n');
   const result = await engine.traceReplay({ config: folder });
   assert.strictEqual(result.report, undefined);
-  assert.deepStrictEqual(result.diagnostics.map((d) => [path.basename(d.file), d.line, d.column]), [['hooks.yaml', 5, 17]]);
+  assert.deepStrictEqual(
+    result.diagnostics.map((d) => [path.basename(d.file), d.line, d.column]),
+    [['hooks.yaml', 5, 17]],
+  );
   // A rejection's reason is typed unknown; the binding rejects with an Error.
   await assert.rejects(engine.traceReplay({ config: path.join(dir, 'nowhere') }), (/** @type {Error} */ e) => /is not a folder/.test(e.message));
   engine.close();

@@ -43,8 +43,10 @@ test("the extension's engine copies its records to the team's database, and trac
     assert.strictEqual(read.decision, 'allow');
     engine.flushTrace();
     // Nobody asked for the team's trace: the live engine's copier did it, woken by the durable batch.
-    await until('the record copied in the background', async () =>
-      (await server.psql('select count(*) from chokepoint.ledger_records').catch(() => '0')) === '1');
+    await until(
+      'the record copied in the background',
+      async () => (await server.psql('select count(*) from chokepoint.ledger_records').catch(() => '0')) === '1',
+    );
     assert.strictEqual(engine.teamCopyStatus().waiting, 0);
     const trace = engine.traceTeam({ limit: 10 });
     assert.strictEqual(trace.copyError, undefined);
@@ -63,5 +65,8 @@ test('without a team database, traceTeam throws saying how to configure one', ()
   const engine = binding.Engine.open(workspace('version: 1\n'));
   assert.strictEqual(engine.teamCopyStatus(), null);
   // The binding throws napi's Errors, which carry a code (a validator's argument is typed unknown).
-  assert.throws(() => engine.traceTeam(), (/** @type {Error & { code?: string }} */ e) => e.code === 'EINVAL' && /coordination\.url/.test(e.message));
+  assert.throws(
+    () => engine.traceTeam(),
+    (/** @type {Error & { code?: string }} */ e) => e.code === 'EINVAL' && /coordination\.url/.test(e.message),
+  );
 });

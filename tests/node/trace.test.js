@@ -23,7 +23,8 @@ async function judged() {
   const dir = sampleWorkspace();
   const engine = binding.Engine.open(dir);
   const select = (sessionId, intent) => engine.evaluateAsync({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: intent }, sessionId });
-  const write = (event, sessionId, p) => engine.evaluateAsync({ event, tool: 'write_to_file', input: { path: p, content: WRITTEN }, paths: [p], sessionId, agentId: 'claude-code' });
+  const write = (event, sessionId, p) =>
+    engine.evaluateAsync({ event, tool: 'write_to_file', input: { path: p, content: WRITTEN }, paths: [p], sessionId, agentId: 'claude-code' });
   await select('S', 'INT-001');
   assert.strictEqual((await write('PreToolUse', 'S', FILE)).decision, 'allow');
   fs.writeFileSync(path.join(dir, FILE), WRITTEN); // the tool runs
@@ -49,14 +50,18 @@ test('traceRecent lists every judged event newest first, with its decision, inte
   assert.strictEqual(all[0].kind, 'tool_call');
   assert.match(all[0].time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   // The write's record holds the lines it put there.
-  assert.deepStrictEqual(all[2].files.map(({ path, ranges }) => ({ path, ranges })), [{ path: FILE, ranges: [{ start: 1, end: 3 }] }]);
+  assert.deepStrictEqual(
+    all[2].files.map(({ path, ranges }) => ({ path, ranges })),
+    [{ path: FILE, ranges: [{ start: 1, end: 3 }] }],
+  );
   assert.deepStrictEqual(all[3].files, [], 'the PreToolUse records no ranges; its PostToolUse does');
 });
 
-test('a write\'s result names its before and after images by hash, and traceImage gives their texts back', async () => {
+test("a write's result names its before and after images by hash, and traceImage gives their texts back", async () => {
   const dir = sampleWorkspace();
   const engine = binding.Engine.open(dir);
-  const write = (event, p, content) => engine.evaluateAsync({ event, tool: 'write_to_file', input: { path: p, content }, paths: [p], sessionId: 'S', agentId: 'claude-code' });
+  const write = (event, p, content) =>
+    engine.evaluateAsync({ event, tool: 'write_to_file', input: { path: p, content }, paths: [p], sessionId: 'S', agentId: 'claude-code' });
   await engine.evaluateAsync({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-001' }, sessionId: 'S' });
   const BEFORE = 'export function open() {\n  return 0;\n}\n';
   fs.writeFileSync(path.join(dir, FILE), BEFORE);
@@ -102,7 +107,7 @@ test('traceRecent filters by intent, session, file, time and limit', async () =>
 test('traceCount counts what a filter matches, its limit aside: the "of M" of the newest N', async () => {
   const { engine } = await judged();
   assert.strictEqual(engine.traceCount(), 5);
-  assert.strictEqual(engine.traceCount({ intent: 'INT-001', limit: 1 }), 3, 'the limit is the list\'s, not the count\'s');
+  assert.strictEqual(engine.traceCount({ intent: 'INT-001', limit: 1 }), 3, "the limit is the list's, not the count's");
   assert.strictEqual(engine.traceCount({ session: 'B' }), 2);
   assert.strictEqual(engine.traceCount({ file: 'src/**/*.js' }), 1);
   assert.strictEqual(engine.traceCount({ intent: 'INT-003' }), 0);
@@ -143,7 +148,11 @@ test('traceRecent sees records appended after its first read, by this engine or 
   other.evaluate('TurnStart', null, null, null, { sessionId: 'C' });
   other.flushTrace();
   assert.deepStrictEqual(brief(engine.traceRecent({ limit: 1 })), ['6 TurnStart - allow - C']);
-  assert.deepStrictEqual(binding.Engine.open(fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-ungoverned-'))).traceRecent(), [], 'an ungoverned workspace has no records');
+  assert.deepStrictEqual(
+    binding.Engine.open(fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-ungoverned-'))).traceRecent(),
+    [],
+    'an ungoverned workspace has no records',
+  );
 });
 
 test('traceBlame finds the write of a line after lines were inserted above it; typed lines have no origin', async () => {
@@ -181,12 +190,18 @@ test('a gate settles once its record is in the ledger, and the records before it
   const gate = await engine.evaluateAsync({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-001' }, sessionId: 'S' });
   assert.strictEqual(gate.decision, 'allow');
   // No flush: the gate's promise settled after its sync, which covered the turn's record too.
-  assert.deepStrictEqual(lines().map((r) => `${r.seq} ${r.event}`), ['1 TurnStart', '2 PreToolUse']);
+  assert.deepStrictEqual(
+    lines().map((r) => `${r.seq} ${r.event}`),
+    ['1 TurnStart', '2 PreToolUse'],
+  );
   // A tool's result is reported at once; its record is durable before the next action is allowed.
   await engine.evaluateAsync({ event: 'PostToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-001', result: { output: 'ok' } }, sessionId: 'S' });
   const next = await engine.evaluateAsync({ event: 'PreToolUse', tool: 'read_file', input: { path: 'README.md' }, sessionId: 'S' });
   assert.strictEqual(next.decision, 'allow');
-  assert.deepStrictEqual(lines().map((r) => `${r.seq} ${r.event}`), ['1 TurnStart', '2 PreToolUse', '3 PostToolUse', '4 PreToolUse']);
+  assert.deepStrictEqual(
+    lines().map((r) => `${r.seq} ${r.event}`),
+    ['1 TurnStart', '2 PreToolUse', '3 PostToolUse', '4 PreToolUse'],
+  );
 });
 
 test('a PreToolUse that cannot be recorded is denied, on the fast path and on the asynchronous one', async () => {

@@ -22,19 +22,31 @@ const extensionSource = () =>
     .join('\n');
 
 // The catalogue is TypeScript; bundled for this process as tests/node/protocol.test.js does.
-const { outputFiles } = esbuild.buildSync({ entryPoints: [path.join(ROOT, 'protocol/messages.ts')], bundle: true, platform: 'node', format: 'cjs', write: false });
+const { outputFiles } = esbuild.buildSync({
+  entryPoints: [path.join(ROOT, 'protocol/messages.ts')],
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  write: false,
+});
 const m = { exports: {} };
 new Function('module', 'exports', 'require', outputFiles[0].text)(m, m.exports, require);
 const { WelcomeCommand, WebviewMessage, parseMessage } = m.exports;
 
 /** The commands a step's description links to, with their arguments (`command:id?<encoded JSON>`). */
 function links(description) {
-  return [...description.matchAll(/\]\(command:([\w.]+)(?:\?([^)]*))?\)/g)].map(([, id, args]) => ({ id, args: args ? JSON.parse(decodeURIComponent(args)) : undefined }));
+  return [...description.matchAll(/\]\(command:([\w.]+)(?:\?([^)]*))?\)/g)].map(([, id, args]) => ({
+    id,
+    args: args ? JSON.parse(decodeURIComponent(args)) : undefined,
+  }));
 }
 
 test('the walkthrough is declared with its steps in order', () => {
   assert.strictEqual(walkthrough.id, 'gettingStarted');
-  assert.deepStrictEqual(walkthrough.steps.map((s) => s.id), ['about', 'govern', 'connect', 'chat', 'change', 'trace']);
+  assert.deepStrictEqual(
+    walkthrough.steps.map((s) => s.id),
+    ['about', 'govern', 'connect', 'chat', 'change', 'trace'],
+  );
   // "Chokepoint: Get Started" opens it by this id (ui/firstRun.ts).
   assert.match(extensionSource(), /export const WALKTHROUGH = 'gettingStarted'/);
 });
@@ -63,7 +75,8 @@ test("every command a walkthrough step's button runs is contributed, with argume
 test("every command the views' welcome content (package.json viewsWelcome) runs is contributed", () => {
   const welcomes = manifest.contributes.viewsWelcome ?? [];
   assert.ok(welcomes.length > 0);
-  for (const w of welcomes) for (const { id } of links(w.contents)) assert.ok(commands.has(id), `the welcome of ${w.view} runs ${id}, which package.json does not contribute`);
+  for (const w of welcomes)
+    for (const { id } of links(w.contents)) assert.ok(commands.has(id), `the welcome of ${w.view} runs ${id}, which package.json does not contribute`);
 });
 
 test('every file a walkthrough step shows exists and is packed into the .vsix', () => {
@@ -81,7 +94,9 @@ test('every file a walkthrough step shows exists and is packed into the .vsix', 
 
 test('every completion event of a step is one that happens', () => {
   const source = extensionSource();
-  const views = Object.values(manifest.contributes.views).flat().map((v) => v.id);
+  const views = Object.values(manifest.contributes.views)
+    .flat()
+    .map((v) => v.id);
   for (const step of walkthrough.steps) {
     assert.ok(step.completionEvents?.length, `step ${step.id} completes on something`);
     for (const event of step.completionEvents) {
@@ -98,7 +113,11 @@ test("every command the sidebar's welcome buttons may run is contributed, and th
   for (const id of WelcomeCommand.options) assert.ok(commands.has(id), `the welcome allow-list names ${id}, which package.json does not contribute`);
   // The page's buttons name only commands of the list (the type checker holds welcome.ts to it; this
   // holds the list to the buttons, so that it does not grow past what the page uses).
-  const page = fs.readdirSync(path.join(ROOT, 'webview/src')).filter((f) => f.endsWith('.ts')).map((f) => fs.readFileSync(path.join(ROOT, 'webview/src', f), 'utf8')).join('\n');
+  const page = fs
+    .readdirSync(path.join(ROOT, 'webview/src'))
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => fs.readFileSync(path.join(ROOT, 'webview/src', f), 'utf8'))
+    .join('\n');
   const used = new Set([...page.matchAll(/run: '(chokepoint\.[\w.]+)'/g)].map((x) => x[1]));
   assert.deepStrictEqual([...used].sort(), [...WelcomeCommand.options].sort(), 'the allow-list is exactly the commands the welcome buttons run');
   assert.ok(parseMessage(WebviewMessage, { type: 'runCommand', command: 'chokepoint.getStarted' }).ok);

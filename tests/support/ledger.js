@@ -14,7 +14,14 @@ function ledgerFiles(dir) {
   const files = [];
   if (fs.existsSync(path.join(sidecar, 'agent_trace.jsonl'))) files.push(path.join(sidecar, 'agent_trace.jsonl'));
   const folder = path.join(sidecar, 'trace');
-  if (fs.existsSync(folder)) files.push(...fs.readdirSync(folder).filter((n) => CHAIN_FILE.test(n)).sort().map((n) => path.join(folder, n)));
+  if (fs.existsSync(folder))
+    files.push(
+      ...fs
+        .readdirSync(folder)
+        .filter((n) => CHAIN_FILE.test(n))
+        .sort()
+        .map((n) => path.join(folder, n)),
+    );
   return files;
 }
 

@@ -103,13 +103,56 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function makeCertificates(dir) {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   const o = { cwd: dir };
-  await must('openssl req (the test CA)', 'openssl', ['req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=chokepoint test CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], o);
+  await must(
+    'openssl req (the test CA)',
+    'openssl',
+    [
+      'req',
+      '-x509',
+      ...ec,
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=chokepoint test CA',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ],
+    o,
+  );
   await must("openssl req (the server's key)", 'openssl', ['req', '-new', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1'], o);
   fs.writeFileSync(
     path.join(dir, 'server.ext'),
     'subjectAltName = IP:127.0.0.1, DNS:localhost\nbasicConstraints = critical, CA:FALSE\nkeyUsage = critical, digitalSignature, keyEncipherment\nextendedKeyUsage = serverAuth\n',
   );
-  await must("openssl x509 (the server's certificate)", 'openssl', ['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-set_serial', '1', '-days', '2', '-out', 'server.crt', '-extfile', 'server.ext'], o);
+  await must(
+    "openssl x509 (the server's certificate)",
+    'openssl',
+    [
+      'x509',
+      '-req',
+      '-in',
+      'server.csr',
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-set_serial',
+      '1',
+      '-days',
+      '2',
+      '-out',
+      'server.crt',
+      '-extfile',
+      'server.ext',
+    ],
+    o,
+  );
   fs.chmodSync(path.join(dir, 'server.key'), 0o600); // PostgreSQL refuses a key others can read
 }
 
@@ -165,7 +208,9 @@ class Server {
 
   /** `pg_ctl start` on this.port, waiting until it accepts connections; rejects with the log's tail. */
   async tryStart() {
-    const r = await exec(...this.serverCommand('pg_ctl', ['start', '-D', this.data, '-l', this.logFile, '-w', '-t', String(READY_TIMEOUT_S), '-o', `-p ${this.port}`]));
+    const r = await exec(
+      ...this.serverCommand('pg_ctl', ['start', '-D', this.data, '-l', this.logFile, '-w', '-t', String(READY_TIMEOUT_S), '-o', `-p ${this.port}`]),
+    );
     if (r.code !== 0) throw new Error(`PostgreSQL did not start on port ${this.port}: ${r.stderr}\nthe end of its log:\n${this.logTail()}`);
     running.add(this);
   }
@@ -261,7 +306,9 @@ async function start({ tls = false } = {}) {
   }
   const asServerUser = typeof process.getuid === 'function' && process.getuid() === 0;
   if (asServerUser && spawnSync('id', ['-u', SERVER_USER]).status !== 0) {
-    throw new Error(`the tests run as root, which PostgreSQL refuses, and there is no \`${SERVER_USER}\` user to run it as: \`apt-get install postgresql\` creates it`);
+    throw new Error(
+      `the tests run as root, which PostgreSQL refuses, and there is no \`${SERVER_USER}\` user to run it as: \`apt-get install postgresql\` creates it`,
+    );
   }
   const dir = fs.mkdtempSync(path.join(asServerUser ? '/tmp' : os.tmpdir(), 'chokepoint-pg-'));
   const server = new Server({ dir, bin, password: crypto.randomBytes(16).toString('hex'), asServerUser, tls });
@@ -270,7 +317,10 @@ async function start({ tls = false } = {}) {
     fs.writeFileSync(pwfile, `${server.password}\n`);
     if (tls) await makeCertificates(dir);
     if (asServerUser) await must('chown', 'chown', ['-R', `${SERVER_USER}:`, dir]);
-    await must('initdb', ...server.serverCommand('initdb', ['-D', server.data, '-U', USER, '-A', 'scram-sha-256', '-E', 'UTF8', '--no-locale', '--no-sync', `--pwfile=${pwfile}`]));
+    await must(
+      'initdb',
+      ...server.serverCommand('initdb', ['-D', server.data, '-U', USER, '-A', 'scram-sha-256', '-E', 'UTF8', '--no-locale', '--no-sync', `--pwfile=${pwfile}`]),
+    );
     fs.rmSync(pwfile, { force: true });
     let conf = `\n# chokepoint's test harness (tests/support/postgres.js; synchronous_commit stays on: see postgres.rs)\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${dir}'\nmax_connections = 100\nshared_buffers = 16MB\nfsync = off\nfull_page_writes = off\n`;
     if (tls) conf += `ssl = on\nssl_cert_file = '${path.join(dir, 'server.crt')}'\nssl_key_file = '${path.join(dir, 'server.key')}'\n`;

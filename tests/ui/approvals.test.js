@@ -36,21 +36,40 @@ const SCRIPT = {
   model: 'scripted-approvals',
   steps: [
     { toolCalls: [{ name: 'select_active_intent', arguments: { intent_id: 'INT-001' } }] },
-    { toolCalls: [{ name: 'scope_expansion_request', arguments: { intent_id: 'INT-001', paths: ['docs/**'], justification: 'the lockout needs a line in the user docs' } }] },
     {
-      toolCalls: [{ name: 'write_to_file', arguments: { path: 'src/auth/login.js', content: "'use strict';\n// rewritten by the agent\nmodule.exports = { login: () => false };\n" } }],
+      toolCalls: [
+        {
+          name: 'scope_expansion_request',
+          arguments: { intent_id: 'INT-001', paths: ['docs/**'], justification: 'the lockout needs a line in the user docs' },
+        },
+      ],
+    },
+    {
+      toolCalls: [
+        {
+          name: 'write_to_file',
+          arguments: { path: 'src/auth/login.js', content: "'use strict';\n// rewritten by the agent\nmodule.exports = { login: () => false };\n" },
+        },
+      ],
       expect: { lastMessageIncludes: 'approved by human: docs/** added to the scope of INT-001' },
     },
     // The model answers only if the rejection's reason is in the request: otherwise the scripted
     // server answers 400 and the task ends in error.
-    { toolCalls: [{ name: 'attempt_completion', arguments: { result: 'left login.js alone' } }], expect: { lastMessageIncludes: `rejected by human: ${REASON}` } },
+    {
+      toolCalls: [{ name: 'attempt_completion', arguments: { result: 'left login.js alone' } }],
+      expect: { lastMessageIncludes: `rejected by human: ${REASON}` },
+    },
   ],
 };
 
 let vsc, page, sidebar;
 const approvals = () => sidebar().getByTestId('approvals');
 const task = () => sidebar().getByTestId('task');
-const badge = () => page.locator('.activitybar').getByRole('tab', { name: /^Chokepoint/ }).locator('.badge-content');
+const badge = () =>
+  page
+    .locator('.activitybar')
+    .getByRole('tab', { name: /^Chokepoint/ })
+    .locator('.badge-content');
 /** What the badge shows: '' when there is none (VS Code keeps the element, hidden, when the count is gone). */
 async function badgeText() {
   const b = badge();
@@ -121,7 +140,10 @@ test('a scope expansion approved and a write rejected with a reason on their car
   assert.match(await write.textContent(), /changes to login.js are reviewed/);
   // A rejection needs its reason: without one the card says so and nothing is sent.
   await write.getByTestId('action-reject').click();
-  await write.getByTestId('pending-error').getByText(/A reason is required to reject/).waitFor({ timeout: 5000 });
+  await write
+    .getByTestId('pending-error')
+    .getByText(/A reason is required to reject/)
+    .waitFor({ timeout: 5000 });
   await write.getByTestId('pending-reason').fill(REASON);
   await write.getByTestId('action-reject').click();
   await write.waitFor({ state: 'detached', timeout: 10000 });
@@ -134,7 +156,10 @@ test('a scope expansion approved and a write rejected with a reason on their car
   // What the agent received, as the transcript shows its tool results.
   const row = (tool) => task().locator(`[data-testid="tool-call"][data-tool="${tool}"]`);
   assert.match(await row('scope_expansion_request').getByTestId('tool-result').textContent(), /approved by human: docs\/\*\* added to the scope of INT-001/);
-  assert.match(await row('write_to_file').getByTestId('tool-result').textContent(), new RegExp(`rejected by human: ${REASON.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+  assert.match(
+    await row('write_to_file').getByTestId('tool-result').textContent(),
+    new RegExp(`rejected by human: ${REASON.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+  );
   assert.ok(!fs.readFileSync(path.join(vsc.workspace, 'src/auth/login.js'), 'utf8').includes('rewritten by the agent'), 'the rejected write did not run');
 
   // Nothing waits any more: no badge, the empty state.

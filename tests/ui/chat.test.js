@@ -48,7 +48,12 @@ function script(ws) {
         toolCalls: [
           {
             name: 'run_in_terminal',
-            arguments: { command: 'echo "// by the shell" >> src/billing/invoice.js; echo "// ok" > src/auth/shell.js', explanation: 'note it', goal: 'note it', mode: 'sync' },
+            arguments: {
+              command: 'echo "// by the shell" >> src/billing/invoice.js; echo "// ok" > src/auth/shell.js',
+              explanation: 'note it',
+              goal: 'note it',
+              mode: 'sync',
+            },
           },
         ],
         // The denial of the write out of scope, as the model reads it.
@@ -107,7 +112,9 @@ test("VS Code's agent: intent through the contributed tool, writes judged, the s
     await chatSession();
   } catch (e) {
     // What the chat shows (a scripted step's failed expectation is there, as the model error).
-    e.message += `\n--- the chat shows:\n${await chat().innerText().catch((err) => String(err))}`;
+    e.message += `\n--- the chat shows:\n${await chat()
+      .innerText()
+      .catch((err) => String(err))}`;
     throw e;
   }
 });
@@ -122,7 +129,11 @@ async function chatSession() {
   // a moment after the settings file: tried until the input shows the model.
   const picked = chat().locator('.interactive-input-part').getByText('Scripted: chat.script.json');
   for (let attempt = 0; attempt < 10 && !(await picked.first().isVisible()); attempt++) {
-    await chat().locator('.interactive-input-part').getByText(/Chokepoint demo \(scripted\)|Scripted:/).first().click({ timeout: 60000 });
+    await chat()
+      .locator('.interactive-input-part')
+      .getByText(/Chokepoint demo \(scripted\)|Scripted:/)
+      .first()
+      .click({ timeout: 60000 });
     await page.getByPlaceholder('Search models').fill('chat.script.json');
     const item = page.locator('.quick-input-widget, .monaco-list').getByText('Scripted: chat.script.json').first();
     if (await item.isVisible({ timeout: 3000 }).catch(() => false)) await item.click();
@@ -135,7 +146,9 @@ async function chatSession() {
   await page.keyboard.press('Enter');
 
   // VS Code asks before running the contained command (Chokepoint's answer keeps its confirmation).
-  const confirm = chat().getByRole('button', { name: /^(Allow|Run|Continue)/ }).first();
+  const confirm = chat()
+    .getByRole('button', { name: /^(Allow|Run|Continue)/ })
+    .first();
   await confirm.waitFor({ timeout: 90000 });
   await confirm.click();
 
@@ -215,15 +228,28 @@ async function chatSession() {
 
   const records = ledger().filter((r) => r.agent === 'vscode');
   const calls = records.filter((r) => r.event === 'PreToolUse').map((r) => `${r.tool}:${r.decision.decision}`);
-  assert.deepStrictEqual(calls.filter((c) => !c.startsWith('select_active_intent')).slice(0, 2), ['create_file:allow', 'create_file:deny'], JSON.stringify(calls));
-  assert.ok(records.every((r) => /^vscode:/.test(r.session)), 'every record names the chat session');
+  assert.deepStrictEqual(
+    calls.filter((c) => !c.startsWith('select_active_intent')).slice(0, 2),
+    ['create_file:allow', 'create_file:deny'],
+    JSON.stringify(calls),
+  );
+  assert.ok(
+    records.every((r) => /^vscode:/.test(r.session)),
+    'every record names the chat session',
+  );
 
   // The session on view: VS Code's agent holding INT-001, its denial.
   await vsc.openSidebar();
   const tree = await vsc.sessionsView();
-  const session = tree.locator('.monaco-list-row').filter({ hasText: /^VS Code/ }).first();
+  const session = tree
+    .locator('.monaco-list-row')
+    .filter({ hasText: /^VS Code/ })
+    .first();
   await session.waitFor({ timeout: 30000 });
   assert.match(await session.locator('.label-description').textContent(), /^INT-001 /);
   // Its last denial, under it (the most recent session is open).
-  await tree.locator('.monaco-list-row').filter({ hasText: /^Last denial: .*src\/billing\/invoice\.js/ }).waitFor({ timeout: 10000 });
+  await tree
+    .locator('.monaco-list-row')
+    .filter({ hasText: /^Last denial: .*src\/billing\/invoice\.js/ })
+    .waitFor({ timeout: 10000 });
 }

@@ -99,7 +99,11 @@ async function startVsCode({ outsideHome = false, env = {}, firstRun = false, un
     },
     /** Picks `label` in the open quick pick. */
     async pick(label) {
-      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: new RegExp(`^${label}`) }).first().click({ timeout: 15000 });
+      await page
+        .locator('.quick-input-list .monaco-list-row')
+        .filter({ hasText: new RegExp(`^${label}`) })
+        .first()
+        .click({ timeout: 15000 });
     },
     async stop() {
       if (process.env.CHOKEPOINT_UI_SCREENSHOT) await page.screenshot({ path: process.env.CHOKEPOINT_UI_SCREENSHOT }).catch(() => {});

@@ -79,12 +79,19 @@ test("an external agent's session shows with its lease, and a lease revoked from
   const s1 = sessionRow('claude:S1');
   await s1.waitFor({ timeout: 30000 });
   assert.match(await s1.locator('.label-name').textContent(), /^Claude Code · claude:S1$/);
-  await description(s1).getByText(/^INT-001 held until \d{1,2}:\d\d( [AP]M)? · 2 actions · 0 denied$/).waitFor({ timeout: 10000 });
+  await description(s1)
+    .getByText(/^INT-001 held until \d{1,2}:\d\d( [AP]M)? · 2 actions · 0 denied$/)
+    .waitFor({ timeout: 10000 });
   // The header counts the sessions holding an intent.
   await tree.locator('.pane-header').getByText('1 holding an intent').waitFor({ timeout: 10000 });
   // Under it (open: it holds an intent): its lease and its last actions.
-  await rows().filter({ hasText: /^Holds INT-001/ }).waitFor({ timeout: 10000 });
-  await rows().filter({ hasText: /^Write.*allow · / }).first().waitFor({ timeout: 10000 });
+  await rows()
+    .filter({ hasText: /^Holds INT-001/ })
+    .waitFor({ timeout: 10000 });
+  await rows()
+    .filter({ hasText: /^Write.*allow · / })
+    .first()
+    .waitFor({ timeout: 10000 });
   assert.strictEqual(await revokeInline(s1).count(), 1, 'a held lease has the inline Revoke Lease…');
 
   // Revoke from the session's menu, with a reason; VS Code asks in a modal dialog, and nothing happens before it is confirmed.
@@ -101,10 +108,17 @@ test("an external agent's session shows with its lease, and a lease revoked from
   // The outcome, looked for in the notification center (VS Code does not always show a toast with
   // the Chat view open beside the editor).
   await vsc.runCommand('Notifications: Show Notifications');
-  await page.locator('.notifications-center .notification-list-item').filter({ hasText: 'Revoked the lease of claude:S1 on INT-001.' }).waitFor({ timeout: 10000 });
+  await page
+    .locator('.notifications-center .notification-list-item')
+    .filter({ hasText: 'Revoked the lease of claude:S1 on INT-001.' })
+    .waitFor({ timeout: 10000 });
   await vsc.runCommand('Notifications: Hide Notifications');
-  await description(s1).getByText(/^INT-001 revoked by .+ via VS Code · /).waitFor({ timeout: 10000 });
-  await rows().filter({ hasText: /^Lease on INT-001 revoked by .+ via VS Code at .*the login flow is frozen/ }).waitFor({ timeout: 10000 });
+  await description(s1)
+    .getByText(/^INT-001 revoked by .+ via VS Code · /)
+    .waitFor({ timeout: 10000 });
+  await rows()
+    .filter({ hasText: /^Lease on INT-001 revoked by .+ via VS Code at .*the login flow is frozen/ })
+    .waitFor({ timeout: 10000 });
   assert.strictEqual(await revokeInline(s1).count(), 0, 'no lease, no Revoke Lease…');
   await tree.locator('.pane-header').getByText('1 holding an intent').waitFor({ state: 'detached', timeout: 10000 });
 
@@ -115,13 +129,21 @@ test("an external agent's session shows with its lease, and a lease revoked from
   assert.ok(answer.permissionDecisionReason.includes(REASON), answer.permissionDecisionReason);
   assert.match(answer.permissionDecisionReason, /ask the person who revoked the lease/);
   // And the view shows that denial.
-  await rows().filter({ hasText: /^Last denial: Write.*was revoked by a person/ }).waitFor({ timeout: 30000 });
-  await description(s1).getByText(/· 3 actions · 1 denied$/).waitFor({ timeout: 10000 });
+  await rows()
+    .filter({ hasText: /^Last denial: Write.*was revoked by a person/ })
+    .waitFor({ timeout: 30000 });
+  await description(s1)
+    .getByText(/· 3 actions · 1 denied$/)
+    .waitFor({ timeout: 10000 });
 
   // Show in Trace: the Trace view lists that session's records alone.
   await contextMenu(s1, 'Show in Trace');
   const trace = await vsc.traceView();
-  await trace.locator('.monaco-list-row').filter({ hasText: /session claude:S1/ }).first().waitFor({ timeout: 15000 });
+  await trace
+    .locator('.monaco-list-row')
+    .filter({ hasText: /session claude:S1/ })
+    .first()
+    .waitFor({ timeout: 15000 });
 });
 
 test('a lease that runs out shows as idle, free to take, on its own, with nothing written to the trace', async () => {
@@ -130,11 +152,19 @@ test('a lease that runs out shows as idle, free to take, on its own, with nothin
   fs.writeFileSync(hooks, `${fs.readFileSync(hooks, 'utf8')}\ngatekeeper:\n  lease_seconds: 4\n`);
   execFileSync(CLI, ['intent', 'select', '--workspace', vsc.workspace, '--session', 'claude:S2', '--agent', 'claude', 'INT-002'], { stdio: 'pipe' });
   const s2 = sessionRow('claude:S2');
-  await description(s2).getByText(/^INT-002 held until /).waitFor({ timeout: 30000 });
+  await description(s2)
+    .getByText(/^INT-002 held until /)
+    .waitFor({ timeout: 30000 });
   const size = ledgerSize(vsc.workspace);
   // Expired: the view no longer shows the lease as held but as idle, free to take (its holder may
   // still renew it, issue 30), without a refresh asked by anything else.
-  const holds = async () => (await s2.count()) > 0 && /^INT-002 held until/.test((await description(s2).textContent().catch(() => '')) ?? '');
+  const holds = async () =>
+    (await s2.count()) > 0 &&
+    /^INT-002 held until/.test(
+      (await description(s2)
+        .textContent()
+        .catch(() => '')) ?? '',
+    );
   for (let i = 0; i < 100 && (await holds()); i++) await page.waitForTimeout(200);
   assert.strictEqual(await holds(), false, 'the expired lease is still shown as held');
   assert.match(await description(s2).textContent(), /^INT-002 idle, free to take · /);

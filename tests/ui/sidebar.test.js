@@ -45,7 +45,9 @@ test('Reload configuration round-trips through the extension to the engine and b
   fs.writeFileSync(hooks, text);
   await sidebar().getByRole('button', { name: 'Reload configuration' }).click();
   // Only the extension's response to this request writes "Reloaded at"; the count comes from the engine.
-  await sidebar().getByText(/^Reloaded at .*: no problems$/).waitFor({ timeout: 10000 });
+  await sidebar()
+    .getByText(/^Reloaded at .*: no problems$/)
+    .waitFor({ timeout: 10000 });
   await sidebar().getByText('loaded · 4 hooks').waitFor({ timeout: 10000 });
 });
 
@@ -60,9 +62,17 @@ test('the Trace view lists what the agents did by session; its filters narrow it
   // the ledger change and lists the records.
   const binding = require(path.join(ROOT, 'native/node'));
   const engine = binding.Engine.open(workspace);
-  const select = (sessionId, intent) => engine.evaluateAsync({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: intent }, sessionId, agentId: 'claude' });
+  const select = (sessionId, intent) =>
+    engine.evaluateAsync({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: intent }, sessionId, agentId: 'claude' });
   await select('ui-a', 'INT-001');
-  const outside = { event: 'PreToolUse', tool: 'write_to_file', input: { path: 'src/billing/x.js', content: 'x' }, paths: ['src/billing/x.js'], sessionId: 'ui-a', agentId: 'claude' };
+  const outside = {
+    event: 'PreToolUse',
+    tool: 'write_to_file',
+    input: { path: 'src/billing/x.js', content: 'x' },
+    paths: ['src/billing/x.js'],
+    sessionId: 'ui-a',
+    agentId: 'claude',
+  };
   assert.strictEqual((await engine.evaluateAsync(outside)).decision, 'deny');
   await select('ui-b', 'INT-002');
   const denied = rows.filter({ hasText: 'write_to_file src/billing/x.js' });
@@ -72,7 +82,10 @@ test('the Trace view lists what the agents did by session; its filters narrow it
   // How many of how many, then the sessions newest first, each with its intents and counts.
   assert.match(listed[0], /^3 records, newest first/, listed.join('\n'));
   const sessions = listed.filter((t) => /^claude · ui-/.test(t));
-  assert.deepStrictEqual(sessions.map((t) => t.slice(0, 'claude · ui-a'.length)), ['claude · ui-b', 'claude · ui-a']);
+  assert.deepStrictEqual(
+    sessions.map((t) => t.slice(0, 'claude · ui-a'.length)),
+    ['claude · ui-b', 'claude · ui-a'],
+  );
   assert.match(sessions[1], /INT-001 · 2 actions · 1 denied/);
   assert.match(await denied.first().textContent(), /denied.*outside/);
 
@@ -93,7 +106,10 @@ test('the Trace view lists what the agents did by session; its filters narrow it
   await vsc.pick('Denied');
   await rows.filter({ hasText: 'denied' }).first().waitFor({ timeout: 10000 });
   await rows.filter({ hasText: 'claude · ui-b' }).waitFor({ state: 'detached', timeout: 10000 });
-  assert.ok((await text()).every((t) => !t.includes('select_active_intent')), (await text()).join('\n'));
+  assert.ok(
+    (await text()).every((t) => !t.includes('select_active_intent')),
+    (await text()).join('\n'),
+  );
   // By intent, on top: nothing of INT-002 was denied.
   await vsc.runCommand('Chokepoint: Filter Trace by Intent…');
   await vsc.pick('INT-002');
@@ -103,7 +119,10 @@ test('the Trace view lists what the agents did by session; its filters narrow it
 
   // A click opens the record whole: its outcome and reason, where it is in the ledger, its JSON.
   await denied.first().click();
-  await page.locator('.tab').filter({ hasText: /record-\d+\.md/ }).waitFor({ timeout: 15000 });
+  await page
+    .locator('.tab')
+    .filter({ hasText: /record-\d+\.md/ })
+    .waitFor({ timeout: 15000 });
   // Monaco draws a line as several spans, with non-breaking spaces: its lines are read whole.
   const shown = async () => ((await page.locator('.editor-instance .view-lines').first().textContent()) ?? '').replace(/\u00a0/g, ' ');
   for (let i = 0; i < 50 && !(await shown()).includes('write_to_file src/billing/x.js: denied'); i++) await page.waitForTimeout(200);
@@ -141,7 +160,8 @@ test("an action that wrote a file has it under it: a click opens VS Code's diff 
   const FILE = 'src/auth/login.js';
   const before = fs.readFileSync(path.join(workspace, FILE), 'utf8');
   const after = `${before}// checked by the diff test\n`;
-  const write = (event) => engine.evaluateAsync({ event, tool: 'write_to_file', input: { path: FILE, content: after }, paths: [FILE], sessionId: 'ui-a', agentId: 'claude' });
+  const write = (event) =>
+    engine.evaluateAsync({ event, tool: 'write_to_file', input: { path: FILE, content: after }, paths: [FILE], sessionId: 'ui-a', agentId: 'claude' });
   assert.strictEqual((await write('PreToolUse')).decision, 'allow');
   fs.writeFileSync(path.join(workspace, FILE), after); // the tool runs
   await write('PostToolUse');
@@ -152,7 +172,10 @@ test("an action that wrote a file has it under it: a click opens VS Code's diff 
   assert.strictEqual(engine.traceImage(written.sha256), after);
 
   // The action once its result is listed with it ("allowed, ran"): the view refreshes after the ledger changed.
-  const action = rows.filter({ hasText: `write_to_file ${FILE}` }).filter({ hasText: 'ran' }).first();
+  const action = rows
+    .filter({ hasText: `write_to_file ${FILE}` })
+    .filter({ hasText: 'ran' })
+    .first();
   await action.waitFor({ timeout: 15000 });
   // The record says its diff is kept.
   await action.click();
@@ -164,9 +187,17 @@ test("an action that wrote a file has it under it: a click opens VS Code's diff 
   const file = rows.filter({ hasText: /^\s*src\/auth\/login\.js/ }).first();
   await file.waitFor({ timeout: 10000 });
   await file.click();
-  await page.locator('.tab').filter({ hasText: `${FILE} (before ↔ after, #${result.seq})` }).waitFor({ timeout: 15000 });
+  await page
+    .locator('.tab')
+    .filter({ hasText: `${FILE} (before ↔ after, #${result.seq})` })
+    .waitFor({ timeout: 15000 });
   const side = (which) => page.locator(`.monaco-diff-editor .editor.${which} .view-lines`).first();
-  const text = async (which) => ((await side(which).textContent().catch(() => '')) ?? '').replace(/\u00a0/g, ' ');
+  const text = async (which) =>
+    (
+      (await side(which)
+        .textContent()
+        .catch(() => '')) ?? ''
+    ).replace(/\u00a0/g, ' ');
   for (let i = 0; i < 50 && !(await text('modified')).includes('checked by the diff test'); i++) await page.waitForTimeout(200);
   assert.match(await text('modified'), /checked by the diff test/);
   assert.ok(!(await text('original')).includes('checked by the diff test'), await text('original'));

@@ -49,7 +49,7 @@ async function npmStart(t, cache, port) {
   child.stderr.on('data', (d) => (output += d));
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const run = { child, exited, output: () => output, runDir: path.join(cache, 'start'), port };
-  for (const deadline = Date.now() + 120000; !output.includes('Press Ctrl-C to stop.'); ) {
+  for (const deadline = Date.now() + 120000; !output.includes('Press Ctrl-C to stop.');) {
     const ended = await Promise.race([exited, sleep(100)]);
     if (ended) throw new Error(`npm start ended before VS Code ran (${JSON.stringify(ended)}):\n${output}`);
     if (Date.now() > deadline) throw new Error(`npm start did not say VS Code runs within 120 s:\n${output}`);
@@ -77,7 +77,11 @@ async function answers(port) {
 /** Fails unless no process of the server is left and its port is free. */
 async function assertAllGone(run) {
   const left = serverProcesses(run.runDir);
-  assert.deepEqual(left.map((p) => `${p.pid} ${p.cmdline.join(' ')}`), [], 'processes of the VS Code server are left');
+  assert.deepEqual(
+    left.map((p) => `${p.pid} ${p.cmdline.join(' ')}`),
+    [],
+    'processes of the VS Code server are left',
+  );
   assert.equal(await vscode.portIsFree(run.port), true, `port ${run.port} is still taken`);
   assert.equal(await answers(run.port), false);
 }
@@ -112,32 +116,48 @@ test('SIGHUP to npm start ends what runs in a terminal of its VS Code, even a pr
   await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
   // Chokepoint activates and, this being the profile's first run, opens its walkthrough: once that
   // has taken the focus, the terminal keeps it.
-  await page.locator('.statusbar').getByText(/Chokepoint \d/).first().waitFor({ timeout: 90000 });
-  await page.locator('.gettingStartedContainer, .getting-started-step').first().waitFor({ timeout: 15000 }).catch(() => {});
+  await page
+    .locator('.statusbar')
+    .getByText(/Chokepoint \d/)
+    .first()
+    .waitFor({ timeout: 90000 });
+  await page
+    .locator('.gettingStartedContainer, .getting-started-step')
+    .first()
+    .waitFor({ timeout: 15000 })
+    .catch(() => {});
   await sleep(1500);
   // A process that neither the server's process group nor the terminal's hangup reaches.
   const escaped = () => serverProcesses(run.runDir).filter((p) => p.cmdline.join(' ') === 'sleep 987');
-  await eventually('a terminal runs `setsid nohup sleep 987`', async () => {
-    await page.keyboard.press('F1');
-    await page.keyboard.type('Terminal: Create New Terminal');
-    await page.keyboard.press('Enter');
-    const terminal = page.locator('.terminal-wrapper.active');
-    await terminal.waitFor({ timeout: 10000 }).catch(() => {});
-    await sleep(1500);
-    // The walkthrough's page loads its step after it opened and may take the focus back: the
-    // terminal is clicked, as a person would, before typing in it.
-    await terminal.click({ timeout: 5000 }).catch(() => {});
-    await page.keyboard.type('setsid nohup sleep 987 >/dev/null 2>&1 &');
-    await page.keyboard.press('Enter');
-    await sleep(1000);
-    return escaped().length > 0;
-  }, 60000);
+  await eventually(
+    'a terminal runs `setsid nohup sleep 987`',
+    async () => {
+      await page.keyboard.press('F1');
+      await page.keyboard.type('Terminal: Create New Terminal');
+      await page.keyboard.press('Enter');
+      const terminal = page.locator('.terminal-wrapper.active');
+      await terminal.waitFor({ timeout: 10000 }).catch(() => {});
+      await sleep(1500);
+      // The walkthrough's page loads its step after it opened and may take the focus back: the
+      // terminal is clicked, as a person would, before typing in it.
+      await terminal.click({ timeout: 5000 }).catch(() => {});
+      await page.keyboard.type('setsid nohup sleep 987 >/dev/null 2>&1 &');
+      await page.keyboard.press('Enter');
+      await sleep(1000);
+      return escaped().length > 0;
+    },
+    60000,
+  );
   const pids = new Set(escaped().map((p) => p.pid));
 
   process.kill(-run.child.pid, 'SIGHUP');
   await run.exited;
   await assertAllGone(run);
-  assert.deepEqual(listProcesses().filter((p) => pids.has(p.pid)), [], 'the process started in the terminal still runs');
+  assert.deepEqual(
+    listProcesses().filter((p) => pids.has(p.pid)),
+    [],
+    'the process started in the terminal still runs',
+  );
 });
 
 test('when npm start is SIGKILLed, its VS Code server ends too (the supervisor sees its pipe close)', async (t) => {
@@ -178,7 +198,11 @@ test('a server an earlier npm start left behind is found and ended by the next o
   const second = await npmStart(t, cache, first.port);
   assert.match(second.output(), /a VS Code server that an earlier npm start left running on port \d+ \(\d+ processes/);
   const leftoverPids = new Set(leftover.map((p) => p.pid));
-  assert.deepEqual(listProcesses().filter((p) => leftoverPids.has(p.pid)), [], 'processes of the leftover server still run');
+  assert.deepEqual(
+    listProcesses().filter((p) => leftoverPids.has(p.pid)),
+    [],
+    'processes of the leftover server still run',
+  );
   assert.equal(await answers(second.port), true);
   process.kill(-second.child.pid, 'SIGTERM');
   await second.exited;
@@ -234,5 +258,8 @@ test("ending a server also ends a process under it that left its process group (
   await eventually('the processes start', () => serverProcesses(runDir).length === 1);
   assert.equal(await endServer(runDir), 1);
   assert.deepEqual(serverProcesses(runDir), []);
-  assert.ok(listProcesses().some((p) => p.pid === other.pid), 'a process without the marker is left alone');
+  assert.ok(
+    listProcesses().some((p) => p.pid === other.pid),
+    'a process without the marker is left alone',
+  );
 });

@@ -46,7 +46,11 @@ test('the task panel offers the models with the scripted demo model selected, an
   // Chokepoint's own models in VS Code's Chat are not offered again here (the Chat's demo drives the
   // Chat's tools, which this runtime does not have): one demo model, not two alike.
   const offered = await model.locator('option').evaluateAll((os) => os.map((o) => o.value));
-  assert.deepStrictEqual(offered.filter((v) => v.startsWith('vscode-lm:chokepoint/')), [], offered.join(', '));
+  assert.deepStrictEqual(
+    offered.filter((v) => v.startsWith('vscode-lm:chokepoint/')),
+    [],
+    offered.join(', '),
+  );
   assert.strictEqual(await task().getByRole('button', { name: 'Stop the running task' }).getAttribute('aria-disabled'), 'true');
   assert.strictEqual(await task().getByRole('button', { name: 'Run demo task' }).getAttribute('aria-disabled'), 'false');
   // Nothing typed yet: nothing to run.
@@ -71,16 +75,19 @@ test('Run demo task: the transcript shows each call with its decision and the ho
   assert.match(await ended.textContent(), /^Task ended: success/);
 
   const seen = await rows();
-  assert.deepStrictEqual(seen.map((r) => [r.tool, r.decision]), [
-    ['select_active_intent', 'allow'],
-    ['write_to_file', 'allow'],
-    ['write_to_file', 'deny'],
-    ['scope_expansion_request', 'ask'],
-    ['write_to_file', 'allow'],
-    ['attempt_completion', 'allow'],
-    ['apply_diff', 'allow'],
-    ['attempt_completion', 'allow'],
-  ]);
+  assert.deepStrictEqual(
+    seen.map((r) => [r.tool, r.decision]),
+    [
+      ['select_active_intent', 'allow'],
+      ['write_to_file', 'allow'],
+      ['write_to_file', 'deny'],
+      ['scope_expansion_request', 'ask'],
+      ['write_to_file', 'allow'],
+      ['attempt_completion', 'allow'],
+      ['apply_diff', 'allow'],
+      ['attempt_completion', 'allow'],
+    ],
+  );
 
   // The handshake: allowed, the badge says so, the intent's context came back.
   const select = calls().nth(0);
@@ -91,7 +98,10 @@ test('Run demo task: the transcript shows each call with its decision and the ho
   const denied = calls().nth(2);
   assert.match(seen[2].text, /src\/billing\/invoice\.js/);
   assert.strictEqual(await denied.getByTestId('decision').first().textContent(), 'deny');
-  assert.match(await denied.getByTestId('call-reason').textContent(), /^denied by gatekeeper: `src\/billing\/invoice\.js` is outside the scope of intent `INT-001`/);
+  assert.match(
+    await denied.getByTestId('call-reason').textContent(),
+    /^denied by gatekeeper: `src\/billing\/invoice\.js` is outside the scope of intent `INT-001`/,
+  );
   const hooks = denied.getByTestId('hooks');
   assert.match(await hooks.locator('summary').textContent(), /^Hooks: gatekeeper deny · /);
   // The wait for the deny's record to be durable is shown apart from the gatekeeper's own time.
@@ -128,7 +138,10 @@ test('Run demo task: the transcript shows each call with its decision and the ho
 test('the transcript comes back whole when the view is hidden and shown again', async () => {
   const before = await rows();
   // Another view in the sidebar: the Chokepoint view is hidden and its page destroyed.
-  await page.locator('.activitybar').getByRole('tab', { name: /^Explorer/ }).click();
+  await page
+    .locator('.activitybar')
+    .getByRole('tab', { name: /^Explorer/ })
+    .click();
   await vsc.sidebarFrame().waitFor({ state: 'detached', timeout: 10000 });
   await vsc.openSidebar();
   await task().getByTestId('task-ended').waitFor({ timeout: 30000 });
@@ -147,7 +160,10 @@ test("the page's sections fold from their headings, by keyboard too, and stay fo
   await toggle('task').click();
   await task().getByTestId('task-prompt').waitFor({ state: 'hidden', timeout: 5000 });
   // Hidden and shown again (a new page): what the person folded stays folded, the rest open.
-  await page.locator('.activitybar').getByRole('tab', { name: /^Explorer/ }).click();
+  await page
+    .locator('.activitybar')
+    .getByRole('tab', { name: /^Explorer/ })
+    .click();
   await vsc.sidebarFrame().waitFor({ state: 'detached', timeout: 10000 });
   await vsc.openSidebar();
   await toggle('engine').waitFor({ timeout: 30000 });
@@ -164,7 +180,10 @@ test("the page's sections fold from their headings, by keyboard too, and stay fo
   await sidebar().locator('#engine-body').getByText('Workspace', { exact: true }).waitFor({ timeout: 5000 });
   // Shown again: open as left. (VS Code saves a view's state when it hides it, not at every change:
   // the window reload of the last test would otherwise find the sections as they were at the last hiding.)
-  await page.locator('.activitybar').getByRole('tab', { name: /^Explorer/ }).click();
+  await page
+    .locator('.activitybar')
+    .getByRole('tab', { name: /^Explorer/ })
+    .click();
   await vsc.sidebarFrame().waitFor({ state: 'detached', timeout: 10000 });
   await vsc.openSidebar();
   await toggle('engine').waitFor({ timeout: 30000 });
@@ -180,7 +199,13 @@ async function endlessModel() {
     req.on('end', () => {
       seen.requests++;
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      const chunk = { id: 'endless-1', object: 'chat.completion.chunk', created: 0, model: 'endless', choices: [{ index: 0, delta: { role: 'assistant', content: 'Thinking it over' }, finish_reason: null }] };
+      const chunk = {
+        id: 'endless-1',
+        object: 'chat.completion.chunk',
+        created: 0,
+        model: 'endless',
+        choices: [{ index: 0, delta: { role: 'assistant', content: 'Thinking it over' }, finish_reason: null }],
+      };
       res.write(`data: ${JSON.stringify(chunk)}\n\n`);
       res.on('close', () => (seen.hungUp = true));
     });
@@ -188,7 +213,11 @@ async function endlessModel() {
   // Promise<void>: its resolve is then a callback of no arguments, as listen's is.
   await /** @type {Promise<void>} */ (new Promise((resolve) => server.listen(0, '127.0.0.1', resolve)));
   // Listening on a TCP port, address() is an AddressInfo (a string only for a pipe or socket file).
-  return { seen, baseUrl: `http://127.0.0.1:${/** @type {import('net').AddressInfo} */ (server.address()).port}/v1`, close: () => (server.closeAllConnections(), server.close()) };
+  return {
+    seen,
+    baseUrl: `http://127.0.0.1:${/** @type {import('net').AddressInfo} */ (server.address()).port}/v1`,
+    close: () => (server.closeAllConnections(), server.close()),
+  };
 }
 
 test('a prompt runs with Ctrl+Enter on the configured endpoint, and Stop ends the running task as cancelled', async () => {
@@ -197,7 +226,10 @@ test('a prompt runs with Ctrl+Enter on the configured endpoint, and Stop ends th
   const model = await endlessModel();
   try {
     fs.mkdirSync(path.join(vsc.workspace, '.vscode'), { recursive: true });
-    fs.writeFileSync(path.join(vsc.workspace, '.vscode/settings.json'), JSON.stringify({ 'chokepoint.openai.baseUrl': model.baseUrl, 'chokepoint.openai.model': 'endless' }));
+    fs.writeFileSync(
+      path.join(vsc.workspace, '.vscode/settings.json'),
+      JSON.stringify({ 'chokepoint.openai.baseUrl': model.baseUrl, 'chokepoint.openai.model': 'endless' }),
+    );
     // The picker follows the settings.
     const picker = task().getByTestId('task-model');
     await picker.locator('option[value="openai:endless"]').waitFor({ state: 'attached', timeout: 30000 });
@@ -228,7 +260,12 @@ test('a prompt runs with Ctrl+Enter on the configured endpoint, and Stop ends th
 
 test('a task that cannot start says why in the panel: the engine did not load', async () => {
   const installed = path.join(vsc.runDir, 'extensions');
-  const dir = path.join(installed, fs.readdirSync(installed).find((d) => d.startsWith('chokepoint.chokepoint-')), 'native', 'node');
+  const dir = path.join(
+    installed,
+    fs.readdirSync(installed).find((d) => d.startsWith('chokepoint.chokepoint-')),
+    'native',
+    'node',
+  );
   for (const f of fs.readdirSync(dir).filter((f) => f.endsWith('.node'))) fs.rmSync(path.join(dir, f));
   await page.reload();
   await page.locator('.statusbar').getByText('Chokepoint: engine failed').waitFor({ timeout: 90000 });

@@ -29,7 +29,10 @@ const version = require(path.join(ROOT, 'package.json')).version;
 delete process.env.NODE_TEST_CONTEXT;
 
 function git(cwd, ...args) {
-  const r = spawnSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd, encoding: 'utf8' });
+  const r = spawnSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', '-c', 'init.defaultBranch=main', ...args], {
+    cwd,
+    encoding: 'utf8',
+  });
   assert.strictEqual(r.status, 0, `git ${args.join(' ')} in ${cwd}: ${r.stdout}${r.stderr}`);
 }
 
@@ -82,7 +85,11 @@ coordination:
   await vsc.openSidebar();
   await approvals().waitFor({ timeout: 30000 });
   // The engine picked the new hooks.yaml up, and with it the team's database.
-  await page.locator('.statusbar').getByText(/Chokepoint .* · team: 127\.0\.0\.1:\d+\/chokepoint/).first().waitFor({ timeout: 30000 });
+  await page
+    .locator('.statusbar')
+    .getByText(/Chokepoint .* · team: 127\.0\.0\.1:\d+\/chokepoint/)
+    .first()
+    .waitFor({ timeout: 30000 });
 });
 
 after(async () => {
@@ -147,7 +154,11 @@ test("a hook call on machine alpha is listed in beta's Trace in the team scope, 
     tool_input: { file_path: path.join(alpha, 'README.md') },
     tool_use_id: 'team-trace-1',
   };
-  const r = spawnSync(CLI, ['hook', '--agent', 'claude', '--local', '--workspace', alpha], { input: JSON.stringify(input), encoding: 'utf8', env: { ...process.env, ...env } });
+  const r = spawnSync(CLI, ['hook', '--agent', 'claude', '--local', '--workspace', alpha], {
+    input: JSON.stringify(input),
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  });
   assert.strictEqual(r.status, 0, `chokepoint hook on alpha: ${r.stdout}${r.stderr}`);
   // A hook process does not copy (ARCHITECTURE.md: the team's copy); the team's trace on alpha copies
   // alpha's records before it lists them, as a live engine there would in the background.
@@ -156,8 +167,18 @@ test("a hook call on machine alpha is listed in beta's Trace in the team scope, 
   // folder), which copies its own records to the database in the background.
   const own = 'team-trace-from-beta';
   const betaEnv = { CHOKEPOINT_MACHINE: 'beta', PGPASSWORD: pg.password, XDG_RUNTIME_DIR: path.join(vsc.runDir, 'xdg', 'run') };
-  const onBeta = { ...input, session_id: own, cwd: vsc.workspace, tool_input: { file_path: path.join(vsc.workspace, 'README.md') }, tool_use_id: 'team-trace-2' };
-  const rb = spawnSync(CLI, ['hook', '--agent', 'claude', '--workspace', vsc.workspace], { input: JSON.stringify(onBeta), encoding: 'utf8', env: { ...process.env, ...betaEnv } });
+  const onBeta = {
+    ...input,
+    session_id: own,
+    cwd: vsc.workspace,
+    tool_input: { file_path: path.join(vsc.workspace, 'README.md') },
+    tool_use_id: 'team-trace-2',
+  };
+  const rb = spawnSync(CLI, ['hook', '--agent', 'claude', '--workspace', vsc.workspace], {
+    input: JSON.stringify(onBeta),
+    encoding: 'utf8',
+    env: { ...process.env, ...betaEnv },
+  });
   assert.strictEqual(rb.status, 0, `chokepoint hook on beta: ${rb.stdout}${rb.stderr}`);
 
   await vsc.openSidebar();
@@ -166,7 +187,10 @@ test("a hook call on machine alpha is listed in beta's Trace in the team scope, 
   // A session of the team's trace names the machine and worktree that wrote it.
   const fromAlpha = rows.filter({ hasText: 'alpha · alpha' });
   const fromBeta = rows.filter({ hasText: `beta · ${path.basename(vsc.workspace)}` });
-  await rows.filter({ hasText: /records?, newest first/ }).first().waitFor({ timeout: 30000 });
+  await rows
+    .filter({ hasText: /records?, newest first/ })
+    .first()
+    .waitFor({ timeout: 30000 });
   assert.strictEqual(await fromAlpha.count(), 0, "alpha's record is not in beta's own ledger: this worktree is the scope to begin with");
 
   await vsc.runCommand("Chokepoint: Show the Team's Trace");

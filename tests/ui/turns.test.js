@@ -28,7 +28,10 @@ function scripts(ws) {
     model: 'scripted-first-chat',
     steps: [
       { text: 'Declaring my intent.', toolCalls: [{ name: 'select_active_intent', arguments: { intent_id: 'INT-001' } }] },
-      { toolCalls: [{ name: 'create_file', arguments: { filePath: at('src/auth/first.js'), content: '// first\n' } }], expect: { lastMessageIncludes: '<intent_context>' } },
+      {
+        toolCalls: [{ name: 'create_file', arguments: { filePath: at('src/auth/first.js'), content: '// first\n' } }],
+        expect: { lastMessageIncludes: '<intent_context>' },
+      },
       { text: FIRST_DONE },
       // The next turn: a write under INT-001, which the second chat holds by now.
       { toolCalls: [{ name: 'create_file', arguments: { filePath: at('src/auth/again.js'), content: '// again\n' } }] },
@@ -40,7 +43,10 @@ function scripts(ws) {
     steps: [
       { text: 'Declaring my intent.', toolCalls: [{ name: 'select_active_intent', arguments: { intent_id: 'INT-001' } }] },
       // The tool answered the intent's context: the hook gave this chat INT-001 (a refusal would not).
-      { toolCalls: [{ name: 'create_file', arguments: { filePath: at('src/auth/second.js'), content: '// second\n' } }], expect: { lastMessageIncludes: '<intent_context>' } },
+      {
+        toolCalls: [{ name: 'create_file', arguments: { filePath: at('src/auth/second.js'), content: '// second\n' } }],
+        expect: { lastMessageIncludes: '<intent_context>' },
+      },
       { text: SECOND_DONE },
     ],
   };
@@ -82,7 +88,10 @@ async function pickModel(chat, name) {
   await part.locator('.monaco-editor').first().waitFor({ timeout: 60000 });
   const picked = part.getByText(`Scripted: ${name}`);
   for (let attempt = 0; attempt < 10 && !(await picked.first().isVisible()); attempt++) {
-    await part.getByText(/Chokepoint demo \(scripted\)|Scripted:|Auto|GPT|Claude/).first().click({ timeout: 60000 });
+    await part
+      .getByText(/Chokepoint demo \(scripted\)|Scripted:|Auto|GPT|Claude/)
+      .first()
+      .click({ timeout: 60000 });
     await page.getByPlaceholder('Search models').fill(name);
     const item = page.locator('.quick-input-widget, .monaco-list').getByText(`Scripted: ${name}`).first();
     if (await item.isVisible({ timeout: 3000 }).catch(() => false)) await item.click();
@@ -112,10 +121,14 @@ async function ledgerUntil(check, what) {
 
 const vscodeRecords = (records) => records.filter((r) => r.agent === 'vscode');
 
-test('a second chat takes the intent as soon as the first chat\'s turn ended; the first is told it lost it', async () => {
+test("a second chat takes the intent as soon as the first chat's turn ended; the first is told it lost it", async () => {
   const shown = async (e) => {
-    e.message += `\n--- the view's chat shows:\n${await viewChat().innerText().catch((err) => String(err))}`;
-    e.message += `\n--- the editor's chat shows:\n${await editorChat().innerText().catch((err) => String(err))}`;
+    e.message += `\n--- the view's chat shows:\n${await viewChat()
+      .innerText()
+      .catch((err) => String(err))}`;
+    e.message += `\n--- the editor's chat shows:\n${await editorChat()
+      .innerText()
+      .catch((err) => String(err))}`;
     throw e;
   };
   try {
@@ -148,7 +161,10 @@ async function twoChats() {
   for (let i = 0; i < 50 && !/idle/.test((await lease.textContent()) ?? ''); i++) await page.waitForTimeout(200);
   assert.match(await lease.textContent(), /^INT-001 idle, free to take · \d+ actions? · 0 denied$/);
   // Under it, the lease says since when.
-  await tree.locator('.monaco-list-row').filter({ hasText: /^INT-001 idle since \d{1,2}:\d\d(:\d\d)?( [AP]M)?, free to take/ }).waitFor({ timeout: 10000 });
+  await tree
+    .locator('.monaco-list-row')
+    .filter({ hasText: /^INT-001 idle since \d{1,2}:\d\d(:\d\d)?( [AP]M)?, free to take/ })
+    .waitFor({ timeout: 10000 });
 
   // The second chat, in an editor: it selects INT-001 at once (its script checks the intent's
   // context came back) and writes under it.
@@ -172,7 +188,9 @@ async function twoChats() {
   await send(viewChat(), 'Go on: add the retry counter.');
   await viewChat().getByText(FIRST_TOLD).waitFor({ timeout: 90000 });
   assert.ok(!fs.existsSync(path.join(ws, 'src/auth/again.js')), 'the write under the lost intent did not run');
-  const denied = (await ledgerUntil((rs) => rs.some((r) => r.session === firstSession && r.tool === 'create_file' && r.decision?.decision === 'deny'), 'the refusal'))
+  const denied = (
+    await ledgerUntil((rs) => rs.some((r) => r.session === firstSession && r.tool === 'create_file' && r.decision?.decision === 'deny'), 'the refusal')
+  )
     .filter((r) => r.session === firstSession && r.tool === 'create_file' && r.decision?.decision === 'deny')
     .pop();
   assert.match(denied.decision.reason, /lost its lock on intent `INT-001`/);

@@ -73,7 +73,8 @@ after(async () => {
 // What the window showed at the end of each test, for a failure's reader (CHOKEPOINT_UI_STEPS=dir).
 let shot = 0;
 afterEach(async () => {
-  if (process.env.CHOKEPOINT_UI_STEPS && page) await page.screenshot({ path: path.join(process.env.CHOKEPOINT_UI_STEPS, `walkthrough-${++shot}.png`) }).catch(() => {});
+  if (process.env.CHOKEPOINT_UI_STEPS && page)
+    await page.screenshot({ path: path.join(process.env.CHOKEPOINT_UI_STEPS, `walkthrough-${++shot}.png`) }).catch(() => {});
 });
 
 test('in a folder not governed yet, opening the view activates the extension and opens the walkthrough once', async () => {
@@ -117,7 +118,9 @@ test('the empty sidebar says what to do next in every section, with buttons', as
     // click on another step.
     await step('govern').click();
     await page.waitForTimeout(6000);
-    await sidebar().locator('body').evaluate(() => window.scrollTo(0, 0));
+    await sidebar()
+      .locator('body')
+      .evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: path.join(shots, 'walkthrough.png') });
     await page.locator('.part.sidebar').screenshot({ path: path.join(shots, 'sidebar-welcome.png') });
     await page.setViewportSize({ width: 1400, height: 900 });
@@ -136,7 +139,10 @@ test("the walkthrough's Govern This Folder writes .orchestration/, and the step 
   // The Sessions and Trace views appear, empty, saying what lands there and what to do first.
   const sessions = await vsc.sessionsView();
   await sessions.getByText(/^No session yet\./).waitFor({ timeout: 15000 });
-  assert.deepStrictEqual(await sessions.locator('.welcome-view-content').getByRole('button').allTextContents(), ["Connect VS Code's Agent", 'Set Up Another Agent\u2026']);
+  assert.deepStrictEqual(await sessions.locator('.welcome-view-content').getByRole('button').allTextContents(), [
+    "Connect VS Code's Agent",
+    'Set Up Another Agent\u2026',
+  ]);
   const trace = await vsc.traceView();
   await trace.getByText(/No records yet/).waitFor({ timeout: 15000 });
   await trace.getByRole('button', { name: 'Run the Demo Task' }).waitFor();
@@ -180,7 +186,11 @@ test('Run the Demo Task makes a first governed change: the step is done and the 
   await done('change');
   await vsc.openSidebar();
   const trace = await vsc.traceView();
-  await trace.locator('.monaco-list-row').filter({ hasText: /records?, newest first/ }).first().waitFor({ timeout: 60000 });
+  await trace
+    .locator('.monaco-list-row')
+    .filter({ hasText: /records?, newest first/ })
+    .first()
+    .waitFor({ timeout: 60000 });
   assert.strictEqual(await trace.getByText(/No records yet/).count(), 0);
   await command('Chokepoint: Stop Agent Task');
   await command('Chokepoint: Get Started');
@@ -196,7 +206,11 @@ test('"Chokepoint: Get Started" opens the walkthrough; the first activation in a
   // Once per profile: a governed folder, where the extension activates at once, opened in this window.
   const other = makeSampleWorkspace(path.join(path.dirname(workspace), 'second'));
   await page.goto(vsc.url(other));
-  await page.locator('.statusbar').getByText(/Chokepoint/).first().waitFor({ timeout: 90000 });
+  await page
+    .locator('.statusbar')
+    .getByText(/Chokepoint/)
+    .first()
+    .waitFor({ timeout: 90000 });
   await page.waitForTimeout(5000);
   assert.strictEqual(await walkthrough().count(), 0, 'the walkthrough opened again on a later activation');
 });

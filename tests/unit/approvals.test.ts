@@ -76,7 +76,11 @@ test('caller: a caller that asked for review gets the Pending and decides it; it
   assert.equal(seen?.route, 'caller');
   assert.deepEqual(seen?.actions, ['approve', 'reject', 'modify']);
   assert.deepEqual([answer.next, answer.by, answer.reason], ['refuse', 'caller', 'the caller wants a smaller write']);
-  assert.deepEqual(seen?.subject, { tool: 'write_to_file', input: { path: 'src/auth/login.js', content: 'x' }, paths: ['src/auth/login.js'], reason: 'writes are reviewed' }, 'the core built the subject');
+  assert.deepEqual(
+    seen?.subject,
+    { tool: 'write_to_file', input: { path: 'src/auth/login.js', content: 'x' }, paths: ['src/auth/login.js'], reason: 'writes are reviewed' },
+    'the core built the subject',
+  );
   assert.equal(seen?.triggered_by, 'review-writes');
   assert.equal(arrived.length, 0, 'the human never saw it');
 });
@@ -88,7 +92,12 @@ test('handler: the registered handler decides its kind, and work it does for the
   broker.registerHandler('tool_call', 'size-policy', async (p, context) => {
     route = p.route;
     // A Pending opened by the handler's own work for the same session does not come back here.
-    inner = await broker.ask({ ...askWrite(), tool: 'scope_expansion_request', input: { intent_id: 'INT-001', paths: ['docs/**'], justification: 'notes' }, paths: undefined });
+    inner = await broker.ask({
+      ...askWrite(),
+      tool: 'scope_expansion_request',
+      input: { intent_id: 'INT-001', paths: ['docs/**'], justification: 'notes' },
+      paths: undefined,
+    });
     context.decide({ action: 'modify', input: { path: 'src/auth/login.js', content: 'y' }, note: 'smaller' });
   });
   const answer = await broker.ask(askWrite());
@@ -137,12 +146,16 @@ test('timeout: a Pending nobody answers is rejected after approvals.timeout_seco
   assert.equal(answer.next, 'refuse');
   assert.match(answer.reason ?? '', /no decision within 1 s/);
   assert.ok(took >= 900 && took < 5000, `timed out after ${took} ms`);
-  assert.ok(warnings.some((w) => /forgetful/.test(w)), `the unresolved handler is named: ${JSON.stringify(warnings)}`);
+  assert.ok(
+    warnings.some((w) => /forgetful/.test(w)),
+    `the unresolved handler is named: ${JSON.stringify(warnings)}`,
+  );
 });
 
 // ---- the reviewer ----------------------------------------------------------------------------
 
-const reviewerConfig = (escalate: string) => `hooks: {}\napprovals:\n  default: reviewer\n  timeout_seconds: 20\n  reviewer:\n    model: scripted:reviewer\n    escalate_on: [${escalate}]\n`;
+const reviewerConfig = (escalate: string) =>
+  `hooks: {}\napprovals:\n  default: reviewer\n  timeout_seconds: 20\n  reviewer:\n    model: scripted:reviewer\n    escalate_on: [${escalate}]\n`;
 
 test('reviewer: the configured model answers through the Pending\u2019s tools; its reasoning is the decision\u2019s note', async () => {
   const script: Script = {
@@ -155,8 +168,15 @@ test('reviewer: the configured model answers through the Pending\u2019s tools; i
   assert.equal(answer.by, 'reviewer');
   assert.equal(answer.note, 'The write stays inside the intent\u2019s scope and is small.');
   assert.equal(arrived.length, 0, 'decided without the human');
-  const request = providers.at(-1)!.server.requests[0] as unknown as { tools: Array<{ function: { name: string; parameters: { type: string } } }>; messages: Array<{ content: string }> };
-  assert.deepEqual(request.tools.map((t) => t.function.name), ['approve', 'reject', 'modify'], 'offered exactly the kind\u2019s actions');
+  const request = providers.at(-1)!.server.requests[0] as unknown as {
+    tools: Array<{ function: { name: string; parameters: { type: string } } }>;
+    messages: Array<{ content: string }>;
+  };
+  assert.deepEqual(
+    request.tools.map((t) => t.function.name),
+    ['approve', 'reject', 'modify'],
+    'offered exactly the kind\u2019s actions',
+  );
   assert.ok(request.tools.every((t) => t.function.parameters.type === 'object'));
   assert.match(request.messages[1].content, /write_to_file/, 'the reviewer read what is pending');
 });
@@ -166,7 +186,11 @@ test('escalation: a reviewer that would reject hands the Pending to the human wi
     model: 'reviewer-model',
     steps: [{ text: 'This rewrites the whole login module.', toolCalls: [{ name: 'reject', arguments: { reason: 'too broad' } }] }],
   };
-  const { broker, arrived } = setup(reviewerConfig('reject'), (p, b) => b.decide(p.id, { action: 'reject', reason: 'agreed with the reviewer: split it' }, 'human'), { 'scripted:reviewer': script });
+  const { broker, arrived } = setup(
+    reviewerConfig('reject'),
+    (p, b) => b.decide(p.id, { action: 'reject', reason: 'agreed with the reviewer: split it' }, 'human'),
+    { 'scripted:reviewer': script },
+  );
   const answer = await broker.ask(askWrite());
   assert.equal(arrived.length, 1, 'escalated to the human');
   assert.equal(arrived[0].route, 'human');
@@ -247,7 +271,9 @@ test('a modified input the chain refuses does not run', async () => {
 });
 
 test('a scope expansion edited then approved grants the edited paths, not the asked ones', async () => {
-  const expand = { toolCalls: [{ name: 'scope_expansion_request', arguments: { intent_id: 'INT-001', paths: ['src/**'], justification: 'billing uses the login' } }] };
+  const expand = {
+    toolCalls: [{ name: 'scope_expansion_request', arguments: { intent_id: 'INT-001', paths: ['src/**'], justification: 'billing uses the login' } }],
+  };
   const write = { toolCalls: [{ name: 'write_to_file', arguments: { path: 'src/billing/invoice.js', content: 'module.exports = {};\n' } }] };
   const r = await runTask('hooks: {}\n', [select, expand, write, complete], (p, b) => {
     assert.equal(p.kind, 'scope_expansion');
@@ -261,13 +287,20 @@ test('a scope expansion edited then approved grants the edited paths, not the as
 
 test('a completion the checks still refuse after the rounds is a submit Pending: override accepts it, reject ends the task', async () => {
   const refuse = 'hooks:\n  BeforeSubmit:\n    - name: never-done\n      deny: { reason: "the reviewers are away" }\n';
-  const overridden = await runTask(refuse, [complete, complete], (p, b) => {
-    assert.equal(p.kind, 'submit');
-    assert.deepEqual(p.actions, ['retry', 'reject', 'override']);
-    b.decide(p.id, { action: 'override', reason: 'I reviewed it myself' }, 'human');
-  }, { maxSubmitRetries: 1 });
+  const overridden = await runTask(
+    refuse,
+    [complete, complete],
+    (p, b) => {
+      assert.equal(p.kind, 'submit');
+      assert.deepEqual(p.actions, ['retry', 'reject', 'override']);
+      b.decide(p.id, { action: 'override', reason: 'I reviewed it myself' }, 'human');
+    },
+    { maxSubmitRetries: 1 },
+  );
   assert.equal(overridden.ended.status, 'success');
-  const rejected = await runTask(refuse, [complete, complete], (p, b) => b.decide(p.id, { action: 'reject', reason: 'not good enough' }, 'human'), { maxSubmitRetries: 1 });
+  const rejected = await runTask(refuse, [complete, complete], (p, b) => b.decide(p.id, { action: 'reject', reason: 'not good enough' }, 'human'), {
+    maxSubmitRetries: 1,
+  });
   assert.equal(rejected.ended.status, 'rejected');
   assert.match(rejected.ended.summary ?? '', /rejected by human: not good enough/);
 });
@@ -275,10 +308,15 @@ test('a completion the checks still refuse after the rounds is a submit Pending:
 test('a submit retry gives one more round, with the guidance in the tool result', async () => {
   const refuse = 'hooks:\n  BeforeSubmit:\n    - name: never-done\n      deny: { reason: "the reviewers are away" }\n';
   let asked = 0;
-  const r = await runTask(refuse, [complete, complete, complete], (p, b) => {
-    asked++;
-    b.decide(p.id, asked === 1 ? { action: 'retry', guidance: 'add a test first' } : { action: 'reject', reason: 'still no test' }, 'human');
-  }, { maxSubmitRetries: 1 });
+  const r = await runTask(
+    refuse,
+    [complete, complete, complete],
+    (p, b) => {
+      asked++;
+      b.decide(p.id, asked === 1 ? { action: 'retry', guidance: 'add a test first' } : { action: 'reject', reason: 'still no test' }, 'human');
+    },
+    { maxSubmitRetries: 1 },
+  );
   assert.equal(asked, 2, 'asked again after the extra round');
   assert.match(r.toolResults(2)[1], /another round: add a test first/);
   assert.equal(r.ended.status, 'rejected');

@@ -18,8 +18,13 @@ test('every section is open until folded, and a folded one is remembered', () =>
   assert.equal(isExpanded(withExpanded(again, 'engine', true, 2_000), 'engine'), true);
 });
 
-test("the shape before sections folded keeps its draft; an unknown one, or a section the page does not have, is dropped", () => {
-  assert.deepEqual(readPersisted({ v: 1, draft: 'Lock accounts', lastReload: 'Reloaded at 10:00' }), { v: 2, draft: 'Lock accounts', lastReload: 'Reloaded at 10:00', collapsed: {} });
+test('the shape before sections folded keeps its draft; an unknown one, or a section the page does not have, is dropped', () => {
+  assert.deepEqual(readPersisted({ v: 1, draft: 'Lock accounts', lastReload: 'Reloaded at 10:00' }), {
+    v: 2,
+    draft: 'Lock accounts',
+    lastReload: 'Reloaded at 10:00',
+    collapsed: {},
+  });
   assert.deepEqual(readPersisted({ v: 7, draft: 'x' }), { v: 2, collapsed: {} });
   assert.deepEqual(readPersisted({ v: 2, collapsed: { sessions: 5, task: 'yes', engine: 9 } }).collapsed, { engine: 9 });
   assert.deepEqual(readPersisted('garbage'), { v: 2, collapsed: {} });

@@ -130,7 +130,9 @@ test('our message shape reaches the server in the wire shape', async () => {
       { role: 'tool', tool_call_id: 'call_1', name: 'read_file', content: 'error: a.ts does not exist' },
       { role: 'assistant', content: 'It does not exist.' },
     ]);
-    assert.deepEqual(sent.tools, [{ type: 'function', function: { name: READ_FILE.name, description: READ_FILE.description, parameters: READ_FILE.parameters } }]);
+    assert.deepEqual(sent.tools, [
+      { type: 'function', function: { name: READ_FILE.name, description: READ_FILE.description, parameters: READ_FILE.parameters } },
+    ]);
   });
 });
 
@@ -168,18 +170,27 @@ test('a malformed chunk is a protocol error naming the line', async () => {
     const { error, chunks } = await failure(provider.chat(ask('hi')));
     assert.equal(error.kind, 'protocol');
     assert.match(error.message, new RegExp(`^POST ${server.baseUrl}/chat/completions: line \\d+ of the stream is not JSON: \\{"choices"`));
-    assert.equal(chunks.some((c) => c.type === 'done'), false);
+    assert.equal(
+      chunks.some((c) => c.type === 'done'),
+      false,
+    );
   });
 });
 
 test('a connection dropped in the middle of a tool call is a network error and yields no tool call', async () => {
-  const script: Script = { model: 'demo', steps: [{ text: 'Writing.', toolCalls: [{ name: 'write_file', arguments: { path: 'a.ts', content: 'x'.repeat(60) } }], fault: 'drop' }] };
+  const script: Script = {
+    model: 'demo',
+    steps: [{ text: 'Writing.', toolCalls: [{ name: 'write_file', arguments: { path: 'a.ts', content: 'x'.repeat(60) } }], fault: 'drop' }],
+  };
   await withServer(script, async (server, provider) => {
     const { error, chunks } = await failure(provider.chat(ask('write')));
     assert.equal(error.kind, 'network');
     assert.ok(error.message.startsWith(`POST ${server.baseUrl}/chat/completions: `), error.message);
     assert.deepEqual(calls(chunks), [], 'a partial tool call was yielded');
-    assert.equal(chunks.some((c) => c.type === 'done'), false);
+    assert.equal(
+      chunks.some((c) => c.type === 'done'),
+      false,
+    );
     assert.match(error.message, /in the middle of the answer.*; the tool call that was arriving was dropped, not run$/);
   });
 });
@@ -189,7 +200,9 @@ test('a stream that ends cleanly but early, inside a tool call, is a network err
     (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: {"choices":[{"index":0,"delta":{"content":"Writing."}}]}\n\n');
-      res.write('data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"write_file","arguments":"{\\"path\\": "}}]}}]}\n\n');
+      res.write(
+        'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"write_file","arguments":"{\\"path\\": "}}]}}]}\n\n',
+      );
       res.end();
     },
     async (baseUrl) => {
@@ -234,20 +247,23 @@ test('aborting before the answer starts is kind aborted, and quick', async () =>
 });
 
 test('aborting in the middle of the stream is kind aborted and stops the chunks', async () => {
-  await withServer({ model: 'demo', steps: [{ text: 'one two three four five six seven eight', toolCalls: [{ name: 'read_file', arguments: { path: 'a' } }] }] }, async (_server, provider) => {
-    const controller = new AbortController();
-    const chunks: ChatChunk[] = [];
-    await assert.rejects(
-      (async () => {
-        for await (const c of provider.chat(request([{ role: 'user', content: 'hi' }], { signal: controller.signal }))) {
-          chunks.push(c);
-          controller.abort();
-        }
-      })(),
-      (e) => e instanceof ModelError && e.kind === 'aborted',
-    );
-    assert.equal(chunks.length, 1);
-  });
+  await withServer(
+    { model: 'demo', steps: [{ text: 'one two three four five six seven eight', toolCalls: [{ name: 'read_file', arguments: { path: 'a' } }] }] },
+    async (_server, provider) => {
+      const controller = new AbortController();
+      const chunks: ChatChunk[] = [];
+      await assert.rejects(
+        (async () => {
+          for await (const c of provider.chat(request([{ role: 'user', content: 'hi' }], { signal: controller.signal }))) {
+            chunks.push(c);
+            controller.abort();
+          }
+        })(),
+        (e) => e instanceof ModelError && e.kind === 'aborted',
+      );
+      assert.equal(chunks.length, 1);
+    },
+  );
 });
 
 test('aborting while the consumer is busy, after the whole body arrived, still ends the chat', { timeout: 10_000 }, async () => {
@@ -329,7 +345,10 @@ test('an unmet expect answers 400 saying which step expected what', async () => 
   await withServer({ model: 'demo', steps: [{ text: 'ok', expect: { lastMessageIncludes: 'permission denied' } }] }, async (_server, provider) => {
     const { error } = await failure(provider.chat(ask('hello there')));
     assert.equal(error.kind, 'http');
-    assert.match(error.message, / answered 400 Bad Request: step 1 expected the last message to include "permission denied", but the last message \(user\) was "hello there"$/);
+    assert.match(
+      error.message,
+      / answered 400 Bad Request: step 1 expected the last message to include "permission denied", but the last message \(user\) was "hello there"$/,
+    );
   });
   await withServer({ model: 'demo', steps: [{ text: 'ok', expect: { anyMessageIncludes: 'nowhere' } }] }, async (_server, provider) => {
     const { error } = await failure(provider.chat(ask('hello')));
@@ -366,7 +385,16 @@ test('a server that ignores stream: true and answers JSON is still understood', 
   await withRawServer(
     (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: 'hello', tool_calls: [{ id: 'x', type: 'function', function: { name: 'f', arguments: '' } }] }, finish_reason: 'tool_calls' }] }));
+      res.end(
+        JSON.stringify({
+          choices: [
+            {
+              message: { role: 'assistant', content: 'hello', tool_calls: [{ id: 'x', type: 'function', function: { name: 'f', arguments: '' } }] },
+              finish_reason: 'tool_calls',
+            },
+          ],
+        }),
+      );
     },
     async (baseUrl) => {
       const chunks = await collect(new OpenAiProvider({ baseUrl, model: 'm' }).chat(ask('hi')));
@@ -439,7 +467,10 @@ test('parseScript accepts a good script and names the step of a bad one', () => 
       return true;
     },
   );
-  assert.throws(() => parseScript({ model: 'demo', steps: [{ text: 'a' }, { text: 'b' }, { toolcalls: [] }] }, 's.json'), /step 3 \(steps\[2\]\): unrecognized key: "toolcalls"/);
+  assert.throws(
+    () => parseScript({ model: 'demo', steps: [{ text: 'a' }, { text: 'b' }, { toolcalls: [] }] }, 's.json'),
+    /step 3 \(steps\[2\]\): unrecognized key: "toolcalls"/,
+  );
   assert.throws(() => parseScript({ model: 'demo', steps: [{ delayMs: 10 }] }, 's.json'), /step 1 \(steps\[0\]\): a step needs text, toolCalls or a fault/);
   assert.throws(() => parseScript('{"model":', 's.json'), /^ScriptError: s\.json: not JSON: /);
 });

@@ -49,9 +49,13 @@ function referencesOf(file: string): Reference[] {
   const visit = (node: TS.Node): void => {
     if (ts.isImportDeclaration(node)) add(node, node.moduleSpecifier, node.importClause?.isTypeOnly ?? false);
     else if (ts.isExportDeclaration(node) && node.moduleSpecifier) add(node, node.moduleSpecifier, node.isTypeOnly);
-    else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) add(node, node.moduleReference.expression, node.isTypeOnly);
+    else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference))
+      add(node, node.moduleReference.expression, node.isTypeOnly);
     else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) add(node, node.argument.literal as TS.Expression, true);
-    else if (ts.isCallExpression(node) && (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))) {
+    else if (
+      ts.isCallExpression(node) &&
+      (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))
+    ) {
       add(node, node.arguments[0], false, true);
     }
     ts.forEachChild(node, visit);
@@ -87,7 +91,9 @@ function violations(): string[] {
         found.push(`${at}: imports 'vscode' (${room}/ knows nothing of VS Code, it runs under plain Node)`);
       }
       if (room !== 'engine' && !ref.typeOnly && isBinding(ref)) {
-        found.push(`${at}: loads the native binding ('${ref.specifier}') outside engine/ (only engine/ loads it; elsewhere \`import type\` from native/node/index)`);
+        found.push(
+          `${at}: loads the native binding ('${ref.specifier}') outside engine/ (only engine/ loads it; elsewhere \`import type\` from native/node/index)`,
+        );
       }
       if (room !== 'engine' && ref.call && ref.specifier === undefined) {
         found.push(`${at}: a computed require/import outside engine/ (it could load the binding: only engine/ loads it)`);
@@ -97,7 +103,10 @@ function violations(): string[] {
         const from = ROOMS.indexOf(room);
         const to = ROOMS.indexOf(roomOf(into + '.ts'));
         if (from < 0) found.push(`${at}: ${room} is in no room of ROOMS (add it where it belongs, and to ARCHITECTURE.md)`);
-        else if (to > from) found.push(`${at}: ${room}/ imports '${ref.specifier}' from ${ROOMS[to]}, a room above it (${ROOMS.slice(from + 1).join(', ')} may use ${room}/, never the other way${ref.typeOnly ? '; a type is a dependency too' : ''})`);
+        else if (to > from)
+          found.push(
+            `${at}: ${room}/ imports '${ref.specifier}' from ${ROOMS[to]}, a room above it (${ROOMS.slice(from + 1).join(', ')} may use ${room}/, never the other way${ref.typeOnly ? '; a type is a dependency too' : ''})`,
+          );
       }
     }
   }
@@ -143,18 +152,37 @@ function importGraph(): Map<string, string[]> {
 }
 
 test('no two files of extension/src import each other, directly or round a circle (types included)', () => {
-  assert.deepEqual(circles(importGraph()).map((c) => c.join(' → ')), []);
+  assert.deepEqual(
+    circles(importGraph()).map((c) => c.join(' → ')),
+    [],
+  );
 });
 
 test('the circle check sees a circle, and the rooms check an import upwards, however it is written', () => {
-  assert.deepEqual(circles(new Map([['a.ts', ['b.ts']], ['b.ts', ['c.ts']], ['c.ts', ['a.ts']], ['d.ts', ['a.ts']]])), [['a.ts', 'b.ts', 'c.ts', 'a.ts']]);
+  assert.deepEqual(
+    circles(
+      new Map([
+        ['a.ts', ['b.ts']],
+        ['b.ts', ['c.ts']],
+        ['c.ts', ['a.ts']],
+        ['d.ts', ['a.ts']],
+      ]),
+    ),
+    [['a.ts', 'b.ts', 'c.ts', 'a.ts']],
+  );
   // The order is what the rule reads: host/ comes after engine/, ui/ after agent/.
   assert.ok(ROOMS.indexOf('host') > ROOMS.indexOf('engine') && ROOMS.indexOf('ui') > ROOMS.indexOf('agent'));
 });
 
 test('the rooms check sees what it forbids (engine/native.ts requires the binding, agent/ imports vscode)', () => {
   const native = referencesOf(path.join(SRC, 'engine/native.ts'));
-  assert.ok(native.some((r) => r.call && r.specifier === undefined), 'engine/native.ts requires the addon by a computed path');
-  assert.ok(native.some((r) => r.typeOnly && isBinding(r)), 'engine/native.ts imports the binding as types');
+  assert.ok(
+    native.some((r) => r.call && r.specifier === undefined),
+    'engine/native.ts requires the addon by a computed path',
+  );
+  assert.ok(
+    native.some((r) => r.typeOnly && isBinding(r)),
+    'engine/native.ts imports the binding as types',
+  );
   assert.ok(referencesOf(path.join(SRC, 'agent/vscodeLm.ts')).some((r) => r.specifier === 'vscode' && !r.typeOnly));
 });

@@ -40,7 +40,10 @@ test('a bad argument is a tool error the model can correct, and the chain never 
     model: 'm',
     steps: [
       { toolCalls: [{ name: 'read_file', arguments: '{"path": 3}' }] },
-      { toolCalls: [{ name: 'read_file', arguments: { path: 'src/auth/login.js' } }], expect: { lastMessageIncludes: 'invalid arguments for read_file: path' } },
+      {
+        toolCalls: [{ name: 'read_file', arguments: { path: 'src/auth/login.js' } }],
+        expect: { lastMessageIncludes: 'invalid arguments for read_file: path' },
+      },
       { ...complete, expect: { lastMessageIncludes: '3 | function login' } },
     ],
   });
@@ -50,14 +53,22 @@ test('a bad argument is a tool error the model can correct, and the chain never 
 });
 
 test('a model that never completes ends as max_turns', async () => {
-  const r = await run('hooks: {}\n', { model: 'm', steps: [{ text: 'thinking' }, { text: 'still thinking', expect: { lastMessageIncludes: 'No tool was called' } }, { text: 'never' }] }, { maxTurns: 2 });
+  const r = await run(
+    'hooks: {}\n',
+    { model: 'm', steps: [{ text: 'thinking' }, { text: 'still thinking', expect: { lastMessageIncludes: 'No tool was called' } }, { text: 'never' }] },
+    { maxTurns: 2 },
+  );
   assert.equal(r.ended[0].status, 'max_turns');
   assert.equal(r.requests.length, 2);
 });
 
 test('a completion refused by BeforeSubmit gets a bounded number of retries, then the task is rejected', async () => {
   const hooks = 'hooks:\n  BeforeSubmit:\n    - name: never-done\n      deny: { reason: "the reviewers are away" }\n';
-  const r = await run(hooks, { model: 'm', steps: [complete, { ...complete, expect: { lastMessageIncludes: 'the reviewers are away' } }, complete] }, { maxSubmitRetries: 2 });
+  const r = await run(
+    hooks,
+    { model: 'm', steps: [complete, { ...complete, expect: { lastMessageIncludes: 'the reviewers are away' } }, complete] },
+    { maxSubmitRetries: 2 },
+  );
   assert.equal(r.ended[0].status, 'rejected');
   assert.match(r.ended[0].summary ?? '', /refused 3 times/);
   assert.equal(r.lifecycle.filter((e) => e === 'BeforeSubmit').length, 3);
@@ -74,9 +85,15 @@ test('a TurnStart hook that denies stops the task before inference', async () =>
 });
 
 test('a malformed model response fires Error and ends the task as error, with nothing half-written', async () => {
-  const r = await run('hooks: {}\n', { model: 'm', steps: [select, { fault: 'drop', toolCalls: [{ name: 'write_to_file', arguments: { path: 'src/auth/half.js', content: 'x' } }] }] });
+  const r = await run('hooks: {}\n', {
+    model: 'm',
+    steps: [select, { fault: 'drop', toolCalls: [{ name: 'write_to_file', arguments: { path: 'src/auth/half.js', content: 'x' } }] }],
+  });
   assert.equal(r.ended[0].status, 'error');
-  assert.ok(r.events.some((e) => e.type === 'error'), 'the transcript says what failed');
+  assert.ok(
+    r.events.some((e) => e.type === 'error'),
+    'the transcript says what failed',
+  );
   assert.ok(r.lifecycle.includes('Error'));
   assert.equal(fs.existsSync(path.join(r.root, 'src/auth/half.js')), false);
 });
@@ -86,16 +103,27 @@ test('the intent a call selected is in every later prompt of the session, from t
   assert.equal(r.ended[0].status, 'success');
   const system = r.requests.map((q) => q.messages.find((m) => m.role === 'system')?.content ?? '');
   assert.equal(system[0].includes('<intent_context>'), false, 'not before it was selected');
-  assert.ok(system.slice(1).every((s) => s.includes('<intent_context>') && s.includes('INT-001')), 'the selected intent is in each later prompt');
+  assert.ok(
+    system.slice(1).every((s) => s.includes('<intent_context>') && s.includes('INT-001')),
+    'the selected intent is in each later prompt',
+  );
 });
 
 test('a plan queues its tasks after the current one; PlanComplete fires when they are all done', async () => {
   const plan = { toolCalls: [{ name: 'submit_plan', arguments: { title: 'two steps', tasks: [{ prompt: 'step one' }, { prompt: 'step two' }] } }] };
   const r = await run('hooks: {}\n', {
     model: 'm',
-    steps: [plan, { ...complete, expect: { lastMessageIncludes: 'plan accepted: 2 tasks queued' } }, { ...complete, expect: { anyMessageIncludes: 'step one' } }, { ...complete, expect: { anyMessageIncludes: 'step two' } }],
+    steps: [
+      plan,
+      { ...complete, expect: { lastMessageIncludes: 'plan accepted: 2 tasks queued' } },
+      { ...complete, expect: { anyMessageIncludes: 'step one' } },
+      { ...complete, expect: { anyMessageIncludes: 'step two' } },
+    ],
   });
-  assert.deepEqual(r.ended.map((e) => e.status), ['success', 'success', 'success']);
+  assert.deepEqual(
+    r.ended.map((e) => e.status),
+    ['success', 'success', 'success'],
+  );
   assert.equal(r.lifecycle.filter((e) => e === 'PlanSubmit').length, 1);
   assert.equal(r.lifecycle.filter((e) => e === 'PlanComplete').length, 1);
   assert.equal(r.lifecycle[r.lifecycle.length - 1], 'PlanComplete', 'after the plan\u2019s last task');
@@ -104,7 +132,10 @@ test('a plan queues its tasks after the current one; PlanComplete fires when the
 test('a write before the handshake is denied with the handshake as the remedy', async () => {
   const r = await run('hooks: {}\n', {
     model: 'm',
-    steps: [{ toolCalls: [{ name: 'write_to_file', arguments: { path: 'src/auth/a.js', content: 'x' } }] }, { ...complete, expect: { lastMessageIncludes: 'select_active_intent' } }],
+    steps: [
+      { toolCalls: [{ name: 'write_to_file', arguments: { path: 'src/auth/a.js', content: 'x' } }] },
+      { ...complete, expect: { lastMessageIncludes: 'select_active_intent' } },
+    ],
   });
   assert.equal(r.ended[0].status, 'success');
   const denial = JSON.parse(String(r.requests[1].messages.filter((m) => m.role === 'tool')[0].content));
@@ -142,7 +173,10 @@ test("a hook's rewrite of a call is held to the tool's schema: a valid one runs,
     engine.close();
   }
   const results = events.flatMap((e) => (e.type === 'toolResult' && e.tool === 'write_to_file' ? [e] : []));
-  assert.deepEqual(results.map((e) => e.ok), [true, false]);
+  assert.deepEqual(
+    results.map((e) => e.ok),
+    [true, false],
+  );
   assert.match(results[1].content, /a hook rewrote the call into an invalid one: invalid arguments for write_to_file: content/);
   assert.equal(fs.readFileSync(path.join(root, 'src/auth/a.js'), 'utf8'), 'kept\n', 'the valid rewrite ran');
   assert.equal(fs.existsSync(path.join(root, 'src/auth/b.js')), false, 'the invalid rewrite did not run');
@@ -159,7 +193,10 @@ test('TurnPrepare may rewrite the system prompt and the model of the inference; 
     const subject = event.input as { result: { output: string } };
     return { decision: 'modify', modified: { ...subject, result: { output: `${subject.result.output}\nlinter: 2 warnings`, is_error: false } } };
   });
-  const provider = await ScriptedProvider.start({ model: 'small-model', steps: [{ toolCalls: [{ name: 'read_file', arguments: { path: 'README.md' } }] }, { ...complete, expect: { lastMessageIncludes: 'linter: 2 warnings' } }] });
+  const provider = await ScriptedProvider.start({
+    model: 'small-model',
+    steps: [{ toolCalls: [{ name: 'read_file', arguments: { path: 'README.md' } }] }, { ...complete, expect: { lastMessageIncludes: 'linter: 2 warnings' } }],
+  });
   const runtime = new AgentRuntime({ root, engine, provider, ask: async () => refusal('no') });
   try {
     await runtime.run({ prompt: 'read' });
@@ -169,7 +206,10 @@ test('TurnPrepare may rewrite the system prompt and the model of the inference; 
     engine.close();
   }
   const requests = provider.server.requests as Array<{ model: string; messages: Array<{ role: string; content?: string }> }>;
-  assert.deepEqual(requests.map((r) => r.model), ['bigger-model', 'bigger-model']);
+  assert.deepEqual(
+    requests.map((r) => r.model),
+    ['bigger-model', 'bigger-model'],
+  );
   assert.ok(String(requests[1].messages[0].content).endsWith('STEERED 1'), 'the rewritten system prompt was sent');
   engine.flushTrace();
   const recorded = engine.traceRecent({}).filter((r) => r.event === 'PreToolUse');
@@ -207,7 +247,10 @@ test('a history over the model\u2019s budget is compacted through the core befor
   assert.equal((events.find((e) => e.type === 'taskEnded') as { status: string }).status, 'success');
   const compacted = events.filter((e) => e.type === 'compacted') as Extract<RuntimeEvent, { type: 'compacted' }>[];
   assert.ok(compacted.length >= 1);
-  assert.ok(compacted.every((c) => c.afterTokens <= 2048 && c.beforeTokens > 2048), JSON.stringify(compacted));
+  assert.ok(
+    compacted.every((c) => c.afterTokens <= 2048 && c.beforeTokens > 2048),
+    JSON.stringify(compacted),
+  );
   assert.ok(events.some((e) => e.type === 'lifecycle' && e.event === 'PreCompact' && e.decision === 'allow'));
   const requests = provider.server.requests as Array<{ messages: Array<{ role: string; content?: string }> }>;
   const third = requests[2].messages;
@@ -250,7 +293,10 @@ test('the shared brain is in every prompt, and a compaction never takes it away'
     assert.equal(r.messages[0].role, 'system');
     assert.ok(system.includes('<shared_brain file=".orchestration/CLAUDE.md">') && system.includes(note), `request ${i} holds the brain: ${system}`);
   }
-  assert.ok(requests[2].messages.some((m) => String(m.content).includes('<summary of 1 earlier turn>')), 'the third request was compacted');
+  assert.ok(
+    requests[2].messages.some((m) => String(m.content).includes('<summary of 1 earlier turn>')),
+    'the third request was compacted',
+  );
 });
 
 test('an inference failure fires Error; guidance a hook pipes for it drives one recovery turn', async () => {
@@ -258,7 +304,10 @@ test('an inference failure fires Error; guidance a hook pipes for it drives one 
   const r = await run(hooks, { model: 'm', steps: [{ fault: 'http500' }, { ...complete, expect: { lastMessageIncludes: 'answer in smaller steps' } }] });
   assert.equal(r.ended[0].status, 'success');
   assert.equal(r.lifecycle.filter((e) => e === 'Error').length, 1);
-  assert.ok(r.events.some((e) => e.type === 'error' && /500/.test(e.message)), 'the transcript shows the failure');
+  assert.ok(
+    r.events.some((e) => e.type === 'error' && /500/.test(e.message)),
+    'the transcript shows the failure',
+  );
 });
 
 test('AllTasksComplete may enqueue more work; the queue runs until a hook lets it empty', async () => {
@@ -280,6 +329,9 @@ test('AllTasksComplete may enqueue more work; the queue runs until a hook lets i
     await provider.close();
     engine.close();
   }
-  assert.deepEqual(events.flatMap((e) => (e.type === 'taskStarted' ? [e.prompt] : [])), ['first', 'now the follow-up']);
+  assert.deepEqual(
+    events.flatMap((e) => (e.type === 'taskStarted' ? [e.prompt] : [])),
+    ['first', 'now the follow-up'],
+  );
   assert.equal(asked, 2, 'asked again once the follow-up was done');
 });

@@ -52,7 +52,11 @@ async function runDemo(approve: boolean) {
 test('the demo task: handshake, allowed write, denied write, expansion asked, piped lint output, completion gated by the tests', async () => {
   const { root, engine, provider, asked, events } = await runDemo(false);
   const ended = events.find((e) => e.type === 'taskEnded');
-  assert.deepEqual(ended && ended.type === 'taskEnded' && ended.status, 'success', JSON.stringify(events.filter((e) => e.type === 'error' || e.type === 'taskEnded')));
+  assert.deepEqual(
+    ended && ended.type === 'taskEnded' && ended.status,
+    'success',
+    JSON.stringify(events.filter((e) => e.type === 'error' || e.type === 'taskEnded')),
+  );
 
   // The files: the lockout (fixed by the diff), its test; nothing outside the scope.
   assert.match(fs.readFileSync(path.join(root, DEMO_FILES.login), 'utf8'), /const MAX_FAILURES = 5;/);
@@ -69,10 +73,16 @@ test('the demo task: handshake, allowed write, denied write, expansion asked, pi
   assert.match(toolResults[3], /rejected by caller: billing is another team/, 'the rejection reason reaches the model');
   const refusedCompletion = JSON.parse(toolResults[5]);
   assert.match(refusedCompletion.error, /the completion was not accepted/);
-  assert.ok(requests[5].messages.some((m) => String(m.content).includes('<hook_output hook="lint">')), 'piped lint output reached a later turn');
+  assert.ok(
+    requests[5].messages.some((m) => String(m.content).includes('<hook_output hook="lint">')),
+    'piped lint output reached a later turn',
+  );
 
   // The ask was the scope expansion, routed to the approver.
-  assert.deepEqual(asked.map((a) => [a.event, a.tool]), [['PreToolUse', 'scope_expansion_request']]);
+  assert.deepEqual(
+    asked.map((a) => [a.event, a.tool]),
+    [['PreToolUse', 'scope_expansion_request']],
+  );
 
   // The hooks fired in order with their decisions.
   const lifecycle = events.filter((e) => e.type === 'lifecycle').map((e) => (e.type === 'lifecycle' ? e.event : ''));
@@ -91,14 +101,23 @@ test('the demo task: handshake, allowed write, denied write, expansion asked, pi
     ['attempt_completion', 'allow'],
   ]);
   const gate = events.find((e) => e.type === 'toolCall' && e.decision === 'deny');
-  assert.ok(gate && gate.type === 'toolCall' && gate.hooks.some((h) => h.hook === 'gatekeeper' && h.outcome === 'deny'), 'the transcript says which hook decided');
+  assert.ok(
+    gate && gate.type === 'toolCall' && gate.hooks.some((h) => h.hook === 'gatekeeper' && h.outcome === 'deny'),
+    'the transcript says which hook decided',
+  );
   assert.ok(gate && gate.type === 'toolCall' && (gate.durableMs ?? 0) > 0, 'the wait for the gate\u2019s record is reported apart from the hooks\u2019 time');
 
   // The trace: every tool call recorded with the intent and the model, the write with its ranges.
   const records = engine.traceRecent({ limit: 500 });
   const writes = records.filter((r) => r.tool === 'write_to_file' && r.event === 'PostToolUse');
-  assert.ok(writes.some((r) => r.files.some((f) => f.path === DEMO_FILES.login && f.ranges.length > 0)), 'the write is recorded with its ranges');
-  assert.ok(records.filter((r) => r.kind === 'tool_call').every((r) => r.model === 'scripted-demo'), 'the model id is recorded');
+  assert.ok(
+    writes.some((r) => r.files.some((f) => f.path === DEMO_FILES.login && f.ranges.length > 0)),
+    'the write is recorded with its ranges',
+  );
+  assert.ok(
+    records.filter((r) => r.kind === 'tool_call').every((r) => r.model === 'scripted-demo'),
+    'the model id is recorded',
+  );
   assert.ok(records.some((r) => r.event === 'PreToolUse' && r.decision === 'deny' && r.intent === 'INT-001'));
   assert.equal(engine.traceBlame(DEMO_FILES.test, 1).origin?.intent, 'INT-001');
 });
@@ -110,7 +129,12 @@ test('an approved scope expansion opens the path for the rest of the task', asyn
   assert.match(results[3], /approved by caller: src\/billing\/\*\* added to the scope of INT-001/);
   // The grant is the engine's, for this session's intent: selected again, the same write is allowed
   // for this session and not for another.
-  const write = (sessionId: string) => ({ event: 'PreToolUse' as const, tool: 'write_to_file', input: { path: DEMO_FILES.outOfScope, content: 'x' }, sessionId });
+  const write = (sessionId: string) => ({
+    event: 'PreToolUse' as const,
+    tool: 'write_to_file',
+    input: { path: DEMO_FILES.outOfScope, content: 'x' },
+    sessionId,
+  });
   await engine.evaluateAsync({ event: 'PreToolUse', tool: 'select_active_intent', input: { intent_id: 'INT-001' }, sessionId: runtime.sessionId });
   assert.equal((await engine.evaluateAsync(write(runtime.sessionId))).decision, 'allow');
   await engine.evaluateAsync({ event: 'TaskComplete', sessionId: runtime.sessionId });
@@ -127,7 +151,11 @@ test('Stop during a command kills its process group, undoes nothing inside the s
     model: 'scripted-cancel',
     steps: [
       { toolCalls: [{ name: 'select_active_intent', arguments: { intent_id: 'INT-001' } }] },
-      { toolCalls: [{ name: 'execute_command', arguments: { command: `echo started > src/auth/started.txt; sleep 30 # ${marker}\necho after > src/auth/after.txt` } }] },
+      {
+        toolCalls: [
+          { name: 'execute_command', arguments: { command: `echo started > src/auth/started.txt; sleep 30 # ${marker}\necho after > src/auth/after.txt` } },
+        ],
+      },
       { text: 'never reached' },
     ],
   });
@@ -155,7 +183,10 @@ test('Stop during a command kills its process group, undoes nothing inside the s
   assert.equal(ended && ended.type === 'taskEnded' && ended.status, 'cancelled');
   assert.ok(Date.now() - started < 15_000, 'stopped at once, not after the sleep');
   const { execFileSync } = await import('child_process');
-  const left = execFileSync('ps', ['-eo', 'args']).toString().split('\n').filter((l) => l.includes(marker) && !l.includes('ps -eo'));
+  const left = execFileSync('ps', ['-eo', 'args'])
+    .toString()
+    .split('\n')
+    .filter((l) => l.includes(marker) && !l.includes('ps -eo'));
   assert.deepEqual(left, [], 'nothing of the command is left running');
   assert.ok(!fs.existsSync(path.join(root, 'src/auth/after.txt')), 'the command did not go on after Stop');
   assert.equal(provider.server.requests.length, 2, 'no inference after Stop');

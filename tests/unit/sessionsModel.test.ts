@@ -24,7 +24,13 @@ const ID = 'claude:0f3a9c2e-1111-2222-3333-444455556666';
 function session(over: Partial<SessionView> = {}): SessionView {
   return { sessionId: ID, agentId: 'claude', label: 'Claude Code', subagents: [], leaseIdle: false, actions: [], records: 4, allowed: 2, denied: 1, ...over };
 }
-const lease = (over: Partial<NonNullable<SessionView['lease']>> = {}) => ({ intentId: 'INT-001', sessionId: ID, since: NOW - 60_000, expires: NOW + 300_000, ...over });
+const lease = (over: Partial<NonNullable<SessionView['lease']>> = {}) => ({
+  intentId: 'INT-001',
+  sessionId: ID,
+  since: NOW - 60_000,
+  expires: NOW + 300_000,
+  ...over,
+});
 
 test('the state follows the lease: held, idle (free to take), revoked, or none', () => {
   assert.equal(leaseState(session({ lease: lease() })), 'held');
@@ -42,9 +48,15 @@ test("a session's line: the agent, its short id, and where it works only when th
   // In a team, the lease's machine; alone, every lease is this machine's: not said.
   assert.equal(placeText(session({ worktree: 'web', branch: 'main', lease: lease({ machine: 'alpha' }) }), { worktree: 'web', team: true }), 'alpha');
   assert.equal(placeText(session({ worktree: 'web', branch: 'main', lease: lease({ machine: 'vm' }) }), { worktree: 'web' }), '');
-  assert.equal(placeText(session({ worktree: 'alpha', branch: 'main', lease: lease({ machine: 'alpha' }) }), { worktree: 'beta', team: true }), 'alpha · alpha · main');
+  assert.equal(
+    placeText(session({ worktree: 'alpha', branch: 'main', lease: lease({ machine: 'alpha' }) }), { worktree: 'beta', team: true }),
+    'alpha · alpha · main',
+  );
   // The whole id is in the tooltip.
-  assert.match(sessionTooltip(session({ model: 'sonnet', subagents: ['general-purpose:a1'] })), new RegExp(`session \`${ID}\`[\\s\\S]*model sonnet[\\s\\S]*sub-agents: general-purpose:a1`));
+  assert.match(
+    sessionTooltip(session({ model: 'sonnet', subagents: ['general-purpose:a1'] })),
+    new RegExp(`session \`${ID}\`[\\s\\S]*model sonnet[\\s\\S]*sub-agents: general-purpose:a1`),
+  );
 });
 
 test('its description: the intent and its state, then the counts', () => {

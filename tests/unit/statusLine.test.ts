@@ -30,7 +30,10 @@ test('a missing active_intents.yaml says that scope checks are off, in the warni
 test("a team's database is named, and falling back to this machine alone or a broken setting warns", () => {
   const at = (coordination: NonNullable<Extract<EngineState, { status: 'ready' }>['coordination']>) =>
     statusLine({ ...(ready('loaded') as Extract<EngineState, { status: 'ready' }>), coordination });
-  assert.equal(at({ mode: 'team', database: 'postgres://team@db.example:5432/chokepoint' }).text, '$(shield) Chokepoint 0.1.0 · team: db.example:5432/chokepoint');
+  assert.equal(
+    at({ mode: 'team', database: 'postgres://team@db.example:5432/chokepoint' }).text,
+    '$(shield) Chokepoint 0.1.0 · team: db.example:5432/chokepoint',
+  );
   const local = at({ mode: 'local-fallback', database: 'postgres://team@db.example/c', cause: 'coordinating on this machine alone: x' });
   assert.equal(local.tone, 'warning');
   assert.match(local.text, /this machine alone/);

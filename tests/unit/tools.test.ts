@@ -9,7 +9,10 @@ import type { ChatMessage, ModelProvider } from '../../extension/src/runtime/typ
 
 test('every tool is offered with an object JSON Schema generated from its validator', () => {
   const defs = toolDefinitions();
-  assert.deepEqual(defs.map((d) => d.name), TOOL_NAMES);
+  assert.deepEqual(
+    defs.map((d) => d.name),
+    TOOL_NAMES,
+  );
   assert.equal(TOOL_NAMES.length, 10);
   for (const d of defs) {
     assert.equal(d.parameters.type, 'object', d.name);
@@ -57,7 +60,10 @@ const provider = (contextTokens: number): ModelProvider => ({ kind: 'test', mode
 const ROOT = path.resolve(__dirname, '../../..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const binding = require(path.join(ROOT, 'native/node')) as typeof import('../../native/node/index');
-const nativeCompactor: Compactor = { count: (texts, model) => binding.countTokens(texts, model), plan: (items, budget) => binding.planCompaction(items, budget) };
+const nativeCompactor: Compactor = {
+  count: (texts, model) => binding.countTokens(texts, model),
+  plan: (items, budget) => binding.planCompaction(items, budget),
+};
 
 test('the prompt is re-assembled from the conversation: system prompt, intent context, turns', async () => {
   const conversation: ChatMessage[] = [
@@ -66,8 +72,18 @@ test('the prompt is re-assembled from the conversation: system prompt, intent co
     { role: 'tool', toolCallId: '1', name: 'read_file', content: 'a word of the file '.repeat(400) },
     { role: 'user', content: 'next' },
   ];
-  assert.deepEqual(turnsOf(conversation).map((t) => t.length), [3, 1], 'a tool result stays with its call');
-  const none = await assemblePrompt({ conversation, intentContext: '<intent_context>\nid: INT-001\n</intent_context>', provider: provider(100_000), onCompact: async () => true, onCompacted: () => {} });
+  assert.deepEqual(
+    turnsOf(conversation).map((t) => t.length),
+    [3, 1],
+    'a tool result stays with its call',
+  );
+  const none = await assemblePrompt({
+    conversation,
+    intentContext: '<intent_context>\nid: INT-001\n</intent_context>',
+    provider: provider(100_000),
+    onCompact: async () => true,
+    onCompacted: () => {},
+  });
   assert.equal(none.system, `${SYSTEM_PROMPT}\n\n<intent_context>\nid: INT-001\n</intent_context>`);
   assert.equal(none.messages, conversation);
 
@@ -88,7 +104,13 @@ test('the prompt is re-assembled from the conversation: system prompt, intent co
   const p = proposal as { summarized_turns: number; before_tokens: number; after_tokens: number; budget: number };
   assert.equal(p.summarized_turns, 1);
   assert.ok(p.before_tokens > p.budget && p.after_tokens <= p.budget, JSON.stringify(p));
-  const refused = await assemblePrompt({ conversation, provider: provider(4096 + 1024), compactor: nativeCompactor, onCompact: async () => false, onCompacted: () => {} });
+  const refused = await assemblePrompt({
+    conversation,
+    provider: provider(4096 + 1024),
+    compactor: nativeCompactor,
+    onCompact: async () => false,
+    onCompacted: () => {},
+  });
   assert.equal(refused.messages, conversation, 'a PreCompact that refuses leaves the conversation as it was');
   assert.match(summarize(turnsOf(conversation).slice(0, 1)), /called read_file on a/);
 });
@@ -105,17 +127,30 @@ test('the file tools stay inside the workspace and say what went wrong', async (
     fs.writeFileSync(path.join(root, 'src/a/one.ts'), 'export const one = 1;\n// TODO two\n');
     fs.writeFileSync(path.join(root, 'node_modules/x/index.js'), 'TODO vendored');
     const tools = new FileTools(root);
-    assert.throws(() => tools.readFile({ path: '../outside' }), (e: Error) => e instanceof ToolError && /outside the workspace/.test(e.message));
+    assert.throws(
+      () => tools.readFile({ path: '../outside' }),
+      (e: Error) => e instanceof ToolError && /outside the workspace/.test(e.message),
+    );
     assert.throws(() => tools.resolve('/etc/passwd'), /outside the workspace/);
     assert.equal(tools.readFile({ path: 'src/a/one.ts', start_line: 2, end_line: 2 }), '2 | // TODO two');
     assert.throws(() => tools.readFile({ path: 'src/a/missing.ts' }), /does not exist/);
     assert.throws(() => tools.readFile({ path: 'src/a' }), /is a folder; use list_files/);
-    assert.equal(tools.listFiles({ path: '.', recursive: true }).split('\n').filter((l) => l.startsWith('node_modules/x')).length, 0, 'vendored folders are listed, not descended into');
+    assert.equal(
+      tools
+        .listFiles({ path: '.', recursive: true })
+        .split('\n')
+        .filter((l) => l.startsWith('node_modules/x')).length,
+      0,
+      'vendored folders are listed, not descended into',
+    );
     assert.equal(tools.searchFiles({ path: '.', regex: 'TODO' }), 'src/a/one.ts:2: // TODO two');
     assert.throws(() => tools.searchFiles({ path: '.', regex: '(' }), /invalid regular expression/);
     assert.match(tools.writeFile({ path: 'src/b/new.ts', content: 'x\ny' }), /created src\/b\/new.ts \(2 lines\)/);
     assert.equal(fs.readdirSync(path.join(root, 'src/b')).join(), 'new.ts', 'no temporary file is left behind');
-    assert.throws(() => tools.applyDiff({ path: 'src/b/new.ts', diff: '<<<<<<< SEARCH\nz\n=======\nw\n>>>>>>> REPLACE' }), /was not changed: block 1 of 1 does not match/);
+    assert.throws(
+      () => tools.applyDiff({ path: 'src/b/new.ts', diff: '<<<<<<< SEARCH\nz\n=======\nw\n>>>>>>> REPLACE' }),
+      /was not changed: block 1 of 1 does not match/,
+    );
     assert.equal(fs.readFileSync(path.join(root, 'src/b/new.ts'), 'utf8'), 'x\ny', 'a diff that does not apply changes nothing');
   } finally {
     fs.rmSync(root, { recursive: true, force: true });

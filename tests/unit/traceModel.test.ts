@@ -15,9 +15,28 @@ function rec(over: Partial<Entry>): Entry {
 // before), its turn's lifecycle, and an ask.
 const S_A = 'claude:0f3a9c2e-1111-2222-3333-444455556666';
 const entries: Entry[] = [
-  rec({ session: 'vscode:b', agent: 'vscode', intent: 'INT-002', event: 'PreToolUse', tool: 'write_to_file', decision: 'deny', reason: 'outside the scope', paths: ['src/billing/x.js'], call: 'c3' }),
+  rec({
+    session: 'vscode:b',
+    agent: 'vscode',
+    intent: 'INT-002',
+    event: 'PreToolUse',
+    tool: 'write_to_file',
+    decision: 'deny',
+    reason: 'outside the scope',
+    paths: ['src/billing/x.js'],
+    call: 'c3',
+  }),
   rec({ session: S_A, agent: 'claude', kind: 'lifecycle', event: 'TurnEnd' }),
-  rec({ session: S_A, agent: 'claude', intent: 'INT-001', event: 'PostToolUse', tool: 'Write', decision: 'allow', files: [{ path: 'src/auth/login.js', ranges: [{ start: 1, end: 3 }] }], call: 'c1' }),
+  rec({
+    session: S_A,
+    agent: 'claude',
+    intent: 'INT-001',
+    event: 'PostToolUse',
+    tool: 'Write',
+    decision: 'allow',
+    files: [{ path: 'src/auth/login.js', ranges: [{ start: 1, end: 3 }] }],
+    call: 'c1',
+  }),
   rec({ session: S_A, agent: 'claude', intent: 'INT-001', event: 'PreToolUse', tool: 'Write', decision: 'allow', paths: ['src/auth/login.js'], call: 'c1' }),
   rec({ session: S_A, agent: 'claude', intent: 'INT-001', event: 'PreToolUse', tool: 'Bash', decision: 'ask', reason: 'a person confirms', call: 'c2' }),
   rec({ session: S_A, agent: 'claude', kind: 'lifecycle', event: 'TurnStart' }),
@@ -26,11 +45,17 @@ const entries: Entry[] = [
 
 test('records are grouped by session, newest session first, with lifecycle events folded away', () => {
   const groups = groupBySession(entries);
-  assert.deepEqual(groups.map((g) => g.session), ['vscode:b', S_A]);
+  assert.deepEqual(
+    groups.map((g) => g.session),
+    ['vscode:b', S_A],
+  );
   const a = groups[1];
   assert.equal(a.agent, 'claude');
   assert.deepEqual(a.intents, ['INT-001']);
-  assert.deepEqual(a.lifecycle.map((e) => e.event), ['TurnEnd', 'TurnStart', 'SessionStart']);
+  assert.deepEqual(
+    a.lifecycle.map((e) => e.event),
+    ['TurnEnd', 'TurnStart', 'SessionStart'],
+  );
   assert.deepEqual(a.counts, { actions: 2, denied: 0, asked: 1 });
   assert.equal(groups[0].counts.denied, 1);
 });
@@ -42,7 +67,11 @@ test("a call's judged record and its after record are one action that ran, label
   assert.equal(write.label, 'Write src/auth/login.js');
   assert.equal(write.outcome, 'allowed');
   assert.equal(write.ran, true);
-  assert.deepEqual(write.records.map((r) => r.event), ['PreToolUse', 'PostToolUse'], 'the judged record first');
+  assert.deepEqual(
+    write.records.map((r) => r.event),
+    ['PreToolUse', 'PostToolUse'],
+    'the judged record first',
+  );
   const ask = a.actions.find((x) => x.label === 'Bash');
   assert.ok(ask);
   assert.equal(ask.outcome, 'asked');
@@ -60,18 +89,33 @@ test('an after record whose judged record is not listed still shows, as one that
 test('the outcome and agent filters keep matching actions and drop sessions left empty', () => {
   const groups = groupBySession(entries);
   const denied = applyFilter(groups, { outcome: 'denied' });
-  assert.deepEqual(denied.map((g) => g.session), ['vscode:b']);
-  assert.deepEqual(denied[0].actions.map((a) => a.label), ['write_to_file src/billing/x.js']);
+  assert.deepEqual(
+    denied.map((g) => g.session),
+    ['vscode:b'],
+  );
+  assert.deepEqual(
+    denied[0].actions.map((a) => a.label),
+    ['write_to_file src/billing/x.js'],
+  );
   const asked = applyFilter(groups, { outcome: 'asked' });
-  assert.deepEqual(asked.map((g) => [g.session, g.actions.length]), [[S_A, 1]]);
-  assert.deepEqual(applyFilter(groups, { agent: 'claude' }).map((g) => g.session), [S_A]);
+  assert.deepEqual(
+    asked.map((g) => [g.session, g.actions.length]),
+    [[S_A, 1]],
+  );
+  assert.deepEqual(
+    applyFilter(groups, { agent: 'claude' }).map((g) => g.session),
+    [S_A],
+  );
   assert.equal(applyFilter(groups, {}).length, 2);
 });
 
 test('the team scope keeps one machine’s session apart from another’s of the same id', () => {
   const from = (machine: string) => ({ machine, worktree: 'web', chain: `${machine}-1` });
   const groups = groupBySession([rec({ session: 's', from: from('alpha') }), rec({ session: 's', from: from('beta') })]);
-  assert.deepEqual(groups.map((g) => g.place), ['alpha · web', 'beta · web']);
+  assert.deepEqual(
+    groups.map((g) => g.place),
+    ['alpha · web', 'beta · web'],
+  );
 });
 
 test('session ids are shortened to read, and counts say how many of how many', () => {
@@ -84,10 +128,19 @@ test('session ids are shortened to read, and counts say how many of how many', (
 });
 
 test('a contained command whose writes were refused or undone counts as a denial, naming them', () => {
-  const contained = rec({ session: 's', kind: 'containment', tool: 'execute_command', files: [{ path: 'src/auth/ok.js', ranges: [] }], refused: ['src/billing/x.js'] });
+  const contained = rec({
+    session: 's',
+    kind: 'containment',
+    tool: 'execute_command',
+    files: [{ path: 'src/auth/ok.js', ranges: [] }],
+    refused: ['src/billing/x.js'],
+  });
   const clean = rec({ session: 's', kind: 'containment', tool: 'execute_command', files: [{ path: 'src/auth/ok.js', ranges: [] }] });
   const [g] = groupBySession([contained, clean]);
-  assert.deepEqual(g.actions.map((a) => a.outcome), ['denied', 'recorded']);
+  assert.deepEqual(
+    g.actions.map((a) => a.outcome),
+    ['denied', 'recorded'],
+  );
   assert.equal(g.actions[0].reason, 'writes refused or undone: src/billing/x.js');
   assert.equal(g.actions[0].label, 'contained command · execute_command src/auth/ok.js');
   assert.equal(g.counts.denied, 1);
@@ -98,13 +151,30 @@ test('a completion gate that refused at the turn’s end is an action, not folde
     rec({ session: 's', kind: 'lifecycle', event: 'BeforeSubmit', decision: 'deny', reason: 'the tests fail' }),
     rec({ session: 's', kind: 'lifecycle', event: 'BeforeSubmit', decision: 'allow' }),
   ]);
-  assert.deepEqual(g.actions.map((a) => [a.label, a.outcome]), [['BeforeSubmit', 'denied']]);
+  assert.deepEqual(
+    g.actions.map((a) => [a.label, a.outcome]),
+    [['BeforeSubmit', 'denied']],
+  );
   assert.equal(g.lifecycle.length, 1);
 });
 
 test('the output channel tells each judged record in one line, refusals at info and the rest at debug', () => {
-  const denied = decisionLine(rec({ session: 'vscode:3f9c2a71-aaaa-bbbb-cccc-ddddeeeeffff', agent: 'vscode', intent: 'INT-001', event: 'PreToolUse', tool: 'create_file', decision: 'deny', reason: 'outside the scope', paths: ['src/billing/x.js'] }));
-  assert.deepEqual(denied, { level: 'info', line: `vscode vscode:3f9c2a71: PreToolUse create_file src/billing/x.js: denied (INT-001): outside the scope [#${seq}]` });
+  const denied = decisionLine(
+    rec({
+      session: 'vscode:3f9c2a71-aaaa-bbbb-cccc-ddddeeeeffff',
+      agent: 'vscode',
+      intent: 'INT-001',
+      event: 'PreToolUse',
+      tool: 'create_file',
+      decision: 'deny',
+      reason: 'outside the scope',
+      paths: ['src/billing/x.js'],
+    }),
+  );
+  assert.deepEqual(denied, {
+    level: 'info',
+    line: `vscode vscode:3f9c2a71: PreToolUse create_file src/billing/x.js: denied (INT-001): outside the scope [#${seq}]`,
+  });
   assert.equal(decisionLine(rec({ session: 's', agent: 'claude', event: 'PreToolUse', tool: 'Read', decision: 'allow' }))?.level, 'debug');
   assert.equal(decisionLine(rec({ session: 's', kind: 'lifecycle', event: 'TurnEnd' })), undefined, 'routine lifecycle is not told');
   assert.equal(decisionLine(rec({ session: 's', kind: 'lifecycle', event: 'BeforeSubmit', decision: 'deny', reason: 'tests fail' }))?.level, 'info');
@@ -112,11 +182,26 @@ test('the output channel tells each judged record in one line, refusals at info 
 });
 
 test("a call's written files are its after record's, each with the hashes its diff is opened by", () => {
-  const after = rec({ session: 'S', event: 'PostToolUse', tool: 'Write', decision: 'allow', call: 'w', files: [
-    { path: 'src/a.js', ranges: [{ start: 2, end: 3 }, { start: 7, end: 7 }], sha256: 'aa', beforeSha256: 'bb' },
-    { path: 'src/gone.js', ranges: [], beforeSha256: 'cc' },
-    { path: 'src/old.js', ranges: [{ start: 1, end: 1 }], sha256: 'dd' },
-  ] });
+  const after = rec({
+    session: 'S',
+    event: 'PostToolUse',
+    tool: 'Write',
+    decision: 'allow',
+    call: 'w',
+    files: [
+      {
+        path: 'src/a.js',
+        ranges: [
+          { start: 2, end: 3 },
+          { start: 7, end: 7 },
+        ],
+        sha256: 'aa',
+        beforeSha256: 'bb',
+      },
+      { path: 'src/gone.js', ranges: [], beforeSha256: 'cc' },
+      { path: 'src/old.js', ranges: [{ start: 1, end: 1 }], sha256: 'dd' },
+    ],
+  });
   const before = rec({ session: 'S', event: 'PreToolUse', tool: 'Write', decision: 'allow', call: 'w', paths: ['src/a.js'] });
   const [action] = groupBySession([after, before])[0].actions;
   assert.deepEqual(writtenFiles(action), [

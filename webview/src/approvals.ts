@@ -82,7 +82,11 @@ export function approvalsSection(options: { post(message: WebviewMessage): void 
       const n = pendings.length;
       count.textContent = String(n);
       count.hidden = n === 0;
-      status.textContent = !available ? 'Approvals are not available: the engine did not load, or it keeps no approvals.' : n === 0 ? 'Nothing waits for approval.' : `${n} waiting, oldest first`;
+      status.textContent = !available
+        ? 'Approvals are not available: the engine did not load, or it keeps no approvals.'
+        : n === 0
+          ? 'Nothing waits for approval.'
+          : `${n} waiting, oldest first`;
       empty.toggle(available && n === 0);
       const seen = new Set(pendings.map((p) => p.id));
       for (const [id, card] of cards) {
@@ -177,7 +181,18 @@ function pendingCard(initial: PendingView, post: (m: WebviewMessage) => void): C
   const actions = el('div', { class: 'actions' });
   const buttons: HTMLElement[] = [];
 
-  const element = el('li', { class: 'pending', testid: 'pending' }, head, who, countdown, subject, el('div', { class: 'reason-row' }, reasonLabel, reason), editorBox, actions, message);
+  const element = el(
+    'li',
+    { class: 'pending', testid: 'pending' },
+    head,
+    who,
+    countdown,
+    subject,
+    el('div', { class: 'reason-row' }, reasonLabel, reason),
+    editorBox,
+    actions,
+    message,
+  );
   element.dataset.kind = p.kind;
   element.dataset.id = p.id;
   element.tabIndex = -1;
@@ -232,7 +247,9 @@ function pendingCard(initial: PendingView, post: (m: WebviewMessage) => void): C
       editor.value = strings(s.paths).join('\n');
     } else if (action === 'edit') {
       editorLabel.textContent = 'Tasks, one prompt per line';
-      editor.value = tasksOf(s.tasks).map((t) => t.prompt).join('\n');
+      editor.value = tasksOf(s.tasks)
+        .map((t) => t.prompt)
+        .join('\n');
     } else if (action === 'edit_summary') {
       editorLabel.textContent = 'Summary';
       editor.value = summariesOf(s.summaries)[0]?.text ?? '';
@@ -252,7 +269,10 @@ function pendingCard(initial: PendingView, post: (m: WebviewMessage) => void): C
 
   function applyEdit(): void {
     const text = reason.value.trim();
-    const lines = editor.value.split('\n').map((l) => l.trim()).filter(Boolean);
+    const lines = editor.value
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
     switch (editing) {
       case 'modify': {
         let input: unknown;
@@ -343,7 +363,14 @@ function renderSubject(node: HTMLElement, p: PendingView): void {
   switch (p.kind) {
     case 'tool_call': {
       const input = (s.input ?? {}) as Record<string, unknown>;
-      node.append(el('div', { class: 'call-head' }, el('span', { class: 'what mono', text: String(s.tool ?? '') }), el('span', { class: 'mono', text: typeof input.path === 'string' ? input.path : strings(s.paths).join(', ') })));
+      node.append(
+        el(
+          'div',
+          { class: 'call-head' },
+          el('span', { class: 'what mono', text: String(s.tool ?? '') }),
+          el('span', { class: 'mono', text: typeof input.path === 'string' ? input.path : strings(s.paths).join(', ') }),
+        ),
+      );
       // The hook's question: an ask, coloured as one, not as a denial.
       if (typeof s.reason === 'string' && s.reason) node.append(el('div', { class: 'reason ask', testid: 'pending-reason-text', text: s.reason }));
       if (p.preview) node.append(diffView(p.preview.path, p.preview.before, p.preview.after));
@@ -359,13 +386,26 @@ function renderSubject(node: HTMLElement, p: PendingView): void {
     }
     case 'plan': {
       if (typeof s.title === 'string') node.append(el('div', { class: 'what', text: s.title }));
-      node.append(el('ol', { class: 'tasks', testid: 'pending-tasks' }, ...tasksOf(s.tasks).map((t) => el('li', { text: t.title ? `${t.title}: ${t.prompt}` : t.prompt }))));
+      node.append(
+        el(
+          'ol',
+          { class: 'tasks', testid: 'pending-tasks' },
+          ...tasksOf(s.tasks).map((t) => el('li', { text: t.title ? `${t.title}: ${t.prompt}` : t.prompt })),
+        ),
+      );
       return;
     }
     case 'compaction': {
       node.append(el('div', { class: 'muted', text: `${String(s.original_tokens)} → ${String(s.estimated_tokens)} tokens (budget ${String(s.budget)})` }));
       summariesOf(s.summaries).forEach((x, i) =>
-        node.append(el('details', { class: 'result', testid: 'pending-summary' }, el('summary', { text: `Summary ${i + 1}${x.source ? ` (${x.source})` : ''}` }), el('pre', { class: 'mono', text: x.text }))),
+        node.append(
+          el(
+            'details',
+            { class: 'result', testid: 'pending-summary' },
+            el('summary', { text: `Summary ${i + 1}${x.source ? ` (${x.source})` : ''}` }),
+            el('pre', { class: 'mono', text: x.text }),
+          ),
+        ),
       );
       if (typeof s.guidance === 'string' && s.guidance) node.append(el('div', { class: 'muted', text: `Guidance: ${s.guidance}` }));
       return;
@@ -373,11 +413,20 @@ function renderSubject(node: HTMLElement, p: PendingView): void {
     case 'submit': {
       const failures = Array.isArray(s.failures) ? (s.failures as Array<{ hook?: unknown; reason?: unknown; output?: unknown }>) : [];
       node.append(
-        el('ul', { class: 'failures', testid: 'pending-failures' }, ...failures.map((f) => {
-          const li = el('li', {}, el('span', { class: 'hook-name', text: String(f.hook ?? '') }), el('span', { class: 'reason', text: ` ${String(f.reason ?? '')}` }));
-          if (typeof f.output === 'string' && f.output) li.append(el('pre', { class: 'mono', text: f.output }));
-          return li;
-        })),
+        el(
+          'ul',
+          { class: 'failures', testid: 'pending-failures' },
+          ...failures.map((f) => {
+            const li = el(
+              'li',
+              {},
+              el('span', { class: 'hook-name', text: String(f.hook ?? '') }),
+              el('span', { class: 'reason', text: ` ${String(f.reason ?? '')}` }),
+            );
+            if (typeof f.output === 'string' && f.output) li.append(el('pre', { class: 'mono', text: f.output }));
+            return li;
+          }),
+        ),
       );
       if (typeof s.result === 'string') node.append(el('p', { class: 'summary', text: `The agent's result: ${s.result}` }));
       return;

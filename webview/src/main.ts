@@ -12,14 +12,7 @@
 // .orchestration/ shows its first step on top.
 import './main.css';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
-import {
-  HostMessage,
-  PROTOCOL_VERSION,
-  parseMessage,
-  type EngineState,
-  type ReloadResult,
-  type WebviewMessage,
-} from '../../protocol/messages';
+import { HostMessage, PROTOCOL_VERSION, parseMessage, type EngineState, type ReloadResult, type WebviewMessage } from '../../protocol/messages';
 import { approvalsSection } from './approvals';
 import { collapsible, type Collapsible } from './collapsible';
 import { button, el } from './dom';
@@ -98,7 +91,12 @@ function render(): void {
       );
       return;
     case 'noWorkspace': {
-      const w = welcome('engine-welcome', ['Open a folder to govern it. Chokepoint reads .orchestration/ at its root.'], [{ label: 'Get Started', run: 'chokepoint.getStarted' }], post);
+      const w = welcome(
+        'engine-welcome',
+        ['Open a folder to govern it. Chokepoint reads .orchestration/ at its root.'],
+        [{ label: 'Get Started', run: 'chokepoint.getStarted' }],
+        post,
+      );
       w.toggle(true);
       startRegion.append(w.element);
       return;
@@ -146,7 +144,9 @@ function render(): void {
         }
         engineRegion.append(el('h3', { class: 'error', text: 'Configuration problems (last good configuration kept)' }), list);
       }
-      const actions = el('div', { class: 'actions' },
+      const actions = el(
+        'div',
+        { class: 'actions' },
         button('Reload configuration', reloadConfiguration),
         button('Engine info', () => vscode.postMessage({ type: 'command', command: 'showEngineInfo' }), true),
       );
@@ -195,7 +195,12 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
     case 'approvals': {
       approvalsRegion.show(msg.available, msg.pendings);
       // A Pending that arrived since the person folded the section opens it: somebody waits.
-      if (approvalsMustOpen(persisted, msg.pendings.map((p) => p.createdAt))) {
+      if (
+        approvalsMustOpen(
+          persisted,
+          msg.pendings.map((p) => p.createdAt),
+        )
+      ) {
         approvalsRegion.folding.setExpanded(true);
         persistState(withExpanded(persisted, 'approvals', true, Date.now()));
       }

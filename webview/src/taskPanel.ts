@@ -30,10 +30,14 @@ export function taskPanel(options: { post(message: WebviewMessage): void; draft:
   const run = button('Run', start);
   run.setAttribute('aria-label', 'Run the prompt');
   const demo = button('Run demo task', () => options.post({ type: 'runDemo' }), true);
-  const stop = button('Stop', () => {
-    status.textContent = 'Stopping…';
-    options.post({ type: 'stopTask' });
-  }, true);
+  const stop = button(
+    'Stop',
+    () => {
+      status.textContent = 'Stopping…';
+      options.post({ type: 'stopTask' });
+    },
+    true,
+  );
   stop.setAttribute('aria-label', 'Stop the running task');
 
   const status = el('p', { class: 'muted', testid: 'task-status' });

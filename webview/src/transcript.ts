@@ -95,7 +95,13 @@ export function transcriptView() {
         return;
       }
       case 'compacted':
-        place(el('li', { class: 'notice muted', testid: 'compacted', text: `Context compacted from ${e.beforeTokens} to ${e.afterTokens} tokens (${e.dropped} dropped, ${e.summarized} summarized)` }));
+        place(
+          el('li', {
+            class: 'notice muted',
+            testid: 'compacted',
+            text: `Context compacted from ${e.beforeTokens} to ${e.afterTokens} tokens (${e.dropped} dropped, ${e.summarized} summarized)`,
+          }),
+        );
         return;
       case 'error':
         place(el('li', { class: 'notice error', testid: 'error', text: `Error: ${e.message}` }));
@@ -141,7 +147,13 @@ export function transcriptView() {
 function callRow(e: Extract<RuntimeEvent, { type: 'toolCall' }>): HTMLElement {
   const badge = el('span', { class: `decision ${e.decision}`, text: e.decision, testid: 'decision' });
   badge.setAttribute('aria-label', `decision: ${e.decision}`);
-  const head = el('div', { class: 'call-head' }, el('span', { class: 'what', text: e.tool }), el('span', { class: 'args mono', text: shortArgs(e.arguments), title: clip(e.arguments, 2000) }), badge);
+  const head = el(
+    'div',
+    { class: 'call-head' },
+    el('span', { class: 'what', text: e.tool }),
+    el('span', { class: 'args mono', text: shortArgs(e.arguments), title: clip(e.arguments, 2000) }),
+    badge,
+  );
   const row = el('li', { class: 'call', testid: 'tool-call' }, head);
   row.dataset.tool = e.tool;
   row.dataset.decision = e.decision;
@@ -149,7 +161,9 @@ function callRow(e: Extract<RuntimeEvent, { type: 'toolCall' }>): HTMLElement {
     const decider = e.hooks.find((h) => h.outcome === e.decision);
     const verb = e.decision === 'deny' ? 'denied' : e.decision === 'ask' ? 'approval asked' : 'invalid arguments';
     const reason = decider && e.reason.startsWith(`${decider.hook}: `) ? e.reason.slice(decider.hook.length + 2) : e.reason;
-    row.append(el('div', { class: `reason ${e.decision}`, testid: 'call-reason', text: decider ? `${verb} by ${decider.hook}: ${reason}` : `${verb}: ${reason}` }));
+    row.append(
+      el('div', { class: `reason ${e.decision}`, testid: 'call-reason', text: decider ? `${verb} by ${decider.hook}: ${reason}` : `${verb}: ${reason}` }),
+    );
   }
   if (e.hooks.length) row.append(hooksDetails(e.hooks, e.decision, e.durableMs));
   return row;
@@ -158,7 +172,12 @@ function callRow(e: Extract<RuntimeEvent, { type: 'toolCall' }>): HTMLElement {
 /** A lifecycle event that judged something: its name, decision, the deciding hook and every hook. */
 function gate(event: string, decision: string, hooks: Hook[], durableMs?: number): HTMLElement {
   const decider = hooks.find((h) => h.outcome === decision && decision !== 'allow') ?? (hooks.length === 1 ? hooks[0] : undefined);
-  const head = el('div', { class: 'call-head' }, el('span', { class: 'event', text: event }), el('span', { class: `decision ${decision}`, text: decision, testid: 'decision' }));
+  const head = el(
+    'div',
+    { class: 'call-head' },
+    el('span', { class: 'event', text: event }),
+    el('span', { class: `decision ${decision}`, text: decision, testid: 'decision' }),
+  );
   if (decider) head.append(el('span', { class: 'muted', text: `by ${decider.hook} · ${duration(decider.durationMs)}` }));
   const node = el('div', { class: 'gate', testid: 'gate' }, head);
   node.dataset.event = event;
@@ -176,7 +195,13 @@ function hooksDetails(hooks: Hook[], decision: string, durableMs?: number): HTML
   const recorded = durableMs === undefined ? '' : ` · recorded in ${duration(durableMs)}`;
   const summary = el('summary', { text: `Hooks: ${named} · ${duration(total)}${recorded}` });
   const items = hooks.map((h) => {
-    const li = el('li', { testid: 'hook' }, el('span', { class: 'hook-name', text: h.hook }), el('span', { class: `decision ${h.outcome}`, text: h.outcome }), el('span', { class: 'muted', text: duration(h.durationMs) }));
+    const li = el(
+      'li',
+      { testid: 'hook' },
+      el('span', { class: 'hook-name', text: h.hook }),
+      el('span', { class: `decision ${h.outcome}`, text: h.outcome }),
+      el('span', { class: 'muted', text: duration(h.durationMs) }),
+    );
     if (h.reason) li.append(el('div', { class: `reason ${h.outcome}`, text: h.reason }));
     return li;
   });
@@ -199,7 +224,10 @@ function splitResult(content: string): { head: string; body: string } {
   try {
     const parsed = JSON.parse(content) as { error?: unknown; remediation?: unknown; suggested_tool?: unknown };
     if (parsed && typeof parsed.error === 'string') {
-      const rest = [typeof parsed.remediation === 'string' ? parsed.remediation : '', typeof parsed.suggested_tool === 'string' ? `suggested tool: ${parsed.suggested_tool}` : ''];
+      const rest = [
+        typeof parsed.remediation === 'string' ? parsed.remediation : '',
+        typeof parsed.suggested_tool === 'string' ? `suggested tool: ${parsed.suggested_tool}` : '',
+      ];
       return { head: parsed.error, body: rest.filter(Boolean).join('\n\n') };
     }
   } catch {

@@ -169,7 +169,11 @@ export class AgentHost implements vscode.Disposable {
   }
 
   async setApiKey(): Promise<void> {
-    const key = await vscode.window.showInputBox({ prompt: 'API key of the OpenAI-compatible endpoint (kept in VS Code\u2019s secret storage)', password: true, ignoreFocusOut: true });
+    const key = await vscode.window.showInputBox({
+      prompt: 'API key of the OpenAI-compatible endpoint (kept in VS Code\u2019s secret storage)',
+      password: true,
+      ignoreFocusOut: true,
+    });
     if (key === undefined) return;
     if (key === '') await this.secrets.delete(SECRET_KEY);
     else await this.secrets.store(SECRET_KEY, key);

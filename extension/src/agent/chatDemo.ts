@@ -60,7 +60,12 @@ export function vscodeDemoScript(root: string): Script {
         toolCalls: [
           {
             name: 'run_in_terminal',
-            arguments: { command: 'echo "// failed payments" >> src/billing/invoice.js', explanation: 'Note failed payments in billing', goal: 'Note failed payments', mode: 'sync' },
+            arguments: {
+              command: 'echo "// failed payments" >> src/billing/invoice.js',
+              explanation: 'Note failed payments in billing',
+              goal: 'Note failed payments',
+              mode: 'sync',
+            },
           },
         ],
         expect: { anyMessageIncludes: 'Chokepoint' },

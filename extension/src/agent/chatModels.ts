@@ -67,7 +67,9 @@ export class ChatModels implements vscode.LanguageModelChatProvider<ChatModel>, 
   }
 
   provideLanguageModelChatInformation(): ChatModel[] {
-    const models: ChatModel[] = [model('demo', 'Chokepoint demo (scripted)', 'replays the demo for VS Code\u2019s agent from a loopback server', { kind: 'script' })];
+    const models: ChatModel[] = [
+      model('demo', 'Chokepoint demo (scripted)', 'replays the demo for VS Code\u2019s agent from a loopback server', { kind: 'script' }),
+    ];
     const root = workspaceRoot();
     for (const file of vscode.workspace.getConfiguration('chokepoint.chat').get<string[]>('scripts', [])) {
       const absolute = root && !path.isAbsolute(file) ? path.join(root, file) : file;
@@ -76,7 +78,9 @@ export class ChatModels implements vscode.LanguageModelChatProvider<ChatModel>, 
     const openai = vscode.workspace.getConfiguration('chokepoint.openai');
     const name = openai.get<string>('model', '');
     if (name) {
-      models.push(model(`openai:${name}`, name, openai.get<string>('baseUrl', ''), { kind: 'openai', model: name }, openai.get<number>('contextTokens', 128_000)));
+      models.push(
+        model(`openai:${name}`, name, openai.get<string>('baseUrl', ''), { kind: 'openai', model: name }, openai.get<number>('contextTokens', 128_000)),
+      );
     }
     return models;
   }
@@ -92,11 +96,16 @@ export class ChatModels implements vscode.LanguageModelChatProvider<ChatModel>, 
     const provider = await this.providerFor(chatModel, conversation);
     const abort = new AbortController();
     const cancel = token.onCancellationRequested(() => abort.abort());
-    const tools: ToolDefinition[] = (options.tools ?? []).map((t) => ({ name: t.name, description: t.description, parameters: (t.inputSchema ?? { type: 'object', properties: {} }) as Record<string, unknown> }));
+    const tools: ToolDefinition[] = (options.tools ?? []).map((t) => ({
+      name: t.name,
+      description: t.description,
+      parameters: (t.inputSchema ?? { type: 'object', properties: {} }) as Record<string, unknown>,
+    }));
     try {
       for await (const chunk of provider.chat({ model: provider.model, messages: conversation, tools, signal: abort.signal })) {
         if (chunk.type === 'text') progress.report(new vscode.LanguageModelTextPart(chunk.text));
-        else if (chunk.type === 'toolCall') progress.report(new vscode.LanguageModelToolCallPart(chunk.call.id, chunk.call.name, inputOf(chunk.call.arguments)));
+        else if (chunk.type === 'toolCall')
+          progress.report(new vscode.LanguageModelToolCallPart(chunk.call.id, chunk.call.name, inputOf(chunk.call.arguments)));
       }
     } catch (e) {
       this.log.error(`Chokepoint chat model ${chatModel.id}: ${(e as Error).message}`);
@@ -109,7 +118,10 @@ export class ChatModels implements vscode.LanguageModelChatProvider<ChatModel>, 
   async provideTokenCount(model: ChatModel, text: string | vscode.LanguageModelChatRequestMessage): Promise<number> {
     // VS Code fits its prompt to the window with these counts: counted by the core's tokenizer for
     // the model's family (the endpoint's model; a scripted model counts as the core's default).
-    const flat = typeof text === 'string' ? text : text.content.map((part) => (part instanceof vscode.LanguageModelTextPart ? part.value : JSON.stringify(part))).join('\n');
+    const flat =
+      typeof text === 'string'
+        ? text
+        : text.content.map((part) => (part instanceof vscode.LanguageModelTextPart ? part.value : JSON.stringify(part))).join('\n');
     if (this.count) {
       try {
         const [tokens] = await this.count([flat], model.source.kind === 'openai' ? model.source.model : model.id);

@@ -22,7 +22,10 @@ export function registerIntentTools(engine: EngineHost, declared: readonly { nam
       invoke(options) {
         const native = engine.nativeEngine;
         // Never an empty success: a model told "done" by a governance tool that did nothing would write on.
-        if (!native) return text(`Error: Chokepoint's engine is not running (${engine.state.status}); no intent can be selected and every write is denied. Open the Chokepoint log for why.`);
+        if (!native)
+          return text(
+            `Error: Chokepoint's engine is not running (${engine.state.status}); no intent can be selected and every write is denied. Open the Chokepoint log for why.`,
+          );
         const answer = native.handshakeTool(name, options.input ?? {}, CONNECT);
         return text(answer.isError ? `Error: ${answer.text}` : answer.text);
       },

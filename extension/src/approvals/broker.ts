@@ -184,7 +184,13 @@ export class ApprovalBroker {
         return;
       case 'auto-approve':
       case 'guard':
-        safely(route, () => void context.decide(approval(pending.kind, route === 'guard' ? 'approved inside a handler (recursion guard)' : 'auto-approved by the approvals configuration')));
+        safely(
+          route,
+          () =>
+            void context.decide(
+              approval(pending.kind, route === 'guard' ? 'approved inside a handler (recursion guard)' : 'auto-approved by the approvals configuration'),
+            ),
+        );
         return;
       case 'auto-deny':
         safely(route, () => void context.decide(rejection(pending.kind, 'denied by the approvals configuration (auto-deny)')));

@@ -23,7 +23,9 @@ export function previewOf(root: string, pending: PendingDict, core: (id: string)
   const subject = pending.subject as { tool?: unknown; input?: unknown };
   if (subject.tool === 'apply_diff') return applyDiffPreview(root, subject.input as { path?: unknown; diff?: unknown } | undefined);
   const p = core(pending.id);
-  return p?.path && typeof p.after === 'string' && p.after.length <= MAX_PREVIEW_BYTES && p.before.length <= MAX_PREVIEW_BYTES ? { path: p.path, before: p.before, after: p.after } : null;
+  return p?.path && typeof p.after === 'string' && p.after.length <= MAX_PREVIEW_BYTES && p.before.length <= MAX_PREVIEW_BYTES
+    ? { path: p.path, before: p.before, after: p.after }
+    : null;
 }
 
 function applyDiffPreview(root: string, input: { path?: unknown; diff?: unknown } | undefined): WritePreview | null {

@@ -14,9 +14,7 @@ export type EngineInfo = Binding.EngineInfo;
 export type Coordination = Binding.Coordination;
 export type EngineDiagnostic = Binding.Diagnostic;
 
-export type NativeLoad =
-  | { ok: true; binding: NativeBinding; file: string }
-  | { ok: false; error: string; lookedFor: string };
+export type NativeLoad = { ok: true; binding: NativeBinding; file: string } | { ok: false; error: string; lookedFor: string };
 
 /** The platform suffix napi-rs gives the addon (`napi build --platform`), e.g. `linux-x64-gnu`. */
 export function platformTriple(platform = process.platform, arch = process.arch): string {

@@ -25,10 +25,18 @@ export class Log implements vscode.Disposable {
     this.channel.appendLine(`${new Date().toISOString()} [${level}] ${message}`);
   }
 
-  error(m: string): void { this.write('error', m); }
-  warn(m: string): void { this.write('warn', m); }
-  info(m: string): void { this.write('info', m); }
-  debug(m: string): void { this.write('debug', m); }
+  error(m: string): void {
+    this.write('error', m);
+  }
+  warn(m: string): void {
+    this.write('warn', m);
+  }
+  info(m: string): void {
+    this.write('info', m);
+  }
+  debug(m: string): void {
+    this.write('debug', m);
+  }
 
   dispose(): void {
     this.watch.dispose();

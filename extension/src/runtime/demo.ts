@@ -112,7 +112,12 @@ export const DEMO_SCRIPT: Script = {
     },
     {
       text: 'Fixed; the tests should pass now.',
-      toolCalls: [{ name: 'attempt_completion', arguments: { result: 'Accounts lock for fifteen minutes after five failed logins within a minute; tests/auth/login.test.js covers it.' } }],
+      toolCalls: [
+        {
+          name: 'attempt_completion',
+          arguments: { result: 'Accounts lock for fifteen minutes after five failed logins within a minute; tests/auth/login.test.js covers it.' },
+        },
+      ],
       expect: { anyMessageIncludes: 'applied 1 block' },
     },
   ],

@@ -75,7 +75,14 @@ export class Gate {
   async lifecycle(name: EventName, task: Task | undefined, subject: unknown, turn?: number): Promise<Evaluation> {
     const evaluation = await this.judge(this.event(name, task, { input: subject, turn }));
     if (task) {
-      this.options.events.emit({ type: 'lifecycle', taskId: task.id, event: name, decision: evaluation.decision, hooks: (evaluation.outcomes ?? []).map(hookView), durableMs: durableMs(evaluation) });
+      this.options.events.emit({
+        type: 'lifecycle',
+        taskId: task.id,
+        event: name,
+        decision: evaluation.decision,
+        hooks: (evaluation.outcomes ?? []).map(hookView),
+        durableMs: durableMs(evaluation),
+      });
     }
     return evaluation;
   }

@@ -76,7 +76,14 @@ export class AgentRuntime {
     this.agentId = options.agentId ?? 'chokepoint';
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     const bypassEngine = options.bypassEngine ?? false;
-    this.gate = new Gate({ sessionId: this.sessionId, agentId: this.agentId, engine: options.engine, bypassEngine, events: this.events, model: options.provider.model });
+    this.gate = new Gate({
+      sessionId: this.sessionId,
+      agentId: this.agentId,
+      engine: options.engine,
+      bypassEngine,
+      events: this.events,
+      model: options.provider.model,
+    });
     this.tools = new ToolCalls({
       gate: this.gate,
       events: this.events,
@@ -220,7 +227,12 @@ export class AgentRuntime {
       // (for this inference only: the conversation is kept) or the model. The messages are not in
       // the subject (it would cost every turn the whole history's conversion and digest); a hook
       // that rewrites them gets their count and the turn, and sends the messages it wants.
-      const prepared = await this.gate.lifecycle('TurnPrepare', task, { turn, system_prompt: prompt.system, model, message_count: prompt.messages.length }, turn);
+      const prepared = await this.gate.lifecycle(
+        'TurnPrepare',
+        task,
+        { turn, system_prompt: prompt.system, model, message_count: prompt.messages.length },
+        turn,
+      );
       if (prepared.decision === 'deny') return { status: 'rejected', summary: prepared.reason ?? 'TurnPrepare was refused' };
       const rewritten = (prepared.modified ?? {}) as { system_prompt?: unknown; model?: unknown; messages?: unknown };
       const system = typeof rewritten.system_prompt === 'string' ? rewritten.system_prompt : prompt.system;
@@ -230,7 +242,12 @@ export class AgentRuntime {
       let text = '';
       const calls: ToolCall[] = [];
       try {
-        for await (const chunk of this.options.provider.chat({ model, messages: [{ role: 'system', content: system }, ...messages], tools: toolDefinitions(), signal })) {
+        for await (const chunk of this.options.provider.chat({
+          model,
+          messages: [{ role: 'system', content: system }, ...messages],
+          tools: toolDefinitions(),
+          signal,
+        })) {
           if (chunk.type === 'text') {
             text += chunk.text;
             this.emit({ type: 'text', taskId: task.id, turn, text: chunk.text });
@@ -298,19 +315,38 @@ export class AgentRuntime {
 
   /** A completion still refused after the bounded rounds: a `submit` Pending decides. `override`
    *  accepts it, `retry` gives the model another round with the guidance, `reject` ends the task. */
-  private async settleSubmit(task: Task, turn: number, call: ToolCall, refused: ToolOutcome, rounds: number): Promise<{ outcome: ToolOutcome; done?: { status: TaskStatus; summary?: string } }> {
+  private async settleSubmit(
+    task: Task,
+    turn: number,
+    call: ToolCall,
+    refused: ToolOutcome,
+    rounds: number,
+  ): Promise<{ outcome: ToolOutcome; done?: { status: TaskStatus; summary?: string } }> {
     const submit = refused.submit ?? { result: '', failures: [] };
-    const settled = await this.options.ask({ event: 'BeforeSubmit', input: { result: submit.result, failures: submit.failures }, sessionId: this.sessionId, taskId: task.id });
+    const settled = await this.options.ask({
+      event: 'BeforeSubmit',
+      input: { result: submit.result, failures: submit.failures },
+      sessionId: this.sessionId,
+      taskId: task.id,
+    });
     if (settled.next === 'override') {
       await this.gate.lifecycle('AfterSubmit', task, { result: submit.result }, turn);
       return { outcome: this.tools.result(task, turn, call, { ok: true, completed: true, content: `${submit.result}\n\n${settled.message}` }) };
     }
     if (settled.next === 'retry') {
-      return { outcome: this.tools.result(task, turn, call, { ok: false, content: toolError(settled.message, 'Fix what failed, then call attempt_completion again.') }) };
+      return {
+        outcome: this.tools.result(task, turn, call, {
+          ok: false,
+          content: toolError(settled.message, 'Fix what failed, then call attempt_completion again.'),
+        }),
+      };
     }
     const content = toolError(settled.message);
     this.tools.result(task, turn, call, { ok: false, content });
-    return { outcome: { ok: false, content }, done: { status: 'rejected', summary: `the completion was refused ${rounds} times: ${refused.content}; ${settled.message}` } };
+    return {
+      outcome: { ok: false, content },
+      done: { status: 'rejected', summary: `the completion was refused ${rounds} times: ${refused.content}; ${settled.message}` },
+    };
   }
 }
 

@@ -81,9 +81,7 @@ export function turnsOf(conversation: ChatMessage[]): ChatMessage[][] {
   let current: ChatMessage[] | undefined;
   for (const m of conversation) {
     const starts =
-      !current ||
-      (m.role === 'user' && current.some((x) => x.role !== 'user')) ||
-      (m.role === 'assistant' && current.some((x) => x.role === 'assistant'));
+      !current || (m.role === 'user' && current.some((x) => x.role !== 'user')) || (m.role === 'assistant' && current.some((x) => x.role === 'assistant'));
     if (starts) turns.push((current = [m]));
     else current!.push(m);
   }

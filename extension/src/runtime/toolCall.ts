@@ -70,7 +70,14 @@ export class ToolCalls {
     }
     let paths = writePaths(valid);
     const pre = await this.ctx.gate.judge(this.ctx.gate.event('PreToolUse', task, { tool: call.name, input: valid.args, paths, turn }));
-    this.ctx.events.emit({ ...base, type: 'toolCall', decision: pre.decision, reason: pre.reason, hooks: (pre.outcomes ?? []).map(hookView), durableMs: durableMs(pre) });
+    this.ctx.events.emit({
+      ...base,
+      type: 'toolCall',
+      decision: pre.decision,
+      reason: pre.reason,
+      hooks: (pre.outcomes ?? []).map(hookView),
+      durableMs: durableMs(pre),
+    });
     if (pre.decision === 'deny') {
       return this.result(task, turn, call, { ok: false, content: toolError(pre.reason ?? 'denied', pre.remediation, pre.suggestedTool) });
     }
@@ -82,7 +89,15 @@ export class ToolCalls {
     if (pre.decision === 'ask') {
       // A Pending (issue 7): the core builds it from the ask, and once it is decided says what runs
       // next: the approval is durable and an approved expansion granted before this resolves.
-      const settled = await this.ctx.ask({ event: 'PreToolUse', tool: call.name, input: input.args, paths, asks: pre.asks, sessionId: this.ctx.gate.sessionId, taskId: task.id });
+      const settled = await this.ctx.ask({
+        event: 'PreToolUse',
+        tool: call.name,
+        input: input.args,
+        paths,
+        asks: pre.asks,
+        sessionId: this.ctx.gate.sessionId,
+        taskId: task.id,
+      });
       switch (settled.next) {
         case 'granted':
           return this.result(task, turn, call, { ok: true, content: settled.message });
@@ -112,7 +127,14 @@ export class ToolCalls {
       outcome = { ok: false, content: toolError((e as Error).message) };
     }
     // PostToolUse may rewrite what the model is told (e.g. append linter errors).
-    const post = await this.ctx.gate.judge(this.ctx.gate.event('PostToolUse', task, { tool: call.name, input: { ...input.args, result: { output: outcome.content, is_error: !outcome.ok } }, paths, turn }));
+    const post = await this.ctx.gate.judge(
+      this.ctx.gate.event('PostToolUse', task, {
+        tool: call.name,
+        input: { ...input.args, result: { output: outcome.content, is_error: !outcome.ok } },
+        paths,
+        turn,
+      }),
+    );
     const rewritten = post.modified as { result?: { output?: unknown; is_error?: unknown } } | undefined;
     if (typeof rewritten?.result?.output === 'string') outcome = { ...outcome, content: rewritten.result.output, ok: rewritten.result.is_error !== true };
     const context = [...extra, ...(post.additionalContext ?? [])];
@@ -133,7 +155,15 @@ export class ToolCalls {
     // The same hook asking again was answered by the decider who wrote this input; another hook's
     // question about it is a question nobody answered yet: its own Pending, never a yes by default.
     if (again.decision === 'ask' && asker(again) !== askedBy) {
-      const settled = await this.ctx.ask({ event: 'PreToolUse', tool: call.name, input: input.args, paths: writePaths(input), asks: again.asks, sessionId: this.ctx.gate.sessionId, taskId: task.id });
+      const settled = await this.ctx.ask({
+        event: 'PreToolUse',
+        tool: call.name,
+        input: input.args,
+        paths: writePaths(input),
+        asks: again.asks,
+        sessionId: this.ctx.gate.sessionId,
+        taskId: task.id,
+      });
       if (settled.next !== 'run') return toolError(`the modified call was not approved: ${settled.message}`);
     }
     return input;
@@ -181,9 +211,19 @@ export class ToolCalls {
     if (this.ctx.bypassEngine) throw new ToolError('commands need the engine (containment)');
     const timeoutMs = Math.min((input.timeout_seconds ?? Infinity) * 1000, this.ctx.limits.toolTimeoutMs);
     const cwd = input.cwd ? this.ctx.files.resolve(input.cwd) : undefined;
-    const r = await this.ctx.engine.runContained({ sessionId: this.ctx.gate.sessionId, argv: ['sh', '-c', input.command], cwd, timeoutMs, program: this.ctx.program });
+    const r = await this.ctx.engine.runContained({
+      sessionId: this.ctx.gate.sessionId,
+      argv: ['sh', '-c', input.command],
+      cwd,
+      timeoutMs,
+      program: this.ctx.program,
+    });
     const parts = [
-      r.cancelled ? 'cancelled: the command was stopped' : r.timedOut ? `timed out after ${Math.round(timeoutMs / 1000)} s: the command was stopped` : `exit code ${r.exitCode}`,
+      r.cancelled
+        ? 'cancelled: the command was stopped'
+        : r.timedOut
+          ? `timed out after ${Math.round(timeoutMs / 1000)} s: the command was stopped`
+          : `exit code ${r.exitCode}`,
       r.stdout && `stdout:\n${r.stdout}`,
       r.stderr && `stderr:\n${r.stderr}`,
       r.toolError,
@@ -198,11 +238,20 @@ export class ToolCalls {
     let plan = (verdict.modified as typeof input | undefined) ?? input;
     let note = '';
     if (verdict.decision === 'ask') {
-      const settled = await this.ctx.ask({ event: 'PlanSubmit', tool: 'submit_plan', input: plan, asks: verdict.asks, sessionId: this.ctx.gate.sessionId, taskId: task.id });
-      if (settled.next !== 'run') return { ok: false, content: toolError(settled.message, 'Take the rejection into account: submit another plan, or do the work without one.') };
+      const settled = await this.ctx.ask({
+        event: 'PlanSubmit',
+        tool: 'submit_plan',
+        input: plan,
+        asks: verdict.asks,
+        sessionId: this.ctx.gate.sessionId,
+        taskId: task.id,
+      });
+      if (settled.next !== 'run')
+        return { ok: false, content: toolError(settled.message, 'Take the rejection into account: submit another plan, or do the work without one.') };
       // The tasks as approved: the decider may have edited them.
       const edited = settled.pending?.subject.tasks as Array<{ prompt: string; title?: string | null }> | undefined;
-      const changed = (t: { prompt: string; title?: string | null }, i: number) => t.prompt !== plan.tasks?.[i]?.prompt || (t.title ?? undefined) !== plan.tasks?.[i]?.title;
+      const changed = (t: { prompt: string; title?: string | null }, i: number) =>
+        t.prompt !== plan.tasks?.[i]?.prompt || (t.title ?? undefined) !== plan.tasks?.[i]?.title;
       if (Array.isArray(edited) && edited.length && (edited.length !== (plan.tasks ?? []).length || edited.some(changed))) {
         plan = { ...plan, tasks: edited.map((t) => ({ prompt: t.prompt, title: t.title ?? undefined })) };
         note += `\nthe tasks were edited by ${settled.by}: ${plan.tasks.map((t) => t.prompt).join(' | ')}`;
@@ -211,26 +260,36 @@ export class ToolCalls {
     }
     if (!Array.isArray(plan.tasks)) plan = input;
     const queued = plan.tasks.length;
-    return { ok: true, content: `plan accepted: ${queued} task${queued === 1 ? '' : 's'} queued after this one${note}`, effect: { type: 'planAccepted', plan } };
+    return {
+      ok: true,
+      content: `plan accepted: ${queued} task${queued === 1 ? '' : 's'} queued after this one${note}`,
+      effect: { type: 'planAccepted', plan },
+    };
   }
 
   private async complete(task: Task, turn: number, input: { result: string }): Promise<ToolOutcome> {
     const verdict = await this.ctx.gate.lifecycle('BeforeSubmit', task, input, turn);
     if (verdict.decision !== 'allow') {
       const failing = (verdict.outcomes ?? []).filter((o) => o.outcome !== 'allow' && o.outcome !== 'modify');
-      const failures = (failing.length ? failing : [{ hook: 'BeforeSubmit', error: undefined }]).map((o) => ({ hook: o.hook, reason: o.error ?? verdict.reason ?? verdict.decision, output: null }));
+      const failures = (failing.length ? failing : [{ hook: 'BeforeSubmit', error: undefined }]).map((o) => ({
+        hook: o.hook,
+        reason: o.error ?? verdict.reason ?? verdict.decision,
+        output: null,
+      }));
       return {
         ok: false,
         submitRejected: true,
         submit: { result: input.result, failures },
-        content: toolError(`the completion was not accepted: ${verdict.reason ?? verdict.decision}`, verdict.remediation ?? 'Fix what failed, then call attempt_completion again.'),
+        content: toolError(
+          `the completion was not accepted: ${verdict.reason ?? verdict.decision}`,
+          verdict.remediation ?? 'Fix what failed, then call attempt_completion again.',
+        ),
       };
     }
     await this.ctx.gate.lifecycle('AfterSubmit', task, input, turn);
     return { ok: true, completed: true, content: input.result };
   }
 }
-
 
 /** The hook whose `ask` escalated an evaluation (the Pending's `triggered_by`). */
 export function asker(evaluation: Evaluation): string {
@@ -251,5 +310,7 @@ function writePaths(call: ToolInput): string[] | undefined {
 function rewrittenInput(call: ToolInput, evaluation: Evaluation, who: string): ToolInput | string {
   if (evaluation.modified === undefined || evaluation.modified === null) return call;
   const again = validateToolArgs(call.name, evaluation.modified);
-  return again.ok ? again : toolError(`${who} into an invalid one: ${again.error}`, 'This is a fault of the workspace\'s hooks, not of your call: tell the person.');
+  return again.ok
+    ? again
+    : toolError(`${who} into an invalid one: ${again.error}`, "This is a fault of the workspace's hooks, not of your call: tell the person.");
 }

@@ -4,10 +4,7 @@
 import { z } from 'zod';
 import type { ToolDefinition } from './types';
 
-const RelativePath = z
-  .string()
-  .min(1)
-  .describe('A path relative to the workspace root, with / separators.');
+const RelativePath = z.string().min(1).describe('A path relative to the workspace root, with / separators.');
 
 const TOOLS = {
   read_file: {

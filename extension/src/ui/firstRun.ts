@@ -52,7 +52,9 @@ export async function openOnFirstActivation(context: vscode.ExtensionContext, lo
 /** Whether VS Code's Chat can run Chokepoint's models without a sign-in: its chat extension is
  *  enabled and AI features are not turned off. */
 export function chatReady(): boolean {
-  return vscode.extensions.getExtension(CHAT_EXTENSION) !== undefined && vscode.workspace.getConfiguration('chat').get<boolean>('disableAIFeatures', false) !== true;
+  return (
+    vscode.extensions.getExtension(CHAT_EXTENSION) !== undefined && vscode.workspace.getConfiguration('chat').get<boolean>('disableAIFeatures', false) !== true
+  );
 }
 
 /** Agents whose hook settings in `root` run `chokepoint hook` (as `chokepoint init` writes them). */
@@ -75,7 +77,9 @@ export class FirstRunState implements vscode.Disposable {
     private readonly engine: EngineHost,
     private readonly trace: Trace,
   ) {
-    const agentFiles = vscode.workspace.createFileSystemWatcher('**/{.claude/settings.json,.codex/hooks.json,.gemini/settings.json,.github/hooks/chokepoint.json,.cursor/hooks.json}');
+    const agentFiles = vscode.workspace.createFileSystemWatcher(
+      '**/{.claude/settings.json,.codex/hooks.json,.gemini/settings.json,.github/hooks/chokepoint.json,.cursor/hooks.json}',
+    );
     const agents = () => this.set('chokepoint.agentConnected', this.agentConnected());
     this.disposables.push(
       agentFiles,
@@ -125,7 +129,10 @@ export class FirstRunState implements vscode.Disposable {
  */
 export async function enableChat(log: Log): Promise<boolean> {
   if (vscode.workspace.getConfiguration('chat').get<boolean>('disableAIFeatures', false) === true) {
-    const pick = await vscode.window.showWarningMessage('VS Code\u2019s Chat is hidden: AI features are turned off (the setting chat.disableAIFeatures).', 'Open Setting');
+    const pick = await vscode.window.showWarningMessage(
+      'VS Code\u2019s Chat is hidden: AI features are turned off (the setting chat.disableAIFeatures).',
+      'Open Setting',
+    );
     if (pick) void vscode.commands.executeCommand('workbench.action.openSettings', 'chat.disableAIFeatures');
     return false;
   }
@@ -144,9 +151,11 @@ export async function enableChat(log: Log): Promise<boolean> {
     if (!chatReady()) await started;
   }
   if (chatReady()) {
-    void vscode.window.showInformationMessage('VS Code\u2019s Chat is on: open it in Agent mode and pick a Chokepoint model (no sign-in).', 'Open Chat').then((pick) => {
-      if (pick) void vscode.commands.executeCommand('workbench.action.chat.open');
-    });
+    void vscode.window
+      .showInformationMessage('VS Code\u2019s Chat is on: open it in Agent mode and pick a Chokepoint model (no sign-in).', 'Open Chat')
+      .then((pick) => {
+        if (pick) void vscode.commands.executeCommand('workbench.action.chat.open');
+      });
     return true;
   }
   log.warn(`VS Code's Chat: ${CHAT_EXTENSION} did not start after Enable All Extensions`);

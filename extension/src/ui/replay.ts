@@ -131,7 +131,11 @@ async function replayCommand(engine: EngineHost, log: Log, uri: vscode.Uri | und
 }
 
 /** Replays `hooksText` (with the workspace's current active_intents.yaml) through the binding. */
-export async function replayText(native: Pick<NativeEngine, 'traceReplay'>, root: string, hooksText: string): Promise<{ result: ReplayResult } | { error: string }> {
+export async function replayText(
+  native: Pick<NativeEngine, 'traceReplay'>,
+  root: string,
+  hooksText: string,
+): Promise<{ result: ReplayResult } | { error: string }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chokepoint-replay-'));
   try {
     fs.writeFileSync(path.join(dir, 'hooks.yaml'), hooksText);

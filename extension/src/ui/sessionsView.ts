@@ -142,7 +142,10 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
         const state = leaseState(s);
         // The most recent session and those holding an intent open; the others stay folded.
         const open = node.index === 0 || state === 'held';
-        const item = new vscode.TreeItem(sessionLabel(s, this.here()), open ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
+        const item = new vscode.TreeItem(
+          sessionLabel(s, this.here()),
+          open ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed,
+        );
         item.id = `session:${s.sessionId}`;
         item.description = sessionDescription(s);
         item.tooltip = new vscode.MarkdownString(sessionTooltip(s));
@@ -163,7 +166,9 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
       }
       case 'about': {
         const s = node.session;
-        const item = new vscode.TreeItem([s.model && `model ${s.model}`, s.subagents.length ? `sub-agents: ${s.subagents.join(', ')}` : undefined].filter(Boolean).join(' · '));
+        const item = new vscode.TreeItem(
+          [s.model && `model ${s.model}`, s.subagents.length ? `sub-agents: ${s.subagents.join(', ')}` : undefined].filter(Boolean).join(' · '),
+        );
         item.iconPath = new vscode.ThemeIcon('info');
         return item;
       }

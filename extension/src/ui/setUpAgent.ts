@@ -16,7 +16,11 @@ export const AGENTS = [
   { id: 'gemini', label: 'Gemini CLI', detail: '.gemini/settings.json (trust the folder in Gemini CLI)' },
   { id: 'copilot', label: 'Copilot CLI', detail: '.github/hooks/chokepoint.json and .mcp.json' },
   { id: 'cursor', label: 'Cursor', detail: '.cursor/hooks.json and .cursor/mcp.json' },
-  { id: 'vscode', label: 'VS Code\u2019s agent (Chat view)', detail: '.github/hooks/chokepoint.json (shared with Copilot CLI); the intent tools come from this extension' },
+  {
+    id: 'vscode',
+    label: 'VS Code\u2019s agent (Chat view)',
+    detail: '.github/hooks/chokepoint.json (shared with Copilot CLI); the intent tools come from this extension',
+  },
 ] as const;
 
 export type AgentId = (typeof AGENTS)[number]['id'];

@@ -181,7 +181,9 @@ export class SidebarProvider implements vscode.WebviewViewProvider, vscode.Dispo
       case 'decide': {
         const r = this.approvals.decide(msg.id, msg.decision, 'human');
         if (!r.ok) this.log.warn(`the decision on ${msg.id} was refused: ${r.error}`);
-        this.postIfReady(r.ok ? { type: 'approvalResult', id: msg.id, ok: true, effect: r.effect } : { type: 'approvalResult', id: msg.id, ok: false, error: r.error });
+        this.postIfReady(
+          r.ok ? { type: 'approvalResult', id: msg.id, ok: true, effect: r.effect } : { type: 'approvalResult', id: msg.id, ok: false, error: r.error },
+        );
         return;
       }
       case 'runCommand':

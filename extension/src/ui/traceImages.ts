@@ -14,7 +14,8 @@ export const IMAGE_SCHEME = 'chokepoint-image';
 export function missingImage(engine: EngineHost, file: WrittenFile): string | undefined {
   const native = engine.nativeEngine;
   if (!native) return 'the engine is not running';
-  if (!file.before) return 'the record does not name the text before the write (it was written before Chokepoint kept texts, by another process, or the file was too large or not text)';
+  if (!file.before)
+    return 'the record does not name the text before the write (it was written before Chokepoint kept texts, by another process, or the file was too large or not text)';
   const gone = (sha: string) => native.traceImage(sha) === null;
   if (gone(file.before) || (file.after && gone(file.after))) {
     return 'its texts are no longer kept (the image store keeps the most recent writes, and this machine may not have recorded it)';

@@ -15,7 +15,18 @@ import * as vscode from 'vscode';
 import type { EngineHost } from '../engine/engineHost';
 import type { Trace, TraceQuery } from './trace';
 import { TraceImages, missingImage } from './traceImages';
-import { type Action, type Entry, type SessionGroup, type ViewFilter, type WrittenFile, applyFilter, countLine, groupBySession, shortSession, writtenFiles } from './traceModel';
+import {
+  type Action,
+  type Entry,
+  type SessionGroup,
+  type ViewFilter,
+  type WrittenFile,
+  applyFilter,
+  countLine,
+  groupBySession,
+  shortSession,
+  writtenFiles,
+} from './traceModel';
 
 export const TRACE_VIEW_ID = 'chokepoint.trace';
 /** The scheme of the read-only documents that show an action's records. */
@@ -167,8 +178,16 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
     if (scope === 'team') {
       const { outcome, copyError } = this.trace.team(this.query.intent, limit);
       if (this.view.visible) this.refreshTimer = setTimeout(() => this.refresh(), outcome.ok ? TEAM_REFRESH_MS : TEAM_RETRY_MS);
-      if (copyError) notes.push({ type: 'info', label: "This worktree's newest records are kept here and copied when the team's database returns", detail: copyError, icon: 'warning', color: 'editorWarning.foreground' });
-      if (!outcome.ok) return [...notes, { type: 'info', label: "Cannot read the team's trace", detail: outcome.error, icon: 'error', color: 'errorForeground' }];
+      if (copyError)
+        notes.push({
+          type: 'info',
+          label: "This worktree's newest records are kept here and copied when the team's database returns",
+          detail: copyError,
+          icon: 'warning',
+          color: 'editorWarning.foreground',
+        });
+      if (!outcome.ok)
+        return [...notes, { type: 'info', label: "Cannot read the team's trace", detail: outcome.error, icon: 'error', color: 'errorForeground' }];
       entries = outcome.entries;
     } else {
       const outcome = this.trace.recent(this.query, limit);
@@ -219,10 +238,19 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
         const who = g.session ? [g.agent, shortSession(g.session)].filter(Boolean).join(' · ') : 'no session';
         // The three newest sessions open; older ones stay folded.
         const item = new vscode.TreeItem(who, node.index < 3 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
-        const counts = [`${g.counts.actions} action${g.counts.actions === 1 ? '' : 's'}`, g.counts.denied && `${g.counts.denied} denied`, g.counts.asked && `${g.counts.asked} asked`];
+        const counts = [
+          `${g.counts.actions} action${g.counts.actions === 1 ? '' : 's'}`,
+          g.counts.denied && `${g.counts.denied} denied`,
+          g.counts.asked && `${g.counts.asked} asked`,
+        ];
         item.description = [g.intents.join(', ') || 'no intent', ...counts, g.place].filter(Boolean).join(' · ');
         item.tooltip = new vscode.MarkdownString(
-          [`**${g.agent ?? 'agent'}**, session \`${g.session ?? '—'}\``, g.intents.length ? `intents: ${g.intents.join(', ')}` : 'no intent', g.place && `written on ${g.place}`, `last record ${g.newest}`]
+          [
+            `**${g.agent ?? 'agent'}**, session \`${g.session ?? '—'}\``,
+            g.intents.length ? `intents: ${g.intents.join(', ')}` : 'no intent',
+            g.place && `written on ${g.place}`,
+            `last record ${g.newest}`,
+          ]
             .filter(Boolean)
             .join('\n\n'),
         );
@@ -239,7 +267,13 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
         item.iconPath = new vscode.ThemeIcon(icon, new vscode.ThemeColor(color));
         item.description = [a.outcome + (a.ran && a.outcome === 'allowed' ? ', ran' : ''), time(a.time), a.reason].filter(Boolean).join(' · ');
         item.tooltip = new vscode.MarkdownString(
-          [`**${a.label}**: ${a.outcome}`, a.reason && `reason: ${a.reason}`, a.intent && `intent ${a.intent}`, `${a.time}`, `records ${a.records.map((r) => `#${r.seq}`).join(', ')} (click to open)`]
+          [
+            `**${a.label}**: ${a.outcome}`,
+            a.reason && `reason: ${a.reason}`,
+            a.intent && `intent ${a.intent}`,
+            `${a.time}`,
+            `records ${a.records.map((r) => `#${r.seq}`).join(', ')} (click to open)`,
+          ]
             .filter(Boolean)
             .join('\n\n'),
         );
@@ -268,7 +302,9 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
         const f = node.file;
         const item = new vscode.TreeItem(f.path);
         item.description = [f.before && !f.after ? 'deleted' : f.lines && `lines ${f.lines}`, !f.before && 'no diff kept'].filter(Boolean).join(' · ');
-        item.tooltip = f.before ? `${f.path}: open its changes (#${f.seq})` : `${f.path}: its text before the write was not kept, so its changes cannot be shown`;
+        item.tooltip = f.before
+          ? `${f.path}: open its changes (#${f.seq})`
+          : `${f.path}: its text before the write was not kept, so its changes cannot be shown`;
         item.iconPath = new vscode.ThemeIcon(f.before ? 'diff' : 'file');
         item.command = { command: 'chokepoint.trace.openDiff', title: 'Open Changes', arguments: [node] };
         item.contextValue = f.before ? 'file.diff' : 'file';
@@ -366,7 +402,7 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
       const files = writtenFiles(action);
       const elsewhere = action.records.some((r) => r.from);
       for (const f of files) {
-        const missing = elsewhere ? "it was recorded on another machine, whose image store keeps its texts if any" : missingImage(this.engine, f);
+        const missing = elsewhere ? 'it was recorded on another machine, whose image store keeps its texts if any' : missingImage(this.engine, f);
         const diff = missing ? `its diff is not kept: ${missing}` : 'its diff is kept: **Open Changes** on the file under this action in the Trace view';
         lines.push(`- ${f.before && !f.after ? 'deleted' : 'wrote'} \`${f.path}\`${f.lines ? `, lines ${f.lines}` : ''}; ${diff}`);
       }
@@ -378,7 +414,9 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
       lines.push(`## Record #${r.seq}${chain ? ` of chain \`${chain}\`` : ''}${place}`, '');
       lines.push(`${r.event ?? r.kind} · ${r.time} · session \`${r.session ?? '—'}\`${r.agent ? ` · agent ${r.agent}` : ''}`, '');
       for (const f of r.files) {
-        lines.push(`- ${f.beforeSha256 && !f.sha256 ? 'deleted' : 'wrote'} \`${f.path}\`${f.ranges.length ? `, lines ${f.ranges.map((x) => (x.start === x.end ? `${x.start}` : `${x.start}–${x.end}`)).join(', ')}` : ''}`);
+        lines.push(
+          `- ${f.beforeSha256 && !f.sha256 ? 'deleted' : 'wrote'} \`${f.path}\`${f.ranges.length ? `, lines ${f.ranges.map((x) => (x.start === x.end ? `${x.start}` : `${x.start}–${x.end}`)).join(', ')}` : ''}`,
+        );
       }
       if (r.files.length) lines.push('');
       let whole: string | undefined;

@@ -24,17 +24,34 @@ function messageEvents(step, model) {
   const events = [
     {
       event: 'message_start',
-      data: { type: 'message_start', message: { id: id('msg_'), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 100, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 } } },
+      data: {
+        type: 'message_start',
+        message: {
+          id: id('msg_'),
+          type: 'message',
+          role: 'assistant',
+          model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: 100, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 },
+        },
+      },
     },
     { event: 'ping', data: { type: 'ping' } },
   ];
   blocks.forEach((b, index) => {
     if (b.type === 'text') {
       events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } } });
-      for (const p of pieces(b.text)) events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text: p } } });
+      for (const p of pieces(b.text))
+        events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text: p } } });
     } else {
-      events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'tool_use', id: b.id, name: b.name, input: {} } } });
-      for (const p of pieces(JSON.stringify(b.input))) events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: p } } });
+      events.push({
+        event: 'content_block_start',
+        data: { type: 'content_block_start', index, content_block: { type: 'tool_use', id: b.id, name: b.name, input: {} } },
+      });
+      for (const p of pieces(JSON.stringify(b.input)))
+        events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: p } } });
     }
     events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index } });
   });
@@ -73,7 +90,12 @@ async function startAnthropic({ script, finalText } = {}) {
     handle(req, res, url, body, entry, server) {
       const p = url.pathname;
       if (req.method === 'GET' && /\/v1\/models\/?$/.test(p)) {
-        return json(res, 200, { data: MODELS.map((m) => ({ type: 'model', id: m, display_name: m, created_at: '2025-01-01T00:00:00Z' })), has_more: false, first_id: MODELS[0], last_id: MODELS[MODELS.length - 1] });
+        return json(res, 200, {
+          data: MODELS.map((m) => ({ type: 'model', id: m, display_name: m, created_at: '2025-01-01T00:00:00Z' })),
+          has_more: false,
+          first_id: MODELS[0],
+          last_id: MODELS[MODELS.length - 1],
+        });
       }
       if (req.method === 'GET' && /\/v1\/models\//.test(p)) {
         const m = decodeURIComponent(p.split('/').pop());
@@ -87,7 +109,16 @@ async function startAnthropic({ script, finalText } = {}) {
         const step = isMain(body) ? server.nextStep(body, entry) : { text: 'Scripted side answer.' };
         const { events, blocks, stop } = messageEvents(step, model);
         if (body && body.stream) return sse(res, events);
-        return json(res, 200, { id: id('msg_'), type: 'message', role: 'assistant', model, content: blocks, stop_reason: stop, stop_sequence: null, usage: { input_tokens: 100, output_tokens: 20 } });
+        return json(res, 200, {
+          id: id('msg_'),
+          type: 'message',
+          role: 'assistant',
+          model,
+          content: blocks,
+          stop_reason: stop,
+          stop_sequence: null,
+          usage: { input_tokens: 100, output_tokens: 20 },
+        });
       }
       return false;
     },

@@ -19,7 +19,9 @@ const ANSWERS = {
   rewrite(name, input) {
     if (name === 'gemini') return { hookSpecificOutput: { hookEventName: 'BeforeTool', tool_input: input } };
     if (name === 'copilot') return { permissionDecision: 'allow', modifiedArgs: input };
-    return { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow', permissionDecisionReason: 'rewritten by the test', updatedInput: input } };
+    return {
+      hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow', permissionDecisionReason: 'rewritten by the test', updatedInput: input },
+    };
   },
   context(name, text) {
     if (name === 'copilot') return { additionalContext: text };
@@ -120,10 +122,22 @@ function checkDenyJson(name) {
 
 /** Does the client fail open when the pre-tool hook exits 1, times out, or prints garbage? */
 async function checkFailOpen(name, mode) {
-  const action = mode === 'exit1' ? { exit: 1, stderr: 'CHOKEPOINT_EXIT1 failing hook' } : mode === 'timeout' ? { sleepMs: 8000 } : { exit: 0, stdout: 'this is not { the protocol' };
+  const action =
+    mode === 'exit1'
+      ? { exit: 1, stderr: 'CHOKEPOINT_EXIT1 failing hook' }
+      : mode === 'timeout'
+        ? { sleepMs: 8000 }
+        : { exit: 0, stdout: 'this is not { the protocol' };
   const s = await sessionWithHook(name, { action, steps: writeSteps('open.txt'), timeout: mode === 'timeout' ? 2 : undefined });
   try {
-    return { ended: s.r.code === 0 && !s.r.timedOut, hookFired: s.hooks.length > 0, allowed: s.file('open.txt') !== null, toolResult: (s.toolResults[0] && s.toolResults[0].content) || null, ms: s.r.ms, code: s.r.code };
+    return {
+      ended: s.r.code === 0 && !s.r.timedOut,
+      hookFired: s.hooks.length > 0,
+      allowed: s.file('open.txt') !== null,
+      toolResult: (s.toolResults[0] && s.toolResults[0].content) || null,
+      ms: s.r.ms,
+      code: s.r.code,
+    };
   } finally {
     s.cleanup();
   }
@@ -134,12 +148,25 @@ async function checkFailOpen(name, mode) {
 async function checkRewrite(name) {
   const client = CLIENTS[name];
   const original = client.tools.shell('echo original > ran.txt');
-  const rewritten = { ...original.input, [name === 'codex' ? 'command' : Object.keys(original.input).find((k) => /^(command|cmd)$/.test(k))]: 'echo rewritten > ran.txt' };
+  const rewritten = {
+    ...original.input,
+    [name === 'codex' ? 'command' : Object.keys(original.input).find((k) => /^(command|cmd)$/.test(k))]: 'echo rewritten > ran.txt',
+  };
   if (name === 'codex') delete rewritten.cmd;
-  const s = await sessionWithHook(name, { action: { exit: 0, stdout: ANSWERS.rewrite(name, rewritten) }, steps: (ws, t) => [{ tools: [t.shell('echo original > ran.txt')] }, { text: 'Done.' }] });
+  const s = await sessionWithHook(name, {
+    action: { exit: 0, stdout: ANSWERS.rewrite(name, rewritten) },
+    steps: (ws, t) => [{ tools: [t.shell('echo original > ran.txt')] }, { text: 'Done.' }],
+  });
   try {
     const ran = s.file('ran.txt');
-    return { ended: s.r.code === 0 && !s.r.timedOut, hookFired: s.hooks.length > 0, ran: ran && ran.trim(), obeyed: !!ran && ran.trim() === 'rewritten', toolResult: (s.toolResults[0] && s.toolResults[0].content) || null, stderr: s.r.stderr.slice(-400) };
+    return {
+      ended: s.r.code === 0 && !s.r.timedOut,
+      hookFired: s.hooks.length > 0,
+      ran: ran && ran.trim(),
+      obeyed: !!ran && ran.trim() === 'rewritten',
+      toolResult: (s.toolResults[0] && s.toolResults[0].content) || null,
+      stderr: s.r.stderr.slice(-400),
+    };
   } finally {
     s.cleanup();
   }
@@ -148,10 +175,19 @@ async function checkRewrite(name) {
 /** Does SessionStart's additionalContext reach the model's first request? */
 async function checkSessionContext(name) {
   const marker = 'CHOKEPOINT_SESSION_CONTEXT';
-  const s = await sessionWithHook(name, { event: 'start', action: { exit: 0, stdout: ANSWERS.context(name, `Remember: ${marker}`) }, steps: () => [{ text: 'Done.' }] });
+  const s = await sessionWithHook(name, {
+    event: 'start',
+    action: { exit: 0, stdout: ANSWERS.context(name, `Remember: ${marker}`) },
+    steps: () => [{ text: 'Done.' }],
+  });
   try {
     const first = JSON.stringify(s.server.mainRequests[0] || {});
-    return { ended: s.r.code === 0 && !s.r.timedOut, hookFired: s.hooks.length > 0, inFirstRequest: first.includes(marker), inAnyRequest: s.requestsText.includes(marker) };
+    return {
+      ended: s.r.code === 0 && !s.r.timedOut,
+      hookFired: s.hooks.length > 0,
+      inFirstRequest: first.includes(marker),
+      inAnyRequest: s.requestsText.includes(marker),
+    };
   } finally {
     s.cleanup();
   }

@@ -88,7 +88,18 @@ function baseEnv(home) {
   const keep = ['LANG', 'LC_ALL', 'TERM', 'TZ'];
   const env = Object.fromEntries(keep.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]));
   env.PATH = [path.dirname(PROGRAM), process.env.PATH].filter(Boolean).join(path.delimiter);
-  return { ...env, HOME: home, USERPROFILE: home, TMPDIR: path.join(home, 'tmp'), XDG_CONFIG_HOME: path.join(home, '.config'), XDG_CACHE_HOME: path.join(home, '.cache'), XDG_DATA_HOME: path.join(home, '.local/share'), XDG_STATE_HOME: path.join(home, '.local/state'), NO_COLOR: '1', CI: '1' };
+  return {
+    ...env,
+    HOME: home,
+    USERPROFILE: home,
+    TMPDIR: path.join(home, 'tmp'),
+    XDG_CONFIG_HOME: path.join(home, '.config'),
+    XDG_CACHE_HOME: path.join(home, '.cache'),
+    XDG_DATA_HOME: path.join(home, '.local/share'),
+    XDG_STATE_HOME: path.join(home, '.local/state'),
+    NO_COLOR: '1',
+    CI: '1',
+  };
 }
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
@@ -98,10 +109,39 @@ const CLIENTS = {
     vendor: 'anthropic',
     startServer: startAnthropic,
     hookEvents: [
-      'PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PostToolBatch', 'Notification', 'UserPromptSubmit', 'UserPromptExpansion', 'SessionStart', 'SessionEnd', 'Stop',
-      'StopFailure', 'SubagentStart', 'SubagentStop', 'PreCompact', 'PostCompact', 'PreModelSwitch', 'PostModelSwitch', 'PermissionRequest', 'PermissionDenied', 'Setup',
-      'TeammateIdle', 'TaskCreated', 'TaskCompleted', 'Elicitation', 'ElicitationResult', 'ConfigChange', 'WorktreeCreate', 'WorktreeRemove', 'InstructionsLoaded', 'CwdChanged',
-      'FileChanged', 'DirectoryAdded', 'MessageDisplay',
+      'PreToolUse',
+      'PostToolUse',
+      'PostToolUseFailure',
+      'PostToolBatch',
+      'Notification',
+      'UserPromptSubmit',
+      'UserPromptExpansion',
+      'SessionStart',
+      'SessionEnd',
+      'Stop',
+      'StopFailure',
+      'SubagentStart',
+      'SubagentStop',
+      'PreCompact',
+      'PostCompact',
+      'PreModelSwitch',
+      'PostModelSwitch',
+      'PermissionRequest',
+      'PermissionDenied',
+      'Setup',
+      'TeammateIdle',
+      'TaskCreated',
+      'TaskCompleted',
+      'Elicitation',
+      'ElicitationResult',
+      'ConfigChange',
+      'WorktreeCreate',
+      'WorktreeRemove',
+      'InstructionsLoaded',
+      'CwdChanged',
+      'FileChanged',
+      'DirectoryAdded',
+      'MessageDisplay',
     ],
     preToolUse: 'PreToolUse',
     /** @param {string} workspace @param {HookCommand} command @param {WriteHooksOptions} [options] */
@@ -137,9 +177,23 @@ const CLIENTS = {
       edit: (ws, rel, oldText, newText) => ({ name: 'Edit', input: { file_path: path.join(ws, rel), old_string: oldText, new_string: newText } }),
       shell: (command) => ({ name: 'Bash', input: { command, description: 'Run a command' } }),
       // MCP tools are deferred behind ToolSearch: the model selects one before it can call it.
-      mcp: (tool, input) => [{ tools: [{ name: 'ToolSearch', input: { query: `select:mcp__chokepoint__${tool}`, max_results: 5 } }] }, { tools: [{ name: `mcp__chokepoint__${tool}`, input }] }],
+      mcp: (tool, input) => [
+        { tools: [{ name: 'ToolSearch', input: { query: `select:mcp__chokepoint__${tool}`, max_results: 5 } }] },
+        { tools: [{ name: `mcp__chokepoint__${tool}`, input }] },
+      ],
       // A sub-agent in the foreground: its own model requests come next, then the main loop resumes.
-      subagent: (steps) => [{ tools: [{ name: 'Agent', input: { description: 'Write a file', prompt: 'Write the file you are asked to.', subagent_type: 'general-purpose', run_in_background: false } }] }, ...steps, { text: 'Sub-agent done.' }],
+      subagent: (steps) => [
+        {
+          tools: [
+            {
+              name: 'Agent',
+              input: { description: 'Write a file', prompt: 'Write the file you are asked to.', subagent_type: 'general-purpose', run_in_background: false },
+            },
+          ],
+        },
+        ...steps,
+        { text: 'Sub-agent done.' },
+      ],
     },
   },
 
@@ -147,7 +201,19 @@ const CLIENTS = {
     vendor: 'openai',
     startServer: startOpenAI,
     model: 'gpt-5.5',
-    hookEvents: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PermissionRequest', 'PostToolUse', 'PreCompact', 'PostCompact', 'SubagentStart', 'SubagentStop', 'Stop', 'SessionEnd'],
+    hookEvents: [
+      'SessionStart',
+      'UserPromptSubmit',
+      'PreToolUse',
+      'PermissionRequest',
+      'PostToolUse',
+      'PreCompact',
+      'PostCompact',
+      'SubagentStart',
+      'SubagentStop',
+      'Stop',
+      'SessionEnd',
+    ],
     preToolUse: 'PreToolUse',
     /** @param {string} workspace @param {HookCommand} command @param {WriteHooksOptions} [options] */
     writeHooks(workspace, command, { timeout } = {}) {
@@ -160,7 +226,13 @@ const CLIENTS = {
       // .codex/config.toml. The project's is used here; runAgent marks the workspace trusted.
       const lines = [];
       for (const [n, s] of Object.entries(servers)) {
-        lines.push(`[mcp_servers.${n}]`, `command = ${tomlString(s.command)}`, `args = [${(s.args || []).map(tomlString).join(', ')}]`, 'startup_timeout_sec = 20', '');
+        lines.push(
+          `[mcp_servers.${n}]`,
+          `command = ${tomlString(s.command)}`,
+          `args = [${(s.args || []).map(tomlString).join(', ')}]`,
+          'startup_timeout_sec = 20',
+          '',
+        );
       }
       const file = path.join(workspace, '.codex/config.toml');
       fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -194,12 +266,33 @@ const CLIENTS = {
       fs.writeFileSync(path.join(codexHome, 'config.toml'), config.join('\n'));
       return {
         env: { CODEX_HOME: codexHome, SCRIPTED_API_KEY: 'sk-scripted' },
-        args: (prompt) => ['exec', '--json', '--color', 'never', '--dangerously-bypass-approvals-and-sandbox', '--dangerously-bypass-hook-trust', '--skip-git-repo-check', '-C', cwd, prompt],
+        args: (prompt) => [
+          'exec',
+          '--json',
+          '--color',
+          'never',
+          '--dangerously-bypass-approvals-and-sandbox',
+          '--dangerously-bypass-hook-trust',
+          '--skip-git-repo-check',
+          '-C',
+          cwd,
+          prompt,
+        ],
       };
     },
     tools: {
-      write: (ws, rel, content) => ({ name: 'apply_patch', input: `*** Begin Patch\n*** Add File: ${rel}\n${content.replace(/\n$/, '').split('\n').map((l) => `+${l}`).join('\n')}\n*** End Patch\n` }),
-      edit: (ws, rel, oldText, newText) => ({ name: 'apply_patch', input: `*** Begin Patch\n*** Update File: ${rel}\n@@\n-${oldText}\n+${newText}\n*** End Patch\n` }),
+      write: (ws, rel, content) => ({
+        name: 'apply_patch',
+        input: `*** Begin Patch\n*** Add File: ${rel}\n${content
+          .replace(/\n$/, '')
+          .split('\n')
+          .map((l) => `+${l}`)
+          .join('\n')}\n*** End Patch\n`,
+      }),
+      edit: (ws, rel, oldText, newText) => ({
+        name: 'apply_patch',
+        input: `*** Begin Patch\n*** Update File: ${rel}\n@@\n-${oldText}\n+${newText}\n*** End Patch\n`,
+      }),
       shell: (command) => ({ name: 'exec_command', input: { cmd: command } }),
       // MCP tools are deferred behind the client-executed tool_search; its answer exposes the
       // namespace mcp__chokepoint, whose functions are then called with `namespace` set.
@@ -210,7 +303,19 @@ const CLIENTS = {
   gemini: {
     vendor: 'gemini',
     startServer: startGemini,
-    hookEvents: ['SessionStart', 'BeforeAgent', 'BeforeModel', 'AfterModel', 'BeforeToolSelection', 'BeforeTool', 'AfterTool', 'AfterAgent', 'Notification', 'PreCompress', 'SessionEnd'],
+    hookEvents: [
+      'SessionStart',
+      'BeforeAgent',
+      'BeforeModel',
+      'AfterModel',
+      'BeforeToolSelection',
+      'BeforeTool',
+      'AfterTool',
+      'AfterAgent',
+      'Notification',
+      'PreCompress',
+      'SessionEnd',
+    ],
     preToolUse: 'BeforeTool',
     /** @param {string} workspace @param {HookCommand} command @param {WriteHooksOptions} [options] */
     writeHooks(workspace, command, { timeout } = {}) {
@@ -225,7 +330,9 @@ const CLIENTS = {
       return file;
     },
     writeMcp(workspace, servers) {
-      mergeJson(path.join(workspace, '.gemini/settings.json'), { mcpServers: Object.fromEntries(Object.entries(servers).map(([n, s]) => [n, { ...s, trust: true, timeout: 20000 }])) });
+      mergeJson(path.join(workspace, '.gemini/settings.json'), {
+        mcpServers: Object.fromEntries(Object.entries(servers).map(([n, s]) => [n, { ...s, trust: true, timeout: 20000 }])),
+      });
     },
     prepare({ home, workspace, cwd = workspace, serverUrl }) {
       const dir = path.join(home, '.gemini');
@@ -235,7 +342,10 @@ const CLIENTS = {
         telemetry: { enabled: false },
         general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
       });
-      writeJson(path.join(dir, 'trustedFolders.json'), Object.fromEntries([...new Set([workspace, fs.realpathSync(workspace), cwd, fs.realpathSync(cwd)])].map((p) => [p, 'TRUST_FOLDER'])));
+      writeJson(
+        path.join(dir, 'trustedFolders.json'),
+        Object.fromEntries([...new Set([workspace, fs.realpathSync(workspace), cwd, fs.realpathSync(cwd)])].map((p) => [p, 'TRUST_FOLDER'])),
+      );
       return {
         env: { GEMINI_CLI_HOME: home, GEMINI_API_KEY: 'scripted-key', GOOGLE_GEMINI_BASE_URL: serverUrl, GEMINI_CLI_NO_RELAUNCH: 'true' },
         args: (prompt) => ['-p', prompt, '--yolo', '--output-format', 'stream-json'],
@@ -243,13 +353,20 @@ const CLIENTS = {
     },
     tools: {
       write: (ws, rel, content) => ({ name: 'write_file', input: { file_path: path.join(ws, rel), content } }),
-      edit: (ws, rel, oldText, newText) => ({ name: 'replace', input: { file_path: path.join(ws, rel), old_string: oldText, new_string: newText, instruction: 'Edit the file.' } }),
+      edit: (ws, rel, oldText, newText) => ({
+        name: 'replace',
+        input: { file_path: path.join(ws, rel), old_string: oldText, new_string: newText, instruction: 'Edit the file.' },
+      }),
       shell: (command) => ({ name: 'run_shell_command', input: { command, description: 'Run a command' } }),
       mcp: (tool, input) => [{ tools: [{ name: `mcp_chokepoint_${tool}`, input }] }],
       // The built-in `generalist` sub-agent: its own model requests come next (it ends with
       // `complete_task`), then the main loop resumes. Its tool calls reach the hooks with the
       // session's `session_id` and nothing that marks them as a sub-agent's (0.61).
-      subagent: (steps) => [{ tools: [{ name: 'invoke_agent', input: { agent_name: 'generalist', prompt: 'Write the file you are asked to.' } }] }, ...steps, { tools: [{ name: 'complete_task', input: { result: 'Sub-agent done.' } }] }],
+      subagent: (steps) => [
+        { tools: [{ name: 'invoke_agent', input: { agent_name: 'generalist', prompt: 'Write the file you are asked to.' } }] },
+        ...steps,
+        { tools: [{ name: 'complete_task', input: { result: 'Sub-agent done.' } }] },
+      ],
     },
   },
 
@@ -258,8 +375,21 @@ const CLIENTS = {
     startServer: startAnthropic,
     model: 'claude-sonnet-4.5',
     hookEvents: [
-      'sessionStart', 'sessionEnd', 'userPromptSubmitted', 'userPromptTransformed', 'preToolUse', 'preMcpToolCall', 'postToolUse', 'postToolUseFailure', 'errorOccurred', 'agentStop',
-      'subagentStart', 'subagentStop', 'preCompact', 'permissionRequest', 'notification',
+      'sessionStart',
+      'sessionEnd',
+      'userPromptSubmitted',
+      'userPromptTransformed',
+      'preToolUse',
+      'preMcpToolCall',
+      'postToolUse',
+      'postToolUseFailure',
+      'errorOccurred',
+      'agentStop',
+      'subagentStart',
+      'subagentStop',
+      'preCompact',
+      'permissionRequest',
+      'notification',
     ],
     preToolUse: 'preToolUse',
     /** @param {string} workspace @param {HookCommand} command @param {WriteHooksOptions} [options] */
@@ -274,7 +404,9 @@ const CLIENTS = {
       return file;
     },
     writeMcp(workspace, servers) {
-      writeJson(path.join(workspace, '.mcp.json'), { mcpServers: Object.fromEntries(Object.entries(servers).map(([n, s]) => [n, { type: 'stdio', tools: ['*'], ...s }])) });
+      writeJson(path.join(workspace, '.mcp.json'), {
+        mcpServers: Object.fromEntries(Object.entries(servers).map(([n, s]) => [n, { type: 'stdio', tools: ['*'], ...s }])),
+      });
     },
     prepare({ home, serverUrl }) {
       return {
@@ -299,7 +431,18 @@ const CLIENTS = {
       edit: (ws, rel, oldText, newText) => ({ name: 'edit', input: { path: path.join(ws, rel), old_str: oldText, new_str: newText } }),
       shell: (command) => ({ name: 'bash', input: { command, description: 'Run a command', mode: 'sync', initial_wait: 30 } }),
       mcp: (tool, input) => [{ tools: [{ name: `chokepoint-${tool}`, input }] }],
-      subagent: (steps) => [{ tools: [{ name: 'task', input: { name: 'writer', description: 'Write a file', prompt: 'Write the file you are asked to.', agent_type: 'general-purpose', mode: 'sync' } }] }, ...steps, { text: 'Sub-agent done.' }],
+      subagent: (steps) => [
+        {
+          tools: [
+            {
+              name: 'task',
+              input: { name: 'writer', description: 'Write a file', prompt: 'Write the file you are asked to.', agent_type: 'general-purpose', mode: 'sync' },
+            },
+          ],
+        },
+        ...steps,
+        { text: 'Sub-agent done.' },
+      ],
     },
   },
 };
@@ -407,7 +550,11 @@ function makeWorkspace(name) {
 /** Reads a loghook log: one object per line. */
 function readLog(file) {
   if (!fs.existsSync(file)) return [];
-  return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 module.exports = { CLIENTS, RUNNABLE, PROGRAM, CHOSEN, runAgent, makeWorkspace, readLog, loghookCommand, mcpStubServer, parseEvents, LOGHOOK, MCP_STUB };

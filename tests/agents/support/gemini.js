@@ -11,7 +11,12 @@
 const { startScriptedServer, sse, json, id } = require('./server');
 
 function isMain(body, url) {
-  return /:streamGenerateContent$/.test(url.pathname) && body && Array.isArray(body.tools) && body.tools.some((t) => Array.isArray(t.functionDeclarations) && t.functionDeclarations.length > 0);
+  return (
+    /:streamGenerateContent$/.test(url.pathname) &&
+    body &&
+    Array.isArray(body.tools) &&
+    body.tools.some((t) => Array.isArray(t.functionDeclarations) && t.functionDeclarations.length > 0)
+  );
 }
 
 /** A minimal value satisfying a (Gemini or JSON) schema; `next_speaker` answers "user" so the CLI
@@ -42,7 +47,12 @@ function sideAnswer(body) {
 function candidateChunk(parts, finishReason) {
   const c = { content: { role: 'model', parts }, index: 0 };
   if (finishReason) c.finishReason = finishReason;
-  return { candidates: [c], usageMetadata: { promptTokenCount: 100, candidatesTokenCount: 20, totalTokenCount: 120 }, modelVersion: 'gemini-2.5-pro', responseId: id('resp') };
+  return {
+    candidates: [c],
+    usageMetadata: { promptTokenCount: 100, candidatesTokenCount: 20, totalTokenCount: 120 },
+    modelVersion: 'gemini-2.5-pro',
+    responseId: id('resp'),
+  };
 }
 
 /** The chunks of one streamed answer made of a step: text first (in pieces), then one functionCall
@@ -72,7 +82,12 @@ function toolResults(body) {
       if (p.functionResponse) {
         const r = p.functionResponse;
         const resp = r.response || {};
-        const content = typeof resp.output === 'string' ? resp.output : resp.error !== undefined ? String(typeof resp.error === 'string' ? resp.error : JSON.stringify(resp.error)) : JSON.stringify(resp);
+        const content =
+          typeof resp.output === 'string'
+            ? resp.output
+            : resp.error !== undefined
+              ? String(typeof resp.error === 'string' ? resp.error : JSON.stringify(resp.error))
+              : JSON.stringify(resp);
         // Gemini has no call ids on the wire unless the model sent them: the position identifies it.
         out.push({ id: r.id || `${r.name}#${n}`, name: r.name, content, isError: resp.error !== undefined });
         n += 1;
@@ -99,14 +114,19 @@ async function startGemini({ script, finalText } = {}) {
     handle(req, res, url, body, entry, server) {
       const p = url.pathname;
       if (req.method === 'GET' && /\/models\/?$/.test(p)) {
-        return json(res, 200, { models: MODELS.map((m) => ({ name: `models/${m}`, displayName: m, supportedGenerationMethods: ['generateContent', 'countTokens'] })) });
+        return json(res, 200, {
+          models: MODELS.map((m) => ({ name: `models/${m}`, displayName: m, supportedGenerationMethods: ['generateContent', 'countTokens'] })),
+        });
       }
       if (req.method === 'POST' && /:countTokens$/.test(p)) {
         return json(res, 200, { totalTokens: Math.ceil(JSON.stringify(body || '').length / 4) });
       }
       if (req.method === 'POST' && /:streamGenerateContent$/.test(p)) {
         const step = isMain(body, url) ? server.nextStep(body, entry) : { text: sideAnswer(body) };
-        return sse(res, chunksOf(step).map((data) => ({ data })));
+        return sse(
+          res,
+          chunksOf(step).map((data) => ({ data })),
+        );
       }
       if (req.method === 'POST' && /:generateContent$/.test(p)) {
         return json(res, 200, candidateChunk([{ text: sideAnswer(body) }], 'STOP'));

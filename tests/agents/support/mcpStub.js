@@ -17,9 +17,18 @@ const TOOLS = [
   {
     name: 'select_active_intent',
     description: 'Selects the intent the following changes belong to.',
-    inputSchema: { type: 'object', properties: { intent_id: { type: 'string', description: 'The id of the intent.' } }, required: ['intent_id'], additionalProperties: false },
+    inputSchema: {
+      type: 'object',
+      properties: { intent_id: { type: 'string', description: 'The id of the intent.' } },
+      required: ['intent_id'],
+      additionalProperties: false,
+    },
   },
-  { name: 'intent_context', description: 'The active intent, its scope and its constraints.', inputSchema: { type: 'object', properties: {}, additionalProperties: false } },
+  {
+    name: 'intent_context',
+    description: 'The active intent, its scope and its constraints.',
+    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+  },
   {
     name: 'scope_expansion_request',
     description: 'Asks to widen the active intent to more paths.',
@@ -63,7 +72,15 @@ rl.on('line', (line) => {
   const { id, method, params = {} } = msg;
   if (id === undefined || id === null) return; // a notification (notifications/initialized, cancelled…)
   if (method === 'initialize') {
-    return send({ jsonrpc: '2.0', id, result: { protocolVersion: params.protocolVersion || '2025-06-18', capabilities: { tools: { listChanged: false } }, serverInfo: { name: 'chokepoint', version: '0.0.0-stub' } } });
+    return send({
+      jsonrpc: '2.0',
+      id,
+      result: {
+        protocolVersion: params.protocolVersion || '2025-06-18',
+        capabilities: { tools: { listChanged: false } },
+        serverInfo: { name: 'chokepoint', version: '0.0.0-stub' },
+      },
+    });
   }
   if (method === 'ping') return send({ jsonrpc: '2.0', id, result: {} });
   if (method === 'tools/list') return send({ jsonrpc: '2.0', id, result: { tools: TOOLS } });

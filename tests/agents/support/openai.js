@@ -41,7 +41,8 @@ function outputItem(tool, declared) {
   const d = declared.get(tool.name);
   const callId = tool.id || id('call_');
   if (d && d.type === 'custom') {
-    const input = typeof tool.input === 'string' ? tool.input : tool.input && typeof tool.input.input === 'string' ? tool.input.input : JSON.stringify(tool.input);
+    const input =
+      typeof tool.input === 'string' ? tool.input : tool.input && typeof tool.input.input === 'string' ? tool.input.input : JSON.stringify(tool.input);
     return { type: 'custom_tool_call', id: id('ctc_'), status: 'completed', call_id: callId, name: tool.name, input };
   }
   if (d && d.type === 'tool_search') {
@@ -52,7 +53,14 @@ function outputItem(tool, declared) {
   if (d && d.type === 'local_shell') {
     return { type: 'local_shell_call', id: id('lsh_'), status: 'completed', call_id: callId, action: { type: 'exec', ...tool.input } };
   }
-  const item = { type: 'function_call', id: id('fc_'), status: 'completed', call_id: callId, name: d ? d.name : tool.name, arguments: typeof tool.input === 'string' ? tool.input : JSON.stringify(tool.input || {}) };
+  const item = {
+    type: 'function_call',
+    id: id('fc_'),
+    status: 'completed',
+    call_id: callId,
+    name: d ? d.name : tool.name,
+    arguments: typeof tool.input === 'string' ? tool.input : JSON.stringify(tool.input || {}),
+  };
   if (d && d.namespace) item.namespace = d.namespace;
   return item;
 }
@@ -64,7 +72,14 @@ function responseEvents(step, body) {
   // Output items of the Responses API: which fields one has depends on its `type`.
   /** @type {{ type: string, id: string, [field: string]: any }[]} */
   const items = [];
-  if (step.text) items.push({ type: 'message', id: id('msg_'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: step.text, annotations: [] }] });
+  if (step.text)
+    items.push({
+      type: 'message',
+      id: id('msg_'),
+      status: 'completed',
+      role: 'assistant',
+      content: [{ type: 'output_text', text: step.text, annotations: [] }],
+    });
   for (const t of step.tools || []) items.push(outputItem(t, declared));
   let seq = 0;
   const ev = (type, data) => ({ event: type, data: { type, sequence_number: seq++, ...data } });
@@ -74,7 +89,9 @@ function responseEvents(step, body) {
     if (item.type === 'message') {
       const text = item.content[0].text;
       events.push(ev('response.output_item.added', { output_index, item: { ...item, status: 'in_progress', content: [] } }));
-      events.push(ev('response.content_part.added', { item_id: item.id, output_index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } }));
+      events.push(
+        ev('response.content_part.added', { item_id: item.id, output_index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } }),
+      );
       for (const p of pieces(text)) events.push(ev('response.output_text.delta', { item_id: item.id, output_index, content_index: 0, delta: p }));
       events.push(ev('response.output_text.done', { item_id: item.id, output_index, content_index: 0, text }));
       events.push(ev('response.content_part.done', { item_id: item.id, output_index, content_index: 0, part: item.content[0] }));
@@ -91,7 +108,13 @@ function responseEvents(step, body) {
     }
     events.push(ev('response.output_item.done', { output_index, item }));
   });
-  const usage = { input_tokens: 100, input_tokens_details: { cached_tokens: 0 }, output_tokens: 20, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 120 };
+  const usage = {
+    input_tokens: 100,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: 20,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: 120,
+  };
   events.push(ev('response.completed', { response: { ...base, status: 'completed', output: items, usage } }));
   return { events, items, responseId, usage, model };
 }
@@ -102,7 +125,8 @@ function toolResults(body) {
   const names = new Map();
   const out = [];
   for (const item of body.input) {
-    if (item.type === 'function_call' || item.type === 'custom_tool_call' || item.type === 'local_shell_call') names.set(item.call_id, item.namespace ? `${item.namespace}__${item.name}` : item.name || item.type);
+    if (item.type === 'function_call' || item.type === 'custom_tool_call' || item.type === 'local_shell_call')
+      names.set(item.call_id, item.namespace ? `${item.namespace}__${item.name}` : item.name || item.type);
     if (item.type === 'tool_search_call') names.set(item.call_id, 'tool_search');
     if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output' || item.type === 'tool_search_output') {
       const content = textOf(item.output);
@@ -134,7 +158,8 @@ async function startOpenAI({ script, finalText } = {}) {
       if (req.method === 'POST' && /\/responses$/.test(p)) {
         const step = isMain(body) ? server.nextStep(body, entry) : { text: 'Scripted side answer.' };
         const r = responseEvents(step, body);
-        if (body && body.stream === false) return json(res, 200, { id: r.responseId, object: 'response', model: r.model, status: 'completed', output: r.items, usage: r.usage });
+        if (body && body.stream === false)
+          return json(res, 200, { id: r.responseId, object: 'response', model: r.model, status: 'completed', output: r.items, usage: r.usage });
         return sse(res, r.events);
       }
       return false;

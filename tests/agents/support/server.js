@@ -61,10 +61,11 @@ async function startScriptedServer({ script = [], finalText = 'Done.', handle, t
       for (const body of server.requests) for (const r of toolResults(body) || []) if (!seen.has(r.id)) seen.set(r.id, r);
       return [...seen.values()];
     },
-    close: () => new Promise((resolve) => {
-      httpServer.closeAllConnections?.();
-      httpServer.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        httpServer.closeAllConnections?.();
+        httpServer.close(() => resolve());
+      }),
   };
   const httpServer = http.createServer((req, res) => {
     const chunks = [];
@@ -138,8 +139,11 @@ function pieces(s, n = 3) {
 function textOf(content) {
   if (content == null) return '';
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((c) => (typeof c === 'string' ? c : c.text ?? textOf(c.content ?? c.output ?? ''))).join('');
-  if (typeof content === 'object') return content.text ?? (content.output !== undefined ? textOf(content.output) : content.error !== undefined ? textOf(content.error) : JSON.stringify(content));
+  if (Array.isArray(content)) return content.map((c) => (typeof c === 'string' ? c : (c.text ?? textOf(c.content ?? c.output ?? '')))).join('');
+  if (typeof content === 'object')
+    return (
+      content.text ?? (content.output !== undefined ? textOf(content.output) : content.error !== undefined ? textOf(content.error) : JSON.stringify(content))
+    );
   return String(content);
 }
 

@@ -286,7 +286,10 @@ class Exchange {
       );
     }
     const cause = describeNetworkError(e);
-    return new ModelError(phase === 'before' ? `${this.where}: ${cause}` : `${this.where}: the connection broke in the middle of the answer: ${cause}`, 'network');
+    return new ModelError(
+      phase === 'before' ? `${this.where}: ${cause}` : `${this.where}: the connection broke in the middle of the answer: ${cause}`,
+      'network',
+    );
   }
 
   /** Also aborts the request, which frees the connection when the consumer stopped reading early. */

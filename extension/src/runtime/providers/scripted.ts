@@ -77,7 +77,11 @@ export class ScriptedModelServer {
     const index = this.next++;
     const step = this.script.steps[index];
     if (!step) {
-      return sendJson(res, 400, wireError(`the script has no step ${index + 1} left (it has ${this.script.steps.length})`, 'invalid_request_error', 'script_exhausted'));
+      return sendJson(
+        res,
+        400,
+        wireError(`the script has no step ${index + 1} left (it has ${this.script.steps.length})`, 'invalid_request_error', 'script_exhausted'),
+      );
     }
     const unmet = unmetExpectation(step, index, body.messages);
     if (unmet) return sendJson(res, 400, wireError(unmet, 'invalid_request_error', 'script_expectation_failed'));
