@@ -3,7 +3,16 @@
 // short session names.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type Entry, applyFilter, countLine, decisionLine, groupBySession, shortSession, writtenFiles } from '../../extension/src/ui/traceModel';
+import {
+  type Entry,
+  applyFilter,
+  containedCommandLines,
+  countLine,
+  decisionLine,
+  groupBySession,
+  shortSession,
+  writtenFiles,
+} from '../../extension/src/ui/traceModel';
 
 let seq = 100;
 function rec(over: Partial<Entry>): Entry {
@@ -211,4 +220,31 @@ test("a call's written files are its after record's, each with the hashes its di
   ]);
   // A denied call wrote nothing.
   assert.deepEqual(writtenFiles(groupBySession(entries)[0].actions[0]), []);
+});
+
+test("a contained command's record says what it changed and kept, what was refused, and what was undone with why", () => {
+  const record = {
+    kind: 'containment',
+    data: {
+      argv: ['sh', '-c', 'npm run fix'],
+      exit_code: 0,
+      timed_out: false,
+      cancelled: false,
+      confinement: 'landlock abi 4',
+      isolation: 'isolated',
+      changed: [{ path: 'src/auth/login.js', kind: 'modified' }],
+      refused: [{ path: 'src/billing/invoice.js', kind: 'modified' }],
+      not_applied: [{ path: 'src/auth/notes.md', kind: 'created', conflict: true, kept: 'theirs', reason: 'a person wrote it while the command ran' }],
+      others: [],
+      notes: ['1 write outside the scope was refused'],
+    },
+  };
+  const text = containedCommandLines(record).join('\n');
+  assert.match(text, /`sh -c npm run fix` · exit code 0 · isolated · confinement: landlock abi 4/);
+  assert.match(text, /\*\*Changed, and kept\*\*\n\n- `src\/auth\/login\.js` \(modified\)/);
+  assert.match(text, /\*\*Refused: outside its scope, never applied\*\*\n\n- `src\/billing\/invoice\.js` \(modified\)/);
+  assert.match(text, /- `src\/auth\/notes\.md` \(created\): a person wrote it while the command ran \(someone else changed it meanwhile: theirs is kept\)/);
+  assert.match(text, /\*\*Notes\*\*\n\n- 1 write outside the scope was refused/);
+  assert.deepEqual(containedCommandLines({ kind: 'tool_call', data: {} }), [], 'only a contained command');
+  assert.match(containedCommandLines({ kind: 'containment', data: { argv: ['true'], exit_code: 0 } }).join('\n'), /It changed nothing in the workspace/);
 });

@@ -215,3 +215,32 @@ export function writtenFiles(action: Action): WrittenFile[] {
     after: f.sha256 ?? undefined,
   }));
 }
+
+/** A contained command's record as a person reads it (its `data`, as `engine::trace::containment_record`
+ *  writes it): what it ran and how it ended, how it was contained, what it changed and kept, what was
+ *  refused (outside the scope) and what was not applied (undone) with why. Empty for any other record,
+ *  or one whose data cannot be read. */
+export function containedCommandLines(record: unknown): string[] {
+  const r = record as { kind?: unknown; data?: Record<string, unknown> } | null;
+  if (!r || r.kind !== 'containment' || !r.data || typeof r.data !== 'object') return [];
+  const d = r.data;
+  const list = (key: string) => (Array.isArray(d[key]) ? (d[key] as Array<Record<string, unknown>>) : []);
+  const change = (c: Record<string, unknown>) => `\`${String(c.path)}\` (${String(c.kind)})`;
+  const argv = Array.isArray(d.argv) ? (d.argv as unknown[]).map(String).join(' ') : '';
+  const ended = d.cancelled ? 'stopped (cancelled)' : d.timed_out ? 'stopped (timed out)' : `exit code ${String(d.exit_code)}`;
+  const lines = ['### What the contained command did', '', `\`${argv}\` · ${ended} · ${String(d.isolation)} · confinement: ${String(d.confinement)}`, ''];
+  const section = (title: string, items: string[]) => {
+    if (items.length) lines.push(`**${title}**`, '', ...items.map((i) => `- ${i}`), '');
+  };
+  section('Changed, and kept', list('changed').map(change));
+  section('Refused: outside its scope, never applied', list('refused').map(change));
+  section(
+    'Not applied (undone), and why',
+    list('not_applied').map((n) => `${change(n)}: ${String(n.reason)}${n.conflict ? ' (someone else changed it meanwhile: theirs is kept)' : ''}`),
+  );
+  section('Changed by others while it ran (not its own)', list('others').map(change));
+  const notes = Array.isArray(d.notes) ? (d.notes as unknown[]).map(String) : [];
+  section('Notes', notes);
+  if (list('changed').length + list('refused').length + list('not_applied').length === 0) lines.push('It changed nothing in the workspace.', '');
+  return lines;
+}

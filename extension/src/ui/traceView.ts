@@ -22,6 +22,7 @@ import {
   type ViewFilter,
   type WrittenFile,
   applyFilter,
+  containedCommandLines,
   countLine,
   groupBySession,
   shortSession,
@@ -433,6 +434,13 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
         }
       }
       if (where) lines.push(where, '');
+      if (whole) {
+        try {
+          lines.push(...containedCommandLines(JSON.parse(whole)));
+        } catch {
+          // The record as JSON below says what it holds.
+        }
+      }
       lines.push('```json', whole ?? JSON.stringify(r, null, 2), '```', '');
     }
     return lines.join('\n');
