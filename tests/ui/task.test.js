@@ -270,6 +270,11 @@ test('a task that cannot start says why in the panel: the engine did not load', 
   await page.reload();
   await page.locator('.statusbar').getByText('Chokepoint: engine failed').waitFor({ timeout: 90000 });
   await vsc.openSidebar();
+  // The reloaded page starts from the state VS Code last saved for the view, which may be one where
+  // the folding test had the Task section folded: opened, as a person would, if it is.
+  const toggle = sidebar().getByTestId('task-toggle');
+  await toggle.waitFor({ timeout: 30000 });
+  if ((await toggle.getAttribute('aria-expanded')) === 'false') await toggle.click();
   await task().getByRole('button', { name: 'Run demo task' }).click({ timeout: 30000 });
   const status = task().getByTestId('task-status');
   await status.getByText(/^The task did not start: the engine is not running \(failed\)/).waitFor({ timeout: 10000 });
