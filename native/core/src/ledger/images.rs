@@ -231,8 +231,8 @@ fn open(db: &std::path::Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // OFF: the store never syncs, not even at a checkpoint. Its texts only serve diffs, and a sync
     // here competed with the ledger's own on every write (runtime.tool_call 2.9x its bypass with the
-    // store off, 3.4x with it syncing at NORMAL). A power cut may cost the store's last texts, or the
-    // store itself, which `open` then makes again: never a record.
+    // store off, 3.4x with it syncing at NORMAL). A power cut may cost the store's last texts, or
+    // leave the store unreadable: then no diff can be shown (each read says so), never a record lost.
     conn.pragma_update(None, "synchronous", "OFF")?;
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS images (
