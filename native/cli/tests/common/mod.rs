@@ -105,25 +105,11 @@ pub fn spawn_claude_hook(ws: &Path, runtime: &Path, input: &str, extra: &[&str])
     child
 }
 
-/// `git ARGS` in `dir` as a test's own user, with no signing and `main` as the first branch; its
-/// output, whether or not it succeeded (a merge that conflicts, say).
-pub fn git_output(dir: &Path, args: &[&str]) -> Output {
-    Command::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .output()
-        .expect("git runs")
-}
-
-/// `git ARGS` in `dir`, which must succeed; its stdout.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_output(dir, args);
-    assert!(out.status.success(), "git {}: {}{}", args.join(" "), stdout(&out), stderr(&out));
-    stdout(&out)
-}
+#[path = "../../../core/tests/support/git.rs"]
+mod git_support;
+/// `git` as every test of the repository runs it (the core's `tests/support/git.rs`).
+#[allow(unused_imports)] // every test binary includes common/, and not each one uses both
+pub use git_support::{git, git_output};
 
 /// A governed repository at `root` with its first commit: `.orchestration/hooks.yaml` (and
 /// `active_intents.yaml` when given) and `src/lib.ts`, for the tests of worktrees and of a team's
