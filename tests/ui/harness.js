@@ -8,7 +8,9 @@ const path = require('path');
 const vscode = require('../../scripts/vscode');
 const { packageVsix } = require('../../scripts/package');
 
-/** The frame of the sidebar webview, the extension's only webview (see `sidebar` below). */
+/** The frame of the sidebar webview, the extension's only webview. Found by the extension that owns
+ *  it, because the walkthrough's pages are webviews too (VS Code's own), and a view shown again gets
+ *  a frame whose address no longer says its purpose (`webviewView`). */
 const SIDEBAR_FRAME = 'iframe.webview.ready[src*="extensionId=chokepoint.chokepoint"]';
 
 /**
@@ -62,10 +64,6 @@ async function startVsCode({ outsideHome = false, env = {}, firstRun = false, un
     page,
     /** The workbench's address for another folder (opened in a new window of the same profile). */
     url: (folder) => server.url(folder),
-    /** The sidebar webview's frame: the extension's only webview. Found by the extension that owns
-     *  it, because the walkthrough's pages are webviews too (VS Code's own), and a view shown again
-     *  gets a frame whose address no longer says its purpose (`webviewView`). */
-    sidebarFrame: () => page.locator(SIDEBAR_FRAME),
     /** The sidebar webview's document (VS Code nests it in two iframes). */
     sidebar: () => page.frameLocator(SIDEBAR_FRAME).frameLocator('#active-frame'),
     /** Shows the Chokepoint view. Clicking an already selected activity-bar item would hide it instead. */
@@ -73,6 +71,16 @@ async function startVsCode({ outsideHome = false, env = {}, firstRun = false, un
       const tab = page.locator('.activitybar').getByRole('tab', { name: /^Chokepoint/ });
       await tab.waitFor({ timeout: 60000 });
       if ((await tab.getAttribute('aria-selected')) !== 'true') await tab.click();
+    },
+    /** Hides the Chokepoint view behind the Explorer (its page is destroyed) and shows it again,
+     *  once the old page's frame is gone: the next page is a new one. */
+    async hideAndShowSidebar() {
+      await page
+        .locator('.activitybar')
+        .getByRole('tab', { name: /^Explorer/ })
+        .click();
+      await page.locator(SIDEBAR_FRAME).waitFor({ state: 'detached', timeout: 10000 });
+      await this.openSidebar();
     },
     /** The Trace view's pane: a native tree under the Chokepoint container, expanded. */
     traceView: () => pane(page, 'Trace'),

@@ -138,12 +138,7 @@ test('Run demo task: the transcript shows each call with its decision and the ho
 test('the transcript comes back whole when the view is hidden and shown again', async () => {
   const before = await rows();
   // Another view in the sidebar: the Chokepoint view is hidden and its page destroyed.
-  await page
-    .locator('.activitybar')
-    .getByRole('tab', { name: /^Explorer/ })
-    .click();
-  await vsc.sidebarFrame().waitFor({ state: 'detached', timeout: 10000 });
-  await vsc.openSidebar();
+  await vsc.hideAndShowSidebar();
   await task().getByTestId('task-ended').waitFor({ timeout: 30000 });
   assert.deepStrictEqual(await rows(), before);
   assert.strictEqual(await task().getByTestId('assistant-text').first().textContent(), 'I will declare the intent this work serves first.');
@@ -160,12 +155,7 @@ test("the page's sections fold from their headings, by keyboard too, and stay fo
   await toggle('task').click();
   await task().getByTestId('task-prompt').waitFor({ state: 'hidden', timeout: 5000 });
   // Hidden and shown again (a new page): what the person folded stays folded, the rest open.
-  await page
-    .locator('.activitybar')
-    .getByRole('tab', { name: /^Explorer/ })
-    .click();
-  await vsc.sidebarFrame().waitFor({ state: 'detached', timeout: 10000 });
-  await vsc.openSidebar();
+  await vsc.hideAndShowSidebar();
   await toggle('engine').waitFor({ timeout: 30000 });
   assert.strictEqual(await toggle('engine').getAttribute('aria-expanded'), 'false');
   assert.strictEqual(await toggle('task').getAttribute('aria-expanded'), 'false');
@@ -180,12 +170,7 @@ test("the page's sections fold from their headings, by keyboard too, and stay fo
   await sidebar().locator('#engine-body').getByText('Workspace', { exact: true }).waitFor({ timeout: 5000 });
   // Shown again: open as left. (VS Code saves a view's state when it hides it, not at every change:
   // the window reload of the last test would otherwise find the sections as they were at the last hiding.)
-  await page
-    .locator('.activitybar')
-    .getByRole('tab', { name: /^Explorer/ })
-    .click();
-  await vsc.sidebarFrame().waitFor({ state: 'detached', timeout: 10000 });
-  await vsc.openSidebar();
+  await vsc.hideAndShowSidebar();
   await toggle('engine').waitFor({ timeout: 30000 });
   for (const key of ['approvals', 'task', 'engine']) assert.strictEqual(await toggle(key).getAttribute('aria-expanded'), 'true', `${key} open again`);
 });
