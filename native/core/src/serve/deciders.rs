@@ -28,7 +28,7 @@
 //! tool not rewritten, an MCP server) that leaves its agent's tree (`setsid` and a double fork) and
 //! clears its environment; an agent whose hooks never ran in this boot; a person whose own terminal
 //! was started by an agent (then it is an agent's). And it rests on `/proc` (Linux): elsewhere
-//! nothing is known and nothing is refused by ancestry. ARCHITECTURE.md (serve) says it too.
+//! nothing is known and nothing is refused by ancestry. ARCHITECTURE.md's invariant I11 names the rule.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
