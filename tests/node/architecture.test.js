@@ -1,5 +1,6 @@
-// ARCHITECTURE.md's code map stays true: every folder of the source tree is named in it, and every
-// folder it names exists. A folder added, renamed or removed without the map fails here, naming it.
+// ARCHITECTURE.md stays true: every folder of the source tree is named in its code map, every folder it
+// names exists, and every test its invariants say holds them exists, by file and by name. A folder or a
+// test added, renamed or removed without the map fails here, naming it.
 'use strict';
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
@@ -63,4 +64,57 @@ test('every folder ARCHITECTURE.md names by its path from the root exists', () =
 test('the check sees a folder the map leaves out', () => {
   assert.equal(named('native/core/src/no_such_layer'), false);
   assert.equal(named('extension/src/host'), true);
+});
+
+/** The text of every test source: the crates' `tests/` and `src/` (unit tests), and the JS and TS tests. */
+function testSources() {
+  const out = [];
+  const walk = (rel) => {
+    const abs = path.join(ROOT, rel);
+    if (!fs.existsSync(abs)) return;
+    for (const e of fs.readdirSync(abs, { withFileTypes: true })) {
+      const child = `${rel}/${e.name}`;
+      if (e.isDirectory()) walk(child);
+      else if (/\.(rs|js|ts)$/.test(e.name)) out.push(fs.readFileSync(path.join(ROOT, child), 'utf8'));
+    }
+  };
+  for (const dir of ['native/core/tests', 'native/core/src', 'native/cli/tests', 'native/cli/src', 'native/node/src', 'tests']) walk(dir);
+  return out.join('\n');
+}
+
+/** The test functions the invariants name: snake_case names of four words or more, where a trailing
+ *  `*` or `…` stands for the rest of a long name. */
+function namedTests(section) {
+  return [...section.matchAll(/`(?:[a-z_/]+\.rs::)?([a-z][a-z0-9]*(?:_[a-z0-9]+){3,}_?)([*…]?)`/g)].map((m) => ({ name: m[1], prefix: m[2] !== '' }));
+}
+
+test("every test ARCHITECTURE.md's invariants name exists", () => {
+  const section = MAP.slice(MAP.indexOf('## Invariants'));
+  const sources = testSources();
+  const named = [...namedTests(section), ...namedTests(MAP.slice(0, MAP.indexOf('## Invariants'))).filter((t) => t.name.length > 24)];
+  assert.ok(named.length > 20, `the invariants name ${named.length} tests`);
+  const missing = named.filter(({ name, prefix }) => !new RegExp(`fn ${name}${prefix ? '' : '\\b'}`).test(sources));
+  assert.deepEqual(missing, [], 'ARCHITECTURE.md names tests that do not exist: rename them there, or say which test holds the rule now');
+});
+
+test('the invariants name each test file by a path that exists', () => {
+  const section = MAP.slice(MAP.indexOf('## Invariants'));
+  const files = [...section.matchAll(/`((?:native\/[a-z]+\/)?tests\/[a-z_/]+\.(?:rs|test\.js|test\.ts))(?:::[a-z_]+)?`/g)].map((m) => m[1]);
+  assert.ok(files.length > 10, `the invariants name ${files.length} test files`);
+  // A short `tests/x.rs` is the core's or the CLI's, as the sentence says; either must have it.
+  const exists = (f) =>
+    f.startsWith('tests/') && f.endsWith('.rs')
+      ? ['native/core/', 'native/cli/'].some((c) => fs.existsSync(path.join(ROOT, c + f)))
+      : fs.existsSync(path.join(ROOT, f));
+  assert.deepEqual(
+    [...new Set(files)].filter((f) => !exists(f)),
+    [],
+  );
+});
+
+test('the test-name check sees a name that is not a test', () => {
+  assert.deepEqual(namedTests('`a_test_that_is_not_there` and `tests/x.rs::the_rest_of_a_*`'), [
+    { name: 'a_test_that_is_not_there', prefix: false },
+    { name: 'the_rest_of_a_', prefix: true },
+  ]);
 });
