@@ -4,7 +4,7 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const { ROOT, log, run, isStale } = require('./lib');
+const { ROOT, step, run, isStale } = require('./lib');
 
 const RUST_INPUTS = ['Cargo.toml', 'Cargo.lock', 'native/core', 'native/node/src', 'native/node/Cargo.toml', 'native/node/build.rs'];
 const CLI_INPUTS = [...RUST_INPUTS, 'native/cli'];
@@ -14,20 +14,22 @@ async function buildNative({ force = false } = {}) {
   // Any platform's addon in native/node counts: napi names it by triple (extension/src/engine/native.ts).
   const addons = fs.readdirSync(path.join(ROOT, 'native/node')).filter((f) => /^chokepoint\..+\.node$/.test(f));
   if (force || addons.length === 0 || addons.some((f) => isStale(path.join('native/node', f), RUST_INPUTS))) {
-    log('build', 'native addon (release)');
-    await run(path.join(BIN, 'napi'), ['build', '--platform', '--release', '--cwd', 'native/node']);
+    // The addon and the CLI share every dependency they have in common, compiled once: both depend on
+    // native/hack, which asks the union of their features (its Cargo.toml says why).
+    await step('build', 'native addon (release)', () => run(path.join(BIN, 'napi'), ['build', '--platform', '--release', '--cwd', 'native/node']));
   }
   const cli = path.join(ROOT, 'target', 'release', 'chokepoint');
   const linkStatic = canLinkStatically();
   if (force || isStale(cli, CLI_INPUTS) || (linkStatic && !isStaticallyLinked(cli))) {
-    log('build', `chokepoint CLI (release${linkStatic ? ', linked statically' : ''})`);
     // Statically linked where glibc's static libraries are installed: `chokepoint hook` is a whole
     // process per tool call of another agent, and a static program starts without the dynamic loader
     // (measured: a served hook 2.14 → 1.66 ms, /bin/true 0.9 ms). Only the program's own crate gets
     // the flags (`cargo rustc`), so no dependency is built twice; a target-wide crt-static would also
     // refuse the napi addon (a shared library) and the proc-macros.
     const flags = linkStatic ? ['--', '-C', 'target-feature=+crt-static', '-C', 'relocation-model=static'] : [];
-    await run('cargo', ['rustc', '--release', '-p', 'chokepoint-cli', '--bin', 'chokepoint', ...flags]);
+    await step('build', `chokepoint CLI (release${linkStatic ? ', linked statically' : ''})`, () =>
+      run('cargo', ['rustc', '--release', '-p', 'chokepoint-cli', '--bin', 'chokepoint', ...flags]),
+    );
   }
   // The extension runs bin/chokepoint before target/release/chokepoint (the .vsix ships the first);
   // in a checkout, bin/ is the copy the last `npm run package` made, so it follows every build.
@@ -118,7 +120,7 @@ async function bundleExtensionTests() {
 
 async function build(opts = {}) {
   await buildNative(opts);
-  await buildBundles(opts);
+  await step('build', 'the extension and webview bundles', () => buildBundles(opts));
 }
 
 module.exports = { build, buildNative, buildBundles, bundleExtensionTests };

@@ -11,6 +11,33 @@ function log(scope, ...args) {
   console.log(`[${scope} ${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...args);
 }
 
+/** What each long step of this process cost, in the order they ended: `npm start` prints them. */
+const steps = [];
+
+/**
+ * Runs `work` as one named step: says that it starts and, when it ends, what it cost, and keeps the
+ * cost in `steps`. Steps may run at once (the build beside the code-server install).
+ * @template T
+ * @param {string} scope
+ * @param {string} what
+ * @param {() => Promise<T>} work
+ * @returns {Promise<T>}
+ */
+async function step(scope, what, work) {
+  const started = Date.now();
+  log(scope, `${what}…`);
+  const result = await work();
+  const seconds = (Date.now() - started) / 1000;
+  steps.push({ what, seconds });
+  log(scope, `${what}: done in ${formatSeconds(seconds)}`);
+  return result;
+}
+
+/** `42 s` or `3.9 min`. */
+function formatSeconds(seconds) {
+  return seconds < 90 ? `${seconds.toFixed(0)} s` : `${(seconds / 60).toFixed(1)} min`;
+}
+
 /** Runs a command to completion with inherited output; rejects with a readable error on failure. */
 function run(cmd, args, opts = {}) {
   return new Promise((resolve, reject) => {
@@ -75,4 +102,4 @@ function envWithoutNpm(extra = {}) {
   return { ...env, ...extra };
 }
 
-module.exports = { ROOT, log, run, capture, newestMtime, isStale, envWithoutNpm };
+module.exports = { ROOT, log, step, steps, formatSeconds, run, capture, newestMtime, isStale, envWithoutNpm };

