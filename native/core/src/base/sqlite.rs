@@ -9,7 +9,7 @@
 //! Each store takes the connection for one statement or transaction at a time. It leaves the
 //! write-ahead log in place on close and checkpoints it only once it is long, so a process per hook
 //! call pays for neither four schema reads nor five syncs. A connection whose `-shm` file was
-//! shortened, removed or replaced under its mapping is closed and refused for a second ([`ShmWatch`],
+//! shortened, removed or replaced under its mapping is closed and refused for a second (`ShmWatch`,
 //! one `stat` per use) instead of taking a SIGBUS. The open that makes the coordination database's
 //! folder (`StateDb::making_folder`) adopts the tables the worktree kept in its own `state.db` before
 //! (`StateDb::adopting`, `engine::engine::ADOPTED`).

@@ -8,7 +8,7 @@
 //! gate. An engine holds one connection to each state database (`base::sqlite::StateDb`): the
 //! repository's coordination database and the worktree's own `state.db`. The first open that makes
 //! the coordination database adopts the tables a worktree kept before (`ADOPTED`; see
-//! `scope/leases.rs` for what is shared and why). A process that exits after one call waits for the
+//! `base/sidecar.rs` for what is shared and why). A process that exits after one call waits for the
 //! brain's worker first (`Engine::before_exit`).
 
 use super::loaded::{Chains, ConfigFiles, ConfigStatus, EngineInfo, FileStatus, Loaded, Registration, load_file};
