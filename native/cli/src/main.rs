@@ -8,11 +8,10 @@
 //!
 //! Each command is a thin call into the core: `explain` and `intent select` run the same chain as an
 //! agent's call, `exec` the same containment as the agent's `execute_command`. Two things are
-//! dispatched before clap sees anything: the hidden `__isolate` and `__isolate-init` (the isolated
-//! command's supervisor and init, `exec.rs`), while the process is still single-threaded (a threaded
-//! process cannot enter a user namespace); and `hook`, whose arguments are parsed alone, without the
-//! rest of the command tree, since a hook's start is part of every answer. No mimalloc here: a process
-//! judges one call, and mimalloc's start cost `chokepoint hook` 2 ms of 8. The binary is linked
+//! dispatched before the command tree is parsed: `hook`, whose arguments are parsed alone
+//! (`HookCli`), since a hook's start is part of every answer; and the hidden `__isolate` and
+//! `__isolate-init` (the isolated command's supervisor and init, `exec.rs`), while the process is
+//! still single-threaded (a threaded process cannot enter a user namespace). The binary is linked
 //! position-dependent on Linux (`build.rs`) and statically where glibc's static archives are installed
 //! (`scripts/build.js` passes `crt-static` to this crate alone with `cargo rustc`): no dynamic loader
 //! at each start.
