@@ -5,13 +5,25 @@
 // `WebviewMessage` travels webview -> host (commands and requests), `HostMessage` travels host ->
 // webview (notifications and responses). Each side validates what it *receives* with these schemas at
 // runtime, because a webview is a separate page whose messages are input, not trusted calls.
+//
+// The catalogue. WebviewMessage: `ready` (carries PROTOCOL_VERSION), `request`, `command`, `openConfig`; the task panel's
+// `startTask` (a prompt of at most MAX_PROMPT_CHARS, a model id), `runDemo`, `stopTask`; the Approvals section's `decide` (a
+// Pending's id and a `Decision`: one action with its arguments, discriminated by `action`; the core still refuses an action the
+// kind does not list); and the welcome content's `runCommand` (a command of the allow-list `WelcomeCommand`, no arguments: the
+// page can run no other command, and the list is exactly what the page's welcome buttons run). HostMessage: `state`
+// notifications, `response`; the task panel's `models` (the choices and the selected one), `transcript` (the whole run,
+// replacing), `runtime` (one event, appended) and `taskState` (running, and why a task did not start); the Approvals section's
+// `approvals` (every open `PendingView`, oldest first, replacing; at most MAX_PENDINGS) and `approvalResult` (a decision done or
+// refused). `RuntimeEvent` is a zod mirror of the runtime's union in extension/src/runtime/types.ts; ui/sidebar.ts holds a
+// type-level check that fails the build when the two drift.
 import { z } from 'zod';
 import type { PendingDict } from '../native/node/index';
 
 /** Bumped when a message changes shape; the ready handshake carries it so a stale page is detected.
  *  3 since the task panel's messages, 4 since the Approvals section's, 5 since the Sessions section's,
  *  6 since the Trace section's team scope, 7 since the trace left the page for a tree view of its own,
- *  8 since the welcome content's `runCommand`, a Pending's countdown and asker and a session's idle
+ *  8 since the welcome content's `runCommand`, a Pending's countdown and asker (`PendingView`'s `deadlineMs`, `onTimeout`, whose
+ *  enum a type-level check keeps equal to the generated `PendingDict['on_timeout']`, and `intent`) and a session's idle
  *  lease (`leaseIdle`), 9 since the sessions left the page for a tree view of their own (no more
  *  `sessions`, `revokeLease` nor `revokeResult`; the welcome's allow-list lost the Sessions section's
  *  two commands). */

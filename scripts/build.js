@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm run build`: builds what is stale — the release native addon, the release CLI, and the
-// esbuild bundles of the extension and the webview. Cheap to call when nothing changed.
+// esbuild bundles of the extension and the webview. Cheap to call when nothing changed. Deliberately no `postinstall` build:
+// `npm install` only installs; `npm start` and `npm test` build what is stale.
 'use strict';
 const fs = require('fs');
 const path = require('path');

@@ -1,4 +1,7 @@
 // Helpers shared by the npm scripts (build, start, test, bench, package). Node built-ins only.
+// The scripts of this folder use Node built-ins only, plus esbuild and playwright-core. The JavaScript of scripts/, tests/ and
+// bench/ is type-checked from its JSDoc by TypeScript (tsconfig.js.json, `checkJs`; `npm run typecheck:js`) in the node layer
+// of `npm test`.
 'use strict';
 const { spawn } = require('child_process');
 const fs = require('fs');

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm run package`: production bundles plus the release addon, packed by @vscode/vsce into
-// chokepoint-<version>.vsix at the repository root. Prints the .vsix path last.
+// chokepoint-<version>.vsix at the repository root. Prints the .vsix path last. The release `chokepoint` program is copied to
+// bin/chokepoint, which the .vsix ships (ui/setUpAgent.ts runs it; engine/findable.ts makes it findable).
 'use strict';
 const fs = require('fs');
 const path = require('path');

@@ -2,6 +2,7 @@
 // both installed from npm into a cache folder on first use, and Debian's Chromium driven by
 // playwright-core. Used by `npm start`, the extension integration tests and the UI tests.
 // Facts behind every choice here: ../shared/docs/vscode-e2e.md.
+// Every file they write stays in the cache folder, and code-server always asks for a password.
 'use strict';
 const { spawn, spawnSync } = require('child_process');
 const crypto = require('crypto');

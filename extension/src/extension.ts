@@ -1,7 +1,18 @@
 // Activation: loads the native engine once (engine/native.ts, the one module that requires the
 // binding), then wires the engine host to the status bar, the sidebar, the Problems panel and the
 // commands. Wiring only: what each piece does lives in its room (engine/, ui/, agent/, runtime/,
-// approvals/; ARCHITECTURE.md).
+// approvals/).
+//
+// The rooms, in layers: runtime/ → approvals/ → engine/ → host/ → agent/ → ui/ → extension.ts, each importing only the rooms
+// before it (types included: an `import type` upwards is a dependency too). runtime/ and approvals/ know nothing of VS Code (no
+// `vscode` import, so they run under `node --test` against the real addon); only engine/native.ts loads the binding at runtime,
+// and every other room may take the binding's generated declarations (native/node/index.d.ts, the contract) with `import type`
+// only. No two files import each other, directly or round a circle. tests/unit/rooms.test.ts fails on a file that breaks one of
+// these, naming the import and the rule.
+//
+// The API returned on activation is used by the integration tests and by other extensions: the agent, `evaluate`
+// (engine/chokepoint.ts), and `approvals.registerHandler(kind, name, handler)`, `list`, `decide`, `onDidChange`. The context key
+// `chokepoint.governed` (the folder has a hooks.yaml or an active_intents.yaml) is set here.
 import * as vscode from 'vscode';
 import { AgentHost, type Approver } from './agent/agent';
 import { ChatModels } from './agent/chatModels';

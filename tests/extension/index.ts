@@ -1,6 +1,7 @@
 // The mocha entry that VS Code's extension host runs (`extensionTestsPath`). The host's stdout goes
 // nowhere, so results are written to the file named by CHOKEPOINT_TEST_REPORT: one line per test and
-// a final JSON summary line that the harness (scripts/test.js) reads.
+// a final JSON summary line that the harness (scripts/test.js) reads. Deliberately no mock of the `vscode` module anywhere:
+// extension tests run in a real extension host.
 import * as fs from 'fs';
 import * as path from 'path';
 import Mocha from 'mocha';

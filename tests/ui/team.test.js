@@ -160,7 +160,7 @@ test("a hook call on machine alpha is listed in beta's Trace in the team scope, 
     env: { ...process.env, ...env },
   });
   assert.strictEqual(r.status, 0, `chokepoint hook on alpha: ${r.stdout}${r.stderr}`);
-  // A hook process does not copy (ARCHITECTURE.md: the team's copy); the team's trace on alpha copies
+  // A hook process does not copy (native/core/src/ledger/team_copy.rs: who copies, and when); the team's trace on alpha copies
   // alpha's records before it lists them, as a live engine there would in the background.
   assert.match(chokepoint(['trace', 'show', '--team', '--json', '--workspace', alpha], env), new RegExp(session));
   // A call on beta, judged by VS Code's live engine there (its hook finds it by code-server's runtime

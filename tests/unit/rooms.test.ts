@@ -1,4 +1,4 @@
-// The rooms of extension/src stay as ARCHITECTURE.md draws them: layers in the order of `ROOMS`, each
+// The rooms of extension/src stay as extension/src/extension.ts draws them: layers in the order of `ROOMS`, each
 // importing only the rooms before it (an `import type` upwards is a dependency too), runtime/ and
 // approvals/ know nothing of VS Code (they run under plain Node), only engine/ loads the native binding
 // (everyone else may import its generated declarations as types: index.d.ts is the contract), and no

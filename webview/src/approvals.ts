@@ -4,6 +4,10 @@
 // rejection's, an override's) or the note (an approval's) or the guidance (a retry's). The host sends
 // the whole list whenever it changes; cards are kept by id and updated in place, so what the reader
 // typed and where the keyboard focus is survive a refresh.
+//
+// Each card says who asked (another agent and its session, short, the full id on hover; else the hook) and counts down to its
+// deadline with what happens then (countdown.ts; one clock ticks every card). Editors: modify (JSON), edit (paths or tasks, one a
+// line), edit_summary and edit_guidance. The reason of a rejection or an override is required. The count is shown as a badge.
 import type { Decision, PendingView, WebviewMessage } from '../../protocol/messages';
 import { countdownText, shortSession } from './countdown';
 import { lineDiff } from './diff';

@@ -10,6 +10,11 @@
 // the extension's own (extension/src/ui/sessionsView.ts, traceView.ts). An empty section shows welcome
 // content (welcome.ts): what lands there and the next step, with a button for it; a folder without
 // .orchestration/ shows its first step on top.
+//
+// Plain DOM with @vscode-elements/elements for the VS Code look. Never imports `vscode` or anything from extension/: it talks only
+// through protocol/. Every section is open until the person folds it; a folded Approvals opens again when a Pending created after
+// the fold arrives (its `createdAt`, so a page shown again tells old cards from new ones). The Engine section shows its version
+// beside the heading and is hidden without a folder.
 import './main.css';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
 import { HostMessage, PROTOCOL_VERSION, parseMessage, type EngineState, type ReloadResult, type WebviewMessage } from '../../protocol/messages';

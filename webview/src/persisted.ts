@@ -1,7 +1,8 @@
 // What the page keeps through the view being hidden and shown again (VS Code's `setState`): the
 // prompt being written, the last reload's outcome, and which sections the person folded. Versioned:
 // a shape this page does not know is discarded; version 1 (before the sections folded) is read on.
-// Pure, so the rules are tested under plain Node (tests/unit/persisted.test.ts).
+// Pure, so the rules are tested under plain Node (tests/unit/persisted.test.ts). The shape is `{ v: 2, ... }`, each folded
+// section kept with when it was folded (which is how Approvals tells a Pending that arrived after the fold).
 
 /** The page's sections that fold (the Sessions and the Trace are tree views of their own). */
 export const SECTIONS = ['approvals', 'task', 'engine'] as const;

@@ -3,6 +3,10 @@
 // Model API), runs tasks through the runtime at the chokepoint, hands its asks to the approvals (a
 // Pending each, host/approvals.ts), and reports every runtime event to its listeners (the sidebar's
 // task panel, the output channel, the tests).
+//
+// Model ids: `scripted:demo` or `scripted:<file>`, `openai:<model>`, `vscode-lm:<vendor>/<id>`. `onDidChangeBusy` says when a
+// task starts and when it has ended; every record of a task is flushed before the task is reported ended. The API's
+// `setApprover` registers itself as the `*` handler; Stop rejects the stopped session's open Pendings.
 import * as vscode from 'vscode';
 import type { ApprovalsHost } from '../host/approvals';
 import type { PendingDict, PendingKind } from '../approvals/types';

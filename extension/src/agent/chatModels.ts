@@ -6,7 +6,8 @@
 //
 // Thin on purpose: a request is translated into our conversation (runtime/types.ts) and sent through
 // the same providers our agent uses (the scripted server is a real Chat Completions server on
-// loopback), and what streams back is translated into VS Code's response parts.
+// loopback), and what streams back is translated into VS Code's response parts. A scripted model starts its script over when a
+// request carries no answer of its yet (a new chat).
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';

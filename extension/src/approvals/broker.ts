@@ -14,6 +14,11 @@
 // Whatever the route, a Pending nobody decides is rejected after its timeout (`approvals.timeout_seconds`,
 // kept by the core), never left hanging; a handler that returns without deciding leaves a warning in the log.
 //
+// Invariant: an ask nobody answers is a no. Every route ends in a decision or the timeout, which rejects; a Pending that cannot be
+// opened rejects; there is no path on which an ask defaults to yes. A handler runs between `enterApprovalHandler` and
+// `exitApprovalHandler`, and one that returns undecided is reported through `noteUnresolved`. A compaction's `retry` is
+// regenerated through the runtime and written back with `edit_summary`.
+//
 // Imports no `vscode` (like runtime/): the extension wires it (host/approvals.ts, agent/agent.ts)
 // and the unit tests drive it in Node against the real binding.
 import { refusal, type Ask, type Settlement, type ModelProvider } from '../runtime/types';

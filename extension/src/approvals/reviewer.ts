@@ -3,7 +3,8 @@
 // model can do nothing a human could not. Its text is its reasoning, kept as the decision's note (or
 // as a rejection's reason when it gives none). When its answer would be a rejection, or it does not
 // decide, and `escalate_on` says so, the Pending goes to the human instead, the reasoning with it.
-// Imports no `vscode`.
+// Its tool calls are carried out by the broker (`executePendingTool`; an escalation is the broker's `escalatePending`). Imports
+// no `vscode`.
 import type { ChatMessage, ModelProvider, ToolCall } from '../runtime/types';
 import type { PendingContext, PendingDict } from './types';
 

@@ -1,5 +1,10 @@
 // Owns the native engine of the open workspace: opens it, reloads it when its configuration changes,
 // and publishes its state (to the status bar, the sidebar and the Problems panel).
+//
+// The engine watches its own configuration (`Engine.watch`); the host republishes state to listeners and diagnostics to the
+// Problems panel. While the window is open it serves that engine to other agents' hooks (`Engine.serve`, setting
+// `chokepoint.serveHooks`; a second window on the workspace logs that another engine serves). It reports through an `EngineLog`
+// (what it calls of the output channel), not the UI's `Log`.
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';

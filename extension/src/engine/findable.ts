@@ -8,7 +8,8 @@
 //   `~/.local/state/chokepoint/program`), which the guard reads when an agent runs outside VS Code
 //   (another terminal, VS Code's Chat hooks wherever VS Code spawns them), and which stays true
 //   until another version of the extension, activated, rewrites it.
-// No `vscode` here: the caller hands in VS Code's environment collection (plain Node tests this).
+// No `vscode` here: the caller hands in VS Code's environment collection (plain Node tests this: tests/unit/findable.test.ts runs
+// the real guard against it).
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';

@@ -1,9 +1,10 @@
-// The only module that loads the native binding (ARCHITECTURE.md, `engine/`; tests/unit/rooms.test.ts
-// fails on a runtime import of it anywhere else).
+// The only module that loads the native binding (tests/unit/rooms.test.ts fails on a runtime import of it anywhere else).
 //
 // It loads the platform's `.node` file from `native/node/` of the installed extension by its exact
 // name, so that a failure can name the file it looked for; everything else in the extension receives
-// the loaded binding (or the failure) from here and never requires it itself.
+// the loaded binding (or the failure) from here and never requires it itself. The file is
+// `native/node/chokepoint.<triple>.node`. It never throws: a failure is an error in the output channel, a notification and a red
+// status bar item.
 import * as fs from 'fs';
 import * as path from 'path';
 import type * as Binding from '../../../native/node/index';

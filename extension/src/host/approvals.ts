@@ -4,6 +4,15 @@
 // previews, applies the human's decisions, and keeps the handlers registered through the extension
 // API across engines. The sidebar (ui/sidebar.ts) renders; this decides nothing itself. In host/, below
 // agent/ and ui/, because both use it: the runtime's asks (through agent/) and the cards (ui/).
+//
+// A broker is made anew per engine, and the API's handlers are registered again on it. A Pending's view names, for an ask relayed
+// from another worktree's hook, the worktree and branch it waits in (`PendingView.from`). The human's decisions are `by: human`.
+//
+// Decided: an ask is answered on our card, not in the agent's own confirmation. A PreToolUse `ask` answered to VS Code's Chat or
+// Claude Code's prompt never comes back to the hook: nobody would know who decided, a reason could not reach the model, nothing
+// could be modified, counted down, recorded or shared with a team. The agent's confirmation is the fallback a person may choose
+// (`approvals.fallback: agent`, which the card's countdown says), and a notification names the waiting agent when the sidebar is
+// hidden.
 import * as vscode from 'vscode';
 import type { PendingView } from '../../../protocol/messages';
 import { ApprovalBroker, type ApprovalHandler } from '../approvals/broker';

@@ -20,6 +20,10 @@
 // intent's context, a plan's tasks) as data the loop applies; what the runtime needs of its host
 // (RuntimeEngine, the asks, the limits) is types.ts. Imports no `vscode`: the extension wires it
 // (agent/agent.ts) and unit tests drive it in Node.
+//
+// Completion: BeforeSubmit is retried with the hooks' guidance, and after `maxSubmitRetries` rounds a `submit` Pending asks:
+// `retry` gives one more round with the guidance, `override` accepts, `reject` ends the task `rejected`. Every event goes through
+// `evaluateAsync`: the core says which events wait for a sync. The shared brain (`Engine.brainContext()`) is read every turn.
 import { randomUUID } from 'crypto';
 import { FileTools } from './fileTools';
 import { Gate, RuntimeEvents } from './gate';

@@ -7,6 +7,14 @@
 // result (toolError), never an exception. What a call changes in its task (the intent selected, a
 // plan's tasks to queue) comes back as data in the outcome (`effect`), for the loop to apply: this
 // file calls only down (gate.ts, the engine, the files), never back into the loop. Imports no `vscode`.
+//
+// An ask settles to the core's `Settlement`, which says what runs: `run`, `run_modified` (its input validated and judged again
+// first), `granted` (the core applied the expansion as decided), `refuse`. A plan is `PlanSubmit` with a `plan` Pending; a
+// completion is `BeforeSubmit`. A refusal carries `error`, `remediation`, `suggested_tool`.
+//
+// Invariant: the reason reaches the agent. A rejection's reason, an approval's or a modification's note, a retry's guidance are in
+// the tool result the model receives in its next request (peers lose them: copilot-cli #2647); tests/unit/approvals.test.ts reads
+// them in the scripted server's requests.
 import type { Evaluation } from '../../../native/node/index';
 import { FileTools, ToolError } from './fileTools';
 import type { Gate, RuntimeEvents } from './gate';

@@ -4,6 +4,9 @@
 // needs of its host (RuntimeEngine, the asks and what follows them, the limits, a task). Imports only the
 // binding's generated declarations, as types (no `vscode`, nothing loaded): the modules that only
 // need these types can be unit-tested in plain Node.
+//
+// `RuntimeEngine` is the binding's `Engine` narrowed with `Pick`; `Ask` is the binding's `AskRequest` (the judged event and who
+// asked; no subject: the core builds it); `AskOutcome` is the core's `Settlement`, or a `refusal` made where no Pending could be.
 import type { AskRequest, Engine, Evaluation, HookOutcome, Settlement } from '../../../native/node/index';
 
 /** One message of the conversation, in the Chat Completions shape (the providers translate it). */

@@ -10,7 +10,15 @@
 // disabled the Chat view's first prompt goes to the set-up flow, which asks for a GitHub sign-in.
 // Enabled (Extensions: Enable All Extensions, no reload), the Chat runs the models this extension
 // contributes without one. A disabled extension is absent from `vscode.extensions`, which is how it
-// is detected here; VS Code has no command that enables one extension by id.
+// is detected here; VS Code has no command that enables one extension by id. "Turn On VS Code's Chat" runs
+// `workbench.extensions.action.enableAll`, then waits for the extension.
+//
+// The walkthrough (id `gettingStarted`, its pages in media/walkthrough/) opens by itself once (globalState), not in the
+// extension-host suite, nor when `workbench.welcomePage.walkthroughs.openOnInstall` is off. `chokepoint.agentConnected`: an
+// agent's hook settings run `chokepoint hook`; `chokepoint.chatReady`: VS Code's chat extension runs. "Govern This Folder" copies
+// templates/orchestration/ and the schemas of .orchestration/schema/ (both packed) without replacing a file. The walkthrough's
+// buttons are `command:` links; tests/node/walkthrough.test.js holds each to a contributed command, each page to a packed file
+// and each `onContext:` to a key set here.
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';

@@ -3,6 +3,10 @@
 // the recorded tool calls again against the editor's text (`Engine.traceReplay`, the core's replay)
 // and shows the decisions that would change as a Markdown preview. The editor's text and the current
 // active_intents.yaml are written to a temporary folder, removed after; nothing is recorded.
+//
+// The command is `chokepoint.replayTrace`, shown while the context key `chokepoint.hooksYamlChanged` holds (the active editor is
+// the workspace's hooks.yaml and is dirty or differs from `git show HEAD:`). It runs under a progress notification; a draft that
+// does not load is an error naming the editor's file:line:column.
 import { execFile } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';

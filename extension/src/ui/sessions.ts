@@ -1,7 +1,8 @@
 // The sessions working in the workspace (every agent's, read by the core from the trace and the
 // leases), for the Sessions view (sessionsView.ts), and a person's revocation of a session's lease,
 // confirmed in a modal dialog before the core revokes it. Reads through the binding only; the core
-// keeps the revocation (state.db) and records it (the trace).
+// keeps the revocation (state.db) and records it (the trace). The modal's button is `REVOKE_CONFIRM` ("Revoke Lease"); the
+// revoker is `<user name> via VS Code`.
 import * as os from 'os';
 import * as vscode from 'vscode';
 import type { SessionView } from '../../../native/node/index';

@@ -7,6 +7,14 @@
 // confirmed in a modal dialog; every session has Show in Trace, which filters the Trace view by it.
 // The pane's header counts the sessions holding an intent. Empty, the view's welcome content
 // (package.json `viewsWelcome`) says what lands here and how to connect an agent.
+//
+// The view is `chokepoint.sessions`, between the webview and the Trace view, shown in a governed folder like it. Nodes show the
+// worktree and branch when not this one and the lease's machine in a team; Revoke Lease… is offered on `contextValue`
+// `session.<state>` for a lease held or idle, and a notification says what came of it. It reads the sessions on every engine
+// change and every change of the trace (the Trace view's debounced ledger watcher), and just after the first held lease expires
+// (nothing is recorded then; an idle lease schedules nothing). The count of sessions holding an intent is the view's
+// `description`, not its `badge`: VS Code adds up the number badges of a container's views on the activity-bar icon, which
+// counts the approvals waiting for a person.
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { SessionAction, SessionView } from '../../../native/node/index';

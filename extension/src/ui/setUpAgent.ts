@@ -2,7 +2,8 @@
 // picker. The plan and the merge live in the core; this runs the `chokepoint` program the extension
 // ships (bin/chokepoint in the .vsix; target/release/chokepoint in a development checkout), then
 // offers `chokepoint doctor`. The files it writes name no path: their hooks find that program on
-// PATH or by the pointer the extension writes at activation (engine/findable.ts).
+// PATH or by the pointer the extension writes at activation (engine/findable.ts). scripts/package.js copies the program into
+// the .vsix's bin/.
 import { execFile } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';

@@ -4,6 +4,13 @@
 // model last picked, and the transcript of the current or last run, which a page shown again gets
 // back whole. (The sessions and the trace are native tree views of their own: sessionsView.ts and
 // traceView.ts.)
+//
+// The page: CSP `default-src 'none'` with a per-load nonce, `localResourceRoots` limited to `dist/`. The count of open approvals
+// is also the view's `badge` on the activity-bar icon (set while the page is hidden). The transcript is one runtime session's,
+// streamed text coalesced and bounded. Tasks start and stop through `AgentHost`, which says why one did not start (engine not
+// loaded, a task already running, a model it does not offer: the page may start only a model of the list it was sent). A run
+// started by a command shows as running too, until `AgentHost.onDidChangeBusy` says the agent is idle again (after the task's
+// trace is durable).
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import {

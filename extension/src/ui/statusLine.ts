@@ -1,5 +1,6 @@
 // What the status-bar item says for an engine state, apart from VS Code (so plain Node tests it):
-// its text, its tone, and the warning a person must not miss.
+// its text, its tone, and the warning a person must not miss: a missing active_intents.yaml is "scope checks off", in the
+// warning colour (tests/unit/statusLine.test.ts).
 import type { EngineState } from '../../../protocol/messages';
 
 export interface StatusLine {

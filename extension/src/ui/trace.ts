@@ -3,7 +3,9 @@
 // and the legacy `agent_trace.jsonl`) that says when either may have changed. The records are written by the engine (this process's and every other
 // process's on the workspace); this module only reads them back through the binding. With a team's
 // database (issue 29) it also reads every machine's records from there, and how the copy of this
-// worktree's records to it fares.
+// worktree's records to it fares. The provenance command is `chokepoint.showProvenance`, in the editor context menu while the
+// `chokepoint.governed` context key is set; the watcher also fires when git changes the chains. Reads only; the engine writes the
+// ledger.
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { Entry } from './traceModel';

@@ -2,7 +2,9 @@
 // traceModel.test.ts): the records grouped by session, newest session first; in each, the agent's
 // actions (tool calls, approvals, contained commands, other agents' events) with a call's before and
 // after records as one action, and the lifecycle events (turns, task and session boundaries) folded
-// into one list of their own, because they say when things happened, not what happened.
+// into one list of their own, because they say when things happened, not what happened. A call's `PreToolUse` and `PostToolUse`
+// records are joined by the `call` digest; also here: the filters, short names, the files an action wrote (`writtenFiles`) and
+// the decision log's line (`decisionLine`).
 import type * as Binding from '../../../native/node/index';
 
 /** A record as the view lists it: this worktree's, or the team's with where it was written. */

@@ -10,7 +10,16 @@
 // Filters: intent, session and file are the binding's (the ledger's index answers them); outcome and
 // agent narrow the listed page here. Scope: this worktree's ledger, or every machine's records in
 // the team's database while the engine has one (read again every 5 s while the view is visible:
-// other machines' records arrive without a local event).
+// other machines' records arrive without a local event; 30 s after a failure). The team scope (`chokepoint.trace.showTeam`) is
+// offered while `teamCopyStatus()` is not null, and its nodes say `machine · worktree`. "Show N more" raises the page
+// (`chokepoint.trace.limit`); "Show in Trace" sets the intent filter.
+//
+// A record's document holds the outcome, reason, files and lines, each record's JSON (`traceRecord`) and its place in the ledger,
+// and for each file whether its diff is kept. The diff (`chokepoint.trace.openDiff`, also inline and in the file's context menu)
+// is `vscode.diff` between read-only `chokepoint-image:` documents, titled `path (before ↔ after, #seq)`. A contained command's
+// record names its files without hashes, so they offer no diff (its before-images are in the snapshot store,
+// `containment::snapshot`, not handed to the image store yet). Pinned by tests/ui/sidebar.test.js (the diff editor's two sides)
+// and tests/unit/traceModel.test.ts (`writtenFiles`).
 import * as vscode from 'vscode';
 import type { EngineHost } from '../engine/engineHost';
 import type { Trace, TraceQuery } from './trace';

@@ -12,6 +12,12 @@
 //!
 //! Also here: the two desks the review works at. How a Pending reads as text is `pending_text.rs`,
 //! which `approvals show` and the interactive review (`review.rs`) share.
+//!
+//! For an ask relayed from another worktree's hook, `list` gives the worktree and branch its subject
+//! names, and `show` diffs its write against that worktree's file. No engine up in any worktree: exit
+//! 1, saying Pendings exist only while one runs. The decider is the peer the kernel names
+//! (`cli:<user> (pid N, on <tty>)`), and a decision is refused to an agent's process
+//! (`serve::deciders`), so the ledger records who decided.
 
 use crate::pending_text::{describe, line, text};
 use crate::review::{self, Desk};

@@ -7,6 +7,27 @@
 //! ledger saw called that the tool table does not know (`inspect::unknown_tools`), and the team's
 //! coordination database when one is configured (`coordination`). Exit code: 1
 //! when a guard is inert, 0 otherwise, 2 when the workspace cannot be opened.
+//!
+//! What the core's `inspect::check` reads: the gate and session start hooked, the gate's matcher
+//! selecting every write and shell tool of the agent's tool table, events the agent fires, timeouts
+//! above `--deadline`, the agent's switches, the MCP server. What this file adds: for the portable
+//! guard, the program it finds on this machine (a person's `CHOKEPOINT_PROGRAM` in Claude Code's local
+//! settings first; none found is a warning, since the hooks then block every call); every absolute
+//! path an older init or another member's machine wrote into the shared files (`inspect::named_paths`:
+//! a hook's program, the MCP server's program and `--workspace`), inert when it does not exist here and
+//! a warning when it is this machine's, both with the fix `chokepoint init --agent <a>`; whether
+//! Codex's user `config.toml` trusts the project; and the probe (`inspect::probe`, session
+//! `doctor-<pid>`) sent to every handler the agent would run for a write on its gate event, which must
+//! block it (`Reply::blocks`) within its timeout (at most 60 s, the process group killed after). The
+//! probe selects nothing; whatever its session holds is released. The configuration's warnings are
+//! said first; a trust the files cannot show is a warning.
+//!
+//! The shared `.github/hooks` is examined for both its readers: VS Code's agent's report maps the
+//! file's keys to its events, reads `.vscode/settings.json` as JSON with comments (`chat.useHooks`,
+//! `chat.hookFilesLocations`) and the file's `disableAllHooks`, and probes with its own input; Copilot
+//! CLI's missing MCP server is only a warning there, since the file alone does not show that Copilot
+//! CLI works in the workspace. Two entries of ours on one event (in any agent's files) are a warning:
+//! each call would be judged and recorded twice.
 
 mod coordination;
 

@@ -7,6 +7,27 @@
 //! cannot read, a workspace that will not open, a panic, our own deadline, which comes before the
 //! agent's), a gate is denied in the form that blocks in that agent, with a reason that says what to
 //! fix, and any other event goes on with the reason on stderr.
+//!
+//! `chokepoint hook --agent <a> [--event E] [--workspace W] [--deadline S] [--local]`: it reads stdin
+//! (bounded), finds the workspace (the agent's project directory, else the nearest folder above the
+//! input's `cwd` holding `.orchestration/`), and hands the call to the workspace's live engine when
+//! one serves it (`serve::client::forward`, which connects without waiting, so an engine too busy or
+//! stopped to queue it is judged without at once; `--local` skips that). Else it judges on a thread
+//! of its own (`agents::bounded::within`, through `agents::hook::answer`) with an engine opened by
+//! `Engine::open_for_one_call` (the ledger opened on another thread beside the configuration's parse),
+//! handing the core a relay for an ask (`serve::relay::ToRepository`, until its own deadline: the
+//! other worktrees' live engines; `--local` relays nothing). A panic on that thread, or no answer by
+//! the deadline (kept under the agent's hook timeout), is answered with `reply::failure` and the
+//! process exits without waiting for the judge. What nobody waited for (a session's start, a tool's
+//! result) is flushed to the ledger before the exit, the state database's log is left short, and the
+//! engine is not dropped (`Engine::before_exit`): the exit reclaims its threads and memory faster than
+//! a drop (0.9 ms of a 4 ms process).
+//!
+//! VS Code's agent and Copilot CLI share `.github/hooks/chokepoint.json` (`agents::setup`); the
+//! input's shape tells them apart (`input::agent_of`: VS Code's snake_case `hook_event_name`, whose
+//! event wins over `--event`), so a VS Code call is read, judged and answered as `vscode` whichever id
+//! the command line says; input that shows neither is denied in both agents' forms at once
+//! (`reply::failure_to_either`).
 
 use chokepoint_core::Engine;
 use chokepoint_core::agents::bounded;

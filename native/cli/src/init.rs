@@ -6,6 +6,33 @@
 //! What it writes is meant to be committed: no file names this machine's paths (the hooks find
 //! `chokepoint` at run time, `agents::portable`). `--local --program <path>` is the one personal
 //! override, written only to the agent's local, git-ignored settings.
+//!
+//! Each changed file is written in one step (a temporary file renamed over it), or printed as a
+//! unified diff (`--dry-run`, `similar`). The MCP server `chokepoint` (`sh -c` of `chokepoint mcp`,
+//! which takes its workspace from the agent's project folder or its own) is added where the agent
+//! reads project servers (Claude Code's approved by name in `enabledMcpjsonServers`, so `-p` loads
+//! it); VS Code's agent gets none (its intent tools come from the extension). Init also creates or
+//! updates the shared brain (`engine::brain`, printing `Refreshed::damage`).
+//!
+//! **Invariant: what init writes into the files an agent's project settings share through git names
+//! no machine's path** (`agents::portable`; `native/cli/tests/init.rs`). The guard holds no `${...}`,
+//! which Claude Code expands in `.mcp.json` before a shell sees it (the real Claude Code's test,
+//! `tests/agents/portable.test.js`, caught that). `--local --program` writes Claude Code's
+//! `.claude/settings.local.json` (`CHOKEPOINT_PROGRAM` in its `env`, which Claude Code gives its hooks
+//! and MCP servers; `.claude/.gitignore` made to list it); the other agents read no such file, so init
+//! says to set `CHOKEPOINT_PROGRAM` in the environment instead. Why PATH and a pointer rather than a
+//! path: the VS Code extension prepends its binary's folder to PATH for VS Code's terminals
+//! (`environmentVariableCollection`) and for its own extension host's children, which covers an agent
+//! started in VS Code; the pointer, which the extension rewrites on activation
+//! (`extension/src/engine/findable.ts`), covers one started anywhere else without touching the
+//! person's shell profile or `~/.local/bin`.
+//!
+//! **Invariant: init never loses what the user wrote.** Other hooks, servers and settings stay in
+//! their order (the core's own ordered JSON document, `agents::json`, rather than serde_json's
+//! `preserve_order`, which would reorder every record the engine serialises in every crate of the
+//! build); a file that does not parse stops the run before anything is written, with its
+//! file:line:column. The agent's own trust step (Codex's hook review, Gemini CLI's and Copilot CLI's
+//! folder trust) is said, not done.
 
 use crate::EXIT_CONFIG;
 use chokepoint_core::agents::portable;

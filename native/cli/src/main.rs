@@ -3,7 +3,18 @@
 //!
 //! Exit codes are part of the interface and stay stable: 0 success (or allow), 1 deny or other
 //! failure, 2 usage or configuration error, 3 ask; `exec` passes on its command's code (4: some of its
-//! changes were held back).
+//! changes were held back, 124 on timeout); 5 (`config check`) a configuration that loads but leaves
+//! scope checks off (`EngineInfo::warnings`). Commands started as hooks read `CHOKEPOINT_HOOK_DEPTH`.
+//!
+//! Each command is a thin call into the core: `explain` and `intent select` run the same chain as an
+//! agent's call, `exec` the same containment as the agent's `execute_command`. Two things are
+//! dispatched before the command tree is parsed: `hook`, whose arguments are parsed alone
+//! (`HookCli`), since a hook's start is part of every answer; and the hidden `__isolate` and
+//! `__isolate-init` (the isolated command's supervisor and init, `exec.rs`), while the process is
+//! still single-threaded (a threaded process cannot enter a user namespace). The binary is linked
+//! position-dependent on Linux (`build.rs`) and statically where glibc's static archives are installed
+//! (`scripts/build.js` passes `crt-static` to this crate alone with `cargo rustc`): no dynamic loader
+//! at each start.
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)] // a CLI prints; this is the one crate that may
 

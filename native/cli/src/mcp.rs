@@ -4,6 +4,16 @@
 //! Thin: the tools, their schemas and their answers are the core's (`agents::handshake`, which the
 //! extension's language model tools answer with too); this is MCP over stdio around them, the
 //! configuration reloaded before every call so that a fix made while the agent runs is seen.
+//! On the official SDK, `rmcp`; the four tools are `list_intents`, `select_active_intent`,
+//! `intent_context`, `scope_expansion_request`. Closing stdin ends it with exit code 0.
+//!
+//! **Invariant: it only reads.** It never learns the agent's session id, so it never selects an
+//! intent, takes or renews a lease, grants an expansion or writes the ledger: the agent's `PreToolUse`
+//! hook sees the tool's call (same names, same `intent_id`, `paths`, `justification` input) with the
+//! session id and runs the gatekeeper before the tool runs. The tools answer what the workspace says
+//! then (`Engine::intents`, `Gatekeeper::holders`, `intent_context`): an intent nobody holds after
+//! `select_active_intent` means the hook did not see the call, and the model is told so; a
+//! configuration that does not load is every tool's error, with its diagnostics.
 
 use crate::{EXIT_CONFIG, EXIT_DENY};
 use chokepoint_core::Engine;

@@ -1,6 +1,8 @@
 //! How a Pending reads as text, for a person at a terminal: one line for `approvals list`, the whole
 //! of it with a write's diff for `approvals show` and the interactive review (`review.rs`). Its own
-//! module so that both read it from below instead of from each other.
+//! module so that both read it from below instead of from each other (`tests/layers.rs` fails on an
+//! import circle between files of the CLI or the binding as it does in the core). `show` prints the
+//! agent, session, tool, input, and a write's diff against the file on disk (`approvals::preview`).
 
 use chokepoint_core::approvals::{PendingKind, preview};
 use chokepoint_core::model::external_events::Agent;

@@ -3,6 +3,10 @@
 //! rejects it with a reason, modifies a tool call's input in `$EDITOR` (shown as a diff, then
 //! confirmed) or skips it. The terminal's part only: the Pendings and their decisions are the
 //! engine's, reached through a [`Desk`] (this process's engine, or the live engine's socket).
+//!
+//! New Pendings are found by polling the open list. `serve --review` runs this process's desk on a
+//! thread beside the server; `approvals review [<id>]` works over the socket. The edited input is
+//! written to a 0600 temporary file for `$VISUAL`/`$EDITOR`.
 
 use crate::pending_text::{describe, diff};
 use serde_json::{Value, json};

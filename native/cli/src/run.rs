@@ -2,6 +2,8 @@
 //! a CI job or a merge queue. The core resolves, runs, records and summarises
 //! (`Engine::run_merge_side`); this prints each hook's SUCCESS / FAILURE / SKIP and picks the exit
 //! code: 0 passed, 1 failed, 2 our own failure (configuration, undeclared type or intent, ledger).
+//! A type without hooks for the event says it is accepted (exit 0). With `--json`, one document; a
+//! `MergeRunError` is on stderr and in the document's `error` and located `diagnostics`.
 
 use crate::{EXIT_CONFIG, EXIT_DENY};
 use chokepoint_core::engine::merge::{HookResult, MERGE_SIDE, MergeReport, MergeRun, MergeRunError};

@@ -1,6 +1,11 @@
 //! `chokepoint sessions`: the sessions working in the workspace (every agent's, from the trace and
 //! the leases, in every worktree of its repository, as the sidebar's Sessions section shows them), and a person's revocation of a
 //! session's lease. Both are one call into the core (`Engine::sessions`, `Engine::revoke_lease`).
+//!
+//! `chokepoint sessions [--json]` prints each session with its `worktree` and `branch` (text, or JSON
+//! with times in RFC 3339); `chokepoint sessions revoke <session> [--reason R] [--by NAME]` names the
+//! revoker `<--by, else $USER or $LOGNAME> via chokepoint sessions revoke`. Exit 1 when the session held
+//! no lease (nothing revoked or recorded) or the lease table or ledger fails.
 
 use crate::EXIT_DENY;
 use chokepoint_core::base::clock::format_utc;

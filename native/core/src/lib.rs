@@ -31,6 +31,17 @@
 //! from the binding, the CLI, the tests and the benches as from inside the crate
 //! (`crate::scope::leases`), so what a path depends on can be read off it. The types most callers
 //! need are re-exported below, at the root.
+//!
+//! # Errors
+//!
+//! No public function returns `Result<_, String>`: each domain has its error type (`TeamError`,
+//! `LedgerError`, `ScopeError`, `ApprovalError`, `EngineError`, `InputError`, `ServeError`, …), its
+//! messages lower-case and naming what would have been accepted. Expected failures are data, not
+//! `Err`: a bad YAML file is a `Diagnostic`, a refusal is a `Decision`.
+//!
+//! Benches live in `benches/` (criterion, or their own harness writing per-operation samples to
+//! `target/bench-samples/` when a figure needs single-operation p99s or several processes); their
+//! names are the `target/bench.json` figure names.
 
 pub mod agents;
 pub mod approvals;

@@ -1,5 +1,6 @@
 //! Shell commands contained to a session's scope: `runContained` (off the JavaScript thread) and
-//! `cancelContained`, with what the command did and what containment held back.
+//! `cancelContained`, with what the command did and what containment held back. The command runs on
+//! the libuv pool.
 
 use crate::Engine;
 use crate::errors::{Result, invalid};

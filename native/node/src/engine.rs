@@ -1,6 +1,7 @@
 //! The engine of one workspace: open, reload, what it loaded, the configuration watch, close. The
 //! other domains add their methods to `Engine` in their own files (evaluate, scope, containment,
-//! trace, approvals).
+//! trace, approvals). `serve` starts the live engine (`core::serve`) and returns a `HookServer`
+//! handle.
 
 use crate::errors::{Code, Result, as_error};
 use crate::host::HostTable;

@@ -2,6 +2,9 @@
 //! whether the caller misused the API or the engine could not do it, so the extension branches on
 //! `code`, never on a message. Expected outcomes (a deny, a configuration diagnostic) are data, not
 //! errors.
+//!
+//! The codes: `EINVAL` (misuse), `EREFUSED` (a decision the kind's table refuses), `ELEDGER`,
+//! `ESCOPE`, `EENGINE`.
 
 use napi::bindgen_prelude::{Error, Status};
 

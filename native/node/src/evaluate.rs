@@ -1,6 +1,12 @@
 //! Judging an event: the synchronous entry (`evaluate`, positional: what the binding's benchmark
 //! measures), the asynchronous one (`evaluateAsync`, every kind of hook, the extension's), the
-//! output hooks piped for a session, and the object shapes of an event and its evaluation.
+//! output hooks piped for a session (`drainPiped`), and the object shapes of an event and its
+//! evaluation.
+//!
+//! `evaluateAsync` judges a chain of native hooks on the calling thread and settles from the ledger
+//! thread that synced its record (the core's `evaluate_then`), or comes back already resolved; other
+//! chains go to the core's `evaluate_async`. A promise whose judging task panics settles as a deny
+//! (`DenyOnDrop`), never hangs.
 
 use crate::Engine;
 use crate::errors::{Code, Result, error, from_napi, invalid};

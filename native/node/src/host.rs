@@ -1,6 +1,7 @@
 //! Host hooks: JavaScript functions the extension registers (`registerHostHook`), called from the
 //! engine's async driver through napi ThreadsafeFunctions. The engine only knows them by id
-//! (`HookImpl::Host(id)`).
+//! (`HookImpl::Host(id)`). A hook that throws is that hook's failure, which its failure mode turns
+//! into a deny or a note.
 
 use crate::Engine;
 use crate::errors::{Result, invalid};

@@ -1,5 +1,7 @@
 //! Policy replay for the extension: `Engine.traceReplay`, the workspace's recorded tool calls judged
 //! again against another hooks.yaml / active_intents.yaml (`chokepoint_core::engine::replay`), converted.
+//! A promise of the core's report; a configuration that does not load comes back as its diagnostics,
+//! as data.
 
 use crate::Engine;
 use crate::engine::JsDiagnostic;

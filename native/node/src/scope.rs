@@ -1,5 +1,7 @@
 //! Intents and their scope: who holds which intent (leases across processes), releasing one, and
-//! granting an approved scope expansion outside an ask (an ask's grant is `settlePending`'s).
+//! granting an approved scope expansion outside an ask (an ask's grant is `settlePending`'s). Leases
+//! cross with where their holder works (machine, worktree, branch); `coordination()` says what the
+//! agents coordinate on as of the gatekeeper's last operation, for the status bar.
 
 use crate::Engine;
 use crate::errors::{Code, Result, as_error};

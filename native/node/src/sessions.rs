@@ -1,5 +1,5 @@
 //! The sessions working in the workspace, as the Sessions view lists them, and a
-//! person's revocation of a session's lease.
+//! person's revocation of a session's lease: `sessions` (the core's read model) and `revokeLease`.
 
 use crate::Engine;
 use crate::errors::{Code, Result, as_error, invalid};

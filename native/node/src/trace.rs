@@ -1,6 +1,8 @@
 //! The trace ledger as the sidebar reads it: recent records through the index, blame of a line, and
 //! `flushTrace` for a caller that must know everything queued is durable; with a team's database,
-//! every machine's records (`traceTeam`) and how the copy there fares (`teamCopyStatus`).
+//! every machine's records (`traceTeam`) and how the copy there fares (`teamCopyStatus`). The
+//! exports: `traceRecent`, `traceCount`, `traceRecord`, `traceImage` (a file's text by its SHA-256,
+//! from `ledger::images`; `null` when not kept), `traceBlame`, `flushTrace`.
 
 use crate::Engine;
 use crate::errors::{Code, Result, as_error, error, invalid};

@@ -2,7 +2,8 @@
 //! on (its own SQLite file, or a team's PostgreSQL database), and for a team's: which database
 //! (its URL without a password, and whether the URL came from the environment or hooks.yaml), the
 //! repository's namespace, this machine's name, whether it answers now (with the cause when it does
-//! not), each store's schema version and what a gate does while it cannot be reached.
+//! not), each store's schema version and what a gate does while it cannot be reached. A team's
+//! database that does not answer (one read of the schema versions) exits 1.
 
 use chokepoint_core::base::team::{Team, TeamError};
 use serde_json::{Value, json};

@@ -2,6 +2,9 @@
 //! workspace is governed, the intents it may work on and who holds each, and the one next step before
 //! a write; and the shared brain (`.orchestration/CLAUDE.md`). Our own agent learns the same from its
 //! prompt; an external agent learns it here, as the hook's additional context.
+//!
+//! The shared brain is handed over at `SessionStart` and `PreCompact` ([`shared_brain`], inside
+//! `<shared_brain>`, the people's file first, at most `engine::brain::MAX_CONTEXT_BYTES`, 32 KiB).
 
 use crate::agents::input::Call;
 use crate::agents::shell::{program_word, quote};

@@ -8,6 +8,32 @@
 //! configured fallback (`approvals.fallback`); a hook judging alone relays it to another worktree's
 //! live engine (`relay.rs`), else, with a team's database, shares it with the team's machines and
 //! waits for their answer until its deadline (`approvals::team`).
+//!
+//! **Invariant: an external agent's ask goes to a person, never to a default yes** (`ask_person`). A
+//! hook's `ask` on a tool call (not `scope_expansion_request`, which has its own flow, nor a
+//! `PermissionRequest`, where the agent asks its person already) opens a `tool_call` Pending through
+//! `Engine::open_agent_ask` (`engine/settle.rs`) and waits for it until the hook's deadline, which
+//! travels in the request (`HookRequest::deadline_ms`), less `serve::call::ASK_MARGIN` (1 s); the wait
+//! brings the Pending's own deadline forward to that, so an unanswered one times out (recorded)
+//! instead of lingering. Then `Engine::settle`: approved runs the call as the agent made it (a shell
+//! command still contained); modified runs the person's input after the chain judged it again (a
+//! deny, or another hook's unanswered ask, refuses it; an agent that cannot take a rewrite refuses
+//! it); rejected is a deny carrying the person's reason; timed out is `approvals.fallback`: `deny` (the
+//! default: nobody decided, and how to approve next time) or `agent` (the agent's own prompt; Codex
+//! has none, so a deny there too). A failure to open or record one refuses the call.
+//!
+//! **Sessions and sub-agents.** An external agent's session is `<agent>:<its session id>`, so two
+//! agents' ids never meet in the lease table; a sub-agent acts in its parent's session (under its
+//! intent) and is recorded apart (`data.subagent`) where the input marks it (`input.rs` says how each
+//! client does; pinned with the real clients by `tests/agents/governed.test.js`). The hook's workspace
+//! is the nearest governed folder at or above the agent's project folder or `cwd`, so an agent started
+//! below it is judged by it. Its shell commands are rewritten to `chokepoint exec --session <session>`
+//! (the same containment as our agent's), and a command already wrapped for this session is not
+//! wrapped again. A turn that the completion gate lets end yields the session's lease
+//! (`Gatekeeper::yield_turn`; why in `scope/leases.rs`).
+//!
+//! A deny says its reason and next step (the remediation, and the suggested tool with where this agent
+//! finds it: `denial_text`) in every field the agent gives its model and its person (`reply.rs`).
 
 use crate::agents::input::Call;
 use crate::agents::relay::{AskRelay, Relayed};

@@ -1,6 +1,11 @@
 //! Another agent's hook input, read into one shape: which of our events it is, the session (named by
 //! agent, so two agents' ids never meet), the sub-agent, the model, the tool and its input. Each
 //! agent's fields are documented in docs/agents/protocols.md; this file is where they are read.
+//!
+//! Sub-agents: Claude Code's input carries the parent's `session_id` with `agent_id`/`agent_type`,
+//! Copilot CLI's its own `sessionId` with the parent's as `parentAgentId` (`parse` takes that), Gemini
+//! CLI's the parent's `session_id` unmarked. Where a relative path is resolved from is each client's
+//! rule, held by `Call::base` (`scope/canonical.rs` judges it).
 
 use crate::agents::error::InputError;
 use crate::model::event::{EventKind, PathBase};

@@ -3,6 +3,24 @@
 //! well-formed JSON deny, and lets anything else through; so a deny is always one of those two, and
 //! a failure of ours whose event we cannot even tell is exit 2 with the reason on stderr, which
 //! blocks wherever blocking is possible and is shown to the person everywhere else.
+//!
+//! **Invariant: an external agent's gate never fails open.** Every agent lets a call through when its
+//! hook exits with another code than 2, prints what it cannot read or runs past its timeout
+//! (docs/agents/protocols.md, docs/agents/clients.md). So a deny is answered only as exit 2 with a
+//! reason or as that agent's JSON deny, an `ask` the agent cannot ask (Codex) as a deny naming who
+//! approves, and [`failure`] turns every failure of ours on a gate (input we cannot read, a workspace
+//! that does not open, a configuration that does not load, a panic, the hook's own deadline before
+//! the agent's) into that deny; other events are never blocked on our account.
+//!
+//! A deny carries its reason and next step in every field the agent shows: `systemMessage` beside
+//! Claude Code's, VS Code's, Gemini CLI's and Codex's deny (Codex's on `PreToolUse` only, the one event
+//! where the real client was seen to keep a deny carrying it), Copilot CLI's and Cursor's own fields.
+//! A contained command's refused writes reach the model on its stderr (`chokepoint exec`: the report's
+//! `tool_error`, or, when the kernel refused them and left nothing to list,
+//! `agents::shell::confined_failure`). Pinned by the golden protocol tests (`native/cli/tests/hook.rs`:
+//! every documented input of six agents in four workspaces, VS Code's through the entries it shares
+//! with Copilot CLI; each blocking answer shows the person what it tells the model), the `hook_input`
+//! fuzz target, and with the real clients by `tests/agents/reasons.test.js`.
 
 use crate::agents::input::Call;
 use crate::model::event::EventKind;

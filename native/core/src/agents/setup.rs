@@ -1,6 +1,10 @@
 //! How an agent is set up to be governed, as a plan: given the agent and the current text of each
 //! file the agent reads, the new text of each (and, for a person's own program, of the agent's local
 //! settings: [`plan_local`]).
+//! The hook before a tool call is given `--deadline 600` under the agent's 610 s
+//! ([`ASK_DEADLINE_SECS`], [`ASK_TIMEOUT_SECS`]), so an ask lasts `approvals.timeout_seconds` and a
+//! lapse is always ours, never the agent's fail-open timeout. JSON files are planned on an
+//! order-keeping document (`json.rs`), TOML through `toml_edit`.
 //! Pure: the caller reads the files and writes the plan (`chokepoint init`; the extension later,
 //! through the binding).
 //!

@@ -1,4 +1,7 @@
-//! An agent's shell command put inside our containment, as one command line its shell tool runs.
+//! An agent's shell command put inside our containment, as one command line its shell tool runs:
+//! `chokepoint exec --session <session> …`, never wrapped twice for the same session. When the
+//! kernel refused a contained command's writes and left nothing to list, [`confined_failure`] is what
+//! the model is told on stderr.
 
 use crate::containment::ContainReport;
 use crate::model::governance::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};

@@ -6,15 +6,17 @@
 //! (the record sink), told to the change listeners, and, for a decision of a Pending some policy
 //! triggered, told to that policy (`on_rejection` or `on_success`).
 //!
-//! Invariant: no Pending is left hanging. Each has a deadline (`approvals.timeout_seconds`, or
-//! shorter when a waiter asks); one timer thread per registry, started with the first Pending,
-//! sleeps until the earliest deadline and times out what is still open then (`timed_out`, a
-//! rejection). Waiters are futures on a watch channel of the Pending's status: no thread waits
+//! Invariant: no Pending is left hanging. Each has a deadline (`approvals.timeout_seconds`, 300 by
+//! default, or shorter when a waiter asks); one timer thread per registry, started with the first
+//! Pending and ended with the engine, sleeps until the earliest deadline and times out what is still
+//! open then (`timed_out`, a rejection, "no decision within N s"). Waiters are futures on a watch channel of the Pending's status: no thread waits
 //! for a decision.
 //!
 //! Shared with a team's database (`team.rs`, `listener.rs`): a Pending a person is to answer is
 //! published (`publish`), and its decision, here or on a card of another machine's registry, is
-//! first claimed there; the claim that loses changes nothing and says who decided first. Another
+//! first claimed there; the claim that loses changes nothing and says who decided first (a live
+//! engine listens for the team's Pendings of every machine: `Approvals::listen`, started by
+//! `serve::server`). Another
 //! machine's Pending shown here records nothing in this engine's ledger: its asker records it.
 
 use super::error::ApprovalError;

@@ -1,5 +1,7 @@
 //! The approvals' section of hooks.yaml (`approvals:`): who answers a Pending, how long it may wait,
 //! the reviewing model. Defined here, where it is used; `config` composes it into hooks.yaml.
+//! `fallback` is what an external agent's unanswered ask becomes: `deny` (the default) or `agent`
+//! (the agent's own prompt; `agents/hook.rs`).
 
 use crate::base::yaml::Problem;
 use schemars::JsonSchema;

@@ -2,6 +2,15 @@
 //! dictionary form, its decision, and the agent interface generated from its kind's actions
 //! (`to_dict`, `to_tools`, `describe_api`, `apply_decision`, `execute_tool`), with `validate` and
 //! `auto_retry` for compaction summaries.
+//!
+//! A Pending carries its deadline as a wall-clock time (`deadline_ms`, set by the registry at open and
+//! brought forward by an earlier waiter), what it becomes then (`on_timeout`), and who waits on it
+//! (`asker`: another agent, its session, the intent it holds, its worktree and machine).
+//!
+//! **Invariant: only the kind's table is reachable.** `apply_decision` and `execute_tool` refuse an
+//! action the kind does not list (`_execute`, `modify` on a plan), bad or missing arguments (naming the
+//! field), and any action on a Pending that is no longer open; a refusal changes nothing (the action
+//! runs on a copy). Adding an action is one table entry and one argument struct (`actions.rs`).
 
 use super::error::ApprovalError;
 use super::kind::{PendingKind, Subject};

@@ -3,7 +3,9 @@
 //! the automatic routes); `edit` for each change of its subject and `warning` for a handler that
 //! returned without deciding, and `escalation` for a Pending handed to another route (the reviewer
 //! to the human, with its reasoning), come in between. The subject itself is not kept in the ledger (it may
-//! hold file contents), only its digest, as for tool inputs.
+//! hold file contents), only its digest, as for tool inputs. Outcomes are enqueued for a prompt sync;
+//! opens and edits lazily (`ledger::writer`'s `LAZY_SYNC`). The decision's record is queued before the
+//! Pending's waiters wake (`engine/settle.rs`).
 
 use super::pending::PendingDict;
 use crate::ledger::{Record, RecordKind, RecordedDecision};

@@ -1,5 +1,25 @@
 //! The sidecar folder `.orchestration/`: where a workspace keeps its intents, hook configuration,
 //! ledger and lock database. One place names these paths so no other module spells them.
+//!
+//! **Invariant: one repository, one coordination.** What agents coordinate on (leases and
+//! revocations, approved scope expansions, the brain's lessons, the registry of agents' processes)
+//! lives in `<git common dir>/chokepoint/state.db` (`Sidecar::coordination_db`; a governed folder
+//! below the work tree's root gets `chokepoint/folders/<its path>/`), which every worktree of the
+//! repository opens (`git worktree add`, Claude Code's `--worktree`, other agents' parallel
+//! checkouts): two worktrees' sessions never both hold an intent, and a revocation or an expansion
+//! made in one is judged in the other. Why git's common folder is `base/repo.rs`'s; it is found once
+//! per `Sidecar` and its clones (`OnceLock`), so once per engine. The folder is created owner-only by
+//! the first store that opens it, and only for a governed workspace (`StateDb::making_folder`);
+//! outside a repository it is the workspace's `.orchestration/state.db`. What stays per worktree: the
+//! ledger and its head (each worktree records its own branch's work), the trace index, `serve.json`
+//! and the live engine's socket. Pinned by `native/cli/tests/worktrees.rs` and this module's tests
+//! (the location, the folder's mode).
+//!
+//! The runtime files (`RUNTIME_FILES`: the state and index databases, the image store, `serve.json`,
+//! the generated brain, …) are git-ignored and created owner-only (`owner_only`); what a confined
+//! shell must not reach lives in the per-user folder outside the workspace
+//! (`Sidecar::outside_state_dir`: `$XDG_STATE_HOME` or `~/.local/state`, `chokepoint/<hash of the
+//! workspace>/`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

@@ -5,6 +5,14 @@
 //! database; the ledger's head, in the worktree's), which notices a shared memory file tampered with
 //! before SQLite reads it ([`ShmWatch`]). Processes of different worktrees open the same shared file
 //! as any two processes do: WAL, its `-shm` and the busy handler work the same.
+//!
+//! Each store takes the connection for one statement or transaction at a time. It leaves the
+//! write-ahead log in place on close and checkpoints it only once it is long, so a process per hook
+//! call pays for neither four schema reads nor five syncs. A connection whose `-shm` file was
+//! shortened, removed or replaced under its mapping is closed and refused for a second (`ShmWatch`,
+//! one `stat` per use) instead of taking a SIGBUS. The open that makes the coordination database's
+//! folder (`StateDb::making_folder`) adopts the tables the worktree kept in its own `state.db` before
+//! (`StateDb::adopting`, `engine::engine::ADOPTED`).
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode};

@@ -1,6 +1,9 @@
 //! JSON Schemas of the configuration files, generated from the Rust types that read them, so that
 //! editors validate and complete `hooks.yaml` and `active_intents.yaml` exactly as the engine reads
 //! them, and so that readers of the trace ledger know the shape of its records. The committed copies under `.orchestration/schema/` are checked against these by a test.
+//! `UPDATE_SCHEMAS=1 cargo test -p chokepoint-core --test engine` writes them again. They are packed
+//! into the .vsix for "Govern This Folder", which writes them beside the starter
+//! `templates/orchestration/` (one intent, no hooks; `tests/node/walkthrough.test.js` loads it).
 
 use crate::config::hooks::HooksConfig;
 use crate::scope::intents::IntentSet;

@@ -22,6 +22,14 @@
 //!
 //! The command runs in its own process group; on timeout and on cancel, the supervisor is asked to
 //! stop (it ends the namespace, and with it everything the command started), then the group is killed.
+//!
+//! Observed is what runs on another OS, with `isolation: off`, when no `chokepoint` program is given
+//! to be the supervisor (a threaded engine cannot create user namespaces itself), or when the kernel
+//! refuses the namespaces. Landlock grants a scope folder that does not exist yet as its nearest
+//! existing folder: nothing is created in the work tree to grant it. A change to a governance file
+//! (`model::governance`) is refused with the gatekeeper's words. One contained command at a time per
+//! engine. Pinned by `native/cli/tests/containment.rs` (isolated, Landlock on and off) and
+//! `native/core/tests/containment.rs` (observed).
 
 use crate::base::sidecar::{SIDECAR_DIR, Sidecar};
 use crate::containment::isolate::{SPEC_ENV, SUPERVISOR_ARG, Spec, Status};

@@ -32,6 +32,27 @@
 //! - **Created by `chokepoint init`, kept by the engine.** Only [`Brain::refresh`] with `create`
 //!   makes CLAUDE.md; the worker keeps the generated part only of a workspace that has a CLAUDE.md,
 //!   so a workspace is never handed a brain its people did not ask for.
+//!
+//! What wakes the worker: a gate that denied, and every `BeforeSubmit`, hands its durable record
+//! (`Appended`: `seq`, hash) from where its ticket settles (`BrainWatch`); an intent taken or released
+//! (the handshake, `TaskComplete`, `SessionEnd`, a revocation, `intent release`) and a reload that
+//! changed hooks.yaml or active_intents.yaml (not the first load, which every hook process does) ask
+//! for a rewrite. An allowed tool call costs two comparisons. The worker learns and rewrites once per
+//! batch; `Engine::before_exit` (a `chokepoint hook` process) and an engine's drop wait for it at most
+//! 2 s. The rendering is independent of which process wrote it: the gatekeeper and the configured
+//! hooks per event and task type, in chain order, from the last good hooks.yaml (a host's own
+//! registrations are left out), the intents with their holders, the lessons.
+//!
+//! The strip writes a temporary file, syncs it and reads CLAUDE.md again (a person's save since the
+//! first read is stripped instead) before the swap; `renameat2(RENAME_EXCHANGE)` is Linux's, elsewhere
+//! it is a rename after that read. Readers: an external agent's `SessionStart` rewrites the file on
+//! the hook's thread (once per session, so a hooks.yaml edited while no engine watched is listed)
+//! and, with `PreCompact`, reads both files into its context (`agents::context::shared_brain`); our
+//! runtime reads them every turn (`Engine.brainContext`) and pins them (`ItemKind::Brain`). Both files
+//! are governance files (`.orchestration/**`): the gatekeeper refuses a write tool on CLAUDE.md by name
+//! (`governance::brain_refusal`), and containment refuses a shell command's change to it, saying the
+//! same. Pinned with real git by `native/cli/tests/brain.rs` (two worktrees that each took a lease
+//! and learnt a lesson, merged without a conflict).
 
 use crate::base::sidecar::{BRAIN, BRAIN_GENERATED, IGNORE_HEADER, RUNTIME_FILES, Sidecar, runtime_ignore, with_lines};
 use crate::base::sqlite::StateDb;

@@ -1,5 +1,9 @@
 //! A task claimed by an agent: the per-type allowlist checked (`scope::claims`, the same check the
 //! gatekeeper makes when an agent selects an intent of a type) and the claim recorded in the ledger.
+//!
+//! `Engine::claim_task` (`chokepoint task claim`) records `claimed` or `refused`, durable before it
+//! returns, and fails when it cannot record; the refusal's text is the check's, the same for all its
+//! callers (`scope/claims.rs`).
 
 use crate::engine::engine::{Engine, EngineError};
 use crate::ledger::{Record, RecordKind, RecordedDecision};

@@ -2,6 +2,14 @@
 //! trace it judges with, and what its edges call besides judging (a contained command, the piped
 //! output of a session, the plan of an event's chain). How it judges an event is `judge.rs`; what it
 //! loads is `loaded.rs`.
+//!
+//! A live engine's point is `Engine::runs_good_configuration`: after a bad edit it keeps judging with
+//! the last good configuration, where a process that opens the files anew has none and denies every
+//! gate. An engine holds one connection to each state database (`base::sqlite::StateDb`): the
+//! repository's coordination database and the worktree's own `state.db`. The first open that makes
+//! the coordination database adopts the tables a worktree kept before (`ADOPTED`; see
+//! `base/sidecar.rs` for what is shared and why). A process that exits after one call waits for the
+//! brain's worker first (`Engine::before_exit`).
 
 use super::loaded::{Chains, ConfigFiles, ConfigStatus, EngineInfo, FileStatus, Loaded, Registration, load_file};
 use crate::approvals::team::{Origin, TeamPendings};

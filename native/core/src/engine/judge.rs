@@ -2,6 +2,33 @@
 //! from the ledger's syncer thread): the configuration snapshot and the written paths made
 //! canonical (`begin`), the chain, and the record (`conclude`), with a gate's answer held until its
 //! record is durable (the write-ahead invariant, `awaits_durability`).
+//!
+//! **One judging path.** Every entry (`evaluate`, `evaluate_with`, `evaluate_async`,
+//! `evaluate_then`, and `evaluate_in`, which a replay shares) is `begin → chain → conclude`:
+//! - `begin` resolves the chain and makes a write's paths canonical once (`Event::writes`, resolved
+//!   by the gatekeeper, judged by it and recorded by the trace), and asks `Gatekeeper::acting`, so a
+//!   session's next call of any event renews a yielded lease's tenure;
+//! - the chain judges a borrowed event: a rewrite comes back in `Evaluation::modified`, the event
+//!   keeps the agent's input;
+//! - `conclude` moves the event into its record, which the ledger's writer thread builds
+//!   (`Ledger::enqueue_deferred`: digest, serialisation, before and after images) before its ticket
+//!   settles, so the caller's thread only judges. `Evaluation::durable_wait_ns` is the wait for the
+//!   record's sync, never part of a hook's duration.
+//!
+//! **The entries.** The synchronous entry runs native hooks only (registered native hooks and the
+//! declared `deny`, `ask` and `context` rules of hooks.yaml); a matching command, builtin or host hook
+//! makes it refuse (`NeedsAsync`) rather than skip that hook. The asynchronous entry runs every kind,
+//! one hook after another in chain order. `evaluate_then` is the asynchronous entry for a caller whose
+//! thread must never block: a chain of native hooks is judged at once on that thread and its
+//! continuation runs when the record is as durable as the event needs (from the ledger thread that
+//! synced it, through `ledger/ticket.rs`); other chains come back for `evaluate_async`.
+//!
+//! **Invariant: which events wait for their record's sync is said once**, by `awaits_durability`;
+//! callers use the asynchronous entry for every event and never keep their own list. A native hook
+//! that panics is a `crashed` failure, never an unwinding engine; a hook that asks the engine to judge
+//! something while it runs gets `reentered: true` and no second run of the chain. A gate that denied,
+//! and every `BeforeSubmit`, hands its durable record (`seq`, hash) to the brain from where its ticket
+//! settles (`BrainWatch`, see `brain.rs`), never on the judging thread.
 
 use super::engine::Engine;
 use super::loaded::Loaded;

@@ -6,13 +6,14 @@
 //!
 //! Two things make a lesson:
 //! - **a denial that repeats**: the same hook, the same reason and the same intent [`REPEATS`] times
-//!   (counted per key in `brain_denials_v1`, across processes); the lesson is made once, when the
-//!   count reaches [`REPEATS`], however often it repeats after;
+//!   within a day (counted per key in `brain_denials_v1`, across processes); the lesson is made
+//!   once, when the count reaches [`REPEATS`], however often it repeats after;
 //! - **a completion that failed and then passed**: a task's `BeforeSubmit` denied (kept in
 //!   `brain_submits_v1`, by task, else session), then allowed in a later round.
 //!
 //! A lesson's key says what it is about (the hook, the reason, the intent), so the same lesson is
-//! never written twice (`INSERT OR IGNORE`). At most [`KEPT`] lessons are kept, the newest; the
+//! never written twice (`INSERT OR IGNORE`), and it keeps the `seq` and line hash of the record that
+//! taught it. At most [`KEPT`] lessons are kept, the newest; the
 //! denial counters are bounded the same way ([`COUNTERS_KEPT`]).
 //!
 //! Why a table rather than the generated section itself: every process on the workspace appends

@@ -6,6 +6,14 @@
 //! Invariant: bad configuration never takes effect. A reload that fails keeps the last good value of
 //! that file and reports why; a file that was never good falls back to the built-in default (no
 //! project hooks, no intents), which the engine reports as such rather than pretending all is well.
+//! An active_intents.yaml that was never valid gates with no intents: every write is denied.
+//!
+//! A reload swaps one `Arc` snapshot: a reader sees the old configuration or the new one, never a
+//! mix. Chain resolution for an event: the task type's hooks for that event, else the project's, else
+//! the built-in default (none); native hooks are in every chain, registered before configured ones
+//! (the gatekeeper first, then the ledger's). A type that declares an event with no hooks
+//! (`BeforeMerge: []`) has an empty chain for it: that is how a type is exempted from a project's
+//! merge gate.
 
 use crate::base::diagnostic::Diagnostic;
 use crate::base::sidecar::Sidecar;

@@ -7,6 +7,17 @@
 //! A run never reports success on our account: a configuration that does not load, an undeclared task
 //! type or intent, a record that cannot be made durable, or a run from inside a running hook is a
 //! [`MergeRunError`], not a report.
+//!
+//! **Merge-side runs never pass on our account** (`Engine::run_merge_side`). The event is judged by
+//! `evaluate_async` like any other (the record carries task, intent and `data.task_type`, as every
+//! record of a typed event does), then summarised over the resolved chain: the applying hooks ran in
+//! order up to the first that ended it (`SUCCESS` allow; `FAILURE` deny, failed closed, or ask, since
+//! nobody answers an ask there; `SKIP` failed open); the rest are `SKIP` (not matching, or not
+//! reached). Besides the cases above, an undeclared type (a typo must not fall through to the
+//! project's weaker chain), a ledger that cannot be opened before the run, a deny no hook of the chain
+//! made, or a chain that changed while it ran are errors too. A type that declares the event with no
+//! hooks (`BeforeMerge: []`) has an empty chain: that is how a type is exempted from a project's
+//! merge gate.
 
 use crate::base::diagnostic::Diagnostic;
 use crate::engine::engine::Engine;

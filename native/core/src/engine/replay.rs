@@ -14,6 +14,23 @@
 //! Only `PreToolUse` records are replayed: they are the gate, and the record keeps what its chain
 //! matches and the gatekeeper judges (`trace::RecordedCall`). A write recorded before the ledger kept
 //! a call's paths cannot be judged again, and is counted as skipped with the reason.
+//!
+//! **Invariant: a replay changes nothing.** The records are read through the index, filtered by
+//! `since` and `intent`. The other engine is `Engine::open_replaying`: a file the given folder lacks
+//! is the workspace's own, one that does not load is `ReplayError::Config` (file:line:column). It
+//! runs with `records: false` (no ledger append, no approvals sink), reads the approved expansions
+//! and never writes them (no state.db is created), allows a handshake when its record took the lease,
+//! and takes, renews, releases or reads no lease. The chain asks the run context's `StandIn` first: it
+//! answers with the record's outcome for that hook (a recorded failure fails again, under the new
+//! failure mode), or allow, marked unverified, for a hook the record does not name.
+//!
+//! What the rebuild needs is kept by the record: a `PreToolUse` record's `data.call`
+//! (`trace::RecordedCall`: the paths the caller named, the writes as resolved, the handshake's input;
+//! never a write's content) beside `data.task_type` (every typed event's: the chain it was judged
+//! by). Older records are judged when the tool writes nothing, and skipped, counted with the reason,
+//! when it writes. The report counts calls judged, unchanged, skipped and unverified, and lists each
+//! changed decision with its record (seq, time, tool, paths, session, intent), the hook it is down to,
+//! and the changes grouped by hook, intent and direction.
 
 use crate::base::diagnostic::Diagnostic;
 use crate::engine::trace::RecordedCall;

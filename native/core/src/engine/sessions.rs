@@ -18,6 +18,20 @@
 //! it works ([`SessionView::checkout`]): its lease's worktree and branch, else the worktree whose
 //! trace holds its records. A worktree whose index cannot be read is left out, not an error: this
 //! view must not fail because another checkout is broken (its own engine says so there).
+//!
+//! The window's sessions are counted by one aggregate query over the index's time range; then come
+//! the sessions holding a lease (live, or idle since their turn's end within the window) or revoked.
+//! A session's agent is labelled from its id (`Agent::as_str`: "VS Code agent", "Chokepoint agent"
+//! for ours). A `PreToolUse` record carries no paths (they are in its `PostToolUse` record), so an
+//! action's summary is what its record holds: the files written, a contained command's argv, a
+//! revocation.
+//!
+//! **A revocation is recorded, and in force even when it is not.** `Engine::revoke_lease` revokes
+//! first (`scope::leases`, which owns the revocation's rules), forgets the session's cached selection
+//! in this engine at once, then records a `lifecycle` record deciding `revoked` (`data.revoked`: by,
+//! reason, lease version), durable before it returns; a ledger that cannot be written leaves the
+//! revocation in force and says it was not recorded. The `by` adds the pid and terminal to the name
+//! the person gives.
 
 use crate::base::sidecar::Sidecar;
 use crate::engine::engine::Engine;

@@ -3,6 +3,32 @@
 //! applies what it grants, and says what the agent does next. Two invariants live here, not in a
 //! host: an approval is durable before what it allows happens (write-ahead, as for a gate), and an
 //! approved scope expansion is granted.
+//!
+//! `open_ask` builds the Pending from the ask: its kind from the event and tool, its subject from the
+//! input, `triggered_by` from `Decision::Ask`'s first asker. An external agent's ask goes through
+//! `Engine::open_agent_ask`, whose subject also names the agent (`subject.agent`, `subject.tool`,
+//! `subject.input`, `subject.paths`, `subject.reason`; the session is the Pending's `session_id`);
+//! what the hook does with it is `agents::hook` (`ask_person`). `settle` waits for the decision
+//! without a thread of its own (a future on the Pending's watch channel), makes it durable (a blocking
+//! thread of the runtime syncs), applies an approved expansion's grant, and returns a `Settlement`:
+//! what runs next and the line the model is told. A sync or a grant that fails makes the settlement a
+//! refusal. A host never builds a subject, syncs for an approval or grants.
+//!
+//! **Invariant: a decision is queued before its waiters wake.** The registry tells a Pending's
+//! waiters (the watch channel `wait` subscribes to) only after the decision's record went to the
+//! ledger's queue, and `settle` makes it durable whatever it is: an approval before the call it
+//! allows runs, a refusal or a timeout before the agent hears it (CI once caught a settle whose flush
+//! ran before the record was queued).
+//!
+//! **Invariant: an agent's ask lapses by our hand, not the agent's.** Its Pending's deadline is the
+//! smaller of `approvals.timeout_seconds` and the hook's `--deadline` less a second
+//! (`Engine::open_agent_ask_within`), and the timeout `chokepoint init` writes for the agent is above
+//! that deadline (`agents::setup`, `ASK_TIMEOUT_SECS`): every agent lets a call through when it gives
+//! up on its hook. Pinned by
+//! `setup::tests::the_hook_a_person_answers_through_waits_ten_minutes_in_every_agent` and
+//! `tests/settle.rs::an_agents_ask_carries_its_deadline_its_lapse_and_who_waits_on_it`;
+//! `tests/ui/chat.test.js` has VS Code's agent wait over a minute on a card and run its write once
+//! approved.
 
 use super::engine::Engine;
 use crate::approvals::config::AskFallback;

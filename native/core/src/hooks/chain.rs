@@ -3,7 +3,11 @@
 //!
 //! Invariant: a chain is sorted once, when it is built, by (priority, registration order). Ties keep
 //! registration order: of two `critical` hooks, the one registered first runs first. Nothing reorders a
-//! chain after that; a configuration change builds a new chain.
+//! chain after that; a configuration change builds a new chain. Pinned by
+//! `tests/chain.rs::ties_keep_registration_order`.
+//!
+//! Deliberately absent: parallel hooks. Peers run matching hooks concurrently and then cannot say
+//! which rewrite or which deny won; ours run in chain order, the price of a decision you can explain.
 
 use crate::hooks::builtin::{self, BuiltinSpec};
 use crate::hooks::command::{self, CommandSpec};

@@ -1,5 +1,6 @@
 //! What a chain's asynchronous driver runs with besides the event: the working directory and output
-//! cap of command hooks, and the embedder's own hooks. Shared by the chain and the builtins.
+//! cap of command hooks, and the embedder's own hooks. Shared by the chain and the builtins. A
+//! replay's [`StandIn`] is asked first for the hooks it does not run (`engine/replay.rs`).
 
 use crate::hooks::command::DEFAULT_OUTPUT_CAP;
 use crate::hooks::priority::DEFAULT_TIMEOUT_SECS;

@@ -16,6 +16,9 @@
 //!   or reordered line: git never produces those. Nothing is explained outside a git repository.
 //! - **Chains with no head here** (merged in from another branch or worktree, a fresh clone) verify
 //!   on their own: their chain, their numbering, their end.
+//! - **Accepted.** A chain reset by git (`reset --hard`, `checkout -- <file>`) to a committed version
+//!   passes with a note, since git cannot tell whose reset it was. Pinned by
+//!   `native/cli/tests/trace_git.rs` (`tampering_git_does_not_explain_is_still_caught`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -32,6 +32,10 @@
 //!   a copy that cannot be read counts as absent (a command that could garble it could remove it), and
 //!   `trace verify` says so. A reseal clears both. A fresh clone has no head anywhere; a checkout made
 //!   again at the same path meets the old copy, which `trace verify` names, and a reseal accepts.
+//!   The copy is `chokepoint/<hash of the workspace>/heads/<chain>` (and the legacy `head`) under
+//!   `$XDG_STATE_HOME` or `~/.local/state`; tests keep it under `target/test-state`
+//!   (`.cargo/config.toml`). A gate's answer waits for its record's sync only; the heads are raised
+//!   right after the answers go, and a `flush` returns once they are.
 
 use std::fs::{File, OpenOptions};
 use std::hash::{BuildHasher, RandomState};

@@ -21,6 +21,20 @@
 //! Stores happen on a thread of their own ([`ImageStore::keep`]), never on the ledger's writer
 //! thread that builds records: a batch's records are built just before its sync, which the next gate
 //! waits for, and a SQLite write of megabytes there would delay every agent's next action.
+//! The writer only hands the texts to this store's thread through a bounded queue: full means
+//! dropped, so the sync the next gate waits for never waits on SQLite.
+//!
+//! Images are kept only when both sides of the write are known (the engine read the file when the
+//! write was allowed or asked, in this process, and after its result), at most 8 MiB a text and
+//! 64 MiB in all by default ([`Caps`]; the tracer's `MAX_IMAGE_BYTES`). A failure to store, open or
+//! read only means `Tracer::image` answers `None`. The record names the before-text's hash only when
+//! known (`FileChange::before_sha256`), so older records serialise to the same bytes and their chain
+//! is unchanged. Pinned by `native/core/tests/trace.rs`
+//! (`an_allowed_writes_result_keeps_its_before_and_after_images_by_hash`,
+//! `a_store_that_cannot_be_written_fails_neither_the_gate_nor_the_ledger`,
+//! `a_file_over_the_image_cap_is_recorded_without_images`,
+//! `the_store_prunes_the_oldest_images_beyond_its_total`,
+//! `a_record_without_a_before_hash_serialises_as_before`).
 
 use crate::base::sidecar::Sidecar;
 use rusqlite::{Connection, OptionalExtension, params};

@@ -10,8 +10,8 @@
 //! - **The ledger is the source of truth; the index is derived.** It stores where each record's line
 //!   starts in the ledger and its hash, and reads the record back from the ledger, checking the hash,
 //!   rather than keeping a second copy that could disagree. Deleting `trace.db` loses nothing: the
-//!   next [`Index::catch_up`] rebuilds it. For the same reason a database of an older schema is not
-//!   migrated but dropped and rebuilt.
+//!   next [`Index::catch_up`] rebuilds it (or `chokepoint trace reindex`, at any time). For the same
+//!   reason a database of an older schema is not migrated but dropped and rebuilt.
 //! - **Catching up is cheap and anyone may do it.** The index remembers, per chain, the offset of the
 //!   last line it read; [`Index::catch_up`] checks that this line still hashes as indexed (so a
 //!   rewritten, recovered or checked-out chain is noticed, and that chain is read again from its

@@ -16,7 +16,10 @@
 //! else. This engine writes version 2 and reads both, so a ledger begun by an older engine keeps
 //! verifying (the chain hashes lines as they are, whatever their version) and its ranges are still
 //! blamed, by their range hash alone. A version-1 record that carries line digests was written by no
-//! engine and is refused, like any other field its version does not have.
+//! engine and is refused, like any other field its version does not have. **Every record version
+//! ever written stays readable**; the version is the record's `v`, described by
+//! `.orchestration/schema/agent_trace.schema.json`. A version-2 line digest is 32 bits, for at most
+//! `ranges::MAX_DIGESTED_LINES` (2,048) lines per file per write.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

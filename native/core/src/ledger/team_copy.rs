@@ -28,12 +28,16 @@
 //!   which retries after the database comes back. The writer never waits for it. A hook process
 //!   (`chokepoint hook`, one call) does not copy: its agent waits for the process to exit, and a copy
 //!   costs a connection to the database (a TCP and authentication round trip, TLS on top), a
-//!   migration check and two statements, which measured on a loopback database already costs as much
-//!   as the whole hook call (21 ms p50, `tests/team_ledger.rs`' ignored test) and on a remote one far more. Its
+//!   migration check and two statements, which measured 21 ms p50 on a loopback database
+//!   (`tests/team_ledger.rs::measure_a_copy_from_a_fresh_process`, ignored), more than twice a whole
+//!   `chokepoint hook` call, and on a remote one far more. Its
 //!   records are copied by the next live engine of the worktree, or by `trace show --team`, which
 //!   copies this worktree's pending records before it lists.
 //! - **Not a gate.** A copy that fails is reported ([`CopyStatus`]: records waiting, the last
-//!   error), never a denial, and never slows the ledger.
+//!   error; `Engine.teamCopyStatus` in the extension), never a denial, and never slows the ledger.
+//!
+//! Pinned by `native/core/tests/team_ledger.rs`, `native/cli/tests/team_trace.rs` (two clones, the
+//! database killed mid-run) and `tests/node/team_trace.test.js`.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};

@@ -31,6 +31,21 @@
 //!   what git explains from tampering. The first batch of a worktree that names no chain (a new
 //!   worktree, a fresh clone) begins one too. A chain's file is created with its first batch, so a
 //!   process that never appends creates nothing.
+//! - **Lazy records ride along.** Records nobody waits for (a turn's start) are held back at most
+//!   [`LAZY_SYNC`] (20 ms) for the next record someone waits for or a `flush`, and go into its write
+//!   and sync: a tool call costs one write and one sync per gate, not one per event. For `LINGER`
+//!   (2 s) after a batch the writer thread looks at the queue every [`LAZY_SYNC`] instead of asking to
+//!   be woken, so a lazy record in a burst costs its producer no wake-up (a futex wake of a thread on
+//!   an idle core, ~7 µs on a VM); a record someone waits for always wakes it.
+//! - **Deferred records are built per batch.** A record enqueued with [`Ledger::enqueue_deferred`]
+//!   (the engine's: digest, serialisation, before and after images) is built just before its batch is
+//!   written, so what builds read (a file's image) is read once per batch ([`batch_being_built`]): a
+//!   call's after-image is the next call's before-image.
+//! - **Bounded.** The queue holds at most `MAX_QUEUED` records (16,384): a producer that outruns the
+//!   writer waits for room, except on the ledger's own threads, where a ticket's continuation may
+//!   enqueue. After each durable batch the syncer calls [`Ledger::on_durable`] (the team copy's
+//!   waker). The order write, `fdatasync`, acknowledgement is watched with strace by the CLI's
+//!   `tests/cli.rs`.
 //! - **The head follows the data.** After each sync the syncer raises the chain head in the state
 //!   database (`head.rs`) to the last record that sync covered; the head only ever grows, and may lag
 //!   the ledger (after a crash, or behind another process's newer head), never lead it, so a ledger
@@ -44,7 +59,9 @@
 //!   in a torn tail, because acknowledgement waits for the sync of whole lines; so a line the head
 //!   covers (its hash, or a seq it counts) is never moved: its being bad is tampering, for `verify`
 //!   to name. A ledger that does not match its head is refused before anything is moved, and left
-//!   as it was found.
+//!   as it was found. Pinned by `native/cli/tests/trace_git.rs` (a switch, stash and reset in the
+//!   middle of recording with real git and real gates) and `tests/ledger.rs`
+//!   (`a_chain_shorter_than_its_head_is_left_as_found_and_a_new_one_begun`).
 
 use std::fmt;
 use std::fs::{File, OpenOptions};

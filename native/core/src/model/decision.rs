@@ -1,6 +1,7 @@
 //! What a hook answers, and what the chain decides from all the answers.
 //!
-//! The combining rules, in one place (ARCHITECTURE.md's invariant I3 names them, `chain.rs` tests pin them):
+//! The combining rules, in one place (`Combiner` in `hooks/chain.rs` implements them for the
+//! synchronous and asynchronous drivers alike, and its tests pin them):
 //! 1. Hooks run in chain order (priority, then registration order).
 //! 2. `modify` replaces the event's subject, and every later hook sees the rewritten value
 //!    (rewrite, then validate).

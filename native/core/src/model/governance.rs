@@ -15,6 +15,13 @@
 //! documentation, [2nd] second-hand (third-party references, documentation read through search,
 //! not checked against the client). Second-hand entries are governed anyway: refusing a write an
 //! agent did not need costs a person one edit, missing one costs the gate.
+//!
+//! **Invariant: what configures an agent is governed under every scope**: `.orchestration/`, the
+//! repository's shared folder `.git/chokepoint/` (inside the main checkout), and each supported
+//! agent's hooks, MCP servers and settings (`.claude/`, `.mcp.json`, `.codex/`, `.gemini/`,
+//! `.github/hooks/`, `.cursor/`, `.vscode/settings.json`, …), each glob in [`GOVERNED`] with who
+//! reads it ([`covers_governance`]: whether a requested scope glob could cover one). Pinned by
+//! `tests/gatekeeper.rs`.
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use std::sync::OnceLock;

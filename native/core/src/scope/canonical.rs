@@ -5,6 +5,16 @@
 //!
 //! Deliberately absent: no `~` expansion (a path starting with `~` is refused, not guessed at), no
 //! Unicode folding (a look-alike `ѕrc/` is a different directory from `src/`, as it is on disk).
+//!
+//! **Invariant: no path is judged before it is canonical.** A relative path is resolved from where
+//! the agent resolves it (`Event::base`: the hook input's `cwd`, by `agents::input::Call::base`,
+//! which holds each client's rule; the root for our own agent and the CLI; refused, with the reason,
+//! where the input does not say, and for Gemini CLI's `replace` of a relative path its folder lacks,
+//! which the client looks for elsewhere). `..` is resolved against the real file system, symlinks are
+//! followed (a dangling link is judged by its target), hard-linked files are refused. On Linux the
+//! kernel resolves the existing part in one `open(O_PATH)`; the component walk remains for what it
+//! cannot answer. The engine's `begin` makes a write's paths canonical once (`Event::writes`), and
+//! the gatekeeper, containment and the trace all use that one result.
 
 use crate::model::event::PathBase;
 use std::path::{Component, Path, PathBuf};

@@ -30,6 +30,14 @@
 //! database first, so it is used again as soon as it answers; leases taken locally meanwhile are not
 //! copied to it (another machine may have taken the intent meanwhile: the session selects again).
 //! A reload that changes the database forgets every cached selection.
+//!
+//! The handshake (`select_active_intent`) is refused to an agent the intent's `task_type` does not
+//! allow (`scope::claims`). A session's write without a selection is denied with what happened to
+//! its lease when a person revoked it (`Gatekeeper::unselected`: who and why, whether the intent is
+//! free now, and to ask the person before selecting it again), not with "select an intent first"; the
+//! revocation is read only on that deny path, never on the hot path. The governance refusal and the
+//! order above are pinned by `tests/gatekeeper.rs`; the team's database by `tests/team_leases.rs`
+//! (100 rounds of two machines racing: exactly one holder each) and the CLI's `tests/team.rs`.
 
 use crate::base::sidecar::Sidecar;
 use crate::base::sqlite::StateDb;

@@ -37,6 +37,35 @@
 //! `SQLITE_BUSY` never reaches an agent: a busy timeout (3 s of short jittered sleeps) lets SQLite wait
 //! for a lock, and a bounded retry loop with jittered backoff covers the cases where SQLite answers
 //! busy at once. Only after [`BUSY_GIVE_UP`] does an operation fail, with [`LeaseError::Busy`].
+//!
+//! **Invariant: a session's selection lives in the lease table, not in a process.** A lease expires
+//! unless renewed (the gatekeeper renews while the session writes); `TaskComplete` and `SessionEnd`
+//! release it (our own runtime releases at `TaskComplete`, which every task ends with).
+//!
+//! **Invariant: a lease held by a session whose turn ended never blocks the next.** The turn-ending
+//! events (`model::external_events::TURN_ENDS`) that the completion gate lets end yield the lease
+//! (`agents::hook` → `Gatekeeper::yield_turn` → [`LeaseStore::yield_session`]); a write of a session
+//! whose lease was taken is told it lost it, to whom, and what to do ([`LeaseStore::tenure`]: `Live`,
+//! `Idle`, `Lost`, `None`, read from the session's rows and those taken from it in one statement, on
+//! both stores). Pinned by `tests/gatekeeper.rs` and `tests/team_leases.rs` (the same case on both
+//! stores), `tests/leases.rs`, the CLI's `tests/sessions.rs` (hook processes) and
+//! `tests/ui/turns.test.js` (two chats of VS Code's agent).
+//!
+//! **Invariant: a lease a person revoked is denied by name, in every process, within `RECHECK`.**
+//! [`Leases::revoke`] releases the session's lease and keeps the revocation (who, when, why, the
+//! tenure) in `lease_revocations_v1`, in one transaction. The engine that revokes forgets the
+//! session's selection at once; another process that cached it (a live engine serving the session's
+//! hooks) asks the lease table again after at most `Gatekeeper`'s `RECHECK` (1 s), so the revocation
+//! takes effect on the first write after that bound. Selecting an intent again clears it (in
+//! `acquire`'s transaction), and rows older than [`REVOCATION_KEPT`] (7 days) are pruned by the next
+//! revocation. How it is recorded in the ledger is `engine/sessions.rs`'s.
+//!
+//! **Where the holder works.** A lease records [`Checkout`] (worktree name and root, branch: schema
+//! 2), said in a refusal ("locked by session `claude:A` (agent `claude`) in worktree `wt2` on branch
+//! `feature-x`"), `intent list` and the Sessions view. The branch is read from `HEAD` when a lease is
+//! taken. Leases are not carried over when the coordination database is first made: their holders
+//! select again. Pinned across two real worktrees by `native/cli/tests/worktrees.rs` (one holder, the
+//! refusal, release, a revocation and an expansion across them, a 100-round race of two processes).
 
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};

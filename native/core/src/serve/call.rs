@@ -2,6 +2,31 @@
 //! `chokepoint hook`, or an agent's own HTTP hook): read as `chokepoint hook` reads it, judged by
 //! `agents::hook::answer`, and an ask shown to a person until the caller's deadline less
 //! [`ASK_MARGIN`]. The transports add only who may ask and how much; the judging is this one function.
+//!
+//! **Invariant: both transports judge through one function** (`answer`; the socket's `server.rs` and
+//! `http.rs` only read and check). Each transport accepts and reads its connections on one event loop
+//! (a thread with a current-thread runtime, `io_runtime`): a client that sends slowly costs a
+//! descriptor and a buffer, never a thread. A request read whole is judged on one pool of threads kept
+//! between calls (`pool`), each keeping its own single-threaded runtime for the judging
+//! (`judge_here`): a thread per connection, another per deadline and a runtime per call cost about a
+//! fifth of an HTTP hook's answer.
+//!
+//! **Invariant: the live engine cannot be starved into making a hook wait out its deadline**
+//! ([`Limits`], `Admission`; pinned by `native/cli/tests/serve.rs`
+//! (`a_flood_of_trickling_clients_does_not_keep_a_served_hook_from_its_answer`,
+//! `a_saturated_live_engine_makes_the_hook_judge_alone_at_once`) and `native/cli/tests/http.rs`
+//! (`slow_connections_without_the_token_do_not_delay_a_hook`)). The socket takes at most 512
+//! connections at once, 64 per peer process, and 256 judgings over both transports; over HTTP at most
+//! 256 connections may be waiting to show the token, a new one closing the oldest. A request over a
+//! limit is refused at once (`Answer::Refused`, "busy"): the hook judges alone (same ledger, same
+//! answer; an ask falls back at once), or over HTTP it is answered 200 with a deny. Refusals are
+//! counted for both transports together.
+//!
+//! Over HTTP the judging is bounded here (`Bound::Here`: the URL's `?deadline=`, default
+//! `http::DEFAULT_DEADLINE`, 25 s; a late gate is a deny), a reply that blocks by exit code becomes
+//! `continue: false` (`Reply::http_body`), and a shell command is refused when the server does not
+//! know the `chokepoint` program to contain it with. That the agent fails open when the engine is down
+//! is the limit of HTTP hooks: the command hook stays the default.
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -28,7 +28,23 @@
 //! tool not rewritten, an MCP server) that leaves its agent's tree (`setsid` and a double fork) and
 //! clears its environment; an agent whose hooks never ran in this boot; a person whose own terminal
 //! was started by an agent (then it is an agent's). And it rests on `/proc` (Linux): elsewhere
-//! nothing is known and nothing is refused by ancestry. ARCHITECTURE.md's invariant I11 names the rule.
+//! nothing is known and nothing is refused by ancestry. Nor does it cover the agent process itself
+//! when its hooks only post over HTTP (until its first contained command), a hook run from a person's
+//! own shell (which makes that shell an agent's: the server spares its own lineage, a hook alone
+//! cannot tell), `intent select` (the agent's own handshake), or the configuration files (governance
+//! files: the gatekeeper's, not this check's).
+//!
+//! **Invariant: an agent never decides for itself** (ARCHITECTURE.md, I11). What is a person's: a Pending (the socket's
+//! `decide`), a scope expansion (`intent approve`), a session's lease (`sessions revoke`, `intent
+//! release`) and the live engine itself (`serve`). The refusal says why, and to run it from the
+//! person's own terminal or VS Code. The server reads the agent from its peer (one `/proc` read before
+//! judging, the rest after answering, one insert per agent process), a hook judging alone writes it
+//! (one `/proc` read and one `SELECT` once the agent is known). The server never registers its own
+//! lineage, keeps what it saw in memory too (deleting rows does not unregister an agent for it), and
+//! forgets the processes gone when it starts. The ledger's `decided_by` is the server's naming of the
+//! peer, `cli:<user> (pid N, on /dev/pts/M)`, not the client's word. Pinned by
+//! `native/cli/tests/approvals.rs` (`an_agents_own_process_*`, `a_contained_command_that_leaves_*`,
+//! `a_process_in_another_pid_namespace_*`).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

@@ -12,6 +12,23 @@
 //! Found as `chokepoint approvals` finds them: each worktree's endpoint from its root
 //! (`Repository::worktrees`, the main checkout first), tried only when its socket exists. A gate never
 //! fails open here: a relay that breaks is [`Relayed::Failed`], which the fallback answers.
+//!
+//! Only when the chain asks does a hook try (the allow and deny paths never look), and only a tool
+//! call's ask is taken (a scope expansion would be granted by an engine whose gatekeeper never judged
+//! it). `Request::Ask` carries the tool, its input as the chain left it, the paths, the hooks' asks,
+//! the session, the agent, the asking worktree with its root and branch, and the milliseconds left.
+//! The Pending names the worktree and branch (`subject.worktree`, `subject.branch`: its sidebar card,
+//! `approvals list`), and `subject.workspace_root`, which its paths are relative to, is where
+//! `Engine::pending_preview` and `approvals show` read a write's file. The engine registers the asking
+//! hook's agent as an agent's process (so it cannot decide its own ask) and answers
+//! `Answer::Settled` (next step, decider, reason, note, a modified input, the message), which the
+//! asker applies as a local Pending's settlement (`agents::hook`'s `ask_person`).
+//!
+//! **Invariant: a relay never allows by itself.** No engine anywhere is today's fallback at once; a
+//! relay that broke (refused, broke off or went away mid-wait, answered something else) is the
+//! fallback too, with why appended to its message. `--local` relays nothing. Pinned by
+//! `native/cli/tests/worktrees.rs` (`an_ask_in_a_worktree_nobody_serves_*`,
+//! `the_agent_that_relayed_an_ask_cannot_decide_it`).
 
 use std::path::Path;
 use std::sync::Arc;

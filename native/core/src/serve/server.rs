@@ -6,8 +6,8 @@
 //!
 //! Who may ask, checked before the engine sees anything: only a process of the same user (the
 //! endpoint's folder is 0700 and the socket 0600, and the peer's user id, which the kernel reports,
-//! must be ours). What they may send: one frame of at most [`MAX_REQUEST`] bytes, all of it within
-//! [`READ_TIMEOUT`] of the connection (the whole request, not each read); anything else is refused
+//! must be ours). What they may send: one frame of at most [`MAX_REQUEST`] bytes (64 MiB), all of it within
+//! [`READ_TIMEOUT`] (2 s) of the connection (the whole request, not each read); anything else is refused
 //! and the hook judges alone (`client.rs`). How many at once: [`Limits`] (in all, per process, being
 //! judged); a connection over them is refused at once, so a hook judges alone rather than waiting.
 

@@ -5,6 +5,11 @@
 //! Why a token at all: a loopback port, unlike the socket's folder, is open to every user of the
 //! machine and to any web page the user's browser runs (which may POST to 127.0.0.1). Only a reader
 //! of this file, the user, can present the token.
+//!
+//! The token is 32 random bytes in hex, compared in constant time, and checked on the request's head,
+//! before the body is read. A client reads the file with `Access::read_live`, which refuses the file
+//! of a server that is gone (as one killed with SIGKILL leaves it); the next start replaces it and the
+//! stale socket.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
