@@ -34,9 +34,9 @@
 //! cannot tell), `intent select` (the agent's own handshake), or the configuration files (governance
 //! files: the gatekeeper's, not this check's).
 //!
-//! **Invariant: an agent never decides for itself** (ARCHITECTURE.md, I11). What is a person's: a Pending (the socket's
-//! `decide`), a scope expansion (`intent approve`), a session's lease (`sessions revoke`, `intent
-//! release`) and the live engine itself (`serve`). The refusal says why, and to run it from the
+//! **Invariant: an agent never decides for itself** (ARCHITECTURE.md, I11). What is a person's: a
+//! Pending (the socket's `decide`), a scope expansion (`intent approve`), a session's lease
+//! (`sessions revoke`, `intent release`) and the live engine itself (`serve`). The refusal says why, and to run it from the
 //! person's own terminal or VS Code. The server reads the agent from its peer (one `/proc` read before
 //! judging, the rest after answering, one insert per agent process), a hook judging alone writes it
 //! (one `/proc` read and one `SELECT` once the agent is known). The server never registers its own
