@@ -3,8 +3,14 @@
 //! not exist yet is judged by where it would land), duplicate separators removed, case compared as
 //! the file system compares it. A path that lands outside the workspace is never inside any scope.
 //!
+//! Names are compared as the file system compares them ([`Names`]): on one that ignores case the
+//! canonical form is lower case (probed at the root), and on macOS, whose volumes (APFS, HFS+) ignore
+//! Unicode normalisation, it is NFC, so `café` typed precomposed or decomposed is one path; the scope
+//! globs are matched under the same rules (`Names::glob`), so `SRC/Auth/x.ts` is inside `src/auth/**`
+//! where it is the same file.
+//!
 //! Deliberately absent: no `~` expansion (a path starting with `~` is refused, not guessed at), no
-//! Unicode folding (a look-alike `ѕrc/` is a different directory from `src/`, as it is on disk).
+//! folding of look-alikes (a Cyrillic `ѕrc/` is a different directory from `src/`, as it is on disk).
 //!
 //! **Invariant: no path is judged before it is canonical.** A relative path is resolved from where
 //! the agent resolves it (`Event::base`: the hook input's `cwd`, by `agents::input::Call::base`,
@@ -18,6 +24,38 @@
 
 use crate::model::event::PathBase;
 use std::path::{Component, Path, PathBuf};
+use unicode_normalization::UnicodeNormalization;
+
+/// How the file system under a workspace compares names: what makes two spellings one file. The
+/// canonical form of a path is its spelling under these rules ([`Names::key`]), and a scope glob is
+/// matched under them ([`Names::glob`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Names {
+    /// Case is ignored (macOS's and Windows' default volumes; probed at the root).
+    pub fold_case: bool,
+    /// Unicode normalisation is ignored (APFS and HFS+: `é` precomposed and decomposed are one name).
+    pub normalize: bool,
+}
+
+impl Names {
+    /// The names of the file system under `root`.
+    pub fn of(root: &Path) -> Names {
+        Names { fold_case: probe_case_insensitive(root), normalize: cfg!(target_vendor = "apple") }
+    }
+
+    /// `name` spelt canonically under these rules: NFC, then lower case.
+    pub fn key(self, name: String) -> String {
+        let name = if self.normalize && !name.is_ascii() { name.nfc().collect() } else { name };
+        if self.fold_case { name.to_lowercase() } else { name }
+    }
+
+    /// A scope glob (`*` stops at `/`) that matches the canonical paths of this file system: its
+    /// literal parts spelt as [`Names::key`] spells names, compared without case where case is ignored.
+    pub fn glob(self, glob: &str) -> Result<globset::Glob, globset::Error> {
+        let glob: String = if self.normalize && !glob.is_ascii() { glob.nfc().collect() } else { glob.to_owned() };
+        globset::GlobBuilder::new(&glob).literal_separator(true).case_insensitive(self.fold_case).build()
+    }
+}
 
 /// Why a path cannot be judged inside the workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +99,7 @@ impl std::fmt::Display for PathRefusal {
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
-    case_insensitive: bool,
+    names: Names,
     /// The root opened once, for the one-call resolution beneath it (linux.rs).
     #[cfg(target_os = "linux")]
     root_fd: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
@@ -70,17 +108,26 @@ pub struct Workspace {
 impl Workspace {
     pub fn new(root: &Path) -> std::io::Result<Workspace> {
         let root = std::fs::canonicalize(root)?;
-        let case_insensitive = probe_case_insensitive(&root);
-        Ok(Workspace {
+        let names = Names::of(&root);
+        Ok(Workspace::with_names(root, names))
+    }
+
+    fn with_names(root: PathBuf, names: Names) -> Workspace {
+        Workspace {
             #[cfg(target_os = "linux")]
             root_fd: linux::open_root(&root),
             root,
-            case_insensitive,
-        })
+            names,
+        }
     }
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// How the file system under the root compares names: scope globs are matched under these rules.
+    pub fn names(&self) -> Names {
+        self.names
     }
 
     /// The canonical workspace-relative path (`/`-separated, no `.` or `..`) that `raw` names, or why
@@ -105,7 +152,7 @@ impl Workspace {
             {
                 return Err(PathRefusal::Hardlinked { links: link_count(&meta) });
             }
-            return Ok(if self.case_insensitive { rel.to_lowercase() } else { rel });
+            return Ok(self.names.key(rel));
         }
         let joined = if Path::new(raw).is_absolute() { PathBuf::from(raw) } else { self.root.join(raw) };
         let (resolved, meta) = resolve(&joined);
@@ -125,7 +172,7 @@ impl Workspace {
             }
             out.push_str(name);
         }
-        Ok(if self.case_insensitive { out.to_lowercase() } else { out })
+        Ok(self.names.key(out))
     }
 
     /// [`Workspace::canonicalize`] of `raw` as the agent that named it resolves it: a relative path
@@ -158,7 +205,7 @@ impl Workspace {
     }
 
     fn relative(&self, resolved: &Path) -> Option<PathBuf> {
-        if self.case_insensitive {
+        if self.names.fold_case {
             let (r, p) = (self.root.to_string_lossy().to_lowercase(), resolved.to_string_lossy().to_lowercase());
             let rest = p.strip_prefix(&r)?;
             if !(rest.is_empty() || rest.starts_with(std::path::MAIN_SEPARATOR)) {
@@ -372,4 +419,49 @@ fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 #[cfg(not(unix))]
 fn same_file(_a: &std::fs::Metadata, _b: &std::fs::Metadata) -> bool {
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Names, Workspace};
+
+    /// `é` as one code point (NFC) and as `e` with a combining accent (NFD): one name on macOS.
+    const NFC: &str = "caf\u{e9}";
+    const NFD: &str = "cafe\u{301}";
+
+    #[test]
+    fn a_name_is_spelt_in_nfc_where_normalisation_is_ignored_and_in_lower_case_where_case_is() {
+        let mac = Names { fold_case: true, normalize: true };
+        assert_eq!(mac.key(format!("SRC/{NFD}.ts")), format!("src/{NFC}.ts"));
+        assert_eq!(mac.key(format!("src/{NFC}.ts")), format!("src/{NFC}.ts"));
+        let linux = Names::default();
+        assert_eq!(linux.key(format!("SRC/{NFD}.ts")), format!("SRC/{NFD}.ts"), "ext4 keeps both spellings apart");
+    }
+
+    #[test]
+    fn a_scope_glob_matches_every_spelling_of_the_same_file_and_only_there() {
+        let mac = Names { fold_case: true, normalize: true };
+        let glob = |g: &str, names: Names| names.glob(g).expect("a glob").compile_matcher();
+        // The canonical path (NFC, lower case) against globs written in any spelling.
+        let path = mac.key(format!("SRC/Auth/{NFD}.ts"));
+        assert!(glob("src/auth/**", mac).is_match(&path));
+        assert!(glob("SRC/Auth/*.ts", mac).is_match(&path));
+        assert!(glob(&format!("src/auth/{NFD}.ts"), mac).is_match(&path));
+        assert!(!glob("src/*.ts", mac).is_match(&path), "`*` still stops at `/`");
+        let linux = Names::default();
+        assert!(!glob("SRC/Auth/**", linux).is_match("src/auth/x.ts"), "a file system that keeps case keeps it in globs too");
+    }
+
+    #[test]
+    fn a_workspace_whose_volume_ignores_normalisation_makes_both_spellings_one_path() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let root = std::fs::canonicalize(dir.path()).expect("canonical");
+        std::fs::create_dir(root.join("src")).expect("a folder");
+        let mac = Workspace::with_names(root.clone(), Names { fold_case: false, normalize: true });
+        let nfd = mac.canonicalize(&format!("src/{NFD}.ts")).expect("inside");
+        assert_eq!(nfd, format!("src/{NFC}.ts"));
+        assert_eq!(mac.canonicalize(&root.join(format!("src/{NFC}.ts")).to_string_lossy()).expect("inside"), nfd);
+        let linux = Workspace::with_names(root, Names::default());
+        assert_eq!(linux.canonicalize(&format!("src/{NFD}.ts")).expect("inside"), format!("src/{NFD}.ts"));
+    }
 }

@@ -47,7 +47,7 @@ use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
 use crate::model::event::{Event, EventKind, ResolvedPath};
 use crate::model::external_events::Agent;
 use crate::model::governance;
-use crate::scope::canonical::{PathRefusal, Workspace};
+use crate::scope::canonical::{Names, PathRefusal, Workspace};
 use crate::scope::claims::Allowlists;
 use crate::scope::error::ScopeError;
 use crate::scope::expansion::{Expansion, ExpansionStore, Expansions};
@@ -89,10 +89,14 @@ struct GateConfig {
 }
 
 impl GateConfig {
-    fn new(intents: IntentSet, gating: bool, settings: GatekeeperConfig, claims: Allowlists) -> GateConfig {
+    fn new(intents: IntentSet, gating: bool, settings: GatekeeperConfig, claims: Allowlists, names: Names) -> GateConfig {
         let tools = settings.tool_table();
-        let scopes =
-            intents.active_intents.iter().enumerate().map(|(i, intent)| (intent.id.clone(), (i, glob_set(&intent.owned_scope)))).collect();
+        let scopes = intents
+            .active_intents
+            .iter()
+            .enumerate()
+            .map(|(i, intent)| (intent.id.clone(), (i, glob_set(&intent.owned_scope, names))))
+            .collect();
         GateConfig { gating, intents, scopes, tools, settings, claims }
     }
 
@@ -314,7 +318,13 @@ impl Gatekeeper {
             sidecar,
             state,
             governance: governance::governance_set(),
-            config: RwLock::new(Arc::new(GateConfig::new(IntentSet::default(), false, GatekeeperConfig::default(), Allowlists::default()))),
+            config: RwLock::new(Arc::new(GateConfig::new(
+                IntentSet::default(),
+                false,
+                GatekeeperConfig::default(),
+                Allowlists::default(),
+                Names::default(),
+            ))),
             leases: OnceLock::new(),
             expansions: OnceLock::new(),
             team: RwLock::default(),
@@ -348,7 +358,7 @@ impl Gatekeeper {
         let expansions: Vec<String> =
             approved.into_iter().filter(|e| e.intent == intent && e.approved_at_ms <= at).flat_map(|e| e.paths).collect();
         Ok(Some(Arc::new(Selection {
-            expansion_set: glob_set(&expansions),
+            expansion_set: glob_set(&expansions, self.workspace.names()),
             expansions,
             intent,
             expires_at_ms: u64::MAX,
@@ -447,7 +457,8 @@ impl Gatekeeper {
     }
 
     pub fn configure(&self, intents: IntentSet, gating: bool, settings: GatekeeperConfig, claims: Allowlists) {
-        *self.config.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(GateConfig::new(intents, gating, settings, claims));
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) =
+            Arc::new(GateConfig::new(intents, gating, settings, claims, self.workspace.names()));
     }
 
     fn config(&self) -> Arc<GateConfig> {
@@ -523,7 +534,7 @@ impl Gatekeeper {
         };
         let expansions = self.expansions_at(&place)?.globs(session, &lease.intent)?;
         let selection = Arc::new(Selection {
-            expansion_set: glob_set(&expansions),
+            expansion_set: glob_set(&expansions, self.workspace.names()),
             expansions,
             intent: lease.intent,
             // Kept for at most RECHECK on this machine's clock: a team's lease's expiry is on the
@@ -988,7 +999,12 @@ impl Gatekeeper {
             // No intents declared: the shell may change anything but the governance files.
             globs.push("**".to_owned());
         }
-        Ok(ShellScope { intent: selection.map(|s| s.intent.clone()), set: glob_set(&globs), globs, governance: self.governance.clone() })
+        Ok(ShellScope {
+            intent: selection.map(|s| s.intent.clone()),
+            set: glob_set(&globs, self.workspace.names()),
+            globs,
+            governance: self.governance.clone(),
+        })
     }
 
     /// How to contain a shell command of this session: its shell scope as the judge and the Landlock
@@ -1069,12 +1085,14 @@ fn available(intents: &IntentSet) -> String {
     if open.is_empty() { "no intent is open for work".to_owned() } else { format!("available intents: {}", open.join(", ")) }
 }
 
-/// Compiles scope globs as owned scopes are compiled (`*` stops at `/`). A glob that does not compile
-/// matches nothing (active_intents.yaml reports it), so a typo narrows a scope, never widens it.
-fn glob_set(globs: &[String]) -> GlobSet {
+/// Compiles scope globs as owned scopes are compiled (`*` stops at `/`), to match the canonical paths
+/// of the workspace's file system (`Names::glob`: without case where it ignores case). A glob that
+/// does not compile matches nothing (active_intents.yaml reports it), so a typo narrows a scope, never
+/// widens it.
+fn glob_set(globs: &[String], names: Names) -> GlobSet {
     let mut b = GlobSetBuilder::new();
     for g in globs {
-        if let Ok(glob) = globset::GlobBuilder::new(g).literal_separator(true).build() {
+        if let Ok(glob) = names.glob(g) {
             b.add(glob);
         }
     }

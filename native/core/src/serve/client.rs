@@ -45,7 +45,19 @@ fn connect(endpoint: &Endpoint) -> Result<UnixStream, Unanswered> {
 pub(crate) fn connect_now(socket: &std::path::Path) -> Result<UnixStream, Unanswered> {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, connect, socket as new_socket};
     let fail = |e: nix::Error| Unanswered::NotServed(format!("the engine's socket does not answer: {}", std::io::Error::from(e)));
+    #[cfg(not(target_vendor = "apple"))]
     let fd = new_socket(AddressFamily::Unix, SockType::Stream, SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC, None).map_err(fail)?;
+    // macOS has no flags at `socket()`: the same two are set before the connect, on the one thread
+    // that holds the descriptor (a `fork` elsewhere in the process could still inherit it meanwhile;
+    // a hook process forks nothing while it connects).
+    #[cfg(target_vendor = "apple")]
+    let fd = {
+        use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
+        let fd = new_socket(AddressFamily::Unix, SockType::Stream, SockFlag::empty(), None).map_err(fail)?;
+        fcntl(&fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).map_err(fail)?;
+        fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).map_err(fail)?;
+        fd
+    };
     let address = UnixAddr::new(socket).map_err(fail)?;
     match connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &address) {
         Ok(()) => {}

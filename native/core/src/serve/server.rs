@@ -359,9 +359,23 @@ fn send(stream: &mut UnixStream, answer: &Answer) -> std::io::Result<()> {
 
 /// The peer's pid when it runs as this process's user (the kernel's word, not the peer's); 0 for a
 /// peer in a pid namespace this process cannot see into.
+#[cfg(not(target_vendor = "apple"))]
 fn same_user(stream: &impl std::os::fd::AsFd) -> Option<u32> {
     let peer = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials).ok()?;
     (peer.uid() == nix::unistd::getuid().as_raw()).then(|| u32::try_from(peer.pid()).unwrap_or(0))
+}
+
+/// macOS says who the peer is in two answers: its credentials (`LOCAL_PEERCRED`: the user) and its
+/// pid (`LOCAL_PEERPID`), both the kernel's word as on Linux.
+#[cfg(target_vendor = "apple")]
+fn same_user(stream: &impl std::os::fd::AsFd) -> Option<u32> {
+    use nix::sys::socket::{getsockopt, sockopt};
+    let peer = getsockopt(stream, sockopt::LocalPeerCred).ok()?;
+    if peer.uid() != nix::unistd::getuid().as_raw() {
+        return None;
+    }
+    let pid = getsockopt(stream, sockopt::LocalPeerPid).ok()?;
+    Some(u32::try_from(pid).unwrap_or(0))
 }
 
 #[cfg(test)]
