@@ -7,7 +7,8 @@
 import type { RuntimeEvent } from '../../protocol/messages';
 import { el } from './dom';
 
-type Hook = { hook: string; outcome: string; durationMs: number; reason?: string };
+/** A hook's outcome as the protocol carries it (its `outcome` is the core's generated `OutcomeName`). */
+type Hook = Extract<RuntimeEvent, { type: 'toolCall' }>['hooks'][number];
 type CallRow = { row: HTMLElement };
 type Turn = { items: HTMLElement; text: HTMLElement; streamed: Text };
 

@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import type { PendingView } from '../../../protocol/messages';
 import { ApprovalBroker, type ApprovalHandler } from '../approvals/broker';
 import { previewOf } from '../approvals/preview';
-import type { PendingDict, PendingKind } from '../approvals/types';
+import type { DecisionEffect, PendingDict, PendingKind } from '../approvals/types';
 import type { EngineHost } from '../engine/engineHost';
 import type { Log } from './log';
 import { refusal, type Ask, type Settlement, type ModelProvider } from '../runtime/types';
@@ -98,7 +98,11 @@ export class ApprovalsHost implements vscode.Disposable {
   }
 
   /** A decision of the human (the sidebar, the API). A refusal is returned, not thrown. */
-  decide(id: string, decision: { action: string } & Record<string, unknown>, by = 'human'): { ok: true; effect: string } | { ok: false; error: string } {
+  decide(
+    id: string,
+    decision: { action: string } & Record<string, unknown>,
+    by = 'human',
+  ): { ok: true; effect: DecisionEffect } | { ok: false; error: string } {
     const broker = this.current();
     if (!broker) return { ok: false, error: 'approvals are not available' };
     try {

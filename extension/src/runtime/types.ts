@@ -4,7 +4,7 @@
 // needs of its host (RuntimeEngine, the asks and what follows them, the limits, a task). Imports only the
 // binding's generated declarations, as types (no `vscode`, nothing loaded): the modules that only
 // need these types can be unit-tested in plain Node.
-import type { AskRequest, Engine, Evaluation, HookOutcome, Settlement } from '../../../native/node/index';
+import type { AskRequest, DecisionName, Engine, EventName, Evaluation, HookOutcome, OutcomeName, Settlement } from '../../../native/node/index';
 
 /** One message of the conversation, in the Chat Completions shape (the providers translate it). */
 export type ChatMessage =
@@ -80,7 +80,7 @@ export type TaskStatus = 'success' | 'rejected' | 'error' | 'cancelled' | 'max_t
 /** A hook's outcome as the transcript shows it. */
 export interface HookOutcomeView {
   hook: string;
-  outcome: string;
+  outcome: OutcomeName;
   durationMs: number;
   reason?: string;
 }
@@ -94,7 +94,7 @@ export const durableMs = (e: Evaluation): number | undefined => (e.durableWaitNs
 export type RuntimeEvent =
   | { type: 'taskStarted'; taskId: string; sessionId: string; prompt: string; model: string }
   /** A lifecycle event passed the chain (TurnStart, PreCompact, ...), with the hooks that decided. */
-  | { type: 'lifecycle'; taskId: string; event: string; decision: string; hooks: HookOutcomeView[]; durableMs?: number }
+  | { type: 'lifecycle'; taskId: string; event: EventName; decision: DecisionName; hooks: HookOutcomeView[]; durableMs?: number }
   | { type: 'turnStarted'; taskId: string; turn: number }
   | { type: 'text'; taskId: string; turn: number; text: string }
   | {
@@ -105,7 +105,8 @@ export type RuntimeEvent =
       tool: string;
       /** The arguments as the model sent them (JSON text, possibly invalid). */
       arguments: string;
-      decision: 'allow' | 'deny' | 'ask' | 'invalid';
+      /** The chain's decision, or `invalid`: arguments refused before the chain. */
+      decision: DecisionName | 'invalid';
       reason?: string;
       hooks: HookOutcomeView[];
       /** How long the answer waited, after the hooks, for its record to be durable (apart from the
