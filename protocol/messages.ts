@@ -88,6 +88,9 @@ export type RequestMethod = z.infer<typeof RequestMethod>;
 export const ReloadResult = z.object({ diagnostics: z.number().int().min(0), reloadedAt: z.string() });
 export type ReloadResult = z.infer<typeof ReloadResult>;
 
+/** A JSON object (not an array, not null), whose fields its reader checks. */
+export const JsonObject = z.record(z.string(), z.unknown());
+
 /** The longest prompt the page may start a task with (characters). */
 export const MAX_PROMPT_CHARS = 20_000;
 
@@ -195,7 +198,7 @@ export const PendingView = z.object({
   from: z.string().nullable(),
   route: z.string(),
   /** Per kind, as the approvals contract has it; the page reads it defensively. */
-  subject: z.record(z.string(), z.unknown()),
+  subject: JsonObject,
   actions: z.array(z.string()),
   preview: z.object({ path: z.string(), before: z.string(), after: z.string() }).nullable(),
 });
@@ -215,7 +218,7 @@ export const Decision = z.discriminatedUnion('action', [
   z.object({ action: z.literal('approve'), note: Note.optional() }),
   z.object({ action: z.literal('approve_and_save'), note: Note.optional() }),
   z.object({ action: z.literal('reject'), reason: Reason.optional() }),
-  z.object({ action: z.literal('modify'), input: z.record(z.string(), z.unknown()), note: Note.optional() }),
+  z.object({ action: z.literal('modify'), input: JsonObject, note: Note.optional() }),
   z
     .object({ action: z.literal('edit'), paths: z.array(ScopePath).min(1).max(100).optional(), tasks: z.array(PlanTask).min(1).max(100).optional() })
     .refine((d) => (d.paths === undefined) !== (d.tasks === undefined), { message: 'an edit carries paths or tasks' }),

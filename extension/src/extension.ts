@@ -3,6 +3,7 @@
 // commands. Wiring only: what each piece does lives in its room (engine/, ui/, agent/, runtime/,
 // approvals/; ARCHITECTURE.md).
 import * as vscode from 'vscode';
+import { z } from 'zod';
 import { AgentHost, type Approver } from './agent/agent';
 import { ChatModels } from './agent/chatModels';
 import { registerIntentTools } from './agent/intentTools';
@@ -58,6 +59,9 @@ export interface ChokepointApi {
     onDidChange: vscode.Event<void>;
   };
 }
+
+/** The tools package.json declares for VS Code's agent (`contributes.languageModelTools`). */
+const DeclaredTools = z.object({ contributes: z.object({ languageModelTools: z.array(z.object({ name: z.string() })) }) });
 
 export function activate(context: vscode.ExtensionContext): ChokepointApi {
   const log = new Log();
@@ -129,10 +133,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     firstRun,
     chatModels.register(),
     // VS Code's agent declares its intent through these; its hooks bind its chat session.
-    ...registerIntentTools(
-      engine,
-      (context.extension.packageJSON as { contributes?: { languageModelTools?: { name: string }[] } }).contributes?.languageModelTools ?? [],
-    ),
+    ...registerIntentTools(engine, DeclaredTools.safeParse(context.extension.packageJSON).data?.contributes.languageModelTools ?? []),
     engine.onDidChange((state) => {
       statusBar.update(state);
       setGoverned(state);

@@ -4,7 +4,7 @@
 // rejection's, an override's) or the note (an approval's) or the guidance (a retry's). The host sends
 // the whole list whenever it changes; cards are kept by id and updated in place, so what the reader
 // typed and where the keyboard focus is survive a refresh.
-import type { Decision, PendingView, WebviewMessage } from '../../protocol/messages';
+import { JsonObject, type Decision, type PendingView, type WebviewMessage } from '../../protocol/messages';
 import { countdownText, shortSession } from './countdown';
 import { lineDiff } from './diff';
 import { collapsible } from './collapsible';
@@ -281,8 +281,9 @@ function pendingCard(initial: PendingView, post: (m: WebviewMessage) => void): C
         } catch (e) {
           return fail(`The input is not JSON: ${(e as Error).message}`);
         }
-        if (!input || typeof input !== 'object' || Array.isArray(input)) return fail('The input must be a JSON object.');
-        send({ action: 'modify', input: input as Record<string, unknown>, ...(text ? { note: text } : {}) });
+        const object = JsonObject.safeParse(input);
+        if (!object.success) return fail('The input must be a JSON object.');
+        send({ action: 'modify', input: object.data, ...(text ? { note: text } : {}) });
         break;
       }
       case 'edit':
@@ -362,7 +363,7 @@ function renderSubject(node: HTMLElement, p: PendingView): void {
   node.replaceChildren();
   switch (p.kind) {
     case 'tool_call': {
-      const input = (s.input ?? {}) as Record<string, unknown>;
+      const input = JsonObject.safeParse(s.input).data ?? {};
       node.append(
         el(
           'div',

@@ -5,6 +5,7 @@
 // API across engines. The sidebar (ui/sidebar.ts) renders; this decides nothing itself. In host/, below
 // agent/ and ui/, because both use it: the runtime's asks (through agent/) and the cards (ui/).
 import * as vscode from 'vscode';
+import { z } from 'zod';
 import type { PendingView } from '../../../protocol/messages';
 import { ApprovalBroker, type ApprovalHandler } from '../approvals/broker';
 import { previewOf } from '../approvals/preview';
@@ -165,14 +166,17 @@ export class ApprovalsHost implements vscode.Disposable {
   }
 }
 
+/** What of a tool call's input its one line names: the path it writes, else the command it runs. */
+const ShortInput = z.object({ path: z.string().optional().catch(undefined), command: z.string().optional().catch(undefined) });
+
 /** One line about a Pending: what the agent wants. */
 export function describeShort(p: PendingDict): string {
-  const s = p.subject as Record<string, unknown>;
+  const s = p.subject;
   const list = (v: unknown) => (Array.isArray(v) ? v.map(String).join(', ') : '');
   switch (p.kind) {
     case 'tool_call': {
-      const input = s.input as { path?: unknown; command?: unknown } | undefined;
-      return `${String(s.tool)}${input?.path ? ` ${String(input.path)}` : input?.command ? ` \`${String(input.command)}\`` : ''}`;
+      const input = ShortInput.safeParse(s.input).data;
+      return `${String(s.tool)}${input?.path ? ` ${input.path}` : input?.command ? ` \`${input.command}\`` : ''}`;
     }
     case 'scope_expansion':
       return `write ${list(s.paths)} for ${String(s.intent_id)}`;

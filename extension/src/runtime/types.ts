@@ -52,6 +52,8 @@ export interface ModelProvider {
   /** The model's context window in tokens, for compaction. */
   readonly contextTokens: number;
   chat(request: ChatRequest): AsyncIterable<ChatChunk>;
+  /** Frees what the provider holds (the scripted provider's local server), when it holds anything. */
+  close?(): Promise<void>;
 }
 
 /** A model failure with a message fit for the transcript: which endpoint, what went wrong. */
