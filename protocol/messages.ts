@@ -1,7 +1,10 @@
 // The message catalogue between the extension host and the sidebar webview.
 //
-// One file, imported by both sides, imports nothing but zod (and the binding's generated declarations,
-// as types, to check its schemas against them at compile time). Messages are named by direction:
+// One file, imported by both sides, imports nothing but zod, the core's vocabularies as values
+// (names.ts, generated with the binding's header) and the binding's generated declarations, as types,
+// to check its schemas against them at compile time. Where a message carries one of the core's
+// names, its schema is a `z.enum` of the generated list: its type is the generated union, and the
+// check at runtime accepts the same names. Messages are named by direction:
 // `WebviewMessage` travels webview -> host (commands and requests), `HostMessage` travels host ->
 // webview (notifications and responses). Each side validates what it *receives* with these schemas at
 // runtime, because a webview is a separate page whose messages are input, not trusted calls.
@@ -17,7 +20,21 @@
 // refused). `RuntimeEvent` is a zod mirror of the runtime's union in extension/src/runtime/types.ts; ui/sidebar.ts holds a
 // type-level check that fails the build when the two drift.
 import { z } from 'zod';
-import type { PendingDict } from '../native/node/index';
+import type {
+  CoordinationMode,
+  DecisionEffectName,
+  DecisionName,
+  EventName,
+  FileStatusName,
+  OutcomeName,
+  PendingDict,
+  PendingKindName,
+  PendingLapseName,
+} from '../native/node/index';
+import { DecisionEffectNames, DecisionNames, EventNames, FileStatusNames, OutcomeNames, PendingKindNames, PendingLapseNames } from './names';
+
+/** True only when `A` and `B` are the same type: a schema and the binding's contract cannot drift. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 
 /** Bumped when a message changes shape; the ready handshake carries it so a stale page is detected.
  *  3 since the task panel's messages, 4 since the Approvals section's, 5 since the Sessions section's,
@@ -39,8 +56,10 @@ const Diagnostic = z.object({
 
 const FileState = z.object({
   path: z.string(),
-  status: z.enum(['loaded', 'missing', 'invalid']),
+  status: z.enum(FileStatusNames),
 });
+const fileStatusesMatch: Same<z.infer<typeof FileState>['status'], FileStatusName> = true;
+void fileStatusesMatch;
 
 /** What the sidebar shows about the engine. */
 /** What the agents coordinate on (the binding's `Coordination`): this repository's state, a team's
@@ -53,6 +72,10 @@ export const CoordinationState = z.object({
   cause: z.string().nullish(),
 });
 export type CoordinationState = z.infer<typeof CoordinationState>;
+// napi's `string_enum` is a `const enum` the page cannot import, so its values are listed above; its
+// string values are checked here.
+const coordinationModesMatch: Same<CoordinationState['mode'], `${CoordinationMode}`> = true;
+void coordinationModesMatch;
 
 export const EngineState = z.discriminatedUnion('status', [
   z.object({
@@ -77,6 +100,9 @@ export type RequestMethod = z.infer<typeof RequestMethod>;
 export const ReloadResult = z.object({ diagnostics: z.number().int().min(0), reloadedAt: z.string() });
 export type ReloadResult = z.infer<typeof ReloadResult>;
 
+/** A JSON object (not an array, not null), whose fields its reader checks. */
+export const JsonObject = z.record(z.string(), z.unknown());
+
 /** The longest prompt the page may start a task with (characters). */
 export const MAX_PROMPT_CHARS = 20_000;
 
@@ -85,7 +111,7 @@ const ModelId = z.string().min(1).max(300);
 export const ModelChoice = z.object({ id: ModelId, label: z.string(), detail: z.string().optional() });
 export type ModelChoice = z.infer<typeof ModelChoice>;
 
-const HookOutcomeView = z.object({ hook: z.string(), outcome: z.string(), durationMs: z.number().min(0), reason: z.string().optional() });
+const HookOutcomeView = z.object({ hook: z.string(), outcome: z.enum(OutcomeNames), durationMs: z.number().min(0), reason: z.string().optional() });
 const Turn = z.number().int().min(0);
 
 /** The terminal status of a task. */
@@ -100,8 +126,8 @@ export const RuntimeEvent = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('lifecycle'),
     taskId: z.string(),
-    event: z.string(),
-    decision: z.string(),
+    event: z.enum(EventNames),
+    decision: z.enum(DecisionNames),
     hooks: z.array(HookOutcomeView),
     durableMs: z.number().min(0).optional(),
   }),
@@ -114,7 +140,8 @@ export const RuntimeEvent = z.discriminatedUnion('type', [
     callId: z.string(),
     tool: z.string(),
     arguments: z.string(),
-    decision: z.enum(['allow', 'deny', 'ask', 'invalid']),
+    /** The chain's decision, or `invalid`: arguments refused before the chain. */
+    decision: z.enum([...DecisionNames, 'invalid']),
     reason: z.string().optional(),
     hooks: z.array(HookOutcomeView),
     durableMs: z.number().min(0).optional(),
@@ -137,14 +164,25 @@ export type RuntimeEvent = z.infer<typeof RuntimeEvent>;
 /** The most events one `transcript` message carries (the host coalesces streamed text). */
 export const MAX_TRANSCRIPT_EVENTS = 5_000;
 
+// The lists and the unions are generated together; these lines hold the messages' types to the
+// binding's fields (the generated `PendingDict['kind']`, ...) should either move.
+const eventsMatch: Same<(typeof EventNames)[number], EventName> = true;
+void eventsMatch;
+const decisionsMatch: Same<(typeof DecisionNames)[number], DecisionName> = true;
+void decisionsMatch;
+const outcomesMatch: Same<z.infer<typeof HookOutcomeView>['outcome'], OutcomeName> = true;
+void outcomesMatch;
+
 /** The kinds of Pending: the generated `PendingDict['kind']` (checked just below). */
-export const PendingKind = z.enum(['tool_call', 'scope_expansion', 'plan', 'compaction', 'submit']);
+export const PendingKind = z.enum(PendingKindNames);
 
 /** What a Pending becomes when nobody decides it in time: the generated `PendingDict['on_timeout']`. */
-export const PendingLapse = z.enum(['reject', 'deny', 'agent_prompt']);
+export const PendingLapse = z.enum(PendingLapseNames);
 
-/** True only when `A` and `B` are the same type: the schema and the binding's contract cannot drift. */
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const pendingKindNamesMatch: Same<z.infer<typeof PendingKind>, PendingKindName> = true;
+void pendingKindNamesMatch;
+const pendingLapseNamesMatch: Same<z.infer<typeof PendingLapse>, PendingLapseName> = true;
+void pendingLapseNamesMatch;
 const pendingKindsMatch: Same<z.infer<typeof PendingKind>, PendingDict['kind']> = true;
 void pendingKindsMatch;
 const pendingLapsesMatch: Same<z.infer<typeof PendingLapse>, PendingDict['on_timeout']> = true;
@@ -172,7 +210,7 @@ export const PendingView = z.object({
   from: z.string().nullable(),
   route: z.string(),
   /** Per kind, as the approvals contract has it; the page reads it defensively. */
-  subject: z.record(z.string(), z.unknown()),
+  subject: JsonObject,
   actions: z.array(z.string()),
   preview: z.object({ path: z.string(), before: z.string(), after: z.string() }).nullable(),
 });
@@ -192,7 +230,7 @@ export const Decision = z.discriminatedUnion('action', [
   z.object({ action: z.literal('approve'), note: Note.optional() }),
   z.object({ action: z.literal('approve_and_save'), note: Note.optional() }),
   z.object({ action: z.literal('reject'), reason: Reason.optional() }),
-  z.object({ action: z.literal('modify'), input: z.record(z.string(), z.unknown()), note: Note.optional() }),
+  z.object({ action: z.literal('modify'), input: JsonObject, note: Note.optional() }),
   z
     .object({ action: z.literal('edit'), paths: z.array(ScopePath).min(1).max(100).optional(), tasks: z.array(PlanTask).min(1).max(100).optional() })
     .refine((d) => (d.paths === undefined) !== (d.tasks === undefined), { message: 'an edit carries paths or tasks' }),
@@ -258,8 +296,16 @@ export const HostMessage = z.discriminatedUnion('type', [
    *  cannot keep Pendings (not loaded, or a binding without them). */
   z.object({ type: z.literal('approvals'), available: z.boolean(), pendings: z.array(PendingView).max(MAX_PENDINGS) }),
   /** What became of a `decide`: done, or why the core refused it. */
-  z.object({ type: z.literal('approvalResult'), id: z.string(), ok: z.boolean(), effect: z.string().optional(), error: z.string().optional() }),
+  z.object({
+    type: z.literal('approvalResult'),
+    id: z.string(),
+    ok: z.boolean(),
+    effect: z.enum(DecisionEffectNames).optional(),
+    error: z.string().optional(),
+  }),
 ]);
+const effectsMatch: Same<(typeof DecisionEffectNames)[number], DecisionEffectName> = true;
+void effectsMatch;
 export type HostMessage = z.infer<typeof HostMessage>;
 
 /** Validates a received message; returns it typed, or a readable reason for the log. */

@@ -14,6 +14,7 @@
 // (engine/chokepoint.ts), and `approvals.registerHandler(kind, name, handler)`, `list`, `decide`, `onDidChange`. The context key
 // `chokepoint.governed` (the folder has a hooks.yaml or an active_intents.yaml) is set here.
 import * as vscode from 'vscode';
+import { z } from 'zod';
 import { AgentHost, type Approver } from './agent/agent';
 import { ChatModels } from './agent/chatModels';
 import { registerIntentTools } from './agent/intentTools';
@@ -69,6 +70,9 @@ export interface ChokepointApi {
     onDidChange: vscode.Event<void>;
   };
 }
+
+/** The tools package.json declares for VS Code's agent (`contributes.languageModelTools`). */
+const DeclaredTools = z.object({ contributes: z.object({ languageModelTools: z.array(z.object({ name: z.string() })) }) });
 
 export function activate(context: vscode.ExtensionContext): ChokepointApi {
   const log = new Log();
@@ -140,10 +144,7 @@ export function activate(context: vscode.ExtensionContext): ChokepointApi {
     firstRun,
     chatModels.register(),
     // VS Code's agent declares its intent through these; its hooks bind its chat session.
-    ...registerIntentTools(
-      engine,
-      (context.extension.packageJSON as { contributes?: { languageModelTools?: { name: string }[] } }).contributes?.languageModelTools ?? [],
-    ),
+    ...registerIntentTools(engine, DeclaredTools.safeParse(context.extension.packageJSON).data?.contributes.languageModelTools ?? []),
     engine.onDidChange((state) => {
       statusBar.update(state);
       setGoverned(state);

@@ -810,8 +810,7 @@ export interface OpenedPending {
 
 /** What `openPending` is asked. */
 export interface OpenPendingRequest {
-  /** `tool_call`, `scope_expansion`, `plan`, `compaction` or `submit`. */
-  kind: string
+  kind: PendingKindName
   /** The kind's subject (see the approvals contract); its extra fields are kept. */
   subject: unknown
   /** The hook or policy that asked; a policy registered under this name hears the outcome. */
@@ -844,6 +843,8 @@ export interface PendingDecision {
   note: string | null
   input: unknown | null
   save: boolean
+  /** The machine the decider was on, for a Pending shared through a team's database. */
+  machine: string | null
 }
 
 /** A Pending, as `to_dict()` gives it: every field present, `null` when empty. */

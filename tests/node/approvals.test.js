@@ -56,7 +56,17 @@ test('a pending makes the round trip: open, read, tools, decide', () => {
 
   const applied = engine.applyDecision(p.id, { action: 'reject', reason: 'use git rm' }, 'human');
   assert.strictEqual(applied.effect, 'decided');
-  assert.deepStrictEqual(applied.pending.decision, { action: 'reject', by: 'human', reason: 'use git rm', note: null, input: null, save: false });
+  // Every field of the core's decision crosses (the binding takes it apart by every field): a local
+  // decision names no machine.
+  assert.deepStrictEqual(applied.pending.decision, {
+    action: 'reject',
+    by: 'human',
+    reason: 'use git rm',
+    note: null,
+    input: null,
+    save: false,
+    machine: null,
+  });
   assert.deepStrictEqual(engine.listPending(), []);
 
   const expansion = engine.openPending({ kind: 'scope_expansion', subject: scope, triggeredBy: 'gatekeeper' }).pending;

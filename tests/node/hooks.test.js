@@ -68,6 +68,20 @@ test('a host hook that throws fails closed when it is a gate, and never crashes 
   assert.match(r.reason, /hook `buggy` failed: .*gate bug.*; it fails closed/);
 });
 
+test("a host hook's spec names its failure mode: a low hook told to fail closed denies, one left to its default does not", async () => {
+  const { engine } = engineWith('version: 1\n');
+  const fail = async () => {
+    throw new Error('bug');
+  };
+  engine.registerHostHook({ name: 'lenient', events: ['PreToolUse'], priority: 'low' }, fail);
+  engine.registerHostHook({ name: 'strict', events: ['PreToolUse'], tool: 'strict_tool', priority: 'low', failure: 'closed' }, fail);
+  const ours = (r) => ran(r).filter((o) => /^(lenient|strict):/.test(o));
+  const lenient = await engine.evaluateAsync(write('a.txt'), { outcomes: 'all' });
+  assert.deepStrictEqual([lenient.decision, ours(lenient)], ['allow', ['lenient:failed_open']]);
+  const strict = await engine.evaluateAsync({ ...write('a.txt'), tool: 'strict_tool' }, { outcomes: 'all' });
+  assert.deepStrictEqual([strict.decision, ours(strict)], ['deny', ['lenient:failed_open', 'strict:failed_closed']]);
+});
+
 test('a rewrite by a host hook is what the next command hook sees (rewrite, then validate)', async () => {
   const { dir, engine } = engineWith('version: 1\nhooks:\n  PreToolUse:\n    - name: validator\n      command: [sh, -c, "cat > seen.json"]\n');
   engine.registerHostHook({ name: 'normalise', events: ['PreToolUse'], priority: 'high' }, async (event) => ({
@@ -104,8 +118,11 @@ test("the synchronous entry reads the input once, for the digest the trace recor
   assert.strictEqual(reads, 1, 'a governed workspace records every call with the digest of its input');
   assert.throws(
     () => engine.evaluate('PreToolUse', 'write_to_file', ['a/.env'], input, null, { outcomes: 'sometimes' }),
-    /unknown outcomes option `sometimes`/,
+    /unknown outcomes option `sometimes`; use deciding, all or none/,
   );
+  for (const outcomes of ['deciding', 'all', 'none']) {
+    assert.strictEqual(engine.evaluate('PreToolUse', 'write_to_file', ['a/.env'], input, null, { outcomes }).decision, 'deny');
+  }
   // Context travels too: an event raised at hook depth 1 runs no hooks, is not recorded, and its
   // input is never converted.
   reads = 0;
@@ -113,11 +130,16 @@ test("the synchronous entry reads the input once, for the digest the trace recor
   assert.strictEqual(reads, 0);
 });
 
-test('misuse throws: a host hook spec with an unknown priority or event', () => {
+test('misuse throws: a host hook spec with an unknown priority, failure mode or event', () => {
   const { engine } = engineWith('version: 1\n');
+  // The names are the core's (`names!`), read back by the same arms that write them.
   assert.throws(
     () => engine.registerHostHook({ name: 'x', events: ['PreToolUse'], priority: 'urgent' }, async () => ({ decision: 'allow' })),
-    /unknown priority `urgent`/,
+    /unknown priority `urgent`; use critical, high, normal or low/,
+  );
+  assert.throws(
+    () => engine.registerHostHook({ name: 'x', events: ['PreToolUse'], failure: 'sometimes' }, async () => ({ decision: 'allow' })),
+    /unknown failure mode `sometimes`; use closed or open/,
   );
   assert.throws(() => engine.registerHostHook({ name: 'x', events: ['BeforeLunch'] }, async () => ({ decision: 'allow' })), /unknown event `BeforeLunch`/);
 });

@@ -8,7 +8,7 @@
 // Each card says who asked (another agent and its session, short, the full id on hover; else the hook) and counts down to its
 // deadline with what happens then (countdown.ts; one clock ticks every card). Editors: modify (JSON), edit (paths or tasks, one a
 // line), edit_summary and edit_guidance. The reason of a rejection or an override is required. The count is shown as a badge.
-import type { Decision, PendingView, WebviewMessage } from '../../protocol/messages';
+import { JsonObject, type Decision, type PendingView, type WebviewMessage } from '../../protocol/messages';
 import { countdownText, shortSession } from './countdown';
 import { lineDiff } from './diff';
 import { collapsible } from './collapsible';
@@ -285,8 +285,9 @@ function pendingCard(initial: PendingView, post: (m: WebviewMessage) => void): C
         } catch (e) {
           return fail(`The input is not JSON: ${(e as Error).message}`);
         }
-        if (!input || typeof input !== 'object' || Array.isArray(input)) return fail('The input must be a JSON object.');
-        send({ action: 'modify', input: input as Record<string, unknown>, ...(text ? { note: text } : {}) });
+        const object = JsonObject.safeParse(input);
+        if (!object.success) return fail('The input must be a JSON object.');
+        send({ action: 'modify', input: object.data, ...(text ? { note: text } : {}) });
         break;
       }
       case 'edit':
@@ -366,7 +367,7 @@ function renderSubject(node: HTMLElement, p: PendingView): void {
   node.replaceChildren();
   switch (p.kind) {
     case 'tool_call': {
-      const input = (s.input ?? {}) as Record<string, unknown>;
+      const input = JsonObject.safeParse(s.input).data ?? {};
       node.append(
         el(
           'div',

@@ -3,6 +3,7 @@
 // a shape this page does not know is discarded; version 1 (before the sections folded) is read on.
 // Pure, so the rules are tested under plain Node (tests/unit/persisted.test.ts). The shape is `{ v: 2, ... }`, each folded
 // section kept with when it was folded (which is how Approvals tells a Pending that arrived after the fold).
+import { z } from 'zod';
 
 /** The page's sections that fold (the Sessions and the Trace are tree views of their own). */
 export const SECTIONS = ['approvals', 'task', 'engine'] as const;
@@ -18,21 +19,25 @@ export interface PersistedState {
   collapsed: Partial<Record<SectionKey, number>>;
 }
 
+/** What VS Code gives back, as far as it is read: a field of the wrong type is dropped, not the rest. */
+const Stored = z.object({
+  v: z.union([z.literal(1), z.literal(2)]),
+  lastReload: z.string().optional().catch(undefined),
+  draft: z.string().optional().catch(undefined),
+  collapsed: z.record(z.string(), z.unknown()).optional().catch(undefined),
+});
+
 export function readPersisted(raw: unknown): PersistedState {
-  const r = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
-  if (r.v !== 1 && r.v !== 2) return { v: 2, collapsed: {} };
+  const stored = Stored.safeParse(raw);
+  if (!stored.success) return { v: 2, collapsed: {} };
+  const r = stored.data;
   const collapsed: PersistedState['collapsed'] = {};
-  const folded = r.v === 2 && typeof r.collapsed === 'object' && r.collapsed !== null ? (r.collapsed as Record<string, unknown>) : {};
+  const folded = r.v === 2 ? (r.collapsed ?? {}) : {};
   for (const key of SECTIONS) {
     const at = folded[key];
     if (typeof at === 'number' && Number.isFinite(at)) collapsed[key] = at;
   }
-  return {
-    v: 2,
-    lastReload: typeof r.lastReload === 'string' ? r.lastReload : undefined,
-    draft: typeof r.draft === 'string' ? r.draft : undefined,
-    collapsed,
-  };
+  return { v: 2, lastReload: r.lastReload, draft: r.draft, collapsed };
 }
 
 export function isExpanded(state: PersistedState, key: SectionKey): boolean {

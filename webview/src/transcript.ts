@@ -5,9 +5,11 @@
 // notices, errors and the terminal status. Nothing is re-rendered: an event adds or extends one
 // element, so the keyboard focus and what the reader expanded stay where they were.
 import type { RuntimeEvent } from '../../protocol/messages';
+import { z } from 'zod';
 import { el } from './dom';
 
-type Hook = { hook: string; outcome: string; durationMs: number; reason?: string };
+/** A hook's outcome as the protocol carries it (its `outcome` is the core's generated `OutcomeName`). */
+type Hook = Extract<RuntimeEvent, { type: 'toolCall' }>['hooks'][number];
 type CallRow = { row: HTMLElement };
 type Turn = { items: HTMLElement; text: HTMLElement; streamed: Text };
 
@@ -220,15 +222,20 @@ function result(ok: boolean, content: string): HTMLElement {
   return node;
 }
 
+/** A tool's structured error, as the runtime writes it (`toolError`): the first line is its `error`. */
+const ToolErrorResult = z.object({
+  error: z.string(),
+  remediation: z.string().optional().catch(undefined),
+  suggested_tool: z.string().optional().catch(undefined),
+});
+
 function splitResult(content: string): { head: string; body: string } {
   try {
-    const parsed = JSON.parse(content) as { error?: unknown; remediation?: unknown; suggested_tool?: unknown };
-    if (parsed && typeof parsed.error === 'string') {
-      const rest = [
-        typeof parsed.remediation === 'string' ? parsed.remediation : '',
-        typeof parsed.suggested_tool === 'string' ? `suggested tool: ${parsed.suggested_tool}` : '',
-      ];
-      return { head: parsed.error, body: rest.filter(Boolean).join('\n\n') };
+    const parsed = ToolErrorResult.safeParse(JSON.parse(content));
+    if (parsed.success) {
+      const { error, remediation, suggested_tool } = parsed.data;
+      const rest = [remediation ?? '', suggested_tool ? `suggested tool: ${suggested_tool}` : ''];
+      return { head: error, body: rest.filter(Boolean).join('\n\n') };
     }
   } catch {
     // Not a structured error: plain text.

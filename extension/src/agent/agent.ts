@@ -214,7 +214,7 @@ export class AgentHost implements vscode.Disposable {
   }
 
   private async closeProvider(): Promise<void> {
-    const p = this.provider as { close?: () => Promise<void> } | undefined;
+    const p = this.provider;
     this.provider = undefined;
     await p?.close?.();
   }

@@ -13,6 +13,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { parseScript, type Script } from '../runtime/providers/script';
 import { ScriptedProvider } from '../runtime/providers/scripted';
+import { JsonObject } from '../runtime/json';
 import type { ChatMessage, ModelProvider, ToolDefinition } from '../runtime/types';
 import type { Log } from '../host/log';
 import { inputOf } from './vscodeLm';
@@ -100,7 +101,7 @@ export class ChatModels implements vscode.LanguageModelChatProvider<ChatModel>, 
     const tools: ToolDefinition[] = (options.tools ?? []).map((t) => ({
       name: t.name,
       description: t.description,
-      parameters: (t.inputSchema ?? { type: 'object', properties: {} }) as Record<string, unknown>,
+      parameters: JsonObject.safeParse(t.inputSchema).data ?? { type: 'object', properties: {} },
     }));
     try {
       for await (const chunk of provider.chat({ model: provider.model, messages: conversation, tools, signal: abort.signal })) {

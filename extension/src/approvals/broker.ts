@@ -273,7 +273,7 @@ export class ApprovalBroker {
       if (this.engine.getPending(pending.id)?.status === 'open') toHuman(`the reviewer failed: ${(e as Error).message}`);
       else throw e;
     } finally {
-      await (provider as { close?: () => Promise<void> }).close?.();
+      await provider.close?.();
     }
   }
 }

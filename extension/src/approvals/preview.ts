@@ -4,6 +4,7 @@
 // parses and applies (runtime/applyDiff.ts), is worked out here. The page turns the two into a diff.
 // Read only, confined to the workspace, bounded; imports no `vscode`.
 import * as fs from 'fs';
+import { z } from 'zod';
 import { applyBlocks, parseBlocks } from '../runtime/applyDiff';
 import { FileTools } from '../runtime/fileTools';
 import type { PendingDict } from './types';
@@ -20,16 +21,20 @@ export interface WritePreview {
 
 export function previewOf(root: string, pending: PendingDict, core: (id: string) => CorePreview | null): WritePreview | null {
   if (pending.kind !== 'tool_call') return null;
-  const subject = pending.subject as { tool?: unknown; input?: unknown };
-  if (subject.tool === 'apply_diff') return applyDiffPreview(root, subject.input as { path?: unknown; diff?: unknown } | undefined);
+  if (pending.subject.tool === 'apply_diff') return applyDiffPreview(root, pending.subject.input);
   const p = core(pending.id);
   return p?.path && typeof p.after === 'string' && p.after.length <= MAX_PREVIEW_BYTES && p.before.length <= MAX_PREVIEW_BYTES
     ? { path: p.path, before: p.before, after: p.after }
     : null;
 }
 
-function applyDiffPreview(root: string, input: { path?: unknown; diff?: unknown } | undefined): WritePreview | null {
-  if (!input || typeof input.path !== 'string' || typeof input.diff !== 'string') return null;
+/** `apply_diff`'s input, as the subject carries it (the agent's arguments, validated when it called). */
+const ApplyDiffInput = z.object({ path: z.string(), diff: z.string() });
+
+function applyDiffPreview(root: string, subjectInput: unknown): WritePreview | null {
+  const parsed = ApplyDiffInput.safeParse(subjectInput);
+  if (!parsed.success) return null;
+  const input = parsed.data;
   let before = '';
   try {
     const file = new FileTools(root).resolve(input.path);

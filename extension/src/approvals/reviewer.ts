@@ -5,6 +5,7 @@
 // decide, and `escalate_on` says so, the Pending goes to the human instead, the reasoning with it.
 // Its tool calls are carried out by the broker (`executePendingTool`; an escalation is the broker's `escalatePending`). Imports
 // no `vscode`.
+import { JsonObject, ToolParameters } from '../runtime/json';
 import type { ChatMessage, ModelProvider, ToolCall } from '../runtime/types';
 import type { PendingContext, PendingDict } from './types';
 
@@ -55,8 +56,7 @@ export async function review(input: ReviewInput): Promise<ReviewOutcome> {
     for (const call of calls) {
       let args: Record<string, unknown>;
       try {
-        const parsed = JSON.parse(call.arguments || '{}') as unknown;
-        args = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+        args = JsonObject.safeParse(JSON.parse(call.arguments || '{}')).data ?? {};
       } catch {
         messages.push({ role: 'tool', toolCallId: call.id, name: call.name, content: 'the arguments are not a JSON object' });
         continue;
@@ -66,7 +66,7 @@ export async function review(input: ReviewInput): Promise<ReviewOutcome> {
         return { decided: false, escalate: [reasoning, why && `would reject: ${why}`].filter(Boolean).join('\n') || 'the reviewer would reject it', reasoning };
       }
       // The reasoning travels with the decision, in the field the action's schema has for it.
-      const props = (tools.find((t) => t.name === call.name)?.parameters as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
+      const props = ToolParameters.safeParse(tools.find((t) => t.name === call.name)?.parameters).data?.properties ?? {};
       if (reasoning && 'note' in props && args.note === undefined) args.note = reasoning;
       if (reasoning && 'reason' in props && (args.reason === undefined || args.reason === '')) args.reason = reasoning;
       let result: string;

@@ -7,6 +7,7 @@
 // status bar item.
 import * as fs from 'fs';
 import * as path from 'path';
+import { z } from 'zod';
 import type * as Binding from '../../../native/node/index';
 
 export type NativeBinding = typeof Binding;
@@ -28,6 +29,11 @@ export function platformTriple(platform = process.platform, arch = process.arch)
  *  first, then the process report. The report alone was not enough: an extension host reloaded in
  *  the same window was seen to get a report without `glibcVersionRuntime` on glibc, looked for the
  *  musl addon and said the engine was missing. Glibc unless something says musl. */
+const DiagnosticReport = z.object({
+  header: z.object({ glibcVersionRuntime: z.string().optional() }).optional(),
+  sharedObjects: z.array(z.string()).optional(),
+});
+
 function isMusl(): boolean {
   try {
     return fs.readFileSync('/usr/bin/ldd', 'utf8').includes('musl');
@@ -35,7 +41,8 @@ function isMusl(): boolean {
     // No readable ldd (a minimal image): the report says which C library the process runs on.
   }
   try {
-    const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string }; sharedObjects?: string[] } | undefined;
+    // Node types the report as `object`: read the two fields it has on Linux.
+    const report = DiagnosticReport.safeParse(process.report?.getReport()).data;
     if (report?.header?.glibcVersionRuntime) return false;
     return report?.sharedObjects?.some((o) => o.includes('libc.musl-') || o.includes('ld-musl-')) ?? false;
   } catch {

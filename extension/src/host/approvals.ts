@@ -14,10 +14,11 @@
 // (`approvals.fallback: agent`, which the card's countdown says), and a notification names the waiting agent when the sidebar is
 // hidden.
 import * as vscode from 'vscode';
+import { z } from 'zod';
 import type { PendingView } from '../../../protocol/messages';
 import { ApprovalBroker, type ApprovalHandler } from '../approvals/broker';
 import { previewOf } from '../approvals/preview';
-import type { PendingDict, PendingKind } from '../approvals/types';
+import type { DecisionEffect, PendingDict, PendingKind } from '../approvals/types';
 import type { EngineHost } from '../engine/engineHost';
 import type { Log } from './log';
 import { refusal, type Ask, type Settlement, type ModelProvider } from '../runtime/types';
@@ -107,7 +108,11 @@ export class ApprovalsHost implements vscode.Disposable {
   }
 
   /** A decision of the human (the sidebar, the API). A refusal is returned, not thrown. */
-  decide(id: string, decision: { action: string } & Record<string, unknown>, by = 'human'): { ok: true; effect: string } | { ok: false; error: string } {
+  decide(
+    id: string,
+    decision: { action: string } & Record<string, unknown>,
+    by = 'human',
+  ): { ok: true; effect: DecisionEffect } | { ok: false; error: string } {
     const broker = this.current();
     if (!broker) return { ok: false, error: 'approvals are not available' };
     try {
@@ -170,14 +175,17 @@ export class ApprovalsHost implements vscode.Disposable {
   }
 }
 
+/** What of a tool call's input its one line names: the path it writes, else the command it runs. */
+const ShortInput = z.object({ path: z.string().optional().catch(undefined), command: z.string().optional().catch(undefined) });
+
 /** One line about a Pending: what the agent wants. */
 export function describeShort(p: PendingDict): string {
-  const s = p.subject as Record<string, unknown>;
+  const s = p.subject;
   const list = (v: unknown) => (Array.isArray(v) ? v.map(String).join(', ') : '');
   switch (p.kind) {
     case 'tool_call': {
-      const input = s.input as { path?: unknown; command?: unknown } | undefined;
-      return `${String(s.tool)}${input?.path ? ` ${String(input.path)}` : input?.command ? ` \`${String(input.command)}\`` : ''}`;
+      const input = ShortInput.safeParse(s.input).data;
+      return `${String(s.tool)}${input?.path ? ` ${input.path}` : input?.command ? ` \`${input.command}\`` : ''}`;
     }
     case 'scope_expansion':
       return `write ${list(s.paths)} for ${String(s.intent_id)}`;

@@ -28,6 +28,7 @@ import { randomUUID } from 'crypto';
 import { FileTools } from './fileTools';
 import { Gate, RuntimeEvents } from './gate';
 import { assemblePrompt, type Compactor } from './prompt';
+import { firstSummary, queuedTasks, turnRewrite } from './rewrites';
 import { toolError, ToolCalls, type PlanInput, type ToolEffect, type ToolOutcome } from './toolCall';
 import { toolDefinitions } from './tools';
 import { ModelError } from './types';
@@ -148,9 +149,11 @@ export class AgentRuntime {
       }
       // The queue is empty: a hook may enqueue more work by rewriting the subject's `tasks`.
       const evaluation = await this.gate.lifecycle('AllTasksComplete', undefined, { tasks: [] });
-      const more = (evaluation.modified as { tasks?: TaskSpec[] } | undefined)?.tasks;
-      if (!Array.isArray(more) || more.length === 0) return;
-      for (const t of more) if (t && typeof t.prompt === 'string') this.queue.push({ prompt: t.prompt, title: t.title, id: randomUUID() });
+      // Only entries with a prompt count: a rewrite with none ends the run (before, a list of only
+      // malformed entries judged the event again, forever if the hook kept answering so).
+      const more = queuedTasks(evaluation.modified);
+      if (more.length === 0) return;
+      for (const t of more) this.queue.push({ prompt: t.prompt, title: t.title, id: randomUUID() });
     }
   }
 
@@ -221,9 +224,8 @@ export class AgentRuntime {
             regenerate: (_index, guidance) => `${proposal.summary}\n<guidance>${guidance}</guidance>`,
           });
           if (settled.next !== 'run') return false;
-          const summaries = settled.pending?.subject.summaries;
-          const text = Array.isArray(summaries) && summaries.length ? (summaries[0] as { text?: unknown }).text : undefined;
-          return typeof text === 'string' ? { summary: text } : true;
+          const text = firstSummary(settled.pending?.subject);
+          return text !== undefined ? { summary: text } : true;
         },
         onCompacted: (c) => this.emit({ type: 'compacted', taskId: task.id, ...c }),
       });
@@ -238,9 +240,9 @@ export class AgentRuntime {
         turn,
       );
       if (prepared.decision === 'deny') return { status: 'rejected', summary: prepared.reason ?? 'TurnPrepare was refused' };
-      const rewritten = (prepared.modified ?? {}) as { system_prompt?: unknown; model?: unknown; messages?: unknown };
-      const system = typeof rewritten.system_prompt === 'string' ? rewritten.system_prompt : prompt.system;
-      if (typeof rewritten.model === 'string' && rewritten.model) model = this.gate.model = rewritten.model;
+      const rewritten = turnRewrite(prepared.modified);
+      const system = rewritten.systemPrompt ?? prompt.system;
+      if (rewritten.model) model = this.gate.model = rewritten.model;
       const messages = chatMessages(rewritten.messages) ?? prompt.messages;
 
       let text = '';

@@ -10,6 +10,7 @@
 // prompt, the shared brain (the planner's `brain` kind: a lesson compacted away is a mistake made
 // twice), the intent context and the newest turn are never touched. The summary is extractive (which tools ran on which
 // paths, what the model said first), so compaction needs no model call and cannot hallucinate.
+import { JsonObject } from './json';
 import type { ChatMessage, ModelProvider } from './types';
 
 export const SYSTEM_PROMPT = `You are a coding agent working in a workspace governed by Chokepoint.
@@ -116,8 +117,8 @@ export function summarize(turns: ChatMessage[][]): string {
         for (const c of m.toolCalls ?? []) {
           let target = '';
           try {
-            const a = JSON.parse(c.arguments) as Record<string, unknown>;
-            target = String(a.path ?? a.command ?? a.intent_id ?? '').slice(0, 120);
+            const a = JsonObject.safeParse(JSON.parse(c.arguments)).data;
+            target = String(a?.path ?? a?.command ?? a?.intent_id ?? '').slice(0, 120);
           } catch {
             // a malformed call was answered with a tool error; its name is enough
           }

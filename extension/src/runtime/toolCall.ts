@@ -17,6 +17,7 @@
 // them in the scripted server's requests.
 import type { Evaluation } from '../../../native/node/index';
 import { FileTools, ToolError } from './fileTools';
+import { toolResultRewrite } from './rewrites';
 import type { Gate, RuntimeEvents } from './gate';
 import { validateToolArgs, validateToolCall, type ToolInput } from './tools';
 import { durableMs, hookView, type Ask, type Settlement, type RuntimeEngine, type RuntimeLimits, type Task, type ToolCall } from './types';
@@ -143,8 +144,8 @@ export class ToolCalls {
         turn,
       }),
     );
-    const rewritten = post.modified as { result?: { output?: unknown; is_error?: unknown } } | undefined;
-    if (typeof rewritten?.result?.output === 'string') outcome = { ...outcome, content: rewritten.result.output, ok: rewritten.result.is_error !== true };
+    const rewritten = toolResultRewrite(post.modified);
+    if (rewritten) outcome = { ...outcome, content: rewritten.output, ok: !rewritten.isError };
     const context = [...extra, ...(post.additionalContext ?? [])];
     if (context.length) outcome = { ...outcome, content: `${outcome.content}\n\n${context.join('\n')}` };
     return this.result(task, turn, call, outcome);

@@ -104,7 +104,7 @@ let definitions: ToolDefinition[] | undefined;
 export function toolDefinitions(): ToolDefinition[] {
   definitions ??= TOOL_NAMES.map((name) => {
     // `input`: the schema of what the model may send (defaults make fields optional).
-    const { $schema: _ignored, ...parameters } = z.toJSONSchema(TOOLS[name].schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+    const { $schema: _ignored, ...parameters } = z.toJSONSchema(TOOLS[name].schema, { io: 'input', unrepresentable: 'any' });
     return { name, description: TOOLS[name].description, parameters };
   });
   return definitions;

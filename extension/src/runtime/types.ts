@@ -7,7 +7,7 @@
 //
 // `RuntimeEngine` is the binding's `Engine` narrowed with `Pick`; `Ask` is the binding's `AskRequest` (the judged event and who
 // asked; no subject: the core builds it); `AskOutcome` is the core's `Settlement`, or a `refusal` made where no Pending could be.
-import type { AskRequest, Engine, Evaluation, HookOutcome, Settlement } from '../../../native/node/index';
+import type { AskRequest, DecisionName, Engine, EventName, Evaluation, HookOutcome, OutcomeName, Settlement } from '../../../native/node/index';
 
 /** One message of the conversation, in the Chat Completions shape (the providers translate it). */
 export type ChatMessage =
@@ -55,6 +55,8 @@ export interface ModelProvider {
   /** The model's context window in tokens, for compaction. */
   readonly contextTokens: number;
   chat(request: ChatRequest): AsyncIterable<ChatChunk>;
+  /** Frees what the provider holds (the scripted provider's local server), when it holds anything. */
+  close?(): Promise<void>;
 }
 
 /** A model failure with a message fit for the transcript: which endpoint, what went wrong. */
@@ -83,7 +85,7 @@ export type TaskStatus = 'success' | 'rejected' | 'error' | 'cancelled' | 'max_t
 /** A hook's outcome as the transcript shows it. */
 export interface HookOutcomeView {
   hook: string;
-  outcome: string;
+  outcome: OutcomeName;
   durationMs: number;
   reason?: string;
 }
@@ -97,7 +99,7 @@ export const durableMs = (e: Evaluation): number | undefined => (e.durableWaitNs
 export type RuntimeEvent =
   | { type: 'taskStarted'; taskId: string; sessionId: string; prompt: string; model: string }
   /** A lifecycle event passed the chain (TurnStart, PreCompact, ...), with the hooks that decided. */
-  | { type: 'lifecycle'; taskId: string; event: string; decision: string; hooks: HookOutcomeView[]; durableMs?: number }
+  | { type: 'lifecycle'; taskId: string; event: EventName; decision: DecisionName; hooks: HookOutcomeView[]; durableMs?: number }
   | { type: 'turnStarted'; taskId: string; turn: number }
   | { type: 'text'; taskId: string; turn: number; text: string }
   | {
@@ -108,7 +110,8 @@ export type RuntimeEvent =
       tool: string;
       /** The arguments as the model sent them (JSON text, possibly invalid). */
       arguments: string;
-      decision: 'allow' | 'deny' | 'ask' | 'invalid';
+      /** The chain's decision, or `invalid`: arguments refused before the chain. */
+      decision: DecisionName | 'invalid';
       reason?: string;
       hooks: HookOutcomeView[];
       /** How long the answer waited, after the hooks, for its record to be durable (apart from the

@@ -5,7 +5,9 @@
 // into one list of their own, because they say when things happened, not what happened. A call's `PreToolUse` and `PostToolUse`
 // records are joined by the `call` digest; also here: the filters, short names, the files an action wrote (`writtenFiles`) and
 // the decision log's line (`decisionLine`).
+import { z } from 'zod';
 import type * as Binding from '../../../native/node/index';
+import { JsonObject } from '../runtime/json';
 
 /** A record as the view lists it: this worktree's, or the team's with where it was written. */
 export type Entry = Binding.TraceEntry & { from?: { machine: string; worktree: string; branch?: string; chain: string } };
@@ -218,17 +220,23 @@ export function writtenFiles(action: Action): WrittenFile[] {
   }));
 }
 
+/** A containment record, as far as it is read here: its `data` is an object whose fields are read one
+ *  by one, each as text. */
+const ContainmentRecord = z.object({ kind: z.literal('containment'), data: JsonObject });
+/** A list of changes in that data; anything else reads as none. */
+const ChangeList = z.array(JsonObject).catch([]);
+
 /** A contained command's record as a person reads it (its `data`, as `engine::trace::containment_record`
  *  writes it): what it ran and how it ended, how it was contained, what it changed and kept, what was
  *  refused (outside the scope) and what was not applied (undone) with why. Empty for any other record,
  *  or one whose data cannot be read. */
 export function containedCommandLines(record: unknown): string[] {
-  const r = record as { kind?: unknown; data?: Record<string, unknown> } | null;
-  if (!r || r.kind !== 'containment' || !r.data || typeof r.data !== 'object') return [];
-  const d = r.data;
-  const list = (key: string) => (Array.isArray(d[key]) ? (d[key] as Array<Record<string, unknown>>) : []);
+  const r = ContainmentRecord.safeParse(record);
+  if (!r.success) return [];
+  const d = r.data.data;
+  const list = (key: string) => ChangeList.parse(d[key]);
   const change = (c: Record<string, unknown>) => `\`${String(c.path)}\` (${String(c.kind)})`;
-  const argv = Array.isArray(d.argv) ? (d.argv as unknown[]).map(String).join(' ') : '';
+  const argv = Array.isArray(d.argv) ? d.argv.map(String).join(' ') : '';
   const ended = d.cancelled ? 'stopped (cancelled)' : d.timed_out ? 'stopped (timed out)' : `exit code ${String(d.exit_code)}`;
   const lines = ['### What the contained command did', '', `\`${argv}\` · ${ended} · ${String(d.isolation)} · confinement: ${String(d.confinement)}`, ''];
   const section = (title: string, items: string[]) => {

@@ -126,7 +126,7 @@ fn print_session(s: &SessionView) {
 
 fn action_line(a: &SessionAction) -> String {
     let mut parts = vec![a.time.clone()];
-    parts.extend(a.event.clone().or_else(|| Some(a.kind.clone())));
+    parts.extend(a.event.clone().or_else(|| Some(a.kind.as_str().to_owned())));
     parts.extend(a.tool.clone());
     parts.extend(a.summary.clone());
     parts.extend(a.decision.clone());
@@ -144,7 +144,7 @@ fn action_json(a: &SessionAction) -> Value {
     json!({
         "seq": a.seq,
         "time": a.time,
-        "kind": a.kind,
+        "kind": a.kind.as_str(),
         "event": a.event,
         "tool": a.tool,
         "summary": a.summary,

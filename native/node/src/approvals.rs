@@ -35,7 +35,7 @@ fn misuse(e: ApprovalError) -> Error<Code> {
 /// What `openPending` is asked.
 #[napi(object, js_name = "OpenPendingRequest")]
 pub struct JsOpenPendingRequest {
-    /// `tool_call`, `scope_expansion`, `plan`, `compaction` or `submit`.
+    #[napi(ts_type = "PendingKindName")]
     pub kind: String,
     /// The kind's subject (see the approvals contract); its extra fields are kept.
     #[napi(ts_type = "unknown")]
@@ -123,39 +123,74 @@ pub struct JsPendingDecision {
     #[napi(ts_type = "unknown")]
     pub input: Option<serde_json::Value>,
     pub save: bool,
+    /// The machine the decider was on, for a Pending shared through a team's database.
+    pub machine: Option<String>,
 }
 
+// These From impls take the core's structs apart by every field, so a field the core adds is a
+// compile error here until it is carried, never silently dropped.
 impl From<PendingDict> for JsPendingDict {
     fn from(p: PendingDict) -> Self {
+        let PendingDict {
+            id,
+            kind,
+            created_at,
+            triggered_by,
+            session_id,
+            task_id,
+            deadline_ms,
+            on_timeout,
+            asker,
+            status,
+            route,
+            subject,
+            actions,
+            decision,
+        } = p;
         JsPendingDict {
-            id: p.id,
-            kind: p.kind.as_str().to_owned(),
-            created_at: p.created_at,
-            triggered_by: p.triggered_by,
-            session_id: p.session_id,
-            task_id: p.task_id,
-            deadline_ms: p.deadline_ms.map(|ms| ms as f64),
-            on_timeout: p.on_timeout.as_str().to_owned(),
-            asker: p.asker.map(|a| JsAsker {
-                agent: a.agent,
-                session: a.session,
-                intent: a.intent,
-                worktree: a.worktree,
-                machine: a.machine,
-            }),
-            status: p.status.as_str().to_owned(),
-            route: p.route,
-            subject: p.subject,
-            actions: p.actions.into_iter().map(str::to_owned).collect(),
-            decision: p.decision.map(|d| JsPendingDecision {
-                action: d.action,
-                by: d.by,
-                reason: d.reason,
-                note: d.note,
-                input: d.input,
-                save: d.save,
-            }),
+            id,
+            kind: kind.as_str().to_owned(),
+            created_at,
+            triggered_by,
+            session_id,
+            task_id,
+            deadline_ms: deadline_ms.map(|ms| ms as f64),
+            on_timeout: on_timeout.as_str().to_owned(),
+            asker: asker.map(Into::into),
+            status: status.as_str().to_owned(),
+            route,
+            subject,
+            actions: actions.into_iter().map(str::to_owned).collect(),
+            decision: decision.map(Into::into),
         }
+    }
+}
+
+impl From<core::approvals::Asker> for JsAsker {
+    fn from(a: core::approvals::Asker) -> Self {
+        let core::approvals::Asker { agent, session, intent, worktree, machine } = a;
+        JsAsker { agent, session, intent, worktree, machine }
+    }
+}
+
+impl From<core::approvals::Decision> for JsPendingDecision {
+    fn from(d: core::approvals::Decision) -> Self {
+        let core::approvals::Decision { action, by, reason, note, input, save, machine } = d;
+        JsPendingDecision { action, by, reason, note, input, save, machine }
+    }
+}
+
+impl From<core::approvals::Settlement> for JsSettlement {
+    fn from(s: core::approvals::Settlement) -> Self {
+        let core::approvals::Settlement { next, by, reason, note, input, message, pending } = s;
+        JsSettlement { next: next.as_str().to_owned(), by, reason, note, input, message, pending: pending.map(Into::into) }
+    }
+}
+
+impl From<core::approvals::Preview> for JsWritePreview {
+    fn from(p: core::approvals::Preview) -> Self {
+        let core::approvals::Preview { path, before, after, patch, note } = p;
+        JsWritePreview { path, before, after, patch, note }
     }
 }
 
@@ -321,16 +356,7 @@ impl Engine {
     /// failure of any of these is a `refuse` that says why. No JavaScript thread waits.
     #[napi(catch_unwind)]
     pub async fn settle_pending(&self, id: String) -> napi::Result<JsSettlement> {
-        let s = self.inner.settle(&id).await;
-        Ok(JsSettlement {
-            next: s.next.as_str().to_owned(),
-            by: s.by,
-            reason: s.reason,
-            note: s.note,
-            input: s.input,
-            message: s.message,
-            pending: s.pending.map(Into::into),
-        })
+        Ok(self.inner.settle(&id).await.into())
     }
 
     /// Opens a Pending and routes it: `caller` (the request reviews it), `guard` (opened while a
@@ -360,13 +386,7 @@ impl Engine {
     /// Pending or one that writes no one file.
     #[napi(catch_unwind)]
     pub fn preview_pending(&self, id: String) -> Option<JsWritePreview> {
-        self.inner.pending_preview(&id).map(|p| JsWritePreview {
-            path: p.path,
-            before: p.before,
-            after: p.after,
-            patch: p.patch,
-            note: p.note,
-        })
+        self.inner.pending_preview(&id).map(Into::into)
     }
 
     /// The open Pendings, oldest first.

@@ -9,7 +9,7 @@
 //! (`DenyOnDrop`), never hangs.
 
 use crate::Engine;
-use crate::errors::{Code, Result, error, from_napi, invalid};
+use crate::errors::{Code, Result, as_error, error, from_napi, invalid};
 use chokepoint_core as core;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -121,16 +121,18 @@ pub enum Detail {
     None,
 }
 
-impl Detail {
-    /// The names `outcomes` takes (the generated `OutcomesDetailName` lists them).
-    pub const NAMES: &'static [&'static str] = &["deciding", "all", "none"];
+// The names `outcomes` takes (the generated `OutcomesDetailName` lists them), read back by the same arms.
+core::base::names::names!(Detail {
+    Self::Deciding => "deciding",
+    Self::All => "all",
+    Self::None => "none",
+});
 
+impl Detail {
     pub fn from_options(options: Option<JsEvaluateOptions>) -> Result<Detail> {
-        match options.and_then(|o| o.outcomes).as_deref() {
-            None | Some("deciding") => Ok(Detail::Deciding),
-            Some("all") => Ok(Detail::All),
-            Some("none") => Ok(Detail::None),
-            Some(other) => Err(invalid(format!("unknown outcomes option `{other}`; use all, deciding or none"))),
+        match options.and_then(|o| o.outcomes) {
+            None => Ok(Detail::Deciding),
+            Some(name) => Detail::parse_name("outcomes option", &name).map_err(as_error(Code::Invalid)),
         }
     }
 }

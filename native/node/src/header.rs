@@ -104,17 +104,43 @@ fn header() -> String {
     out
 }
 
-#[test]
-fn header_d_ts_is_generated_from_the_core() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("header.d.ts");
-    let generated = header();
+/// `protocol/names.ts`: the same unions as values, for the zod schemas that validate what crosses
+/// the webview (`protocol/messages.ts` builds its enums of these, so a message's type is the
+/// generated union and its check at runtime lists the same names). A union with a pattern
+/// (`PendingRoute`'s `handler:${string}`) has no list of values and is left out.
+fn names_ts() -> String {
+    let mut out = String::from(
+        "// Generated, with native/node/header.d.ts, by the test in native/node/src/header.rs\n\
+         // (`UPDATE_HEADER=1 cargo test -p chokepoint-node header`): the core's vocabularies as values, for\n\
+         // the schemas of protocol/messages.ts. Each list's members are its header union's. Edit neither by hand.\n",
+    );
+    for u in unions().into_iter().filter(|u| u.members.iter().all(|m| m.starts_with('\''))) {
+        let name = u.name.strip_suffix("Name").unwrap_or(u.name);
+        out.push_str(&format!("\n/** {} */\nexport const {name}Names = [{}] as const;\n", u.doc, u.members.join(", ")));
+    }
+    out
+}
+
+/// Compares a generated file with its source, or rewrites it under `UPDATE_HEADER`.
+fn check_generated(relative: &str, generated: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
     if std::env::var_os("UPDATE_HEADER").is_some() {
-        std::fs::write(&path, &generated).unwrap();
+        std::fs::write(&path, generated).unwrap();
         return;
     }
     let committed = std::fs::read_to_string(&path).unwrap();
     assert!(
         committed == generated,
-        "native/node/header.d.ts differs from the core's vocabularies: run `UPDATE_HEADER=1 cargo test -p chokepoint-node header`, then `npm run build` (napi regenerates index.d.ts with it)"
+        "{relative} differs from the core's vocabularies: run `UPDATE_HEADER=1 cargo test -p chokepoint-node header`, then `npm run build` (napi regenerates index.d.ts with the header)"
     );
+}
+
+#[test]
+fn protocol_names_are_generated_from_the_core() {
+    check_generated("../../protocol/names.ts", &names_ts());
+}
+
+#[test]
+fn header_d_ts_is_generated_from_the_core() {
+    check_generated("header.d.ts", &header());
 }

@@ -4,7 +4,7 @@
 //! into a deny or a note.
 
 use crate::Engine;
-use crate::errors::{Result, invalid};
+use crate::errors::{Code, Result, as_error, invalid};
 use crate::evaluate::{JsEvent, event_kind};
 use chokepoint_core as core;
 use napi::bindgen_prelude::{Promise, Status};
@@ -95,19 +95,16 @@ pub struct JsHostHookSpec {
 
 impl JsHostHookSpec {
     pub fn try_into_core(self) -> Result<core::Registration> {
-        let priority = match self.priority.as_deref().unwrap_or("normal") {
-            "critical" => core::Priority::Critical,
-            "high" => core::Priority::High,
-            "normal" => core::Priority::Normal,
-            "low" => core::Priority::Low,
-            other => return Err(invalid(format!("unknown priority `{other}`; use critical, high, normal or low"))),
+        let priority = match self.priority.as_deref() {
+            None => core::Priority::default(),
+            Some(name) => core::Priority::parse_name("priority", name).map_err(as_error(Code::Invalid))?,
         };
-        let failure = match self.failure.as_deref() {
-            None => None,
-            Some("closed") => Some(core::FailureMode::Closed),
-            Some("open") => Some(core::FailureMode::Open),
-            Some(other) => return Err(invalid(format!("unknown failure mode `{other}`; use closed or open"))),
-        };
+        let failure = self
+            .failure
+            .as_deref()
+            .map(|name| core::FailureMode::parse_name("failure mode", name))
+            .transpose()
+            .map_err(as_error(Code::Invalid))?;
         let events = self.events.iter().map(|e| event_kind(e)).collect::<Result<Vec<_>>>()?;
         let matcher = core::Matcher::new(self.tool.as_deref(), &self.paths.unwrap_or_default()).map_err(|e| invalid(e.to_string()))?;
         Ok(core::Registration { hook: core::HookImpl::Host(self.name.clone()), name: self.name, priority, failure, events, matcher })

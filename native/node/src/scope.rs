@@ -31,20 +31,33 @@ pub struct JsIntentHolder {
 
 impl From<core::scope::leases::Lease> for JsIntentHolder {
     fn from(l: core::scope::leases::Lease) -> Self {
-        let (worktree, worktree_root, branch) = match l.checkout {
-            Some(c) => (Some(c.worktree), Some(c.root), c.branch),
+        // Every field named, so one the core adds does not compile here until it is carried or left
+        // out with a reason: the fencing token and the last renewal are the gatekeeper's bookkeeping.
+        let core::scope::leases::Lease {
+            intent,
+            session,
+            agent,
+            checkout,
+            machine,
+            version: _,
+            acquired_at_ms,
+            renewed_at_ms: _,
+            expires_at_ms,
+        } = l;
+        let (worktree, worktree_root, branch) = match checkout {
+            Some(core::scope::leases::Checkout { worktree, root, branch }) => (Some(worktree), Some(root), branch),
             None => (None, None, None),
         };
         JsIntentHolder {
-            intent_id: l.intent,
-            session_id: l.session,
-            agent_id: l.agent,
+            intent_id: intent,
+            session_id: session,
+            agent_id: agent,
             worktree,
             worktree_root,
             branch,
-            machine: l.machine,
-            since: l.acquired_at_ms as f64,
-            expires: l.expires_at_ms as f64,
+            machine,
+            since: acquired_at_ms as f64,
+            expires: expires_at_ms as f64,
         }
     }
 }

@@ -21,9 +21,13 @@ pub struct JsLeaseRevocation {
     pub at: f64,
 }
 
+// The From impls below take the core's struct apart by every field, so a field the core adds is a
+// compile error here until it is carried (or named as left out, with why), never silently dropped.
 impl From<core::scope::leases::Revocation> for JsLeaseRevocation {
     fn from(r: core::scope::leases::Revocation) -> Self {
-        JsLeaseRevocation { session_id: r.session, intent_id: r.intent, agent_id: r.agent, by: r.by, reason: r.reason, at: r.at_ms as f64 }
+        // The revoked tenure's fencing token is the gatekeeper's, not the view's.
+        let core::scope::leases::Revocation { session, intent, agent, version: _, by, reason, at_ms } = r;
+        JsLeaseRevocation { session_id: session, intent_id: intent, agent_id: agent, by, reason, at: at_ms as f64 }
     }
 }
 
@@ -47,17 +51,8 @@ pub struct JsSessionAction {
 
 impl From<core::engine::sessions::SessionAction> for JsSessionAction {
     fn from(a: core::engine::sessions::SessionAction) -> Self {
-        JsSessionAction {
-            seq: a.seq as f64,
-            time: a.time,
-            kind: a.kind,
-            event: a.event,
-            tool: a.tool,
-            summary: a.summary,
-            decision: a.decision,
-            reason: a.reason,
-            subagent: a.subagent,
-        }
+        let core::engine::sessions::SessionAction { seq, time, kind, event, tool, summary, decision, reason, subagent } = a;
+        JsSessionAction { seq: seq as f64, time, kind: kind.as_str().to_owned(), event, tool, summary, decision, reason, subagent }
     }
 }
 
@@ -98,23 +93,43 @@ pub struct JsSessionView {
 
 impl From<core::engine::sessions::SessionView> for JsSessionView {
     fn from(s: core::engine::sessions::SessionView) -> Self {
+        let core::engine::sessions::SessionView {
+            session,
+            agent,
+            label,
+            subagents,
+            model,
+            lease,
+            lease_idle,
+            checkout,
+            revoked,
+            actions,
+            records,
+            allowed,
+            denied,
+            last_denial,
+            last_seen_ms,
+        } = s;
+        // The checkout's root folder is left out: the view names the worktree (the lease carries its root).
+        let (worktree, branch) =
+            checkout.map_or((None, None), |core::scope::leases::Checkout { worktree, root: _, branch }| (Some(worktree), branch));
         JsSessionView {
-            session_id: s.session,
-            agent_id: s.agent,
-            label: s.label,
-            subagents: s.subagents,
-            model: s.model,
-            worktree: s.checkout.as_ref().map(|c| c.worktree.clone()),
-            branch: s.checkout.and_then(|c| c.branch),
-            lease: s.lease.map(Into::into),
-            lease_idle: s.lease_idle,
-            revoked: s.revoked.map(Into::into),
-            actions: s.actions.into_iter().map(Into::into).collect(),
-            records: s.records as f64,
-            allowed: s.allowed as f64,
-            denied: s.denied as f64,
-            last_denial: s.last_denial.map(Into::into),
-            last_seen: s.last_seen_ms.map(|ms| ms as f64),
+            session_id: session,
+            agent_id: agent,
+            label,
+            subagents,
+            model,
+            worktree,
+            branch,
+            lease: lease.map(Into::into),
+            lease_idle,
+            revoked: revoked.map(Into::into),
+            actions: actions.into_iter().map(Into::into).collect(),
+            records: records as f64,
+            allowed: allowed as f64,
+            denied: denied as f64,
+            last_denial: last_denial.map(Into::into),
+            last_seen: last_seen_ms.map(|ms| ms as f64),
         }
     }
 }

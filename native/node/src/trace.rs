@@ -106,7 +106,6 @@ pub struct JsTraceRecord {
 
 impl From<core::ledger::Record> for JsTraceEntry {
     fn from(r: core::ledger::Record) -> Self {
-        let kind = serde_json::to_value(r.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
         let refused = r.refused_writes();
         let paths = core::engine::trace::RecordedCall::from_record(&r).map_or_else(Vec::new, |call| match call.writes {
             Some(writes) if !writes.is_empty() => writes.into_iter().map(|w| w.canonical.unwrap_or(w.raw)).collect(),
@@ -121,7 +120,7 @@ impl From<core::ledger::Record> for JsTraceEntry {
             paths,
             seq: r.seq as f64,
             time: r.time,
-            kind,
+            kind: r.kind.as_str().to_owned(),
             event: r.event,
             tool: r.tool,
             session: r.session,

@@ -5,6 +5,7 @@
 // Every failure is a ModelError whose message names the endpoint and what happened, because it is
 // shown as is in the task's transcript. A tool call is yielded only once the answer is known to be
 // whole (a finish_reason or `[DONE]` arrived): the runtime must never run half a call.
+import { z } from 'zod';
 import { ChatChunk, ChatRequest, ModelChoice, ModelError, ModelProvider } from '../types';
 import { CompletionAssembler, ProtocolProblem } from './assembler';
 import { readSse } from './sse';
@@ -143,11 +144,13 @@ export class OpenAiProvider implements ModelProvider {
       } catch {
         return fallback;
       }
-      const data = (body as { data?: unknown })?.data;
-      if (!Array.isArray(data)) return fallback;
-      const choices = data
-        .filter((m): m is { id: string; owned_by?: unknown } => typeof m?.id === 'string' && m.id !== '')
-        .map((m) => this.choice(m.id, typeof m.owned_by === 'string' ? m.owned_by : undefined));
+      const list = ModelList.safeParse(body);
+      if (!list.success) return fallback;
+      // An entry without an id is skipped, not a reason to offer no list.
+      const choices = list.data.data.flatMap((m) => {
+        const model = ModelEntry.safeParse(m);
+        return model.success ? [this.choice(model.data.id, model.data.owned_by)] : [];
+      });
       return choices.length ? choices : fallback;
     } finally {
       exchange.dispose();
@@ -300,10 +303,18 @@ class Exchange {
   }
 }
 
+/** `GET /models`: `{ data: [{ id, owned_by }] }`. */
+const ModelList = z.object({ data: z.array(z.unknown()) });
+const ModelEntry = z.object({ id: z.string().min(1), owned_by: z.string().optional().catch(undefined) });
+
+/** A Node (undici) error's code, on it or on its cause. */
+const Coded = z.object({ code: z.string() });
+
 function errorCode(e: unknown): string | undefined {
-  const cause = (e as { cause?: { code?: unknown } })?.cause;
-  const code = cause?.code ?? (e as { code?: unknown })?.code;
-  return typeof code === 'string' ? code : undefined;
+  const cause = e instanceof Error ? Coded.safeParse(e.cause) : undefined;
+  if (cause?.success) return cause.data.code;
+  const own = Coded.safeParse(e);
+  return own.success ? own.data.code : undefined;
 }
 
 function isTimeout(e: unknown): boolean {
@@ -326,7 +337,7 @@ function describeNetworkError(e: unknown): string {
     case 'UND_ERR_CONNECT_TIMEOUT':
       return 'could not connect (timed out)';
   }
-  const cause = (e as { cause?: unknown })?.cause;
+  const cause = e instanceof Error ? e.cause : undefined;
   const message = cause instanceof Error ? cause.message : e instanceof Error ? e.message : String(e);
   return message.charAt(0).toLowerCase() + message.slice(1);
 }

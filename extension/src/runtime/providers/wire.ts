@@ -1,6 +1,7 @@
 // The Chat Completions wire format, as both ends of it in this folder speak it: the HTTP client
 // (openai.ts) and the scripted server (scripted.ts). Our own ChatMessage is camelCase and names only
 // what the runtime needs; the translation to the snake_case wire shape happens here and nowhere else.
+import { z } from 'zod';
 import type { ChatMessage, ToolDefinition } from '../types';
 
 export interface WireToolCall {
@@ -95,11 +96,10 @@ export function wireError(message: string, type: string, code: string | null = n
  * llama.cpp's and Ollama's `{error: "..."}`, or a bare `{message}`.
  */
 export function errorMessageOf(body: unknown): string | undefined {
-  if (typeof body !== 'object' || body === null) return undefined;
-  const { error, message } = body as { error?: unknown; message?: unknown };
-  if (typeof error === 'string') return error;
-  if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') {
-    return (error as { message: string }).message;
-  }
-  return typeof message === 'string' ? message : undefined;
+  const r = ErrorBody.safeParse(body);
+  if (!r.success) return undefined;
+  return 'error' in r.data ? (typeof r.data.error === 'string' ? r.data.error : r.data.error.message) : r.data.message;
 }
+
+/** The error bodies `errorMessageOf` reads, in the order it prefers them. */
+const ErrorBody = z.union([z.object({ error: z.string() }), z.object({ error: z.object({ message: z.string() }) }), z.object({ message: z.string() })]);

@@ -36,7 +36,7 @@ impl PendingKind {
         [PendingKind::ToolCall, PendingKind::ScopeExpansion, PendingKind::Plan, PendingKind::Compaction, PendingKind::Submit];
 
     pub fn parse(name: &str) -> Result<PendingKind, ApprovalError> {
-        PendingKind::ALL.into_iter().find(|k| k.as_str() == name).ok_or_else(|| ApprovalError::UnknownKind(name.to_owned()))
+        PendingKind::from_name(name).ok_or_else(|| ApprovalError::UnknownKind(name.to_owned()))
     }
 }
 

@@ -102,8 +102,8 @@ pub struct SessionAction {
     pub seq: u64,
     /// RFC 3339 UTC with milliseconds.
     pub time: String,
-    /// `tool_call`, `lifecycle`, `approval`, `containment`, `external`.
-    pub kind: String,
+    /// What the record is about: a tool call, a lifecycle event, an approval, ...
+    pub kind: RecordKind,
     pub event: Option<String>,
     pub tool: Option<String>,
     /// What it touched: the files a write changed, a contained command's argv, a revocation.
@@ -351,11 +351,10 @@ fn action(record: &Record) -> SessionAction {
             .and_then(|b| b.as_str())
             .map(|by| format!("lease on {} revoked by {by}", record.intent.as_deref().unwrap_or("its intent")))
     };
-    let kind = serde_json::to_value(record.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
     SessionAction {
         seq: record.seq,
         time: record.time.clone(),
-        kind,
+        kind: record.kind,
         event: record.event.clone(),
         tool: record.tool.clone(),
         summary: summary.map(|s| cut(&s)),

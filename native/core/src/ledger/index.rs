@@ -458,7 +458,7 @@ impl Index {
             arg(&mut sql, " AND session = ?", session.clone().into());
         }
         if let Some(kind) = filter.kind {
-            arg(&mut sql, " AND kind = ?", kind_name(kind).into());
+            arg(&mut sql, " AND kind = ?", kind.as_str().to_owned().into());
         }
         if let Some(since) = since {
             arg(&mut sql, " AND time_ms >= ?", int(since).into());
@@ -712,7 +712,7 @@ fn insert(tx: &Transaction<'_>, chain: &str, record: &Record, hash: &str, offset
             int(offset),
             record.time,
             parse_time(&record.time).ok().map(int),
-            kind_name(record.kind),
+            record.kind.as_str(),
             record.event,
             record.session,
             record.agent,
@@ -771,14 +771,6 @@ fn compile_glob(pattern: &str) -> Result<GlobMatcher, String> {
         .build()
         .map(|glob| glob.compile_matcher())
         .map_err(|e| format!("the file pattern `{pattern}` is not a glob: {e}"))
-}
-
-/// The kind as the record spells it (`tool_call`, ...), through serde so a new kind needs no edit here.
-fn kind_name(kind: RecordKind) -> String {
-    match serde_json::to_value(kind) {
-        Ok(serde_json::Value::String(name)) => name,
-        _ => format!("{kind:?}"),
-    }
 }
 
 fn line_hash_bytes(bytes: &[u8]) -> String {

@@ -376,6 +376,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_kinds_name_is_the_one_its_json_has() {
+        // The index stores a kind by its name (`as_str`), the ledger's lines by serde, and the
+        // binding sends the name: one spelling for all three.
+        for name in RecordKind::NAMES {
+            let kind: RecordKind = serde_json::from_value(serde_json::Value::from(*name)).unwrap();
+            assert_eq!(kind.as_str(), *name);
+            assert_eq!(serde_json::to_value(kind).unwrap(), *name);
+        }
+    }
+
+    #[test]
     fn a_contained_commands_refused_and_undone_writes_are_read_from_its_data() {
         let mut record = Record::new(RecordKind::Containment);
         record.data = Some(serde_json::json!({
