@@ -118,3 +118,25 @@ test('the test-name check sees a name that is not a test', () => {
     { name: 'the_rest_of_a_', prefix: true },
   ]);
 });
+
+/** Casts that assert the shape of data from outside instead of checking it, per file. */
+function shapeCasts(text) {
+  return (text.match(/\bas (\{|Record<|never\b)/g) || []).length;
+}
+
+test('nothing from outside is cast to a shape: no `as {…}`, `as Record<…>` or `as never` in the extension, the webview or the protocol', () => {
+  const found = [];
+  const walk = (rel) => {
+    for (const e of fs.readdirSync(path.join(ROOT, rel), { withFileTypes: true })) {
+      const child = `${rel}/${e.name}`;
+      if (e.isDirectory()) walk(child);
+      else if (/\.ts$/.test(e.name) && shapeCasts(fs.readFileSync(path.join(ROOT, child), 'utf8'))) found.push(child);
+    }
+  };
+  for (const dir of ['extension/src', 'webview/src', 'protocol']) walk(dir);
+  assert.deepEqual(found, [], 'read the value with a zod schema (runtime/json.ts, runtime/rewrites.ts, protocol/messages.ts) instead of casting it');
+});
+
+test('the cast check sees each kind of cast', () => {
+  assert.equal(shapeCasts('const a = b as { c: 1 }; const d = e as Record<string, unknown>; f as never; g as Error; asX'), 3);
+});
