@@ -1,34 +1,189 @@
 #!/usr/bin/env node
-// `npm run package`: production bundles plus the release addon, packed by @vscode/vsce into
-// chokepoint-<version>.vsix at the repository root. Prints the .vsix path last. The release `chokepoint` program is copied to
-// bin/chokepoint, which the .vsix ships (ui/setUpAgent.ts runs it; engine/findable.ts makes it findable).
+// `npm run package`: production bundles plus the release addon and the `chokepoint` program, packed by
+// @vscode/vsce into chokepoint-<version>-<platform>.vsix at the repository root, one per VS Code
+// platform (the Marketplace's platform-specific extensions), each with only its own engine and program.
+// Prints each .vsix path.
+//
+//   npm run package                      this machine's platform
+//   npm run package -- --all             linux-x64, linux-arm64, darwin-x64, darwin-arm64, win32-x64
+//   npm run package -- --target <name>   one platform (repeatable)
+//
+// Other platforms are cross-built from this Linux machine, as napi-rs does it: `napi build --target
+// … --cross-compile` and `cargo zigbuild` for macOS and Linux on Arm (zig, from PyPI, with Apple's
+// frameworks as text stubs: scripts/macos-sdk.js), and the `x86_64-pc-windows-gnu` target with
+// Debian's MinGW for Windows (Microsoft's toolchain cannot be downloaded here). Every tool is
+// installed on first use (scripts/toolchains.js). The files of a .vsix are staged under
+// target/package/<platform>/ from the allow-list in .vscodeignore, so the checkout is never changed.
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const { ROOT, log, run } = require('./lib');
+const { ROOT, log, step, run } = require('./lib');
 const { build } = require('./build');
+const { ensureCrossTools, zigEnv } = require('./toolchains');
+const { macosSdk } = require('./macos-sdk');
 
-async function packageVsix() {
-  await build({ production: true });
-  // The program other agents' hooks run (`chokepoint init`, from the command palette, writes its path).
-  fs.mkdirSync(path.join(ROOT, 'bin'), { recursive: true });
-  fs.copyFileSync(path.join(ROOT, 'target/release/chokepoint'), path.join(ROOT, 'bin/chokepoint'));
-  fs.chmodSync(path.join(ROOT, 'bin/chokepoint'), 0o755);
-  const { version } = require(path.join(ROOT, 'package.json'));
-  const out = path.join(ROOT, `chokepoint-${version}.vsix`);
-  log('package', `packing ${path.basename(out)}`);
-  // --no-dependencies: everything the extension needs is bundled into dist/ or is the .node file.
-  await run(path.join(ROOT, 'node_modules/.bin/vsce'), ['package', '--no-dependencies', '--skip-license', '--out', out], {
-    stdio: ['ignore', 'inherit', 'inherit'],
+/**
+ * A VS Code platform and how its engine and program are built.
+ * @typedef {object} Platform
+ * @property {string} name VS Code's platform name (`vsce package --target`)
+ * @property {string} triple the rust target
+ * @property {string} addon the suffix napi gives the addon (`chokepoint.<addon>.node`), which
+ *   extension/src/engine/native.ts looks for
+ * @property {string} program the program's file name there
+ * @property {boolean} zig built with cargo-zigbuild
+ * @property {boolean} [apple] linked against scripts/macos-sdk.js's stubs
+ * @type {Platform[]}
+ */
+const PLATFORMS = [
+  { name: 'linux-x64', triple: 'x86_64-unknown-linux-gnu', addon: 'linux-x64-gnu', program: 'chokepoint', zig: false },
+  { name: 'linux-arm64', triple: 'aarch64-unknown-linux-gnu', addon: 'linux-arm64-gnu', program: 'chokepoint', zig: true },
+  { name: 'darwin-x64', triple: 'x86_64-apple-darwin', addon: 'darwin-x64', program: 'chokepoint', zig: true, apple: true },
+  { name: 'darwin-arm64', triple: 'aarch64-apple-darwin', addon: 'darwin-arm64', program: 'chokepoint', zig: true, apple: true },
+  { name: 'win32-x64', triple: 'x86_64-pc-windows-gnu', addon: 'win32-x64-gnu', program: 'chokepoint.exe', zig: false },
+];
+
+/** This machine's platform, as VS Code names it. */
+function hostPlatform() {
+  const name = `${process.platform}-${process.arch}`;
+  const found = PLATFORMS.find((p) => p.name === name);
+  if (!found) throw new Error(`cannot package on ${name}: the platforms are ${PLATFORMS.map((p) => p.name).join(', ')}`);
+  return found;
+}
+
+/** The platforms the command line names. */
+function chosen(argv) {
+  if (argv.includes('--all')) return PLATFORMS;
+  const names = argv.flatMap((a, i) => (a === '--target' ? [argv[i + 1]] : a.startsWith('--target=') ? [a.slice('--target='.length)] : []));
+  if (names.length === 0) return [hostPlatform()];
+  return names.map((n) => {
+    const found = PLATFORMS.find((p) => p.name === n);
+    if (!found) throw new Error(`unknown platform \`${n}\`: use one of ${PLATFORMS.map((p) => p.name).join(', ')}`);
+    return found;
   });
+}
+
+/** The engine (addon) and program of `platform`: this machine's from the ordinary build, the others
+ *  cross-built into target/<triple>/. Returns their paths. */
+async function buildFor(platform) {
+  if (platform === hostPlatform()) {
+    return { addon: path.join(ROOT, 'native/node', `chokepoint.${platform.addon}.node`), program: path.join(ROOT, 'target/release', platform.program) };
+  }
+  const env = { ...process.env, ...(platform.zig ? zigEnv() : {}), ...(platform.apple ? { SDKROOT: macosSdk() } : {}) };
+  const out = path.join(ROOT, 'target', platform.triple, 'addon');
+  await step('package', `${platform.name}: native addon`, () =>
+    run(
+      path.join(ROOT, 'node_modules/.bin/napi'),
+      [
+        'build',
+        '--platform',
+        '--release',
+        '--target',
+        platform.triple,
+        ...(platform.zig ? ['--cross-compile'] : []),
+        '--cwd',
+        'native/node',
+        '--output-dir',
+        out,
+        '--no-js',
+        '--dts',
+        'index.d.ts',
+      ],
+      { env },
+    ),
+  );
+  await step('package', `${platform.name}: chokepoint program`, () =>
+    run('cargo', [platform.zig ? 'zigbuild' : 'build', '--release', '--target', platform.triple, '-p', 'chokepoint-cli', '--bin', 'chokepoint'], { env }),
+  );
+  return { addon: path.join(out, `chokepoint.${platform.addon}.node`), program: path.join(ROOT, 'target', platform.triple, 'release', platform.program) };
+}
+
+/** The files .vscodeignore lets into a .vsix (its `!` lines), other than the engine and program. */
+function shippedFiles() {
+  const globs = fs
+    .readFileSync(path.join(ROOT, '.vscodeignore'), 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('!'))
+    .map((l) => l.slice(1));
+  const files = [];
+  for (const glob of globs) {
+    if (glob.startsWith('native/node/') || glob.startsWith('bin/')) continue;
+    // The globs are a folder and a file pattern (`media/**`, `templates/orchestration/*.yaml`) or a file.
+    const [dir, pattern] = glob.includes('*') ? [path.dirname(glob.replace(/\/\*\*$/, '/x')), path.basename(glob)] : [path.dirname(glob), path.basename(glob)];
+    const walk = (rel) => {
+      const abs = path.join(ROOT, rel);
+      if (!fs.existsSync(abs)) return;
+      for (const e of fs.readdirSync(abs, { withFileTypes: true })) {
+        const child = path.join(rel, e.name);
+        if (e.isDirectory() && pattern === '**') walk(child);
+        else if (e.isFile() && matches(e.name, pattern)) files.push(child);
+      }
+    };
+    walk(dir === '.' ? '' : dir);
+  }
+  return files;
+}
+
+/** Whether a file name matches a pattern of .vscodeignore's: `**`, `*.ext` or a name. */
+function matches(name, pattern) {
+  if (pattern === '**') return true;
+  if (pattern.startsWith('*.')) return name.endsWith(pattern.slice(1));
+  return name === pattern;
+}
+
+/** Packs one platform's .vsix from a staging folder; returns its path. */
+async function packFor(platform, built) {
+  const stage = path.join(ROOT, 'target/package', platform.name);
+  fs.rmSync(stage, { recursive: true, force: true });
+  for (const rel of shippedFiles()) {
+    fs.mkdirSync(path.join(stage, path.dirname(rel)), { recursive: true });
+    fs.copyFileSync(path.join(ROOT, rel), path.join(stage, rel));
+  }
+  for (const [from, to, mode] of [
+    [built.addon, path.join('native/node', `chokepoint.${platform.addon}.node`), 0o644],
+    [built.program, path.join('bin', platform.program), 0o755],
+  ]) {
+    if (!fs.existsSync(from)) throw new Error(`${platform.name}: ${from} was not built`);
+    fs.mkdirSync(path.join(stage, path.dirname(to)), { recursive: true });
+    fs.copyFileSync(from, path.join(stage, to));
+    fs.chmodSync(path.join(stage, to), mode);
+  }
+  fs.copyFileSync(path.join(ROOT, '.vscodeignore'), path.join(stage, '.vscodeignore'));
+  const { version } = require(path.join(ROOT, 'package.json'));
+  const out = path.join(ROOT, `chokepoint-${version}-${platform.name}.vsix`);
+  // --no-dependencies: everything the extension needs is bundled into dist/ or is the .node file.
+  await step('package', `${platform.name}: packing ${path.basename(out)}`, () =>
+    run(
+      path.join(ROOT, 'node_modules/.bin/vsce'),
+      ['package', '--target', platform.name, '--no-dependencies', '--skip-license', '--allow-missing-repository', '--out', out],
+      {
+        cwd: stage,
+        stdio: ['ignore', 'inherit', 'inherit'],
+      },
+    ),
+  );
   return out;
 }
 
-module.exports = { packageVsix };
+/** Packs the platforms `argv` names; returns the .vsix paths. */
+async function packageVsix(argv = []) {
+  const platforms = chosen(argv);
+  await build({ production: true });
+  if (platforms.some((p) => p !== hostPlatform())) await ensureCrossTools(platforms.filter((p) => p !== hostPlatform()));
+  // The program other agents' hooks run, for a checkout: bin/ is what the extension runs first.
+  fs.mkdirSync(path.join(ROOT, 'bin'), { recursive: true });
+  fs.copyFileSync(path.join(ROOT, 'target/release/chokepoint'), path.join(ROOT, 'bin/chokepoint'));
+  fs.chmodSync(path.join(ROOT, 'bin/chokepoint'), 0o755);
+  const outs = [];
+  for (const platform of platforms) outs.push(await packFor(platform, await buildFor(platform)));
+  log('package', `packed ${outs.length}: ${outs.map((o) => path.basename(o)).join(', ')}`);
+  return outs;
+}
+
+module.exports = { packageVsix, PLATFORMS, shippedFiles };
 
 if (require.main === module) {
-  packageVsix()
-    .then((out) => console.log(out))
+  packageVsix(process.argv.slice(2))
+    .then((outs) => outs.forEach((o) => console.log(o)))
     .catch((e) => {
       console.error(`error: ${e.message}`);
       process.exit(1);

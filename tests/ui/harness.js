@@ -25,7 +25,8 @@ const SIDEBAR_FRAME = 'iframe.webview.ready[src*="extensionId=chokepoint.chokepo
  * its `.orchestration/`.
  */
 async function startVsCode({ outsideHome = false, env = {}, firstRun = false, ungoverned = false } = {}) {
-  const vsix = await packageVsix();
+  // This machine's platform only: the one VS Code here installs.
+  const [vsix] = await packageVsix();
   const runDir = fs.mkdtempSync(path.join(vscode.CACHE, 'run-ui-tests-'));
   const extensionsDir = path.join(runDir, 'extensions');
   const installLog = vscode.installExtension(vsix, { runDir, extensionsDir });

@@ -19,6 +19,9 @@ export interface PathPrepender {
   prepend(variable: string, value: string): void;
 }
 
+/** The program's file name on this platform. */
+export const PROGRAM = process.platform === 'win32' ? 'chokepoint.exe' : 'chokepoint';
+
 /** The pointer file's path relative to the state home: `agents::portable::POINTER`. */
 export const POINTER = path.join('chokepoint', 'program');
 

@@ -21,7 +21,9 @@ export type NativeLoad = { ok: true; binding: NativeBinding; file: string } | { 
 /** The platform suffix napi-rs gives the addon (`napi build --platform`), e.g. `linux-x64-gnu`. */
 export function platformTriple(platform = process.platform, arch = process.arch): string {
   if (platform === 'linux') return `linux-${arch}-${isMusl() ? 'musl' : 'gnu'}`;
-  if (platform === 'win32') return `win32-${arch}-msvc`;
+  // Built with MinGW (`x86_64-pc-windows-gnu`): Microsoft's toolchain cannot be downloaded where the
+  // .vsix files are made (scripts/package.js).
+  if (platform === 'win32') return `win32-${arch}-gnu`;
   return `${platform}-${arch}`;
 }
 

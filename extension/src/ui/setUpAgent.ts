@@ -9,6 +9,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { Log } from '../host/log';
+import { PROGRAM } from '../engine/findable';
 
 /** The agents `chokepoint init` sets up, as the picker shows them. */
 export const AGENTS = [
@@ -35,7 +36,7 @@ export interface SetUpResult {
 
 /** The `chokepoint` program: shipped in the .vsix, or built in a development checkout. */
 export function chokepointProgram(extensionPath: string): string | undefined {
-  const candidates = [path.join(extensionPath, 'bin', 'chokepoint'), path.join(extensionPath, 'target', 'release', 'chokepoint')];
+  const candidates = [path.join(extensionPath, 'bin', PROGRAM), path.join(extensionPath, 'target', 'release', PROGRAM)];
   return candidates.find((p) => fs.existsSync(p));
 }
 

@@ -5,7 +5,8 @@
 //! would send it (`sh -c`, the input on stdin), answer with a deny; and what the configuration leaves
 //! off for every agent (`EngineInfo::warnings`: no active_intents.yaml). It also lists the tools the
 //! ledger saw called that the tool table does not know (`inspect::unknown_tools`), and the team's
-//! coordination database when one is configured (`coordination`). Exit code: 1
+//! coordination database when one is configured (`coordination`), and what this platform lacks
+//! of what Chokepoint uses, with what that means (`platform`). Exit code: 1
 //! when a guard is inert, 0 otherwise, 2 when the workspace cannot be opened.
 //!
 //! What the core's `inspect::check` reads: the gate and session start hooked, the gate's matcher
@@ -30,6 +31,7 @@
 //! each call would be judged and recorded twice.
 
 mod coordination;
+mod platform;
 
 use crate::{EXIT_CONFIG, EXIT_DENY};
 use chokepoint_core::Engine;
@@ -107,6 +109,7 @@ pub fn run(args: DoctorArgs) -> ExitCode {
                 json!({ "agent": r.agent.id(), "name": r.agent.as_str(), "files": r.files, "findings": findings, "other_mcp_servers": r.mcp_servers })
             })
             .collect();
+        let platform = platform::json(&platform::lacks());
         let live_engine = json!({ "serving": live.is_ok(), "socket": endpoint.socket(), "http_url": http, "reason": live.as_ref().err() });
         let unknown_tools: Vec<_> = match &unknown {
             Ok(tools) => tools.iter().map(|t| json!({ "agent": t.agent, "tool": t.tool, "calls": t.calls, "denied": t.denied })).collect(),
@@ -114,13 +117,14 @@ pub fn run(args: DoctorArgs) -> ExitCode {
         };
         println!(
             "{}",
-            json!({ "workspace": workspace, "configuration": { "warnings": unguarded }, "coordination": coordination.json(), "agents": agents, "inert": inert, "live_engine": live_engine, "unknown_tools": unknown_tools, "unknown_tools_error": unknown.as_ref().err() })
+            json!({ "workspace": workspace, "configuration": { "warnings": unguarded }, "coordination": coordination.json(), "platform": platform, "agents": agents, "inert": inert, "live_engine": live_engine, "unknown_tools": unknown_tools, "unknown_tools_error": unknown.as_ref().err() })
         );
     } else {
         for w in &unguarded {
             println!("configuration: inert: {w}");
         }
         coordination.print();
+        platform::print(&platform::lacks());
         print_text(&workspace, &reports, inert);
         print_unknown(&reports, &unknown);
         match &live {

@@ -390,3 +390,16 @@ fn copilot_clis_folder_trust_is_said_only_to_someone_who_runs_it_and_has_not_tru
     fs::write(copilot.join("config.json"), json!({ "trusted_folders": [parent] }).to_string()).unwrap();
     assert!(!warned(&copilot), "a folder above the workspace is trusted");
 }
+
+#[test]
+fn doctor_says_what_this_platform_lacks_and_what_that_means() {
+    let ws = workspace("claude");
+    let (_, report) = report(ws.path(), true);
+    assert_eq!(report["platform"]["os"], std::env::consts::OS, "{report:#}");
+    let lacks: Vec<&str> = report["platform"]["lacks"].as_array().unwrap().iter().map(|l| l["what"].as_str().unwrap()).collect();
+    // Linux has all of it but, on some kernels, Landlock; elsewhere isolation at least is missing.
+    assert_eq!(lacks.iter().any(|w| w.starts_with("isolation")), !cfg!(target_os = "linux"), "{lacks:?}");
+    assert_eq!(lacks.iter().any(|w| w.starts_with("a live engine")), !cfg!(unix), "{lacks:?}");
+    let text = String::from_utf8(doctor(ws.path(), true, false).stdout).unwrap();
+    assert!(text.lines().any(|l| l.starts_with(&format!("platform: {} ", std::env::consts::OS))), "{text}");
+}

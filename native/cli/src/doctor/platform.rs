@@ -1,0 +1,82 @@
+//! `chokepoint doctor`'s platform section: what this platform lacks of what Chokepoint uses, and what
+//! each lack means for the gate, so a person on macOS or Windows knows what holds there and what does
+//! not. A lack is said, never an error: the gate fails closed where it cannot do its part (a decision
+//! from a terminal is refused where no person can be told from an agent's process), and observes where
+//! it cannot prevent (a shell command's changes compared and reported).
+
+use chokepoint_core::containment::sandbox;
+use serde_json::{Value, json};
+
+/// One thing this platform lacks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lack {
+    pub what: &'static str,
+    pub means: &'static str,
+}
+
+/// What this platform lacks, as this process finds it.
+pub fn lacks() -> Vec<Lack> {
+    let mut out = Vec::new();
+    if !cfg!(target_os = "linux") {
+        out.push(Lack {
+            what: "isolation of shell commands (Linux namespaces over an overlay)",
+            means: "a contained command runs observed: its changes are compared before and after and reported, never undone; one outside the scope is not prevented",
+        });
+    }
+    if cfg!(target_os = "linux") && sandbox::landlock_abi().is_none() {
+        out.push(Lack {
+            what: "Landlock (this kernel has none, or it is off at boot)",
+            means: "a write outside the scope is not refused as it happens; an isolated command's still never lands",
+        });
+    }
+    if cfg!(target_vendor = "apple") {
+        out.push(Lack {
+            what: "a confinement applied to shell commands (macOS's Seatbelt profile is not applied yet)",
+            means: "a write outside the scope is not refused as it happens",
+        });
+    }
+    if !cfg!(unix) {
+        out.push(Lack {
+            what: "a live engine (it listens on a Unix socket)",
+            means: "each hook judges alone: slower, and an edit that breaks hooks.yaml denies every gate until it is fixed, where a live engine keeps the last good configuration",
+        });
+    }
+    if !std::path::Path::new("/proc/self/stat").exists() {
+        out.push(Lack {
+            what: "/proc (who a process's ancestors are)",
+            means: "a person cannot be told from an agent's process, so a decision from a terminal (approvals, sessions revoke, intent approve) is refused: decide in VS Code",
+        });
+    }
+    out
+}
+
+pub fn print(lacks: &[Lack]) {
+    let platform = format!("{} {}", std::env::consts::OS, std::env::consts::ARCH);
+    if lacks.is_empty() {
+        println!("platform: {platform}: nothing Chokepoint uses is missing");
+    }
+    for lack in lacks {
+        println!("platform: {platform} lacks {}: {}", lack.what, lack.means);
+    }
+}
+
+pub fn json(lacks: &[Lack]) -> Value {
+    let lacks: Vec<Value> = lacks.iter().map(|l| json!({ "what": l.what, "means": l.means })).collect();
+    json!({ "os": std::env::consts::OS, "arch": std::env::consts::ARCH, "lacks": lacks })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lacks;
+
+    #[test]
+    fn this_platform_says_what_it_lacks() {
+        let found = lacks();
+        let lacks = |what: &str| found.iter().any(|l| l.what.contains(what));
+        assert_eq!(lacks("isolation"), !cfg!(target_os = "linux"), "{found:?}");
+        assert_eq!(lacks("live engine"), !cfg!(unix), "{found:?}");
+        assert_eq!(lacks("Seatbelt"), cfg!(target_vendor = "apple"), "{found:?}");
+        assert_eq!(lacks("/proc"), !std::path::Path::new("/proc/self/stat").exists(), "{found:?}");
+        assert!(found.iter().all(|l| !l.means.is_empty()));
+    }
+}
