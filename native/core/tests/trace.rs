@@ -104,8 +104,10 @@ fn every_judged_event_is_recorded_with_its_intent_decision_and_the_ranges_it_wro
     let ranges: Vec<(u32, u32, String)> = files[0].ranges.iter().map(|r| (r.start, r.end, r.sha256.clone())).collect();
     let h = |s: &str| chokepoint_core::ledger::record::sha256_hex(s.as_bytes());
     assert_eq!(ranges, [(2, 2, h("B")), (4, 4, h("d"))]);
-    // Record version 2: each range also has a digest of each of its lines.
-    assert_eq!(records[4].v, 2);
+    // Record version 3: each range also has a digest of each of its lines (since version 2), and the
+    // file the hash of its text before the write (since version 3).
+    assert_eq!(records[4].v, 3);
+    assert_eq!(files[0].before_sha256.as_deref(), Some(h("a\nb\nc\n").as_str()));
     let digests: Vec<Option<&str>> = files[0].ranges.iter().map(|r| r.line_digests.as_deref()).collect();
     assert_eq!(digests, [Some(&h("B")[..8]), Some(&h("d")[..8])]);
     assert_eq!(files[0].sha256.as_deref(), Some(h("a\nB\nc\nd\n").as_str()));
@@ -453,6 +455,7 @@ fn the_store_prunes_the_oldest_images_beyond_its_total() {
 
 /// `before_sha256` is written only when there is one, so records written before it existed (and any
 /// record without it) serialise to the same bytes: their line hashes, and the chain, are unchanged.
+/// It came with record version 3: a version-2 record that has one was written by no engine.
 #[test]
 fn a_record_without_a_before_hash_serialises_as_before() {
     let old = r#"{"v":2,"seq":5,"time":"2026-11-22T05:00:00.000Z","prev":"0000000000000000000000000000000000000000000000000000000000000000","kind":"tool_call","event":"PostToolUse","session":"S","tool":"write_to_file","files":[{"path":"src/a.js","sha256":"ab","ranges":[{"start":1,"end":1,"sha256":"cd","line_digests":"0011aabb"}]}]}"#;
@@ -463,5 +466,8 @@ fn a_record_without_a_before_hash_serialises_as_before() {
     with.files[0].before_sha256 = Some("ef".into());
     let line = with.to_line();
     assert!(line.contains(r#""sha256":"ab","before_sha256":"ef","ranges""#), "{line}");
+    assert!(Record::from_line(&line).unwrap_err().message().contains("version 2 record has no before_sha256"));
+    with.v = 3;
+    let line = with.to_line();
     assert_eq!(Record::from_line(&line).unwrap(), with);
 }
