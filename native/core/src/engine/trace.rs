@@ -106,7 +106,8 @@ pub struct Images {
     root_dir: Option<std::fs::File>,
     /// Content before an allowed write, by (session, canonical path).
     before: Mutex<HashMap<(String, String), Before>>,
-    /// Where the texts of a write's result are kept for its diff, after the batch's sync.
+    /// Where the texts of a write's result are kept for its diff, after the batch's sync, off the
+    /// ledger's threads.
     store: ImageStore,
     /// The after-image last handed to the store, by path: the next write's before-image is usually
     /// that same text, which is then not handed over again.
@@ -300,8 +301,8 @@ impl Tracer {
             if let Some(copier) = self.copier.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
                 ledger.on_durable(copier.waker());
             }
-            // The texts of the writes a batch recorded are stored once it is settled, by the ledger
-            // thread that settled it (`ledger::images` says why there).
+            // The texts of the writes a batch recorded are stored once it is settled, by the image
+            // store's thread, woken once per batch (`ledger::images` says why then and there).
             ledger.after_batch(self.images.store.storer());
         }
         Ok(self.ledger.get().expect("set above, by this call or a concurrent one"))

@@ -18,15 +18,15 @@
 //! stored: an image stored again, the same content written again, counts as new), since the diffs a
 //! person opens are nearly always of recent actions.
 //!
-//! When texts are stored: [`ImageStore::keep`] only queues a text, in memory; the queue is stored in
-//! one transaction by [`ImageStore::store_queued`], which the engine has the ledger call after each
-//! batch is settled (`Ledger::after_batch`), on the ledger thread that settled it, once the batch's
-//! answers went. Not while the batch is built (its records are built just before its sync, which
-//! the next gate waits for, so a SQLite write of megabytes there would delay every agent's next
-//! action), and not on a thread of its own, woken for every write to compete with the judge and
-//! the ledger's threads for a machine's few cores (with one, `runtime.tool_call` was 3.0-3.3x its
-//! bypass against 2.8-2.9x with no store). A reader ([`ImageStore::get`]) and a process about to
-//! exit ([`ImageStore::settle`]) store what is queued first, on their own thread.
+//! When texts are stored: [`ImageStore::keep`] only queues a text, in memory; the store's thread
+//! stores the whole queue in one transaction when woken, and the engine has the ledger wake it once
+//! per settled batch ([`ImageStore::storer`], `Ledger::after_batch`), not once per text. Not while
+//! the batch is built (its records are built just before its sync, which the next gate waits for,
+//! so a SQLite write of megabytes there would delay every agent's next action), and not inline on
+//! the ledger thread that settled the batch either: measured so, the agent runtime's tool call took
+//! longer than with the store's thread (see the commit that moved it back). A reader
+//! ([`ImageStore::get`]) and a process about to exit ([`ImageStore::settle`]) store what is queued
+//! first, on their own thread.
 
 use crate::base::sidecar::Sidecar;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -112,10 +112,27 @@ impl ImageStore {
         self.shared.store_queued();
     }
 
-    /// [`ImageStore::store_queued`] for another owner: the ledger, which calls it after each batch.
-    pub fn storer(&self) -> impl Fn() + Send + Sync + 'static {
+    /// Starts the store's thread and returns what wakes it to store the queue: for the ledger to
+    /// call after each batch. It never waits (a wake already pending covers the texts queued since).
+    /// The thread ends when what wakes it is dropped; without a thread, what it returns stores the
+    /// queue on the caller's thread.
+    pub fn storer(&self) -> Box<dyn Fn() + Send + Sync> {
         let shared = Arc::clone(&self.shared);
-        move || shared.store_queued()
+        let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
+        let thread = std::thread::Builder::new().name("chokepoint-images".to_owned()).spawn({
+            let shared = Arc::clone(&shared);
+            move || {
+                while woken.recv().is_ok() {
+                    shared.store_queued();
+                }
+            }
+        });
+        match thread {
+            Ok(_) => Box::new(move || {
+                let _ = wake.try_send(());
+            }),
+            Err(_) => Box::new(move || shared.store_queued()),
+        }
     }
 
     /// Stores what is queued: for a reader that wants what was just kept, and a process about to

@@ -496,10 +496,11 @@ impl Ledger {
     }
 
     /// Runs `work` after each batch is settled (its answers sent, its head raised, a flush waiting
-    /// for it woken), on the ledger thread that settled it, which is awake for the batch anyway: work
-    /// the batch's records left to do that no answer waits for (the engine stores the texts of the
-    /// writes they recorded, `ledger::images`), without a thread of its own to wake. It delays only a
-    /// batch whose records come while it runs. The first `work` given is kept.
+    /// for it woken), on the ledger thread that settled it: work the batch's records left to do
+    /// that no answer waits for (the engine wakes the image store's thread to store the texts of
+    /// the writes they recorded, `ledger::images`), once per batch rather than per record. It delays
+    /// only a batch whose records come while it runs, so it should return at once. The first `work`
+    /// given is kept.
     pub fn after_batch(&self, work: impl Fn() + Send + Sync + 'static) {
         let _ = self.shared.after_batch.set(Box::new(work));
     }
