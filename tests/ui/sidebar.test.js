@@ -168,7 +168,8 @@ test("an action that wrote a file has it under it: a click opens VS Code's diff 
   engine.flushTrace(); // a result's record is not waited for by the call
   const result = engine.traceRecent({ limit: 5 }).find((e) => e.event === 'PostToolUse' && e.tool === 'write_to_file');
   const [written] = result.files;
-  // The other process stores the texts on a thread of its own: here they are once it answers.
+  // The other process stores the texts once the batch of the write's record is settled, and a read
+  // stores what is still queued first: here they are once it answers.
   assert.strictEqual(engine.traceImage(written.sha256), after);
 
   // The action once its result is listed with it ("allowed, ran"): the view refreshes after the ledger changed.

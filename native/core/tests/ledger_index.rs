@@ -17,7 +17,7 @@ use chokepoint_core::ledger::export::{agent_trace, check_trace_record};
 use chokepoint_core::ledger::head;
 use chokepoint_core::ledger::index::{Filter, Index, IndexReport, IndexedRecord, reindex};
 use chokepoint_core::ledger::ranges::{MAX_DIGESTED_LINES, file_change};
-use chokepoint_core::ledger::record::line_hash;
+use chokepoint_core::ledger::record::{line_hash, sha256_hex};
 use chokepoint_core::ledger::verify::verify;
 use chokepoint_core::ledger::writer::Ledger;
 use chokepoint_core::ledger::{GENESIS, Record, RecordKind, RecordedDecision};
@@ -81,16 +81,17 @@ impl Workspace {
         self.append(record)
     }
 
-    /// [`Workspace::agent_writes`] as an engine of record version 1 recorded it: no line digests.
-    fn agent_writes_v1(&mut self, path: &str, content: &str, session: &str) -> Appended {
+    /// [`Workspace::agent_writes`] as an engine of record version `v` (1 or 2) recorded it: no
+    /// before-hash, and in version 1 no line digests.
+    fn agent_writes_old(&mut self, v: u32, path: &str, content: &str, session: &str) -> Appended {
         let file = self.root().join(path);
         let before = fs::read_to_string(&file).ok();
         fs::create_dir_all(file.parent().unwrap()).unwrap();
         fs::write(&file, content).unwrap();
         let mut record = tool_call(session, "INT-OLD");
-        record.v = 1;
+        record.v = v;
         let mut change = file_change(path, before.as_deref(), Some(content));
-        for range in &mut change.ranges {
+        for range in change.ranges.iter_mut().filter(|_| v < 2) {
             range.line_digests = None;
         }
         record.files = vec![change];
@@ -555,28 +556,32 @@ fn blame_keeps_the_untouched_lines_of_a_partly_edited_range() {
 }
 
 #[test]
-fn version_1_records_still_verify_and_blame_by_range_hash() {
+fn version_1_and_2_records_still_verify_and_blame_by_range_hash() {
     let mut ws = Workspace::new();
-    // An engine of record version 1 wrote two files...
+    // An engine of record version 1 wrote two files, then one of version 2 a third...
     let old = "fn old() {\n    1\n}\n";
-    ws.agent_writes_v1("old.rs", old, "s-old");
-    ws.agent_writes_v1("both.rs", "fn a() {\n    a\n}\n", "s-old");
-    let v1_lines = fs::read_to_string(ws.sidecar.trace_ledger()).unwrap();
-    assert!(v1_lines.lines().all(|l| l.starts_with(r#"{"v":1,"#) && !l.contains("line_digests")), "{v1_lines}");
+    ws.agent_writes_old(1, "old.rs", old, "s-old");
+    ws.agent_writes_old(1, "both.rs", "fn a() {\n    a\n}\n", "s-old");
+    ws.agent_writes_old(2, "two.rs", "fn two() {}\n", "s-two");
+    let old_lines = fs::read_to_string(ws.sidecar.trace_ledger()).unwrap();
+    let (v1, v2) = old_lines.split_at(old_lines.match_indices('\n').nth(1).unwrap().0 + 1);
+    assert!(v1.lines().all(|l| l.starts_with(r#"{"v":1,"#) && !l.contains("line_digests")), "{v1}");
+    assert!(v2.starts_with(r#"{"v":2,"#) && v2.contains("line_digests") && !v2.contains("before_sha256"), "{v2}");
     // ...in the single file of before chains, which this engine reads as the legacy chain and never
-    // appends to: its writer begins a chain of its own, in version 2.
+    // appends to: its writer begins a chain of its own, in version 3.
     let (ledger, recovery) = Ledger::open(&ws.sidecar).unwrap();
     assert!(recovery.is_none());
     let content = "fn a() {\n    a\n}\n\nfn b() {\n    b\n    bb\n}\n";
     fs::write(ws.root().join("both.rs"), content).unwrap();
     let mut record = tool_call("s-new", "INT-NEW");
     record.files = vec![file_change("both.rs", Some("fn a() {\n    a\n}\n"), Some(content))];
+    record.files[0].before_sha256 = Some(sha256_hex(b"fn a() {\n    a\n}\n"));
     let appended = ledger.append(record).unwrap();
-    assert_eq!((appended.seq, appended.record.v), (1, 2));
+    assert_eq!((appended.seq, appended.record.v), (1, 3));
     assert!(appended.record.files[0].ranges[0].line_digests.is_some());
     let chain = ledger.chain().unwrap();
     drop(ledger);
-    assert_eq!(fs::read_to_string(ws.sidecar.trace_ledger()).unwrap(), v1_lines, "the legacy file is never appended");
+    assert_eq!(fs::read_to_string(ws.sidecar.trace_ledger()).unwrap(), old_lines, "the legacy file is never appended");
 
     // The mixed ledger is intact, against its heads too, and every line reads back as it was written.
     let head = head::read(&ws.sidecar.state_db(), &chain).unwrap();
@@ -584,15 +589,15 @@ fn version_1_records_still_verify_and_blame_by_range_hash() {
     assert!(verification.is_intact(), "{:?}", verification.problem);
     let audit = chokepoint_core::ledger::audit::verify_ledger(&ws.sidecar).unwrap();
     assert!(audit.is_intact(), "{:?}", audit.first_problem());
-    assert_eq!((audit.chains.len(), audit.records()), (2, 3));
+    assert_eq!((audit.chains.len(), audit.records()), (2, 4));
     let lines = chokepoint_core::ledger::chains::all_lines(&ws.sidecar);
     let versions: Vec<u32> = lines.iter().map(|l| Record::from_line(l).unwrap().v).collect();
-    assert_eq!(versions, [1, 1, 2]);
+    assert_eq!(versions, [1, 1, 2, 3]);
     for line in &lines {
         assert_eq!(&Record::from_line(line).unwrap().to_line(), line);
     }
     let report = reindex(&ws.sidecar).unwrap();
-    assert_eq!((report.records, report.skipped), (3, 0));
+    assert_eq!((report.records, report.skipped), (4, 0));
 
     // Version-1 ranges are found whole, where they moved.
     let index = Index::open(&ws.sidecar).unwrap();
@@ -601,7 +606,7 @@ fn version_1_records_still_verify_and_blame_by_range_hash() {
     assert_eq!(origin_seqs(&lines), [None, Some(1), Some(1), Some(1)]);
     assert_eq!(lines[1].origin.as_ref().map(|o| (o.found, o.whole)), Some(((2, 4), true)));
     // A version-1 range partly edited is found whole or not at all, as before: it has no line
-    // digests. The version-2 range of the same file, partly edited too, keeps its other lines.
+    // digests. The version-3 range of the same file, partly edited too, keeps its other lines.
     ws.human_writes("both.rs", "fn a() {\n    A\n}\n\nfn b() {\n    B\n    bb\n}\n");
     let lines = blame(&index, &ws.sidecar, "both.rs", None).unwrap();
     assert_eq!(origin_seqs(&lines), [None, None, None, Some(1), Some(1), None, Some(1), Some(1)]);

@@ -104,8 +104,10 @@ fn every_judged_event_is_recorded_with_its_intent_decision_and_the_ranges_it_wro
     let ranges: Vec<(u32, u32, String)> = files[0].ranges.iter().map(|r| (r.start, r.end, r.sha256.clone())).collect();
     let h = |s: &str| chokepoint_core::ledger::record::sha256_hex(s.as_bytes());
     assert_eq!(ranges, [(2, 2, h("B")), (4, 4, h("d"))]);
-    // Record version 2: each range also has a digest of each of its lines.
-    assert_eq!(records[4].v, 2);
+    // Record version 3: each range also has a digest of each of its lines (since version 2), and the
+    // file the hash of its text before the write (since version 3).
+    assert_eq!(records[4].v, 3);
+    assert_eq!(files[0].before_sha256.as_deref(), Some(h("a\nb\nc\n").as_str()));
     let digests: Vec<Option<&str>> = files[0].ranges.iter().map(|r| r.line_digests.as_deref()).collect();
     assert_eq!(digests, [Some(&h("B")[..8]), Some(&h("d")[..8])]);
     assert_eq!(files[0].sha256.as_deref(), Some(h("a\nB\nc\nd\n").as_str()));
@@ -451,8 +453,98 @@ fn the_store_prunes_the_oldest_images_beyond_its_total() {
     assert_eq!(kept(&again), "bd");
 }
 
+/// The ids of the stored texts, oldest first, each with its text (`images.db` read directly: what
+/// the store holds, without storing what is queued as `ImageStore::get` would); an error while the
+/// store is still being made.
+fn stored_texts(ws: &tempfile::TempDir) -> rusqlite::Result<Vec<(i64, String)>> {
+    let conn = rusqlite::Connection::open(ws.path().join(".orchestration/images.db"))?;
+    let mut rows = conn.prepare("SELECT id, text FROM images ORDER BY id")?;
+    rows.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?.collect()
+}
+
+#[test]
+fn a_file_written_again_names_the_last_writes_after_image_and_it_is_stored_once() {
+    let (ws, engine) = governed();
+    fs::write(ws.path().join("src/auth/login.js"), "v0\n").unwrap();
+    engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
+    let mut previous = sha("v0\n");
+    for n in 1..=3 {
+        let result = allowed_write(&ws, &engine, "src/auth/login.js", &format!("v{n}\n"));
+        assert_eq!(result.files[0].before_sha256.as_ref(), Some(&previous));
+        previous = result.files[0].sha256.clone().unwrap();
+    }
+    engine.tracer().settle_images();
+    // Each text once, in the order written: the before-image of writes 2 and 3 was the after-image
+    // the write before had stored, and was not stored again (which would have renewed its id).
+    let stored: Vec<(i64, String)> = stored_texts(&ws).unwrap();
+    assert_eq!(stored, [(1, "v0\n".into()), (2, "v1\n".into()), (3, "v2\n".into()), (4, "v3\n".into())]);
+    // A person edits the file between two writes: the next write's before-image is theirs, stored.
+    fs::write(ws.path().join("src/auth/login.js"), "by hand\n").unwrap();
+    let result = allowed_write(&ws, &engine, "src/auth/login.js", "v4\n");
+    assert_eq!(result.files[0].before_sha256, Some(sha("by hand\n")));
+    let tracer = engine.tracer();
+    assert_eq!(tracer.image(&sha("by hand\n")).as_deref(), Some("by hand\n"));
+    for n in 0..=4 {
+        assert_eq!(tracer.image(&sha(&format!("v{n}\n"))), Some(format!("v{n}\n")));
+    }
+}
+
+/// The texts of a batch's writes are stored by the ledger after the batch, with no reader asking.
+#[test]
+fn the_ledger_stores_a_writes_images_after_its_batch() {
+    let (ws, engine) = governed();
+    fs::write(ws.path().join("src/auth/login.js"), "before\n").unwrap();
+    engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
+    allowed_write(&ws, &engine, "src/auth/login.js", "after\n");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let texts = loop {
+        let texts: Vec<String> = stored_texts(&ws).unwrap_or_default().into_iter().map(|(_, text)| text).collect();
+        if texts.len() == 2 || std::time::Instant::now() > deadline {
+            break texts;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert_eq!(texts, ["before\n", "after\n"]);
+}
+
+#[test]
+fn the_stores_total_is_counted_once_and_kept_by_every_store_that_shares_it() {
+    use chokepoint_core::ledger::images::{Caps, ImageStore};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("images.db");
+    // A store made before its total was kept: its texts are summed once, when it is next opened.
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE images (id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE, bytes INTEGER NOT NULL, text TEXT NOT NULL);
+             INSERT INTO images (sha256, bytes, text) VALUES ('a', 3, 'aaa'), ('b', 4, 'bbbb');",
+        )
+        .unwrap();
+    }
+    let caps = Caps { image: 100, total: 20 };
+    let one = ImageStore::with_caps(db.clone(), caps);
+    assert_eq!(one.stored_bytes(), 7);
+    // Two stores on one database, as two processes: each keeps the total the other changed.
+    let two = ImageStore::with_caps(db.clone(), caps);
+    one.keep(sha("ccccc"), "ccccc".into());
+    one.settle();
+    two.keep(sha("dddddd"), "dddddd".into());
+    two.keep(sha("ccccc"), "ccccc".into());
+    two.settle();
+    assert_eq!((one.stored_bytes(), two.stored_bytes()), (18, 18));
+    // Past the cap the oldest go, and the total follows.
+    one.keep(sha("eeee"), "eeee".into());
+    one.settle();
+    let sum: i64 =
+        rusqlite::Connection::open(&db).unwrap().query_row("SELECT total(bytes) FROM images", [], |r| r.get::<_, f64>(0)).unwrap() as i64;
+    assert_eq!((two.stored_bytes(), sum), (19, 19), "the oldest, a, went: 22 bytes were 2 over the cap");
+    assert_eq!((one.get("a"), one.get("b").as_deref()), (None, Some("bbbb")));
+    assert_eq!(one.get(&sha("ccccc")).as_deref(), Some("ccccc"));
+}
+
 /// `before_sha256` is written only when there is one, so records written before it existed (and any
 /// record without it) serialise to the same bytes: their line hashes, and the chain, are unchanged.
+/// It came with record version 3: a version-2 record that has one was written by no engine.
 #[test]
 fn a_record_without_a_before_hash_serialises_as_before() {
     let old = r#"{"v":2,"seq":5,"time":"2026-11-22T05:00:00.000Z","prev":"0000000000000000000000000000000000000000000000000000000000000000","kind":"tool_call","event":"PostToolUse","session":"S","tool":"write_to_file","files":[{"path":"src/a.js","sha256":"ab","ranges":[{"start":1,"end":1,"sha256":"cd","line_digests":"0011aabb"}]}]}"#;
@@ -463,5 +555,8 @@ fn a_record_without_a_before_hash_serialises_as_before() {
     with.files[0].before_sha256 = Some("ef".into());
     let line = with.to_line();
     assert!(line.contains(r#""sha256":"ab","before_sha256":"ef","ranges""#), "{line}");
+    assert!(Record::from_line(&line).unwrap_err().message().contains("version 2 record has no before_sha256"));
+    with.v = 3;
+    let line = with.to_line();
     assert_eq!(Record::from_line(&line).unwrap(), with);
 }

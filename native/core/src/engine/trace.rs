@@ -106,8 +106,50 @@ pub struct Images {
     root_dir: Option<std::fs::File>,
     /// Content before an allowed write, by (session, canonical path).
     before: Mutex<HashMap<(String, String), Before>>,
-    /// Where the texts of a write's result are kept for its diff, off this thread.
+    /// Where the texts of a write's result are kept for its diff, after the batch's sync, off the
+    /// ledger's threads.
     store: ImageStore,
+    /// The after-image last handed to the store, by path: the next write's before-image is usually
+    /// that same text, which is then not handed over again.
+    last_kept: Mutex<LastKept>,
+}
+
+/// What [`Images`] handed to the store: each path's last after-image, and how many bytes had been
+/// handed over before it, so that one the store may have pruned since is handed over again.
+#[derive(Debug, Default)]
+struct LastKept {
+    by_path: HashMap<String, (String, u64)>,
+    /// Bytes of text handed to the store so far.
+    bytes: u64,
+}
+
+impl LastKept {
+    /// Whether `sha256` is the last after-image kept for `path`, recently enough that the store
+    /// still has it: less than half its cap was handed over since (the store prunes the oldest once
+    /// its total passes the cap, and other processes store into it too).
+    fn holds(&self, path: &str, sha256: &str) -> bool {
+        let cap = crate::ledger::images::Caps::default().total;
+        self.by_path.get(path).is_some_and(|(kept, at)| kept == sha256 && self.bytes - at < cap / 2)
+    }
+
+    /// Hands `text` to `store`, counting it.
+    fn keep(&mut self, store: &ImageStore, sha256: String, text: String) -> bool {
+        self.bytes += text.len() as u64;
+        store.keep(sha256, text)
+    }
+
+    /// Notes `sha256` as the last after-image of `path` (`None`: none that the store was given).
+    fn remember(&mut self, path: &str, sha256: Option<String>) {
+        let Some(sha256) = sha256 else {
+            self.by_path.remove(path);
+            return;
+        };
+        // Bounded by the files one engine writes; forgetting them all only costs texts stored twice.
+        if self.by_path.len() >= LAST_KEPT_PATHS {
+            self.by_path.clear();
+        }
+        self.by_path.insert(path.to_owned(), (sha256, self.bytes));
+    }
 }
 
 /// A file as the tracer found it before an allowed write.
@@ -140,7 +182,7 @@ impl Tracer {
         let root = sidecar.workspace_root().to_path_buf();
         let root_dir = if cfg!(unix) { std::fs::File::open(&root).ok() } else { None };
         let store = ImageStore::new(&sidecar);
-        let images = Arc::new(Images { root_dir, root, before: Mutex::default(), store });
+        let images = Arc::new(Images { root_dir, root, before: Mutex::default(), store, last_kept: Mutex::default() });
         Tracer {
             sidecar,
             state,
@@ -255,9 +297,13 @@ impl Tracer {
             Ledger::open_sharing(&self.sidecar, Arc::clone(&self.state)).map_err(|e| format!("cannot open the trace ledger: {e}"))?;
         if self.ledger.set(ledger).is_ok() {
             *self.recovery.lock().unwrap_or_else(|p| p.into_inner()) = recovery;
+            let ledger = self.ledger.get().expect("set above");
             if let Some(copier) = self.copier.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-                self.ledger.get().expect("set above").on_durable(copier.waker());
+                ledger.on_durable(copier.waker());
             }
+            // The texts of the writes a batch recorded are stored once it is settled, by the image
+            // store's thread, woken once per batch (`ledger::images` says why then and there).
+            ledger.after_batch(self.images.store.storer());
         }
         Ok(self.ledger.get().expect("set above, by this call or a concurrent one"))
     }
@@ -302,8 +348,8 @@ impl Tracer {
         self.images.store.get(sha256)
     }
 
-    /// Waits (a few seconds at most) until the images queued for the store are written: for a
-    /// process about to exit.
+    /// Stores the images queued for the store, on the caller's thread: for a process about to exit
+    /// (the ledger stores them after each batch, `ledger::images`).
     pub fn settle_images(&self) {
         self.images.store.settle();
     }
@@ -507,18 +553,27 @@ impl Images {
         }
         let before_sha256 = sha256_hex(before.as_bytes());
         change.before_sha256 = Some(before_sha256.clone());
-        if !before.is_empty() {
-            self.store.keep(before_sha256, before);
-        }
+        let mut last_kept = self.last_kept.lock().unwrap_or_else(|p| p.into_inner());
+        // A file that only agents wrote since: its before-image is the after-image of the last write
+        // to it, kept then. Handed over again it would only be stored again, doubling the store's
+        // work for every write of a file written before (the empty text is never stored).
+        let before_kept =
+            !before.is_empty() && (last_kept.holds(&change.path, &before_sha256) || last_kept.keep(&self.store, before_sha256, before));
         // The same text again (a write that changed nothing) is kept once.
-        if let (Some(after), Some(after_sha256)) = (after, &change.sha256)
-            && !after.is_empty()
-            && change.before_sha256.as_ref() != Some(after_sha256)
-        {
-            self.store.keep(after_sha256.clone(), after);
-        }
+        let after_kept = match (after, &change.sha256) {
+            (Some(after), Some(after_sha256)) if !after.is_empty() => {
+                let unchanged = change.before_sha256.as_ref() == Some(after_sha256);
+                let kept = if unchanged { before_kept } else { last_kept.keep(&self.store, after_sha256.clone(), after) };
+                kept.then(|| after_sha256.clone())
+            }
+            _ => None,
+        };
+        last_kept.remember(&change.path, after_kept);
     }
 }
+
+/// The most paths whose last after-image [`Images`] remembers.
+const LAST_KEPT_PATHS: usize = 4096;
 
 /// The most images kept for the batch being built: enough for a multi-file edit's after-images and
 /// the next one's before-images.

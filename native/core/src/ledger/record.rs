@@ -12,14 +12,17 @@
 //! were edited can be found again line by line (`ranges.rs` says how they are made, `blame.rs` how
 //! they are matched).
 //!
-//! Versions: 1, the first, has no line digests; 2 adds [`LineRange::line_digests`] and changes nothing
-//! else. This engine writes version 2 and reads both, so a ledger begun by an older engine keeps
-//! verifying (the chain hashes lines as they are, whatever their version) and its ranges are still
-//! blamed, by their range hash alone. A version-1 record that carries line digests was written by no
-//! engine and is refused, like any other field its version does not have. **Every record version
-//! ever written stays readable**; the version is the record's `v`, described by
-//! `.orchestration/schema/agent_trace.schema.json`. A version-2 line digest is 32 bits, for at most
-//! `ranges::MAX_DIGESTED_LINES` (2,048) lines per file per write.
+//! Versions: 1, the first, has no line digests; 2 adds [`LineRange::line_digests`]; 3 adds
+//! [`FileChange::before_sha256`]. Each adds one optional field and changes nothing else. This engine
+//! writes version 3 and reads all three, so a ledger begun by an older engine keeps verifying (the
+//! chain hashes lines as they are, whatever their version) and its ranges are still blamed, by their
+//! range hash alone when they have no line digests. A record that carries a field its version does
+//! not have was written by no engine and is refused ([`Record::field_beyond_version`]). The version
+//! is bumped for every added field, optional or not, because records are `deny_unknown_fields`: an
+//! older engine reading a newer record must say "version 3 is not supported", not "unknown field".
+//! **Every record version ever written stays readable**; the version is the record's `v`, described
+//! by `.orchestration/schema/agent_trace.schema.json`. A line digest (version 2 on) is 32 bits, for
+//! at most `ranges::MAX_DIGESTED_LINES` (2,048) lines per file per write.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -27,10 +30,16 @@ use sha2::{Digest, Sha256};
 
 /// The schema version of the records this engine writes. A reader refuses versions it does not know
 /// ([`READABLE_VERSIONS`]).
-pub const RECORD_VERSION: u32 = 2;
+pub const RECORD_VERSION: u32 = 3;
 
 /// The versions this engine reads: every version it ever wrote.
 pub const READABLE_VERSIONS: std::ops::RangeInclusive<u32> = 1..=RECORD_VERSION;
+
+/// The version that added [`LineRange::line_digests`].
+pub(crate) const LINE_DIGESTS_SINCE: u32 = 2;
+
+/// The version that added [`FileChange::before_sha256`].
+pub(crate) const BEFORE_SHA256_SINCE: u32 = 3;
 
 /// The `prev` of the first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -62,7 +71,8 @@ crate::base::names::names!(RecordKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
-    /// The version of this schema the record follows: 1 (no line digests) or 2 ([`RECORD_VERSION`]).
+    /// The version of this schema the record follows: 1 (no line digests), 2 (line digests, no
+    /// before-hashes) or 3 ([`RECORD_VERSION`]).
     #[schemars(range(min = 1, max = RECORD_VERSION))]
     pub v: u32,
     /// 1 for the first record, then +1 per line: a gap or a repeat is tampering.
@@ -142,12 +152,12 @@ pub struct FileChange {
     /// SHA-256 (hex) of the whole file after the write; absent when the file was deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
-    /// SHA-256 (hex) of the whole file before the write, when the engine read it before the write ran:
-    /// with `sha256`, what names the two texts a diff of the write shows (`ledger::images` may keep
-    /// them; the ledger never depends on it). A file the write created has the hash of the empty
-    /// text. Absent when the before-image was not read (a write reported by another process, a file
-    /// too large or not text) and in records written before it existed, which therefore serialise to
-    /// the same bytes as ever.
+    /// Since version 3: SHA-256 (hex) of the whole file before the write, when the engine read it
+    /// before the write ran: with `sha256`, what names the two texts a diff of the write shows
+    /// (`ledger::images` may keep them; the ledger never depends on it). A file the write created has
+    /// the hash of the empty text. Absent when the before-image was not read (a write reported by
+    /// another process, a file too large or not text), and in versions 1 and 2, whose records
+    /// therefore serialise to the same bytes as ever.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before_sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -220,7 +230,7 @@ impl Record {
         serde_json::to_string(self).expect("a record always serialises")
     }
 
-    /// The line without its chain fields: what follows `{"v":2,"seq":…,"time":"…","prev":"…",`.
+    /// The line without its chain fields: what follows `{"v":3,"seq":…,"time":"…","prev":"…",`.
     /// Clears the chain fields (the writer sets them). Producers serialise this on their own thread, so
     /// that the writer, which alone can fill in the chain and must do so one record after another,
     /// only splices and hashes ([`chained_line`]).
@@ -247,15 +257,28 @@ impl Record {
             )
             .into());
         }
-        if record.v < 2 && record.files.iter().flat_map(|f| &f.ranges).any(|r| r.line_digests.is_some()) {
-            return Err(format!("not a record: a version {} record has no line_digests", record.v).into());
+        if let Some(field) = record.field_beyond_version() {
+            return Err(format!("not a record: a version {} record has no {field}", record.v).into());
         }
         Ok(record)
+    }
+
+    /// A field this record carries that its version does not have (no engine writes one), if any.
+    /// `verify.rs`'s mirror makes the same check (`RecordView::readable`); a field added in a new
+    /// version is added to both.
+    fn field_beyond_version(&self) -> Option<&'static str> {
+        if self.v < BEFORE_SHA256_SINCE && self.files.iter().any(|f| f.before_sha256.is_some()) {
+            return Some("before_sha256");
+        }
+        if self.v < LINE_DIGESTS_SINCE && self.files.iter().flat_map(|f| &f.ranges).any(|r| r.line_digests.is_some()) {
+            return Some("line_digests");
+        }
+        None
     }
 }
 
 /// How a record with blank chain fields begins; [`Record::take_body`] cuts it off.
-const BLANK_PREFIX: &str = r#"{"v":2,"seq":0,"time":"","prev":"","#;
+const BLANK_PREFIX: &str = r#"{"v":3,"seq":0,"time":"","prev":"","#;
 
 /// Appends to `out` the line of the record whose body is `body` and whose chain fields are `seq`,
 /// `time` and `prev`: the same bytes as [`Record::to_line`] of that record (pinned by a test). `time`
@@ -416,12 +439,32 @@ mod tests {
             ranges: vec![LineRange { start: 1, end: 2, sha256: sha256_hex(b"a\nb"), line_digests: Some("ca9781123e23e816".into()) }],
         }];
         let line = r.to_line();
-        assert!(line.starts_with(r#"{"v":2,"seq":1,"time":"2026-11-22T05:00:00.000Z","prev":"0000"#), "{line}");
+        assert!(line.starts_with(r#"{"v":3,"seq":1,"time":"2026-11-22T05:00:00.000Z","prev":"0000"#), "{line}");
         assert!(!line.contains("session"), "absent fields are omitted: {line}");
         assert_eq!(Record::from_line(&line).unwrap(), r);
         assert_eq!(Record::from_line(&line).unwrap().to_line(), line);
-        assert!(Record::from_line(&line.replace("\"v\":2", "\"v\":9")).unwrap_err().message().contains("version 9"));
-        assert!(Record::from_line(&line.replace("\"v\":2", "\"v\":0")).unwrap_err().message().contains("version 0"));
+        assert!(Record::from_line(&line.replace("\"v\":3", "\"v\":9")).unwrap_err().message().contains("version 9"));
+        assert!(Record::from_line(&line.replace("\"v\":3", "\"v\":0")).unwrap_err().message().contains("version 0"));
+        // With a before-hash, the current version's whole record reads back to the same bytes.
+        r.files[0].before_sha256 = Some(sha256_hex(b""));
+        let line = r.to_line();
+        assert!(line.contains(r#""path":"src/a.js","before_sha256":"e3b0"#), "{line}");
+        assert_eq!(Record::from_line(&line).unwrap().to_line(), line);
+    }
+
+    #[test]
+    fn version_2_records_are_read_as_they_were_written() {
+        // A line as the version-2 engine wrote it: line digests, no before-hash.
+        let old = r#"{"v":2,"seq":3,"time":"2026-11-22T05:00:00.000Z","prev":"0000000000000000000000000000000000000000000000000000000000000000","kind":"tool_call","files":[{"path":"a.rs","sha256":"ab","ranges":[{"start":1,"end":1,"sha256":"cd","line_digests":"0011aabb"}]}]}"#;
+        let record = Record::from_line(old).unwrap();
+        assert_eq!((record.v, record.files[0].before_sha256.as_ref()), (2, None));
+        assert_eq!(record.to_line(), old);
+        // A version-2 record never had a before-hash: one that has is refused, saying which field.
+        let forged = old.replace(r#""sha256":"ab","#, r#""sha256":"ab","before_sha256":"ef","#);
+        let error = Record::from_line(&forged).unwrap_err();
+        assert_eq!(error.message(), "not a record: a version 2 record has no before_sha256");
+        assert!(Record::from_line(&forged.replace("\"v\":2", "\"v\":1")).unwrap_err().message().contains("version 1 record has no"));
+        assert!(Record::from_line(&forged.replace("\"v\":2", "\"v\":3")).is_ok());
     }
 
     #[test]
@@ -436,6 +479,7 @@ mod tests {
         let forged = old.replace(r#""sha256":"ab"}"#, r#""sha256":"ab","line_digests":"0000000011111111"}"#);
         assert!(Record::from_line(&forged).unwrap_err().message().contains("version 1 record has no line_digests"));
         assert!(Record::from_line(&forged.replace("\"v\":1", "\"v\":2")).is_ok());
+        assert!(Record::from_line(&forged.replace("\"v\":1", "\"v\":3")).is_ok());
     }
 
     #[test]

@@ -40,7 +40,7 @@ use sha2::{Digest, Sha256};
 
 use super::error::LedgerError;
 use super::record::Head;
-use super::record::{READABLE_VERSIONS, Record, RecordKind};
+use super::record::{BEFORE_SHA256_SINCE, LINE_DIGESTS_SINCE, READABLE_VERSIONS, Record, RecordKind};
 
 /// What is wrong with the first bad record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -403,7 +403,8 @@ fn parse(bytes: &[u8]) -> Result<(u64, Option<[u8; 32]>), String> {
 // every type of `record.rs` with an exhaustive struct literal, so a field added there fails to compile
 // until it is added here; `the_mirror_accepts_what_record_accepts` compares the two on edited lines.
 // Fields other than `v`, `seq` and `prev` are read only by the deserializer, except that the mirror
-// notes whether any range has `line_digests`, which `Record::from_line` refuses in a version-1 record.
+// notes the first version that has every field the record carries (`line_digests` since 2,
+// `before_sha256` since 3), since `Record::from_line` refuses a record older than its fields.
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -432,10 +433,10 @@ struct RecordView {
 }
 
 impl RecordView {
-    /// Whether `Record::from_line` accepts what the mirror read: a version it reads, and no line
-    /// digests in a version-1 record.
+    /// Whether `Record::from_line` accepts what the mirror read: a version it reads, and no field
+    /// newer than that version.
     fn readable(&self) -> bool {
-        READABLE_VERSIONS.contains(&self.v) && (self.v >= 2 || !self.files.any)
+        READABLE_VERSIONS.contains(&self.v) && self.v >= self.files.since
     }
 }
 
@@ -480,26 +481,28 @@ struct RangeView {
     line_digests: Option<AnyStr>,
 }
 
-/// What [`Many`] notes about the elements it checks: whether one of them carries line digests.
+/// What [`Many`] notes about the elements it checks: the first record version that has every field
+/// an element carries.
 trait Noted {
-    fn has_line_digests(&self) -> bool;
+    fn since(&self) -> u32;
 }
 
 impl Noted for HookView {
-    fn has_line_digests(&self) -> bool {
-        false
+    fn since(&self) -> u32 {
+        1
     }
 }
 
 impl Noted for FileView {
-    fn has_line_digests(&self) -> bool {
-        self.ranges.any
+    fn since(&self) -> u32 {
+        let own = if self.before_sha256.is_some() { BEFORE_SHA256_SINCE } else { 1 };
+        own.max(self.ranges.since)
     }
 }
 
 impl Noted for RangeView {
-    fn has_line_digests(&self) -> bool {
-        self.line_digests.is_some()
+    fn since(&self) -> u32 {
+        if self.line_digests.is_some() { LINE_DIGESTS_SINCE } else { 1 }
     }
 }
 
@@ -541,16 +544,16 @@ impl<'de> Deserialize<'de> for Hash {
     }
 }
 
-/// A JSON array of `T`, each checked as `Vec<T>` would check it, none kept; `any`: one of them
-/// carries line digests ([`Noted`]).
+/// A JSON array of `T`, each checked as `Vec<T>` would check it, none kept; `since`: the first
+/// record version that has every field they carry ([`Noted`]).
 struct Many<T> {
-    any: bool,
+    since: u32,
     _each: std::marker::PhantomData<T>,
 }
 
 impl<T> Default for Many<T> {
     fn default() -> Self {
-        Many { any: false, _each: std::marker::PhantomData }
+        Many { since: 1, _each: std::marker::PhantomData }
     }
 }
 
@@ -565,7 +568,7 @@ impl<'de, T: Deserialize<'de> + Noted> Deserialize<'de> for Many<T> {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Many<T>, A::Error> {
                 let mut many = Many::default();
                 while let Some(each) = seq.next_element::<T>()? {
-                    many.any |= each.has_line_digests();
+                    many.since = many.since.max(each.since());
                 }
                 Ok(many)
             }
@@ -682,6 +685,12 @@ mod tests {
             r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","files":[{"path":"a","ranges":[{"start":1,"end":1,"sha256":"x"},{"start":1,"end":1,"sha256":"x","line\u005fdigests":"0"}]}]}"#,
             r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","files":[{"path":"a","ranges":[{"start":1,"end":1,"sha256":"x","line_digests":null}]}]}"#,
             r#"{"v":2,"seq":1,"time":"t","prev":"p","kind":"external","files":[{"path":"a","ranges":[{"start":1,"end":1,"sha256":"x","line_digests":7}]}]}"#,
+            r#"{"v":2,"seq":1,"time":"t","prev":"p","kind":"external","files":[{"path":"a","before_sha256":"x"}]}"#,
+            r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"external","files":[{"path":"a","before_sha256":"x"}]}"#,
+            r#"{"v":3,"seq":1,"time":"t","prev":"p","kind":"external","files":[{"path":"a","before_sha256":"x"}]}"#,
+            r#"{"v":2,"seq":1,"time":"t","prev":"p","kind":"external","files":[{"path":"a"},{"path":"b","before_sha256":"x"}]}"#,
+            r#"{"v":2,"seq":1,"time":"t","prev":"p","kind":"external","files":[{"path":"a","before_sha256":null}]}"#,
+            r#"{"v":4,"seq":1,"time":"t","prev":"p","kind":"external"}"#,
             r#"{"v":1,"seq":1,"time":"t","prev":"p","kind":"Tool_call"}"#,
         ] {
             lines.push(line.to_owned());

@@ -275,6 +275,8 @@ struct Shared {
     sync_failed: Mutex<Option<LedgerError>>,
     /// Told after each batch's head is raised ([`Ledger::on_durable`]): the team copy's waker.
     on_durable: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Run after each batch is settled ([`Ledger::after_batch`]): the image store's puts.
+    after_batch: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl Shared {
@@ -375,6 +377,7 @@ impl Ledger {
             wakeups: AtomicU64::new(0),
             sync_failed: Mutex::new(None),
             on_durable: std::sync::OnceLock::new(),
+            after_batch: std::sync::OnceLock::new(),
         });
         // The head is read under the lock by the writer and written after each sync by the syncer,
         // each taking the connection for one statement.
@@ -507,6 +510,16 @@ impl Ledger {
     /// The first waker given is kept.
     pub fn on_durable(&self, waker: impl Fn() + Send + Sync + 'static) {
         let _ = self.shared.on_durable.set(Box::new(waker));
+    }
+
+    /// Runs `work` after each batch is settled (its answers sent, its head raised, a flush waiting
+    /// for it woken), on the ledger thread that settled it: work the batch's records left to do
+    /// that no answer waits for (the engine wakes the image store's thread to store the texts of
+    /// the writes they recorded, `ledger::images`), once per batch rather than per record. It delays
+    /// only a batch whose records come while it runs, so it should return at once. The first `work`
+    /// given is kept.
+    pub fn after_batch(&self, work: impl Fn() + Send + Sync + 'static) {
+        let _ = self.shared.after_batch.set(Box::new(work));
     }
 
     /// What happened since the last call that no append was answerable for (recoveries of another
@@ -848,6 +861,10 @@ impl Syncer {
         drop(queue);
         if wake {
             shared.settled.notify_all();
+        }
+        // A panic there loses that work's own (the texts' diffs), never the ledger's thread.
+        if let Some(work) = shared.after_batch.get() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
         }
     }
 }
@@ -1405,6 +1422,25 @@ mod tests {
         assert_eq!(alone.seq, 7);
         assert!(started.elapsed() < LAZY_SYNC * 20, "{:?}", started.elapsed());
         assert!(ledger.stats().durable_seq >= 7);
+    }
+
+    #[test]
+    fn work_after_a_batch_runs_once_it_is_durable_and_a_panic_there_spares_the_ledger() {
+        let (_dir, sidecar) = sidecar();
+        let (ledger, _) = Ledger::open(&sidecar).unwrap();
+        let (ran, runs) = std::sync::mpsc::channel::<()>();
+        let ran = Mutex::new(ran);
+        ledger.after_batch(move || {
+            let _ = ran.lock().unwrap().send(());
+            panic!("the work after a batch broke");
+        });
+        ledger.append(Record::new(super::super::RecordKind::ToolCall)).unwrap();
+        runs.recv_timeout(Duration::from_secs(10)).expect("the work ran after the batch");
+        // Its panic cost the ledger nothing: the next batch is written, and the work runs again.
+        let next = ledger.append(Record::new(super::super::RecordKind::ToolCall)).unwrap();
+        assert_eq!(next.seq, 2);
+        runs.recv_timeout(Duration::from_secs(10)).expect("the work ran after the next batch");
+        ledger.flush().unwrap();
     }
 
     #[test]
