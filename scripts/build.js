@@ -28,9 +28,18 @@ async function buildNative({ force = false } = {}) {
     // the flags (`cargo rustc`), so no dependency is built twice; a target-wide crt-static would also
     // refuse the napi addon (a shared library) and the proc-macros.
     const flags = linkStatic ? ['--', '-C', 'target-feature=+crt-static', '-C', 'relocation-model=static'] : [];
+    // For the host named as a target, as napi names it for the addon: its dependencies are then the
+    // addon's, compiled once (target/<host>/release), where without `--target` they would be compiled
+    // again into target/release. The program is copied to target/release/chokepoint, where everything
+    // else looks for it.
+    const host = hostTriple();
     await step('build', `chokepoint CLI (release${linkStatic ? ', linked statically' : ''})`, () =>
-      run('cargo', ['rustc', '--release', '-p', 'chokepoint-cli', '--bin', 'chokepoint', ...flags]),
+      run('cargo', ['rustc', '--release', '--target', host, '-p', 'chokepoint-cli', '--bin', 'chokepoint', ...flags]),
     );
+    // Renamed over the old one, which may be running (a live `chokepoint serve`): writing into it would fail.
+    fs.copyFileSync(path.join(ROOT, 'target', host, 'release', 'chokepoint'), `${cli}.new`);
+    fs.chmodSync(`${cli}.new`, 0o755);
+    fs.renameSync(`${cli}.new`, cli);
   }
   // The extension runs bin/chokepoint before target/release/chokepoint (the .vsix ships the first);
   // in a checkout, bin/ is the copy the last `npm run package` made, so it follows every build.
@@ -39,6 +48,14 @@ async function buildNative({ force = false } = {}) {
     fs.copyFileSync(cli, shipped);
     fs.chmodSync(shipped, 0o755);
   }
+}
+
+/** The triple rustc builds for by default here (`x86_64-unknown-linux-gnu`). */
+function hostTriple() {
+  const r = require('child_process').spawnSync('rustc', ['-vV'], { encoding: 'utf8' });
+  const host = /^host: (\S+)$/m.exec(r.stdout || '')?.[1];
+  if (!host) throw new Error(`cannot tell this machine's rust target from \`rustc -vV\`: ${r.stderr || r.error?.message}`);
+  return host;
 }
 
 /** Linux with glibc's static archives (libc6-dev has them; Fedora's glibc-static is separate). */
