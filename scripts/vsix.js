@@ -81,4 +81,28 @@ function inspect(file) {
   };
 }
 
-module.exports = { inspect, machineCode, expectedCode, entries };
+/**
+ * What is wrong with `file` as the .vsix of `platform` (a scripts/package.js platform): its manifest
+ * targets that platform, it carries exactly one engine and one program, named as the extension looks
+ * for them there, each machine code of that platform's format and processor, and nothing of another
+ * platform's. Empty when it is right.
+ */
+function problems(file, platform) {
+  const found = inspect(file);
+  const want = expectedCode(platform.name);
+  const out = [];
+  if (found.target !== platform.name) out.push(`its manifest targets ${found.target ?? 'no platform'}, not ${platform.name}`);
+  const check = (kind, list, name) => {
+    if (list.length !== 1 || list[0].name !== name) out.push(`it carries ${list.map((e) => e.name).join(', ') || `no ${kind}`}, not just ${name}`);
+    for (const e of list) {
+      if (!e.code || e.code.format !== want.format || e.code.arch !== want.arch) {
+        out.push(`${e.name} is ${e.code ? `${e.code.format} ${e.code.arch}` : 'not machine code'}, not ${want.format} ${want.arch}`);
+      }
+    }
+  };
+  check('engine', found.engines, `extension/native/node/chokepoint.${platform.addon}.node`);
+  check('program', found.programs, `extension/bin/${platform.program}`);
+  return out;
+}
+
+module.exports = { inspect, problems, machineCode, expectedCode, entries };
