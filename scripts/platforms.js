@@ -1,0 +1,130 @@
+// The platforms layer of `npm test` (`npm test -- platforms`): the core's and the CLI's test suites
+// built for the other platforms VS Code runs on and run from this Linux machine, Windows
+// (`x86_64-pc-windows-gnu`, Debian's MinGW, the tests under Wine) and Linux on Arm
+// (`aarch64-unknown-linux-gnu`, Debian's cross gcc, the tests under qemu-user). The linkers and
+// runners are in .cargo/config.toml, so `cargo test --target …` runs the same by hand; this module
+// installs what they need (Debian packages as root, rust targets with rustup) and counts.
+//
+// A test that needs what the emulation lacks (a Windows kernel feature Wine does not have, Landlock
+// under qemu) is marked `#[cfg_attr(…, ignore = "why")]` in the code; cargo prints each one as
+// `ignored, <why>`, and this layer lists them all with their reasons, so none is skipped unseen.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { ROOT, log, capture } = require('./lib');
+const vscode = require('./vscode');
+
+/** The crates whose suites run on every platform (the napi binding is built per platform by
+ *  packaging, not tested here). */
+const CRATES = ['-p', 'chokepoint-core', '-p', 'chokepoint-cli'];
+
+/** Wine's prefix (its C: drive and registry), made by the first run (about half a minute) and kept. */
+const WINEPREFIX = path.join(ROOT, 'target/wine');
+
+/**
+ * Each target: its rust triple, the Debian packages that build and run it, and the environment of
+ * its test run.
+ * @typedef {object} Target
+ * @property {string} name the VS Code platform name (`vsce package --target`)
+ * @property {string} triple
+ * @property {string[]} packages
+ * @property {Record<string, string>} env
+ * @type {Target[]}
+ */
+const TARGETS = [
+  {
+    name: 'linux-arm64',
+    triple: 'aarch64-unknown-linux-gnu',
+    packages: ['gcc-aarch64-linux-gnu', 'libc6-dev-arm64-cross', 'qemu-user-static'],
+    // Where qemu finds the Arm dynamic loader and C library, for the programs a test starts itself
+    // (the `chokepoint` binary), which the kernel hands to qemu through binfmt_misc, not the runner.
+    env: { QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu' },
+  },
+  {
+    name: 'win32-x64',
+    triple: 'x86_64-pc-windows-gnu',
+    packages: ['gcc-mingw-w64-x86-64', 'wine64', 'wine'],
+    // No debug chatter, a prefix of our own under target/, and no offer to download Mono and Gecko
+    // (nothing here uses .NET or HTML, and this machine has no network for them).
+    env: { WINEDEBUG: '-all', WINEPREFIX, WINEDLLOVERRIDES: 'mscoree,mshtml=' },
+  },
+];
+
+/** The installed rust targets, plus those of `targets` that were missing (added with rustup). */
+async function ensureRustTargets(targets) {
+  const installed = (await capture('rustup', ['target', 'list', '--installed'])).stdout.split('\n');
+  const missing = targets.map((t) => t.triple).filter((t) => !installed.includes(t));
+  if (missing.length === 0) return;
+  log('setup', `adding rust targets: ${missing.join(', ')}`);
+  const r = await capture('rustup', ['target', 'add', ...missing], { echo: true });
+  if (r.code !== 0) throw new Error(`rustup target add ${missing.join(' ')} failed`);
+}
+
+/** The binfmt_misc entry that has the kernel hand an Arm program to qemu, so a test that starts the
+ *  Arm `chokepoint` binary can. qemu-user-static's package registers it where systemd runs (a CI
+ *  machine); in a container without systemd it is registered here, as root, from the same file. */
+function ensureArmBinfmt() {
+  const dir = '/proc/sys/fs/binfmt_misc';
+  if (fs.existsSync(path.join(dir, 'qemu-aarch64'))) return;
+  const conf = '/usr/lib/binfmt.d/qemu-aarch64.conf';
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0 || !fs.existsSync(conf)) {
+    log('test', `the kernel does not run Arm programs through qemu (no ${dir}/qemu-aarch64): tests that start the chokepoint binary fail`);
+    return;
+  }
+  const { spawnSync } = require('child_process');
+  if (!fs.existsSync(path.join(dir, 'register'))) spawnSync('mount', ['-t', 'binfmt_misc', 'binfmt_misc', dir], { stdio: 'inherit' });
+  try {
+    fs.writeFileSync(path.join(dir, 'register'), fs.readFileSync(conf, 'utf8').trim());
+    log('setup', `registered ${conf} with binfmt_misc`);
+  } catch (e) {
+    log('test', `cannot register ${conf} with binfmt_misc: ${/** @type {Error} */ (e).message}`);
+  }
+}
+
+/**
+ * The counts of a `cargo test` run's output: `test result:` lines summed, and every ignored test
+ * with its reason (`test name ... ignored, reason`).
+ * @param {string} text
+ */
+function cargoCounts(text) {
+  let passed = 0;
+  let failed = 0;
+  for (const m of text.matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {
+    passed += Number(m[1]);
+    failed += Number(m[2]);
+  }
+  const ignored = [...text.matchAll(/^test (\S+) \.\.\. ignored(?:, (.*))?$/gm)].map((m) => ({ test: m[1], reason: m[2] || '(no reason given)' }));
+  return { passed, failed, ignored };
+}
+
+/** Builds and runs the suites for one target; returns its counts. */
+async function runTarget(target) {
+  const started = Date.now();
+  log('test', `platform ${target.name} (${target.triple})`);
+  const r = await capture('cargo', ['test', '--target', target.triple, ...CRATES, '--no-fail-fast', '--color', 'never'], {
+    echo: true,
+    env: { ...process.env, ...target.env },
+  });
+  const counts = cargoCounts(r.stdout + r.stderr);
+  // A build failure runs no tests at all: count it, or a platform that does not build would look green.
+  if (r.code !== 0 && counts.failed === 0) counts.failed = 1;
+  return { ...counts, seconds: Math.round((Date.now() - started) / 1000) };
+}
+
+/** The platforms layer: every target in turn, then what each passed, failed and ignored, and why. */
+async function platformsLayer() {
+  await vscode.ensureSystemPackages({ need: TARGETS.flatMap((t) => t.packages) });
+  await ensureRustTargets(TARGETS);
+  ensureArmBinfmt();
+  fs.mkdirSync(path.dirname(WINEPREFIX), { recursive: true });
+  const results = [];
+  for (const target of TARGETS) results.push({ target, ...(await runTarget(target)) });
+  console.log('');
+  for (const r of results) {
+    console.log(`  ${r.target.name.padEnd(12)} ${r.passed} passed, ${r.failed} failed, ${r.ignored.length} ignored (${r.seconds} s)`);
+    for (const i of r.ignored) console.log(`      ignored ${i.test}: ${i.reason}`);
+  }
+  return { passed: results.reduce((s, r) => s + r.passed, 0), failed: results.reduce((s, r) => s + r.failed, 0) };
+}
+
+module.exports = { platformsLayer, cargoCounts, TARGETS };
