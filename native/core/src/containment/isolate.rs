@@ -108,6 +108,7 @@ fn spec() -> Result<Spec, String> {
 }
 
 /// Escapes a path for overlayfs' comma- and colon-separated mount options.
+#[cfg(target_os = "linux")]
 fn escape(path: &Path) -> String {
     let mut out = String::new();
     for c in path.to_string_lossy().chars() {
@@ -120,6 +121,7 @@ fn escape(path: &Path) -> String {
 }
 
 /// The exit code of a process that ended with `status`, as a shell reports it.
+#[cfg(target_os = "linux")]
 fn code(status: std::process::ExitStatus) -> i32 {
     #[cfg(unix)]
     {

@@ -24,6 +24,11 @@
 //! configuration (both run `agents::hook`); the server adds only who may ask and how much, and the
 //! time a person has to decide an ask (a hook alone has no one to show it to).
 
+// Where nothing listens (unserved.rs), the server's side (judging a call, the HTTP endpoint, a
+// relayed ask's answer, the token file) is still compiled, so that it keeps building on every
+// platform for the transport to come, but nothing calls it.
+#![cfg_attr(not(unix), allow(dead_code))]
+
 mod call;
 pub mod client;
 pub mod deciders;
@@ -33,5 +38,10 @@ pub mod http;
 pub mod process;
 pub mod protocol;
 pub mod relay;
+#[cfg(unix)]
+pub mod server;
+// Where there is no Unix socket, a server that refuses to start, saying why (unserved.rs).
+#[cfg(not(unix))]
+#[path = "unserved.rs"]
 pub mod server;
 pub mod token;
