@@ -38,7 +38,9 @@ const TARGETS = [
     packages: ['gcc-aarch64-linux-gnu', 'libc6-dev-arm64-cross', 'qemu-user-static'],
     // Where qemu finds the Arm dynamic loader and C library, for the programs a test starts itself
     // (the `chokepoint` binary), which the kernel hands to qemu through binfmt_misc, not the runner.
-    env: { QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu' },
+    // `--cfg qemu` marks the tests that need what qemu-user lacks (`cfg_attr(qemu, ignore = "why")`);
+    // it changes only which tests run, and only in this layer's build.
+    env: { QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu', CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS: '--cfg qemu' },
   },
   {
     name: 'win32-x64',

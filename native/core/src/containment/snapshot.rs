@@ -980,7 +980,10 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let a = s.take(None).unwrap();
         fs::remove_dir_all(ws.path().join("src/auth")).unwrap();
+        #[cfg(unix)]
         std::os::unix::fs::symlink(outside.path(), ws.path().join("src/auth")).unwrap();
+        #[cfg(windows)]
+        std::os::windows::fs::symlink_dir(outside.path(), ws.path().join("src/auth")).unwrap();
         let b = s.take(Some(&a)).unwrap();
         // Only the file is reverted (say the judge allowed the directory's change): its parent is a link now.
         let file = Change { path: "src/auth/a.ts".into(), kind: ChangeKind::Deleted };
