@@ -83,6 +83,37 @@ function ensureArmBinfmt() {
   }
 }
 
+/** Rust's standard library draws random numbers from `ProcessPrng` in bcryptprimitives.dll (Windows
+ *  10 and later), which Debian's Wine 8 does not have: no Rust program starts under it (status
+ *  c0000135). A stand-in DLL with that one function, over `RtlGenRandom` (advapi32's
+ *  SystemFunction036, which Wine has), built with MinGW into the prefix's system32. */
+const PRNG_SHIM = `#include <windows.h>
+BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length);
+__declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {
+    while (len > 0) {
+        ULONG n = len > 0x10000000 ? 0x10000000 : (ULONG)len;
+        if (!SystemFunction036(data, n)) return FALSE;
+        data += n;
+        len -= n;
+    }
+    return TRUE;
+}
+`;
+
+/** Makes Wine's prefix (once: about half a minute) and puts the ProcessPrng stand-in in it. */
+async function ensureWinePrefix(env) {
+  const dll = path.join(WINEPREFIX, 'drive_c/windows/system32/bcryptprimitives.dll');
+  if (fs.existsSync(dll)) return;
+  log('setup', `making Wine's prefix in ${path.relative(ROOT, WINEPREFIX)} (once)`);
+  const boot = await capture('wine', ['wineboot', '--init'], { env: { ...process.env, ...env } });
+  if (!fs.existsSync(path.dirname(dll))) throw new Error(`wineboot made no prefix in ${WINEPREFIX}: ${boot.stderr.trim()}`);
+  const source = path.join(ROOT, 'target/wine-prng/prng.c');
+  fs.mkdirSync(path.dirname(source), { recursive: true });
+  fs.writeFileSync(source, PRNG_SHIM);
+  const built = await capture('x86_64-w64-mingw32-gcc', ['-shared', '-O2', '-o', dll, source, '-ladvapi32']);
+  if (built.code !== 0) throw new Error(`cannot build the ProcessPrng stand-in for Wine: ${built.stderr.trim()}`);
+}
+
 /**
  * The counts of a `cargo test` run's output: `test result:` lines summed, and every ignored test
  * with its reason (`test name ... ignored, reason`).
@@ -119,6 +150,7 @@ async function platformsLayer() {
   await ensureRustTargets(TARGETS);
   ensureArmBinfmt();
   fs.mkdirSync(path.dirname(WINEPREFIX), { recursive: true });
+  await ensureWinePrefix(TARGETS.find((t) => t.name === 'win32-x64')?.env ?? {});
   const results = [];
   for (const target of TARGETS) results.push({ target, ...(await runTarget(target)) });
   console.log('');
