@@ -130,18 +130,48 @@ function cargoCounts(text) {
   return { passed, failed, ignored };
 }
 
-/** Builds and runs the suites for one target; returns its counts. */
+/** How long one test binary may run under emulation before it counts as hung: a test that waits
+ *  forever on what the emulator lacks must fail the layer, not stall CI. */
+const BINARY_TIMEOUT_S = 600;
+
+/** Builds the suites for one target, then runs each test binary on its own (its runner from
+ *  .cargo/config.toml) within BINARY_TIMEOUT_S; returns the counts, the hung binaries counted as failed. */
 async function runTarget(target) {
   const started = Date.now();
   log('test', `platform ${target.name} (${target.triple})`);
-  const r = await capture('cargo', ['test', '--target', target.triple, ...CRATES, '--no-fail-fast', '--color', 'never'], {
-    echo: true,
-    env: { ...process.env, ...target.env },
-  });
-  const counts = cargoCounts(r.stdout + r.stderr);
-  // A build failure runs no tests at all: count it, or a platform that does not build would look green.
-  if (r.code !== 0 && counts.failed === 0) counts.failed = 1;
-  return { ...counts, seconds: Math.round((Date.now() - started) / 1000) };
+  const env = { ...process.env, ...target.env };
+  const base = ['test', '--target', target.triple, '--color', 'never'];
+  const built = await capture('cargo', [...base, ...CRATES, '--no-run', '--message-format', 'json-render-diagnostics'], { env });
+  if (built.code !== 0) {
+    process.stderr.write(built.stderr);
+    return { passed: 0, failed: 1, ignored: [], hung: [], seconds: Math.round((Date.now() - started) / 1000) };
+  }
+  const binaries = built.stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line))
+    .filter((m) => m.reason === 'compiler-artifact' && m.executable && m.profile?.test)
+    .map((m) => ({ pkg: m.package_id.includes('/native/cli') ? 'chokepoint-cli' : 'chokepoint-core', kind: m.target.kind[0], name: m.target.name }));
+  const totals = { passed: 0, failed: 0, ignored: /** @type {{ test: string, reason: string }[]} */ ([]), hung: /** @type {string[]} */ ([]) };
+  for (const b of binaries) {
+    const select = b.kind === 'lib' ? ['--lib'] : b.kind === 'bin' ? ['--bin', b.name] : ['--test', b.name];
+    const label = `${b.pkg} ${select.join(' ')}`;
+    const r = await capture('timeout', ['--kill-after=10', String(BINARY_TIMEOUT_S), 'cargo', ...base, '-p', b.pkg, ...select, '--no-fail-fast'], {
+      echo: true,
+      env,
+    });
+    const counts = cargoCounts(r.stdout + r.stderr);
+    totals.passed += counts.passed;
+    totals.failed += counts.failed;
+    totals.ignored.push(...counts.ignored);
+    if (r.code === 124 || r.code === 137) {
+      totals.hung.push(label);
+      totals.failed += 1;
+    } else if (r.code !== 0 && counts.failed === 0) totals.failed += 1; // it crashed: no test result line
+  }
+  // A Windows program left waiting when its test binary was killed would keep Wine's server up.
+  if (target.env.WINEPREFIX) await capture('/usr/lib/wine/wineserver', ['-k'], { env });
+  return { ...totals, seconds: Math.round((Date.now() - started) / 1000) };
 }
 
 /** The platforms layer: every target in turn, then what each passed, failed and ignored, and why. */
@@ -151,11 +181,14 @@ async function platformsLayer() {
   ensureArmBinfmt();
   fs.mkdirSync(path.dirname(WINEPREFIX), { recursive: true });
   await ensureWinePrefix(TARGETS.find((t) => t.name === 'win32-x64')?.env ?? {});
+  // CHOKEPOINT_PLATFORMS=win32-x64 (names, comma-separated) runs only those.
+  const only = (process.env.CHOKEPOINT_PLATFORMS || '').split(',').filter(Boolean);
   const results = [];
-  for (const target of TARGETS) results.push({ target, ...(await runTarget(target)) });
+  for (const target of TARGETS.filter((t) => only.length === 0 || only.includes(t.name))) results.push({ target, ...(await runTarget(target)) });
   console.log('');
   for (const r of results) {
     console.log(`  ${r.target.name.padEnd(12)} ${r.passed} passed, ${r.failed} failed, ${r.ignored.length} ignored (${r.seconds} s)`);
+    for (const h of r.hung) console.log(`      hung (killed after ${BINARY_TIMEOUT_S} s): ${h}`);
     for (const i of r.ignored) console.log(`      ignored ${i.test}: ${i.reason}`);
   }
   return { passed: results.reduce((s, r) => s + r.passed, 0), failed: results.reduce((s, r) => s + r.failed, 0) };
