@@ -130,6 +130,11 @@ function cargoCounts(text) {
   return { passed, failed, ignored };
 }
 
+/** For every target: line tables only, not full debug information. Wine's test executables carry
+ *  DWARF of a few hundred megabytes each at the default, and the Windows build filled 19 GB (and
+ *  this machine's disk) with them; a failing test's backtrace keeps its file and line. */
+const PROFILE_ENV = { CARGO_PROFILE_DEV_DEBUG: 'line-tables-only' };
+
 /** How long one test binary may run under emulation before it counts as hung: a test that waits
  *  forever on what the emulator lacks must fail the layer, not stall CI. */
 const BINARY_TIMEOUT_S = 600;
@@ -139,24 +144,26 @@ const BINARY_TIMEOUT_S = 600;
 async function runTarget(target) {
   const started = Date.now();
   log('test', `platform ${target.name} (${target.triple})`);
-  const env = { ...process.env, ...target.env };
+  const env = { ...process.env, ...PROFILE_ENV, ...target.env };
   const base = ['test', '--target', target.triple, '--color', 'never'];
   const built = await capture('cargo', [...base, ...CRATES, '--no-run', '--message-format', 'json-render-diagnostics'], { env });
   if (built.code !== 0) {
     process.stderr.write(built.stderr);
     return { passed: 0, failed: 1, ignored: [], hung: [], seconds: Math.round((Date.now() - started) / 1000) };
   }
-  const binaries = built.stdout
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line))
-    .filter((m) => m.reason === 'compiler-artifact' && m.executable && m.profile?.test)
-    .map((m) => ({ pkg: m.package_id.includes('/native/cli') ? 'chokepoint-cli' : 'chokepoint-core', kind: m.target.kind[0], name: m.target.name }));
+  // One run per test target, named for both crates at once: cargo unifies the dependencies' features
+  // over the packages it is given, so `-p` of one crate alone would build them all again.
+  const selectors = new Map();
+  for (const line of built.stdout.split('\n').filter((l) => l.startsWith('{'))) {
+    const m = JSON.parse(line);
+    if (m.reason !== 'compiler-artifact' || !m.executable || !m.profile?.test) continue;
+    const kind = m.target.kind[0];
+    const select = kind === 'lib' ? ['--lib'] : kind === 'bin' ? ['--bin', m.target.name] : ['--test', m.target.name];
+    selectors.set(select.join(' '), select);
+  }
   const totals = { passed: 0, failed: 0, ignored: /** @type {{ test: string, reason: string }[]} */ ([]), hung: /** @type {string[]} */ ([]) };
-  for (const b of binaries) {
-    const select = b.kind === 'lib' ? ['--lib'] : b.kind === 'bin' ? ['--bin', b.name] : ['--test', b.name];
-    const label = `${b.pkg} ${select.join(' ')}`;
-    const r = await capture('timeout', ['--kill-after=10', String(BINARY_TIMEOUT_S), 'cargo', ...base, '-p', b.pkg, ...select, '--no-fail-fast'], {
+  for (const [label, select] of selectors) {
+    const r = await capture('timeout', ['--kill-after=10', String(BINARY_TIMEOUT_S), 'cargo', ...base, ...CRATES, ...select, '--no-fail-fast'], {
       echo: true,
       env,
     });
