@@ -12,6 +12,12 @@
 //   agents     the real agent CLIs (claude, codex, gemini, copilot; pinned in scripts/agents.js, installed
 //              into the cache folder) run headless against scripted model servers: their hooks fire and
 //              a deny blocks (tests/agents). A client that cannot be installed fails the layer.
+//   platforms  the core's and the CLI's cargo tests built for Windows (x86_64-pc-windows-gnu, run
+//              under Wine) and Linux on Arm (aarch64-unknown-linux-gnu, under qemu-user), with every
+//              test ignored there listed with its reason (scripts/platforms.js). Run only when named
+//              (`npm test -- platforms`), not yet by a bare `npm test`: under Wine about a hundred tests
+//              still fail (a Unix folder in the sample configuration, no `sh`, no git), and its Arm run is
+//              longer than CI's budget. It joins the default run once it passes.
 //
 // `npm test -- cargo node` runs only the named layers. Exit code 0 only if every test passed.
 'use strict';
@@ -22,8 +28,11 @@ const { build, buildNative, bundleExtensionTests } = require('./build');
 const { fuzz } = require('./fuzz');
 const vscode = require('./vscode');
 const { ensureAgents } = require('./agents');
+const { platformsLayer } = require('./platforms');
 
-const LAYERS = ['cargo', 'node', 'extension', 'ui', 'agents'];
+const LAYERS = ['cargo', 'node', 'extension', 'ui', 'agents', 'platforms'];
+/** What a bare `npm test` runs: every layer but `platforms` (see above). */
+const DEFAULT_LAYERS = LAYERS.filter((l) => l !== 'platforms');
 
 /** Workbench errors that come from this machine having no network (gallery look-ups, sign-in
  *  providers) and from tearing the window down; anything else is printed. */
@@ -224,10 +233,10 @@ async function agentsLayer() {
 async function main() {
   const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
   for (const a of asked) if (!LAYERS.includes(a)) throw new Error(`unknown test layer \`${a}\`; the layers are ${LAYERS.join(', ')}`);
-  const layers = asked.length ? asked : LAYERS;
+  const layers = asked.length ? asked : DEFAULT_LAYERS;
   const needsVsCode = layers.includes('extension') || layers.includes('ui');
   if (needsVsCode) await vscode.ensureSystemPackages();
-  if (layers.some((l) => l !== 'cargo' && l !== 'agents')) await build();
+  if (layers.some((l) => !['cargo', 'agents', 'platforms'].includes(l))) await build();
   // The agents layer needs only the release CLI (`chokepoint hook`, `init`, `mcp`): built by buildNative.
   else if (layers.includes('agents')) await buildNative();
   if (needsVsCode) await vscode.ensureVsCode();
@@ -247,7 +256,9 @@ async function main() {
               ? await extensionLayer()
               : layer === 'agents'
                 ? await agentsLayer()
-                : await nodeTestLayer('tests/ui');
+                : layer === 'platforms'
+                  ? await platformsLayer()
+                  : await nodeTestLayer('tests/ui');
     } catch (e) {
       console.error(`error: layer ${layer} could not run: ${e.stack || e.message}`);
       counts = { passed: 0, failed: 1 };

@@ -35,6 +35,26 @@ const SYSTEM_PACKAGES = [
   },
   { pkg: 'postgresql', why: 'the server the coordination database tests start in a temporary folder (cargo tests)', present: () => postgresBinDir() !== null },
   { pkg: 'openssl', why: 'makes the certificates of the TLS PostgreSQL server in the tests', present: () => fs.existsSync('/usr/bin/openssl') },
+  // The platforms layer (scripts/platforms.js): the linkers and C compilers of the other targets
+  // (SQLite and ring compile C), and what runs their tests here.
+  {
+    pkg: 'gcc-mingw-w64-x86-64',
+    why: 'links Windows programs and compiles their C (platforms layer)',
+    present: () => fs.existsSync('/usr/bin/x86_64-w64-mingw32-gcc'),
+  },
+  { pkg: 'wine64', why: 'runs the Windows tests (platforms layer)', present: () => fs.existsSync('/usr/lib/wine/wine64') },
+  { pkg: 'wine', why: 'the `wine` command that starts wine64 (platforms layer)', present: () => fs.existsSync('/usr/bin/wine') },
+  {
+    pkg: 'gcc-aarch64-linux-gnu',
+    why: 'links Linux-on-Arm programs and compiles their C (platforms layer)',
+    present: () => fs.existsSync('/usr/bin/aarch64-linux-gnu-gcc'),
+  },
+  {
+    pkg: 'libc6-dev-arm64-cross',
+    why: 'the Arm C library the Arm programs link and run with (platforms layer)',
+    present: () => fs.existsSync('/usr/aarch64-linux-gnu/lib/libc.so.6'),
+  },
+  { pkg: 'qemu-user-static', why: 'runs the Linux-on-Arm tests (platforms layer)', present: () => fs.existsSync('/usr/bin/qemu-aarch64-static') },
 ];
 
 /** Installs missing Debian packages when we are root (saying so); otherwise stops with the command. */

@@ -175,12 +175,17 @@ fn modify(pending: &Value, input: &mut dyn BufRead, out: &mut dyn Write) -> Modi
     Modified::Decision(json!({ "action": "modify", "input": value, "note": Some(note).filter(|n| !n.is_empty()) }))
 }
 
-/// Writes `text` to a new file only this user can read (the input may hold file contents).
+/// Writes `text` to a new file only this user can read (the input may hold file contents): mode
+/// 0600 on Unix; on Windows the temporary folder is the user's own (`%TEMP%` under the profile),
+/// whose permissions the file inherits.
 fn private_file(id: &str, text: &str) -> std::io::Result<std::path::PathBuf> {
-    use std::os::unix::fs::OpenOptionsExt;
     let name: String = id.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
     let path = std::env::temp_dir().join(format!("chokepoint-{name}-{}.json", std::process::id()));
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&path)?;
     file.write_all(text.as_bytes())?;
     Ok(path)
 }

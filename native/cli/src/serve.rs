@@ -75,12 +75,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     // person's Ctrl-C, a supervisor's SIGTERM) still stops the server and flushes the trace, instead
     // of killing the process with its socket left behind.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime starts");
-    let signals = {
-        let _in_runtime = runtime.enter();
-        use tokio::signal::unix::{SignalKind, signal};
-        signal(SignalKind::interrupt()).and_then(|interrupt| Ok((interrupt, signal(SignalKind::terminate())?)))
-    };
-    let (mut interrupt, mut terminate) = match signals {
+    let stopped = match stop_signals(&runtime) {
         Ok(signals) => signals,
         Err(e) => {
             eprintln!("error: cannot wait for a signal: {e}");
@@ -114,12 +109,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             eprintln!("warning: cannot start the review ({e}); decide with `chokepoint approvals` from another terminal");
         }
     }
-    runtime.block_on(async {
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
-        }
-    });
+    runtime.block_on(stopped);
     server.stop();
     if let Err(e) = engine.tracer().flush() {
         eprintln!("error: the trace could not be written: {e}");
@@ -127,4 +117,33 @@ pub fn run(args: ServeArgs) -> ExitCode {
     }
     eprintln!("chokepoint: stopped after {} calls ({} refused)", server.served(), server.refused());
     ExitCode::SUCCESS
+}
+
+/// The stop signals, caught from this call on; the future ends at the first. SIGINT (a person's
+/// Ctrl-C) and SIGTERM (a supervisor's) on Unix.
+#[cfg(unix)]
+fn stop_signals(runtime: &tokio::runtime::Runtime) -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let _in_runtime = runtime.enter();
+    let (mut interrupt, mut terminate) = (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?);
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    })
+}
+
+/// Windows' console events instead: Ctrl-C and Ctrl-Break.
+#[cfg(not(unix))]
+fn stop_signals(runtime: &tokio::runtime::Runtime) -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::windows::{ctrl_break, ctrl_c};
+    let _in_runtime = runtime.enter();
+    let (mut interrupt, mut brk) = (ctrl_c()?, ctrl_break()?);
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = brk.recv() => {}
+        }
+    })
 }

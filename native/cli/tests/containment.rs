@@ -97,6 +97,10 @@ fn both_modes(test: &str, check: impl Fn(LandlockMode)) {
 // ---- Nobody else's work is touched (issue 27, item 1) ----
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn a_person_and_another_agent_writing_during_a_command_keep_their_work() {
     both_modes("a_person_and_another_agent_writing_during_a_command_keep_their_work", |mode| {
         let ws = workspace();
@@ -123,6 +127,10 @@ fn a_person_and_another_agent_writing_during_a_command_keep_their_work() {
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn a_file_someone_changed_meanwhile_keeps_their_version_and_the_command_s_is_set_aside() {
     both_modes("a_file_someone_changed_meanwhile_keeps_their_version_and_the_command_s_is_set_aside", |mode| {
         let ws = workspace();
@@ -149,6 +157,10 @@ fn a_file_someone_changed_meanwhile_keeps_their_version_and_the_command_s_is_set
 // ---- The command's own writes outside the scope never land ----
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn writes_outside_the_scope_never_land_and_inside_they_do() {
     both_modes("writes_outside_the_scope_never_land_and_inside_they_do", |mode| {
         let ws = workspace();
@@ -175,6 +187,10 @@ fn writes_outside_the_scope_never_land_and_inside_they_do() {
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn a_file_moved_out_of_the_scope_stays_where_it_was() {
     if !isolation_or_skip("a_file_moved_out_of_the_scope_stays_where_it_was") {
         return;
@@ -191,6 +207,10 @@ fn a_file_moved_out_of_the_scope_stays_where_it_was() {
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn a_directory_swapped_for_a_symlink_out_of_the_workspace_never_lands() {
     if !isolation_or_skip("a_directory_swapped_for_a_symlink_out_of_the_workspace_never_lands") {
         return;
@@ -209,6 +229,10 @@ fn a_directory_swapped_for_a_symlink_out_of_the_workspace_never_lands() {
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn governance_files_never_change_even_inside_a_wide_scope() {
     if !isolation_or_skip("governance_files_never_change_even_inside_a_wide_scope") {
         return;
@@ -230,6 +254,10 @@ fn governance_files_never_change_even_inside_a_wide_scope() {
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn nothing_is_created_in_the_work_tree_for_a_missing_scope_directory() {
     if !isolation_or_skip("nothing_is_created_in_the_work_tree_for_a_missing_scope_directory") {
         return;
@@ -251,6 +279,10 @@ fn nothing_is_created_in_the_work_tree_for_a_missing_scope_directory() {
 // ---- The command cannot get out from under its supervisor (issue 27, item 2) ----
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn killing_its_parent_and_detaching_do_not_let_a_write_escape() {
     both_modes("killing_its_parent_and_detaching_do_not_let_a_write_escape", |mode| {
         let ws = workspace();
@@ -277,6 +309,10 @@ fn killing_its_parent_and_detaching_do_not_let_a_write_escape() {
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn killing_the_supervisor_lands_nothing_outside_the_scope_and_still_judges_the_rest() {
     if !isolation_or_skip("killing_the_supervisor_lands_nothing_outside_the_scope_and_still_judges_the_rest") {
         return;
@@ -303,6 +339,10 @@ fn killing_the_supervisor_lands_nothing_outside_the_scope_and_still_judges_the_r
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn a_timeout_ends_everything_the_command_started() {
     if !isolation_or_skip("a_timeout_ends_everything_the_command_started") {
         return;
@@ -324,6 +364,10 @@ fn a_timeout_ends_everything_the_command_started() {
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn a_cancelled_command_is_stopped_and_what_it_did_outside_never_lands() {
     if !isolation_or_skip("a_cancelled_command_is_stopped_and_what_it_did_outside_never_lands") {
         return;
@@ -348,6 +392,10 @@ fn a_cancelled_command_is_stopped_and_what_it_did_outside_never_lands() {
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn output_is_captured_and_a_missing_program_is_a_failed_command() {
     if !isolation_or_skip("output_is_captured_and_a_missing_program_is_a_failed_command") {
         return;
@@ -366,6 +414,10 @@ fn output_is_captured_and_a_missing_program_is_a_failed_command() {
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn the_next_command_reuses_the_last_snapshot() {
     if !isolation_or_skip("the_next_command_reuses_the_last_snapshot") {
         return;
@@ -386,6 +438,10 @@ fn the_next_command_reuses_the_last_snapshot() {
 // ---- Through `chokepoint exec`, as an agent's shell runs it ----
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn exec_keeps_a_person_s_work_while_an_agent_s_command_runs() {
     if !isolation_or_skip("exec_keeps_a_person_s_work_while_an_agent_s_command_runs") {
         return;
@@ -414,6 +470,10 @@ fn exec_keeps_a_person_s_work_while_an_agent_s_command_runs() {
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn with_landlock_an_isolated_command_cannot_write_outside_the_workspace() {
     if !isolation_or_skip("with_landlock_an_isolated_command_cannot_write_outside_the_workspace")
         || chokepoint_core::containment::sandbox::landlock_abi().is_none()
@@ -430,6 +490,10 @@ fn with_landlock_an_isolated_command_cannot_write_outside_the_workspace() {
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
 fn a_folder_someone_else_made_meanwhile_takes_the_command_s_files_too() {
     if !isolation_or_skip("a_folder_someone_else_made_meanwhile_takes_the_command_s_files_too") {
         return;

@@ -94,6 +94,7 @@ fn decision(answer: &Value) -> (String, String) {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn the_second_machine_is_refused_and_every_view_names_the_holders_machine() {
     let server = Server::start();
     let origin = origin();
@@ -138,6 +139,7 @@ fn the_second_machine_is_refused_and_every_view_names_the_holders_machine() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn a_database_that_is_gone_denies_naming_it_and_doctor_says_so_without_the_password() {
     let server = Server::start();
     let origin = origin();

@@ -142,6 +142,7 @@ fn select(machine: &Machine, session: &str) {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn an_ask_raised_on_one_machine_is_answered_on_another() {
     let team = team(&["machine-a", "machine-b"]);
     let (a, b) = (&team.machines[0], &team.machines[1]);
@@ -185,6 +186,7 @@ fn an_ask_raised_on_one_machine_is_answered_on_another() {
 /// Pendings, and a third machine without one decides at the same moment as B's person. Exactly one
 /// decision wins; the other is told who decided first; A's hook gets the winner's.
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn two_machines_deciding_at_once_exactly_one_wins() {
     let team = team(&["machine-a", "machine-b", "machine-c"]);
     let (a, b, c) = (&team.machines[0], &team.machines[1], &team.machines[2]);
@@ -233,6 +235,7 @@ fn two_machines_deciding_at_once_exactly_one_wins() {
 /// The database dies while A's hook waits: nobody on another machine can answer, and the hook's
 /// fallback denies before its deadline, naming the database. Nothing hangs.
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn the_database_killed_while_an_ask_waits_falls_back_naming_it() {
     let team = team(&["machine-a", "machine-b"]);
     let (a, b) = (&team.machines[0], &team.machines[1]);
@@ -257,6 +260,7 @@ fn the_database_killed_while_an_ask_waits_falls_back_naming_it() {
 /// A decision whose notification A's listener never heard (written while its connection was cut,
 /// with no NOTIFY) is read when the listener connects again: A's hook is answered.
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn a_decision_missed_during_a_disconnect_is_caught_up_on_reconnect() {
     let team = team(&["machine-a", "machine-b"]);
     let (a, b) = (&team.machines[0], &team.machines[1]);

@@ -107,6 +107,7 @@ fn copied(server: &Server, machine: &str) -> BTreeSet<(String, i64, String)> {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn trace_show_team_lists_both_machines_records_with_machine_and_worktree() {
     let server = Server::start();
     let team = team();
@@ -162,6 +163,7 @@ fn trace_show_team_lists_both_machines_records_with_machine_and_worktree() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn the_database_killed_mid_run_loses_nothing_and_the_copy_catches_up_once() {
     let server = Server::start();
     let team = team();
@@ -194,6 +196,7 @@ fn the_database_killed_mid_run_loses_nothing_and_the_copy_catches_up_once() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn without_a_team_database_trace_show_team_says_how_to_configure_one() {
     let team = team();
     let out = Command::new(common::program())

@@ -128,9 +128,13 @@ fn two_worktrees_share_one_holder_and_the_refusal_says_where_it_works() {
     // The shared database is in git's common folder, owner-only, and in no work tree.
     let shared = main.join(".git/chokepoint");
     assert!(shared.join("state.db").is_file());
-    use std::os::unix::fs::PermissionsExt;
-    assert_eq!(fs::metadata(&shared).unwrap().permissions().mode() & 0o777, 0o700);
-    assert_eq!(fs::metadata(shared.join("state.db")).unwrap().permissions().mode() & 0o777, 0o600);
+    // Unix permission bits; on Windows a file's privacy is its ACL, not set or checked yet (issue 32).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(fs::metadata(&shared).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(fs::metadata(shared.join("state.db")).unwrap().permissions().mode() & 0o777, 0o600);
+    }
     let status = Command::new("git").args(["status", "--porcelain", "--untracked-files=all"]).current_dir(linked).output().unwrap();
     assert!(!stdout(&status).contains("state.db"), "{}", stdout(&status));
 }

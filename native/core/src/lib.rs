@@ -54,7 +54,6 @@ pub mod hooks;
 pub mod ledger;
 pub mod model;
 pub mod scope;
-#[cfg(unix)]
 pub mod serve;
 
 // The types of the engine's API.

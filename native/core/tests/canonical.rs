@@ -3,10 +3,9 @@
 
 use chokepoint_core::scope::canonical::{PathRefusal, Workspace};
 use std::fs;
-use std::os::unix::fs::symlink;
 
 mod common;
-use common::{Rng, real_location};
+use common::{Rng, real_location, symlink};
 
 struct Fixture {
     _dirs: (tempfile::TempDir, tempfile::TempDir),

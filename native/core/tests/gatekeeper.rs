@@ -32,7 +32,7 @@ fn setup() -> (tempfile::TempDir, tempfile::TempDir, Engine) {
     fs::create_dir_all(ws.path().join("src/auth")).unwrap();
     fs::create_dir_all(ws.path().join(".orchestration")).unwrap();
     fs::write(ws.path().join(".orchestration/active_intents.yaml"), INTENTS).unwrap();
-    std::os::unix::fs::symlink(outside.path(), ws.path().join("src/auth/out")).unwrap();
+    common::symlink(outside.path(), ws.path().join("src/auth/out")).unwrap();
     // The engine registers the gatekeeper itself, with the intents of its active_intents.yaml.
     let engine = Engine::open(ws.path()).unwrap();
     assert!(engine.info().diagnostics.is_empty());

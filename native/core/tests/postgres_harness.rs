@@ -7,6 +7,7 @@ mod postgres;
 use postgres::Server;
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn a_killed_server_refuses_until_it_restarts_on_the_same_port() {
     let server = Server::start();
     assert_eq!(server.psql("select 1"), "1");
@@ -32,6 +33,7 @@ fn a_killed_server_refuses_until_it_restarts_on_the_same_port() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn a_tls_server_is_verified_against_its_ca() {
     let server = Server::start_tls();
     let ca = server.ca_cert();

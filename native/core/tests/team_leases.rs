@@ -97,6 +97,7 @@ fn past_recheck() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn one_machine_holds_an_intent_and_the_other_is_told_by_whom_and_where() {
     let server = Server::start();
     let origin = origin("");
@@ -128,6 +129,7 @@ fn one_machine_holds_an_intent_and_the_other_is_told_by_whom_and_where() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn an_expired_lease_is_taken_over_on_the_databases_clock() {
     let server = Server::start();
     let origin = origin("gatekeeper:\n  lease_seconds: 1\n");
@@ -155,6 +157,7 @@ fn stop(m: &Machine, id: &str) {
 /// yields the intent to a session on the other at once; the first session's next write is told it
 /// lost it; a yielded lease nobody took goes on at its holder's next call.
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn a_turn_that_ends_on_one_machine_yields_the_intent_to_the_other() {
     let server = Server::start();
     let origin = origin("");
@@ -182,6 +185,7 @@ fn a_turn_that_ends_on_one_machine_yields_the_intent_to_the_other() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn a_revocation_on_one_machine_is_seen_by_the_holders_next_write_on_the_other() {
     let server = Server::start();
     let origin = origin("");
@@ -202,6 +206,7 @@ fn a_revocation_on_one_machine_is_seen_by_the_holders_next_write_on_the_other() 
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn approved_expansions_are_judged_on_every_machine() {
     let server = Server::start();
     let origin = origin("");
@@ -226,6 +231,7 @@ fn approved_expansions_are_judged_on_every_machine() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn a_killed_database_denies_with_its_name_and_a_restarted_one_is_used_again() {
     let server = Server::start();
     let origin = origin("");
@@ -248,6 +254,7 @@ fn a_killed_database_denies_with_its_name_and_a_restarted_one_is_used_again() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn with_unreachable_local_this_machine_coordinates_alone_and_says_so() {
     let server = Server::start();
     let origin = origin("coordination:\n  unreachable: local\n");
@@ -276,6 +283,7 @@ fn write_again(m: &Machine) -> chokepoint_core::Evaluation {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn a_connection_cut_during_a_lease_is_made_again_and_the_lease_kept() {
     let server = Server::start();
     let origin = origin("");
@@ -289,6 +297,7 @@ fn a_connection_cut_during_a_lease_is_made_again_and_the_lease_kept() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn a_schema_newer_than_ours_is_refused() {
     let server = Server::start();
     let origin = origin("");
@@ -302,6 +311,7 @@ fn a_schema_newer_than_ours_is_refused() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn tls_is_verified_against_the_named_ca() {
     let server = Server::start_tls();
     let origin = origin("");
@@ -336,6 +346,7 @@ fn tls_is_verified_against_the_named_ca() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn two_machines_racing_for_one_intent_get_exactly_one_holder_each_round() {
     let server = Server::start();
     let env = server.env();
@@ -401,6 +412,7 @@ fn two_machines_racing_for_one_intent_get_exactly_one_holder_each_round() {
 /// under the lock (the benchmark of 8 agents on 2 intents once got "does not hold" from a take that
 /// read the row a second time, after a release).
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn a_refused_take_names_its_holder_even_while_it_releases() {
     let server = Server::start();
     let env = server.env();
@@ -437,6 +449,7 @@ fn a_refused_take_names_its_holder_even_while_it_releases() {
 /// A reload that names another database forgets the selections read from the first at once, not
 /// after `RECHECK`: the session holds nothing there.
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn a_reload_onto_another_database_forgets_the_cached_selection() {
     let (first, second) = (Server::start(), Server::start());
     let origin = origin(&format!("coordination:\n  url: {}\n", first.url()));
@@ -458,6 +471,7 @@ fn a_reload_onto_another_database_forgets_the_cached_selection() {
 /// server then neither parses nor plans them), with the same answers; a connection made again
 /// starts over, so a hook's process, which runs each once, never pays for a prepare.
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn the_statements_an_engine_repeats_are_prepared_at_their_second_run() {
     let server = Server::start();
     let env = server.env();

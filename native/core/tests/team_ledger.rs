@@ -77,6 +77,7 @@ fn copied(server: &Server) -> Vec<(String, i64, String)> {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn the_copy_catches_up_after_the_database_was_down_and_copies_nothing_twice() {
     let server = Server::start();
     let (_dir, sidecar) = workspace();
@@ -127,6 +128,7 @@ fn the_copy_catches_up_after_the_database_was_down_and_copies_nothing_twice() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn only_what_is_durable_is_copied_and_a_rewritten_chain_is_not_mixed_in() {
     let server = Server::start();
     let (_dir, sidecar) = workspace();
@@ -159,6 +161,7 @@ fn only_what_is_durable_is_copied_and_a_rewritten_chain_is_not_mixed_in() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn a_live_engines_copier_is_woken_by_each_durable_batch() {
     let server = Server::start();
     let (_dir, sidecar) = workspace();
@@ -215,6 +218,7 @@ fn measure_a_copy_from_a_fresh_process() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn two_copiers_at_once_insert_each_record_once() {
     let server = Server::start();
     let (_dir, sidecar) = workspace();

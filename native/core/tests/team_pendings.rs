@@ -32,6 +32,7 @@ fn ask() -> OpenRequest {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn two_machines_claiming_one_pending_at_once_exactly_one_wins_every_time() {
     let server = postgres::Server::start();
     let (a, b, c) = (team_of(&server, "a"), team_of(&server, "b"), team_of(&server, "c"));
@@ -63,6 +64,7 @@ fn two_machines_claiming_one_pending_at_once_exactly_one_wins_every_time() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "starts a PostgreSQL server from Debian's Unix binaries, which a Windows test cannot run")]
 fn another_machines_registry_shows_the_pending_and_its_decision_settles_the_asker() {
     let server = postgres::Server::start();
     let (machine_a, machine_b) = (Approvals::default(), Approvals::default());

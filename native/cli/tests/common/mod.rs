@@ -6,7 +6,6 @@
 use serde_json::Value;
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -46,7 +45,8 @@ pub fn claude_hook(ws: &Path, input: &Value) -> Output {
 /// requires.
 pub fn runtime_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    #[cfg(unix)]
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     dir
 }
 

@@ -294,6 +294,7 @@ mod tests {
     /// Two worktrees of one repository coordinate in one database under git's common folder, each
     /// keeping its own state.db (the ledger's head); a folder in no repository keeps both in one.
     #[test]
+    #[cfg_attr(windows, ignore = "runs git, and no Windows git is installed under Wine here")]
     fn the_worktrees_of_a_repository_share_one_coordination_database() {
         let dir = tempfile::tempdir().unwrap();
         let main = governed_repo(dir.path(), "repo");
@@ -349,6 +350,7 @@ mod tests {
     /// The first open that makes the shared folder adopts the named tables (with their indexes and
     /// rows) from the worktree's own state.db; a later open adopts nothing again.
     #[test]
+    #[cfg_attr(windows, ignore = "runs git, and no Windows git is installed under Wine here")]
     fn the_shared_database_adopts_the_worktrees_tables_once() {
         let dir = tempfile::tempdir().unwrap();
         let main = governed_repo(dir.path(), "repo");

@@ -58,6 +58,7 @@ const OUTPUT_GRACE: Duration = Duration::from_secs(2);
 
 /// How long an isolated command's supervisor has to end its namespace when asked to stop, before its
 /// process group is killed.
+#[cfg(unix)]
 const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// How long to wait for an isolated command's namespace to end after its supervisor died without
@@ -865,6 +866,7 @@ enum Stopped {
 }
 
 /// How often a wait looks at the cancel flag: a Stop button answered within a frame or two.
+#[cfg(unix)]
 const CANCEL_POLL: Duration = Duration::from_millis(25);
 
 /// Waits for the command, stopping it when the timeout passes or `cancel` is set: `graceful` (an

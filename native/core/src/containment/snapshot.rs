@@ -370,7 +370,11 @@ impl Snapshotter {
             let known = old
                 .peek()
                 .filter(|(p, e)| {
-                    p == rel && e.kind == EntryKind::File && e.stamp() == entry.stamp() && e.mtime_ns.max(e.ctime_ns) < racy_from
+                    STAMP_SEES_EVERY_WRITE
+                        && p == rel
+                        && e.kind == EntryKind::File
+                        && e.stamp() == entry.stamp()
+                        && e.mtime_ns.max(e.ctime_ns) < racy_from
                 })
                 .map(|(_, e)| e);
             match known {
@@ -745,6 +749,18 @@ impl Snapshotter {
                 ));
             }
         }
+        // Whatever this platform calls a link, and whether or not it reports one as such (a Windows
+        // junction; under Wine a Unix link shows no reparse point), the folder must still resolve
+        // inside the workspace.
+        if let Some(parent) = path.parent()
+            && let (Ok(real), Ok(root)) = (fs::canonicalize(parent), fs::canonicalize(&self.root))
+            && !real.starts_with(&root)
+        {
+            return Err(format!(
+                "the folder of `{rel}` now resolves to {}, outside the workspace; writing there could land outside it",
+                real.display()
+            ));
+        }
         Ok(path)
     }
 }
@@ -779,6 +795,12 @@ fn hex(hash: &Hash) -> String {
     }
     s
 }
+
+/// Whether an unchanged (len, mtime, ctime, inode) proves an unchanged file, so its hash is reused.
+/// On Unix a write moves the ctime, which no process can set back. Elsewhere `stat` gives no change
+/// time (Windows' ChangeTime is not in std; `created` stands in) and no inode, and a command can
+/// write a file and set its mtime back: every file is hashed again, slower but never fooled.
+const STAMP_SEES_EVERY_WRITE: bool = cfg!(unix);
 
 /// A name no one else uses: this process, a counter.
 fn temp_name() -> String {
@@ -980,12 +1002,16 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let a = s.take(None).unwrap();
         fs::remove_dir_all(ws.path().join("src/auth")).unwrap();
+        #[cfg(unix)]
         std::os::unix::fs::symlink(outside.path(), ws.path().join("src/auth")).unwrap();
+        #[cfg(windows)]
+        std::os::windows::fs::symlink_dir(outside.path(), ws.path().join("src/auth")).unwrap();
         let b = s.take(Some(&a)).unwrap();
         // Only the file is reverted (say the judge allowed the directory's change): its parent is a link now.
         let file = Change { path: "src/auth/a.ts".into(), kind: ChangeKind::Deleted };
         let out = s.revert(&a, &b, std::slice::from_ref(&file));
-        assert!(out[0].outcome.as_ref().unwrap_err().contains("`src/auth` is now a symbolic link"), "{out:?}");
+        let refused = out[0].outcome.as_ref().unwrap_err();
+        assert!(refused.contains("`src/auth` is now a symbolic link") || refused.contains("outside the workspace"), "{out:?}");
         assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
     }
 

@@ -148,9 +148,9 @@ impl Workspace {
         {
             if let Some(meta) = meta
                 && meta.is_file()
-                && link_count(&meta) > 1
+                && link_count(&meta, None) > 1
             {
-                return Err(PathRefusal::Hardlinked { links: link_count(&meta) });
+                return Err(PathRefusal::Hardlinked { links: link_count(&meta, None) });
             }
             return Ok(self.names.key(rel));
         }
@@ -159,9 +159,10 @@ impl Workspace {
         let rel = self.relative(&resolved).ok_or_else(|| PathRefusal::OutsideWorkspace { resolved: resolved.clone() })?;
         if let Some(meta) = meta
             && meta.is_file()
-            && link_count(&meta) > 1
+            && let links = link_count(&meta, Some(&resolved))
+            && links > 1
         {
-            return Err(PathRefusal::Hardlinked { links: link_count(&meta) });
+            return Err(PathRefusal::Hardlinked { links });
         }
         let mut out = String::new();
         for c in rel.components() {
@@ -385,15 +386,29 @@ fn resolve_depth(path: &Path, depth: u32) -> PathBuf {
     current
 }
 
+/// How many names the file `meta` describes has (found at `path`, where Windows needs it).
 #[cfg(unix)]
-fn link_count(meta: &std::fs::Metadata) -> u64 {
+fn link_count(meta: &std::fs::Metadata, _path: Option<&Path>) -> u64 {
     use std::os::unix::fs::MetadataExt;
     meta.nlink()
 }
 
-#[cfg(not(unix))]
-fn link_count(_meta: &std::fs::Metadata) -> u64 {
-    1
+/// Windows keeps the count out of `Metadata` (std's `number_of_links` is unstable): read from the
+/// file's handle, opened for its attributes only and sharing everything, so a file another process
+/// holds open is still counted. A file whose count cannot be read counts as linked: its write is
+/// refused rather than judged on a guess.
+#[cfg(windows)]
+fn link_count(_meta: &std::fs::Metadata, path: Option<&Path>) -> u64 {
+    use std::os::windows::fs::OpenOptionsExt;
+    const FILE_READ_ATTRIBUTES: u32 = 0x80;
+    const SHARE_ALL: u32 = 0x7; // FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE
+    let Some(path) = path else { return 2 };
+    std::fs::OpenOptions::new()
+        .access_mode(FILE_READ_ATTRIBUTES)
+        .share_mode(SHARE_ALL)
+        .open(path)
+        .and_then(winapi_util::file::information)
+        .map_or(2, |info| info.number_of_links())
 }
 
 /// Whether the file system under `root` compares names without case: the same directory is reachable

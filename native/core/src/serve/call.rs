@@ -204,6 +204,19 @@ impl Default for Limits {
     }
 }
 
+/// How a server is started beyond its engine.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// The `chokepoint` program, for an HTTP hook's shell command run contained (`<program> exec`)
+    /// and the commands its denials name; a hook through the socket sends its own. `None`: an HTTP
+    /// hook's shell commands are refused (`answer` above), since they could not run contained.
+    pub program: Option<PathBuf>,
+    /// The HTTP endpoint's port on 127.0.0.1; 0 (the default): one the system picks.
+    pub http_port: u16,
+    /// How many connections and judgings it takes at once ([`Limits`]).
+    pub limits: Limits,
+}
+
 /// The connections and judgings of one server, counted against its [`Limits`].
 #[derive(Debug)]
 pub(crate) struct Admission {

@@ -5,6 +5,7 @@
 //! so does one whose request was refused or whose connection broke early. Only the caller knows
 //! whether time is left for that, so a failure is returned, never answered here.
 
+#[cfg(unix)]
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -42,6 +43,7 @@ fn connect(endpoint: &Endpoint) -> Result<UnixStream, Unanswered> {
 /// Connects without waiting: a connection the server has no room to queue (it is stopped, or its
 /// accepting is stuck) is refused at once instead of blocking the hook past its deadline, when its
 /// agent would let the call through.
+#[cfg(unix)]
 pub(crate) fn connect_now(socket: &std::path::Path) -> Result<UnixStream, Unanswered> {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, connect, socket as new_socket};
     let fail = |e: nix::Error| Unanswered::NotServed(format!("the engine's socket does not answer: {}", std::io::Error::from(e)));
@@ -70,6 +72,17 @@ pub(crate) fn connect_now(socket: &std::path::Path) -> Result<UnixStream, Unansw
     stream.set_nonblocking(false).map_err(|e| Unanswered::Failed(format!("the engine's socket does not answer: {e}")))?;
     Ok(stream)
 }
+
+/// Where the live engine has no transport (unserved.rs): no engine serves, so the hook judges alone.
+#[cfg(not(unix))]
+pub(crate) fn connect_now(_socket: &std::path::Path) -> Result<UnixStream, Unanswered> {
+    Err(Unanswered::NotServed(super::endpoint::UNAVAILABLE.to_owned()))
+}
+
+/// The stream type `connect_now` never returns where there is no Unix socket: a stand-in with the
+/// same reads, writes and timeouts, so that `exchange` is one function on every platform.
+#[cfg(not(unix))]
+type UnixStream = std::net::TcpStream;
 
 /// Why a request had no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -113,9 +113,17 @@ impl Decider {
 }
 
 /// This process's user's name (its uid when it has none).
+#[cfg(unix)]
 pub fn user_name() -> String {
     let uid = nix::unistd::getuid();
     nix::unistd::User::from_uid(uid).ok().flatten().map(|u| u.name).unwrap_or_else(|| uid.to_string())
+}
+
+/// This process's user's name, as Windows sets it for a session (`%USERNAME%`): recorded as who
+/// decided, never checked.
+#[cfg(not(unix))]
+pub fn user_name() -> String {
+    std::env::var("USERNAME").unwrap_or_else(|_| "unknown user".to_owned())
 }
 
 /// The namespace and `no_new_privs` a decider must share: the server's, or the agents' hooks'.
@@ -300,7 +308,14 @@ pub(crate) fn check_peer(registry: Option<&Registry>, pid: u32, act: Act) -> Res
 /// Whether this process may `act` (a command that changes state.db without the live engine: `intent
 /// approve`, `sessions revoke`, `serve`): checked against the agents the workspace's hooks registered.
 pub fn check_this_process(engine: &Engine, act: Act) -> Result<Decider, String> {
-    let Some(me) = process::this() else { return Ok(Decider { pid: std::process::id(), terminal: None }) };
+    // Without /proc (Windows, macOS) whose process this is cannot be told: refused, never taken for
+    // a person's, or any agent could approve its own widening from its shell.
+    let Some(me) = process::this() else {
+        return Err(refusal_text(
+            "this platform does not say which processes started this one (no /proc), so an agent's cannot be told from a person's",
+            act,
+        ));
+    };
     let registry = Registry::of(engine);
     let rows = registry.as_ref().and_then(|r| r.rows().ok()).unwrap_or_default();
     let own = Reference::this_process();

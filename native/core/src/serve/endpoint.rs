@@ -11,12 +11,18 @@
 //!   link) took that name first: then the user's cache folder (`runtime_dir_from`), which nobody else
 //!   can create ahead of us.
 
+#[cfg(unix)]
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use super::error::ServeError;
+
+/// Why no live engine listens on a platform without a Unix socket (`unserved.rs`), for `chokepoint
+/// serve`, the extension and `chokepoint doctor`.
+pub const UNAVAILABLE: &str = "the live engine listens on a Unix socket, and this platform's build has no transport for it yet \
+     (a named pipe on Windows); hooks judge alone, each in its own process";
 
 /// The socket of one workspace's engine and the folder that guards it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +56,7 @@ impl Endpoint {
     }
 
     /// Creates the folder (0700) if it is missing, then checks it ([`Endpoint::check`]).
+    #[cfg(unix)]
     pub(crate) fn prepare(&self) -> Result<(), ServeError> {
         if !self.dir.exists() {
             std::fs::DirBuilder::new()
@@ -63,6 +70,7 @@ impl Endpoint {
 
     /// Refuses a folder that another user owns, that others may enter, or that is a symbolic link:
     /// a socket found there could be anyone's.
+    #[cfg(unix)]
     pub fn check(&self) -> Result<(), ServeError> {
         let meta = std::fs::symlink_metadata(&self.dir)
             .map_err(|e| ServeError::from(format!("the endpoint folder {} cannot be read: {e}", self.dir.display())))?;
@@ -91,6 +99,25 @@ impl Endpoint {
     }
 }
 
+/// Refused where who owns a folder and who may enter it are not read yet (Windows: its owner and
+/// ACL): a client finding an endpoint there judges alone rather than trust it. Nothing listens there
+/// anyway (unserved.rs).
+#[cfg(not(unix))]
+impl Endpoint {
+    pub fn check(&self) -> Result<(), ServeError> {
+        Err(format!("whether the endpoint folder {} is this user's alone cannot be checked on this platform yet", self.dir.display())
+            .into())
+    }
+}
+
+/// The user's own folder for local, per-machine data (`%LOCALAPPDATA%`), where the live engine will
+/// listen on Windows (issue 32); the system's temporary folder when it is not set.
+#[cfg(not(unix))]
+fn runtime_dir() -> PathBuf {
+    std::env::var_os("LOCALAPPDATA").map(PathBuf::from).unwrap_or_else(std::env::temp_dir).join("chokepoint").join("run")
+}
+
+#[cfg(unix)]
 fn runtime_dir() -> PathBuf {
     let home_cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
@@ -105,6 +132,7 @@ fn runtime_dir() -> PathBuf {
 /// Without `$XDG_RUNTIME_DIR`, `<tmp>/chokepoint-<uid>` when it is missing or a folder of ours; when
 /// another user (or a link) took that name first, which anyone may in a shared `/tmp`, a folder
 /// nobody else can create ahead of us: `<cache>/chokepoint/run`, under the user's home.
+#[cfg(unix)]
 fn runtime_dir_from(xdg: Option<PathBuf>, tmp: &Path, home_cache: Option<PathBuf>) -> PathBuf {
     match xdg {
         Some(dir) if dir.is_absolute() && dir.is_dir() => return dir.join("chokepoint"),
@@ -122,7 +150,7 @@ fn runtime_dir_from(xdg: Option<PathBuf>, tmp: &Path, home_cache: Option<PathBuf
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

@@ -9,6 +9,8 @@
 //! - `protocol.rs`: one request (a hook's raw input, or a question or decision about the Pendings)
 //!   and one answer per connection, framed;
 //! - `server.rs`: the listener, who may connect, and the limits on what they send;
+//! - `unserved.rs`: the server where the build has no transport (no Unix socket: Windows, for now),
+//!   which refuses to start and says why, so that every hook judges alone;
 //! - `http.rs`: the loopback HTTP endpoint beside it (Claude Code's `type: "http"` hooks), with its
 //!   checks of Host, Origin, token, size and time;
 //! - `token.rs`: the HTTP endpoint's per-run token and `.orchestration/serve.json`, which says where;
@@ -24,6 +26,11 @@
 //! configuration (both run `agents::hook`); the server adds only who may ask and how much, and the
 //! time a person has to decide an ask (a hook alone has no one to show it to).
 
+// Where nothing listens (unserved.rs), the server's side (judging a call, the HTTP endpoint, a
+// relayed ask's answer, the token file) is still compiled, so that it keeps building on every
+// platform for the transport to come, but nothing calls it.
+#![cfg_attr(not(unix), allow(dead_code))]
+
 mod call;
 pub mod client;
 pub mod deciders;
@@ -33,5 +40,10 @@ pub mod http;
 pub mod process;
 pub mod protocol;
 pub mod relay;
+#[cfg(unix)]
+pub mod server;
+// Where there is no Unix socket, a server that refuses to start, saying why (unserved.rs).
+#[cfg(not(unix))]
+#[path = "unserved.rs"]
 pub mod server;
 pub mod token;

@@ -13,15 +13,14 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use super::call::ASK_MARGIN;
-pub use super::call::Limits;
 use super::call::{self, Admission, Bound, Counters, HookCall};
+pub use super::call::{Limits, ServeOptions};
 use super::deciders::{self, Act, Reference, Registry};
 use super::endpoint::Endpoint;
 use super::error::ServeError;
@@ -32,19 +31,6 @@ use super::protocol::{Answer, HookRequest, MAX_REQUEST, Request, write_frame};
 use crate::approvals::PendingDict;
 use crate::engine::engine::Engine;
 use crate::model::external_events::Agent;
-
-/// How a server is started beyond its engine.
-#[derive(Debug, Clone, Default)]
-pub struct ServeOptions {
-    /// The `chokepoint` program, for an HTTP hook's shell command run contained (`<program> exec`)
-    /// and the commands its denials name; a hook through the socket sends its own. `None`: an HTTP
-    /// hook's shell commands are refused (`call.rs`), since they could not run contained.
-    pub program: Option<PathBuf>,
-    /// The HTTP endpoint's port on 127.0.0.1; 0 (the default): one the system picks.
-    pub http_port: u16,
-    /// How many connections and judgings it takes at once ([`Limits`]).
-    pub limits: Limits,
-}
 
 /// A running server; dropping it stops it and removes its socket.
 #[derive(Debug)]

@@ -12,6 +12,7 @@
 //! stale socket.
 
 use std::io::{Read, Write};
+#[cfg(unix)]
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -47,7 +48,7 @@ impl Access {
         let gone = |why: &str| {
             ServeError::from(format!("the server that wrote {} is not running ({why}); start one with `chokepoint serve`", file.display()))
         };
-        if access.pid == 0 || nix::sys::signal::kill(nix::unistd::Pid::from_raw(access.pid as i32), None) == Err(nix::errno::Errno::ESRCH) {
+        if access.pid == 0 || !process_exists(access.pid) {
             return Err(gone(&format!("no process {}", access.pid)));
         }
         let address: std::net::SocketAddr = access
@@ -59,6 +60,18 @@ impl Access {
             .map_err(|e| gone(&format!("{address}: {e}")))?;
         Ok(access)
     }
+}
+
+#[cfg(unix)]
+fn process_exists(pid: u32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None) != Err(nix::errno::Errno::ESRCH)
+}
+
+/// Whether a process runs is not asked of Windows yet (no server writes the file there,
+/// unserved.rs): taken as gone, so a file found there is not trusted.
+#[cfg(not(unix))]
+fn process_exists(_pid: u32) -> bool {
+    false
 }
 
 /// A new token: 32 bytes from the kernel's random source, in hex.
@@ -88,7 +101,12 @@ pub(crate) fn write(file: &Path, access: &Access) -> Result<(), ServeError> {
     }
     let temporary = PathBuf::from(format!("{}.{}.tmp", file.display(), std::process::id()));
     let _ = std::fs::remove_file(&temporary);
-    let mut out = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temporary).map_err(fail)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    // Windows has no mode: no server writes the file there yet (unserved.rs).
+    #[cfg(unix)]
+    options.mode(0o600);
+    let mut out = options.open(&temporary).map_err(fail)?;
     let body = serde_json::to_vec_pretty(access).map_err(|e| fail(std::io::Error::other(e)))?;
     out.write_all(&body).and_then(|()| out.sync_all()).map_err(fail)?;
     std::fs::rename(&temporary, file).map_err(fail)
@@ -101,7 +119,7 @@ pub(crate) fn remove(file: &Path, token: &str) {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

@@ -47,3 +47,19 @@ pub fn real_location(path: &Path) -> PathBuf {
     }
     current
 }
+
+/// A symbolic link at `link` to `target`, as on Unix; Windows tells a folder's link from a file's,
+/// so there it is a folder's when `target` (relative to the link's folder) is a folder now.
+pub fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) -> std::io::Result<()> {
+    #[cfg(unix)]
+    return std::os::unix::fs::symlink(target, link);
+    #[cfg(windows)]
+    {
+        let (target, link) = (target.as_ref(), link.as_ref());
+        if link.parent().unwrap_or(Path::new(".")).join(target).is_dir() {
+            std::os::windows::fs::symlink_dir(target, link)
+        } else {
+            std::os::windows::fs::symlink_file(target, link)
+        }
+    }
+}

@@ -64,8 +64,8 @@ impl Server {
                  `apt-get install postgresql` (npm test does so when run as root), or set CHOKEPOINT_PG_BIN to their folder"
             )
         });
-        let as_server_user = nix::unistd::geteuid().is_root();
-        if as_server_user && nix::unistd::User::from_name(SERVER_USER).ok().flatten().is_none() {
+        let as_server_user = is_root();
+        if as_server_user && !server_user_exists() {
             panic!(
                 "the tests run as root, which PostgreSQL refuses, and there is no `{SERVER_USER}` user to run it as: \
                  `apt-get install postgresql` creates it"
@@ -205,7 +205,7 @@ impl Server {
         let mut pids = children_of(pid);
         pids.push(pid);
         for &p in &pids {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), nix::sys::signal::Signal::SIGKILL);
+            kill_now(p);
         }
         let deadline = Instant::now() + READY_TIMEOUT;
         while pids.iter().any(|&p| alive(p)) || self.accepts() {
@@ -415,8 +415,40 @@ fn make_certificates(dir: &Path) {
     ]);
     run(&mut sign, "openssl x509 (the server's certificate)");
     // PostgreSQL refuses a key others can read.
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(dir.join("server.key"), fs::Permissions::from_mode(0o600)).expect("chmod server.key");
+    #[cfg(unix)]
+    fs::set_permissions(dir.join("server.key"), std::os::unix::fs::PermissionsExt::from_mode(0o600)).expect("chmod server.key");
+}
+
+// The harness runs Debian's PostgreSQL, a Unix program: on Windows it builds, so that the tests
+// that use it build, and those tests are ignored there (`cfg_attr(windows, ignore = …)`).
+#[cfg(unix)]
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+#[cfg(unix)]
+fn server_user_exists() -> bool {
+    nix::unistd::User::from_name(SERVER_USER).ok().flatten().is_some()
+}
+
+#[cfg(unix)]
+fn kill_now(pid: i32) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+}
+
+#[cfg(not(unix))]
+fn is_root() -> bool {
+    false
+}
+
+#[cfg(not(unix))]
+fn server_user_exists() -> bool {
+    false
+}
+
+#[cfg(not(unix))]
+fn kill_now(_pid: i32) {
+    unreachable!("no PostgreSQL server runs on Windows in these tests")
 }
 
 /// Runs a setup command; panics with its output when it fails.

@@ -1,0 +1,204 @@
+// The platforms layer of `npm test` (`npm test -- platforms`): the core's and the CLI's test suites
+// built for the other platforms VS Code runs on and run from this Linux machine, Windows
+// (`x86_64-pc-windows-gnu`, Debian's MinGW, the tests under Wine) and Linux on Arm
+// (`aarch64-unknown-linux-gnu`, Debian's cross gcc, the tests under qemu-user). The linkers and
+// runners are in .cargo/config.toml, so `cargo test --target …` runs the same by hand; this module
+// installs what they need (Debian packages as root, rust targets with rustup) and counts.
+//
+// A test that needs what the emulation lacks (a Windows kernel feature Wine does not have, Landlock
+// under qemu) is marked `#[cfg_attr(…, ignore = "why")]` in the code; cargo prints each one as
+// `ignored, <why>`, and this layer lists them all with their reasons, so none is skipped unseen.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { ROOT, log, capture } = require('./lib');
+const vscode = require('./vscode');
+
+/** The crates whose suites run on every platform (the napi binding is built per platform by
+ *  packaging, not tested here). */
+const CRATES = ['-p', 'chokepoint-core', '-p', 'chokepoint-cli'];
+
+/** Wine's prefix (its C: drive and registry), made by the first run (about half a minute) and kept. */
+const WINEPREFIX = path.join(ROOT, 'target/wine');
+
+/**
+ * Each target: its rust triple, the Debian packages that build and run it, and the environment of
+ * its test run.
+ * @typedef {object} Target
+ * @property {string} name the VS Code platform name (`vsce package --target`)
+ * @property {string} triple
+ * @property {string[]} packages
+ * @property {Record<string, string>} env
+ * @type {Target[]}
+ */
+const TARGETS = [
+  {
+    name: 'linux-arm64',
+    triple: 'aarch64-unknown-linux-gnu',
+    packages: ['gcc-aarch64-linux-gnu', 'libc6-dev-arm64-cross', 'qemu-user-static'],
+    // Where qemu finds the Arm dynamic loader and C library, for the programs a test starts itself
+    // (the `chokepoint` binary), which the kernel hands to qemu through binfmt_misc, not the runner.
+    // `--cfg qemu` marks the tests that need what qemu-user lacks (`cfg_attr(qemu, ignore = "why")`);
+    // it changes only which tests run, and only in this layer's build.
+    env: { QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu', CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS: '--cfg qemu' },
+  },
+  {
+    name: 'win32-x64',
+    triple: 'x86_64-pc-windows-gnu',
+    packages: ['gcc-mingw-w64-x86-64', 'wine64', 'wine'],
+    // No debug chatter, a prefix of our own under target/, and no offer to download Mono and Gecko
+    // (nothing here uses .NET or HTML, and this machine has no network for them).
+    env: { WINEDEBUG: '-all', WINEPREFIX, WINEDLLOVERRIDES: 'mscoree,mshtml=' },
+  },
+];
+
+/** The installed rust targets, plus those of `targets` that were missing (added with rustup). */
+async function ensureRustTargets(targets) {
+  const installed = (await capture('rustup', ['target', 'list', '--installed'])).stdout.split('\n');
+  const missing = targets.map((t) => t.triple).filter((t) => !installed.includes(t));
+  if (missing.length === 0) return;
+  log('setup', `adding rust targets: ${missing.join(', ')}`);
+  const r = await capture('rustup', ['target', 'add', ...missing], { echo: true });
+  if (r.code !== 0) throw new Error(`rustup target add ${missing.join(' ')} failed`);
+}
+
+/** The binfmt_misc entry that has the kernel hand an Arm program to qemu, so a test that starts the
+ *  Arm `chokepoint` binary can. qemu-user-static's package registers it where systemd runs (a CI
+ *  machine); in a container without systemd it is registered here, as root, from the same file. */
+function ensureArmBinfmt() {
+  const dir = '/proc/sys/fs/binfmt_misc';
+  if (fs.existsSync(path.join(dir, 'qemu-aarch64'))) return;
+  const conf = '/usr/lib/binfmt.d/qemu-aarch64.conf';
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0 || !fs.existsSync(conf)) {
+    log('test', `the kernel does not run Arm programs through qemu (no ${dir}/qemu-aarch64): tests that start the chokepoint binary fail`);
+    return;
+  }
+  const { spawnSync } = require('child_process');
+  if (!fs.existsSync(path.join(dir, 'register'))) spawnSync('mount', ['-t', 'binfmt_misc', 'binfmt_misc', dir], { stdio: 'inherit' });
+  try {
+    fs.writeFileSync(path.join(dir, 'register'), fs.readFileSync(conf, 'utf8').trim());
+    log('setup', `registered ${conf} with binfmt_misc`);
+  } catch (e) {
+    log('test', `cannot register ${conf} with binfmt_misc: ${/** @type {Error} */ (e).message}`);
+  }
+}
+
+/** Rust's standard library draws random numbers from `ProcessPrng` in bcryptprimitives.dll (Windows
+ *  10 and later), which Debian's Wine 8 does not have: no Rust program starts under it (status
+ *  c0000135). A stand-in DLL with that one function, over `RtlGenRandom` (advapi32's
+ *  SystemFunction036, which Wine has), built with MinGW into the prefix's system32. */
+const PRNG_SHIM = `#include <windows.h>
+BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length);
+__declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {
+    while (len > 0) {
+        ULONG n = len > 0x10000000 ? 0x10000000 : (ULONG)len;
+        if (!SystemFunction036(data, n)) return FALSE;
+        data += n;
+        len -= n;
+    }
+    return TRUE;
+}
+`;
+
+/** Makes Wine's prefix (once: about half a minute) and puts the ProcessPrng stand-in in it. */
+async function ensureWinePrefix(env) {
+  const dll = path.join(WINEPREFIX, 'drive_c/windows/system32/bcryptprimitives.dll');
+  if (fs.existsSync(dll)) return;
+  log('setup', `making Wine's prefix in ${path.relative(ROOT, WINEPREFIX)} (once)`);
+  const boot = await capture('wine', ['wineboot', '--init'], { env: { ...process.env, ...env } });
+  if (!fs.existsSync(path.dirname(dll))) throw new Error(`wineboot made no prefix in ${WINEPREFIX}: ${boot.stderr.trim()}`);
+  const source = path.join(ROOT, 'target/wine-prng/prng.c');
+  fs.mkdirSync(path.dirname(source), { recursive: true });
+  fs.writeFileSync(source, PRNG_SHIM);
+  const built = await capture('x86_64-w64-mingw32-gcc', ['-shared', '-O2', '-o', dll, source, '-ladvapi32']);
+  if (built.code !== 0) throw new Error(`cannot build the ProcessPrng stand-in for Wine: ${built.stderr.trim()}`);
+}
+
+/**
+ * The counts of a `cargo test` run's output: `test result:` lines summed, and every ignored test
+ * with its reason (`test name ... ignored, reason`).
+ * @param {string} text
+ */
+function cargoCounts(text) {
+  let passed = 0;
+  let failed = 0;
+  for (const m of text.matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {
+    passed += Number(m[1]);
+    failed += Number(m[2]);
+  }
+  const ignored = [...text.matchAll(/^test (\S+) \.\.\. ignored(?:, (.*))?$/gm)].map((m) => ({ test: m[1], reason: m[2] || '(no reason given)' }));
+  return { passed, failed, ignored };
+}
+
+/** For every target: line tables only, not full debug information. Wine's test executables carry
+ *  DWARF of a few hundred megabytes each at the default, and the Windows build filled 19 GB (and
+ *  this machine's disk) with them; a failing test's backtrace keeps its file and line. */
+const PROFILE_ENV = { CARGO_PROFILE_DEV_DEBUG: 'line-tables-only' };
+
+/** How long one test binary may run under emulation before it counts as hung: a test that waits
+ *  forever on what the emulator lacks must fail the layer, not stall CI. */
+const BINARY_TIMEOUT_S = 600;
+
+/** Builds the suites for one target, then runs each test binary on its own (its runner from
+ *  .cargo/config.toml) within BINARY_TIMEOUT_S; returns the counts, the hung binaries counted as failed. */
+async function runTarget(target) {
+  const started = Date.now();
+  log('test', `platform ${target.name} (${target.triple})`);
+  const env = { ...process.env, ...PROFILE_ENV, ...target.env };
+  const base = ['test', '--target', target.triple, '--color', 'never'];
+  const built = await capture('cargo', [...base, ...CRATES, '--no-run', '--message-format', 'json-render-diagnostics'], { env });
+  if (built.code !== 0) {
+    process.stderr.write(built.stderr);
+    return { passed: 0, failed: 1, ignored: [], hung: [], seconds: Math.round((Date.now() - started) / 1000) };
+  }
+  // One run per test target, named for both crates at once: cargo unifies the dependencies' features
+  // over the packages it is given, so `-p` of one crate alone would build them all again.
+  const selectors = new Map();
+  for (const line of built.stdout.split('\n').filter((l) => l.startsWith('{'))) {
+    const m = JSON.parse(line);
+    if (m.reason !== 'compiler-artifact' || !m.executable || !m.profile?.test) continue;
+    const kind = m.target.kind[0];
+    const select = kind === 'lib' ? ['--lib'] : kind === 'bin' ? ['--bin', m.target.name] : ['--test', m.target.name];
+    selectors.set(select.join(' '), select);
+  }
+  const totals = { passed: 0, failed: 0, ignored: /** @type {{ test: string, reason: string }[]} */ ([]), hung: /** @type {string[]} */ ([]) };
+  for (const [label, select] of selectors) {
+    const r = await capture('timeout', ['--kill-after=10', String(BINARY_TIMEOUT_S), 'cargo', ...base, ...CRATES, ...select, '--no-fail-fast'], {
+      echo: true,
+      env,
+    });
+    const counts = cargoCounts(r.stdout + r.stderr);
+    totals.passed += counts.passed;
+    totals.failed += counts.failed;
+    totals.ignored.push(...counts.ignored);
+    if (r.code === 124 || r.code === 137) {
+      totals.hung.push(label);
+      totals.failed += 1;
+    } else if (r.code !== 0 && counts.failed === 0) totals.failed += 1; // it crashed: no test result line
+  }
+  // A Windows program left waiting when its test binary was killed would keep Wine's server up.
+  if (target.env.WINEPREFIX) await capture('/usr/lib/wine/wineserver', ['-k'], { env });
+  return { ...totals, seconds: Math.round((Date.now() - started) / 1000) };
+}
+
+/** The platforms layer: every target in turn, then what each passed, failed and ignored, and why. */
+async function platformsLayer() {
+  await vscode.ensureSystemPackages({ need: TARGETS.flatMap((t) => t.packages) });
+  await ensureRustTargets(TARGETS);
+  ensureArmBinfmt();
+  fs.mkdirSync(path.dirname(WINEPREFIX), { recursive: true });
+  await ensureWinePrefix(TARGETS.find((t) => t.name === 'win32-x64')?.env ?? {});
+  // CHOKEPOINT_PLATFORMS=win32-x64 (names, comma-separated) runs only those.
+  const only = (process.env.CHOKEPOINT_PLATFORMS || '').split(',').filter(Boolean);
+  const results = [];
+  for (const target of TARGETS.filter((t) => only.length === 0 || only.includes(t.name))) results.push({ target, ...(await runTarget(target)) });
+  console.log('');
+  for (const r of results) {
+    console.log(`  ${r.target.name.padEnd(12)} ${r.passed} passed, ${r.failed} failed, ${r.ignored.length} ignored (${r.seconds} s)`);
+    for (const h of r.hung) console.log(`      hung (killed after ${BINARY_TIMEOUT_S} s): ${h}`);
+    for (const i of r.ignored) console.log(`      ignored ${i.test}: ${i.reason}`);
+  }
+  return { passed: results.reduce((s, r) => s + r.passed, 0), failed: results.reduce((s, r) => s + r.failed, 0) };
+}
+
+module.exports = { platformsLayer, cargoCounts, TARGETS };
