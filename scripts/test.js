@@ -235,7 +235,8 @@ async function main() {
   for (const a of asked) if (!LAYERS.includes(a)) throw new Error(`unknown test layer \`${a}\`; the layers are ${LAYERS.join(', ')}`);
   const layers = asked.length ? asked : DEFAULT_LAYERS;
   const needsVsCode = layers.includes('extension') || layers.includes('ui');
-  if (needsVsCode) await vscode.ensureSystemPackages();
+  // What the VS Code layers and the cargo layer's tests use; the platforms layer installs its own (Wine, qemu, MinGW).
+  if (needsVsCode) await vscode.ensureSystemPackages({ need: ['chromium', 'libkrb5-dev', 'strace', 'postgresql', 'openssl'] });
   if (layers.some((l) => !['cargo', 'agents', 'platforms'].includes(l))) await build();
   // The agents layer needs only the release CLI (`chokepoint hook`, `init`, `mcp`): built by buildNative.
   else if (layers.includes('agents')) await buildNative();
