@@ -8,7 +8,7 @@ const assert = require('node:assert');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const esbuild = require('esbuild');
+const { loadTypeScript } = require('../support/typescript');
 
 const ROOT = path.resolve(__dirname, '../..');
 const manifest = require(path.join(ROOT, 'package.json'));
@@ -21,17 +21,8 @@ const extensionSource = () =>
     .map((f) => fs.readFileSync(path.join(ROOT, 'extension/src', f), 'utf8'))
     .join('\n');
 
-// The catalogue is TypeScript; bundled for this process as tests/node/protocol.test.js does.
-const { outputFiles } = esbuild.buildSync({
-  entryPoints: [path.join(ROOT, 'protocol/messages.ts')],
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  write: false,
-});
-const m = { exports: {} };
-new Function('module', 'exports', 'require', outputFiles[0].text)(m, m.exports, require);
-const { WelcomeCommand, WebviewMessage, parseMessage } = m.exports;
+// The catalogue is TypeScript, bundled for this process (tests/support/typescript.js).
+const { WelcomeCommand, WebviewMessage, parseMessage } = loadTypeScript('protocol/messages.ts');
 
 /** The commands a step's description links to, with their arguments (`command:id?<encoded JSON>`). */
 function links(description) {
