@@ -30,6 +30,7 @@ import type {
   PendingDict,
   PendingKindName,
   PendingLapseName,
+  PendingRoute as PendingRouteName,
 } from '../native/node/index';
 import { DecisionEffectNames, DecisionNames, EventNames, FileStatusNames, OutcomeNames, PendingKindNames, PendingLapseNames } from './names';
 
@@ -188,6 +189,15 @@ void pendingKindsMatch;
 const pendingLapsesMatch: Same<z.infer<typeof PendingLapse>, PendingDict['on_timeout']> = true;
 void pendingLapsesMatch;
 
+/** Who answers a Pending: the generated `PendingRoute`, whose `handler:<name>` no name list can
+ *  carry, so the fixed routes are listed here and the whole held to the generated type just below. */
+export const PendingRoute = z.union([
+  z.enum(['caller', 'human', 'reviewer', 'auto-approve', 'auto-deny', 'guard']),
+  z.custom<`handler:${string}`>((v) => typeof v === 'string' && /^handler:.+/.test(v), 'a route is a fixed one or handler:<name>'),
+]);
+const pendingRoutesMatch: Same<z.infer<typeof PendingRoute>, PendingRouteName> = true;
+void pendingRoutesMatch;
+
 /** An open Pending as the Approvals section shows it: the core's dict in short, and for a write the
  *  file before (from disk) and after (from the call's input), which the page shows as a diff. */
 export const PendingView = z.object({
@@ -208,7 +218,7 @@ export const PendingView = z.object({
   onTimeout: PendingLapse,
   /** Where an ask relayed from another worktree's hook comes from (`worktree wt2 on branch x`). */
   from: z.string().nullable(),
-  route: z.string(),
+  route: PendingRoute,
   /** Per kind, as the approvals contract has it; the page reads it defensively. */
   subject: JsonObject,
   actions: z.array(z.string()),

@@ -194,3 +194,25 @@ test('the page neither lists sessions nor revokes a lease: the Sessions view is 
     assert.ok(!accepts(HostMessage, msg), JSON.stringify(msg));
   }
 });
+
+test("a Pending's route is one the core names: a fixed route or handler:<name>, nothing else", () => {
+  const pending = (route) => ({
+    id: 'p-1',
+    kind: 'tool_call',
+    createdAt: '2026-11-28T09:00:00.000Z',
+    triggeredBy: 'hook:ask',
+    agent: null,
+    sessionId: null,
+    intent: null,
+    deadlineMs: null,
+    onTimeout: 'reject',
+    from: null,
+    route,
+    subject: {},
+    actions: ['approve', 'reject'],
+    preview: null,
+  });
+  const ok = (route) => accepts(HostMessage, { type: 'approvals', available: true, pendings: [pending(route)] });
+  assert.ok(ok('human') && ok('guard') && ok('handler:policy'));
+  assert.ok(!ok('nobody') && !ok('handler:') && !ok(7));
+});
