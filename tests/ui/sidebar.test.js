@@ -21,7 +21,8 @@ after(async () => {
 });
 
 test('the packed .vsix installs into VS Code', () => {
-  assert.match(installLog, new RegExp(`Extension 'chokepoint-${version}\\.vsix' was successfully installed`));
+  // One .vsix per platform (scripts/package.js): this machine's, named for it.
+  assert.match(installLog, new RegExp(`Extension 'chokepoint-${version}-${process.platform}-${process.arch}\\.vsix' was successfully installed`));
   const installed = fs.readdirSync(path.join(runDir, 'extensions')).filter((d) => d.startsWith('chokepoint.chokepoint-'));
   assert.deepStrictEqual(installed, [`chokepoint.chokepoint-${version}`]);
 });
