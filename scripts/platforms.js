@@ -13,6 +13,7 @@ const fs = require('fs');
 const path = require('path');
 const { ROOT, log, capture } = require('./lib');
 const vscode = require('./vscode');
+const { ensureRustTargets } = require('./toolchains');
 
 /** The crates whose suites run on every platform (the napi binding is built per platform by
  *  packaging, not tested here). */
@@ -51,16 +52,6 @@ const TARGETS = [
     env: { WINEDEBUG: '-all', WINEPREFIX, WINEDLLOVERRIDES: 'mscoree,mshtml=' },
   },
 ];
-
-/** The installed rust targets, plus those of `targets` that were missing (added with rustup). */
-async function ensureRustTargets(targets) {
-  const installed = (await capture('rustup', ['target', 'list', '--installed'])).stdout.split('\n');
-  const missing = targets.map((t) => t.triple).filter((t) => !installed.includes(t));
-  if (missing.length === 0) return;
-  log('setup', `adding rust targets: ${missing.join(', ')}`);
-  const r = await capture('rustup', ['target', 'add', ...missing], { echo: true });
-  if (r.code !== 0) throw new Error(`rustup target add ${missing.join(' ')} failed`);
-}
 
 /** The binfmt_misc entry that has the kernel hand an Arm program to qemu, so a test that starts the
  *  Arm `chokepoint` binary can. qemu-user-static's package registers it where systemd runs (a CI
@@ -184,7 +175,7 @@ async function runTarget(target) {
 /** The platforms layer: every target in turn, then what each passed, failed and ignored, and why. */
 async function platformsLayer() {
   await vscode.ensureSystemPackages({ need: TARGETS.flatMap((t) => t.packages) });
-  await ensureRustTargets(TARGETS);
+  await ensureRustTargets(TARGETS.map((t) => t.triple));
   ensureArmBinfmt();
   fs.mkdirSync(path.dirname(WINEPREFIX), { recursive: true });
   await ensureWinePrefix(TARGETS.find((t) => t.name === 'win32-x64')?.env ?? {});
