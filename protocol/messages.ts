@@ -21,7 +21,7 @@
 // type-level check that fails the build when the two drift.
 import { z } from 'zod';
 import type {
-  CoordinationMode,
+  CoordinationModeName,
   DecisionEffectName,
   DecisionName,
   EventName,
@@ -32,7 +32,16 @@ import type {
   PendingLapseName,
   PendingRoute as PendingRouteName,
 } from '../native/node/index';
-import { DecisionEffectNames, DecisionNames, EventNames, FileStatusNames, OutcomeNames, PendingKindNames, PendingLapseNames } from './names';
+import {
+  CoordinationModeNames,
+  DecisionEffectNames,
+  DecisionNames,
+  EventNames,
+  FileStatusNames,
+  OutcomeNames,
+  PendingKindNames,
+  PendingLapseNames,
+} from './names';
 
 /** True only when `A` and `B` are the same type: a schema and the binding's contract cannot drift. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -66,16 +75,14 @@ void fileStatusesMatch;
 /** What the agents coordinate on (the binding's `Coordination`): this repository's state, a team's
  *  PostgreSQL database, this machine alone while the team's cannot be reached, or a broken setting. */
 export const CoordinationState = z.object({
-  mode: z.enum(['off', 'team', 'local-fallback', 'broken']),
+  mode: z.enum(CoordinationModeNames),
   database: z.string().nullish(),
   namespace: z.string().nullish(),
   machine: z.string().nullish(),
   cause: z.string().nullish(),
 });
 export type CoordinationState = z.infer<typeof CoordinationState>;
-// napi's `string_enum` is a `const enum` the page cannot import, so its values are listed above; its
-// string values are checked here.
-const coordinationModesMatch: Same<CoordinationState['mode'], `${CoordinationMode}`> = true;
+const coordinationModesMatch: Same<CoordinationState['mode'], CoordinationModeName> = true;
 void coordinationModesMatch;
 
 export const EngineState = z.discriminatedUnion('status', [

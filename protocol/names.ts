@@ -59,5 +59,11 @@ export const TokenFamilyNames = ['o200k', 'cl100k', 'claude', 'gemini', 'llama',
 /** What a piece of a prompt is, for compaction (`budget::compaction::ItemKind`). */
 export const PromptItemKindNames = ['systemPrompt', 'intentContext', 'brain', 'constraint', 'acceptanceCriterion', 'turn'] as const;
 
+/** What the workspace's agents coordinate on (`scope::gatekeeper::CoordinationState`). */
+export const CoordinationModeNames = ['off', 'team', 'local-fallback', 'broken'] as const;
+
+/** Who wrote a message of a rewritten turn (`model::rewrite::MessageRole`). */
+export const MessageRoleNames = ['user', 'assistant', 'tool'] as const;
+
 /** Which hook outcomes an evaluation lists (the binding's `evaluate::Detail`). */
 export const OutcomesDetailNames = ['deciding', 'all', 'none'] as const;

@@ -102,5 +102,11 @@ export type PromptItemKindName =
   | 'acceptanceCriterion'
   | 'turn'
 
+/** What the workspace's agents coordinate on (`scope::gatekeeper::CoordinationState`). */
+export type CoordinationModeName = 'off' | 'team' | 'local-fallback' | 'broken'
+
+/** Who wrote a message of a rewritten turn (`model::rewrite::MessageRole`). */
+export type MessageRoleName = 'user' | 'assistant' | 'tool'
+
 /** Which hook outcomes an evaluation lists (the binding's `evaluate::Detail`). */
 export type OutcomesDetailName = 'deciding' | 'all' | 'none'

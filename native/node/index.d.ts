@@ -102,6 +102,12 @@ export type PromptItemKindName =
   | 'acceptanceCriterion'
   | 'turn'
 
+/** What the workspace's agents coordinate on (`scope::gatekeeper::CoordinationState`). */
+export type CoordinationModeName = 'off' | 'team' | 'local-fallback' | 'broken'
+
+/** Who wrote a message of a rewritten turn (`model::rewrite::MessageRole`). */
+export type MessageRoleName = 'user' | 'assistant' | 'tool'
+
 /** Which hook outcomes an evaluation lists (the binding's `evaluate::Detail`). */
 export type OutcomesDetailName = 'deciding' | 'all' | 'none'
 
@@ -505,6 +511,13 @@ export interface CompactionPolicy {
   summaryGroupTokens?: number
 }
 
+/** One summary of a compaction under review (`approvals::Summary`). */
+export interface CompactionSummary {
+  text: string
+  /** What it summarises (a turn range, a file). */
+  source: string | null
+}
+
 /** The summary that replaces the summarised turns, placed before the oldest kept turn. */
 export interface CompactionSummary {
   /** Its estimated cost, counted in `after`: ask the summariser for at most this many tokens. */
@@ -576,7 +589,12 @@ export interface ContainedResult {
 
 /** The coordination state, as of the gatekeeper's last operation (the status bar shows it). */
 export interface Coordination {
-  mode: CoordinationMode
+  /**
+   * `off` (this repository's own state), `team` (the team's PostgreSQL database),
+   * `local-fallback` (this machine alone while the team's cannot be reached), `broken` (the team's
+   * setting cannot work: every write that needs a lease is denied).
+   */
+  mode: CoordinationModeName
   /** The database's URL without its password (`team`, `local-fallback`). */
   database?: string
   /** The repository's name in the database (`team`). */
@@ -585,21 +603,6 @@ export interface Coordination {
   machine?: string
   /** Why: the fallback's note (`local-fallback`) or the setting's failure (`broken`). */
   cause?: string
-}
-
-/** What the workspace's agents coordinate on. */
-export declare const enum CoordinationMode {
-  /** This repository's own state: no team's database is configured. */
-  Off = 'off',
-  /** The team's PostgreSQL database. */
-  Team = 'team',
-  /**
-   * The team's database could not be reached at the last operation, and this machine
-   * coordinates alone meanwhile (`coordination.unreachable: local`).
-   */
-  LocalFallback = 'local-fallback',
-  /** The team's setting cannot work: every write that needs a lease is denied. */
-  Broken = 'broken',
 }
 
 /**
@@ -650,8 +653,13 @@ export interface Evaluation {
   suggestedTool?: string
   /** With `ask`: every hook that asked, in chain order. */
   asks?: Array<Asked>
-  /** The rewritten subject, when a hook modified it and nothing denied. */
+  /**
+   * The rewritten subject, when a hook modified it and nothing denied: on `PreToolUse` the tool's
+   * new input, which the tool validates.
+   */
   modified?: any
+  /** What `modified` rewrites on the other events that rewrite something, read by the core. */
+  rewrite?: Rewrite
   /** Context hooks add for the model, in chain order. Absent when empty. */
   additionalContext?: Array<string>
   /**
@@ -800,6 +808,13 @@ export interface LeaseRevocation {
   at: number
 }
 
+export interface MessageToolCall {
+  id: string
+  name: string
+  /** The call's arguments as JSON text. */
+  arguments: string
+}
+
 /** Does nothing. The baseline of the binding benchmarks: the cost of crossing napi and no more. */
 export declare function noop(): void
 
@@ -863,10 +878,15 @@ export interface PendingDict {
    */
   on_timeout: PendingLapseName
   /** Who waits on it, when another agent's call asked. */
-  asker: JsAsker | null
+  asker: PendingAsker | null
   status: PendingStatusName
   route: PendingRoute
+  /** The subject as the caller gave it, with the fields a host added for its own views. */
   subject: Record<string, unknown>
+  /** A `plan` Pending's tasks as the core reads its subject (edited by the decider, once decided). */
+  tasks: Array<PlanTask> | null
+  /** A `compaction` Pending's summaries as the core reads its subject. */
+  summaries: Array<CompactionSummary> | null
   /** The kind's public actions, in order. */
   actions: Array<string>
   decision: PendingDecision | null
@@ -905,6 +925,17 @@ export interface Piped {
  * throwing; only malformed items throw.
  */
 export declare function planCompaction(items: Array<CompactionItem>, budget: number, policy?: CompactionPolicy | undefined | null): CompactionPlan
+
+export interface PlanRewrite {
+  title?: string
+  tasks: Array<PlanTask>
+}
+
+/** One task of a plan or a queue. */
+export interface PlanTask {
+  prompt: string
+  title: string | null
+}
 
 export interface PolicyRejection {
   pending: PendingDict
@@ -990,6 +1021,22 @@ export interface ReplaySkipped {
 export interface ReviewerConfig {
   model: string
   escalateOn: Array<string>
+}
+
+/**
+ * What a hook's `modify` rewrote, read for the event it answered; the one field of that event is
+ * set. `PreToolUse`'s rewrite is a whole tool input, which only the tool validates: it is
+ * `Evaluation.modified` itself.
+ */
+export interface Rewrite {
+  /** `PostToolUse`: the tool's result as the model is told it. */
+  toolResult?: ToolResultRewrite
+  /** `TurnPrepare`: each field absent when the hook did not rewrite it. */
+  turn?: TurnRewrite
+  /** `PlanSubmit`: the plan as rewritten. */
+  plan?: PlanRewrite
+  /** `AllTasksComplete`: the tasks to queue (those with a prompt; none ends the run). */
+  queue?: Array<PlanTask>
 }
 
 /** An approved `scope_expansion_request`. */
@@ -1155,6 +1202,11 @@ export interface TokenizerInfo {
   messageOverhead: number
 }
 
+export interface ToolResultRewrite {
+  output: string
+  isError: boolean
+}
+
 /** One record of the trace ledger, as the sidebar lists it. */
 export interface TraceEntry {
   seq: number
@@ -1236,6 +1288,23 @@ export interface TraceRecord {
   lineHash: string
   /** The record as the ledger holds it, indented. */
   json: string
+}
+
+export interface TurnMessage {
+  role: MessageRoleName
+  content: string
+  /** A `tool` message: the call it answers, and the tool's name. */
+  toolCallId?: string
+  name?: string
+  /** An `assistant` message: the calls it made (empty otherwise). */
+  toolCalls: Array<MessageToolCall>
+}
+
+export interface TurnRewrite {
+  systemPrompt?: string
+  model?: string
+  /** The messages of this inference only; all of them or none. */
+  messages?: Array<TurnMessage>
 }
 
 /** The version of the native core. */

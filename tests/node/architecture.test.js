@@ -134,9 +134,30 @@ test('nothing from outside is cast to a shape: no `as {…}`, `as Record<…>` o
     }
   };
   for (const dir of ['extension/src', 'webview/src', 'protocol']) walk(dir);
-  assert.deepEqual(found, [], 'read the value with a zod schema (runtime/json.ts, runtime/rewrites.ts, protocol/messages.ts) instead of casting it');
+  assert.deepEqual(
+    found,
+    [],
+    'read the value with a zod schema (runtime/json.ts, protocol/messages.ts; what a hook rewrote comes typed from the core: `Evaluation.rewrite`) instead of casting it',
+  );
 });
 
 test('the cast check sees each kind of cast', () => {
   assert.equal(shapeCasts('const a = b as { c: 1 }; const d = e as Record<string, unknown>; f as never; g as Error; asX'), 3);
+});
+
+/** Names in the binding's generated types that no TypeScript type answers: a Rust struct's own name
+ *  (`JsAsker`), which napi writes when the field's object type was declared after its use. */
+function unansweredNames(dts) {
+  const declared = new Set([...dts.matchAll(/^export (?:declare )?(?:interface|type|class|const enum|enum) (\w+)/gm)].map((m) => m[1]));
+  const used = [...dts.matchAll(/\b(Js[A-Z]\w*)\b/g)].map((m) => m[1]);
+  return [...new Set(used.filter((n) => !declared.has(n)))];
+}
+
+test("the binding's generated types name only types they declare (no Rust name leaks into index.d.ts)", () => {
+  const dts = fs.readFileSync(path.join(ROOT, 'native/node/index.d.ts'), 'utf8');
+  assert.deepEqual(unansweredNames(dts), [], 'declare the napi object type before the struct that uses it (see native/node/src/rewrite.rs)');
+});
+
+test('the generated-types check sees a leaked name', () => {
+  assert.deepEqual(unansweredNames('export interface Asked {\n  a: JsAsker | null\n  b: Asked\n}\n'), ['JsAsker']);
 });

@@ -28,9 +28,9 @@ import { randomUUID } from 'crypto';
 import { FileTools } from './fileTools';
 import { Gate, RuntimeEvents } from './gate';
 import { assemblePrompt, type Compactor } from './prompt';
-import { firstSummary, queuedTasks, turnRewrite } from './rewrites';
 import { toolError, ToolCalls, type PlanInput, type ToolEffect, type ToolOutcome } from './toolCall';
 import { toolDefinitions } from './tools';
+import type { TurnMessage } from '../../../native/node/index';
 import { ModelError } from './types';
 import type { Ask, Settlement, ChatMessage, ModelProvider, RuntimeEngine, RuntimeEvent, RuntimeLimits, Task, TaskSpec, TaskStatus, ToolCall } from './types';
 
@@ -151,9 +151,9 @@ export class AgentRuntime {
       const evaluation = await this.gate.lifecycle('AllTasksComplete', undefined, { tasks: [] });
       // Only entries with a prompt count: a rewrite with none ends the run (before, a list of only
       // malformed entries judged the event again, forever if the hook kept answering so).
-      const more = queuedTasks(evaluation.modified);
+      const more = evaluation.rewrite?.queue ?? [];
       if (more.length === 0) return;
-      for (const t of more) this.queue.push({ prompt: t.prompt, title: t.title, id: randomUUID() });
+      for (const t of more) this.queue.push({ prompt: t.prompt, title: t.title ?? undefined, id: randomUUID() });
     }
   }
 
@@ -224,7 +224,7 @@ export class AgentRuntime {
             regenerate: (_index, guidance) => `${proposal.summary}\n<guidance>${guidance}</guidance>`,
           });
           if (settled.next !== 'run') return false;
-          const text = firstSummary(settled.pending?.subject);
+          const text = settled.pending?.summaries?.[0]?.text;
           return text !== undefined ? { summary: text } : true;
         },
         onCompacted: (c) => this.emit({ type: 'compacted', taskId: task.id, ...c }),
@@ -240,10 +240,10 @@ export class AgentRuntime {
         turn,
       );
       if (prepared.decision === 'deny') return { status: 'rejected', summary: prepared.reason ?? 'TurnPrepare was refused' };
-      const rewritten = turnRewrite(prepared.modified);
-      const system = rewritten.systemPrompt ?? prompt.system;
-      if (rewritten.model) model = this.gate.model = rewritten.model;
-      const messages = chatMessages(rewritten.messages) ?? prompt.messages;
+      const rewritten = prepared.rewrite?.turn;
+      const system = rewritten?.systemPrompt ?? prompt.system;
+      if (rewritten?.model) model = this.gate.model = rewritten.model;
+      const messages = rewritten?.messages?.map(chatMessage) ?? prompt.messages;
 
       let text = '';
       const calls: ToolCall[] = [];
@@ -356,10 +356,15 @@ export class AgentRuntime {
   }
 }
 
-/** A TurnPrepare rewrite of the messages, if it is a well-formed list; otherwise undefined. */
-function chatMessages(value: unknown): ChatMessage[] | undefined {
-  if (!Array.isArray(value)) return undefined;
-  const roles = new Set(['user', 'assistant', 'tool']);
-  const ok = value.every((m) => m && typeof m === 'object' && roles.has((m as ChatMessage).role) && typeof (m as ChatMessage).content === 'string');
-  return ok ? (value as ChatMessage[]) : undefined;
+/** A message of a TurnPrepare rewrite, as the core read it (`model::rewrite::TurnMessage`: a tool
+ *  message always names its call and tool), as the provider takes it. */
+function chatMessage(m: TurnMessage): ChatMessage {
+  switch (m.role) {
+    case 'user':
+      return { role: 'user', content: m.content };
+    case 'assistant':
+      return m.toolCalls.length ? { role: 'assistant', content: m.content, toolCalls: m.toolCalls } : { role: 'assistant', content: m.content };
+    case 'tool':
+      return { role: 'tool', toolCallId: m.toolCallId ?? '', name: m.name ?? '', content: m.content };
+  }
 }

@@ -15,9 +15,8 @@
 // Invariant: the reason reaches the agent. A rejection's reason, an approval's or a modification's note, a retry's guidance are in
 // the tool result the model receives in its next request (peers lose them: copilot-cli #2647); tests/unit/approvals.test.ts reads
 // them in the scripted server's requests.
-import type { Evaluation } from '../../../native/node/index';
+import type { Evaluation, PlanTask } from '../../../native/node/index';
 import { FileTools, ToolError } from './fileTools';
-import { toolResultRewrite } from './rewrites';
 import type { Gate, RuntimeEvents } from './gate';
 import { validateToolArgs, validateToolCall, type ToolInput } from './tools';
 import { durableMs, hookView, type Ask, type Settlement, type RuntimeEngine, type RuntimeLimits, type Task, type ToolCall } from './types';
@@ -144,7 +143,8 @@ export class ToolCalls {
         turn,
       }),
     );
-    const rewritten = toolResultRewrite(post.modified);
+    // The core reads the rewrite (`model::rewrite`): the output as text, an error only when it says so.
+    const rewritten = post.rewrite?.toolResult;
     if (rewritten) outcome = { ...outcome, content: rewritten.output, ok: !rewritten.isError };
     const context = [...extra, ...(post.additionalContext ?? [])];
     if (context.length) outcome = { ...outcome, content: `${outcome.content}\n\n${context.join('\n')}` };
@@ -244,7 +244,8 @@ export class ToolCalls {
   private async submitPlan(task: Task, turn: number, input: PlanInput): Promise<ToolOutcome> {
     const verdict = await this.ctx.gate.lifecycle('PlanSubmit', task, input, turn);
     if (verdict.decision === 'deny') return { ok: false, content: toolError(verdict.reason ?? 'the plan was refused', verdict.remediation) };
-    let plan = (verdict.modified as typeof input | undefined) ?? input;
+    const rewritten = verdict.rewrite?.plan;
+    let plan: PlanInput = rewritten ? { title: rewritten.title ?? input.title, tasks: rewritten.tasks.map(planTask) } : input;
     let note = '';
     if (verdict.decision === 'ask') {
       const settled = await this.ctx.ask({
@@ -257,17 +258,15 @@ export class ToolCalls {
       });
       if (settled.next !== 'run')
         return { ok: false, content: toolError(settled.message, 'Take the rejection into account: submit another plan, or do the work without one.') };
-      // The tasks as approved: the decider may have edited them.
-      const edited = settled.pending?.subject.tasks as Array<{ prompt: string; title?: string | null }> | undefined;
-      const changed = (t: { prompt: string; title?: string | null }, i: number) =>
-        t.prompt !== plan.tasks?.[i]?.prompt || (t.title ?? undefined) !== plan.tasks?.[i]?.title;
-      if (Array.isArray(edited) && edited.length && (edited.length !== (plan.tasks ?? []).length || edited.some(changed))) {
-        plan = { ...plan, tasks: edited.map((t) => ({ prompt: t.prompt, title: t.title ?? undefined })) };
+      // The tasks as approved (the core's reading of the decided subject): the decider may have edited them.
+      const edited = settled.pending?.tasks?.map(planTask);
+      const changed = (t: PlanInput['tasks'][number], i: number) => t.prompt !== plan.tasks[i]?.prompt || t.title !== plan.tasks[i]?.title;
+      if (edited?.length && (edited.length !== plan.tasks.length || edited.some(changed))) {
+        plan = { ...plan, tasks: edited };
         note += `\nthe tasks were edited by ${settled.by}: ${plan.tasks.map((t) => t.prompt).join(' | ')}`;
       }
       if (settled.note) note += `\nnote from ${settled.by}: ${settled.note}`;
     }
-    if (!Array.isArray(plan.tasks)) plan = input;
     const queued = plan.tasks.length;
     return {
       ok: true,
@@ -306,6 +305,11 @@ export function asker(evaluation: Evaluation): string {
 }
 
 /** The structured error a refused or failed tool call returns to the model. */
+/** A plan's task as the core read it (a rewrite, a decided Pending), as the queue takes it. */
+function planTask(t: PlanTask): PlanInput['tasks'][number] {
+  return t.title == null ? { prompt: t.prompt } : { prompt: t.prompt, title: t.title };
+}
+
 export function toolError(reason: string, remediation?: string | null, suggestedTool?: string | null): string {
   return JSON.stringify({ error: reason, ...(remediation ? { remediation } : {}), ...(suggestedTool ? { suggested_tool: suggestedTool } : {}) });
 }

@@ -63,6 +63,21 @@ pub struct JsWritePreview {
     pub note: Option<String>,
 }
 
+/// The agent whose call waits on a Pending, and where it works.
+#[napi(object, js_name = "PendingAsker", use_nullable = true)]
+pub struct JsAsker {
+    /// The agent's id: `claude`, `codex`, `gemini`, `copilot`, `cursor`, `vscode`.
+    pub agent: String,
+    /// Its session as the ledger names it (`<agent>:<its id>`).
+    pub session: Option<String>,
+    /// The intent the session holds.
+    pub intent: Option<String>,
+    /// Its worktree's folder name.
+    pub worktree: Option<String>,
+    /// Its machine, for another machine's Pending.
+    pub machine: Option<String>,
+}
+
 /// A Pending, as `to_dict()` gives it: every field present, `null` when empty.
 #[napi(object, js_name = "PendingDict", use_nullable = true)]
 pub struct JsPendingDict {
@@ -85,32 +100,25 @@ pub struct JsPendingDict {
     #[napi(js_name = "on_timeout", ts_type = "PendingLapseName")]
     pub on_timeout: String,
     /// Who waits on it, when another agent's call asked.
+    #[napi(ts_type = "PendingAsker")]
     pub asker: Option<JsAsker>,
     #[napi(ts_type = "PendingStatusName")]
     pub status: String,
     #[napi(ts_type = "PendingRoute")]
     pub route: String,
+    /// The subject as the caller gave it, with the fields a host added for its own views.
     #[napi(ts_type = "Record<string, unknown>")]
     pub subject: serde_json::Value,
+    /// A `plan` Pending's tasks as the core reads its subject (edited by the decider, once decided).
+    #[napi(ts_type = "Array<PlanTask>")]
+    pub tasks: Option<Vec<crate::rewrite::JsPlanTask>>,
+    /// A `compaction` Pending's summaries as the core reads its subject.
+    #[napi(ts_type = "Array<CompactionSummary>")]
+    pub summaries: Option<Vec<crate::rewrite::JsSummary>>,
     /// The kind's public actions, in order.
     pub actions: Vec<String>,
     #[napi(ts_type = "PendingDecision")]
     pub decision: Option<JsPendingDecision>,
-}
-
-/// The agent whose call waits on a Pending, and where it works.
-#[napi(object, js_name = "PendingAsker", use_nullable = true)]
-pub struct JsAsker {
-    /// The agent's id: `claude`, `codex`, `gemini`, `copilot`, `cursor`, `vscode`.
-    pub agent: String,
-    /// Its session as the ledger names it (`<agent>:<its id>`).
-    pub session: Option<String>,
-    /// The intent the session holds.
-    pub intent: Option<String>,
-    /// Its worktree's folder name.
-    pub worktree: Option<String>,
-    /// Its machine, for another machine's Pending.
-    pub machine: Option<String>,
 }
 
 #[napi(object, js_name = "PendingDecision", use_nullable = true)]
@@ -147,6 +155,12 @@ impl From<PendingDict> for JsPendingDict {
             actions,
             decision,
         } = p;
+        // The typed parts the runtime applies, read by the core's own reading of the kind's subject.
+        let (tasks, summaries) = match core::approvals::Subject::parse(kind, subject.clone()) {
+            Ok(core::approvals::Subject::Plan(s)) => (Some(s.tasks.into_iter().map(Into::into).collect()), None),
+            Ok(core::approvals::Subject::Compaction(s)) => (None, Some(s.summaries.into_iter().map(Into::into).collect())),
+            _ => (None, None),
+        };
         JsPendingDict {
             id,
             kind: kind.as_str().to_owned(),
@@ -160,6 +174,8 @@ impl From<PendingDict> for JsPendingDict {
             status: status.as_str().to_owned(),
             route,
             subject,
+            tasks,
+            summaries,
             actions: actions.into_iter().map(str::to_owned).collect(),
             decision: decision.map(Into::into),
         }

@@ -95,8 +95,12 @@ pub struct JsEvaluation {
     pub suggested_tool: Option<String>,
     /// With `ask`: every hook that asked, in chain order.
     pub asks: Option<Vec<JsAsked>>,
-    /// The rewritten subject, when a hook modified it and nothing denied.
+    /// The rewritten subject, when a hook modified it and nothing denied: on `PreToolUse` the tool's
+    /// new input, which the tool validates.
     pub modified: Option<serde_json::Value>,
+    /// What `modified` rewrites on the other events that rewrite something, read by the core.
+    #[napi(ts_type = "Rewrite")]
+    pub rewrite: Option<crate::rewrite::JsRewrite>,
     /// Context hooks add for the model, in chain order. Absent when empty.
     pub additional_context: Option<Vec<String>>,
     /// The hooks' outcomes, as `EvaluateOptions.outcomes` asks (by default the deciding ones: every
@@ -160,21 +164,39 @@ fn event_from_parts(name: &str, tool: Option<String>, paths: Option<Vec<String>>
     Ok(event)
 }
 
+// The event a host hook is handed, taken apart by every field (so a field the core adds is a compile
+// error here until it is carried or said not to be).
 impl From<&core::Event> for JsEvent {
     fn from(e: &core::Event) -> Self {
+        let core::Event {
+            kind,
+            ids,
+            tool,
+            task_type,
+            paths,
+            subject,
+            depth,
+            // Resolved for the gatekeeper and the trace; a hook matches on `paths` as the agent named them.
+            writes: _,
+            // Where the agent resolves relative paths: the engine's concern, judged before any hook.
+            base: _,
+        } = e;
+        // The intent and sub-agent are the engine's to set (from the session), not a caller's: a host hook is
+        // handed the shape an embedder passes in, which has neither.
+        let core::EventIds { session, agent, task, plan, turn, intent: _, model, subagent: _ } = ids;
         JsEvent {
-            event: e.kind.as_str().to_owned(),
-            tool: e.tool.clone(),
-            input: Some(e.subject.clone()),
-            paths: Some(e.paths.clone()),
-            task_type: e.task_type.clone(),
-            session_id: e.ids.session.clone(),
-            agent_id: e.ids.agent.clone(),
-            task_id: e.ids.task.clone(),
-            plan_id: e.ids.plan.clone(),
-            turn: e.ids.turn,
-            model: e.ids.model.clone(),
-            hook_depth: Some(e.depth + 1),
+            event: kind.as_str().to_owned(),
+            tool: tool.clone(),
+            input: Some(subject.clone()),
+            paths: Some(paths.clone()),
+            task_type: task_type.clone(),
+            session_id: session.clone(),
+            agent_id: agent.clone(),
+            task_id: task.clone(),
+            plan_id: plan.clone(),
+            turn: *turn,
+            model: model.clone(),
+            hook_depth: Some(depth + 1),
         }
     }
 }
@@ -202,7 +224,7 @@ fn non_empty<T>(v: Vec<T>) -> Option<Vec<T>> {
 }
 
 impl JsEvaluation {
-    pub fn from_core(e: core::Evaluation, detail: Detail) -> Self {
+    pub fn from_core(e: core::Evaluation, detail: Detail, kind: core::EventKind) -> Self {
         let (reason, remediation, suggested_tool, asks) = match &e.decision {
             core::Decision::Allow => (None, None, None, None),
             core::Decision::Deny(d) => (Some(d.reason.clone()), d.remediation.clone(), d.suggested_tool.clone(), None),
@@ -219,6 +241,7 @@ impl JsEvaluation {
             remediation,
             suggested_tool,
             asks,
+            rewrite: crate::rewrite::read(kind, e.modified.as_ref()),
             modified: e.modified,
             additional_context: non_empty(e.additional_context),
             outcomes: non_empty(
@@ -304,13 +327,14 @@ impl Engine {
         options: Option<JsEvaluateOptions>,
     ) -> Result<JsEvaluation> {
         let core_event = event_from_parts(&event, tool, paths, context)?;
+        let kind = core_event.kind;
         let detail = Detail::from_options(options)?;
         // napi's direct conversion, as `evaluateAsync`'s event takes: it stops at 128 levels, where its
         // serde deserializer (used here before) recursed into a cyclic input until the host's stack
         // overflowed (a segfault of the extension host, not an error).
         let subject = || input.map(serde_json::Value::from_unknown).unwrap_or(Ok(serde_json::Value::Null));
         match self.inner.evaluate_with(core_event, subject) {
-            Ok(evaluation) => Ok(JsEvaluation::from_core(evaluation, detail)),
+            Ok(evaluation) => Ok(JsEvaluation::from_core(evaluation, detail, kind)),
             Err(core::SyncError::NeedsAsync(e)) => Err(error(Code::Engine, e.to_string())),
             Err(core::SyncError::Subject(e)) => Err(invalid(format!(
                 "the input cannot be judged: {}; pass JSON-shaped input (no cycles, no functions, at most 128 levels deep)",
@@ -333,6 +357,7 @@ impl Engine {
         options: Option<JsEvaluateOptions>,
     ) -> Result<PromiseRaw<'env, JsEvaluation>> {
         let event = event.try_into_core()?;
+        let kind = event.kind;
         let detail = Detail::from_options(options)?;
         // Who settles first decides how: an evaluation ready before this call returns becomes an
         // already resolved promise (no round trip through the event loop); a later one resolves the
@@ -345,7 +370,7 @@ impl Engine {
                 match std::mem::replace(&mut *s, Settling::Judging) {
                     Settling::Waiting(deferred) => {
                         drop(s);
-                        deferred.resolve(Box::new(move |_| Ok(JsEvaluation::from_core(evaluation, detail))));
+                        deferred.resolve(Box::new(move |_| Ok(JsEvaluation::from_core(evaluation, detail, kind))));
                     }
                     _ => *s = Settling::Done(evaluation),
                 }
@@ -359,7 +384,7 @@ impl Engine {
         }
         let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
         match std::mem::replace(&mut *s, Settling::Judging) {
-            Settling::Done(evaluation) => PromiseRaw::resolve(env, JsEvaluation::from_core(evaluation, detail)).map_err(from_napi),
+            Settling::Done(evaluation) => PromiseRaw::resolve(env, JsEvaluation::from_core(evaluation, detail, kind)).map_err(from_napi),
             _ => {
                 let (deferred, promise) = env.create_deferred().map_err(from_napi)?;
                 *s = Settling::Waiting(deferred);

@@ -74,6 +74,16 @@ fn unions() -> Vec<Union> {
             quoted(core::budget::compaction::ItemKind::NAMES),
         ),
         union(
+            "CoordinationModeName",
+            "What the workspace's agents coordinate on (`scope::gatekeeper::CoordinationState`).",
+            quoted(core::scope::gatekeeper::CoordinationState::NAMES),
+        ),
+        union(
+            "MessageRoleName",
+            "Who wrote a message of a rewritten turn (`model::rewrite::MessageRole`).",
+            quoted(core::model::rewrite::MessageRole::NAMES),
+        ),
+        union(
             "OutcomesDetailName",
             "Which hook outcomes an evaluation lists (the binding's `evaluate::Detail`).",
             quoted(crate::evaluate::Detail::NAMES),

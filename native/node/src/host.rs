@@ -113,21 +113,9 @@ impl JsHostHookSpec {
 
 impl JsHookAnswer {
     pub fn try_into_core(self) -> std::result::Result<core::HookAnswer, core::HookFailure> {
-        let denial = || core::Denial {
-            reason: self.reason.clone().unwrap_or_else(|| "denied by hook".into()),
-            remediation: self.remediation.clone(),
-            suggested_tool: self.suggested_tool.clone(),
-        };
-        let answer = match self.decision.as_str() {
-            "allow" => core::Answer::Allow,
-            "deny" => core::Answer::Deny(denial()),
-            "ask" => core::Answer::Ask { reason: self.reason.clone().unwrap_or_else(|| "the hook asks for a decision".into()) },
-            "modify" => core::Answer::Modify(
-                self.modified.clone().ok_or_else(|| core::HookFailure::BadAnswer("`modify` without `modified`".into()))?,
-            ),
-            other => return Err(core::HookFailure::BadAnswer(format!("unknown decision `{other}`"))),
-        };
-        Ok(core::HookAnswer { answer, additional_context: self.additional_context })
+        let JsHookAnswer { decision, reason, remediation, suggested_tool, modified, additional_context } = self;
+        let answer = core::Answer::from_decision(&decision, reason, remediation, suggested_tool, modified)?;
+        Ok(core::HookAnswer { answer, additional_context })
     }
 }
 

@@ -5,7 +5,7 @@
 //! its object types next to its exports: `engine.rs` (open, reload, info, watch), `evaluate.rs`
 //! (judging events), `host.rs` (JavaScript hooks), `handshake.rs` (the intent tools VS Code's agent calls), `approvals.rs` (Pendings, asks and their
 //! settlement), `scope.rs` (intents, leases, expansions), `containment.rs` (contained commands),
-//! `trace.rs` (the ledger read back), `replay.rs` (the ledger judged again), `sessions.rs` (the sessions on view, a lease revoked), `tokens.rs` (token counts, compaction plans). Expected
+//! `trace.rs` (the ledger read back), `replay.rs` (the ledger judged again), `sessions.rs` (the sessions on view, a lease revoked), `tokens.rs` (token counts, compaction plans), `rewrite.rs` (what a hook's `modify` rewrote, typed). Expected
 //! outcomes (a decision, a configuration diagnostic) are returned as data; errors are thrown with a
 //! `code` (`errors.rs`). Every export catches panics so a bug in the core surfaces as a JavaScript
 //! error instead of taking the extension host down.
@@ -27,6 +27,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+// First: `approvals` and `evaluate` name its object types, which napi must have seen (`rewrite.rs`).
 mod approvals;
 mod containment;
 mod engine;
@@ -37,6 +38,7 @@ pub mod handshake; // free functions: public so that rustc sees napi's exports a
 mod header;
 mod host;
 mod replay;
+mod rewrite;
 mod scope;
 pub mod sessions; // agentLabel, a free function: public so that rustc sees it as used
 pub mod tokens; // free functions: public so that rustc sees napi's exports as used

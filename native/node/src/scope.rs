@@ -62,28 +62,14 @@ impl From<core::scope::leases::Lease> for JsIntentHolder {
     }
 }
 
-/// What the workspace's agents coordinate on.
-#[napi(string_enum, js_name = "CoordinationMode")]
-pub enum JsCoordinationMode {
-    /// This repository's own state: no team's database is configured.
-    #[napi(value = "off")]
-    Off,
-    /// The team's PostgreSQL database.
-    #[napi(value = "team")]
-    Team,
-    /// The team's database could not be reached at the last operation, and this machine
-    /// coordinates alone meanwhile (`coordination.unreachable: local`).
-    #[napi(value = "local-fallback")]
-    LocalFallback,
-    /// The team's setting cannot work: every write that needs a lease is denied.
-    #[napi(value = "broken")]
-    Broken,
-}
-
 /// The coordination state, as of the gatekeeper's last operation (the status bar shows it).
 #[napi(object, js_name = "Coordination")]
 pub struct JsCoordination {
-    pub mode: JsCoordinationMode,
+    /// `off` (this repository's own state), `team` (the team's PostgreSQL database),
+    /// `local-fallback` (this machine alone while the team's cannot be reached), `broken` (the team's
+    /// setting cannot work: every write that needs a lease is denied).
+    #[napi(ts_type = "CoordinationModeName")]
+    pub mode: String,
     /// The database's URL without its password (`team`, `local-fallback`).
     pub database: Option<String>,
     /// The repository's name in the database (`team`).
@@ -97,19 +83,14 @@ pub struct JsCoordination {
 impl From<core::scope::gatekeeper::CoordinationState> for JsCoordination {
     fn from(state: core::scope::gatekeeper::CoordinationState) -> Self {
         use core::scope::gatekeeper::CoordinationState as S;
-        let none = |mode| JsCoordination { mode, database: None, namespace: None, machine: None, cause: None };
+        let none = JsCoordination { mode: state.as_str().to_owned(), database: None, namespace: None, machine: None, cause: None };
         match state {
-            S::Off => none(JsCoordinationMode::Off),
-            S::Team { database, namespace, machine } => JsCoordination {
-                database: Some(database),
-                namespace: Some(namespace),
-                machine: Some(machine),
-                ..none(JsCoordinationMode::Team)
-            },
-            S::LocalFallback { database, cause } => {
-                JsCoordination { database: Some(database), cause: Some(cause), ..none(JsCoordinationMode::LocalFallback) }
+            S::Off => none,
+            S::Team { database, namespace, machine } => {
+                JsCoordination { database: Some(database), namespace: Some(namespace), machine: Some(machine), ..none }
             }
-            S::Broken { message } => JsCoordination { cause: Some(message), ..none(JsCoordinationMode::Broken) },
+            S::LocalFallback { database, cause } => JsCoordination { database: Some(database), cause: Some(cause), ..none },
+            S::Broken { message } => JsCoordination { cause: Some(message), ..none },
         }
     }
 }

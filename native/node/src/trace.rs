@@ -104,6 +104,9 @@ pub struct JsTraceRecord {
     pub json: String,
 }
 
+// A list entry is a view of a record, not a copy: the conversions take the core's structs apart by
+// every field, binding what the list does not show to `_` by name, so a field the core adds is a
+// compile error here until someone decides whether the sidebar shows it.
 impl From<core::ledger::Record> for JsTraceEntry {
     fn from(r: core::ledger::Record) -> Self {
         let refused = r.refused_writes();
@@ -111,35 +114,64 @@ impl From<core::ledger::Record> for JsTraceEntry {
             Some(writes) if !writes.is_empty() => writes.into_iter().map(|w| w.canonical.unwrap_or(w.raw)).collect(),
             _ => call.paths,
         });
-        let (decision, reason) = r.decision.map_or((None, None), |d| (Some(d.decision), d.reason));
-        let call = r.input_sha256.as_deref().map(|h| h.chars().take(16).collect());
+        let core::ledger::Record {
+            v: _,
+            seq,
+            time,
+            prev: _,
+            kind,
+            event,
+            session,
+            agent,
+            task: _,
+            plan: _,
+            turn: _,
+            intent,
+            tool,
+            input_sha256,
+            decision,
+            files,
+            model,
+            // What it holds depends on the kind; `traceRecord` shows it whole.
+            data: _,
+        } = r;
+        let (decision, reason) = decision.map_or((None, None), |d| {
+            let core::ledger::RecordedDecision { decision, reason, hooks: _ } = d;
+            (Some(decision), reason)
+        });
         JsTraceEntry {
             chain: None,
-            call,
+            call: input_sha256.as_deref().map(|h| h.chars().take(16).collect()),
             refused,
             paths,
-            seq: r.seq as f64,
-            time: r.time,
-            kind: r.kind.as_str().to_owned(),
-            event: r.event,
-            tool: r.tool,
-            session: r.session,
-            agent: r.agent,
-            model: r.model,
-            intent: r.intent,
+            seq: seq as f64,
+            time,
+            kind: kind.as_str().to_owned(),
+            event,
+            tool,
+            session,
+            agent,
+            model,
+            intent,
             decision,
             reason,
-            files: r
-                .files
-                .into_iter()
-                .map(|f| JsTraceFile {
-                    path: f.path,
-                    ranges: f.ranges.into_iter().map(|x| JsTraceRange { start: x.start, end: x.end }).collect(),
-                    sha256: f.sha256,
-                    before_sha256: f.before_sha256,
-                })
-                .collect(),
+            files: files.into_iter().map(Into::into).collect(),
         }
+    }
+}
+
+impl From<core::ledger::FileChange> for JsTraceFile {
+    fn from(f: core::ledger::FileChange) -> Self {
+        let core::ledger::FileChange { path, sha256, before_sha256, ranges } = f;
+        JsTraceFile { path, ranges: ranges.into_iter().map(Into::into).collect(), sha256, before_sha256 }
+    }
+}
+
+impl From<core::ledger::LineRange> for JsTraceRange {
+    fn from(r: core::ledger::LineRange) -> Self {
+        // The digests are for finding the lines again (`ledger::ranges`), not for a list.
+        let core::ledger::LineRange { start, end, sha256: _, line_digests: _ } = r;
+        JsTraceRange { start, end }
     }
 }
 

@@ -152,16 +152,8 @@ pub struct PlanSubject {
     pub extra: Map<String, Value>,
 }
 
-/// One task of a plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PlanTask {
-    /// What the agent is asked to do.
-    pub prompt: String,
-    /// A short name for the task.
-    #[serde(default)]
-    pub title: Option<String>,
-}
+/// One task of a plan: defined with the rewrites, since a hook may rewrite a plan's and a queue's.
+pub use crate::model::rewrite::PlanTask;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompactionSubject {

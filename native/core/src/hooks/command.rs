@@ -225,14 +225,11 @@ pub fn parse_answer(v: &Value) -> Result<HookAnswer, HookFailure> {
     } else if let Some(updated) = specific.get("updatedInput") {
         Answer::Modify(updated.clone())
     } else {
-        match str_at(v, "decision").as_deref() {
-            None | Some("allow") | Some("approve") => Answer::Allow,
-            Some("deny") | Some("block") => Answer::Deny(denial("denied by hook")),
-            Some("ask") => Answer::Ask { reason: reason.clone().unwrap_or_else(|| "the hook asks for a decision".into()) },
-            Some("modify") => {
-                Answer::Modify(v.get("modified").cloned().ok_or_else(|| HookFailure::BadAnswer("`modify` without `modified`".into()))?)
+        match str_at(v, "decision") {
+            None => Answer::Allow,
+            Some(decision) => {
+                Answer::from_decision(&decision, reason, str_at(v, "remediation"), str_at(v, "suggested_tool"), v.get("modified").cloned())?
             }
-            Some(other) => return Err(HookFailure::BadAnswer(format!("unknown decision `{other}`"))),
         }
     };
     Ok(HookAnswer { answer, additional_context })

@@ -50,6 +50,32 @@ crate::base::names::names!(Answer {
     Self::Modify(_) => "modify",
 });
 
+impl Answer {
+    /// An answer from its decision's name and the fields that go with it. A host hook's object and a
+    /// command hook's JSON in our shape are both read through here, so the two cannot part;
+    /// `approve` and `block` are Claude Code's older names for `allow` and `deny`.
+    pub fn from_decision(
+        decision: &str,
+        reason: Option<String>,
+        remediation: Option<String>,
+        suggested_tool: Option<String>,
+        modified: Option<Value>,
+    ) -> Result<Answer, HookFailure> {
+        Ok(match decision {
+            "allow" | "approve" => Answer::Allow,
+            "deny" | "block" => {
+                Answer::Deny(Denial { reason: reason.unwrap_or_else(|| "denied by hook".into()), remediation, suggested_tool })
+            }
+            "ask" => Answer::Ask { reason: reason.unwrap_or_else(|| "the hook asks for a decision".into()) },
+            "modify" => Answer::Modify(modified.ok_or_else(|| HookFailure::BadAnswer("`modify` without `modified`".into()))?),
+            other => {
+                let unknown = crate::base::names::UnknownName { what: "decision", name: other.to_owned(), names: Answer::NAMES };
+                return Err(HookFailure::BadAnswer(unknown.to_string()));
+            }
+        })
+    }
+}
+
 /// A hook's answer with the context it adds for the model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookAnswer {

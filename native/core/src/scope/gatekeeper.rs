@@ -187,6 +187,14 @@ pub enum CoordinationState {
     Broken { message: String },
 }
 
+// What the status bar and the page call each state (the binding's `CoordinationModeName`).
+crate::base::names::names!(CoordinationState {
+    Self::Off => "off",
+    Self::Team { .. } => "team",
+    Self::LocalFallback { .. } => "local-fallback",
+    Self::Broken { .. } => "broken",
+});
+
 /// Where one operation ran: the team's database, or this machine's SQLite file (with the note to
 /// give every answer when that was a fallback).
 #[derive(Clone)]
