@@ -26,6 +26,7 @@ import type {
   DecisionName,
   EventName,
   FileStatusName,
+  LifecycleSubjects,
   OutcomeName,
   PendingDict,
   PendingKindName,
@@ -41,6 +42,7 @@ import {
   OutcomeNames,
   PendingKindNames,
   PendingLapseNames,
+  TaskStatusNames,
 } from './names';
 
 /** True only when `A` and `B` are the same type: a schema and the binding's contract cannot drift. */
@@ -123,8 +125,11 @@ const HookOutcomeView = z.object({ hook: z.string(), outcome: z.enum(OutcomeName
 const Turn = z.number().int().min(0);
 
 /** The terminal status of a task. */
-export const TaskStatus = z.enum(['success', 'rejected', 'error', 'cancelled', 'max_turns']);
+export const TaskStatus = z.enum(TaskStatusNames);
 export type TaskStatus = z.infer<typeof TaskStatus>;
+// The list (the core's names) and the subject's type (its JSON schema) are written two ways from one enum.
+const taskStatusesMatch: Same<TaskStatus, LifecycleSubjects['TaskComplete']['status']> = true;
+void taskStatusesMatch;
 
 /** What the agent runtime reports while it works: the mirror of `RuntimeEvent` in
  *  extension/src/runtime/types.ts (this file may import only zod). sidebar.ts fails to compile when

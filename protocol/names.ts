@@ -62,6 +62,9 @@ export const PromptItemKindNames = ['systemPrompt', 'intentContext', 'brain', 'c
 /** What the workspace's agents coordinate on (`scope::gatekeeper::CoordinationState`). */
 export const CoordinationModeNames = ['off', 'team', 'local-fallback', 'broken'] as const;
 
+/** How a task ended (`model::subject::TaskStatus`). */
+export const TaskStatusNames = ['success', 'rejected', 'error', 'cancelled', 'max_turns'] as const;
+
 /** Who wrote a message of a rewritten turn (`model::rewrite::MessageRole`). */
 export const MessageRoleNames = ['user', 'assistant', 'tool'] as const;
 

@@ -105,11 +105,46 @@ export type PromptItemKindName =
 /** What the workspace's agents coordinate on (`scope::gatekeeper::CoordinationState`). */
 export type CoordinationModeName = 'off' | 'team' | 'local-fallback' | 'broken'
 
+/** How a task ended (`model::subject::TaskStatus`). */
+export type TaskStatusName = 'success' | 'rejected' | 'error' | 'cancelled' | 'max_turns'
+
 /** Who wrote a message of a rewritten turn (`model::rewrite::MessageRole`). */
 export type MessageRoleName = 'user' | 'assistant' | 'tool'
 
 /** Which hook outcomes an evaluation lists (the binding's `evaluate::Detail`). */
 export type OutcomesDetailName = 'deciding' | 'all' | 'none'
+
+/** Each lifecycle event's subject, as our runtime raises it and hooks read it (`model::subject`). */
+export interface LifecycleSubjects {
+  /** `SessionStart`: an agent's session begins. */
+  SessionStart: { agent: string; model?: string | null }
+  /** `TaskStart`: a task is about to run; a deny rejects it. */
+  TaskStart: { prompt: string; title?: string | null }
+  /** `TurnStart`: a turn (one inference and its tool calls) begins. */
+  TurnStart: { turn: number }
+  /** `TurnPrepare`: the last mutable point before inference (`rewrite::TurnRewrite` is what a hook may change). The messages are not in the subject (it would cost every turn the whole history's conversion and digest): a hook that rewrites them gets their count and sends the messages it wants. */
+  TurnPrepare: { message_count: number; model: string; system_prompt: string; turn: number }
+  /** `PreCompact`: a compaction of the prompt that would replace older turns with a summary; an ask puts it under review (a `compaction` Pending). */
+  PreCompact: { after_tokens: number; before_tokens: number; budget: number; dropped_turns: number; summarized_turns: number; summary: string }
+  /** `TurnEnd`: a turn's inference and tool calls are done. */
+  TurnEnd: { tool_calls: number; turn: number }
+  /** `TaskComplete`: a task ended, however it ended. */
+  TaskComplete: { status: 'success' | 'rejected' | 'error' | 'cancelled' | 'max_turns'; summary?: string | null }
+  /** `PlanSubmit`: the agent submits a plan of tasks (`rewrite::PlanRewrite` is what a hook may change). */
+  PlanSubmit: { tasks: Array<{ prompt: string; title?: string | null }>; title?: string | null }
+  /** `PlanComplete`: every task of a plan ended. */
+  PlanComplete: { plan_id: string; title?: string | null }
+  /** `AllTasksComplete`: the queue is empty; a hook may queue more (`rewrite::Rewrite::Queue`). */
+  AllTasksComplete: { tasks: Array<{ prompt: string; title?: string | null }> }
+  /** `SessionEnd`: the session ends (the run stopped or finished). */
+  SessionEnd: { agent: string }
+  /** `Error`: something failed; `pipe_output` hooks may answer with a recovery prompt. */
+  Error: { message: string; stage: 'tool' | 'inference'; tool?: string | null }
+  /** `BeforeSubmit` and `AfterSubmit`: the agent's completion, before its hooks accept it and after. */
+  BeforeSubmit: { result: string }
+  /** `BeforeSubmit` and `AfterSubmit`: the agent's completion, before its hooks accept it and after. */
+  AfterSubmit: { result: string }
+}
 
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for

@@ -3,7 +3,7 @@
 // of a lifecycle event to whoever listens. The task loop (loop.ts) and a tool call's path
 // (toolCall.ts) both call down into this one object; neither calls back into the other to be judged.
 // Imports no `vscode`.
-import type { EventName, Evaluation, Event as ChainEvent } from '../../../native/node/index';
+import type { EventName, Evaluation, Event as ChainEvent, LifecycleSubjects } from '../../../native/node/index';
 import { durableMs, hookView, type RuntimeEngine, type RuntimeEvent, type Task } from './types';
 
 /** The listeners of one runtime's events (the sidebar's task panel, VS Code's chat, the tests). */
@@ -71,8 +71,9 @@ export class Gate {
     }
   }
 
-  /** Judges the lifecycle event `name` with `subject` as its input, and reports it for `task`. */
-  async lifecycle(name: EventName, task: Task | undefined, subject: unknown, turn?: number): Promise<Evaluation> {
+  /** Judges the lifecycle event `name` with `subject` as its input, and reports it for `task`. The
+   *  subject is the core's for that event (`model::subject`, generated as `LifecycleSubjects`). */
+  async lifecycle<E extends keyof LifecycleSubjects>(name: E, task: Task | undefined, subject: LifecycleSubjects[E], turn?: number): Promise<Evaluation> {
     const evaluation = await this.judge(this.event(name, task, { input: subject, turn }));
     if (task) {
       this.options.events.emit({

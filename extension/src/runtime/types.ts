@@ -7,7 +7,17 @@
 //
 // `RuntimeEngine` is the binding's `Engine` narrowed with `Pick`; `Ask` is the binding's `AskRequest` (the judged event and who
 // asked; no subject: the core builds it); `AskOutcome` is the core's `Settlement`, or a `refusal` made where no Pending could be.
-import type { AskRequest, DecisionName, Engine, EventName, Evaluation, HookOutcome, OutcomeName, Settlement } from '../../../native/node/index';
+import type {
+  AskRequest,
+  DecisionName,
+  Engine,
+  EventName,
+  Evaluation,
+  HookOutcome,
+  LifecycleSubjects,
+  OutcomeName,
+  Settlement,
+} from '../../../native/node/index';
 
 /** One message of the conversation, in the Chat Completions shape (the providers translate it). */
 export type ChatMessage =
@@ -79,8 +89,8 @@ export interface ModelChoice {
   detail?: string;
 }
 
-/** The terminal status of a task (`TaskComplete`'s status, as design note 001 names them). */
-export type TaskStatus = 'success' | 'rejected' | 'error' | 'cancelled' | 'max_turns';
+/** The terminal status of a task: `TaskComplete`'s, as the core defines it (`model::subject::TaskStatus`). */
+export type TaskStatus = LifecycleSubjects['TaskComplete']['status'];
 
 /** A hook's outcome as the transcript shows it. */
 export interface HookOutcomeView {

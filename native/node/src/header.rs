@@ -78,6 +78,7 @@ fn unions() -> Vec<Union> {
             "What the workspace's agents coordinate on (`scope::gatekeeper::CoordinationState`).",
             quoted(core::scope::gatekeeper::CoordinationState::NAMES),
         ),
+        union("TaskStatusName", "How a task ended (`model::subject::TaskStatus`).", quoted(core::model::subject::TaskStatus::NAMES)),
         union(
             "MessageRoleName",
             "Who wrote a message of a rewritten turn (`model::rewrite::MessageRole`).",
@@ -89,6 +90,69 @@ fn unions() -> Vec<Union> {
             quoted(crate::evaluate::Detail::NAMES),
         ),
     ]
+}
+
+/// `LifecycleSubjects`: each lifecycle event's subject as the core defines it (`model::subject`),
+/// written from the types' JSON schemas (a subset: objects, arrays, strings, numbers, booleans,
+/// nullable fields, string enums and `$defs` references), so `Gate.lifecycle` checks the subject it
+/// is given against the core's. What napi cannot do: its types come from `#[napi(object)]` structs,
+/// and these never cross as objects (a subject crosses as JSON).
+fn subjects() -> String {
+    let mut out = String::from("\n/** Each lifecycle event's subject, as our runtime raises it and hooks read it (`model::subject`). */\n");
+    out.push_str("export interface LifecycleSubjects {\n");
+    for (kind, schema) in core::model::subject::schemas() {
+        let schema = schema.as_value();
+        let defs = schema.get("$defs").cloned().unwrap_or_default();
+        if let Some(doc) = schema.get("description").and_then(|d| d.as_str()) {
+            out.push_str(&format!("  /** {} */\n", doc.replace('\n', " ")));
+        }
+        out.push_str(&format!("  {kind}: {}\n", ts_of(schema, &defs)));
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// The TypeScript type a JSON schema of the subset above describes; panics on anything else, so a
+/// subject type this cannot write fails the header's test rather than turning into `unknown`.
+fn ts_of(schema: &serde_json::Value, defs: &serde_json::Value) -> String {
+    use serde_json::Value;
+    if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
+        let name = reference.strip_prefix("#/$defs/").unwrap_or_else(|| panic!("unsupported reference {reference}"));
+        return ts_of(&defs[name], defs);
+    }
+    if let Some(Value::String(c)) = schema.get("const") {
+        return format!("'{c}'");
+    }
+    if let Some(Value::Array(names)) = schema.get("enum") {
+        return names.iter().map(|n| format!("'{}'", n.as_str().expect("a string enum"))).collect::<Vec<_>>().join(" | ");
+    }
+    if let Some(Value::Array(options)) = schema.get("oneOf").or_else(|| schema.get("anyOf")) {
+        return options.iter().map(|o| ts_of(o, defs)).collect::<Vec<_>>().join(" | ");
+    }
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        other => panic!("unsupported schema without a type: {other:?} in {schema}"),
+    };
+    let one = |t: &str| match t {
+        "string" => "string".to_owned(),
+        "integer" | "number" => "number".to_owned(),
+        "boolean" => "boolean".to_owned(),
+        "null" => "null".to_owned(),
+        "array" => format!("Array<{}>", ts_of(&schema["items"], defs)),
+        "object" => {
+            let required: Vec<&str> =
+                schema.get("required").and_then(Value::as_array).map_or_else(Vec::new, |r| r.iter().filter_map(Value::as_str).collect());
+            let properties = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+            let fields: Vec<String> = properties
+                .iter()
+                .map(|(name, p)| format!("{name}{}: {}", if required.contains(&name.as_str()) { "" } else { "?" }, ts_of(p, defs)))
+                .collect();
+            format!("{{ {} }}", fields.join("; "))
+        }
+        other => panic!("unsupported type {other}"),
+    };
+    types.into_iter().map(one).collect::<Vec<_>>().join(" | ")
 }
 
 /// The whole file.
@@ -111,6 +175,7 @@ fn header() -> String {
             }
         }
     }
+    out.push_str(&subjects());
     out
 }
 
