@@ -130,9 +130,9 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     }
     if (node.type !== 'session') return [];
     const s = node.session;
-    const about = s.model || s.subagents.length ? [{ type: 'about', session: s } as Node] : [];
-    const lease = s.lease || s.revoked ? [{ type: 'lease', session: s } as Node] : [];
-    const denial = s.lastDenial ? [{ type: 'denial', action: s.lastDenial } as Node] : [];
+    const about = s.model || s.subagents.length ? [{ type: 'about', session: s } satisfies Node] : [];
+    const lease = s.lease || s.revoked ? [{ type: 'lease', session: s } satisfies Node] : [];
+    const denial = s.lastDenial ? [{ type: 'denial', action: s.lastDenial } satisfies Node] : [];
     return [...lease, ...denial, ...s.actions.map((action): Node => ({ type: 'action', action })), ...about];
   }
 

@@ -166,7 +166,7 @@ export class TraceView implements vscode.TreeDataProvider<Node>, vscode.TextDocu
       case 'session':
         return [
           ...node.group.actions.map((action): Node => ({ type: 'action', action, group: node.group })),
-          ...(node.group.lifecycle.length ? [{ type: 'lifecycle', group: node.group } as Node] : []),
+          ...(node.group.lifecycle.length ? [{ type: 'lifecycle', group: node.group } satisfies Node] : []),
         ];
       case 'lifecycle':
         return node.group.lifecycle.map((entry): Node => ({ type: 'record', entry }));

@@ -178,16 +178,21 @@ impl ContainPlan {
 
 /// The engine's own runtime files, which other processes write while a command runs: the sidecar's,
 /// and the repository's shared folder when the workspace is a main checkout (`.git/chokepoint`,
-/// where every worktree's processes write the leases).
+/// where every worktree's processes write the leases). Left out of the snapshot, a change to them is
+/// never taken for the command's (the ledger's lock and index, written by every judged event of
+/// another agent meanwhile, were reported as the command's changes outside its scope).
 pub fn default_excluded() -> Vec<String> {
-    vec![
-        format!("{SIDECAR_DIR}/snapshots"),
-        format!("{SIDECAR_DIR}/state.db*"),
-        format!("{SIDECAR_DIR}/agent_trace.jsonl"),
-        format!("{SIDECAR_DIR}/trace"),
-        format!(".git/{}", crate::base::repo::SHARED_DIR),
-    ]
+    let runtime = crate::base::sidecar::RUNTIME_FILES
+        .iter()
+        .filter(|f| !WATCHED_RUNTIME_FILES.contains(f))
+        .map(|f| format!("{SIDECAR_DIR}/{}", f.trim_end_matches('/').replace("-*", "*")));
+    let ledger = [format!("{SIDECAR_DIR}/agent_trace.jsonl"), format!("{SIDECAR_DIR}/trace")];
+    runtime.chain(ledger).chain([format!(".git/{}", crate::base::repo::SHARED_DIR)]).collect()
 }
+
+/// Runtime files the engine writes only when it starts serving or regenerates the brain, not while
+/// it judges: a command that changes one is reported, since either steers every agent's next hook.
+const WATCHED_RUNTIME_FILES: &[&str] = &["serve.json", "brain.generated.md"];
 
 /// A judge that allows a path matching one of `scope_globs` (compiled as the gatekeeper compiles
 /// them: `*` does not cross `/`) unless it is a governance file. An invalid glob allows nothing.
@@ -958,3 +963,33 @@ fn kill_group(pid: u32) {
 
 #[cfg(not(unix))]
 fn kill_group(_pid: u32) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::containment::snapshot::Snapshotter;
+
+    #[test]
+    fn the_engine_s_runtime_files_are_not_a_command_s_changes_but_its_endpoint_is() {
+        let ws = tempfile::tempdir().unwrap();
+        let store = ws.path().join(".orchestration/snapshots");
+        let s = Snapshotter::new(ws.path(), &store, &default_excluded(), 1024).unwrap();
+        for written_while_judging in [
+            ".orchestration/agent_trace.lock",
+            ".orchestration/agent_trace.jsonl",
+            ".orchestration/trace/main.jsonl",
+            ".orchestration/trace.db-wal",
+            ".orchestration/state.db",
+            ".orchestration/state.db-shm",
+            ".orchestration/images.db",
+            ".orchestration/brain.lock",
+            ".orchestration/snapshots/ab/cd",
+            ".git/chokepoint/leases.db",
+        ] {
+            assert!(s.is_excluded(written_while_judging), "{written_while_judging}");
+        }
+        for watched in [".orchestration/serve.json", ".orchestration/brain.generated.md", ".orchestration/hooks.yaml", "src/a.ts"] {
+            assert!(!s.is_excluded(watched), "{watched}");
+        }
+    }
+}
