@@ -536,12 +536,18 @@ impl Containment {
     ) -> io::Result<ContainReport> {
         let root = snapshotter.root().to_path_buf();
         let mut warnings = Vec::new();
-        let confine = plan.landlock == LandlockMode::Auto && sandbox::landlock_abi().is_some();
+        let confine = plan.landlock == LandlockMode::Auto && sandbox::can_confine();
         let grant = if confine { observed_grant(&root, plan, &mut warnings) } else { Vec::new() };
-        let Some(program) = shell.argv.first() else { return Err(io::Error::other("no command was given")) };
-        let argv: Vec<&str> = Vec::new();
-        let mut command = shell.command(Path::new(program), &argv);
-        command.args(&shell.argv[1..]);
+        // Where the confinement wraps the program (macOS: `sandbox-exec`), the command line is the
+        // wrapper's; a Mac that cannot wrap it refuses to run it rather than run it unconfined.
+        let argv = if plan.landlock == LandlockMode::Auto {
+            sandbox::confined_argv(&grant, &shell.argv).map_err(io::Error::other)?
+        } else {
+            shell.argv.clone()
+        };
+        let Some((program, args)) = argv.split_first() else { return Err(io::Error::other("no command was given")) };
+        let mut command = shell.command(Path::new(program), &[]);
+        command.args(args);
         let spawned = match plan.landlock {
             LandlockMode::Auto => sandbox::spawn_confined(command, &grant),
             LandlockMode::Off => sandbox::spawn_unconfined(command, "Landlock is turned off for this command"),

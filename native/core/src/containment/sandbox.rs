@@ -1,4 +1,5 @@
-//! Kernel-enforced confinement of a command's writes (Landlock, Linux).
+//! Kernel-enforced confinement of a command's writes: Landlock on Linux, Seatbelt on macOS
+//! (`seatbelt.rs`'s profile, applied here).
 //!
 //! The command runs inside a Landlock domain that handles only the *write-class* file system rights
 //! of the best ABI the kernel offers: reads stay unrestricted everywhere, writes (create, write,
@@ -10,10 +11,19 @@
 //! domain) and ends; the `Child` goes back to the caller. No other thread of this process is ever
 //! restricted, and no `pre_exec` hook is needed.
 //!
-//! Off Linux, or where the kernel has no Landlock, the command is spawned as it is and the
-//! confinement says why it is `Unavailable`: the caller then relies on undoing writes afterwards
+//! On macOS the confinement wraps the program instead: the command line becomes
+//! `/usr/bin/sandbox-exec -p <profile> -D W0=<folder> … -- <program> <args>` ([`confined_argv`], a
+//! pure function of its arguments, tested everywhere), built by the caller before it configures the
+//! `Command` (whose stdio cannot be read back, so a `Command` cannot be rewrapped here), and
+//! [`spawn_confined`] reports it enforced only when the program it is given is that wrapper. A Mac
+//! without `sandbox-exec` refuses to run the command (`confined_argv` says why): never unconfined in
+//! its place.
+//!
+//! On Windows, or where the kernel has no Landlock, the command is spawned as it is and the
+//! confinement says why it is `Unavailable`: the caller then relies on the snapshot's comparison
 //! (`snapshot.rs`) and must say so.
 
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Child, Command};
 
@@ -21,6 +31,7 @@ use std::process::{Child, Command};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Confinement {
     /// Every write-class right of this ABI is handled: writes outside the granted directories fail.
+    /// `abi` is Landlock's; 0 for macOS's Seatbelt, which has no ABI versions.
     Enforced { abi: u32 },
     /// Enforced, but this ABI cannot control everything: `missing` says what stays uncontrolled.
     Partial { abi: u32, missing: Vec<String> },
@@ -114,6 +125,19 @@ pub fn scope_dirs(root: &Path, globs: &[String]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Whether this platform confines a command's writes: Linux with Landlock, and macOS (Seatbelt; a
+/// Mac whose `sandbox-exec` is missing still answers yes, and [`confined_argv`] refuses the command).
+pub fn can_confine() -> bool {
+    imp::can_confine()
+}
+
+/// The command line (program first) that runs `argv` confined to writing beneath `writable`: on
+/// macOS, `argv` wrapped in `sandbox-exec` ([`super::seatbelt::confine`]), or why it cannot be (the
+/// command must then not run); elsewhere `argv` as it is, since Landlock confines at the spawn.
+pub fn confined_argv(writable: &[PathBuf], argv: &[OsString]) -> Result<Vec<OsString>, String> {
+    imp::confined_argv(writable, argv)
+}
+
 /// Spawns `command` confined to writing beneath `writable` (directories or single files) and the
 /// [`SHELL_WRITABLE`] devices. A path in `writable` that does not exist is not granted (Landlock
 /// grants open file descriptors; create it first if it must be writable). When Landlock is not
@@ -171,6 +195,14 @@ mod imp {
             out.push("truncating an existing file with truncate(2) (ABI < 3)".to_owned());
         }
         out
+    }
+
+    pub fn can_confine() -> bool {
+        abi().is_some()
+    }
+
+    pub fn confined_argv(_writable: &[PathBuf], argv: &[std::ffi::OsString]) -> Result<Vec<std::ffi::OsString>, String> {
+        Ok(argv.to_vec())
     }
 
     pub fn spawn_confined(command: Command, writable: &[PathBuf]) -> std::io::Result<(Child, Confinement)> {
@@ -235,9 +267,43 @@ mod imp {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
 mod imp {
     use super::Confinement;
+    use crate::containment::seatbelt::{self, SANDBOX_EXEC};
+    use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command};
+
+    pub fn abi() -> Option<u32> {
+        None
+    }
+
+    pub fn can_confine() -> bool {
+        true
+    }
+
+    pub fn confined_argv(writable: &[PathBuf], argv: &[OsString]) -> Result<Vec<OsString>, String> {
+        seatbelt::confine(writable, argv, Path::new(SANDBOX_EXEC))
+    }
+
+    /// The command is already wrapped ([`super::confined_argv`]): spawned as it is, and enforced only
+    /// if its program is the wrapper (Seatbelt has no ABI numbers: 0).
+    pub fn spawn_confined(mut command: Command, _writable: &[PathBuf]) -> std::io::Result<(Child, Confinement)> {
+        if command.get_program() != SANDBOX_EXEC {
+            return super::spawn_unconfined(
+                command,
+                "the command was not wrapped in /usr/bin/sandbox-exec, so Seatbelt does not confine it",
+            );
+        }
+        Ok((command.spawn()?, Confinement::Enforced { abi: 0 }))
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+mod imp {
+    use super::Confinement;
+    use std::ffi::OsString;
     use std::path::PathBuf;
     use std::process::{Child, Command};
 
@@ -245,8 +311,16 @@ mod imp {
         None
     }
 
+    pub fn can_confine() -> bool {
+        false
+    }
+
+    pub fn confined_argv(_writable: &[PathBuf], argv: &[OsString]) -> Result<Vec<OsString>, String> {
+        Ok(argv.to_vec())
+    }
+
     pub fn spawn_confined(command: Command, _writable: &[PathBuf]) -> std::io::Result<(Child, Confinement)> {
-        super::spawn_unconfined(command, "Landlock exists only on Linux")
+        super::spawn_unconfined(command, "this platform has neither Landlock nor Seatbelt")
     }
 }
 
