@@ -408,9 +408,11 @@ mod rule_tests {
         assert_eq!(agent_among(&lineage, &agents).map(|a| a.pid), Some(400), "the agent's shell's command is refused");
         assert_eq!(agent_among(&lineage_over(&rows[4], read), &agents).map(|a| a.pid), Some(400), "so is the agent itself");
         assert_eq!(agent_among(&lineage_over(&person[2], read), &agents), None, "a terminal the agent did not start decides");
-        // The agent gone and its pid reused by a later process: its (pid, start) is not the agent's.
-        let reused: HashMap<u32, Process> = [(400, p(400, 300, 45)), (500, rows[5].clone()), (600, rows[6].clone())].into();
+        // The agent gone and its pid taken by a process started after its child: not the child's
+        // parent, and not the agent, whose (pid, start) it does not have.
+        let reused: HashMap<u32, Process> = [(400, p(400, 300, 55)), (500, rows[5].clone()), (600, rows[6].clone())].into();
         let lineage = lineage_over(&rows[6], |pid| reused.get(&pid).cloned());
+        assert_eq!(lineage.iter().map(|p| p.pid).collect::<Vec<_>>(), [600, 500]);
         assert_eq!(agent_among(&lineage, &agents), None);
     }
 
