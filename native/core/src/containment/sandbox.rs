@@ -12,18 +12,17 @@
 //! restricted, and no `pre_exec` hook is needed.
 //!
 //! On macOS the confinement wraps the program instead: the command line becomes
-//! `/usr/bin/sandbox-exec -p <profile> -D W0=<folder> … -- <program> <args>` ([`confined_argv`], a
-//! pure function of its arguments, tested everywhere), built by the caller before it configures the
+//! `/usr/bin/sandbox-exec -p <profile> -D W0=<folder> … -- <program> <args>` (`seatbelt.rs`'s
+//! `confined_argv`, a pure function of its arguments, tested everywhere), built by the caller before it configures the
 //! `Command` (whose stdio cannot be read back, so a `Command` cannot be rewrapped here), and
 //! [`spawn_confined`] reports it enforced only when the program it is given is that wrapper. A Mac
-//! without `sandbox-exec` refuses to run the command (`confined_argv` says why): never unconfined in
+//! without `sandbox-exec` refuses to run the command (`seatbelt::confine` says why): never unconfined in
 //! its place.
 //!
 //! On Windows, or where the kernel has no Landlock, the command is spawned as it is and the
 //! confinement says why it is `Unavailable`: the caller then relies on the snapshot's comparison
 //! (`snapshot.rs`) and must say so.
 
-use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Child, Command};
 
@@ -74,6 +73,10 @@ impl Confinement {
         }
     }
 }
+
+/// macOS's Seatbelt wrapper, always by its absolute path: a `sandbox-exec` earlier on `PATH` could be
+/// anything (`seatbelt.rs` builds its command line).
+pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
 
 /// Device files a shell and its tools write to: writing them changes no file on disk, and refusing
 /// them breaks `2>/dev/null` and terminal handling.
@@ -126,16 +129,9 @@ pub fn scope_dirs(root: &Path, globs: &[String]) -> Vec<PathBuf> {
 }
 
 /// Whether this platform confines a command's writes: Linux with Landlock, and macOS (Seatbelt; a
-/// Mac whose `sandbox-exec` is missing still answers yes, and [`confined_argv`] refuses the command).
+/// Mac whose `sandbox-exec` is missing still answers yes, and `seatbelt::confined_argv` refuses the command).
 pub fn can_confine() -> bool {
     imp::can_confine()
-}
-
-/// The command line (program first) that runs `argv` confined to writing beneath `writable`: on
-/// macOS, `argv` wrapped in `sandbox-exec` ([`super::seatbelt::confine`]), or why it cannot be (the
-/// command must then not run); elsewhere `argv` as it is, since Landlock confines at the spawn.
-pub fn confined_argv(writable: &[PathBuf], argv: &[OsString]) -> Result<Vec<OsString>, String> {
-    imp::confined_argv(writable, argv)
 }
 
 /// Spawns `command` confined to writing beneath `writable` (directories or single files) and the
@@ -199,10 +195,6 @@ mod imp {
 
     pub fn can_confine() -> bool {
         abi().is_some()
-    }
-
-    pub fn confined_argv(_writable: &[PathBuf], argv: &[std::ffi::OsString]) -> Result<Vec<std::ffi::OsString>, String> {
-        Ok(argv.to_vec())
     }
 
     pub fn spawn_confined(command: Command, writable: &[PathBuf]) -> std::io::Result<(Child, Confinement)> {
@@ -269,10 +261,8 @@ mod imp {
 
 #[cfg(target_os = "macos")]
 mod imp {
-    use super::Confinement;
-    use crate::containment::seatbelt::{self, SANDBOX_EXEC};
-    use std::ffi::OsString;
-    use std::path::{Path, PathBuf};
+    use super::{Confinement, SANDBOX_EXEC};
+    use std::path::PathBuf;
     use std::process::{Child, Command};
 
     pub fn abi() -> Option<u32> {
@@ -283,11 +273,7 @@ mod imp {
         true
     }
 
-    pub fn confined_argv(writable: &[PathBuf], argv: &[OsString]) -> Result<Vec<OsString>, String> {
-        seatbelt::confine(writable, argv, Path::new(SANDBOX_EXEC))
-    }
-
-    /// The command is already wrapped ([`super::confined_argv`]): spawned as it is, and enforced only
+    /// The command is already wrapped (`seatbelt::confined_argv`): spawned as it is, and enforced only
     /// if its program is the wrapper (Seatbelt has no ABI numbers: 0).
     pub fn spawn_confined(mut command: Command, _writable: &[PathBuf]) -> std::io::Result<(Child, Confinement)> {
         if command.get_program() != SANDBOX_EXEC {
@@ -303,7 +289,6 @@ mod imp {
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod imp {
     use super::Confinement;
-    use std::ffi::OsString;
     use std::path::PathBuf;
     use std::process::{Child, Command};
 
@@ -313,10 +298,6 @@ mod imp {
 
     pub fn can_confine() -> bool {
         false
-    }
-
-    pub fn confined_argv(_writable: &[PathBuf], argv: &[OsString]) -> Result<Vec<OsString>, String> {
-        Ok(argv.to_vec())
     }
 
     pub fn spawn_confined(command: Command, _writable: &[PathBuf]) -> std::io::Result<(Child, Confinement)> {

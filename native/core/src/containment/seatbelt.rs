@@ -16,14 +16,13 @@
 //! that does not exist yet is its nearest existing ancestor's canonical path with the rest appended
 //! (a `subpath` may name what does not exist yet, and it matches once created).
 //!
-//! Pure text and arguments, so that it is tested on every platform; `sandbox.rs` runs it on macOS.
+//! Pure text and arguments, so that it is tested on every platform: `contain.rs` wraps an observed
+//! command's line with [`confined_argv`] on macOS, and `sandbox.rs` spawns it.
 
+pub use super::sandbox::SANDBOX_EXEC;
 use super::sandbox::SHELL_WRITABLE;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-
-/// Always by its absolute path: a `sandbox-exec` earlier on `PATH` could be anything.
-pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
 
 /// The profile for `folders` granted folders: every write denied unless beneath one of
 /// `(param "W0")`…`(param "W{folders-1}")` or one of [`SHELL_WRITABLE`]'s devices.
@@ -73,6 +72,13 @@ pub fn arguments(writable: &[PathBuf]) -> Vec<OsString> {
     argv.remove(0);
     argv.pop();
     argv
+}
+
+/// The command line (program first) that runs `argv` confined to writing beneath `writable`: on
+/// macOS, `argv` wrapped in [`SANDBOX_EXEC`] ([`confine`]), or why it cannot be (the command must
+/// then not run); elsewhere `argv` as it is, since Landlock (`sandbox.rs`) confines at the spawn.
+pub fn confined_argv(writable: &[PathBuf], argv: &[OsString]) -> Result<Vec<OsString>, String> {
+    if cfg!(target_os = "macos") { confine(writable, argv, Path::new(SANDBOX_EXEC)) } else { Ok(argv.to_vec()) }
 }
 
 /// `argv` (program first) as it runs confined to writing beneath `writable`: [`wrap`]ped, or why it
@@ -206,6 +212,9 @@ mod tests {
         let missing = confine(std::slice::from_ref(&scope), &argv, &dir.path().join("absent")).expect_err("refused");
         assert!(missing.contains("is missing") && missing.contains("not run") && missing.contains("landlock: off"), "{missing}");
         assert!(confine(&[], &[], &present).is_err(), "no command, nothing to run");
+        if !cfg!(target_os = "macos") {
+            assert_eq!(confined_argv(std::slice::from_ref(&scope), &argv), Ok(argv.clone()), "elsewhere Landlock confines at the spawn");
+        }
     }
 
     /// The profile as macOS's kernel enforces it: a write inside the granted folder lands, one outside
