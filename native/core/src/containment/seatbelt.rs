@@ -35,6 +35,11 @@ pub fn profile(folders: usize) -> String {
         .collect();
     allowed.push("      (regex #\"^/dev/ttys[0-9]+$\")".to_owned());
     allowed.push("      (literal \"/dev/dtracehelper\")".to_owned());
+    // `> /dev/stdout`, `2> /dev/stderr` and bash's `>(…)` open a descriptor the shell already holds
+    // (`/dev/fd/N`, with no more access than that descriptor has): no file is created or changed.
+    allowed.push("      (literal \"/dev/stdout\")".to_owned());
+    allowed.push("      (literal \"/dev/stderr\")".to_owned());
+    allowed.push("      (regex #\"^/dev/fd/[0-9]+$\")".to_owned());
     allowed.extend((0..folders).map(|i| format!("      (subpath (param \"W{i}\"))")));
     format!("(version 1)\n(allow default)\n(deny file-write*\n  (require-not\n    (require-any\n{}\n)))\n", allowed.join("\n"))
 }
@@ -143,6 +148,7 @@ mod tests {
         assert!(p.starts_with("(version 1)\n(allow default)\n(deny file-write*\n  (require-not\n    (require-any\n"), "{p}");
         assert!(p.contains("(subpath (param \"W0\"))") && p.contains("(subpath (param \"W1\"))") && !p.contains("W2"), "{p}");
         assert!(p.contains("(literal \"/dev/null\")") && !p.contains("/dev/pts"), "{p}");
+        assert!(p.contains("(literal \"/dev/stdout\")") && p.contains("(regex #\"^/dev/fd/[0-9]+$\")"), "{p}");
         // Balanced: the one deny rule closes where the profile ends.
         let (open, close) = (p.matches('(').count(), p.matches(')').count());
         assert_eq!(open, close, "{p}");

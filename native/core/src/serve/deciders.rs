@@ -157,7 +157,8 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The registry of `engine`'s workspace; `None` without `/proc` or an `.orchestration/` folder.
+    /// The registry of `engine`'s workspace; `None` where the kernel names no boot (no `/proc` on
+    /// Linux, nor a process table elsewhere) or without an `.orchestration/` folder.
     pub fn of(engine: &Engine) -> Option<Registry> {
         if !engine.sidecar().dir().is_dir() {
             return None;

@@ -311,19 +311,19 @@ mod walk_tests {
         assert_eq!(pids(&lineage_over(&rows[3], &read)), [700]);
         // The same start counts as the parent (a start's resolution is coarse).
         let rows = [p(1, 0, 0), p(400, 1, 70), p(700, 400, 70)];
-        assert_eq!(pids(&lineage_over(&rows[2], &table(&rows))), [700, 400]);
+        assert_eq!(pids(&lineage_over(&rows[2], table(&rows))), [700, 400]);
     }
 
     #[test]
     fn a_gone_parent_a_loop_and_a_long_chain_end_the_walk() {
         let read = table(&[p(700, 400, 70)]);
         assert_eq!(pids(&lineage_over(&p(700, 400, 70), &read)), [700], "the parent is gone");
-        assert_eq!(parent_over(&p(5, 5, 1), &table(&[p(5, 5, 1)])), None, "its own parent");
+        assert_eq!(parent_over(&p(5, 5, 1), table(&[p(5, 5, 1)])), None, "its own parent");
         // A table read while it changed can show a loop: each pid is met once.
         let rows = [p(10, 20, 5), p(20, 10, 5)];
-        assert_eq!(pids(&lineage_over(&rows[0], &table(&rows))), [10, 20]);
+        assert_eq!(pids(&lineage_over(&rows[0], table(&rows))), [10, 20]);
         let chain: Vec<Process> = (2..1000).map(|pid| p(pid, pid - 1, u64::from(pid))).collect();
-        assert_eq!(lineage_over(chain.last().unwrap(), &table(&chain)).len(), 256);
+        assert_eq!(lineage_over(chain.last().unwrap(), table(&chain)).len(), 256);
     }
 
     #[test]
