@@ -30,8 +30,9 @@
 //! was started by an agent (then it is an agent's). It rests on the kernel's process table: `/proc`
 //! on Linux, `sysctl(KERN_PROC_PID)` on macOS (`process.rs`), where ancestry is walked the same way
 //! but there are no pid namespaces and no `no_new_privs` (a command Seatbelt contains carries no
-//! mark that survives its environment being cleared), and a process's arguments are not read (a
-//! hook's shell parent always makes its own parent an agent's too). Where neither exists (Windows)
+//! mark that survives its environment being cleared), and a process's arguments and environment
+//! are not read (a hook's shell parent always makes its own parent an agent's too; an agent shell's
+//! marks are not seen, so ancestry alone decides there). Where neither exists (Windows)
 //! nothing is known, and a decision from a terminal is refused. Nor does it cover the agent process itself
 //! when its hooks only post over HTTP (until its first contained command), a hook run from a person's
 //! own shell (which makes that shell an agent's: the server spares its own lineage, a hook alone
