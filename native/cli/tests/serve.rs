@@ -456,10 +456,13 @@ fn a_stopped_live_engine_whose_backlog_is_full_makes_the_hook_judge_alone_not_ha
         let fd = nix::sys::socket::socket(
             nix::sys::socket::AddressFamily::Unix,
             nix::sys::socket::SockType::Stream,
-            nix::sys::socket::SockFlag::SOCK_NONBLOCK | nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+            nix::sys::socket::SockFlag::empty(),
             None,
         )
         .unwrap();
+        // Set apart from `socket`, whose `SOCK_NONBLOCK` macOS does not have.
+        nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK)).unwrap();
+        nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC)).unwrap();
         if nix::sys::socket::connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &nix::sys::socket::UnixAddr::new(&server.socket).unwrap())
             .is_err()
         {

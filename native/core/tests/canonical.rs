@@ -1,7 +1,7 @@
 //! The canonicaliser against a table of adversarial paths, and a property: no generated path that
 //! really lands outside the workspace is ever judged inside it.
 
-use chokepoint_core::scope::canonical::{PathRefusal, Workspace};
+use chokepoint_core::scope::canonical::{Names, PathRefusal, Workspace};
 use std::fs;
 
 mod common;
@@ -133,4 +133,136 @@ fn no_generated_path_that_lands_outside_is_judged_inside() {
             assert_eq!(real, root.join(&rel).components().collect::<std::path::PathBuf>(), "{text:?}");
         }
     }
+}
+
+/// `é` as one code point (NFC) and as `e` with a combining accent (NFD): one name on a Mac's volume.
+const NFC: &str = "caf\u{e9}";
+const NFD: &str = "cafe\u{301}";
+
+/// A Mac's file system laid out in a temporary folder: `private/tmp/ws` is the workspace, `tmp` a
+/// symlink to `private/tmp` as `/tmp` is on macOS, names compared as APFS compares them (case and
+/// Unicode normalisation ignored). Returns the folder standing for `/` and the workspace.
+fn mac_layout() -> (tempfile::TempDir, std::path::PathBuf, Workspace) {
+    let dir = tempfile::tempdir().unwrap();
+    let slash = fs::canonicalize(dir.path()).unwrap();
+    let ws = slash.join("private/tmp/ws");
+    for file in ["src/auth/x.ts".to_owned(), format!("src/{NFC}/n.ts"), "lib/y.ts".to_owned()] {
+        fs::create_dir_all(ws.join(&file).parent().unwrap()).unwrap();
+        fs::write(ws.join(&file), "x").unwrap();
+    }
+    fs::create_dir_all(slash.join("private/tmp/other")).unwrap();
+    symlink("private/tmp", slash.join("tmp")).unwrap();
+    let names = Names { fold_case: true, normalize: true };
+    (dir, slash, Workspace::with_names(fs::canonicalize(&ws).unwrap(), names))
+}
+
+/// Every spelling of a path is judged as its canonical form is: allowed inside the scope, denied
+/// outside it, refused outside the workspace. `judge` is the scope under the workspace's rules.
+fn judged_like_canonical(ws: &Workspace, table: &[(String, &str)], inside: &[&str], outside_ws: &[String]) {
+    let names = ws.names();
+    let globs: Vec<globset::GlobMatcher> =
+        ["src/auth/**", &format!("src/{NFD}/**")].iter().map(|g| names.glob(g).unwrap().compile_matcher()).collect();
+    let judge = |canonical: &str| globs.iter().any(|g| g.is_match(canonical));
+    for (raw, canonical) in table {
+        let got = ws.canonicalize(raw).unwrap_or_else(|e| panic!("{raw:?}: {e}"));
+        let want = ws.canonicalize(canonical).unwrap();
+        assert_eq!(got, want, "{raw:?} is the file {canonical:?}");
+        assert_eq!(judge(&got), judge(&want), "{raw:?} is judged as {canonical:?}");
+        assert_eq!(judge(&got), inside.contains(canonical), "{raw:?}: inside the scope iff {canonical:?} is");
+    }
+    for raw in outside_ws {
+        assert!(
+            matches!(ws.canonicalize(raw), Err(PathRefusal::OutsideWorkspace { .. })),
+            "{raw:?} lands outside: {:?}",
+            ws.canonicalize(raw)
+        );
+    }
+}
+
+/// The macOS adversarial set, judged on Linux through `Names` with macOS's rules and a `/tmp` that
+/// is a symlink into `/private`: case, NFD against NFC, `/private/tmp` against `/tmp`, `..`, doubled
+/// and trailing slashes. Every spelling is judged as its canonical form.
+#[test]
+fn macos_spellings_of_a_path_are_judged_as_its_canonical_form() {
+    let (_dir, slash, ws) = mac_layout();
+    let (private, tmp) = (slash.join("private/tmp/ws").display().to_string(), slash.join("tmp/ws").display().to_string());
+    let upper = format!("{}/PRIVATE/TMP/WS", slash.display());
+    let s = |x: &str| x.to_owned();
+    let table: Vec<(String, &str)> = vec![
+        // Case.
+        (s("SRC/Auth/x.ts"), "src/auth/x.ts"),
+        (s("src/AUTH/X.TS"), "src/auth/x.ts"),
+        (s("Lib/Y.ts"), "lib/y.ts"),
+        (s("SRC/AUTH/new.ts"), "src/auth/new.ts"),
+        // NFD against NFC, with case too.
+        (format!("src/{NFD}/n.ts"), "src/café/n.ts"),
+        (format!("SRC/{}/N.TS", NFD.to_uppercase()), "src/café/n.ts"),
+        (format!("src/{NFC}/new.ts"), "src/café/new.ts"),
+        // `/private/tmp` against `/tmp`, and the root spelt in another case.
+        (format!("{private}/src/auth/x.ts"), "src/auth/x.ts"),
+        (format!("{tmp}/src/auth/x.ts"), "src/auth/x.ts"),
+        (format!("{tmp}/SRC/auth/{NFD}.ts"), "src/auth/café.ts"),
+        (format!("{tmp}/lib/y.ts"), "lib/y.ts"),
+        (format!("{upper}/src/auth/x.ts"), "src/auth/x.ts"),
+        (format!("{upper}/lib/y.ts"), "lib/y.ts"),
+        // `..`, `.`, doubled and trailing slashes.
+        (s("src/auth/../auth/x.ts"), "src/auth/x.ts"),
+        (s("lib/../src/auth/x.ts"), "src/auth/x.ts"),
+        (s("src/auth/../../lib/y.ts"), "lib/y.ts"),
+        (s("./src//auth///x.ts"), "src/auth/x.ts"),
+        (s("src/auth/"), "src/auth"),
+        (s("src/auth/x.ts/"), "src/auth/x.ts"),
+        (s("src/auth/new/"), "src/auth/new"),
+        (s("SRC/Auth/../AUTH/./x.ts"), "src/auth/x.ts"),
+        // `..` is taken physically: `/tmp/ws/..` is `/private/tmp`.
+        (format!("{tmp}/../ws/src/auth/x.ts"), "src/auth/x.ts"),
+        (format!("{private}/../../tmp/ws/lib/y.ts"), "lib/y.ts"),
+        (s("src/../../ws/src/auth/x.ts"), "src/auth/x.ts"),
+    ];
+    let inside = ["src/auth/x.ts", "src/auth/new.ts", "src/café/n.ts", "src/café/new.ts", "src/auth/café.ts", "src/auth/new"];
+    let outside_ws = vec![
+        format!("{}/private/tmp/other/x.ts", slash.display()),
+        format!("{}/tmp/other/x.ts", slash.display()),
+        format!("{tmp}/../other/x.ts"),
+        // Read as text, `/tmp/ws/../tmp/ws` is the workspace; on the disk it is `/private/tmp/tmp/ws`.
+        format!("{tmp}/../tmp/ws/src/auth/x.ts"),
+        s("../other/src/auth/x.ts"),
+        s("src/../../ws2/src/auth/x.ts"),
+        format!("{}/private/tmp/wsx/src/auth/x.ts", slash.display()),
+    ];
+    judged_like_canonical(&ws, &table, &inside, &outside_ws);
+}
+
+/// The same set on a real Mac: its `/tmp`, its volume's own rules (probed), its kernel's answers
+/// (`O_NOFOLLOW_ANY`, `F_GETPATH`).
+#[test]
+#[cfg_attr(
+    not(target_os = "macos"),
+    ignore = "needs a Mac's /tmp (a symlink to /private/tmp) and a volume that ignores case and normalisation"
+)]
+fn macos_spellings_of_a_path_are_judged_as_its_canonical_form_on_a_mac() {
+    let dir = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+    let root = fs::canonicalize(dir.path()).unwrap();
+    assert!(root.starts_with("/private/tmp"), "{}", root.display());
+    for file in ["src/auth/x.ts".to_owned(), format!("src/{NFC}/n.ts"), "lib/y.ts".to_owned()] {
+        fs::create_dir_all(root.join(&file).parent().unwrap()).unwrap();
+        fs::write(root.join(&file), "x").unwrap();
+    }
+    let ws = Workspace::new(&root).unwrap();
+    assert_eq!(ws.names(), Names { fold_case: true, normalize: true }, "a Mac's default volume");
+    let tmp = dir.path().display().to_string();
+    let table: Vec<(String, &str)> = vec![
+        ("SRC/Auth/x.ts".to_owned(), "src/auth/x.ts"),
+        (format!("src/{NFD}/n.ts"), "src/café/n.ts"),
+        (format!("{tmp}/src/auth/x.ts"), "src/auth/x.ts"),
+        (format!("{}/SRC/auth/x.ts", root.display()), "src/auth/x.ts"),
+        ("src/auth/../../lib/y.ts".to_owned(), "lib/y.ts"),
+        ("src/auth/x.ts/".to_owned(), "src/auth/x.ts"),
+    ];
+    judged_like_canonical(
+        &ws,
+        &table,
+        &["src/auth/x.ts", "src/café/n.ts"],
+        &["/tmp/../etc/hosts".to_owned(), "/private/etc/hosts".to_owned()],
+    );
 }

@@ -283,3 +283,31 @@ fn a_cancelled_command_is_killed_with_its_group() {
     assert!(started.elapsed() < Duration::from_secs(10), "stopped at once, not after the sleep: {:?}", started.elapsed());
     assert_eq!(paths(&report.unattributed), ["outside.txt"]);
 }
+
+// ---- Layer 1 on macOS: Seatbelt ----
+
+/// The observed run on a Mac: the command runs under `sandbox-exec` with the scope's profile, so the
+/// kernel refuses a write outside the scope as it happens, one inside lands, and the snapshot still
+/// reports what changed (`sandbox::confined_argv` and `seatbelt::wrap` are tested on every platform).
+#[test]
+#[cfg_attr(not(target_os = "macos"), ignore = "needs macOS's kernel and /usr/bin/sandbox-exec: Seatbelt exists nowhere else")]
+fn seatbelt_blocks_writes_outside_the_scope_and_allows_them_inside() {
+    let ws = workspace();
+    let root = ws.path();
+    let report = contained(root, LandlockMode::Auto, "echo x > outside.txt");
+    assert_eq!(report.confinement, Confinement::Enforced { abi: 0 });
+    assert_ne!(report.exit_code(), Some(0));
+    assert!(stderr(&report).contains("Operation not permitted"), "{}", stderr(&report));
+    assert!(!root.join("outside.txt").exists(), "the kernel refused the write: nothing to undo");
+    assert!(report.allowed.is_empty() && report.unattributed.is_empty(), "{report:?}");
+
+    let report = contained(root, LandlockMode::Auto, "echo ok > src/auth/a.txt && echo x >> README.md 2>/dev/null; true");
+    assert_eq!(fs::read_to_string(root.join("src/auth/a.txt")).unwrap(), "ok\n");
+    assert_eq!(fs::read_to_string(root.join("README.md")).unwrap(), "# readme\n");
+    assert_eq!(paths(&report.allowed), ["src/auth/a.txt"]);
+
+    // Turned off, the command runs observed and unconfined, as on a kernel without Landlock.
+    let report = contained(root, LandlockMode::Off, "echo x > outside.txt");
+    assert!(!report.confinement.is_enforced());
+    assert!(root.join("outside.txt").exists());
+}

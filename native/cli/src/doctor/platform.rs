@@ -29,10 +29,10 @@ pub fn lacks() -> Vec<Lack> {
             means: "a write outside the scope is not refused as it happens; an isolated command's still never lands",
         });
     }
-    if cfg!(target_vendor = "apple") {
+    if cfg!(target_os = "macos") && !std::path::Path::new(chokepoint_core::containment::seatbelt::SANDBOX_EXEC).is_file() {
         out.push(Lack {
-            what: "a confinement applied to shell commands (macOS's Seatbelt profile is not applied yet)",
-            means: "a write outside the scope is not refused as it happens",
+            what: "/usr/bin/sandbox-exec (Seatbelt, which confines shell commands on macOS)",
+            means: "a contained shell command is refused, since it cannot be confined to its scope; set `landlock: off` in hooks.yaml's gatekeeper section to run such commands observed (reported, never undone)",
         });
     }
     if !cfg!(unix) {
@@ -41,9 +41,9 @@ pub fn lacks() -> Vec<Lack> {
             means: "each hook judges alone: slower, and an edit that breaks hooks.yaml denies every gate until it is fixed, where a live engine keeps the last good configuration",
         });
     }
-    if !std::path::Path::new("/proc/self/stat").exists() {
+    if chokepoint_core::serve::process::this().is_none() {
         out.push(Lack {
-            what: "/proc (who a process's ancestors are)",
+            what: "/proc or a kernel process table (who a process's ancestors are)",
             means: "a person cannot be told from an agent's process, so a decision from a terminal (approvals, sessions revoke, intent approve) is refused: decide in VS Code",
         });
     }
@@ -75,8 +75,9 @@ mod tests {
         let lacks = |what: &str| found.iter().any(|l| l.what.contains(what));
         assert_eq!(lacks("isolation"), !cfg!(target_os = "linux"), "{found:?}");
         assert_eq!(lacks("live engine"), !cfg!(unix), "{found:?}");
-        assert_eq!(lacks("Seatbelt"), cfg!(target_vendor = "apple"), "{found:?}");
-        assert_eq!(lacks("/proc"), !std::path::Path::new("/proc/self/stat").exists(), "{found:?}");
+        // A Mac has both: Seatbelt's `sandbox-exec`, and its process table in place of `/proc`.
+        assert_eq!(lacks("Seatbelt"), cfg!(target_os = "macos") && !std::path::Path::new("/usr/bin/sandbox-exec").is_file(), "{found:?}");
+        assert_eq!(lacks("/proc"), !cfg!(any(target_os = "linux", target_os = "macos")), "{found:?}");
         assert!(found.iter().all(|l| !l.means.is_empty()));
     }
 }

@@ -18,7 +18,10 @@
 //!
 //! Landlock (`sandbox.rs`), where the kernel has it, refuses a write as it happens: isolated, one
 //! outside the workspace (inside it, the layer takes it and the report names it precisely); observed,
-//! one outside the scope's directories, so the command fails early with `Permission denied`.
+//! one outside the scope's directories, so the command fails early with `Permission denied`. On macOS
+//! Seatbelt plays Landlock's part in the observed run: the command line is wrapped in
+//! `/usr/bin/sandbox-exec` with the same grant (`seatbelt.rs`), the snapshot still compares before
+//! and after, and a Mac without `sandbox-exec` refuses to run the command unless `landlock: off`.
 //!
 //! The command runs in its own process group; on timeout and on cancel, the supervisor is asked to
 //! stop (it ends the namespace, and with it everything the command started), then the group is killed.
@@ -35,6 +38,7 @@ use crate::base::sidecar::{SIDECAR_DIR, Sidecar};
 use crate::containment::isolate::{SPEC_ENV, SUPERVISOR_ARG, Spec, Status};
 use crate::containment::layer::{Applied, Layer};
 use crate::containment::sandbox::{self, Confinement};
+use crate::containment::seatbelt;
 use crate::containment::snapshot::{self, Change, ChangeKind, Entry, EntryKind, Snapshot, Snapshotter};
 use crate::model::governance::{self, SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
 use globset::{GlobBuilder, GlobSetBuilder};
@@ -541,12 +545,18 @@ impl Containment {
     ) -> io::Result<ContainReport> {
         let root = snapshotter.root().to_path_buf();
         let mut warnings = Vec::new();
-        let confine = plan.landlock == LandlockMode::Auto && sandbox::landlock_abi().is_some();
+        let confine = plan.landlock == LandlockMode::Auto && sandbox::can_confine();
         let grant = if confine { observed_grant(&root, plan, &mut warnings) } else { Vec::new() };
-        let Some(program) = shell.argv.first() else { return Err(io::Error::other("no command was given")) };
-        let argv: Vec<&str> = Vec::new();
-        let mut command = shell.command(Path::new(program), &argv);
-        command.args(&shell.argv[1..]);
+        // Where the confinement wraps the program (macOS: `sandbox-exec`), the command line is the
+        // wrapper's; a Mac that cannot wrap it refuses to run it rather than run it unconfined.
+        let argv = if plan.landlock == LandlockMode::Auto {
+            seatbelt::confined_argv(&grant, &shell.argv).map_err(io::Error::other)?
+        } else {
+            shell.argv.clone()
+        };
+        let Some((program, args)) = argv.split_first() else { return Err(io::Error::other("no command was given")) };
+        let mut command = shell.command(Path::new(program), &[]);
+        command.args(args);
         let spawned = match plan.landlock {
             LandlockMode::Auto => sandbox::spawn_confined(command, &grant),
             LandlockMode::Off => sandbox::spawn_unconfined(command, "Landlock is turned off for this command"),

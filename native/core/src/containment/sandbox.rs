@@ -1,4 +1,5 @@
-//! Kernel-enforced confinement of a command's writes (Landlock, Linux).
+//! Kernel-enforced confinement of a command's writes: Landlock on Linux, Seatbelt on macOS
+//! (`seatbelt.rs`'s profile, applied here).
 //!
 //! The command runs inside a Landlock domain that handles only the *write-class* file system rights
 //! of the best ABI the kernel offers: reads stay unrestricted everywhere, writes (create, write,
@@ -10,8 +11,16 @@
 //! domain) and ends; the `Child` goes back to the caller. No other thread of this process is ever
 //! restricted, and no `pre_exec` hook is needed.
 //!
-//! Off Linux, or where the kernel has no Landlock, the command is spawned as it is and the
-//! confinement says why it is `Unavailable`: the caller then relies on undoing writes afterwards
+//! On macOS the confinement wraps the program instead: the command line becomes
+//! `/usr/bin/sandbox-exec -p <profile> -D W0=<folder> … -- <program> <args>` (`seatbelt.rs`'s
+//! `confined_argv`, a pure function of its arguments, tested everywhere), built by the caller before it configures the
+//! `Command` (whose stdio cannot be read back, so a `Command` cannot be rewrapped here), and
+//! [`spawn_confined`] reports it enforced only when the program it is given is that wrapper. A Mac
+//! without `sandbox-exec` refuses to run the command (`seatbelt::confine` says why): never unconfined in
+//! its place.
+//!
+//! On Windows, or where the kernel has no Landlock, the command is spawned as it is and the
+//! confinement says why it is `Unavailable`: the caller then relies on the snapshot's comparison
 //! (`snapshot.rs`) and must say so.
 
 use std::path::{Component, Path, PathBuf};
@@ -21,6 +30,7 @@ use std::process::{Child, Command};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Confinement {
     /// Every write-class right of this ABI is handled: writes outside the granted directories fail.
+    /// `abi` is Landlock's; 0 for macOS's Seatbelt, which has no ABI versions.
     Enforced { abi: u32 },
     /// Enforced, but this ABI cannot control everything: `missing` says what stays uncontrolled.
     Partial { abi: u32, missing: Vec<String> },
@@ -63,6 +73,10 @@ impl Confinement {
         }
     }
 }
+
+/// macOS's Seatbelt wrapper, always by its absolute path: a `sandbox-exec` earlier on `PATH` could be
+/// anything (`seatbelt.rs` builds its command line).
+pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
 
 /// Device files a shell and its tools write to: writing them changes no file on disk, and refusing
 /// them breaks `2>/dev/null` and terminal handling.
@@ -112,6 +126,12 @@ pub fn scope_dirs(root: &Path, globs: &[String]) -> Vec<PathBuf> {
             dir
         })
         .collect()
+}
+
+/// Whether this platform confines a command's writes: Linux with Landlock, and macOS (Seatbelt; a
+/// Mac whose `sandbox-exec` is missing still answers yes, and `seatbelt::confined_argv` refuses the command).
+pub fn can_confine() -> bool {
+    imp::can_confine()
 }
 
 /// Spawns `command` confined to writing beneath `writable` (directories or single files) and the
@@ -171,6 +191,10 @@ mod imp {
             out.push("truncating an existing file with truncate(2) (ABI < 3)".to_owned());
         }
         out
+    }
+
+    pub fn can_confine() -> bool {
+        abi().is_some()
     }
 
     pub fn spawn_confined(command: Command, writable: &[PathBuf]) -> std::io::Result<(Child, Confinement)> {
@@ -235,7 +259,34 @@ mod imp {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+mod imp {
+    use super::{Confinement, SANDBOX_EXEC};
+    use std::path::PathBuf;
+    use std::process::{Child, Command};
+
+    pub fn abi() -> Option<u32> {
+        None
+    }
+
+    pub fn can_confine() -> bool {
+        true
+    }
+
+    /// The command is already wrapped (`seatbelt::confined_argv`): spawned as it is, and enforced only
+    /// if its program is the wrapper (Seatbelt has no ABI numbers: 0).
+    pub fn spawn_confined(mut command: Command, _writable: &[PathBuf]) -> std::io::Result<(Child, Confinement)> {
+        if command.get_program() != SANDBOX_EXEC {
+            return super::spawn_unconfined(
+                command,
+                "the command was not wrapped in /usr/bin/sandbox-exec, so Seatbelt does not confine it",
+            );
+        }
+        Ok((command.spawn()?, Confinement::Enforced { abi: 0 }))
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod imp {
     use super::Confinement;
     use std::path::PathBuf;
@@ -245,8 +296,12 @@ mod imp {
         None
     }
 
+    pub fn can_confine() -> bool {
+        false
+    }
+
     pub fn spawn_confined(command: Command, _writable: &[PathBuf]) -> std::io::Result<(Child, Confinement)> {
-        super::spawn_unconfined(command, "Landlock exists only on Linux")
+        super::spawn_unconfined(command, "this platform has neither Landlock nor Seatbelt")
     }
 }
 

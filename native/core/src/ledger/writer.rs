@@ -2,7 +2,9 @@
 //!
 //! - **Acknowledged means synced.** An append returns (or its [`Ticket`] resolves) only after
 //!   `fdatasync` of the bytes that hold it, so a record a producer was told about survives a crash of
-//!   the process and of the machine.
+//!   the process and of the machine. On macOS, whose `fsync` leaves the bytes in the drive's cache,
+//!   std's `sync_data` and `sync_all` issue `fcntl(F_FULLFSYNC)` instead (std's `File::datasync`
+//!   for Apple targets), so the same calls keep the same promise there: no code of ours differs.
 //! - **Group commit, pipelined.** An fdatasync costs from a hundred microseconds to milliseconds,
 //!   far more than everything else an append does, so one writer thread per [`Ledger`] takes every
 //!   record queued since its last write and writes them in one `write`, and a syncer thread covers

@@ -37,7 +37,8 @@ pub struct GatekeeperConfig {
     /// `$TMPDIR` is added when set.
     #[serde(default = "default_writable")]
     pub writable: Vec<String>,
-    /// `auto`: confine shell commands with Landlock when the kernel supports it, so a write outside
+    /// `auto`: confine shell commands with Landlock when the kernel supports it (macOS: with
+    /// Seatbelt, `/usr/bin/sandbox-exec`, and refuse them where it is missing), so a write outside
     /// the scope fails as it happens; `off`: do not.
     #[serde(default)]
     pub landlock: LandlockSetting,

@@ -27,8 +27,13 @@
 //! What it does not cover: a process an agent started *outside* Chokepoint's containment (a shell
 //! tool not rewritten, an MCP server) that leaves its agent's tree (`setsid` and a double fork) and
 //! clears its environment; an agent whose hooks never ran in this boot; a person whose own terminal
-//! was started by an agent (then it is an agent's). And it rests on `/proc` (Linux): elsewhere
-//! nothing is known and nothing is refused by ancestry. Nor does it cover the agent process itself
+//! was started by an agent (then it is an agent's). It rests on the kernel's process table: `/proc`
+//! on Linux, `sysctl(KERN_PROC_PID)` on macOS (`process.rs`), where ancestry is walked the same way
+//! but there are no pid namespaces and no `no_new_privs` (a command Seatbelt contains carries no
+//! mark that survives its environment being cleared), and a process's arguments and environment
+//! are not read (a hook's shell parent always makes its own parent an agent's too; an agent shell's
+//! marks are not seen, so ancestry alone decides there). Where neither exists (Windows)
+//! nothing is known, and a decision from a terminal is refused. Nor does it cover the agent process itself
 //! when its hooks only post over HTTP (until its first contained command), a hook run from a person's
 //! own shell (which makes that shell an agent's: the server spares its own lineage, a hook alone
 //! cannot tell), `intent select` (the agent's own handshake), or the configuration files (governance
@@ -153,7 +158,8 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The registry of `engine`'s workspace; `None` without `/proc` or an `.orchestration/` folder.
+    /// The registry of `engine`'s workspace; `None` where the kernel names no boot (no `/proc` on
+    /// Linux, nor a process table elsewhere) or without an `.orchestration/` folder.
     pub fn of(engine: &Engine) -> Option<Registry> {
         if !engine.sidecar().dir().is_dir() {
             return None;
@@ -260,15 +266,21 @@ impl Registry {
 pub fn agents_of(hook: &Process) -> Vec<Process> {
     let Some(parent) = hook.parent() else { return Vec::new() };
     let mut out = vec![parent.clone()];
-    let args = parent.args();
-    let shell = matches!(parent.name().as_str(), "sh" | "dash" | "bash" | "zsh" | "ksh" | "mksh" | "fish");
-    if shell
-        && args.get(1).is_some_and(|a| a.starts_with('-') && a.contains('c'))
+    if runs_a_command_line(&parent.name(), &parent.args())
         && let Some(grandparent) = parent.parent().filter(|g| g.pid > 1)
     {
         out.push(grandparent);
     }
     out
+}
+
+/// Whether a hook's parent named `name` with arguments `args` is a shell running the hook's command
+/// line (`sh -c …`), so that its own parent is the agent. Where a process's arguments cannot be read
+/// (macOS: they are not read), a shell counts as one: its parent is registered too, which may refuse
+/// a person's terminal a hook was run from by hand, never spare an agent.
+fn runs_a_command_line(name: &str, args: &[String]) -> bool {
+    let shell = matches!(name, "sh" | "dash" | "bash" | "zsh" | "ksh" | "mksh" | "fish");
+    shell && (args.is_empty() || args.get(1).is_some_and(|a| a.starts_with('-') && a.contains('c')))
 }
 
 /// Registers the agent this process (a `chokepoint hook` judging alone) works for, in its
@@ -308,11 +320,12 @@ pub(crate) fn check_peer(registry: Option<&Registry>, pid: u32, act: Act) -> Res
 /// Whether this process may `act` (a command that changes state.db without the live engine: `intent
 /// approve`, `sessions revoke`, `serve`): checked against the agents the workspace's hooks registered.
 pub fn check_this_process(engine: &Engine, act: Act) -> Result<Decider, String> {
-    // Without /proc (Windows, macOS) whose process this is cannot be told: refused, never taken for
-    // a person's, or any agent could approve its own widening from its shell.
+    // Where the kernel does not say who started this process (Windows), whose process this is
+    // cannot be told: refused, never taken for a person's, or any agent could approve its own
+    // widening from its shell.
     let Some(me) = process::this() else {
         return Err(refusal_text(
-            "this platform does not say which processes started this one (no /proc), so an agent's cannot be told from a person's",
+            "this platform does not say which processes started this one (no /proc, no kernel process table), so an agent's cannot be told from a person's",
             act,
         ));
     };
@@ -337,7 +350,7 @@ fn judge(registry: Option<&Registry>, who: &Process, reference: Reference, act: 
         let mut agents: HashSet<(u32, u64)> = rows.iter().filter(|r| r.2 == ns).map(|r| (r.0, r.1)).collect();
         // What this process saw itself stays known even if someone deletes the table's rows.
         agents.extend(registry.known.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().copied());
-        if let Some(agent) = lineage.iter().find(|p| agents.contains(&(p.pid, p.start))) {
+        if let Some(agent) = agent_among(&lineage, &agents) {
             let whose = if agent.pid == who.pid { "this process".to_owned() } else { format!("process {} ({})", agent.pid, agent.name()) };
             return Err(refusal_text(
                 &format!("this command (pid {}) runs under {whose}, which Chokepoint saw run an agent's hooks", who.pid),
@@ -358,11 +371,61 @@ fn judge(registry: Option<&Registry>, who: &Process, reference: Reference, act: 
     Ok(Decider { pid: who.pid, terminal: who.terminal() })
 }
 
+/// The rule itself: the first of `lineage` (a process and its ancestors, nearest first, as
+/// `process::lineage_over` walks them on every platform) that is a registered agent's process,
+/// named by (pid, start).
+fn agent_among<'a>(lineage: &'a [Process], agents: &HashSet<(u32, u64)>) -> Option<&'a Process> {
+    lineage.iter().find(|p| agents.contains(&(p.pid, p.start)))
+}
+
 fn refusal_text(why: &str, act: Act) -> String {
     format!(
         "refused: {why}. An agent, its tools and everything they start may not {}: a person does. Run this from your own terminal (one no agent started), or decide in VS Code's Chokepoint sidebar",
         act.text()
     )
+}
+
+/// The rule over a process table written here, as a Mac's kernel would list it: the walk and the
+/// rule are the same on every platform, only the lookup is the kernel's.
+#[cfg(test)]
+mod rule_tests {
+    use super::*;
+    use crate::serve::process::lineage_over;
+    use std::collections::HashMap;
+
+    fn p(pid: u32, ppid: u32, start: u64) -> Process {
+        Process { pid, ppid, start, tty: 0 }
+    }
+
+    #[test]
+    fn a_descendant_of_an_agent_is_found_and_a_person_s_terminal_beside_it_is_not() {
+        // launchd(1) ← Terminal(100) ← login(200) ← zsh(300) ← claude(400) ← zsh -c(500) ← chokepoint(600)
+        //                                          ← zsh(310) ← chokepoint(610): the person's own tab
+        let rows = [p(1, 0, 0), p(100, 1, 10), p(200, 100, 20), p(300, 200, 30), p(400, 300, 40), p(500, 400, 50), p(600, 500, 60)];
+        let person = [p(210, 100, 25), p(310, 210, 35), p(610, 310, 65)];
+        let table: HashMap<u32, Process> = rows.iter().chain(&person).map(|r| (r.pid, r.clone())).collect();
+        let read = |pid: u32| table.get(&pid).cloned();
+        let agents: HashSet<(u32, u64)> = [(400, 40)].into();
+        let lineage = lineage_over(&rows[6], read);
+        assert_eq!(agent_among(&lineage, &agents).map(|a| a.pid), Some(400), "the agent's shell's command is refused");
+        assert_eq!(agent_among(&lineage_over(&rows[4], read), &agents).map(|a| a.pid), Some(400), "so is the agent itself");
+        assert_eq!(agent_among(&lineage_over(&person[2], read), &agents), None, "a terminal the agent did not start decides");
+        // The agent gone and its pid taken by a process started after its child: not the child's
+        // parent, and not the agent, whose (pid, start) it does not have.
+        let reused: HashMap<u32, Process> = [(400, p(400, 300, 55)), (500, rows[5].clone()), (600, rows[6].clone())].into();
+        let lineage = lineage_over(&rows[6], |pid| reused.get(&pid).cloned());
+        assert_eq!(lineage.iter().map(|p| p.pid).collect::<Vec<_>>(), [600, 500]);
+        assert_eq!(agent_among(&lineage, &agents), None);
+    }
+
+    #[test]
+    fn a_shell_running_the_hook_s_command_line_makes_its_parent_the_agent_and_unknown_arguments_count_as_one() {
+        assert!(runs_a_command_line("sh", &["sh".into(), "-c".into(), "chokepoint hook".into()]));
+        assert!(runs_a_command_line("bash", &["bash".into(), "-lc".into(), "x".into()]));
+        assert!(!runs_a_command_line("zsh", &["-zsh".into()]), "a person's login shell is not a command line");
+        assert!(!runs_a_command_line("node", &["node".into(), "-c".into()]));
+        assert!(runs_a_command_line("zsh", &[]), "unread arguments (macOS): the shell's parent is registered too");
+    }
 }
 
 #[cfg(all(test, target_os = "linux"))]
