@@ -55,23 +55,8 @@ pub struct JsCompactionItem {
 
 impl JsCompactionItem {
     pub fn try_into_core(self) -> Result<core::budget::compaction::Item> {
-        use core::budget::compaction::ItemKind;
-        let kind = match self.kind.as_str() {
-            "systemPrompt" => ItemKind::SystemPrompt,
-            "intentContext" => ItemKind::IntentContext,
-            "brain" => ItemKind::Brain,
-            "constraint" => ItemKind::Constraint,
-            "acceptanceCriterion" => ItemKind::AcceptanceCriterion,
-            "turn" => match self.turn {
-                Some(turn) => ItemKind::Turn(whole(turn, "turn number")?),
-                None => return Err(invalid("a `turn` item needs its `turn` number")),
-            },
-            other => {
-                return Err(invalid(format!(
-                    "unknown item kind `{other}`; use systemPrompt, intentContext, brain, constraint, acceptanceCriterion or turn"
-                )));
-            }
-        };
+        let turn = self.turn.map(|turn| whole(turn, "turn number")).transpose()?;
+        let kind = core::budget::compaction::ItemKind::parse(&self.kind, turn).map_err(invalid)?;
         Ok(core::budget::compaction::Item { kind, tokens: whole(self.tokens, "token count")?, pinned: self.pinned.unwrap_or(false) })
     }
 }

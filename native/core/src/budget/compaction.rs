@@ -54,6 +54,23 @@ crate::base::names::names!(ItemKind {
     Self::Turn(_) => "turn",
 });
 
+impl ItemKind {
+    /// The kinds without data, each of which its name alone stands for.
+    const PLAIN: [ItemKind; 5] = [Self::SystemPrompt, Self::IntentContext, Self::Brain, Self::Constraint, Self::AcceptanceCriterion];
+
+    /// The kind `name` stands for, read back at an edge: a `turn` needs its number, which the others
+    /// do not take. The error lists the names.
+    pub fn parse(name: &str, turn: Option<u32>) -> Result<ItemKind, String> {
+        if name == Self::Turn(0).as_str() {
+            return turn.map(Self::Turn).ok_or_else(|| "a `turn` item needs its `turn` number".to_owned());
+        }
+        Self::PLAIN
+            .into_iter()
+            .find(|k| k.as_str() == name)
+            .ok_or_else(|| crate::base::names::UnknownName { what: "item kind", name: name.to_owned(), names: Self::NAMES }.to_string())
+    }
+}
+
 /// One piece of the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Item {
@@ -392,4 +409,22 @@ fn groups(turns: &[Turn], max: u32) -> Vec<SummaryGroup> {
         }
     }
     groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ItemKind;
+
+    #[test]
+    fn every_item_kind_reads_back_from_its_name_and_a_turn_needs_its_number() {
+        // Every name but `turn` is a plain kind: a plain kind added without a place in PLAIN fails here.
+        assert_eq!(ItemKind::PLAIN.len() + 1, ItemKind::NAMES.len());
+        for kind in ItemKind::PLAIN {
+            assert_eq!(ItemKind::parse(kind.as_str(), None), Ok(kind));
+        }
+        assert_eq!(ItemKind::parse("turn", Some(3)), Ok(ItemKind::Turn(3)));
+        assert_eq!(ItemKind::parse("turn", None), Err("a `turn` item needs its `turn` number".to_owned()));
+        let unknown = ItemKind::parse("summary", None).unwrap_err();
+        assert_eq!(unknown, "unknown item kind `summary`; use systemPrompt, intentContext, brain, constraint, acceptanceCriterion or turn");
+    }
 }
