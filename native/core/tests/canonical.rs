@@ -47,6 +47,38 @@ fn refusal_kind(r: &PathRefusal) -> &'static str {
         PathRefusal::NotUtf8 => "utf8",
         PathRefusal::Hardlinked { .. } => "hardlink",
         PathRefusal::UnknownBase { .. } => "base",
+        PathRefusal::Windows(_) => "windows",
+    }
+}
+
+/// Windows' spellings of one file, on its real file system (under Wine in `npm test -- platforms`):
+/// each is judged as the canonical path, and what names a device or a stream is refused. The text
+/// rules themselves are `scope::win_names`'s tests, on every platform.
+#[cfg(windows)]
+#[test]
+fn windows_spellings_of_a_path_are_judged_as_its_canonical_form() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src/auth")).unwrap();
+    std::fs::write(dir.path().join("src/auth/x.ts"), "x").unwrap();
+    let ws = Workspace::new(dir.path()).unwrap();
+    let root = ws.root().to_str().unwrap().trim_start_matches(r"\\?\").to_owned();
+    let spellings = [
+        "src/auth/x.ts".to_owned(),
+        r"src\auth\x.ts".to_owned(),
+        "SRC/Auth/X.TS".to_owned(),
+        "src/auth/x.ts.".to_owned(),
+        "src/auth/x.ts ".to_owned(),
+        "src/auth/../auth/x.ts".to_owned(),
+        format!(r"{root}\src\auth\x.ts"),
+        format!("{}/src/auth/x.ts", root.replace('\\', "/")),
+        format!(r"\\?\{root}\src\auth\x.ts"),
+        format!(r"{}\src\auth\x.ts", root.to_lowercase()),
+    ];
+    for spelling in &spellings {
+        assert_eq!(ws.canonicalize(spelling).as_deref(), Ok("src/auth/x.ts"), "{spelling}");
+    }
+    for refused in ["src/auth/NUL", "src/auth/con.ts", "src/auth/x.ts:hidden", r"\\.\C:\x.ts", "C:x.ts"] {
+        assert!(matches!(ws.canonicalize(refused), Err(PathRefusal::Windows(_))), "{refused}: {:?}", ws.canonicalize(refused));
     }
 }
 

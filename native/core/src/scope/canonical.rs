@@ -86,6 +86,9 @@ pub enum PathRefusal {
     UnknownBase {
         why: String,
     },
+    /// A spelling Windows reads as no file of the workspace, or as another file's part
+    /// (`win_names.rs`: a device name, a stream, a drive-relative path).
+    Windows(super::win_names::WinNameRefusal),
 }
 
 impl std::fmt::Display for PathRefusal {
@@ -102,6 +105,7 @@ impl std::fmt::Display for PathRefusal {
             PathRefusal::UnknownBase { why } => {
                 write!(f, "the path is relative, and {why}, so where it lands cannot be known; give its absolute path")
             }
+            PathRefusal::Windows(refusal) => refusal.fmt(f),
         }
     }
 }
@@ -156,6 +160,11 @@ impl Workspace {
         if raw.starts_with('~') {
             return Err(PathRefusal::Tilde);
         }
+        // Windows rewrites a path's text before any file is reached: judged as it reads it.
+        #[cfg(windows)]
+        let read = super::win_names::read(raw).map_err(PathRefusal::Windows)?;
+        #[cfg(windows)]
+        let raw = read.as_str();
         #[cfg(target_os = "linux")]
         if let Some(fd) = self.root_fd.as_deref()
             && let Some((rel, meta)) = self.beneath_root(raw).and_then(|rel| linux::resolve_beneath(fd, rel))

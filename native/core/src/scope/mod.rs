@@ -1,4 +1,5 @@
-//! The scope layer: the path canonicaliser (`canonical.rs`), the intents of active_intents.yaml
+//! The scope layer: the path canonicaliser (`canonical.rs`, with what Windows does to a path's text in
+//! `win_names.rs`), the intents of active_intents.yaml
 //! (`intents.rs`), the leases shared by every process on a workspace (`leases.rs`, and on a team's
 //! PostgreSQL database for several machines, `team_leases.rs`), approved scope expansions
 //! (`expansion.rs`, `team_expansions.rs`), which tools write or run shell commands, per agent (`tools.rs`), the
@@ -18,3 +19,4 @@ pub mod settings;
 pub mod team_expansions;
 pub mod team_leases;
 pub mod tools;
+pub mod win_names;
