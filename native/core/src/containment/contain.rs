@@ -91,9 +91,10 @@ pub struct Shell {
 }
 
 impl Shell {
-    /// `sh -c <script>` in `cwd`, its output captured.
+    /// `<script>` in the platform's shell (`sh -c`, Windows' `cmd /d /s /c`: `base::shell`) in
+    /// `cwd`, its output captured.
     pub fn script(script: &str, cwd: &Path) -> Shell {
-        Shell { argv: vec!["sh".into(), "-c".into(), script.into()], cwd: cwd.to_path_buf(), env: Vec::new(), capture: true }
+        Shell { argv: crate::base::shell::script_argv(script), cwd: cwd.to_path_buf(), env: Vec::new(), capture: true }
     }
 
     fn command(&self, program: &Path, leading: &[&str]) -> Command {
@@ -541,7 +542,7 @@ impl Containment {
         let Some(program) = shell.argv.first() else { return Err(io::Error::other("no command was given")) };
         let argv: Vec<&str> = Vec::new();
         let mut command = shell.command(Path::new(program), &argv);
-        command.args(&shell.argv[1..]);
+        crate::base::shell::add_args(&mut command, program, &shell.argv[1..]);
         let spawned = match plan.landlock {
             LandlockMode::Auto => sandbox::spawn_confined(command, &grant),
             LandlockMode::Off => sandbox::spawn_unconfined(command, "Landlock is turned off for this command"),

@@ -1016,6 +1016,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "Windows' metadata has no change time, so every file is read again by design (STAMP_SEES_EVERY_WRITE); nothing is settled"
+    )]
     fn only_files_written_within_a_tick_of_the_last_snapshot_are_read_again() {
         let (ws, s) = setup();
         std::thread::sleep(std::time::Duration::from_millis(250));

@@ -51,17 +51,15 @@ impl CommandRun {
 pub async fn run(spec: &CommandSpec, event: &Event, cwd: &Path, output_cap: usize) -> CommandRun {
     let values = template::values(event);
     let mut command = if spec.shell {
-        // argv[0] is the script; the rest become $1.. after the script name, untouched by templates.
-        let script = template::quote_for_shell(spec.argv.first().map(String::as_str).unwrap_or_default());
-        let mut c = tokio::process::Command::new("/bin/sh");
-        c.arg("-c").arg(script).arg("chokepoint-hook").args(&spec.argv[1.min(spec.argv.len())..]);
-        c
+        shell_command(spec)
     } else {
         let argv: Vec<String> = spec.argv.iter().map(|a| template::expand_arg(a, &values)).collect();
         let Some((program, args)) = argv.split_first() else { return CommandRun::failed(HookFailure::Error("empty command".into())) };
-        let mut c = tokio::process::Command::new(program);
-        c.args(args);
-        c
+        // `[cmd, /c, …]` on Windows: cmd's line as written (`base::shell::add_args`).
+        let mut c = std::process::Command::new(program);
+        let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        crate::base::shell::add_args(&mut c, program.as_ref(), &args);
+        tokio::process::Command::from(c)
     };
     for (_, env, value) in &values {
         command.env(env, value);
@@ -114,6 +112,33 @@ pub async fn run(spec: &CommandSpec, event: &Event, cwd: &Path, output_cap: usiz
         return CommandRun { result: Err(failure), output: text_output(&out, &err) };
     }
     interpret(status, &out, &err)
+}
+
+/// A `shell: true` hook's process. argv[0] is the script; on Unix the rest become `$1`.. after the
+/// script name, untouched by templates.
+#[cfg(not(windows))]
+fn shell_command(spec: &CommandSpec) -> tokio::process::Command {
+    let script = template::quote_for_shell(spec.argv.first().map(String::as_str).unwrap_or_default());
+    let mut c = tokio::process::Command::new("/bin/sh");
+    c.arg("-c").arg(script).arg("chokepoint-hook").args(&spec.argv[1.min(spec.argv.len())..]);
+    c
+}
+
+/// A `shell: true` hook's process on Windows: the script in cmd (`base::shell`), with delayed
+/// expansion for the variables ([`template::quote_for_cmd`]). cmd has no `$1`..: the rest of argv is
+/// in `CHOKEPOINT_ARG1`.. (read as `!CHOKEPOINT_ARG1!`).
+#[cfg(windows)]
+fn shell_command(spec: &CommandSpec) -> tokio::process::Command {
+    use std::ffi::OsString;
+    let script = template::quote_for_cmd(spec.argv.first().map(String::as_str).unwrap_or_default());
+    let cmd = crate::base::shell::cmd_exe();
+    let mut c = std::process::Command::new(&cmd);
+    let args: Vec<OsString> = ["/d", "/v:on", "/s", "/c"].into_iter().map(OsString::from).chain([OsString::from(script)]).collect();
+    crate::base::shell::add_args(&mut c, &cmd, &args);
+    for (n, arg) in spec.argv.iter().skip(1).enumerate() {
+        c.env(format!("CHOKEPOINT_ARG{}", n + 1), arg);
+    }
+    tokio::process::Command::from(c)
 }
 
 /// The text a failed or plain-text hook printed, stdout then stderr, for piping to the agent.
