@@ -275,7 +275,10 @@ fn an_external_agents_session_start_carries_the_brain() {
     qemu,
     ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
 )]
-#[cfg_attr(windows, ignore = "needs a contained command run isolated (Linux namespaces over an overlay); Windows runs it observed, its changes compared and reported (doctor says so)")]
+#[cfg_attr(
+    windows,
+    ignore = "needs a contained command run isolated (Linux namespaces over an overlay); Windows runs it observed, its changes compared and reported (doctor says so)"
+)]
 fn an_agents_write_or_shell_command_on_the_brain_is_refused_by_name() {
     let ws = workspace();
     let ws = ws.path();

@@ -103,7 +103,10 @@ fn explain_exits_with_the_decision_and_shows_the_canonical_paths() {
 }
 
 #[test]
-#[cfg_attr(windows, ignore = "a person's decision from a terminal needs the chain of processes that started it, which Windows does not give through /proc, and the Windows process snapshot is not read yet: the decision is refused (fails closed)")]
+#[cfg_attr(
+    windows,
+    ignore = "a person's decision from a terminal needs the chain of processes that started it, which Windows does not give through /proc, and the Windows process snapshot is not read yet: the decision is refused (fails closed)"
+)]
 fn a_second_session_is_told_who_holds_the_intent_and_a_release_frees_it() {
     let ws = sample_workspace();
     assert_eq!(run_in(&ws, &["intent", "select", "--session", "a", "--agent", "claude-code", "INT-002"]).0, 0);
@@ -117,7 +120,10 @@ fn a_second_session_is_told_who_holds_the_intent_and_a_release_frees_it() {
 }
 
 #[test]
-#[cfg_attr(windows, ignore = "a person's decision from a terminal needs the chain of processes that started it, which Windows does not give through /proc, and the Windows process snapshot is not read yet: the decision is refused (fails closed)")]
+#[cfg_attr(
+    windows,
+    ignore = "a person's decision from a terminal needs the chain of processes that started it, which Windows does not give through /proc, and the Windows process snapshot is not read yet: the decision is refused (fails closed)"
+)]
 fn an_approved_expansion_opens_the_path_and_can_be_saved() {
     let ws = sample_workspace();
     assert_eq!(run_in(&ws, &["intent", "select", "--session", "s", "INT-002"]).0, 0);
@@ -148,7 +154,10 @@ fn explain_refuses_to_judge_with_a_broken_configuration() {
     qemu,
     ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
 )]
-#[cfg_attr(windows, ignore = "needs a contained command run isolated (Linux namespaces over an overlay); Windows runs it observed, its changes compared and reported (doctor says so)")]
+#[cfg_attr(
+    windows,
+    ignore = "needs a contained command run isolated (Linux namespaces over an overlay); Windows runs it observed, its changes compared and reported (doctor says so)"
+)]
 fn exec_contains_a_command_to_the_sessions_scope() {
     let ws = sample_workspace();
     fs::create_dir_all(ws.path().join("src/auth")).unwrap();
@@ -174,7 +183,10 @@ fn exec_contains_a_command_to_the_sessions_scope() {
     qemu,
     ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
 )]
-#[cfg_attr(windows, ignore = "needs a contained command run isolated (Linux namespaces over an overlay); Windows runs it observed, its changes compared and reported (doctor says so)")]
+#[cfg_attr(
+    windows,
+    ignore = "needs a contained command run isolated (Linux namespaces over an overlay); Windows runs it observed, its changes compared and reported (doctor says so)"
+)]
 fn exec_without_landlock_never_lands_what_the_command_changed_outside_and_says_so() {
     let ws = sample_workspace();
     let hooks = fs::read_to_string(ws.path().join(".orchestration/hooks.yaml")).unwrap();

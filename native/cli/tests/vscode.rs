@@ -203,7 +203,10 @@ fn select(ws: &Path, session: &str) {
 }
 
 #[test]
-#[cfg_attr(windows, ignore = "runs the hook entries chokepoint init writes, a guard of POSIX sh, which Windows has not (a PowerShell guard is not written yet: agents/portable.rs)")]
+#[cfg_attr(
+    windows,
+    ignore = "runs the hook entries chokepoint init writes, a guard of POSIX sh, which Windows has not (a PowerShell guard is not written yet: agents/portable.rs)"
+)]
 fn vs_codes_calls_through_the_shared_entries_are_answered_as_vs_codes() {
     let (_dir, ws) = governed();
 
@@ -300,7 +303,10 @@ fn records_now(ws: &Path) -> Vec<Value> {
 }
 
 #[test]
-#[cfg_attr(windows, ignore = "runs the hook entries chokepoint init writes, a guard of POSIX sh, which Windows has not (a PowerShell guard is not written yet: agents/portable.rs)")]
+#[cfg_attr(
+    windows,
+    ignore = "runs the hook entries chokepoint init writes, a guard of POSIX sh, which Windows has not (a PowerShell guard is not written yet: agents/portable.rs)"
+)]
 fn vs_codes_terminal_command_is_rewritten_to_run_contained() {
     let (_dir, ws) = governed();
     select(&ws, "vscode:v-1");
@@ -335,7 +341,10 @@ fn vs_codes_terminal_command_is_rewritten_to_run_contained() {
 }
 
 #[test]
-#[cfg_attr(windows, ignore = "runs the hook entries chokepoint init writes, a guard of POSIX sh, which Windows has not (a PowerShell guard is not written yet: agents/portable.rs)")]
+#[cfg_attr(
+    windows,
+    ignore = "runs the hook entries chokepoint init writes, a guard of POSIX sh, which Windows has not (a PowerShell guard is not written yet: agents/portable.rs)"
+)]
 fn vs_codes_input_that_cannot_be_read_is_denied_in_its_format() {
     let (_dir, ws) = governed();
     // A gate without its tool input: VS Code reads only `hookSpecificOutput`, so the deny is there.
@@ -347,7 +356,10 @@ fn vs_codes_input_that_cannot_be_read_is_denied_in_its_format() {
 }
 
 #[test]
-#[cfg_attr(windows, ignore = "runs the hook entries chokepoint init writes, a guard of POSIX sh, which Windows has not (a PowerShell guard is not written yet: agents/portable.rs)")]
+#[cfg_attr(
+    windows,
+    ignore = "runs the hook entries chokepoint init writes, a guard of POSIX sh, which Windows has not (a PowerShell guard is not written yet: agents/portable.rs)"
+)]
 fn doctor_reports_vs_codes_setup_and_its_switch() {
     let (_dir, ws) = governed();
     let doctor = || {

@@ -463,7 +463,10 @@ wait
 /// expansion approved then, kept in its `.orchestration/state.db`, still applies once the
 /// coordination moves to the repository's shared folder.
 #[test]
-#[cfg_attr(windows, ignore = "a person's decision from a terminal needs the chain of processes that started it, which Windows does not give through /proc, and the Windows process snapshot is not read yet: the decision is refused (fails closed)")]
+#[cfg_attr(
+    windows,
+    ignore = "a person's decision from a terminal needs the chain of processes that started it, which Windows does not give through /proc, and the Windows process snapshot is not read yet: the decision is refused (fails closed)"
+)]
 fn what_a_workspace_approved_before_it_was_a_repository_carries_over() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("project");

@@ -364,7 +364,8 @@ mod windows_cmd {
 
     #[tokio::test]
     async fn a_hook_past_its_timeout_fails_closed() {
-        let yaml = pre_tool_use(&format!("{}      priority: critical\n      timeout: 1\n", cmd("slow-gate", "for /l %i in (0,0,1) do @rem")));
+        let yaml =
+            pre_tool_use(&format!("{}      priority: critical\n      timeout: 1\n", cmd("slow-gate", "for /l %i in (0,0,1) do @rem")));
         let started = std::time::Instant::now();
         let (_ws, e) = run(&yaml).await;
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
@@ -381,6 +382,10 @@ mod windows_cmd {
         .await;
         assert_eq!(e.decision, Decision::Allow, "{:?}", e.outcomes);
         assert_eq!(e.piped.iter().map(|p| p.text.as_str()).collect::<Vec<_>>(), ["depth=1"]);
+        // Wine's findstr reads no pipe: what the hook got on stdin is checked on a real Windows.
+        if cfg!(wine) {
+            return;
+        }
         let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(ws.path().join("stdin.json")).unwrap()).unwrap();
         assert_eq!((v["hook_event_name"].as_str(), v["session_id"].as_str()), (Some("PreToolUse"), Some("S-1")));
         assert_eq!(v["chokepoint"]["paths"], json!(["src/a.js"]));

@@ -364,7 +364,10 @@ fn a_locked_intent_points_the_second_agent_at_free_ones_only() {
 /// engine's next use of the database is a deny with the reason, not a SIGBUS that ends the process
 /// (the extension's engine lives as long as the window); the use after that works again.
 #[test]
-#[cfg_attr(windows, ignore = "SIGBUS from a shared-memory file shortened under its mapping is Unix's; Windows refuses to shorten a file another process maps")]
+#[cfg_attr(
+    windows,
+    ignore = "SIGBUS from a shared-memory file shortened under its mapping is Unix's; Windows refuses to shorten a file another process maps"
+)]
 fn a_shared_memory_file_truncated_by_another_process_is_a_deny_with_a_reason_then_recovers() {
     let (ws, _o, engine) = setup();
     engine.evaluate(call("S", "select_active_intent", json!({ "intent_id": "INT-001" }))).unwrap();

@@ -170,8 +170,8 @@ fn a_contained_command_is_recorded_with_what_containment_saw() {
     engine.reload();
     fs::write(ws.path().join("README.md"), "keep\n").unwrap();
     engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
-    // The same line in sh and in Windows' cmd.
-    let script = "echo 1 > src/auth/a.js && echo no > README.md";
+    // In sh, or in Windows' cmd (whose `&` is sh's `;`).
+    let script = if cfg!(windows) { "echo 1 > src/auth/a.js & echo no > README.md" } else { "echo 1 > src/auth/a.js; echo no > README.md" };
     let shell = chokepoint_core::containment::Shell::script(script, ws.path());
     // Observed (the core alone cannot isolate): the change outside the scope is kept and recorded.
     let report = engine.run_contained("S", shell, None, None).unwrap();

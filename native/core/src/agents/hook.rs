@@ -443,7 +443,8 @@ fn denial_text(engine: &Engine, call: &Call, denial: &Denial, options: &HookOpti
         // The line the agent runs in its own shell (PowerShell on Windows, but for Claude Code).
         let syntax = Syntax::of(call.agent);
         let word = |text: &str| syntax.quote(text).unwrap_or_else(|_| quote(text));
-        let program = options.program.as_deref().and_then(|p| syntax.program(p).ok()).unwrap_or_else(|| program_word(options.program.as_deref()));
+        let program =
+            options.program.as_deref().and_then(|p| syntax.program(p).ok()).unwrap_or_else(|| program_word(options.program.as_deref()));
         text.push_str(&format!(
             " Next step: call {} with an intent id, or run: {program} intent select --workspace {} --session {} <intent_id>",
             crate::agents::context::select_tool(call.agent),

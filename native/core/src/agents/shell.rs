@@ -326,9 +326,14 @@ mod tests {
     #[test]
     fn powershell_s_line_cannot_be_broken_out_of() {
         let hostile = "echo 'x' \"y\" `$(calc) ; & whoami | % { $_ } \u{2019}z\u{2018} \n rm -r C:\\";
-        let line =
-            exec_command(Path::new(r"C:\Program Files\it's\chokepoint.exe"), Path::new("C:\\ws\\a\u{2019}b"), "codex:1", hostile, Syntax::PowerShell)
-                .unwrap();
+        let line = exec_command(
+            Path::new(r"C:\Program Files\it's\chokepoint.exe"),
+            Path::new("C:\\ws\\a\u{2019}b"),
+            "codex:1",
+            hostile,
+            Syntax::PowerShell,
+        )
+        .unwrap();
         let (head, encoded) = line.rsplit_once(' ').unwrap();
         assert_eq!(
             head,
@@ -336,12 +341,24 @@ mod tests {
         );
         assert!(encoded.chars().all(|c| c.is_ascii_alphanumeric() || "+/=".contains(c)), "{encoded}");
         assert_eq!(decode_utf16_base64(encoded), hostile);
-        assert!(line.starts_with(&exec_prefix(Path::new(r"C:\Program Files\it's\chokepoint.exe"), Path::new("C:\\ws\\a\u{2019}b"), "codex:1", Syntax::PowerShell).unwrap()));
+        assert!(
+            line.starts_with(
+                &exec_prefix(
+                    Path::new(r"C:\Program Files\it's\chokepoint.exe"),
+                    Path::new("C:\\ws\\a\u{2019}b"),
+                    "codex:1",
+                    Syntax::PowerShell
+                )
+                .unwrap()
+            )
+        );
         for session in ["a\"b", "a\nb", "a\u{0}b"] {
             assert!(exec_command(Path::new("C:/c.exe"), Path::new("C:/ws"), session, "dir", Syntax::PowerShell).is_err(), "{session:?}");
         }
         // RFC 4648's test vectors.
-        for (plain, encoded) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")] {
+        for (plain, encoded) in
+            [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")]
+        {
             assert_eq!(base64(plain.as_bytes()), encoded);
         }
     }

@@ -7,7 +7,6 @@
 //! ([`add_args`]), never quoted for argv, which would put `\"` in a script where it wrote `"`.
 
 use std::ffi::{OsStr, OsString};
-use std::path::Path;
 use std::process::Command;
 
 /// The argv that runs `script` in the platform's shell: `sh -c <script>`, or on Windows
@@ -26,9 +25,10 @@ pub fn cmd_exe() -> OsString {
     std::env::var_os("ComSpec").filter(|c| !c.is_empty()).unwrap_or_else(|| "cmd.exe".into())
 }
 
-/// Whether `program` is cmd.exe (by its file name, in any case).
+/// Whether `program` is cmd.exe (by its file name after either separator, in any case).
 pub fn is_cmd(program: &OsStr) -> bool {
-    let name = Path::new(program).file_name().unwrap_or(program).to_string_lossy().to_ascii_lowercase();
+    let text = program.to_string_lossy();
+    let name = text.rsplit(['\\', '/']).next().unwrap_or(&text).to_ascii_lowercase();
     name == "cmd" || name == "cmd.exe"
 }
 
@@ -104,6 +104,9 @@ mod tests {
         let status = command.current_dir(dir.path()).status().unwrap();
         assert!(status.success());
         let text = std::fs::read_to_string(dir.path().join("out.txt")).unwrap();
-        assert_eq!(text.lines().map(str::trim_end).collect::<Vec<_>>(), ["\"a b\"", "second"].map(|l| if cfg!(windows) { l } else { l.trim_matches('"') }));
+        assert_eq!(
+            text.lines().map(str::trim_end).collect::<Vec<_>>(),
+            ["\"a b\"", "second"].map(|l| if cfg!(windows) { l } else { l.trim_matches('"') })
+        );
     }
 }

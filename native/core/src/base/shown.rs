@@ -39,9 +39,7 @@ fn plain(text: &str) -> Option<String> {
     let reserved = |name: &str| {
         let stem = name.split('.').next().unwrap_or(name).trim_end().to_ascii_uppercase();
         matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$")
-            || (stem.len() == 4
-                && (stem.starts_with("COM") || stem.starts_with("LPT"))
-                && stem.as_bytes()[3].is_ascii_digit())
+            || (stem.len() == 4 && (stem.starts_with("COM") || stem.starts_with("LPT")) && stem.as_bytes()[3].is_ascii_digit())
     };
     let ok = plain.len() < MAX_PATH
         && !rest.contains('/')

@@ -250,8 +250,7 @@ impl Sidecar {
         use sha2::{Digest, Sha256};
         let absolute = |var: &str| std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute());
         let local_app_data = || if cfg!(windows) { absolute("LOCALAPPDATA") } else { None };
-        let base =
-            absolute("XDG_STATE_HOME").or_else(local_app_data).or_else(|| absolute("HOME").map(|home| home.join(".local/state")))?;
+        let base = absolute("XDG_STATE_HOME").or_else(local_app_data).or_else(|| absolute("HOME").map(|home| home.join(".local/state")))?;
         let canonical = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
         let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
         let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();

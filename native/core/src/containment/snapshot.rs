@@ -997,6 +997,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        wine,
+        ignore = "Wine makes a symbolic link a Unix one, which Windows' calls neither show as a link (no reparse point) nor resolve, so nothing under Wine can tell a path through it left the workspace; a real Windows does"
+    )]
     fn nothing_is_restored_through_a_directory_that_became_a_symlink() {
         let (ws, s) = setup();
         let outside = tempfile::tempdir().unwrap();

@@ -91,6 +91,8 @@ pub async fn run(spec: &CommandSpec, event: &Event, cwd: &Path, output_cap: usiz
         Ok(status) => status.map_err(|e| HookFailure::Error(format!("waiting for `{program}`: {e}"))),
         Err(_) => {
             kill_group(pgid);
+            // The hook itself too, where there is no group to kill (Windows), else the wait is forever.
+            let _ = child.start_kill();
             let _ = child.wait().await;
             Err(HookFailure::Timeout { after_ms: spec.timeout.as_millis() as u64 })
         }
@@ -98,8 +100,15 @@ pub async fn run(spec: &CommandSpec, event: &Event, cwd: &Path, output_cap: usiz
     // Whatever the hook left running in its group goes with it; this also closes the pipes it held.
     kill_group(pgid);
     writer.abort();
-    let (out, out_overflow) = stdout.await.unwrap_or_default();
-    let (err, err_overflow) = stderr.await.unwrap_or_default();
+    // A process the hook left holding its output open (Windows has no group to kill; a Unix one may
+    // have left the group) is not waited for past the hook's own timeout: a failure, not a hang.
+    let (Ok(out), Ok(err)) = (tokio::time::timeout(spec.timeout, stdout).await, tokio::time::timeout(spec.timeout, stderr).await) else {
+        return CommandRun::failed(HookFailure::Error(format!(
+            "`{program}` ended, but a process it started kept its output open past the hook's timeout"
+        )));
+    };
+    let (out, out_overflow) = out.unwrap_or_default();
+    let (err, err_overflow) = err.unwrap_or_default();
     let status = match status {
         Ok(status) => status,
         Err(failure) => return CommandRun { result: Err(failure), output: text_output(&out, &err) },
