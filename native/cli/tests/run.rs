@@ -50,6 +50,12 @@ task_types:
     description: no hooks of its own
 "#;
 
+/// How a run shows the failing suite's command: POSIX's, or [`hooks`]'s cmd line on Windows.
+const POSIX_QA: &str = "sh -c echo '1 of 40 tests failed: login locks out'; exit 1";
+fn qa_command() -> &'static str {
+    if cfg!(windows) { "cmd /d /s /c echo 1 of 40 tests failed: login locks out& exit 1" } else { POSIX_QA }
+}
+
 /// The hooks of this platform: [`POSIX_HOOKS`], with each `sh` line in cmd on Windows (line for line,
 /// so a location in the file is the same).
 fn hooks() -> String {
@@ -112,7 +118,8 @@ fn before_merge_fails_on_a_failing_gatekeeper_of_one_type_and_accepts_a_type_wit
            not run: an earlier hook failed, which ends the chain
   SKIP     writes-only
            does not apply: its `tool` or `paths` matcher matches nothing on a merge-side event
-recorded in the trace ledger (.orchestration/trace/)",
+recorded in the trace ledger (.orchestration/trace/)"
+            .replace(POSIX_QA, qa_command()),
     );
     assert!(!ws.join("architecture-ran").exists(), "nothing after the failing gatekeeper runs");
     assert!(!ws.join("project-gate-ran").exists(), "the type's hooks replace the project's");
@@ -163,7 +170,7 @@ fn json_is_one_document_with_every_hook() {
             hook["reason"] = json!("...");
         }
     }
-    let qa = "`sh -c echo '1 of 40 tests failed: login locks out'; exit 1` failed";
+    let qa = &format!("`{}` failed", qa_command());
     let skipped = |reason: &str| json!({ "status": "SKIP", "outcome": null, "reason": reason, "remediation": null, "durationNs": null });
     let mut expected = json!({
         "event": "BeforeMerge",
