@@ -203,6 +203,10 @@ fn two_agents_teaching_lessons_at_once_both_find_theirs_in_the_file() {
 }
 
 #[test]
+#[cfg_attr(
+    wine,
+    ignore = "under Wine a file another process has open cannot be renamed over (Access denied), as the person's editor does here while the hook processes read the brain; Windows' own file handles (std's) share deletion"
+)]
 fn two_agents_teach_lessons_while_a_person_edits_the_brain_and_nothing_is_lost() {
     let ws = workspace();
     let ws = ws.path();
