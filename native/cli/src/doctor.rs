@@ -497,7 +497,7 @@ fn probe(workspace: &Path, agent: Agent, hooks: &[ConfiguredHook]) -> Option<Fin
         format!(
             "a {} of {} (outside the workspace) sent to the `{}` hooks was let through: {}",
             probe.tool,
-            probe.path.display(),
+            chokepoint_core::base::shown::path(&probe.path).display(),
             probe.event,
             answers.join("; ")
         ),

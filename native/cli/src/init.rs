@@ -246,7 +246,7 @@ fn diff(file: &PlannedFile) -> String {
 /// What the person must still do in the agent, or know about it (docs/agents/protocols.md).
 fn notes(setup: &Setup, plan: &[PlannedFile]) -> Vec<String> {
     let hooks_changed = plan.iter().any(|f| Some(f.path) == setup::hooks_file(setup.agent) && f.changed());
-    let workspace = setup.workspace.display();
+    let workspace = chokepoint_core::base::shown::text(&setup.workspace);
     let mut notes = Vec::new();
     match setup.agent {
         Agent::Codex if hooks_changed => notes.push(format!(

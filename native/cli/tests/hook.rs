@@ -326,6 +326,10 @@ fn agent_test(agent: Agent) {
     qemu,
     ignore = "starts the chokepoint program for each call of an agent's protocol: over a minute each under qemu-user (hook.rs took 25 min); the same Linux code is tested natively in the cargo layer"
 )]
+#[cfg_attr(
+    windows,
+    ignore = "the golden answers are Unix's (bash rewrites, POSIX quoting, Unix paths); on Windows the rewrites are PowerShell's by design, tested in agents::shell"
+)]
 fn claude_code_protocol() {
     agent_test(Agent::ClaudeCode);
 }
@@ -334,6 +338,10 @@ fn claude_code_protocol() {
 #[cfg_attr(
     qemu,
     ignore = "starts the chokepoint program for each call of an agent's protocol: over a minute each under qemu-user (hook.rs took 25 min); the same Linux code is tested natively in the cargo layer"
+)]
+#[cfg_attr(
+    windows,
+    ignore = "the golden answers are Unix's (bash rewrites, POSIX quoting, Unix paths); on Windows the rewrites are PowerShell's by design, tested in agents::shell"
 )]
 fn codex_protocol() {
     agent_test(Agent::Codex);
@@ -344,6 +352,10 @@ fn codex_protocol() {
     qemu,
     ignore = "starts the chokepoint program for each call of an agent's protocol: over a minute each under qemu-user (hook.rs took 25 min); the same Linux code is tested natively in the cargo layer"
 )]
+#[cfg_attr(
+    windows,
+    ignore = "the golden answers are Unix's (bash rewrites, POSIX quoting, Unix paths); on Windows the rewrites are PowerShell's by design, tested in agents::shell"
+)]
 fn gemini_cli_protocol() {
     agent_test(Agent::GeminiCli);
 }
@@ -352,6 +364,10 @@ fn gemini_cli_protocol() {
 #[cfg_attr(
     qemu,
     ignore = "starts the chokepoint program for each call of an agent's protocol: over a minute each under qemu-user (hook.rs took 25 min); the same Linux code is tested natively in the cargo layer"
+)]
+#[cfg_attr(
+    windows,
+    ignore = "the golden answers are Unix's (bash rewrites, POSIX quoting, Unix paths); on Windows the rewrites are PowerShell's by design, tested in agents::shell"
 )]
 fn copilot_cli_protocol() {
     agent_test(Agent::Copilot);
@@ -362,6 +378,10 @@ fn copilot_cli_protocol() {
     qemu,
     ignore = "starts the chokepoint program for each call of an agent's protocol: over a minute each under qemu-user (hook.rs took 25 min); the same Linux code is tested natively in the cargo layer"
 )]
+#[cfg_attr(
+    windows,
+    ignore = "the golden answers are Unix's (bash rewrites, POSIX quoting, Unix paths); on Windows the rewrites are PowerShell's by design, tested in agents::shell"
+)]
 fn cursor_protocol() {
     agent_test(Agent::Cursor);
 }
@@ -370,6 +390,10 @@ fn cursor_protocol() {
 #[cfg_attr(
     qemu,
     ignore = "starts the chokepoint program for each call of an agent's protocol: over a minute each under qemu-user (hook.rs took 25 min); the same Linux code is tested natively in the cargo layer"
+)]
+#[cfg_attr(
+    windows,
+    ignore = "the golden answers are Unix's (bash rewrites, POSIX quoting, Unix paths); on Windows the rewrites are PowerShell's by design, tested in agents::shell"
 )]
 fn vs_code_protocol() {
     agent_test(Agent::VsCode);
@@ -434,6 +458,10 @@ fn a_codex_patch_with_one_path_out_of_scope_is_refused_whole_and_one_inside_pass
 #[cfg_attr(
     qemu,
     ignore = "qemu-user's clone() takes no namespace flags (EINVAL), so no command can be isolated under it; the same Linux code is tested natively in the cargo layer"
+)]
+#[cfg_attr(
+    wine,
+    ignore = "runs the rewritten command in bash, as Claude Code does on Windows (Git for Windows' bash), which is not installed under Wine here"
 )]
 fn a_shell_command_is_rewritten_to_run_contained_for_its_session() {
     let ws = workspace(Scenario::Selected);

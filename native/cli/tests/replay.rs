@@ -101,7 +101,8 @@ fn a_draft_that_does_not_load_is_exit_2_naming_file_line_and_column() {
     let out = chokepoint(ws, &["trace", "replay", "--config", &dir]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.contains(&format!("{dir}/hooks.yaml:4:7")), "{stderr}");
+    let file = Path::new(&dir).join("hooks.yaml");
+    assert!(stderr.contains(&format!("{}:4:7", file.display())), "{stderr}");
     assert!(out.stdout.is_empty());
     let out = chokepoint(ws, &["trace", "replay", "--config", &dir, "--since", "last tuesday"]);
     assert_eq!(out.status.code(), Some(2), "a --since that is not a time is a usage error");

@@ -13,7 +13,7 @@ use std::process::Command;
 /// that passes, with an architecture review after it and a write-only rule that never applies on a
 /// merge; `infrastructure` with no merge-side hooks at all; `review`, whose gate asks a person.
 /// The project gates every other type's merge with `project-gate`.
-const HOOKS: &str = r#"version: 1
+const POSIX_HOOKS: &str = r#"version: 1
 hooks:
   BeforeMerge:
     - name: project-gate
@@ -50,6 +50,33 @@ task_types:
     description: no hooks of its own
 "#;
 
+/// How a run shows the failing suite's command: POSIX's, or [`hooks`]'s cmd line on Windows.
+const POSIX_QA: &str = "sh -c echo '1 of 40 tests failed: login locks out'; exit 1";
+fn qa_command() -> &'static str {
+    if cfg!(windows) { "cmd /d /s /c echo 1 of 40 tests failed: login locks out& exit 1" } else { POSIX_QA }
+}
+
+/// The hooks of this platform: [`POSIX_HOOKS`], with each `sh` line in cmd on Windows (line for line,
+/// so a location in the file is the same).
+fn hooks() -> String {
+    if cfg!(not(windows)) {
+        return POSIX_HOOKS.to_owned();
+    }
+    [
+        (r#"[sh, -c, "touch project-gate-ran"]"#, r#"[cmd, /d, /s, /c, "type nul > project-gate-ran"]"#),
+        (r#"[sh, -c, "exit 0"]"#, r#"[cmd, /d, /s, /c, "exit 0"]"#),
+        (r#"[sh, -c, "echo 'slack is down' >&2; exit 1"]"#, r#"[cmd, /d, /s, /c, "echo slack is down>&2& exit 1"]"#),
+        (
+            r#"[sh, -c, "echo '1 of 40 tests failed: login locks out'; exit 1"]"#,
+            r#"[cmd, /d, /s, /c, "echo 1 of 40 tests failed: login locks out& exit 1"]"#,
+        ),
+        (r#"[sh, -c, "touch architecture-ran"]"#, r#"[cmd, /d, /s, /c, "type nul > architecture-ran"]"#),
+        (r#"[sh, -c, "touch announced"]"#, r#"[cmd, /d, /s, /c, "type nul > announced"]"#),
+    ]
+    .iter()
+    .fold(POSIX_HOOKS.to_owned(), |text, (sh, cmd)| text.replace(sh, cmd))
+}
+
 const INTENTS: &str = "version: 1
 active_intents:
   - id: INT-001
@@ -71,7 +98,7 @@ fn without_durations(text: &str) -> String {
 
 #[test]
 fn before_merge_fails_on_a_failing_gatekeeper_of_one_type_and_accepts_a_type_without_any() {
-    let ws = common::workspace(HOOKS, INTENTS);
+    let ws = common::workspace(&hooks(), INTENTS);
     let ws = ws.path();
 
     let out = chokepoint(ws, &["run", "BeforeMerge", "--task-type", "product", "--task", "T-7", "--intent", "INT-001"]);
@@ -91,7 +118,8 @@ fn before_merge_fails_on_a_failing_gatekeeper_of_one_type_and_accepts_a_type_wit
            not run: an earlier hook failed, which ends the chain
   SKIP     writes-only
            does not apply: its `tool` or `paths` matcher matches nothing on a merge-side event
-recorded in the trace ledger (.orchestration/trace/)",
+recorded in the trace ledger (.orchestration/trace/)"
+            .replace(POSIX_QA, qa_command()),
     );
     assert!(!ws.join("architecture-ran").exists(), "nothing after the failing gatekeeper runs");
     assert!(!ws.join("project-gate-ran").exists(), "the type's hooks replace the project's");
@@ -125,7 +153,7 @@ recorded in the trace ledger (.orchestration/trace/)",
 
 #[test]
 fn json_is_one_document_with_every_hook() {
-    let ws = common::workspace(HOOKS, INTENTS);
+    let ws = common::workspace(&hooks(), INTENTS);
     let ws = ws.path();
     let out = chokepoint(ws, &["run", "BeforeMerge", "--task-type", "product", "--task", "T-7", "--intent", "INT-001", "--json"]);
     assert_eq!(out.status.code(), Some(1));
@@ -142,7 +170,7 @@ fn json_is_one_document_with_every_hook() {
             hook["reason"] = json!("...");
         }
     }
-    let qa = "`sh -c echo '1 of 40 tests failed: login locks out'; exit 1` failed";
+    let qa = &format!("`{}` failed", qa_command());
     let skipped = |reason: &str| json!({ "status": "SKIP", "outcome": null, "reason": reason, "remediation": null, "durationNs": null });
     let mut expected = json!({
         "event": "BeforeMerge",
@@ -173,7 +201,7 @@ fn json_is_one_document_with_every_hook() {
 
 #[test]
 fn every_run_is_recorded_with_its_task_intent_and_type_and_the_chain_verifies() {
-    let ws = common::workspace(HOOKS, INTENTS);
+    let ws = common::workspace(&hooks(), INTENTS);
     let ws = ws.path();
     assert_eq!(
         chokepoint(ws, &["run", "BeforeMerge", "--task-type", "product", "--task", "T-7", "--intent", "INT-001"]).status.code(),
@@ -205,7 +233,7 @@ fn every_run_is_recorded_with_its_task_intent_and_type_and_the_chain_verifies() 
 
 #[test]
 fn our_own_failures_exit_2_with_a_reason_and_never_report_success() {
-    let ws = common::workspace(HOOKS, INTENTS);
+    let ws = common::workspace(&hooks(), INTENTS);
     let ws = ws.path();
 
     // An undeclared task type: a typo must not fall through to the project's hooks, or to none.
@@ -222,11 +250,11 @@ fn our_own_failures_exit_2_with_a_reason_and_never_report_success() {
     );
 
     // Bad configuration: named by file, line and column, and the defaults do not accept the merge.
-    let broken = HOOKS.replace("    agents: [implementer-1]\n", "    agent: [implementer-1]\n");
+    let broken = hooks().replace("    agents: [implementer-1]\n", "    agent: [implementer-1]\n");
     fs::write(ws.join(".orchestration/hooks.yaml"), &broken).unwrap();
     let out = chokepoint(ws, &["run", "BeforeMerge", "--task-type", "infrastructure"]);
     assert_eq!(out.status.code(), Some(2));
-    let file = ws.join(".orchestration/hooks.yaml");
+    let file = ws.join(".orchestration").join("hooks.yaml");
     assert!(
         stderr(&out).starts_with(&format!("error: {}:8:5: task_types.product: unknown field `agent`", file.display())),
         "{}",
@@ -238,7 +266,7 @@ fn our_own_failures_exit_2_with_a_reason_and_never_report_success() {
     assert_eq!(out.status.code(), Some(2));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((&doc["status"], &doc["diagnostics"][0]["line"], &doc["diagnostics"][0]["column"]), (&json!("error"), &json!(8), &json!(5)));
-    fs::write(ws.join(".orchestration/hooks.yaml"), HOOKS).unwrap();
+    fs::write(ws.join(".orchestration/hooks.yaml"), hooks()).unwrap();
 
     // A ledger that cannot be written: the run is not run, since it could not be recorded.
     let lock = ws.join(".orchestration/agent_trace.lock");

@@ -103,6 +103,7 @@ fn select(ws: &Path) {
 /// conflict, the merged ledger verifies, and `show` and `export` list every branch's records. The
 /// same after a rebase and a squash merge.
 #[test]
+#[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
 fn branches_that_recorded_merge_in_every_order_rebase_and_squash_and_verify() {
     let (tmp, main) = repository();
     // Records made on main before the branches: a chain every branch shares.
@@ -174,6 +175,7 @@ fn branches_that_recorded_merge_in_every_order_rebase_and_squash_and_verify() {
 /// records, switching back, a stash popped, a reset --hard. After each, a real gate is allowed (its
 /// record kept) and `trace verify` passes, saying which records git keeps elsewhere or discarded.
 #[test]
+#[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
 fn a_switch_a_stash_and_a_reset_stop_no_gate_and_verify_clean() {
     let (_tmp, ws) = repository();
     select(&ws);
@@ -238,6 +240,7 @@ fn a_switch_a_stash_and_a_reset_stop_no_gate_and_verify_clean() {
 /// What git never does is still tampering: a chain cut short by hand, a line edited, an uncommitted
 /// chain deleted.
 #[test]
+#[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
 fn tampering_git_does_not_explain_is_still_caught() {
     let (_tmp, ws) = repository();
     for tag in tags("t", 3) {

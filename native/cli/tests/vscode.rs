@@ -203,6 +203,10 @@ fn select(ws: &Path, session: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs the hook entries chokepoint init writes, a guard of POSIX sh, which Windows has not (a PowerShell guard is not written yet: agents/portable.rs)"
+)]
 fn vs_codes_calls_through_the_shared_entries_are_answered_as_vs_codes() {
     let (_dir, ws) = governed();
 
@@ -299,6 +303,10 @@ fn records_now(ws: &Path) -> Vec<Value> {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs the hook entries chokepoint init writes, a guard of POSIX sh, which Windows has not (a PowerShell guard is not written yet: agents/portable.rs)"
+)]
 fn vs_codes_terminal_command_is_rewritten_to_run_contained() {
     let (_dir, ws) = governed();
     select(&ws, "vscode:v-1");
@@ -333,6 +341,10 @@ fn vs_codes_terminal_command_is_rewritten_to_run_contained() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs the hook entries chokepoint init writes, a guard of POSIX sh, which Windows has not (a PowerShell guard is not written yet: agents/portable.rs)"
+)]
 fn vs_codes_input_that_cannot_be_read_is_denied_in_its_format() {
     let (_dir, ws) = governed();
     // A gate without its tool input: VS Code reads only `hookSpecificOutput`, so the deny is there.
@@ -344,6 +356,10 @@ fn vs_codes_input_that_cannot_be_read_is_denied_in_its_format() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs the hook entries chokepoint init writes, a guard of POSIX sh, which Windows has not (a PowerShell guard is not written yet: agents/portable.rs)"
+)]
 fn doctor_reports_vs_codes_setup_and_its_switch() {
     let (_dir, ws) = governed();
     let doctor = || {
@@ -397,6 +413,7 @@ fn doctor_reports_vs_codes_setup_and_its_switch() {
 /// A live engine answers VS Code's calls through the shared entries as the hook would alone: read
 /// as VS Code's agent's by the server (`bounded::read` there too), in VS Code's format.
 #[test]
+#[cfg_attr(windows, ignore = "starts the live engine, which serves only on a Unix socket yet (serve/unserved.rs)")]
 fn a_live_engine_answers_vs_codes_calls_as_vs_codes() {
     use std::io::{BufRead, BufReader};
     let (_dir, ws) = governed();

@@ -90,6 +90,7 @@ fn claude_writes(ws: &Path, session: &str, path: &str) -> Option<(String, String
 }
 
 #[test]
+#[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
 fn two_worktrees_share_one_holder_and_the_refusal_says_where_it_works() {
     let repo = repository();
     let (main, linked) = (&repo.main, &repo.linked);
@@ -140,6 +141,7 @@ fn two_worktrees_share_one_holder_and_the_refusal_says_where_it_works() {
 }
 
 #[test]
+#[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
 fn a_revocation_and_an_approved_expansion_in_one_worktree_reach_the_holder_in_the_other() {
     let repo = repository();
     let (main, linked) = (&repo.main, &repo.linked);
@@ -175,6 +177,7 @@ fn a_revocation_and_an_approved_expansion_in_one_worktree_reach_the_holder_in_th
 /// Two processes, one per worktree, race for `INT-001` a hundred times: each round exactly one holds
 /// it (and the other is refused naming it), then the winner releases it.
 #[test]
+#[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
 fn two_worktrees_racing_for_one_intent_get_exactly_one_holder_each_round() {
     let repo = repository();
     let racers = [(&repo.main, "claude:main"), (&repo.linked, "claude:wt2")];
@@ -259,6 +262,7 @@ fn claude_writes_served(ws: &Path, runtime: &Path, session: &str, file: &str, mo
 /// checkout shows both, each with its worktree and branch, and approving the other worktree's there
 /// lets that worktree's write run.
 #[test]
+#[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
 fn approvals_lists_every_worktrees_pendings_and_a_decision_reaches_the_engine_that_holds_it() {
     let repo = repository_with(CONFIRM_WRITES);
     let (main, linked) = (&repo.main, &repo.linked);
@@ -308,6 +312,7 @@ fn approvals_lists_every_worktrees_pendings_and_a_decision_reaches_the_engine_th
 /// person wrote it; rejected: denied with the reason). With no live engine anywhere, the fallback
 /// answers at once, as before.
 #[test]
+#[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
 fn an_ask_in_a_worktree_nobody_serves_is_decided_in_the_main_checkouts_live_engine() {
     let repo = repository_with(CONFIRM_WRITES);
     let (main, linked) = (&repo.main, &repo.linked);
@@ -398,6 +403,7 @@ fn an_ask_in_a_worktree_nobody_serves_is_decided_in_the_main_checkouts_live_engi
 /// cannot approve it from its own process (its `approvals approve` reaches the main checkout's engine,
 /// which knows the asking hook's agent); the person can.
 #[test]
+#[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
 fn the_agent_that_relayed_an_ask_cannot_decide_it() {
     let repo = repository_with(CONFIRM_WRITES);
     let (main, linked) = (&repo.main, &repo.linked);
@@ -457,6 +463,10 @@ wait
 /// expansion approved then, kept in its `.orchestration/state.db`, still applies once the
 /// coordination moves to the repository's shared folder.
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "a person's decision from a terminal needs the chain of processes that started it, which Windows does not give through /proc, and the Windows process snapshot is not read yet: the decision is refused (fails closed)"
+)]
 fn what_a_workspace_approved_before_it_was_a_repository_carries_over() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("project");
@@ -481,6 +491,7 @@ fn what_a_workspace_approved_before_it_was_a_repository_carries_over() {
 /// In the main checkout the shared database is inside the workspace: no agent writes it, whatever
 /// its scope, as no agent writes `.orchestration/`.
 #[test]
+#[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
 fn no_agent_writes_the_shared_database_even_under_a_scope_that_covers_it() {
     let repo = repository();
     let out = select(&repo.main, "claude:S1", "claude", "INT-ALL");

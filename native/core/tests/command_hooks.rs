@@ -49,6 +49,7 @@ fn denial_reason(e: &Evaluation) -> String {
 }
 
 #[tokio::test]
+#[cfg_attr(windows, ignore = "its hook is a POSIX sh script or a Unix program, which Windows has not; cmd's case is in windows_cmd")]
 async fn plain_text_allows_and_is_the_output() {
     let (_ws, e) = run(&pre_tool_use("    - name: hello\n      command: [echo, hello]\n      pipe_output: true\n")).await;
     assert_eq!(e.decision, Decision::Allow);
@@ -56,6 +57,7 @@ async fn plain_text_allows_and_is_the_output() {
 }
 
 #[tokio::test]
+#[cfg_attr(windows, ignore = "its hook is a POSIX sh script or a Unix program, which Windows has not; cmd's case is in windows_cmd")]
 async fn claude_code_json_answers_are_understood() {
     let deny = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no writes on fridays"}}"#;
     let (_ws, e) = run(&pre_tool_use(&format!("    - name: friday\n      command: [printf, '%s', '{deny}']\n"))).await;
@@ -78,6 +80,7 @@ async fn claude_code_json_answers_are_understood() {
 }
 
 #[tokio::test]
+#[cfg_attr(windows, ignore = "its hook is a POSIX sh script or a Unix program, which Windows has not; cmd's case is in windows_cmd")]
 async fn stdin_carries_the_event_in_claude_codes_shape() {
     let (ws, e) = run(&pre_tool_use("    - name: dump\n      command: [sh, -c, 'cat > stdin.json']\n")).await;
     assert_eq!(e.decision, Decision::Allow);
@@ -91,6 +94,7 @@ async fn stdin_carries_the_event_in_claude_codes_shape() {
 }
 
 #[tokio::test]
+#[cfg_attr(windows, ignore = "its hook is a POSIX sh script or a Unix program, which Windows has not; cmd's case is in windows_cmd")]
 async fn exit_2_denies_with_stderr_as_the_reason_from_any_interpreter() {
     let (_ws, e) = run(&pre_tool_use(
         "    - name: py\n      command: [python3, -c, \"import sys; sys.stderr.write('blocked by policy'); sys.exit(2)\"]\n",
@@ -100,6 +104,7 @@ async fn exit_2_denies_with_stderr_as_the_reason_from_any_interpreter() {
 }
 
 #[tokio::test]
+#[cfg_attr(windows, ignore = "its hook is a POSIX sh script or a Unix program, which Windows has not; cmd's case is in windows_cmd")]
 async fn a_hook_past_its_timeout_is_killed_with_its_whole_process_group() {
     let yaml = pre_tool_use(
         "    - name: slow-gate\n      priority: critical\n      timeout: 1\n      command: [sh, -c, 'sleep 60 & echo $! > grandchild.pid; wait']\n",
@@ -126,6 +131,7 @@ fn alive(pid: &str) -> bool {
 }
 
 #[tokio::test]
+#[cfg_attr(windows, ignore = "its hooks are POSIX sh scripts or Unix programs, which Windows has not")]
 async fn a_crash_fails_closed_for_a_gate_and_open_for_the_rest() {
     let (_ws, e) = run(&pre_tool_use("    - name: crash\n      priority: critical\n      command: [sh, -c, 'kill -9 $$']\n")).await;
     assert_eq!(outcome(&e), ["crash:failed_closed"]);
@@ -137,12 +143,14 @@ async fn a_crash_fails_closed_for_a_gate_and_open_for_the_rest() {
 }
 
 #[tokio::test]
+#[cfg_attr(windows, ignore = "its hook is a POSIX sh script or a Unix program, which Windows has not; cmd's case is in windows_cmd")]
 async fn garbage_that_looks_like_json_is_a_bad_answer() {
     let (_ws, e) = run(&pre_tool_use("    - name: garbage\n      priority: critical\n      command: [echo, '{not json']\n")).await;
     assert!(denial_reason(&e).contains("stdout looks like JSON but is not"), "{}", denial_reason(&e));
 }
 
 #[tokio::test]
+#[cfg_attr(windows, ignore = "its hooks are POSIX sh scripts or Unix programs, which Windows has not")]
 async fn a_hundred_mebibytes_of_output_is_capped_and_said_so() {
     let (_ws, e) = run(&pre_tool_use(
         "    - name: firehose\n      priority: critical\n      command: [sh, -c, 'head -c 104857600 /dev/zero | tr \"\\\\0\" a']\n",
@@ -161,6 +169,7 @@ async fn a_missing_binary_is_a_failure_that_names_it() {
 }
 
 #[tokio::test]
+#[cfg_attr(windows, ignore = "runs POSIX sh, which Windows has not; cmd's case is template_values_are_data_never_code_in_cmd")]
 async fn template_values_are_data_never_code() {
     let evil = "x\"; touch pwned; echo \"$(touch pwned2)`touch pwned3`";
     for (name, command, shell) in [
@@ -180,7 +189,38 @@ async fn template_values_are_data_never_code() {
     }
 }
 
+/// Windows' shell hooks run in cmd with delayed expansion: a value with cmd's operators, quotes and
+/// both kinds of variable reference is written as it is, and runs nothing.
+#[cfg(windows)]
 #[tokio::test]
+async fn template_values_are_data_never_code_in_cmd() {
+    let evil = "x\" & echo pwned> pwned & echo \"%PATH% !PATH! ^& | (echo pwned2> pwned2)";
+    for (name, command, shell) in [
+        ("argv", "[cmd, /d, /v:on, /s, /c, 'echo \"!CHOKEPOINT_TASK_CONTENT!\"> out.txt']", false),
+        ("shell", "['echo {{task_content}}> out.txt']", true),
+    ] {
+        let yaml = format!("version: 1\nhooks:\n  TaskComplete:\n    - name: {name}\n      shell: {shell}\n      command: {command}\n");
+        let (ws, engine) = engine(&yaml);
+        let mut event = Event::new(EventKind::TaskComplete);
+        event.subject = json!({ "task_content": evil });
+        let e = engine.evaluate_async(event, None).await;
+        assert_eq!(e.decision, Decision::Allow, "{name}: {:?}", e.outcomes);
+        let written = fs::read_to_string(ws.path().join("out.txt")).unwrap();
+        // Wine's cmd expands `%…%` and `!…!` inside a delayed-expanded value again (Windows' does
+        // not): there the value is not kept byte for byte, but it still runs nothing.
+        if cfg!(not(wine)) {
+            assert_eq!(written.trim_end(), format!("\"{evil}\""), "{name}");
+        } else {
+            assert!(written.starts_with("\"x\" & echo pwned> pwned & echo "), "{name}: {written}");
+        }
+        for f in ["pwned", "pwned2"] {
+            assert!(!ws.path().join(f).exists(), "{name}: the task text ran as code ({f})");
+        }
+    }
+}
+
+#[tokio::test]
+#[cfg_attr(windows, ignore = "its hooks are POSIX sh scripts or Unix programs, which Windows has not")]
 async fn piped_output_keeps_chain_order_and_includes_a_failing_hooks_output() {
     let yaml = pre_tool_use(
         "    - name: late\n      priority: low\n      command: [echo, three]\n      pipe_output: true\n\
@@ -201,6 +241,7 @@ fn sh(dir: &Path, script: &str) {
 }
 
 #[tokio::test]
+#[cfg_attr(windows, ignore = "its hooks are POSIX sh scripts or Unix programs, which Windows has not")]
 async fn run_tests_detects_the_command_and_gives_a_remediation_on_failure() {
     let yaml =
         "version: 1\nhooks:\n  BeforeSubmit:\n    - name: tests\n      builtin: run_tests\n    - name: pr\n      builtin: create_pr\n";
@@ -222,6 +263,7 @@ async fn run_tests_detects_the_command_and_gives_a_remediation_on_failure() {
 }
 
 #[tokio::test]
+#[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
 async fn rebase_on_main_aborts_a_conflict_and_says_which_files() {
     let yaml = "version: 1\nhooks:\n  BeforeSubmit:\n    - name: rebase\n      builtin: rebase_on_main\n";
     let (ws, engine) = engine(yaml);
@@ -244,6 +286,7 @@ async fn rebase_on_main_aborts_a_conflict_and_says_which_files() {
 }
 
 #[tokio::test]
+#[cfg_attr(windows, ignore = "its hooks are POSIX sh scripts or Unix programs, which Windows has not")]
 async fn piped_output_waits_for_the_next_turn_in_order_per_session() {
     let yaml = "version: 1\nhooks:\n  SessionStart:\n    - name: setup\n      command: [echo, deps ok]\n      pipe_output: true\n  TurnEnd:\n    - name: tests\n      command: [sh, -c, 'echo turn $CHOKEPOINT_ITERATION']\n      pipe_output: true\n  Error:\n    - name: diag\n      command: [echo, diff here]\n      pipe_output: true\n  SessionEnd:\n    - name: bye\n      command: [echo, bye]\n      pipe_output: true\n";
     let (_ws, engine) = engine(yaml);
@@ -276,6 +319,7 @@ async fn piped_output_waits_for_the_next_turn_in_order_per_session() {
 }
 
 #[tokio::test]
+#[cfg_attr(windows, ignore = "its hook is a POSIX sh script or a Unix program, which Windows has not; cmd's case is in windows_cmd")]
 async fn what_a_hook_raises_is_one_level_deeper_and_does_not_run_the_hooks_again() {
     let yaml = pre_tool_use("    - name: depth\n      command: [sh, -c, 'echo depth=$CHOKEPOINT_HOOK_DEPTH']\n      pipe_output: true\n");
     let (_ws, engine) = engine(&yaml);
@@ -287,4 +331,63 @@ async fn what_a_hook_raises_is_one_level_deeper_and_does_not_run_the_hooks_again
     let e = engine.evaluate_async(nested.clone(), None).await;
     assert!(e.reentered && e.outcomes.is_empty() && e.piped.is_empty());
     assert!(engine.evaluate(nested).unwrap().reentered, "the synchronous path too");
+}
+
+/// The hook protocol with Windows' own shell, cmd (no `sh`, `printf` or `echo` program there):
+/// plain text, JSON answers, exit 2 with stderr, a timeout, the event on stdin, the depth.
+#[cfg(windows)]
+mod windows_cmd {
+    use super::*;
+
+    /// A hook running `line` in cmd.
+    fn cmd(name: &str, line: &str) -> String {
+        format!("    - name: {name}\n      command: [cmd, /d, /s, /c, '{line}']\n")
+    }
+
+    #[tokio::test]
+    async fn plain_text_allows_and_is_the_output() {
+        let (_ws, e) = run(&pre_tool_use(&format!("{}      pipe_output: true\n", cmd("hello", "echo hello")))).await;
+        assert_eq!(e.decision, Decision::Allow);
+        assert_eq!(e.piped.iter().map(|p| p.text.as_str()).collect::<Vec<_>>(), ["hello"]);
+    }
+
+    #[tokio::test]
+    async fn json_answers_and_exit_2_deny() {
+        let deny = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no writes on fridays"}}"#;
+        let (_ws, e) = run(&pre_tool_use(&cmd("friday", &format!("echo {deny}")))).await;
+        assert_eq!(denial_reason(&e), "no writes on fridays");
+        let (_ws, e) = run(&pre_tool_use(&cmd("policy", "echo blocked by policy>&2& exit 2"))).await;
+        assert_eq!(denial_reason(&e), "blocked by policy");
+        let (_ws, e) = run(&pre_tool_use(&format!("{}      priority: critical\n", cmd("garbage", "echo {not json")))).await;
+        assert!(denial_reason(&e).contains("stdout looks like JSON but is not"), "{}", denial_reason(&e));
+    }
+
+    #[tokio::test]
+    async fn a_hook_past_its_timeout_fails_closed() {
+        let yaml =
+            pre_tool_use(&format!("{}      priority: critical\n      timeout: 1\n", cmd("slow-gate", "for /l %i in (0,0,1) do @rem")));
+        let started = std::time::Instant::now();
+        let (_ws, e) = run(&yaml).await;
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        assert_eq!(outcome(&e), ["slow-gate:failed_closed"]);
+        assert!(denial_reason(&e).contains("timed out after 1000 ms"), "{}", denial_reason(&e));
+    }
+
+    #[tokio::test]
+    async fn stdin_carries_the_event_and_the_depth_is_one_deeper() {
+        let (ws, e) = run(&pre_tool_use(&format!(
+            "{}      pipe_output: true\n",
+            cmd("dump", "findstr \"^\" > stdin.json & echo depth=%CHOKEPOINT_HOOK_DEPTH%")
+        )))
+        .await;
+        assert_eq!(e.decision, Decision::Allow, "{:?}", e.outcomes);
+        assert_eq!(e.piped.iter().map(|p| p.text.as_str()).collect::<Vec<_>>(), ["depth=1"]);
+        // Wine's findstr reads no pipe: what the hook got on stdin is checked on a real Windows.
+        if cfg!(wine) {
+            return;
+        }
+        let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(ws.path().join("stdin.json")).unwrap()).unwrap();
+        assert_eq!((v["hook_event_name"].as_str(), v["session_id"].as_str()), (Some("PreToolUse"), Some("S-1")));
+        assert_eq!(v["chokepoint"]["paths"], json!(["src/a.js"]));
+    }
 }

@@ -88,6 +88,10 @@ fn the_handshake_returns_the_intent_context_and_opens_the_scope() {
 }
 
 #[test]
+#[cfg_attr(
+    wine,
+    ignore = "Wine makes a symbolic link a Unix one, which Windows' calls neither show as a link (no reparse point) nor resolve, so nothing under Wine can tell a path through it left the workspace; a real Windows does"
+)]
 fn a_write_outside_the_scope_names_path_and_scope_and_suggests_an_expansion() {
     let (_ws, _o, engine) = setup();
     engine.evaluate(call("S", "select_active_intent", json!({ "intent_id": "INT-001" }))).unwrap();
@@ -364,6 +368,10 @@ fn a_locked_intent_points_the_second_agent_at_free_ones_only() {
 /// engine's next use of the database is a deny with the reason, not a SIGBUS that ends the process
 /// (the extension's engine lives as long as the window); the use after that works again.
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "SIGBUS from a shared-memory file shortened under its mapping is Unix's; Windows refuses to shorten a file another process maps"
+)]
 fn a_shared_memory_file_truncated_by_another_process_is_a_deny_with_a_reason_then_recovers() {
     let (ws, _o, engine) = setup();
     engine.evaluate(call("S", "select_active_intent", json!({ "intent_id": "INT-001" }))).unwrap();
@@ -441,7 +449,11 @@ fn a_yielded_lease_nobody_took_goes_on_at_the_sessions_next_call_and_only_a_fini
     let (ws, _o, engine) = setup();
     fs::write(
         ws.path().join(".orchestration/hooks.yaml"),
-        "version: 1\nhooks:\n  BeforeSubmit:\n    - name: tests\n      command: [sh, -c, 'test -f done || { echo tests fail >&2; exit 2; }']\n",
+        if cfg!(windows) {
+            "version: 1\nhooks:\n  BeforeSubmit:\n    - name: tests\n      command: [cmd, /d, /s, /c, 'if exist done (exit 0) else (echo tests fail>&2& exit 2)']\n"
+        } else {
+            "version: 1\nhooks:\n  BeforeSubmit:\n    - name: tests\n      command: [sh, -c, 'test -f done || { echo tests fail >&2; exit 2; }']\n"
+        },
     )
     .unwrap();
     assert!(engine.reload().is_empty());

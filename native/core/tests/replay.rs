@@ -30,10 +30,13 @@ hooks:
         reason: this folder is not written by agents
     - name: audit
       tool: write_to_file
-      command: [sh, -c, 'echo ran >> audit.log']
+      command: {AUDIT}
 "
     )
 }
+
+/// Adds a line to audit.log, in the platform's shell.
+const AUDIT: &str = if cfg!(windows) { "[cmd, /d, /s, /c, 'echo ran>> audit.log']" } else { "[sh, -c, 'echo ran >> audit.log']" };
 
 fn workspace() -> tempfile::TempDir {
     let ws = tempfile::tempdir().unwrap();

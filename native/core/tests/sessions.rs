@@ -139,7 +139,11 @@ fn the_sessions_view_lists_every_agent_with_its_lease_actions_and_denials() {
     // tool call, and a lifecycle record, which is no action of the session.
     fs::write(
         ws.path().join(".orchestration/hooks.yaml"),
-        "version: 1\nhooks:\n  BeforeSubmit:\n    - name: tests\n      command: [sh, -c, 'echo failing >&2; exit 2']\n",
+        if cfg!(windows) {
+            "version: 1\nhooks:\n  BeforeSubmit:\n    - name: tests\n      command: [cmd, /d, /s, /c, 'echo failing>&2& exit 2']\n"
+        } else {
+            "version: 1\nhooks:\n  BeforeSubmit:\n    - name: tests\n      command: [sh, -c, 'echo failing >&2; exit 2']\n"
+        },
     )
     .unwrap();
     assert!(engine.reload().is_empty());

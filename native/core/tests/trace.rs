@@ -170,7 +170,9 @@ fn a_contained_command_is_recorded_with_what_containment_saw() {
     engine.reload();
     fs::write(ws.path().join("README.md"), "keep\n").unwrap();
     engine.evaluate(event(EventKind::PreToolUse, Some("select_active_intent"), json!({ "intent_id": "INT-001" }))).unwrap();
-    let shell = chokepoint_core::containment::Shell::script("echo 1 > src/auth/a.js; echo no > README.md", ws.path());
+    // In sh, or in Windows' cmd (whose `&` is sh's `;`).
+    let script = if cfg!(windows) { "echo 1 > src/auth/a.js & echo no > README.md" } else { "echo 1 > src/auth/a.js; echo no > README.md" };
+    let shell = chokepoint_core::containment::Shell::script(script, ws.path());
     // Observed (the core alone cannot isolate): the change outside the scope is kept and recorded.
     let report = engine.run_contained("S", shell, None, None).unwrap();
     assert_eq!(report.unattributed.len(), 1);
@@ -182,7 +184,8 @@ fn a_contained_command_is_recorded_with_what_containment_saw() {
     let data = last.data.as_ref().unwrap();
     assert_eq!(data["unattributed"], json!([{ "path": "README.md", "kind": "modified" }]));
     assert!(data["isolation"].as_str().unwrap().starts_with("observed: "), "{}", data["isolation"]);
-    assert_eq!(data["argv"], json!(["sh", "-c", "echo 1 > src/auth/a.js; echo no > README.md"]));
+    let argv: Vec<String> = chokepoint_core::base::shell::script_argv(script).iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    assert_eq!(data["argv"], json!(argv));
 }
 
 #[test]

@@ -82,7 +82,13 @@ pub fn verify(ws: &Path) {
 /// running a script, which stays while the hook runs), never of the test itself. A hook's parent is
 /// an agent's process to the engine (`serve::deciders`), which refuses that process and everything
 /// under it the decisions a person takes: the test, which plays the person too, must not be one.
+///
+/// Windows has no `sh` for the script, and the engine reads no process's parent there (it refuses a
+/// person's decision from any terminal instead): the hook is the test's own child.
 pub fn as_agent() -> Command {
+    if cfg!(windows) {
+        return Command::new(program());
+    }
     let mut command = Command::new("/bin/sh");
     command.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/agent.sh")).arg(program());
     command

@@ -154,7 +154,7 @@ the same):\n{}",
         Err(e) => return ToolAnswer::error(format!("cannot read who holds the intents: {e}"), json!({})),
     };
     let intents = engine.intents();
-    let workspace = engine.sidecar().workspace_root().display().to_string();
+    let workspace = crate::base::shown::text(engine.sidecar().workspace_root());
     let input = if input.is_null() { json!({}) } else { input.clone() };
     let result = match tool {
         LIST_INTENTS => args::<NoArgs>(tool, input).map(|_| list_intents(&intents, &holders)),

@@ -38,7 +38,7 @@
 use crate::agents::input::Call;
 use crate::agents::relay::{AskRelay, Relayed};
 use crate::agents::reply::{self, Outcome, Reply, Verdict};
-use crate::agents::shell::{exec_command, exec_prefix, is_own_handshake, program_word, quote};
+use crate::agents::shell::{Syntax, exec_command, exec_prefix, is_own_handshake, program_word, quote};
 use crate::approvals::config::AskFallback;
 use crate::approvals::{Ask, Next, Settlement};
 use crate::engine::engine::Engine;
@@ -177,7 +177,8 @@ fn event_of(call: &Call, kind: EventKind, subject: Value, options: &HookOptions)
 /// person's modification, made by `who`), and a shell command contained either way.
 fn allowed(engine: &Engine, call: &Call, modified: Option<Value>, options: &HookOptions, who: &str) -> Outcome {
     match (contained(engine, call, modified.as_ref().unwrap_or(&call.subject), options), modified) {
-        (Some(rewritten), _) => Outcome::Rewrite(rewritten),
+        (Some(Ok(rewritten)), _) => Outcome::Rewrite(rewritten),
+        (Some(Err(refused)), _) => Outcome::Deny(refused),
         (None, Some(input)) if rewrites_input(call) => Outcome::Rewrite(input),
         // The call was rewritten and this agent cannot take a rewrite: the original must not run.
         (None, Some(_)) => Outcome::Deny(format!(
@@ -374,7 +375,7 @@ fn unanswered(
     }
     let program = program_word(options.program.as_deref());
     let held_at = timed_out.map_or_else(|| engine.sidecar().workspace_root(), |(_, _, at)| at);
-    let workspace = quote(&held_at.to_string_lossy());
+    let workspace = quote(&crate::base::shown::text(held_at));
     let how = format!(
         "To approve it, retry it and decide it while the agent waits: in VS Code's Chokepoint sidebar (Approvals), or with `{program} approvals review --workspace {workspace}` (or `approvals list` and `approvals approve <id>`)"
     );
@@ -399,7 +400,8 @@ fn written(engine: &Engine, call: &Call, input: &Value, options: &HookOptions) -
 
 /// The agent's shell command, rewritten to run through `chokepoint exec` for this session, when the
 /// tool runs shell commands and the agent obeys a rewrite.
-fn contained(engine: &Engine, call: &Call, input: &serde_json::Value, options: &HookOptions) -> Option<serde_json::Value> {
+/// An error when the command cannot be written safely in the agent's shell: the call is refused then.
+fn contained(engine: &Engine, call: &Call, input: &serde_json::Value, options: &HookOptions) -> Option<Result<serde_json::Value, String>> {
     let program = options.program.as_deref()?;
     if !rewrites_input(call) {
         return None;
@@ -410,12 +412,21 @@ fn contained(engine: &Engine, call: &Call, input: &serde_json::Value, options: &
     let session = call.session.clone().unwrap_or_else(|| format!("{}:unknown", call.agent.id()));
     // Already ours for this session (the agent sent back the input we gave it): once is enough. The
     // session's own handshake runs as it is (`shell::is_own_handshake` says why).
-    if command.starts_with(&exec_prefix(program, root, &session)) || is_own_handshake(command, program, root, &session) {
+    let syntax = Syntax::of(call.agent);
+    let refused = |e: String| Some(Err(format!("Chokepoint cannot contain this command: {e}; the command is refused")));
+    let prefix = match exec_prefix(program, root, &session, syntax) {
+        Ok(prefix) => prefix,
+        Err(e) => return refused(e),
+    };
+    if command.starts_with(&prefix) || is_own_handshake(command, program, root, &session, syntax) {
         return None;
     }
     let mut rewritten = input.clone();
-    rewritten[field.as_str()] = exec_command(program, root, &session, command).into();
-    Some(rewritten)
+    match exec_command(program, root, &session, command, syntax) {
+        Ok(line) => rewritten[field.as_str()] = line.into(),
+        Err(e) => return refused(e),
+    }
+    Some(Ok(rewritten))
 }
 
 /// A denial as the model and the person should read it: the reason, how to fix it, and the next
@@ -429,12 +440,16 @@ fn denial_text(engine: &Engine, call: &Call, denial: &Denial, options: &HookOpti
     }
     let handshake = denial.reason.contains(SELECT_INTENT_TOOL) || denial.suggested_tool.as_deref() == Some(SELECT_INTENT_TOOL);
     if handshake {
+        // The line the agent runs in its own shell (PowerShell on Windows, but for Claude Code).
+        let syntax = Syntax::of(call.agent);
+        let word = |text: &str| syntax.quote(text).unwrap_or_else(|_| quote(text));
+        let program =
+            options.program.as_deref().and_then(|p| syntax.program(p).ok()).unwrap_or_else(|| program_word(options.program.as_deref()));
         text.push_str(&format!(
-            " Next step: call {} with an intent id, or run: {} intent select --workspace {} --session {} <intent_id>",
+            " Next step: call {} with an intent id, or run: {program} intent select --workspace {} --session {} <intent_id>",
             crate::agents::context::select_tool(call.agent),
-            program_word(options.program.as_deref()),
-            quote(&engine.sidecar().workspace_root().to_string_lossy()),
-            quote(call.session.as_deref().unwrap_or("<session>")),
+            word(&crate::base::shown::text(engine.sidecar().workspace_root())),
+            word(call.session.as_deref().unwrap_or("<session>")),
         ));
     } else if let Some(tool) = &denial.suggested_tool {
         let which = match tool.as_str() {
@@ -459,7 +474,7 @@ fn expansion_text(engine: &Engine, call: &Call, decision: &Decision, options: &H
         "Chokepoint: {}. A person must approve it; they run: {} intent approve --workspace {} --session {} --intent {} {}. Tell the user, and retry the write once it is approved.",
         decision.ask_reasons().join("; "),
         program_word(options.program.as_deref()),
-        quote(&engine.sidecar().workspace_root().to_string_lossy()),
+        quote(&crate::base::shown::text(engine.sidecar().workspace_root())),
         quote(call.session.as_deref().unwrap_or("<session>")),
         quote(intent),
         paths.iter().map(|p| format!("--path {p}")).collect::<Vec<_>>().join(" ")

@@ -657,7 +657,8 @@ pub fn probe(agent: Agent, workspace: &Path, pid: u32) -> Option<Probe> {
     let event = gate_event(agent)?;
     let session = crate::engine::sessions::probe_session(pid);
     let path = workspace.parent().unwrap_or(Path::new("/")).join(format!("chokepoint-doctor-{pid}.txt"));
-    let (p, ws) = (path.to_string_lossy(), workspace.to_string_lossy());
+    // As an agent names them (on Windows `C:\…`, not the canonical `\\?\C:\…`).
+    let (p, ws) = (crate::base::shown::text(&path), crate::base::shown::text(workspace));
     let content = "written by chokepoint doctor; a guard must refuse it\n";
     let (tool, input) = match agent {
         Agent::ClaudeCode => (

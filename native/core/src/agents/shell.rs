@@ -1,28 +1,143 @@
 //! An agent's shell command put inside our containment, as one command line its shell tool runs:
-//! `chokepoint exec --session <session> …`, never wrapped twice for the same session. When the
-//! kernel refused a contained command's writes and left nothing to list, [`confined_failure`] is what
-//! the model is told on stderr.
+//! `chokepoint exec --session <session> …`, never wrapped twice for the same session, written in the
+//! shell that agent's tool runs ([`Syntax`]): bash, or PowerShell on Windows. When the kernel refused a
+//! contained command's writes and left nothing to list, [`confined_failure`] is what the model is told
+//! on stderr.
+//!
+//! **Quoting that cannot be broken out of.** In bash every word is single-quoted with each `'` closed,
+//! escaped and reopened ([`quote`]). In PowerShell the agent's command is not quoted at all: it travels
+//! as `powershell.exe -EncodedCommand <base64 of its UTF-16>`, a word of letters, digits, `+`, `/` and
+//! `=` that no shell reads anything into; the other words (our program, the workspace, the session) are
+//! single-quoted with every one of PowerShell's single-quote characters doubled ([`ps_quote`]), and a
+//! word with a `"` (which PowerShell 5.1 passes to a program unescaped, splitting its argument) or a
+//! control character is refused, never written.
 
 use crate::containment::ContainReport;
+use crate::model::external_events::Agent;
 use crate::model::governance::{SCOPE_EXPANSION_TOOL, SELECT_INTENT_TOOL};
 use std::path::Path;
 
+/// The shell an agent's shell tool runs a command line in, so the syntax of what it is handed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// bash (and any POSIX shell).
+    Posix,
+    /// Windows PowerShell and PowerShell 7.
+    PowerShell,
+}
+
+impl Syntax {
+    /// The shell `agent`'s tool runs on this platform: bash everywhere but Windows; there, Claude Code
+    /// still runs Git for Windows' bash, and Codex, Copilot CLI, Gemini CLI, Cursor and VS Code's
+    /// terminal run PowerShell.
+    pub fn of(agent: Agent) -> Syntax {
+        Syntax::on(agent, cfg!(windows))
+    }
+
+    /// [`Syntax::of`] on Windows (`windows`) or elsewhere.
+    pub fn on(agent: Agent, windows: bool) -> Syntax {
+        if windows && agent != Agent::ClaudeCode { Syntax::PowerShell } else { Syntax::Posix }
+    }
+
+    /// One word of this shell. PowerShell refuses a word with a `"` or a control character.
+    pub fn quote(self, text: &str) -> Result<String, String> {
+        match self {
+            Syntax::Posix => Ok(quote(text)),
+            Syntax::PowerShell => ps_quote(text),
+        }
+    }
+
+    /// A program to run, at the start of a command line (PowerShell runs a quoted path only after
+    /// its call operator `&`).
+    pub fn program(self, program: &Path) -> Result<String, String> {
+        let word = self.quote(&program.to_string_lossy())?;
+        Ok(match self {
+            Syntax::Posix => word,
+            Syntax::PowerShell => format!("& {word}"),
+        })
+    }
+
+    /// The command that runs `command`, written in this shell, as `chokepoint exec`'s argv.
+    fn inner(self, command: &str) -> String {
+        match self {
+            Syntax::Posix => format!("bash -c {}", quote(command)),
+            Syntax::PowerShell => format!("powershell.exe -NoProfile -NonInteractive -EncodedCommand {}", encoded_command(command)),
+        }
+    }
+
+    fn inner_start(self) -> &'static str {
+        match self {
+            Syntax::Posix => "bash -c ",
+            Syntax::PowerShell => "powershell.exe -NoProfile -NonInteractive -EncodedCommand ",
+        }
+    }
+}
+
 /// `'<program>' exec --workspace '<root>' --session '<session>' -- bash -c '<command>'`: the
 /// agent's command, unchanged, inside our containment. bash, because every agent's shell tool runs
-/// bash.
-pub fn exec_command(program: &Path, root: &Path, session: &str, command: &str) -> String {
-    format!("{}{}", exec_prefix(program, root, session), quote(command))
+/// bash, but on Windows: there `syntax` says which shell, and PowerShell's line is
+/// `& '<program>' exec … -- powershell.exe -NoProfile -NonInteractive -EncodedCommand <base64>`.
+/// An error when a word cannot be written safely in that shell: the call must be refused then.
+pub fn exec_command(program: &Path, root: &Path, session: &str, command: &str, syntax: Syntax) -> Result<String, String> {
+    Ok(format!("{}{}", exec_prefix_head(program, root, session, syntax)?, syntax.inner(command)))
 }
 
 /// Everything of [`exec_command`] before the command: a command that starts with it is already
 /// contained for this session (another session's prefix is not: it is contained again).
-pub fn exec_prefix(program: &Path, root: &Path, session: &str) -> String {
-    format!(
-        "{} exec --workspace {} --session {} -- bash -c ",
-        quote(&program.to_string_lossy()),
-        quote(&root.to_string_lossy()),
-        quote(session)
-    )
+pub fn exec_prefix(program: &Path, root: &Path, session: &str, syntax: Syntax) -> Result<String, String> {
+    Ok(format!("{}{}", exec_prefix_head(program, root, session, syntax)?, syntax.inner_start()))
+}
+
+fn exec_prefix_head(program: &Path, root: &Path, session: &str, syntax: Syntax) -> Result<String, String> {
+    Ok(format!(
+        "{} exec --workspace {} --session {} -- ",
+        syntax.program(program)?,
+        syntax.quote(&crate::base::shown::text(root))?,
+        syntax.quote(session)?
+    ))
+}
+
+/// One PowerShell word: single quotes, with each of PowerShell's single-quote characters (`'` and
+/// the typographic `‘ ’ ‚ ‛`, which it reads as `'` too) doubled. A `"` or a control character is
+/// refused: Windows PowerShell hands a program's argument with a `"` in it on unescaped, so the
+/// program would read more words than were written.
+pub fn ps_quote(text: &str) -> Result<String, String> {
+    if let Some(c) = text.chars().find(|c| *c == '"' || c.is_control()) {
+        return Err(format!("`{}` holds {c:?}, which cannot be passed safely to a program from PowerShell", text.escape_debug()));
+    }
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    for c in text.chars() {
+        out.push(c);
+        if matches!(c, '\'' | '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}') {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    Ok(out)
+}
+
+/// `command` as PowerShell's `-EncodedCommand` takes it: the base64 of its UTF-16LE.
+pub fn encoded_command(command: &str) -> String {
+    let bytes: Vec<u8> = command.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    base64(&bytes)
+}
+
+/// Standard base64 with padding (RFC 4648).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// Whether `command` is exactly this session's handshake from the command line, as a denial tells the
@@ -31,8 +146,15 @@ pub fn exec_prefix(program: &Path, root: &Path, session: &str) -> String {
 /// or session). Such a command is not put inside containment: there its lease would be taken in the
 /// command's own layer, which is never applied, and the agent would be denied again and again. It is
 /// judged as the handshake by the command itself (`intent select` runs the gatekeeper's chain).
-pub fn is_own_handshake(command: &str, program: &Path, root: &Path, session: &str) -> bool {
-    let Some(words) = plain_words(command) else { return false };
+///
+/// In PowerShell the line starts with its call operator, `& '<program>' intent …`, and `''` inside a
+/// quoted word is one `'`.
+pub fn is_own_handshake(command: &str, program: &Path, root: &Path, session: &str, syntax: Syntax) -> bool {
+    let command = match syntax {
+        Syntax::Posix => command,
+        Syntax::PowerShell => command.trim_start().strip_prefix("& ").unwrap_or(command),
+    };
+    let Some(words) = plain_words(command, syntax) else { return false };
     let [first, noun, verb, rest @ ..] = words.as_slice() else { return false };
     if first.as_str() != program.to_string_lossy() || noun != "intent" || !matches!(verb.as_str(), "select" | "release") {
         return false;
@@ -43,7 +165,8 @@ pub fn is_own_handshake(command: &str, program: &Path, root: &Path, session: &st
     while let Some(word) = rest.next() {
         match word.as_str() {
             "--workspace" => {
-                if rest.next().is_none_or(|w| Path::new(w) != root) {
+                // As shown (`base::shown`: without Windows' verbatim prefix) or as it is.
+                if rest.next().is_none_or(|w| Path::new(w) != root && Path::new(w) != crate::base::shown::path(root)) {
                     return false;
                 }
             }
@@ -66,8 +189,9 @@ pub fn is_own_handshake(command: &str, program: &Path, root: &Path, session: &st
 }
 
 /// The words of a command that is plain: bare words of safe characters and single-quoted words (as
-/// [`quote`] writes them), separated by spaces; `None` for anything a shell would read otherwise.
-fn plain_words(command: &str) -> Option<Vec<String>> {
+/// [`quote`] or [`ps_quote`] writes them), separated by spaces; `None` for anything a shell would
+/// read otherwise.
+fn plain_words(command: &str, syntax: Syntax) -> Option<Vec<String>> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
@@ -84,7 +208,13 @@ fn plain_words(command: &str) -> Option<Vec<String>> {
                 in_word = true;
                 loop {
                     match chars.next()? {
+                        '\'' if syntax == Syntax::PowerShell && chars.clone().next() == Some('\'') => {
+                            chars.next();
+                            word.push('\'');
+                        }
                         '\'' => break,
+                        // PowerShell reads these as `'` too: nothing plain holds them.
+                        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' if syntax == Syntax::PowerShell => return None,
                         c => word.push(c),
                     }
                 }
@@ -151,7 +281,7 @@ mod tests {
     #[test]
     fn only_this_session_s_plain_handshake_escapes_containment() {
         let (program, root) = (Path::new("/opt/chokepoint"), Path::new("/ws"));
-        let own = |c: &str| is_own_handshake(c, program, root, "claude:a");
+        let own = |c: &str| is_own_handshake(c, program, root, "claude:a", Syntax::Posix);
         assert!(own("'/opt/chokepoint' intent select --workspace '/ws' --session 'claude:a' INT-001"));
         assert!(own("/opt/chokepoint intent select --session claude:a --agent claude INT-001"));
         assert!(own("'/opt/chokepoint' intent release --session 'claude:a'"));
@@ -176,8 +306,93 @@ mod tests {
     fn a_quoted_word_survives_any_quote_inside() {
         assert_eq!(quote("it's"), r"'it'\''s'");
         assert_eq!(
-            exec_command(Path::new("/bin/chokepoint"), Path::new("/ws"), "claude:a", "echo 'x' > y"),
+            exec_command(Path::new("/bin/chokepoint"), Path::new("/ws"), "claude:a", "echo 'x' > y", Syntax::Posix).unwrap(),
             r"'/bin/chokepoint' exec --workspace '/ws' --session 'claude:a' -- bash -c 'echo '\''x'\'' > y'"
         );
+    }
+
+    #[test]
+    fn on_windows_claude_code_keeps_bash_and_the_others_run_powershell() {
+        for agent in Agent::ALL {
+            assert_eq!(Syntax::on(agent, false), Syntax::Posix, "{agent:?}");
+            let windows = if agent == Agent::ClaudeCode { Syntax::Posix } else { Syntax::PowerShell };
+            assert_eq!(Syntax::on(agent, true), windows, "{agent:?}");
+        }
+    }
+
+    /// PowerShell's line: our words single-quoted with every kind of single quote doubled, the
+    /// agent's command as base64 of its UTF-16, which decodes to the command byte for byte whatever
+    /// it holds; a word PowerShell cannot pass whole is refused.
+    #[test]
+    fn powershell_s_line_cannot_be_broken_out_of() {
+        let hostile = "echo 'x' \"y\" `$(calc) ; & whoami | % { $_ } \u{2019}z\u{2018} \n rm -r C:\\";
+        let line = exec_command(
+            Path::new(r"C:\Program Files\it's\chokepoint.exe"),
+            Path::new("C:\\ws\\a\u{2019}b"),
+            "codex:1",
+            hostile,
+            Syntax::PowerShell,
+        )
+        .unwrap();
+        let (head, encoded) = line.rsplit_once(' ').unwrap();
+        assert_eq!(
+            head,
+            "& 'C:\\Program Files\\it''s\\chokepoint.exe' exec --workspace 'C:\\ws\\a\u{2019}\u{2019}b' --session 'codex:1' -- powershell.exe -NoProfile -NonInteractive -EncodedCommand"
+        );
+        assert!(encoded.chars().all(|c| c.is_ascii_alphanumeric() || "+/=".contains(c)), "{encoded}");
+        assert_eq!(decode_utf16_base64(encoded), hostile);
+        assert!(
+            line.starts_with(
+                &exec_prefix(
+                    Path::new(r"C:\Program Files\it's\chokepoint.exe"),
+                    Path::new("C:\\ws\\a\u{2019}b"),
+                    "codex:1",
+                    Syntax::PowerShell
+                )
+                .unwrap()
+            )
+        );
+        for session in ["a\"b", "a\nb", "a\u{0}b"] {
+            assert!(exec_command(Path::new("C:/c.exe"), Path::new("C:/ws"), session, "dir", Syntax::PowerShell).is_err(), "{session:?}");
+        }
+        // RFC 4648's test vectors.
+        for (plain, encoded) in
+            [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")]
+        {
+            assert_eq!(base64(plain.as_bytes()), encoded);
+        }
+    }
+
+    #[test]
+    fn a_powershell_handshake_is_recognised_only_as_its_own_words() {
+        let (program, root) = (Path::new(r"C:\cp\chokepoint.exe"), Path::new(r"C:\ws"));
+        let own = |c: &str| is_own_handshake(c, program, root, "codex:a'b", Syntax::PowerShell);
+        assert!(own(r"& 'C:\cp\chokepoint.exe' intent select --workspace 'C:\ws' --session 'codex:a''b' INT-001"));
+        for other in [
+            r"& 'C:\cp\chokepoint.exe' intent select --session 'codex:ab' INT-001",
+            r"& 'C:\cp\chokepoint.exe' intent select --session 'codex:a'b' INT-001",
+            "& 'C:\\cp\\chokepoint.exe' intent select --session 'codex:a\u{2019}b' INT-001",
+            r"& 'C:\cp\chokepoint.exe' intent select --session 'codex:a''b' INT-001; calc",
+        ] {
+            assert!(!own(other), "{other}");
+        }
+    }
+
+    /// The test's own decoder of `-EncodedCommand` (the program's side of it).
+    fn decode_utf16_base64(encoded: &str) -> String {
+        const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut bits = 0u32;
+        let mut count = 0;
+        let mut bytes = Vec::new();
+        for c in encoded.chars().filter(|c| *c != '=') {
+            bits = (bits << 6) | ALPHABET.find(c).unwrap() as u32;
+            count += 6;
+            if count >= 8 {
+                count -= 8;
+                bytes.push((bits >> count) as u8);
+            }
+        }
+        let units: Vec<u16> = bytes.chunks(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+        String::from_utf16(&units).unwrap()
     }
 }

@@ -30,7 +30,7 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
+        write!(f, "{}", crate::base::shown::path(&self.file).display())?;
         if self.line > 0 {
             write!(f, ":{}:{}", self.line, self.column)?;
         }

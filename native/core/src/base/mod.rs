@@ -4,7 +4,9 @@
 //! (`yaml.rs`), the SQLite busy handling the ledger's head and the leases share (`sqlite.rs`), the git repository a workspace belongs to, read from git's files (`repo.rs`), a team's PostgreSQL database shared by several machines, one connection per engine on a thread of its own (`team.rs`), and
 //! opening a file that may no longer be a regular one without blocking on it (`regular.rs`); and how a
 //! layer declares an error that is a sentence for a person rather than a case to match (`error.rs`),
-//! and the names of the closed vocabularies that cross to the edges as strings (`names.rs`).
+//! and the names of the closed vocabularies that cross to the edges as strings (`names.rs`); the
+//! platform's shell for a script we run ourselves, `sh` or Windows' cmd (`shell.rs`); paths as people
+//! read them, without Windows' verbatim prefix (`shown.rs`).
 
 pub mod clock;
 pub mod diagnostic;
@@ -12,6 +14,8 @@ pub mod error;
 pub mod names;
 pub mod regular;
 pub mod repo;
+pub mod shell;
+pub mod shown;
 pub mod sidecar;
 pub mod sqlite;
 pub mod team;

@@ -222,7 +222,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "runs git, and no Windows git is installed under Wine here")]
+    #[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
     fn finds_the_common_folder_of_a_worktree_as_git_does() {
         let dir = tempfile::tempdir().unwrap();
         let main = dir.path().join("repo");
@@ -249,7 +249,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "runs git, and no Windows git is installed under Wine here")]
+    #[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
     fn a_governed_folder_below_the_root_shares_with_its_own_worktrees_only() {
         let dir = tempfile::tempdir().unwrap();
         let main = dir.path().join("repo");
@@ -263,7 +263,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "runs git, and no Windows git is installed under Wine here")]
+    #[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
     fn a_detached_head_and_a_folder_that_is_no_repository() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(Repo::discover(dir.path()), None, "a temporary folder is in no repository");

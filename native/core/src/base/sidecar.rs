@@ -242,13 +242,15 @@ impl Sidecar {
 
     /// The per-user folder outside the workspace where this workspace keeps what a shell command in
     /// the workspace must not reach (a copy of the ledger's head): `$XDG_STATE_HOME/chokepoint/<hash>`,
-    /// else `~/.local/state/chokepoint/<hash>`, the hash naming the workspace's canonical path in 16
-    /// hex digits (as the live engine's socket is named). `None` when neither variable gives an
+    /// else `~/.local/state/chokepoint/<hash>` (on Windows, where neither is usual,
+    /// `%LOCALAPPDATA%\chokepoint\<hash>` before `~`), the hash naming the workspace's canonical path
+    /// in 16 hex digits (as the live engine's socket is named). `None` when no variable gives an
     /// absolute folder. Nothing is created here.
     pub fn outside_state_dir(&self) -> Option<PathBuf> {
         use sha2::{Digest, Sha256};
         let absolute = |var: &str| std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute());
-        let base = absolute("XDG_STATE_HOME").or_else(|| absolute("HOME").map(|home| home.join(".local/state")))?;
+        let local_app_data = || if cfg!(windows) { absolute("LOCALAPPDATA") } else { None };
+        let base = absolute("XDG_STATE_HOME").or_else(local_app_data).or_else(|| absolute("HOME").map(|home| home.join(".local/state")))?;
         let canonical = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
         let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
         let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
@@ -294,7 +296,7 @@ mod tests {
     /// Two worktrees of one repository coordinate in one database under git's common folder, each
     /// keeping its own state.db (the ledger's head); a folder in no repository keeps both in one.
     #[test]
-    #[cfg_attr(windows, ignore = "runs git, and no Windows git is installed under Wine here")]
+    #[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
     fn the_worktrees_of_a_repository_share_one_coordination_database() {
         let dir = tempfile::tempdir().unwrap();
         let main = governed_repo(dir.path(), "repo");
@@ -350,7 +352,7 @@ mod tests {
     /// The first open that makes the shared folder adopts the named tables (with their indexes and
     /// rows) from the worktree's own state.db; a later open adopts nothing again.
     #[test]
-    #[cfg_attr(windows, ignore = "runs git, and no Windows git is installed under Wine here")]
+    #[cfg_attr(wine, ignore = "runs git, and no Windows git is installed under Wine here")]
     fn the_shared_database_adopts_the_worktrees_tables_once() {
         let dir = tempfile::tempdir().unwrap();
         let main = governed_repo(dir.path(), "repo");

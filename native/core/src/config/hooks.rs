@@ -31,6 +31,7 @@ pub struct HooksConfig {
     pub task_types: BTreeMap<String, TaskType>,
     /// How the intent gatekeeper recognises writes, holds locks and contains shell commands.
     #[serde(default)]
+    #[schemars(default = "GatekeeperConfig::documented")]
     pub gatekeeper: GatekeeperConfig,
     /// Who answers an ask (a Pending) when no caller reviews it, and how long it may wait.
     #[serde(default)]
@@ -107,8 +108,9 @@ pub struct HookSpec {
     /// Seconds before a command hook is killed (its whole process group). Default 30.
     #[serde(default)]
     pub timeout: Option<u64>,
-    /// Run `command` through `sh -c` (its first element is the script). Off by default: no shell, so
-    /// no injection through a file name or a task text.
+    /// Run `command` through `sh -c` (its first element is the script; on Windows, through
+    /// `cmd /d /v:on /s /c`, where `{{name}}` is read as `"!CHOKEPOINT_NAME!"`). Off by default: no
+    /// shell, so no injection through a file name or a task text.
     #[serde(default)]
     pub shell: bool,
     /// Send the hook's output to the agent's next turn.
@@ -224,10 +226,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(
-        windows,
-        ignore = "the sample hooks.yaml grants the writable folder `/tmp`, a Unix path that is not absolute on Windows (a configuration error there); per-platform samples are issue 32's"
-    )]
     fn parses_sample() {
         let text = "version: 1\nhooks:\n  PreToolUse:\n    - name: lint\n      command: [npm, run, lint]\n      priority: high\n";
         let c = HooksConfig::parse(Path::new("hooks.yaml"), text).unwrap();
@@ -259,10 +257,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(
-        windows,
-        ignore = "the sample hooks.yaml grants the writable folder `/tmp`, a Unix path that is not absolute on Windows (a configuration error there); per-platform samples are issue 32's"
-    )]
     fn gatekeeper_section_is_optional_and_checked() {
         let c = HooksConfig::parse(Path::new("h.yaml"), "version: 1\n").unwrap();
         assert_eq!(c.gatekeeper, GatekeeperConfig::default());
@@ -276,10 +270,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(
-        windows,
-        ignore = "the sample hooks.yaml grants the writable folder `/tmp`, a Unix path that is not absolute on Windows (a configuration error there); per-platform samples are issue 32's"
-    )]
     fn approvals_section_is_optional_typed_and_checked() {
         let c = HooksConfig::parse(Path::new("h.yaml"), "version: 1\n").unwrap();
         assert_eq!(c.approvals, ApprovalsConfig::default());
@@ -304,10 +294,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(
-        windows,
-        ignore = "the sample hooks.yaml grants the writable folder `/tmp`, a Unix path that is not absolute on Windows (a configuration error there); per-platform samples are issue 32's"
-    )]
     fn semantic_errors_are_located() {
         check_err(
             "version: 2\nhooks:\n  PreToolUse:\n    - name: both\n      builtin: rebase_on_main\n      command: [x]\n    - name: neither\n    - name: typo\n      builtin: run_test\n    - name: tpl\n      command: [echo, \"{{sesion}}\"]\n",

@@ -95,9 +95,10 @@ pub struct Shell {
 }
 
 impl Shell {
-    /// `sh -c <script>` in `cwd`, its output captured.
+    /// `<script>` in the platform's shell (`sh -c`, Windows' `cmd /d /s /c`: `base::shell`) in
+    /// `cwd`, its output captured.
     pub fn script(script: &str, cwd: &Path) -> Shell {
-        Shell { argv: vec!["sh".into(), "-c".into(), script.into()], cwd: cwd.to_path_buf(), env: Vec::new(), capture: true }
+        Shell { argv: crate::base::shell::script_argv(script), cwd: cwd.to_path_buf(), env: Vec::new(), capture: true }
     }
 
     fn command(&self, program: &Path, leading: &[&str]) -> Command {
@@ -556,7 +557,8 @@ impl Containment {
         };
         let Some((program, args)) = argv.split_first() else { return Err(io::Error::other("no command was given")) };
         let mut command = shell.command(Path::new(program), &[]);
-        command.args(args);
+        // cmd's command line is handed over as written (`base::shell`), not quoted again.
+        crate::base::shell::add_args(&mut command, program, args);
         let spawned = match plan.landlock {
             LandlockMode::Auto => sandbox::spawn_confined(command, &grant),
             LandlockMode::Off => sandbox::spawn_unconfined(command, "Landlock is turned off for this command"),

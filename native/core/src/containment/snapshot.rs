@@ -997,6 +997,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        wine,
+        ignore = "Wine makes a symbolic link a Unix one, which Windows' calls neither show as a link (no reparse point) nor resolve, so nothing under Wine can tell a path through it left the workspace; a real Windows does"
+    )]
     fn nothing_is_restored_through_a_directory_that_became_a_symlink() {
         let (ws, s) = setup();
         let outside = tempfile::tempdir().unwrap();
@@ -1016,6 +1020,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "Windows' metadata has no change time, so every file is read again by design (STAMP_SEES_EVERY_WRITE); nothing is settled"
+    )]
     fn only_files_written_within_a_tick_of_the_last_snapshot_are_read_again() {
         let (ws, s) = setup();
         std::thread::sleep(std::time::Duration::from_millis(250));

@@ -228,7 +228,17 @@ fn row(spec: &HookSpec) -> HookRow {
     } else if let Some(builtin) = &spec.builtin {
         format!("runs the builtin `{builtin}`")
     } else if let Some(argv) = &spec.command {
-        format!("runs `{}`{}", argv.join(" "), if spec.shell { " through sh" } else { "" })
+        format!(
+            "runs `{}`{}",
+            argv.join(" "),
+            if !spec.shell {
+                ""
+            } else if cfg!(windows) {
+                " through cmd"
+            } else {
+                " through sh"
+            }
+        )
     } else {
         "nothing".to_owned()
     };

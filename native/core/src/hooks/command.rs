@@ -51,17 +51,15 @@ impl CommandRun {
 pub async fn run(spec: &CommandSpec, event: &Event, cwd: &Path, output_cap: usize) -> CommandRun {
     let values = template::values(event);
     let mut command = if spec.shell {
-        // argv[0] is the script; the rest become $1.. after the script name, untouched by templates.
-        let script = template::quote_for_shell(spec.argv.first().map(String::as_str).unwrap_or_default());
-        let mut c = tokio::process::Command::new("/bin/sh");
-        c.arg("-c").arg(script).arg("chokepoint-hook").args(&spec.argv[1.min(spec.argv.len())..]);
-        c
+        shell_command(spec)
     } else {
         let argv: Vec<String> = spec.argv.iter().map(|a| template::expand_arg(a, &values)).collect();
         let Some((program, args)) = argv.split_first() else { return CommandRun::failed(HookFailure::Error("empty command".into())) };
-        let mut c = tokio::process::Command::new(program);
-        c.args(args);
-        c
+        // `[cmd, /c, …]` on Windows: cmd's line as written (`base::shell::add_args`).
+        let mut c = std::process::Command::new(program);
+        let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        crate::base::shell::add_args(&mut c, program.as_ref(), &args);
+        tokio::process::Command::from(c)
     };
     for (_, env, value) in &values {
         command.env(env, value);
@@ -93,6 +91,8 @@ pub async fn run(spec: &CommandSpec, event: &Event, cwd: &Path, output_cap: usiz
         Ok(status) => status.map_err(|e| HookFailure::Error(format!("waiting for `{program}`: {e}"))),
         Err(_) => {
             kill_group(pgid);
+            // The hook itself too, where there is no group to kill (Windows), else the wait is forever.
+            let _ = child.start_kill();
             let _ = child.wait().await;
             Err(HookFailure::Timeout { after_ms: spec.timeout.as_millis() as u64 })
         }
@@ -100,8 +100,15 @@ pub async fn run(spec: &CommandSpec, event: &Event, cwd: &Path, output_cap: usiz
     // Whatever the hook left running in its group goes with it; this also closes the pipes it held.
     kill_group(pgid);
     writer.abort();
-    let (out, out_overflow) = stdout.await.unwrap_or_default();
-    let (err, err_overflow) = stderr.await.unwrap_or_default();
+    // A process the hook left holding its output open (Windows has no group to kill; a Unix one may
+    // have left the group) is not waited for past the hook's own timeout: a failure, not a hang.
+    let (Ok(out), Ok(err)) = (tokio::time::timeout(spec.timeout, stdout).await, tokio::time::timeout(spec.timeout, stderr).await) else {
+        return CommandRun::failed(HookFailure::Error(format!(
+            "`{program}` ended, but a process it started kept its output open past the hook's timeout"
+        )));
+    };
+    let (out, out_overflow) = out.unwrap_or_default();
+    let (err, err_overflow) = err.unwrap_or_default();
     let status = match status {
         Ok(status) => status,
         Err(failure) => return CommandRun { result: Err(failure), output: text_output(&out, &err) },
@@ -114,6 +121,33 @@ pub async fn run(spec: &CommandSpec, event: &Event, cwd: &Path, output_cap: usiz
         return CommandRun { result: Err(failure), output: text_output(&out, &err) };
     }
     interpret(status, &out, &err)
+}
+
+/// A `shell: true` hook's process. argv[0] is the script; on Unix the rest become `$1`.. after the
+/// script name, untouched by templates.
+#[cfg(not(windows))]
+fn shell_command(spec: &CommandSpec) -> tokio::process::Command {
+    let script = template::quote_for_shell(spec.argv.first().map(String::as_str).unwrap_or_default());
+    let mut c = tokio::process::Command::new("/bin/sh");
+    c.arg("-c").arg(script).arg("chokepoint-hook").args(&spec.argv[1.min(spec.argv.len())..]);
+    c
+}
+
+/// A `shell: true` hook's process on Windows: the script in cmd (`base::shell`), with delayed
+/// expansion for the variables ([`template::quote_for_cmd`]). cmd has no `$1`..: the rest of argv is
+/// in `CHOKEPOINT_ARG1`.. (read as `!CHOKEPOINT_ARG1!`).
+#[cfg(windows)]
+fn shell_command(spec: &CommandSpec) -> tokio::process::Command {
+    use std::ffi::OsString;
+    let script = template::quote_for_cmd(spec.argv.first().map(String::as_str).unwrap_or_default());
+    let cmd = crate::base::shell::cmd_exe();
+    let mut c = std::process::Command::new(&cmd);
+    let args: Vec<OsString> = ["/d", "/v:on", "/s", "/c"].into_iter().map(OsString::from).chain([OsString::from(script)]).collect();
+    crate::base::shell::add_args(&mut c, &cmd, &args);
+    for (n, arg) in spec.argv.iter().skip(1).enumerate() {
+        c.env(format!("CHOKEPOINT_ARG{}", n + 1), arg);
+    }
+    tokio::process::Command::from(c)
 }
 
 /// The text a failed or plain-text hook printed, stdout then stderr, for piping to the agent.

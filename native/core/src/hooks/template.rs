@@ -4,7 +4,8 @@
 //! Without a shell, a variable is substituted inside an argv element: the value is one argument, so a
 //! file name like `a; rm -rf ~` stays a file name. With `shell: true`, `{{name}}` in the script becomes
 //! `"${CHOKEPOINT_NAME}"` and the value travels in that environment variable: the shell expands it as
-//! data, never parses it as code. Every variable is also exported to the environment in both modes.
+//! data, never parses it as code (on Windows the script is cmd's, and `{{name}}` becomes `"!CHOKEPOINT_NAME!"`,
+//! expanded after cmd has parsed the line). Every variable is also exported to the environment in both modes.
 
 use crate::model::event::Event;
 
@@ -59,6 +60,13 @@ pub fn expand_arg(arg: &str, values: &[(&'static str, &'static str, String)]) ->
 /// Rewrites a shell script so every variable is a quoted reference to its environment variable.
 pub fn quote_for_shell(script: &str) -> String {
     replace_placeholders(script, |name| VARIABLES.iter().find(|(n, _)| *n == name).map(|(_, env)| format!("\"${{{env}}}\"")))
+}
+
+/// [`quote_for_shell`] for Windows' cmd, run with delayed expansion (`/v:on`): `{{name}}` becomes
+/// `"!CHOKEPOINT_NAME!"`. cmd expands `!…!` after it has read the line's operators, so a value's `&`,
+/// `|`, `>` or `%` is data, never a second command; `%…%` would be expanded before, and is not used.
+pub fn quote_for_cmd(script: &str) -> String {
+    replace_placeholders(script, |name| VARIABLES.iter().find(|(n, _)| *n == name).map(|(_, env)| format!("\"!{env}!\"")))
 }
 
 fn replace_placeholders(text: &str, mut value: impl FnMut(&str) -> Option<String>) -> String {

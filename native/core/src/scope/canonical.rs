@@ -268,9 +268,31 @@ fn resolve(path: &Path) -> (PathBuf, Option<std::fs::Metadata>) {
     if let Some(found) = resolve_existing(path, mac::open_real) {
         return found;
     }
+    #[cfg(windows)]
+    let path = &windows::from_canonical_ancestor(path);
     let resolved = resolve_depth(path, 0);
     let meta = std::fs::symlink_metadata(&resolved).ok();
     (resolved, meta)
+}
+
+#[cfg(windows)]
+mod windows {
+    use std::path::{Path, PathBuf};
+
+    /// `path` from the canonical form of its deepest part that exists, the rest as written. The
+    /// component walk keeps what it starts from, so it must start canonical: the workspace root is
+    /// (verbatim, `\\?\C:\…`, long names, links resolved), and an agent's `C:\…`, its 8.3 short
+    /// names (`RUNNER~1`) or its case would otherwise never compare inside it. Win32 takes `..`
+    /// lexically before it opens anything, as a write through the same path would.
+    pub(super) fn from_canonical_ancestor(path: &Path) -> PathBuf {
+        for ancestor in path.ancestors() {
+            if let Ok(real) = std::fs::canonicalize(ancestor) {
+                let rest = path.strip_prefix(ancestor).unwrap_or(Path::new(""));
+                return if rest.as_os_str().is_empty() { real } else { real.join(rest) };
+            }
+        }
+        path.to_path_buf()
+    }
 }
 
 #[cfg(target_os = "linux")]

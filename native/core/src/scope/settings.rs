@@ -34,8 +34,10 @@ pub struct GatekeeperConfig {
     #[serde(default)]
     pub tools: Vec<ToolRow>,
     /// Directories outside the workspace that contained shell commands may write (temp dirs).
-    /// `$TMPDIR` is added when set.
+    /// `$TMPDIR` is added when set. The default is the platform's temporary folder: `/tmp` on Linux
+    /// and macOS, the user's (`%TEMP%`, usually `%LOCALAPPDATA%\Temp`) on Windows.
     #[serde(default = "default_writable")]
+    #[schemars(default = "documented_writable")]
     pub writable: Vec<String>,
     /// `auto`: confine shell commands with Landlock when the kernel supports it (macOS: with
     /// Seatbelt, `/usr/bin/sandbox-exec`, and refuse them where it is missing), so a write outside
@@ -122,7 +124,16 @@ fn default_shell_tools() -> Vec<String> {
     vec!["execute_command".to_owned()]
 }
 
+/// The platform's temporary folder. On Windows it is the user's own (`GetTempPath2`: `%TMP%`,
+/// `%TEMP%`, else `%USERPROFILE%`), an absolute path as the setting must be; `/tmp` is not absolute
+/// there, and granting it made every configuration fail to load, so the gate denied every write.
 fn default_writable() -> Vec<String> {
+    if cfg!(windows) { vec![std::env::temp_dir().to_string_lossy().into_owned()] } else { documented_writable() }
+}
+
+/// The default the JSON Schema shows, the same on every platform so that the committed schema is
+/// one file: Linux's and macOS's (the description says what Windows uses).
+fn documented_writable() -> Vec<String> {
     vec!["/tmp".to_owned()]
 }
 
@@ -150,6 +161,12 @@ impl Default for GatekeeperConfig {
 }
 
 impl GatekeeperConfig {
+    /// The defaults as the JSON Schema shows them, the same on every platform (see
+    /// [`documented_writable`]).
+    pub fn documented() -> Self {
+        GatekeeperConfig { writable: documented_writable(), ..GatekeeperConfig::default() }
+    }
+
     /// What is wrong with this section, each with the key to point at.
     pub fn problems(&self) -> Vec<Problem> {
         let mut problems = Vec::new();

@@ -26,6 +26,9 @@ pub fn real_location(path: &Path) -> PathBuf {
     let parts: Vec<_> = path.components().collect();
     for (i, c) in parts.iter().enumerate() {
         match c {
+            // Windows: the drive, then its root (`C:` and `\\`, or verbatim `\\?\C:`).
+            std::path::Component::Prefix(prefix) => current = PathBuf::from(prefix.as_os_str()),
+            std::path::Component::RootDir if cfg!(windows) => current.push(std::path::MAIN_SEPARATOR_STR),
             std::path::Component::RootDir | std::path::Component::CurDir => {}
             std::path::Component::ParentDir => {
                 current = fs::canonicalize(&current).unwrap_or(current.clone());
@@ -42,7 +45,6 @@ pub fn real_location(path: &Path) -> PathBuf {
                     // A missing directory in the middle: the rest is created lexically.
                 }
             }
-            _ => {}
         }
     }
     current
