@@ -13,7 +13,7 @@ const fs = require('fs');
 const path = require('path');
 const { ROOT, log, capture } = require('./lib');
 const vscode = require('./vscode');
-const { ensureRustTargets } = require('./toolchains');
+const { PLATFORMS, ensureRustTargets } = require('./toolchains');
 
 /** The crates whose suites run on every platform (the napi binding is built per platform by
  *  packaging, not tested here). */
@@ -23,19 +23,16 @@ const CRATES = ['-p', 'chokepoint-core', '-p', 'chokepoint-cli'];
 const WINEPREFIX = path.join(ROOT, 'target/wine');
 
 /**
- * Each target: its rust triple, the Debian packages that build and run it, and the environment of
- * its test run.
- * @typedef {object} Target
- * @property {string} name the VS Code platform name (`vsce package --target`)
- * @property {string} triple
+ * How each platform the layer runs is run from here: the Debian packages that build and run its
+ * tests, and the environment of its test run. Its name, triple and the rest are scripts/toolchains.js's.
+ * @typedef {object} Emulation
  * @property {string[]} packages
  * @property {Record<string, string>} env
- * @type {Target[]}
+ * @property {string} [profile] the cargo profile of its test build (Cargo.toml), if not cargo's `test`
  */
-const TARGETS = [
-  {
-    name: 'linux-arm64',
-    triple: 'aarch64-unknown-linux-gnu',
+/** @type {Record<string, Emulation>} */
+const EMULATED = {
+  'linux-arm64': {
     packages: ['gcc-aarch64-linux-gnu', 'libc6-dev-arm64-cross', 'qemu-user-static'],
     // Where qemu finds the Arm dynamic loader and C library, for the programs a test starts itself
     // (the `chokepoint` binary), which the kernel hands to qemu through binfmt_misc, not the runner.
@@ -43,15 +40,20 @@ const TARGETS = [
     // it changes only which tests run, and only in this layer's build.
     env: { QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu', CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS: '--cfg qemu' },
   },
-  {
-    name: 'win32-x64',
-    triple: 'x86_64-pc-windows-gnu',
+  'win32-x64': {
     packages: ['gcc-mingw-w64-x86-64', 'wine64', 'wine'],
     // No debug chatter, a prefix of our own under target/, and no offer to download Mono and Gecko
     // (nothing here uses .NET or HTML, and this machine has no network for them).
     env: { WINEDEBUG: '-all', WINEPREFIX, WINEDLLOVERRIDES: 'mscoree,mshtml=' },
   },
-];
+};
+
+/**
+ * Each platform whose suites the layer runs: scripts/toolchains.js's platform with its emulation.
+ * @typedef {import('./toolchains').Platform & Emulation} Target
+ */
+/** @type {Target[]} */
+const TARGETS = PLATFORMS.filter((p) => EMULATED[p.name]).map((p) => ({ ...p, ...EMULATED[p.name] }));
 
 /** The binfmt_misc entry that has the kernel hand an Arm program to qemu, so a test that starts the
  *  Arm `chokepoint` binary can. qemu-user-static's package registers it where systemd runs (a CI
@@ -136,12 +138,14 @@ async function runTarget(target) {
   const started = Date.now();
   log('test', `platform ${target.name} (${target.triple})`);
   const env = { ...process.env, ...PROFILE_ENV, ...target.env };
-  const base = ['test', '--target', target.triple, '--color', 'never'];
+  const base = ['test', '--target', target.triple, '--color', 'never', ...(target.profile ? ['--profile', target.profile] : [])];
   const built = await capture('cargo', [...base, ...CRATES, '--no-run', '--message-format', 'json-render-diagnostics'], { env });
+  const buildSeconds = Math.round((Date.now() - started) / 1000);
   if (built.code !== 0) {
     process.stderr.write(built.stderr);
-    return { passed: 0, failed: 1, ignored: [], hung: [], seconds: Math.round((Date.now() - started) / 1000) };
+    return { passed: 0, failed: 1, ignored: [], hung: [], seconds: buildSeconds, buildSeconds, binaries: [] };
   }
+  log('test', `${target.name}: built in ${buildSeconds} s`);
   // One run per test target, named for both crates at once: cargo unifies the dependencies' features
   // over the packages it is given, so `-p` of one crate alone would build them all again.
   const selectors = new Map();
@@ -152,12 +156,20 @@ async function runTarget(target) {
     const select = kind === 'lib' ? ['--lib'] : kind === 'bin' ? ['--bin', m.target.name] : ['--test', m.target.name];
     selectors.set(select.join(' '), select);
   }
-  const totals = { passed: 0, failed: 0, ignored: /** @type {{ test: string, reason: string }[]} */ ([]), hung: /** @type {string[]} */ ([]) };
+  const totals = {
+    passed: 0,
+    failed: 0,
+    ignored: /** @type {{ test: string, reason: string }[]} */ ([]),
+    hung: /** @type {string[]} */ ([]),
+    binaries: /** @type {{ label: string, seconds: number }[]} */ ([]),
+  };
   for (const [label, select] of selectors) {
+    const begun = Date.now();
     const r = await capture('timeout', ['--kill-after=10', String(BINARY_TIMEOUT_S), 'cargo', ...base, ...CRATES, ...select, '--no-fail-fast'], {
       echo: true,
       env,
     });
+    totals.binaries.push({ label, seconds: Math.round((Date.now() - begun) / 1000) });
     const counts = cargoCounts(r.stdout + r.stderr);
     totals.passed += counts.passed;
     totals.failed += counts.failed;
@@ -169,7 +181,7 @@ async function runTarget(target) {
   }
   // A Windows program left waiting when its test binary was killed would keep Wine's server up.
   if (target.env.WINEPREFIX) await capture('/usr/lib/wine/wineserver', ['-k'], { env });
-  return { ...totals, seconds: Math.round((Date.now() - started) / 1000) };
+  return { ...totals, buildSeconds, seconds: Math.round((Date.now() - started) / 1000) };
 }
 
 /** The platforms layer: every target in turn, then what each passed, failed and ignored, and why. */
@@ -185,7 +197,10 @@ async function platformsLayer() {
   for (const target of TARGETS.filter((t) => only.length === 0 || only.includes(t.name))) results.push({ target, ...(await runTarget(target)) });
   console.log('');
   for (const r of results) {
-    console.log(`  ${r.target.name.padEnd(12)} ${r.passed} passed, ${r.failed} failed, ${r.ignored.length} ignored (${r.seconds} s)`);
+    console.log(`  ${r.target.name.padEnd(12)} ${r.passed} passed, ${r.failed} failed, ${r.ignored.length} ignored (${r.seconds} s, of which building ${r.buildSeconds} s)`);
+    // The slowest test binaries first: where the layer's time goes.
+    const slowest = [...r.binaries].sort((a, b) => b.seconds - a.seconds).slice(0, 5);
+    if (slowest.length) console.log(`      slowest: ${slowest.map((b) => `${b.label} ${b.seconds} s`).join(', ')}`);
     for (const h of r.hung) console.log(`      hung (killed after ${BINARY_TIMEOUT_S} s): ${h}`);
     for (const i of r.ignored) console.log(`      ignored ${i.test}: ${i.reason}`);
   }
