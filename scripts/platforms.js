@@ -197,7 +197,9 @@ async function platformsLayer() {
   for (const target of TARGETS.filter((t) => only.length === 0 || only.includes(t.name))) results.push({ target, ...(await runTarget(target)) });
   console.log('');
   for (const r of results) {
-    console.log(`  ${r.target.name.padEnd(12)} ${r.passed} passed, ${r.failed} failed, ${r.ignored.length} ignored (${r.seconds} s, of which building ${r.buildSeconds} s)`);
+    console.log(
+      `  ${r.target.name.padEnd(12)} ${r.passed} passed, ${r.failed} failed, ${r.ignored.length} ignored (${r.seconds} s, of which building ${r.buildSeconds} s)`,
+    );
     // The slowest test binaries first: where the layer's time goes.
     const slowest = [...r.binaries].sort((a, b) => b.seconds - a.seconds).slice(0, 5);
     if (slowest.length) console.log(`      slowest: ${slowest.map((b) => `${b.label} ${b.seconds} s`).join(', ')}`);

@@ -30,7 +30,10 @@ for (const platform of PLATFORMS) {
     for (const other of PLATFORMS.filter((p) => p !== platform)) {
       const wrong = problems(file, other);
       assert.ok(wrong.length > 0, `${path.basename(file)} passes as the .vsix of ${other.name} too`);
-      assert.ok(wrong.some((w) => w.endsWith(`not ${other.name}`)), `${path.basename(file)} as ${other.name}: no word of the manifest in ${JSON.stringify(wrong)}`);
+      assert.ok(
+        wrong.some((w) => w.endsWith(`not ${other.name}`)),
+        `${path.basename(file)} as ${other.name}: no word of the manifest in ${JSON.stringify(wrong)}`,
+      );
       // And by the machine code itself, not only the manifest: the program of the same name on Linux
       // x64 and Arm differs only in it.
       const code = expectedCode(other.name);
