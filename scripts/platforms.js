@@ -13,7 +13,7 @@ const fs = require('fs');
 const path = require('path');
 const { ROOT, log, capture } = require('./lib');
 const vscode = require('./vscode');
-const { PLATFORMS, ensureRustTargets } = require('./toolchains');
+const { PLATFORMS, platformNamed, ensureRustTargets } = require('./toolchains');
 
 /** The crates whose suites run on every platform (the napi binding is built per platform by
  *  packaging, not tested here). */
@@ -132,6 +132,11 @@ const PROFILE_ENV = { CARGO_PROFILE_DEV_DEBUG: 'line-tables-only' };
  *  forever on what the emulator lacks must fail the layer, not stall CI. */
 const BINARY_TIMEOUT_S = 600;
 
+/** How many test binaries run at once. A binary's own tests already run on every core, but most of a
+ *  CLI suite's time is spent in a few long tests that start the program again and again, which leave
+ *  the other core idle; two binaries at a time keep both busy. `CHOKEPOINT_PLATFORMS_JOBS` overrides it. */
+const JOBS = Math.max(1, Number(process.env.CHOKEPOINT_PLATFORMS_JOBS) || 2);
+
 /** Builds the suites for one target, then runs each test binary on its own (its runner from
  *  .cargo/config.toml) within BINARY_TIMEOUT_S; returns the counts, the hung binaries counted as failed. */
 async function runTarget(target) {
@@ -163,12 +168,14 @@ async function runTarget(target) {
     hung: /** @type {string[]} */ ([]),
     binaries: /** @type {{ label: string, seconds: number }[]} */ ([]),
   };
-  for (const [label, select] of selectors) {
+  // JOBS test binaries at a time, each in its own cargo run (cargo 1.95 holds no lock on the build
+  // folder while tests run), each printed whole when it ends so that their lines do not interleave.
+  const queue = [...selectors];
+  const runOne = async ([label, select]) => {
     const begun = Date.now();
-    const r = await capture('timeout', ['--kill-after=10', String(BINARY_TIMEOUT_S), 'cargo', ...base, ...CRATES, ...select, '--no-fail-fast'], {
-      echo: true,
-      env,
-    });
+    const r = await capture('timeout', ['--kill-after=10', String(BINARY_TIMEOUT_S), 'cargo', ...base, ...CRATES, ...select, '--no-fail-fast'], { env });
+    process.stdout.write(r.stdout);
+    process.stderr.write(r.stderr);
     totals.binaries.push({ label, seconds: Math.round((Date.now() - begun) / 1000) });
     const counts = cargoCounts(r.stdout + r.stderr);
     totals.passed += counts.passed;
@@ -178,23 +185,40 @@ async function runTarget(target) {
       totals.hung.push(label);
       totals.failed += 1;
     } else if (r.code !== 0 && counts.failed === 0) totals.failed += 1; // it crashed: no test result line
-  }
+  };
+  const worker = async () => {
+    for (let next = queue.shift(); next; next = queue.shift()) await runOne(next);
+  };
+  await Promise.all(Array.from({ length: JOBS }, worker));
   // A Windows program left waiting when its test binary was killed would keep Wine's server up.
   if (target.env.WINEPREFIX) await capture('/usr/lib/wine/wineserver', ['-k'], { env });
   return { ...totals, buildSeconds, seconds: Math.round((Date.now() - started) / 1000) };
 }
 
+/** The names of the platforms this run of the layer is about: all five, or those named in
+ *  `CHOKEPOINT_PLATFORMS` (VS Code's names, comma-separated: `CHOKEPOINT_PLATFORMS=linux-arm64` runs
+ *  only the Arm suites and packs only the Arm .vsix). An unknown name is an error that lists them. */
+function chosenPlatforms() {
+  const named = (process.env.CHOKEPOINT_PLATFORMS || '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  return named.length === 0 ? PLATFORMS.map((p) => p.name) : named.map((n) => platformNamed(n).name);
+}
+
 /** The platforms layer: every target in turn, then what each passed, failed and ignored, and why. */
 async function platformsLayer() {
-  await vscode.ensureSystemPackages({ need: TARGETS.flatMap((t) => t.packages) });
-  await ensureRustTargets(TARGETS.map((t) => t.triple));
-  ensureArmBinfmt();
-  fs.mkdirSync(path.dirname(WINEPREFIX), { recursive: true });
-  await ensureWinePrefix(TARGETS.find((t) => t.name === 'win32-x64')?.env ?? {});
-  // CHOKEPOINT_PLATFORMS=win32-x64 (names, comma-separated) runs only those.
-  const only = (process.env.CHOKEPOINT_PLATFORMS || '').split(',').filter(Boolean);
+  const targets = TARGETS.filter((t) => chosenPlatforms().includes(t.name));
+  await vscode.ensureSystemPackages({ need: targets.flatMap((t) => t.packages) });
+  await ensureRustTargets(targets.map((t) => t.triple));
+  if (targets.some((t) => t.name === 'linux-arm64')) ensureArmBinfmt();
+  const windows = targets.find((t) => t.name === 'win32-x64');
+  if (windows) {
+    fs.mkdirSync(path.dirname(WINEPREFIX), { recursive: true });
+    await ensureWinePrefix(windows.env);
+  }
   const results = [];
-  for (const target of TARGETS.filter((t) => only.length === 0 || only.includes(t.name))) results.push({ target, ...(await runTarget(target)) });
+  for (const target of targets) results.push({ target, ...(await runTarget(target)) });
   console.log('');
   for (const r of results) {
     console.log(
@@ -209,4 +233,4 @@ async function platformsLayer() {
   return { passed: results.reduce((s, r) => s + r.passed, 0), failed: results.reduce((s, r) => s + r.failed, 0) };
 }
 
-module.exports = { platformsLayer, cargoCounts, TARGETS };
+module.exports = { platformsLayer, chosenPlatforms, cargoCounts, TARGETS };
