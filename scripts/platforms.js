@@ -39,6 +39,9 @@ const EMULATED = {
     // `--cfg qemu` marks the tests that need what qemu-user lacks (`cfg_attr(qemu, ignore = "why")`);
     // it changes only which tests run, and only in this layer's build.
     env: { QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu', CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS: '--cfg qemu' },
+    // Optimised (Cargo.toml says why): every instruction is emulated, and most of the suite's time is
+    // the `chokepoint` program started again and again, each start emulated from the first instruction.
+    profile: 'platforms',
   },
   'win32-x64': {
     packages: ['gcc-mingw-w64-x86-64', 'wine64', 'wine'],
@@ -176,7 +179,9 @@ async function runTarget(target) {
     const r = await capture('timeout', ['--kill-after=10', String(BINARY_TIMEOUT_S), 'cargo', ...base, ...CRATES, ...select, '--no-fail-fast'], { env });
     process.stdout.write(r.stdout);
     process.stderr.write(r.stderr);
-    totals.binaries.push({ label, seconds: Math.round((Date.now() - begun) / 1000) });
+    const seconds = Math.round((Date.now() - begun) / 1000);
+    totals.binaries.push({ label, seconds });
+    log('test', `${target.name} ${label}: ${seconds} s`);
     const counts = cargoCounts(r.stdout + r.stderr);
     totals.passed += counts.passed;
     totals.failed += counts.failed;
