@@ -17,8 +17,10 @@
 //              test ignored there listed with its reason (scripts/platforms.js); then all five .vsix
 //              packed and each checked for its platform's engine and program (tests/platforms). Run only when named
 //              (`npm test -- platforms`), not yet by a bare `npm test`: under Wine about a hundred tests
-//              still fail (a Unix folder in the sample configuration, no `sh`, no git), and its Arm run is
-//              longer than CI's budget. It joins the default run once it passes.
+//              still fail (a Unix folder in the sample configuration, no `sh`, no git). Its Arm half, built
+//              optimised, took 13 min to run on a machine loaded six times over (400 s of CPU), and
+//              packing the four other platforms' .vsix takes a release build each. It joins the default
+//              run once it passes within CI's budget.
 //
 // `npm test -- cargo node` runs only the named layers. Exit code 0 only if every test passed.
 'use strict';
