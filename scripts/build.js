@@ -50,10 +50,14 @@ async function buildNative({ force = false } = {}) {
   }
 }
 
-/** The triple rustc builds for by default here (`x86_64-unknown-linux-gnu`). */
+/** The triple rustc builds for by default here (`x86_64-unknown-linux-gnu`), asked of `rustc -vV`
+ *  once per process: the toolchain does not change under a running script. */
+/** @type {string | undefined} */
+let host;
 function hostTriple() {
+  if (host) return host;
   const r = require('child_process').spawnSync('rustc', ['-vV'], { encoding: 'utf8' });
-  const host = /^host: (\S+)$/m.exec(r.stdout || '')?.[1];
+  host = /^host: (\S+)$/m.exec(r.stdout || '')?.[1];
   if (!host) throw new Error(`cannot tell this machine's rust target from \`rustc -vV\`: ${r.stderr || r.error?.message}`);
   return host;
 }

@@ -19,28 +19,8 @@ const fs = require('fs');
 const path = require('path');
 const { ROOT, log, step, run } = require('./lib');
 const { build } = require('./build');
-const { ensureCrossTools, zigEnv } = require('./toolchains');
+const { PLATFORMS, platformNamed, ensureCrossTools, zigEnv } = require('./toolchains');
 const { macosSdk } = require('./macos-sdk');
-
-/**
- * A VS Code platform and how its engine and program are built.
- * @typedef {object} Platform
- * @property {string} name VS Code's platform name (`vsce package --target`)
- * @property {string} triple the rust target
- * @property {string} addon the suffix napi gives the addon (`chokepoint.<addon>.node`), which
- *   extension/src/engine/native.ts looks for
- * @property {string} program the program's file name there
- * @property {boolean} zig built with cargo-zigbuild
- * @property {boolean} [apple] linked against scripts/macos-sdk.js's stubs
- * @type {Platform[]}
- */
-const PLATFORMS = [
-  { name: 'linux-x64', triple: 'x86_64-unknown-linux-gnu', addon: 'linux-x64-gnu', program: 'chokepoint', zig: false },
-  { name: 'linux-arm64', triple: 'aarch64-unknown-linux-gnu', addon: 'linux-arm64-gnu', program: 'chokepoint', zig: true },
-  { name: 'darwin-x64', triple: 'x86_64-apple-darwin', addon: 'darwin-x64', program: 'chokepoint', zig: true, apple: true },
-  { name: 'darwin-arm64', triple: 'aarch64-apple-darwin', addon: 'darwin-arm64', program: 'chokepoint', zig: true, apple: true },
-  { name: 'win32-x64', triple: 'x86_64-pc-windows-gnu', addon: 'win32-x64-gnu', program: 'chokepoint.exe', zig: false },
-];
 
 /** This machine's platform, as VS Code names it. */
 function hostPlatform() {
@@ -55,11 +35,7 @@ function chosen(argv) {
   if (argv.includes('--all')) return PLATFORMS;
   const names = argv.flatMap((a, i) => (a === '--target' ? [argv[i + 1]] : a.startsWith('--target=') ? [a.slice('--target='.length)] : []));
   if (names.length === 0) return [hostPlatform()];
-  return names.map((n) => {
-    const found = PLATFORMS.find((p) => p.name === n);
-    if (!found) throw new Error(`unknown platform \`${n}\`: use one of ${PLATFORMS.map((p) => p.name).join(', ')}`);
-    return found;
-  });
+  return names.map(platformNamed);
 }
 
 /** The engine (addon) and program of `platform`: this machine's from the ordinary build, the others
@@ -179,7 +155,7 @@ async function packageVsix(argv = []) {
   return outs;
 }
 
-module.exports = { packageVsix, PLATFORMS, shippedFiles };
+module.exports = { packageVsix, shippedFiles };
 
 if (require.main === module) {
   packageVsix(process.argv.slice(2))

@@ -13,7 +13,7 @@ const fs = require('fs');
 const path = require('path');
 const { ROOT, log, capture } = require('./lib');
 const vscode = require('./vscode');
-const { ensureRustTargets } = require('./toolchains');
+const { PLATFORMS, platformNamed, ensureRustTargets } = require('./toolchains');
 
 /** The crates whose suites run on every platform (the napi binding is built per platform by
  *  packaging, not tested here). */
@@ -23,37 +23,46 @@ const CRATES = ['-p', 'chokepoint-core', '-p', 'chokepoint-cli'];
 const WINEPREFIX = path.join(ROOT, 'target/wine');
 
 /**
- * Each target: its rust triple, the Debian packages that build and run it, and the environment of
- * its test run.
- * @typedef {object} Target
- * @property {string} name the VS Code platform name (`vsce package --target`)
- * @property {string} triple
+ * How each platform the layer runs is run from here: the Debian packages that build and run its
+ * tests, and the environment of its test run. Its name, triple and the rest are scripts/toolchains.js's.
+ * @typedef {object} Emulation
  * @property {string[]} packages
  * @property {Record<string, string>} env
- * @type {Target[]}
+ * @property {string} [profile] the cargo profile of its test build (Cargo.toml), if not cargo's `test`
+ * @property {number} [jobs] test binaries at a time, where not JOBS
  */
-const TARGETS = [
-  {
-    name: 'linux-arm64',
-    triple: 'aarch64-unknown-linux-gnu',
+/** @type {Record<string, Emulation>} */
+const EMULATED = {
+  'linux-arm64': {
     packages: ['gcc-aarch64-linux-gnu', 'libc6-dev-arm64-cross', 'qemu-user-static'],
     // Where qemu finds the Arm dynamic loader and C library, for the programs a test starts itself
     // (the `chokepoint` binary), which the kernel hands to qemu through binfmt_misc, not the runner.
     // `--cfg qemu` marks the tests that need what qemu-user lacks (`cfg_attr(qemu, ignore = "why")`);
     // it changes only which tests run, and only in this layer's build.
     env: { QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu', CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS: '--cfg qemu' },
+    // Optimised (Cargo.toml says why): every instruction is emulated, and most of the suite's time is
+    // the `chokepoint` program started again and again, each start emulated from the first instruction.
+    profile: 'platforms',
   },
-  {
-    name: 'win32-x64',
-    triple: 'x86_64-pc-windows-gnu',
+  'win32-x64': {
     packages: ['gcc-mingw-w64-x86-64', 'wine64', 'wine'],
     // No debug chatter, a prefix of our own under target/, and no offer to download Mono and Gecko
     // (nothing here uses .NET or HTML, and this machine has no network for them). `--cfg wine` marks
     // the tests that need what this Wine lacks and a real Windows has (git, PowerShell):
     // `cfg_attr(wine, ignore = "why")`.
     env: { WINEDEBUG: '-all', WINEPREFIX, WINEDLLOVERRIDES: 'mscoree,mshtml=', CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUSTFLAGS: '--cfg wine' },
+    // One binary at a time: every Windows process of a run goes through one Wine server, and the
+    // suite passed whole run so (two at a time has not been tried under Wine).
+    jobs: 1,
   },
-];
+};
+
+/**
+ * Each platform whose suites the layer runs: scripts/toolchains.js's platform with its emulation.
+ * @typedef {import('./toolchains').Platform & Emulation} Target
+ */
+/** @type {Target[]} */
+const TARGETS = PLATFORMS.filter((p) => EMULATED[p.name]).map((p) => ({ ...p, ...EMULATED[p.name] }));
 
 /** The binfmt_misc entry that has the kernel hand an Arm program to qemu, so a test that starts the
  *  Arm `chokepoint` binary can. qemu-user-static's package registers it where systemd runs (a CI
@@ -132,18 +141,26 @@ const PROFILE_ENV = { CARGO_PROFILE_DEV_DEBUG: 'line-tables-only' };
  *  forever on what the emulator lacks must fail the layer, not stall CI. */
 const BINARY_TIMEOUT_S = 600;
 
+/** How many test binaries run at once. A binary's own tests already run on every core, but most of a
+ *  CLI suite's time is spent in a few long tests that start the program again and again, which leave
+ *  the other core idle; two binaries at a time keep both busy. `CHOKEPOINT_PLATFORMS_JOBS` overrides it
+ *  (and a platform's own `jobs`). */
+const JOBS = Math.max(1, Number(process.env.CHOKEPOINT_PLATFORMS_JOBS) || 2);
+
 /** Builds the suites for one target, then runs each test binary on its own (its runner from
  *  .cargo/config.toml) within BINARY_TIMEOUT_S; returns the counts, the hung binaries counted as failed. */
 async function runTarget(target) {
   const started = Date.now();
   log('test', `platform ${target.name} (${target.triple})`);
   const env = { ...process.env, ...PROFILE_ENV, ...target.env };
-  const base = ['test', '--target', target.triple, '--color', 'never'];
+  const base = ['test', '--target', target.triple, '--color', 'never', ...(target.profile ? ['--profile', target.profile] : [])];
   const built = await capture('cargo', [...base, ...CRATES, '--no-run', '--message-format', 'json-render-diagnostics'], { env });
+  const buildSeconds = Math.round((Date.now() - started) / 1000);
   if (built.code !== 0) {
     process.stderr.write(built.stderr);
-    return { passed: 0, failed: 1, ignored: [], hung: [], seconds: Math.round((Date.now() - started) / 1000) };
+    return { passed: 0, failed: 1, ignored: [], hung: [], seconds: buildSeconds, buildSeconds, binaries: [] };
   }
+  log('test', `${target.name}: built in ${buildSeconds} s`);
   // One run per test target, named for both crates at once: cargo unifies the dependencies' features
   // over the packages it is given, so `-p` of one crate alone would build them all again.
   const selectors = new Map();
@@ -154,12 +171,24 @@ async function runTarget(target) {
     const select = kind === 'lib' ? ['--lib'] : kind === 'bin' ? ['--bin', m.target.name] : ['--test', m.target.name];
     selectors.set(select.join(' '), select);
   }
-  const totals = { passed: 0, failed: 0, ignored: /** @type {{ test: string, reason: string }[]} */ ([]), hung: /** @type {string[]} */ ([]) };
-  for (const [label, select] of selectors) {
-    const r = await capture('timeout', ['--kill-after=10', String(BINARY_TIMEOUT_S), 'cargo', ...base, ...CRATES, ...select, '--no-fail-fast'], {
-      echo: true,
-      env,
-    });
+  const totals = {
+    passed: 0,
+    failed: 0,
+    ignored: /** @type {{ test: string, reason: string }[]} */ ([]),
+    hung: /** @type {string[]} */ ([]),
+    binaries: /** @type {{ label: string, seconds: number }[]} */ ([]),
+  };
+  // JOBS test binaries at a time, each in its own cargo run (cargo 1.95 holds no lock on the build
+  // folder while tests run), each printed whole when it ends so that their lines do not interleave.
+  const queue = [...selectors];
+  const runOne = async ([label, select]) => {
+    const begun = Date.now();
+    const r = await capture('timeout', ['--kill-after=10', String(BINARY_TIMEOUT_S), 'cargo', ...base, ...CRATES, ...select, '--no-fail-fast'], { env });
+    process.stdout.write(r.stdout);
+    process.stderr.write(r.stderr);
+    const seconds = Math.round((Date.now() - begun) / 1000);
+    totals.binaries.push({ label, seconds });
+    log('test', `${target.name} ${label}: ${seconds} s`);
     const counts = cargoCounts(r.stdout + r.stderr);
     totals.passed += counts.passed;
     totals.failed += counts.failed;
@@ -168,30 +197,53 @@ async function runTarget(target) {
       totals.hung.push(label);
       totals.failed += 1;
     } else if (r.code !== 0 && counts.failed === 0) totals.failed += 1; // it crashed: no test result line
-  }
+  };
+  const worker = async () => {
+    for (let next = queue.shift(); next; next = queue.shift()) await runOne(next);
+  };
+  const jobs = process.env.CHOKEPOINT_PLATFORMS_JOBS ? JOBS : (target.jobs ?? JOBS);
+  await Promise.all(Array.from({ length: jobs }, worker));
   // A Windows program left waiting when its test binary was killed would keep Wine's server up.
   if (target.env.WINEPREFIX) await capture('/usr/lib/wine/wineserver', ['-k'], { env });
-  return { ...totals, seconds: Math.round((Date.now() - started) / 1000) };
+  return { ...totals, buildSeconds, seconds: Math.round((Date.now() - started) / 1000) };
+}
+
+/** The names of the platforms this run of the layer is about: all five, or those named in
+ *  `CHOKEPOINT_PLATFORMS` (VS Code's names, comma-separated: `CHOKEPOINT_PLATFORMS=linux-arm64` runs
+ *  only the Arm suites and packs only the Arm .vsix). An unknown name is an error that lists them. */
+function chosenPlatforms() {
+  const named = (process.env.CHOKEPOINT_PLATFORMS || '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  return named.length === 0 ? PLATFORMS.map((p) => p.name) : named.map((n) => platformNamed(n).name);
 }
 
 /** The platforms layer: every target in turn, then what each passed, failed and ignored, and why. */
 async function platformsLayer() {
-  await vscode.ensureSystemPackages({ need: TARGETS.flatMap((t) => t.packages) });
-  await ensureRustTargets(TARGETS.map((t) => t.triple));
-  ensureArmBinfmt();
-  fs.mkdirSync(path.dirname(WINEPREFIX), { recursive: true });
-  await ensureWinePrefix(TARGETS.find((t) => t.name === 'win32-x64')?.env ?? {});
-  // CHOKEPOINT_PLATFORMS=win32-x64 (names, comma-separated) runs only those.
-  const only = (process.env.CHOKEPOINT_PLATFORMS || '').split(',').filter(Boolean);
+  const targets = TARGETS.filter((t) => chosenPlatforms().includes(t.name));
+  await vscode.ensureSystemPackages({ need: targets.flatMap((t) => t.packages) });
+  await ensureRustTargets(targets.map((t) => t.triple));
+  if (targets.some((t) => t.name === 'linux-arm64')) ensureArmBinfmt();
+  const windows = targets.find((t) => t.name === 'win32-x64');
+  if (windows) {
+    fs.mkdirSync(path.dirname(WINEPREFIX), { recursive: true });
+    await ensureWinePrefix(windows.env);
+  }
   const results = [];
-  for (const target of TARGETS.filter((t) => only.length === 0 || only.includes(t.name))) results.push({ target, ...(await runTarget(target)) });
+  for (const target of targets) results.push({ target, ...(await runTarget(target)) });
   console.log('');
   for (const r of results) {
-    console.log(`  ${r.target.name.padEnd(12)} ${r.passed} passed, ${r.failed} failed, ${r.ignored.length} ignored (${r.seconds} s)`);
+    console.log(
+      `  ${r.target.name.padEnd(12)} ${r.passed} passed, ${r.failed} failed, ${r.ignored.length} ignored (${r.seconds} s, of which building ${r.buildSeconds} s)`,
+    );
+    // The slowest test binaries first: where the layer's time goes.
+    const slowest = [...r.binaries].sort((a, b) => b.seconds - a.seconds).slice(0, 5);
+    if (slowest.length) console.log(`      slowest: ${slowest.map((b) => `${b.label} ${b.seconds} s`).join(', ')}`);
     for (const h of r.hung) console.log(`      hung (killed after ${BINARY_TIMEOUT_S} s): ${h}`);
     for (const i of r.ignored) console.log(`      ignored ${i.test}: ${i.reason}`);
   }
   return { passed: results.reduce((s, r) => s + r.passed, 0), failed: results.reduce((s, r) => s + r.failed, 0) };
 }
 
-module.exports = { platformsLayer, cargoCounts, TARGETS };
+module.exports = { platformsLayer, chosenPlatforms, cargoCounts, TARGETS };

@@ -2,7 +2,8 @@
 // first use, from the registries this machine reaches: rust's standard library per target (rustup),
 // zig and cargo-zigbuild (PyPI, pinned, into the cache folder; they link macOS and Linux on Arm),
 // Debian's MinGW (the Windows linker). Used by `npm run package -- --all` (scripts/package.js) and
-// by the platforms layer of `npm test` (scripts/platforms.js).
+// by the platforms layer of `npm test` (scripts/platforms.js), which both read the platforms from
+// PLATFORMS here.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -13,6 +14,34 @@ const vscode = require('./vscode');
 const ZIG = 'ziglang==0.17.1';
 const ZIGBUILD = 'cargo-zigbuild==0.24.1';
 const ZIG_DIR = path.join(vscode.CACHE, 'tools', 'zig-0.17.1');
+
+/**
+ * A VS Code platform and how its engine and program are built: the one table of the platforms, read
+ * by packaging (one .vsix each) and by the platforms layer (the suites of those it can run here).
+ * @typedef {object} Platform
+ * @property {string} name VS Code's platform name (`vsce package --target`)
+ * @property {string} triple the rust target
+ * @property {string} addon the suffix napi gives the addon (`chokepoint.<addon>.node`), which
+ *   extension/src/engine/native.ts looks for
+ * @property {string} program the program's file name there
+ * @property {boolean} zig built with cargo-zigbuild
+ * @property {boolean} [apple] linked against scripts/macos-sdk.js's stubs
+ */
+/** @type {Platform[]} */
+const PLATFORMS = [
+  { name: 'linux-x64', triple: 'x86_64-unknown-linux-gnu', addon: 'linux-x64-gnu', program: 'chokepoint', zig: false },
+  { name: 'linux-arm64', triple: 'aarch64-unknown-linux-gnu', addon: 'linux-arm64-gnu', program: 'chokepoint', zig: true },
+  { name: 'darwin-x64', triple: 'x86_64-apple-darwin', addon: 'darwin-x64', program: 'chokepoint', zig: true, apple: true },
+  { name: 'darwin-arm64', triple: 'aarch64-apple-darwin', addon: 'darwin-arm64', program: 'chokepoint', zig: true, apple: true },
+  { name: 'win32-x64', triple: 'x86_64-pc-windows-gnu', addon: 'win32-x64-gnu', program: 'chokepoint.exe', zig: false },
+];
+
+/** The platform named `name`, or an error listing the names. */
+function platformNamed(name) {
+  const found = PLATFORMS.find((p) => p.name === name);
+  if (!found) throw new Error(`unknown platform \`${name}\`: use one of ${PLATFORMS.map((p) => p.name).join(', ')}`);
+  return found;
+}
 
 /** The rust targets of `triples` that rustup has not installed yet, added. */
 async function ensureRustTargets(triples) {
@@ -52,4 +81,4 @@ async function ensureCrossTools(platforms) {
   if (platforms.some((p) => p.zig)) await ensureZig();
 }
 
-module.exports = { ensureRustTargets, ensureZig, zigEnv, ensureCrossTools, ZIG_DIR };
+module.exports = { PLATFORMS, platformNamed, ensureRustTargets, ensureZig, zigEnv, ensureCrossTools, ZIG_DIR };

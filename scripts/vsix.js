@@ -82,7 +82,7 @@ function inspect(file) {
 }
 
 /**
- * What is wrong with `file` as the .vsix of `platform` (a scripts/package.js platform): its manifest
+ * What is wrong with `file` as the .vsix of `platform` (a scripts/toolchains.js platform): its manifest
  * targets that platform, it carries exactly one engine and one program, named as the extension looks
  * for them there, each machine code of that platform's format and processor, and nothing of another
  * platform's. Empty when it is right.

@@ -254,6 +254,10 @@ fn piped_output_is_captured_and_inherited_output_is_not() {
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "qemu-user runs glibc's posix_spawn (a vfork) as a fork, so an exec that fails reaches the parent as the child's exit 127, not as an error of the spawn; the same code is tested natively in the cargo layer"
+)]
 fn a_command_that_cannot_start_is_an_error() {
     let ws = workspace();
     let p = ContainPlan::for_scope(ws.path(), Some(INTENT), &["docs/**".to_owned()]);

@@ -772,6 +772,10 @@ fn agents_from(path: &Path, from: u64) -> Vec<(u64, String)> {
 }
 
 #[test]
+#[cfg_attr(
+    qemu,
+    ignore = "kills each child 30 to 150 ms after starting it, before a child emulated by qemu-user has appended anything (it acknowledged 0); the ledger's code is not Arm's own, and is tested natively in the cargo layer"
+)]
 fn acknowledged_appends_survive_sigkill_and_torn_tails_are_recovered() {
     let (_dir, sidecar) = workspace();
     let path = chain_path(&sidecar);
