@@ -172,6 +172,18 @@ async fn a_missing_binary_is_a_failure_that_names_it() {
     assert_eq!(outcome(&e), ["ghost:failed_open"]);
 }
 
+/// Runs one `TaskComplete` hook (`command`, through the shell or as argv) on a task whose text is
+/// `content`, asserts that it allowed, and gives back its workspace to look for what it wrote.
+async fn allowed_with_task_content(name: &str, command: &str, shell: bool, content: &str) -> tempfile::TempDir {
+    let yaml = format!("version: 1\nhooks:\n  TaskComplete:\n    - name: {name}\n      shell: {shell}\n      command: {command}\n");
+    let (ws, engine) = engine(&yaml);
+    let mut event = Event::new(EventKind::TaskComplete);
+    event.subject = json!({ "task_content": content });
+    let e = engine.evaluate_async(event, None).await;
+    assert_eq!(e.decision, Decision::Allow, "{name}: {:?}", e.outcomes);
+    ws
+}
+
 #[tokio::test]
 #[cfg_attr(windows, ignore = "runs POSIX sh, which Windows has not; cmd's case is template_values_are_data_never_code_in_cmd")]
 async fn template_values_are_data_never_code() {
@@ -180,12 +192,7 @@ async fn template_values_are_data_never_code() {
         ("argv", "[sh, -c, 'printf %s \"$1\" > out.txt', sh, '{{task_content}}']", false),
         ("shell", "['printf %s {{task_content}} > out.txt']", true),
     ] {
-        let yaml = format!("version: 1\nhooks:\n  TaskComplete:\n    - name: {name}\n      shell: {shell}\n      command: {command}\n");
-        let (ws, engine) = engine(&yaml);
-        let mut event = Event::new(EventKind::TaskComplete);
-        event.subject = json!({ "task_content": evil });
-        let e = engine.evaluate_async(event, None).await;
-        assert_eq!(e.decision, Decision::Allow, "{name}: {:?}", e.outcomes);
+        let ws = allowed_with_task_content(name, command, shell, evil).await;
         assert_eq!(fs::read_to_string(ws.path().join("out.txt")).unwrap(), evil, "{name}");
         for f in ["pwned", "pwned2", "pwned3"] {
             assert!(!ws.path().join(f).exists(), "{name}: the task text ran as code ({f})");
@@ -203,12 +210,7 @@ async fn template_values_are_data_never_code_in_cmd() {
         ("argv", "[cmd, /d, /v:on, /s, /c, 'echo \"!CHOKEPOINT_TASK_CONTENT!\"> out.txt']", false),
         ("shell", "['echo {{task_content}}> out.txt']", true),
     ] {
-        let yaml = format!("version: 1\nhooks:\n  TaskComplete:\n    - name: {name}\n      shell: {shell}\n      command: {command}\n");
-        let (ws, engine) = engine(&yaml);
-        let mut event = Event::new(EventKind::TaskComplete);
-        event.subject = json!({ "task_content": evil });
-        let e = engine.evaluate_async(event, None).await;
-        assert_eq!(e.decision, Decision::Allow, "{name}: {:?}", e.outcomes);
+        let ws = allowed_with_task_content(name, command, shell, evil).await;
         let written = fs::read_to_string(ws.path().join("out.txt")).unwrap();
         // Wine's cmd expands `%…%` and `!…!` inside a delayed-expanded value again (Windows' does
         // not): there the value is not kept byte for byte, but it still runs nothing.
