@@ -152,15 +152,11 @@ impl From<PendingDict> for JsPendingDict {
             status,
             route,
             subject,
+            tasks,
+            summaries,
             actions,
             decision,
         } = p;
-        // The typed parts the runtime applies, read by the core's own reading of the kind's subject.
-        let (tasks, summaries) = match core::approvals::Subject::parse(kind, subject.clone()) {
-            Ok(core::approvals::Subject::Plan(s)) => (Some(s.tasks.into_iter().map(Into::into).collect()), None),
-            Ok(core::approvals::Subject::Compaction(s)) => (None, Some(s.summaries.into_iter().map(Into::into).collect())),
-            _ => (None, None),
-        };
         JsPendingDict {
             id,
             kind: kind.as_str().to_owned(),
@@ -174,8 +170,8 @@ impl From<PendingDict> for JsPendingDict {
             status: status.as_str().to_owned(),
             route,
             subject,
-            tasks,
-            summaries,
+            tasks: tasks.map(|t| t.into_iter().map(Into::into).collect()),
+            summaries: summaries.map(|s| s.into_iter().map(Into::into).collect()),
             actions: actions.into_iter().map(str::to_owned).collect(),
             decision: decision.map(Into::into),
         }

@@ -13,7 +13,7 @@
 //! runs on a copy). Adding an action is one table entry and one argument struct (`actions.rs`).
 
 use super::error::ApprovalError;
-use super::kind::{PendingKind, Subject};
+use super::kind::{PendingKind, PlanTask, Subject, Summary};
 use super::routing::Route;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -151,6 +151,12 @@ pub struct PendingDict {
     pub status: Status,
     pub route: String,
     pub subject: Value,
+    /// A plan's tasks and a compaction's summaries, typed, for a caller that applies them (the JSON
+    /// carries them in `subject`).
+    #[serde(skip)]
+    pub tasks: Option<Vec<PlanTask>>,
+    #[serde(skip)]
+    pub summaries: Option<Vec<Summary>>,
     /// The kind's public actions, in table order.
     pub actions: Vec<&'static str>,
     pub decision: Option<Decision>,
@@ -246,6 +252,8 @@ impl Pending {
             status: self.status,
             route: self.route.to_string(),
             subject: self.subject.to_value(),
+            tasks: if let Subject::Plan(s) = &self.subject { Some(s.tasks.clone()) } else { None },
+            summaries: if let Subject::Compaction(s) = &self.subject { Some(s.summaries.clone()) } else { None },
             actions: self.kind.action_names(),
             decision: self.decision.clone(),
         }
