@@ -100,10 +100,20 @@ fn exec_prefix_head(program: &Path, root: &Path, session: &str, syntax: Syntax) 
 /// One PowerShell word: single quotes, with each of PowerShell's single-quote characters (`'` and
 /// the typographic `‘ ’ ‚ ‛`, which it reads as `'` too) doubled. A `"` or a control character is
 /// refused: Windows PowerShell hands a program's argument with a `"` in it on unescaped, so the
-/// program would read more words than were written.
+/// program would read more words than were written. Two more words it does not pass whole are
+/// refused too: an empty one, which it drops, and one with a space that ends in `\`, which it wraps
+/// in `"…\"`, where the program reads `\"` as a quote and joins the next word to it.
 pub fn ps_quote(text: &str) -> Result<String, String> {
     if let Some(c) = text.chars().find(|c| *c == '"' || c.is_control()) {
         return Err(format!("`{}` holds {c:?}, which cannot be passed safely to a program from PowerShell", text.escape_debug()));
+    }
+    if text.is_empty() {
+        return Err("an empty word cannot be passed to a program from Windows PowerShell, which drops it".to_owned());
+    }
+    if text.ends_with('\\') && text.contains(' ') {
+        return Err(format!(
+            "`{text}` has a space and ends in `\\`, which Windows PowerShell passes on as an escaped quote: name it without the trailing `\\`"
+        ));
     }
     let mut out = String::with_capacity(text.len() + 2);
     out.push('\'');
@@ -352,9 +362,13 @@ mod tests {
                 .unwrap()
             )
         );
-        for session in ["a\"b", "a\nb", "a\u{0}b"] {
+        for session in ["a\"b", "a\nb", "a\u{0}b", ""] {
             assert!(exec_command(Path::new("C:/c.exe"), Path::new("C:/ws"), session, "dir", Syntax::PowerShell).is_err(), "{session:?}");
         }
+        // Windows PowerShell wraps a word with a space in `"…"`, so a trailing `\` would escape the
+        // closing quote; a root without a space, as a drive's `C:\`, is passed bare and is fine.
+        assert!(exec_command(Path::new("C:/c.exe"), Path::new("C:\\my ws\\"), "s", "dir", Syntax::PowerShell).is_err());
+        assert!(exec_command(Path::new("C:/c.exe"), Path::new("C:\\"), "s", "dir", Syntax::PowerShell).is_ok());
         // RFC 4648's test vectors.
         for (plain, encoded) in
             [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")]
