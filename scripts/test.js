@@ -257,6 +257,7 @@ async function main() {
   const results = [];
   for (const layer of layers) {
     log('test', `layer ${layer}`);
+    const begun = Date.now();
     let counts;
     try {
       counts =
@@ -275,7 +276,7 @@ async function main() {
       console.error(`error: layer ${layer} could not run: ${e.stack || e.message}`);
       counts = { passed: 0, failed: 1 };
     }
-    results.push({ layer, ...counts });
+    results.push({ layer, ...counts, seconds: Math.round((Date.now() - begun) / 1000) });
   }
   // The suite leaves the work tree as it found it: what a test writes goes to target/, out/, the
   // cache folder or a temporary folder, never into tracked files.
@@ -287,7 +288,8 @@ async function main() {
     results.push({ layer: 'work tree', passed: ok ? 1 : 0, failed: ok ? 0 : 1 });
   }
   console.log('');
-  for (const r of results) console.log(`  ${r.layer.padEnd(10)} ${r.passed} passed, ${r.failed} failed`);
+  // Each layer's time too: CI has a budget for the whole run, and this says where it goes.
+  for (const r of results) console.log(`  ${r.layer.padEnd(10)} ${r.passed} passed, ${r.failed} failed${'seconds' in r ? ` (${r.seconds} s)` : ''}`);
   const passed = results.reduce((s, r) => s + r.passed, 0);
   const failed = results.reduce((s, r) => s + r.failed, 0);
   console.log(`${passed} passed, ${failed} failed`);
