@@ -26,7 +26,8 @@ pub fn helper() {
         argv.retain(|a| a != "role:parent");
         argv.push("role:child".into());
         // Not waited for: it outlives this process if the tree is not ended as one.
-        std::process::Command::new(&argv[0])
+        #[allow(clippy::zombie_processes)]
+        let _child = std::process::Command::new(&argv[0])
             .args(&argv[1..])
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
