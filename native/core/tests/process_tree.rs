@@ -35,7 +35,9 @@ async fn a_hook_past_its_timeout_is_killed_with_its_whole_tree_grandchildren_inc
     let mut event = Event::tool(EventKind::PreToolUse, "write_to_file", json!({ "path": "src/a.js", "content": "x" }));
     event.ids.session = Some("S-1".into());
     event.paths = vec!["src/a.js".into()];
+    let started = std::time::Instant::now();
     let e = engine.evaluate_async(event, None).await;
+    assert!(started.elapsed() < Duration::from_secs(30), "the hook waited {:?} for the tree it should have ended", started.elapsed());
     match &e.decision {
         Decision::Deny(d) => assert!(d.reason.contains("timed out after 5000 ms"), "{}", d.reason),
         other => panic!("expected a deny, got {other:?}"),
@@ -54,7 +56,10 @@ fn a_contained_command_past_its_timeout_is_killed_with_its_whole_tree_grandchild
     plan.landlock = LandlockMode::Off;
     let argv = tree::parent_argv(&beat).into_iter().map(Into::into).collect();
     let shell = Shell { argv, cwd: root.to_path_buf(), env: Vec::new(), capture: true };
+    let started = std::time::Instant::now();
     let report = run(&plan, shell, Some(Duration::from_secs(5))).unwrap();
     assert!(report.timed_out && report.status.is_none(), "{report:?}");
+    // Not waited out: the parent sleeps a minute, and its grandchild beats as long.
+    assert!(started.elapsed() < Duration::from_secs(30), "the run waited {:?} for the tree it should have ended", started.elapsed());
     tree::assert_beat_stopped(&beat);
 }
