@@ -94,7 +94,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
         engine.sidecar().workspace_root().display(),
         server.endpoint().socket().display()
     );
-    eprintln!("chokepoint: http hooks post to {}/hook/claude (its token is in {})", server.http_url(), server.access_file().display());
+    // None on Windows (`serve::server` says why).
+    if !server.http_url().is_empty() {
+        eprintln!("chokepoint: http hooks post to {}/hook/claude (its token is in {})", server.http_url(), server.access_file().display());
+    }
     if args.review {
         let desk = crate::approvals::Local { engine: Arc::clone(&engine), by: crate::approvals::by() };
         // The review ends with its input; the server keeps serving until a signal. Its thread is left

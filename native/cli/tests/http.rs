@@ -3,9 +3,9 @@
 //!
 //! A request the endpoint refuses must be refused before the engine sees it: the ledger gains no
 //! record and the server's count of answered calls (printed when it stops) does not move.
-// The live engine listens only on a Unix socket yet (native/core/src/serve/unserved.rs says why not
-// elsewhere): these tests of it, its HTTP endpoint and the decisions made through it are Unix-only
-// until Windows has its named pipe (issue 32).
+// Unix-only: `chokepoint serve` from a terminal is refused on Windows, where no person can be told
+// from an agent's process (serve::deciders), and Windows has no HTTP endpoint yet (serve::server);
+// the live engine over Windows' named pipe, as VS Code's window serves it, is in served.rs.
 #![cfg(unix)]
 
 mod common;

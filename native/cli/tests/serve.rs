@@ -4,9 +4,9 @@
 //! How a test tells a served answer from a local one: the server keeps the last configuration that
 //! loaded, while a hook judging alone reads the files again. So after hooks.yaml breaks, the served
 //! hook still allows a write in scope and `--local` denies it naming the file.
-// The live engine listens only on a Unix socket yet (native/core/src/serve/unserved.rs says why not
-// elsewhere): these tests of it, its HTTP endpoint and the decisions made through it are Unix-only
-// until Windows has its named pipe (issue 32).
+// Unix-only: `chokepoint serve` from a terminal is refused on Windows, where no person can be told
+// from an agent's process (serve::deciders), and Windows has no HTTP endpoint yet (serve::server);
+// the live engine over Windows' named pipe, as VS Code's window serves it, is in served.rs.
 #![cfg(unix)]
 
 mod common;

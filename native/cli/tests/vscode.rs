@@ -417,7 +417,10 @@ fn doctor_reports_vs_codes_setup_and_its_switch() {
 /// A live engine answers VS Code's calls through the shared entries as the hook would alone: read
 /// as VS Code's agent's by the server (`bounded::read` there too), in VS Code's format.
 #[test]
-#[cfg_attr(windows, ignore = "starts the live engine, which serves only on a Unix socket yet (serve/unserved.rs)")]
+#[cfg_attr(
+    windows,
+    ignore = "starts `chokepoint serve`, refused from a terminal where no person can be told from an agent's process (serve::deciders); the pipe's served path is in served.rs"
+)]
 fn a_live_engine_answers_vs_codes_calls_as_vs_codes() {
     use std::io::{BufRead, BufReader};
     let (_dir, ws) = governed();

@@ -35,10 +35,16 @@ pub fn lacks() -> Vec<Lack> {
             means: "a contained shell command is refused, since it cannot be confined to its scope; set `landlock: off` in hooks.yaml's gatekeeper section to run such commands observed (reported, never undone)",
         });
     }
-    if !cfg!(unix) {
+    if !cfg!(any(unix, windows)) {
         out.push(Lack {
-            what: "a live engine (it listens on a Unix socket)",
+            what: "a live engine (it listens on a Unix socket or a Windows named pipe)",
             means: "each hook judges alone: slower, and an edit that breaks hooks.yaml denies every gate until it is fixed, where a live engine keeps the last good configuration",
+        });
+    }
+    if cfg!(windows) {
+        out.push(Lack {
+            what: "the live engine's loopback HTTP endpoint (its token file cannot be made private to the user here yet)",
+            means: "agents' hooks reach the live engine through `chokepoint hook` over its named pipe (the command hooks `chokepoint init` sets up); a hook set up by hand as Claude Code's `type: \"http\"` finds nothing listening, and its agent lets the call through",
         });
     }
     if chokepoint_core::serve::process::this().is_none() {
@@ -74,7 +80,8 @@ mod tests {
         let found = lacks();
         let lacks = |what: &str| found.iter().any(|l| l.what.contains(what));
         assert_eq!(lacks("isolation"), !cfg!(target_os = "linux"), "{found:?}");
-        assert_eq!(lacks("live engine"), !cfg!(unix), "{found:?}");
+        assert_eq!(lacks("a live engine"), !cfg!(any(unix, windows)), "{found:?}");
+        assert_eq!(lacks("HTTP endpoint"), cfg!(windows), "{found:?}");
         // A Mac has both: Seatbelt's `sandbox-exec`, and its process table in place of `/proc`.
         assert_eq!(lacks("Seatbelt"), cfg!(target_os = "macos") && !std::path::Path::new("/usr/bin/sandbox-exec").is_file(), "{found:?}");
         assert_eq!(lacks("/proc"), !cfg!(any(target_os = "linux", target_os = "macos")), "{found:?}");

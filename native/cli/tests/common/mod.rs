@@ -102,6 +102,8 @@ pub fn spawn_claude_hook(ws: &Path, runtime: &Path, input: &str, extra: &[&str])
         .args(["hook", "--agent", "claude", "--workspace", ws.to_str().unwrap()])
         .args(extra)
         .env("XDG_RUNTIME_DIR", runtime)
+        // Windows' runtime folder, which names the live engine's pipe there.
+        .env("LOCALAPPDATA", runtime)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -6,7 +6,8 @@
 //! layer declares an error that is a sentence for a person rather than a case to match (`error.rs`),
 //! and the names of the closed vocabularies that cross to the edges as strings (`names.rs`); the
 //! platform's shell for a script we run ourselves, `sh` or Windows' cmd (`shell.rs`); paths as people
-//! read them, without Windows' verbatim prefix (`shown.rs`).
+//! read them, without Windows' verbatim prefix (`shown.rs`); a command's process tree ended as one, a
+//! process group or a Windows Job Object (`tree.rs`).
 
 pub mod clock;
 pub mod diagnostic;
@@ -19,4 +20,5 @@ pub mod shown;
 pub mod sidecar;
 pub mod sqlite;
 pub mod team;
+pub mod tree;
 pub mod yaml;

@@ -23,8 +23,9 @@
 //! `/usr/bin/sandbox-exec` with the same grant (`seatbelt.rs`), the snapshot still compares before
 //! and after, and a Mac without `sandbox-exec` refuses to run the command unless `landlock: off`.
 //!
-//! The command runs in its own process group; on timeout and on cancel, the supervisor is asked to
-//! stop (it ends the namespace, and with it everything the command started), then the group is killed.
+//! The command runs as a process tree of its own (`base::tree`: a process group, on Windows a Job
+//! Object); on timeout and on cancel, the supervisor is asked to stop (it ends the namespace, and with
+//! it everything the command started), then the tree is killed.
 //!
 //! Observed is what runs on another OS, with `isolation: off`, when no `chokepoint` program is given
 //! to be the supervisor (a threaded engine cannot create user namespaces itself), or when the kernel
@@ -35,6 +36,7 @@
 //! `native/core/tests/containment.rs` (observed).
 
 use crate::base::sidecar::{SIDECAR_DIR, Sidecar};
+use crate::base::tree::Tree;
 use crate::containment::isolate::{SPEC_ENV, SUPERVISOR_ARG, Spec, Status};
 use crate::containment::layer::{Applied, Layer};
 use crate::containment::sandbox::{self, Confinement};
@@ -107,8 +109,7 @@ impl Shell {
         if self.capture {
             command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         }
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        crate::base::tree::prepare(&mut command);
         command
     }
 }
@@ -470,13 +471,13 @@ impl Containment {
         let mut command = shell.command(isolator, &[SUPERVISOR_ARG, "--"]);
         command.args(&shell.argv).env(SPEC_ENV, serde_json::to_string(&spec).map_err(io::Error::other)?);
         let mut child = command.spawn()?;
+        let tree = adopt(&mut child)?;
         drop(child.stdin.take());
         let capture = Capture::start(&mut child, plan.output_cap);
-        let pid = child.id();
-        let waited = wait(child, timeout, plan.cancel.as_deref(), true);
+        let waited = wait(child, &tree, timeout, plan.cancel.as_deref(), true);
         let status = Status::read(&run.status);
         if let Some(why) = status.failed {
-            kill_group(pid);
+            tree.kill();
             capture.map(Capture::finish);
             return Ok(Err(why));
         }
@@ -485,7 +486,7 @@ impl Containment {
         if let Some(init) = status.init_pid {
             await_gone(init, NAMESPACE_GRACE);
         }
-        kill_group(pid);
+        tree.kill();
         let output = capture.map(Capture::finish);
         let (exit, stopped) = waited?;
         let layer = Layer::read(&spec.upper, &root, before)?;
@@ -564,12 +565,12 @@ impl Containment {
             LandlockMode::Off => sandbox::spawn_unconfined(command, "Landlock is turned off for this command"),
         };
         let (mut child, confinement) = spawned?;
+        let tree = adopt(&mut child)?;
         drop(child.stdin.take());
         let capture = Capture::start(&mut child, plan.output_cap);
-        let pid = child.id();
-        let waited = wait(child, timeout, plan.cancel.as_deref(), false);
-        // Whatever it left running in its group goes with it.
-        kill_group(pid);
+        let waited = wait(child, &tree, timeout, plan.cancel.as_deref(), false);
+        // Whatever it left running in its group or job goes with it.
+        tree.kill();
         let output = capture.map(Capture::finish);
         let (exit, stopped) = waited?;
         let after = snapshotter.take(Some(&before))?;
@@ -893,6 +894,7 @@ const CANCEL_POLL: Duration = Duration::from_millis(25);
 #[cfg(unix)]
 fn wait(
     mut child: Child,
+    tree: &Tree,
     timeout: Option<Duration>,
     cancel: Option<&AtomicBool>,
     graceful: bool,
@@ -929,7 +931,7 @@ fn wait(
             return Ok((None, Some(stopped)));
         }
     }
-    kill_group(pid);
+    tree.kill();
     // The leader is reaped by the waiting thread; this returns once it is.
     let _ = rx.recv();
     Ok((None, Some(stopped)))
@@ -938,6 +940,7 @@ fn wait(
 #[cfg(not(unix))]
 fn wait(
     mut child: Child,
+    tree: &Tree,
     timeout: Option<Duration>,
     cancel: Option<&AtomicBool>,
     _graceful: bool,
@@ -956,6 +959,7 @@ fn wait(
             None
         };
         if let Some(stopped) = stopped {
+            tree.kill();
             let _ = child.kill();
             let _ = child.wait();
             return Ok((None, Some(stopped)));
@@ -965,16 +969,14 @@ fn wait(
     }
 }
 
-#[cfg(unix)]
-fn kill_group(pid: u32) {
-    if let Ok(pid) = i32::try_from(pid) {
-        // ESRCH (the group is already gone) is the common, expected case.
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-    }
+/// The tree of a command just spawned (`base::tree`); a command that cannot be put in its tree
+/// (Windows: its Job Object) is killed before it runs and the run fails with the reason.
+fn adopt(child: &mut Child) -> io::Result<Tree> {
+    Tree::adopt(Some(child.id())).inspect_err(|_| {
+        let _ = child.kill();
+        let _ = child.wait();
+    })
 }
-
-#[cfg(not(unix))]
-fn kill_group(_pid: u32) {}
 
 #[cfg(test)]
 mod tests {

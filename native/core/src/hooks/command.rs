@@ -11,9 +11,11 @@
 //! - any other exit, a signal, a timeout, output over the cap, or stdout that starts like JSON but is
 //!   not: a failure, which the hook's failure mode turns into a deny (`closed`) or a note (`open`).
 //!
-//! Every hook runs in its own process group; when it times out the whole group is killed, and when it
-//! ends the group is killed too, so nothing a hook started outlives it.
+//! Every hook runs as a process tree of its own (`base::tree`: a process group, on Windows a Job
+//! Object); when it times out the whole tree is killed, and when it ends the tree is killed too, so
+//! nothing a hook started outlives it.
 
+use crate::base::tree::Tree;
 use crate::hooks::template;
 use crate::model::decision::{Answer, Denial, HookAnswer, HookFailure};
 use crate::model::event::{Event, EventKind};
@@ -67,15 +69,22 @@ pub async fn run(spec: &CommandSpec, event: &Event, cwd: &Path, output_cap: usiz
     // Whatever the hook asks of Chokepoint while it runs is one level deeper and does not re-enter the hooks.
     command.env("CHOKEPOINT_EVENT", event.kind.as_str()).env("CHOKEPOINT_HOOK_DEPTH", (event.depth + 1).to_string());
     command.current_dir(cwd).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-    #[cfg(unix)]
-    command.process_group(0);
+    crate::base::tree::prepare_async(&mut command);
 
     let program = spec.argv.first().cloned().unwrap_or_default();
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => return CommandRun::failed(HookFailure::Error(format!("cannot start `{program}`: {e}"))),
     };
-    let pgid = child.id();
+    let tree = match Tree::adopt(child.id()) {
+        Ok(tree) => tree,
+        Err(e) => {
+            // Still suspended (Windows): it never ran, and is not left behind.
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            return CommandRun::failed(HookFailure::Error(format!("`{program}` was not run: {e}")));
+        }
+    };
 
     let input = serde_json::to_vec(&stdin_json(event, cwd)).unwrap_or_default();
     let mut stdin = child.stdin.take().expect("stdin is piped");
@@ -90,18 +99,18 @@ pub async fn run(spec: &CommandSpec, event: &Event, cwd: &Path, output_cap: usiz
     let status = match tokio::time::timeout(spec.timeout, child.wait()).await {
         Ok(status) => status.map_err(|e| HookFailure::Error(format!("waiting for `{program}`: {e}"))),
         Err(_) => {
-            kill_group(pgid);
-            // The hook itself too, where there is no group to kill (Windows), else the wait is forever.
+            tree.kill();
+            // The hook itself too, should it have left its group or job (a `setsid`), else the wait is forever.
             let _ = child.start_kill();
             let _ = child.wait().await;
             Err(HookFailure::Timeout { after_ms: spec.timeout.as_millis() as u64 })
         }
     };
-    // Whatever the hook left running in its group goes with it; this also closes the pipes it held.
-    kill_group(pgid);
+    // Whatever the hook left running in its group or job goes with it; this also closes the pipes it held.
+    tree.kill();
     writer.abort();
-    // A process the hook left holding its output open (Windows has no group to kill; a Unix one may
-    // have left the group) is not waited for past the hook's own timeout: a failure, not a hang.
+    // A process the hook left holding its output open (one that left the group with `setsid`) is not
+    // waited for past the hook's own timeout: a failure, not a hang.
     let (Ok(out), Ok(err)) = (tokio::time::timeout(spec.timeout, stdout).await, tokio::time::timeout(spec.timeout, stderr).await) else {
         return CommandRun::failed(HookFailure::Error(format!(
             "`{program}` ended, but a process it started kept its output open past the hook's timeout"
@@ -179,17 +188,6 @@ async fn read_capped(mut pipe: impl AsyncRead + Unpin, cap: usize) -> (Vec<u8>, 
     }
     (kept, overflow)
 }
-
-#[cfg(unix)]
-fn kill_group(pgid: Option<u32>) {
-    if let Some(pid) = pgid.and_then(|p| i32::try_from(p).ok()) {
-        // ESRCH (the group is already gone) is the common, expected case.
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-    }
-}
-
-#[cfg(not(unix))]
-fn kill_group(_pgid: Option<u32>) {}
 
 fn interpret(status: std::process::ExitStatus, out: &[u8], err: &[u8]) -> CommandRun {
     let stderr = String::from_utf8_lossy(err).trim().to_owned();

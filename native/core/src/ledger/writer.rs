@@ -1536,4 +1536,27 @@ mod tests {
         let head = super::super::head::read(&sidecar.state_db(), &chain.chain).unwrap().unwrap();
         assert_eq!((head.count, head.hash), (2, second.hash));
     }
+
+    /// The lock every process of a worktree appends under: `flock` on Unix, std's `File::lock` on
+    /// Windows (`LockFileEx`, exclusive). Two handles of the file opened apart contend as two
+    /// processes do: the second waits until the first's guard drops.
+    #[test]
+    fn the_ledger_lock_held_on_one_handle_makes_another_wait_until_it_is_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.lock");
+        let open = || std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).unwrap();
+        let (first, second) = (open(), open());
+        let held = lock_exclusive(&first, &path).unwrap();
+        assert!(matches!(second.try_lock(), Err(std::fs::TryLockError::WouldBlock)), "a second handle took the held lock");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let guard = lock_exclusive(&second, &path).unwrap();
+            tx.send(()).unwrap();
+            drop(guard);
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(300)).is_err(), "the second handle did not wait for the lock");
+        drop(held);
+        rx.recv_timeout(Duration::from_secs(10)).expect("the second handle has the lock once the first released it");
+        waiter.join().unwrap();
+    }
 }

@@ -33,6 +33,8 @@ pub fn probe(endpoint: &Endpoint) -> Result<(), String> {
 
 /// A connection to the engine at `endpoint`, once its folder is one to trust; `Err` says why not.
 fn connect(endpoint: &Endpoint) -> Result<UnixStream, Unanswered> {
+    // A pipe's name is not looked at first: that would open (and take) one of its instances.
+    #[cfg(unix)]
     if !endpoint.socket().exists() {
         return Err(Unanswered::NotServed("no engine is serving this workspace".into()));
     }
@@ -73,15 +75,43 @@ pub(crate) fn connect_now(socket: &std::path::Path) -> Result<UnixStream, Unansw
     Ok(stream)
 }
 
+/// Opens the engine's named pipe (Windows) without waiting for a free instance, as the server's own
+/// user's only: a pipe of that name made by another user's process is refused, never talked to, and
+/// its server may only identify us, not act as us (`SECURITY_IDENTIFICATION`).
+#[cfg(windows)]
+pub(crate) fn connect_now(pipe: &std::path::Path) -> Result<UnixStream, Unanswered> {
+    use std::os::windows::fs::OpenOptionsExt;
+    /// `SecurityIdentification << 16`; std adds `SECURITY_SQOS_PRESENT`.
+    const SECURITY_IDENTIFICATION: u32 = 1 << 16;
+    let opened = std::fs::OpenOptions::new().read(true).write(true).security_qos_flags(SECURITY_IDENTIFICATION).open(pipe);
+    let stream = match opened {
+        Ok(stream) => stream,
+        // ERROR_FILE_NOT_FOUND: nobody listens.
+        Err(e) if e.raw_os_error() == Some(2) => return Err(Unanswered::NotServed("no engine is serving this workspace".into())),
+        // ERROR_PIPE_BUSY: every instance is taken.
+        Err(e) if e.raw_os_error() == Some(231) => {
+            return Err(Unanswered::Failed("the engine is busy: every instance of its pipe is taken".into()));
+        }
+        Err(e) => return Err(Unanswered::NotServed(format!("the engine's pipe does not answer: {e}"))),
+    };
+    chokepoint_win::pipe::server_if_ours(&stream)
+        .map_err(|e| Unanswered::NotServed(format!("the pipe {} is not to be trusted: {e}", pipe.display())))?;
+    Ok(stream)
+}
+
 /// Where the live engine has no transport (unserved.rs): no engine serves, so the hook judges alone.
-#[cfg(not(unix))]
+#[cfg(not(any(unix, windows)))]
 pub(crate) fn connect_now(_socket: &std::path::Path) -> Result<UnixStream, Unanswered> {
     Err(Unanswered::NotServed(super::endpoint::UNAVAILABLE.to_owned()))
 }
 
-/// The stream type `connect_now` never returns where there is no Unix socket: a stand-in with the
+/// The engine's pipe, opened as a file (Windows).
+#[cfg(windows)]
+type UnixStream = std::fs::File;
+
+/// The stream type `connect_now` never returns where there is no transport: a stand-in with the
 /// same reads, writes and timeouts, so that `exchange` is one function on every platform.
-#[cfg(not(unix))]
+#[cfg(not(any(unix, windows)))]
 type UnixStream = std::net::TcpStream;
 
 /// Why a request had no answer.
@@ -95,18 +125,37 @@ pub enum Unanswered {
 
 /// Sends `request` to the engine at `endpoint` and waits at most `timeout` for its answer.
 pub fn exchange(endpoint: &Endpoint, request: &Request, timeout: Duration) -> Result<Answer, Unanswered> {
-    let mut stream = connect(endpoint)?;
-    let sent = (|| {
-        stream.set_write_timeout(Some(timeout))?;
-        stream.set_read_timeout(Some(timeout))?;
-        let body = serde_json::to_vec(request).map_err(std::io::Error::other)?;
-        // A server too busy to take the request says so at once and hangs up, maybe before the
-        // request is sent: its answer is read all the same.
-        let wrote = write_frame(&mut stream, &body);
-        let answer = read_frame(&mut stream, MAX_ANSWER).map_err(|e| wrote.err().unwrap_or(e))?;
-        serde_json::from_slice::<Answer>(&answer).map_err(std::io::Error::other)
-    })();
-    sent.map_err(|e| Unanswered::Failed(format!("the engine did not answer: {e}")))
+    let stream = connect(endpoint)?;
+    let body = serde_json::to_vec(request).map_err(|e| Unanswered::Failed(format!("the request cannot be written: {e}")))?;
+    within(stream, body, timeout).map_err(|e| Unanswered::Failed(format!("the engine did not answer: {e}")))
+}
+
+/// One request and its answer on `stream`: a server too busy to take the request says so at once
+/// and hangs up, maybe before the request is sent, and its answer is read all the same.
+fn talk(stream: &mut (impl std::io::Read + std::io::Write), body: &[u8]) -> std::io::Result<Answer> {
+    let wrote = write_frame(stream, body);
+    let answer = read_frame(stream, MAX_ANSWER).map_err(|e| wrote.err().unwrap_or(e))?;
+    serde_json::from_slice::<Answer>(&answer).map_err(std::io::Error::other)
+}
+
+/// [`talk`] within `timeout`, by the socket's own timeouts.
+#[cfg(not(windows))]
+fn within(mut stream: UnixStream, body: Vec<u8>, timeout: Duration) -> std::io::Result<Answer> {
+    stream.set_write_timeout(Some(timeout))?;
+    stream.set_read_timeout(Some(timeout))?;
+    talk(&mut stream, &body)
+}
+
+/// [`talk`] within `timeout`: a pipe opened as a file has no timeouts, so it talks on a thread of
+/// its own, left behind when the time is up (blocked until the engine answers or ends; the hook
+/// process that asked ends first).
+#[cfg(windows)]
+fn within(mut stream: UnixStream, body: Vec<u8>, timeout: Duration) -> std::io::Result<Answer> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new().name("chokepoint-pipe".into()).spawn(move || {
+        let _ = tx.send(talk(&mut stream, &body));
+    })?;
+    rx.recv_timeout(timeout).unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time")))
 }
 
 /// Hands a hook call to the engine at `endpoint` and waits at most `timeout` for its reply.

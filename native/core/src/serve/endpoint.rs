@@ -1,4 +1,7 @@
-//! Where a workspace's live engine listens: `<runtime dir>/chokepoint/<workspace hash>.sock`.
+//! Where a workspace's live engine listens: `<runtime dir>/chokepoint/<workspace hash>.sock`; on
+//! Windows the named pipe `\\.\pipe\chokepoint-<hash>` (of the runtime folder and the workspace, so
+//! that two runtime folders, as tests make, are two endpoints), which has no folder to guard it:
+//! its DACL grants this user alone, and each end checks the other's user (`server.rs`, `client.rs`).
 //!
 //! - **Why a private folder.** The socket file's own permissions are not checked by every system
 //!   when connecting, but a folder's are: a folder owned by the user with no access for anyone else
@@ -21,8 +24,8 @@ use super::error::ServeError;
 
 /// Why no live engine listens on a platform without a Unix socket (`unserved.rs`), for `chokepoint
 /// serve`, the extension and `chokepoint doctor`.
-pub const UNAVAILABLE: &str = "the live engine listens on a Unix socket, and this platform's build has no transport for it yet \
-     (a named pipe on Windows); hooks judge alone, each in its own process";
+pub const UNAVAILABLE: &str = "the live engine listens on a Unix socket or a Windows named pipe, and this platform's build has \
+     neither; hooks judge alone, each in its own process";
 
 /// The socket of one workspace's engine and the folder that guards it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,8 +44,18 @@ impl Endpoint {
     pub fn in_dir(dir: &Path, root: &Path) -> Endpoint {
         let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
         let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
-        let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        Endpoint { dir: dir.to_owned(), socket: dir.join(format!("{name}.sock")) }
+        #[cfg(not(windows))]
+        let socket = {
+            let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+            dir.join(format!("{name}.sock"))
+        };
+        #[cfg(windows)]
+        let socket = {
+            let digest = Sha256::new().chain_update(dir.as_os_str().as_encoded_bytes()).chain_update([0]).chain_update(digest).finalize();
+            let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+            PathBuf::from(format!(r"\\.\pipe\chokepoint-{name}"))
+        };
+        Endpoint { dir: dir.to_owned(), socket }
     }
 
     /// The socket file.
@@ -99,19 +112,30 @@ impl Endpoint {
     }
 }
 
-/// Refused where who owns a folder and who may enter it are not read yet (Windows: its owner and
-/// ACL): a client finding an endpoint there judges alone rather than trust it. Nothing listens there
-/// anyway (unserved.rs).
-#[cfg(not(unix))]
+/// A named pipe has no folder: who may open it is its DACL, set by the server that creates it, and
+/// whose it is the client checks on connecting (the server process's user, `client.rs`).
+#[cfg(windows)]
 impl Endpoint {
+    pub(crate) fn prepare(&self) -> Result<(), ServeError> {
+        Ok(())
+    }
+
     pub fn check(&self) -> Result<(), ServeError> {
-        Err(format!("whether the endpoint folder {} is this user's alone cannot be checked on this platform yet", self.dir.display())
-            .into())
+        Ok(())
     }
 }
 
-/// The user's own folder for local, per-machine data (`%LOCALAPPDATA%`), where the live engine will
-/// listen on Windows (issue 32); the system's temporary folder when it is not set.
+/// Refused where there is neither a Unix socket nor a named pipe: nothing listens there anyway
+/// (unserved.rs).
+#[cfg(not(any(unix, windows)))]
+impl Endpoint {
+    pub fn check(&self) -> Result<(), ServeError> {
+        Err(format!("whether the endpoint folder {} is this user's alone cannot be checked on this platform", self.dir.display()).into())
+    }
+}
+
+/// The user's own folder for local, per-machine data (`%LOCALAPPDATA%`), which names the live
+/// engine's pipe on Windows; the system's temporary folder when it is not set.
 #[cfg(not(unix))]
 fn runtime_dir() -> PathBuf {
     std::env::var_os("LOCALAPPDATA").map(PathBuf::from).unwrap_or_else(std::env::temp_dir).join("chokepoint").join("run")

@@ -496,7 +496,7 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(windows, ignore = "starts the live engine, which serves only on a Unix socket yet (serve/unserved.rs)")]
+    #[cfg_attr(windows, ignore = "posts to the live engine's HTTP endpoint, which Windows has not yet (serve::server says why)")]
     fn a_shell_command_that_could_not_run_contained_is_refused() {
         use crate::serve::endpoint::Endpoint;
         use crate::serve::server::{ServeOptions, Server};

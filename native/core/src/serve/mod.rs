@@ -5,11 +5,12 @@
 //! `chokepoint hook` forwards to whichever is up (`client.rs`), judging alone when none is. The
 //! Pendings its asks open live in that engine, so `chokepoint approvals` asks it about them here too.
 //!
-//! - `endpoint.rs`: where a workspace's engine listens, in a folder only its user can enter;
+//! - `endpoint.rs`: where a workspace's engine listens, in a folder only its user can enter (on
+//!   Windows a named pipe whose DACL grants its user alone);
 //! - `protocol.rs`: one request (a hook's raw input, or a question or decision about the Pendings)
 //!   and one answer per connection, framed;
 //! - `server.rs`: the listener, who may connect, and the limits on what they send;
-//! - `unserved.rs`: the server where the build has no transport (no Unix socket: Windows, for now),
+//! - `unserved.rs`: the server where the build has no transport (neither a Unix socket nor a named pipe),
 //!   which refuses to start and says why, so that every hook judges alone;
 //! - `http.rs`: the loopback HTTP endpoint beside it (Claude Code's `type: "http"` hooks), with its
 //!   checks of Host, Origin, token, size and time;
@@ -28,7 +29,8 @@
 
 // Where nothing listens (unserved.rs), the server's side (judging a call, the HTTP endpoint, a
 // relayed ask's answer, the token file) is still compiled, so that it keeps building on every
-// platform for the transport to come, but nothing calls it.
+// platform for the transport to come, but nothing calls it; on Windows, the HTTP endpoint and its
+// token file (server.rs says why).
 #![cfg_attr(not(unix), allow(dead_code))]
 
 mod call;
@@ -40,10 +42,11 @@ pub mod http;
 pub mod process;
 pub mod protocol;
 pub mod relay;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub mod server;
-// Where there is no Unix socket, a server that refuses to start, saying why (unserved.rs).
-#[cfg(not(unix))]
+// Where there is neither a Unix socket nor a named pipe, a server that refuses to start, saying why
+// (unserved.rs).
+#[cfg(not(any(unix, windows)))]
 #[path = "unserved.rs"]
 pub mod server;
 pub mod token;

@@ -1,4 +1,4 @@
-//! The live engine's listener: one Unix socket per workspace, its connections accepted and read on
+//! The live engine's listener: one Unix socket per workspace (on Windows a named pipe, `\\.\pipe\…`), its connections accepted and read on
 //! one event loop and answered on the pool's threads (`call::pool`), one request and one answer per
 //! connection: a hook call to judge, an ask relayed from another worktree's hook (`relay.rs`), or a
 //! question or decision about the engine's Pendings (`chokepoint approvals`). Beside it, the loopback HTTP endpoint for agents whose hooks
@@ -6,13 +6,18 @@
 //!
 //! Who may ask, checked before the engine sees anything: only a process of the same user (the
 //! endpoint's folder is 0700 and the socket 0600, and the peer's user id, which the kernel reports,
-//! must be ours). What they may send: one frame of at most [`MAX_REQUEST`] bytes (64 MiB), all of it within
+//! must be ours; on Windows the pipe's DACL grants this user alone, remote clients are rejected, and
+//! the client process's token must be this user's: `chokepoint_win::pipe`). Only the listener
+//! differs between the two: reading, admitting, judging and answering a request is one path. Windows
+//! has no loopback HTTP endpoint yet: its token file cannot be made private to the user there. What they may send: one frame of at most [`MAX_REQUEST`] bytes (64 MiB), all of it within
 //! [`READ_TIMEOUT`] (2 s) of the connection (the whole request, not each read); anything else is refused
 //! and the hook judges alone (`client.rs`). How many at once: [`Limits`] (in all, per process, being
 //! judged); a connection over them is refused at once, so a hook judges alone rather than waiting.
 
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::{UnixListener, UnixStream};
+#[cfg(unix)]
+use std::os::unix::net::UnixListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -39,8 +44,10 @@ pub struct Server {
     stopping: Arc<AtomicBool>,
     counters: Arc<Counters>,
     accept: Option<JoinHandle<()>>,
-    http: Http,
+    /// None on Windows (the module's doc says why).
+    http: Option<Http>,
     /// The socket file's inode, to remove only our own.
+    #[cfg(unix)]
     inode: u64,
 }
 
@@ -54,6 +61,7 @@ impl Server {
     /// Serves `engine` at `endpoint`, and over HTTP on 127.0.0.1 (its URL and token in
     /// `.orchestration/serve.json`). Refused when another live server holds the socket; a socket
     /// left by a server that died is replaced.
+    #[cfg(unix)]
     pub fn start_at(engine: Arc<Engine>, endpoint: Endpoint, options: ServeOptions) -> Result<Server, ServeError> {
         // A live engine shows the team's Pendings of every machine and hears their decisions.
         engine.approvals().listen(true);
@@ -103,7 +111,48 @@ impl Server {
                 return Err(e);
             }
         };
-        Ok(Server { endpoint, stopping, counters, accept: Some(accept), http, inode })
+        Ok(Server { endpoint, stopping, counters, accept: Some(accept), http: Some(http), inode })
+    }
+
+    /// Serves `engine` at `endpoint`'s named pipe, created here first (`FILE_FLAG_FIRST_PIPE_INSTANCE`):
+    /// refused when another server, or another user, holds the name. No HTTP endpoint (the module's
+    /// doc says why).
+    #[cfg(windows)]
+    pub fn start_at(engine: Arc<Engine>, endpoint: Endpoint, options: ServeOptions) -> Result<Server, ServeError> {
+        engine.approvals().listen(true);
+        endpoint.prepare()?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let counters = Arc::new(Counters::default());
+        let admission = Admission::new(options.limits);
+        let name = endpoint.socket().to_string_lossy().into_owned();
+        // Asked first, as on Unix: a live server of ours answers (Wine does not refuse a second
+        // first instance; Windows does, below).
+        if !matches!(super::client::connect_now(endpoint.socket()), Err(super::client::Unanswered::NotServed(_))) {
+            return Err(format!(
+                "another engine already serves this workspace at {name} (a VS Code window or `chokepoint serve` on it); hooks reach that one"
+            )
+            .into());
+        }
+        let (ready, listening) = std::sync::mpsc::sync_channel(1);
+        let accept = std::thread::Builder::new()
+            .name("chokepoint-serve".into())
+            .spawn({
+                let stopping = Arc::clone(&stopping);
+                let shared = Shared { registry: Registry::for_server(&engine), engine, counters: Arc::clone(&counters), admission };
+                move || pipe_loop(&name, shared, &stopping, &ready)
+            })
+            .map_err(|e| ServeError::from(format!("cannot start the server thread: {e}")))?;
+        match listening.recv() {
+            Ok(Ok(())) => Ok(Server { endpoint, stopping, counters, accept: Some(accept), http: None }),
+            Ok(Err(why)) => {
+                let _ = accept.join();
+                Err(why.into())
+            }
+            Err(_) => {
+                let _ = accept.join();
+                Err("the server thread ended before it listened".to_owned().into())
+            }
+        }
     }
 
     /// Where it listens.
@@ -111,14 +160,16 @@ impl Server {
         &self.endpoint
     }
 
-    /// Where agents' HTTP hooks post: `http://127.0.0.1:<port>` (a hook's URL adds `/hook/<agent>`).
+    /// Where agents' HTTP hooks post: `http://127.0.0.1:<port>` (a hook's URL adds `/hook/<agent>`);
+    /// empty where there is no HTTP endpoint (Windows).
     pub fn http_url(&self) -> &str {
-        self.http.url()
+        self.http.as_ref().map_or("", Http::url)
     }
 
-    /// The file with the HTTP endpoint's URL and token (`.orchestration/serve.json`, 0600).
+    /// The file with the HTTP endpoint's URL and token (`.orchestration/serve.json`, 0600); empty
+    /// where there is no HTTP endpoint (Windows).
     pub fn access_file(&self) -> &std::path::Path {
-        self.http.file()
+        self.http.as_ref().map_or(std::path::Path::new(""), Http::file)
     }
 
     /// Requests answered so far.
@@ -139,12 +190,16 @@ impl Server {
         self.stopping.store(true, Ordering::Release);
         // The accept loop looks at `stopping` at least every POLL.
         let _ = accept.join();
-        self.http.stop();
+        if let Some(http) = &mut self.http {
+            http.stop();
+        }
         // Only our own socket: another server may have taken the path since (after someone removed
-        // ours), and its socket is not ours to remove.
+        // ours), and its socket is not ours to remove. (A pipe goes with its last handle.)
+        #[cfg(unix)]
         if std::fs::metadata(self.endpoint.socket()).ok().map(|m| std::os::unix::fs::MetadataExt::ino(&m)) != Some(self.inode) {
             return;
         }
+        #[cfg(unix)]
         let _ = std::fs::remove_file(self.endpoint.socket());
     }
 }
@@ -169,6 +224,7 @@ struct Shared {
 /// Accepts and reads every connection on one event loop (this thread), so that a client sending
 /// slowly costs a file descriptor and a buffer, never a thread; a request read whole within
 /// [`READ_TIMEOUT`] of its connection is answered on the pool's threads (`call::pool`).
+#[cfg(unix)]
 fn accept_loop(listener: UnixListener, shared: Shared, stopping: &AtomicBool) {
     let Ok(runtime) = call::io_runtime() else { return };
     let shared = Arc::new(shared);
@@ -196,8 +252,112 @@ fn accept_loop(listener: UnixListener, shared: Shared, stopping: &AtomicBool) {
     // the pool's threads.
 }
 
+/// The named pipe's accept loop (Windows): [`accept_loop`]'s, with one listening instance of the
+/// pipe at a time, a new one made as each is connected. The first instance is made here, on the
+/// runtime that drives it, and `ready` says whether it could be.
+#[cfg(windows)]
+fn pipe_loop(name: &str, shared: Shared, stopping: &AtomicBool, ready: &std::sync::mpsc::SyncSender<Result<(), String>>) {
+    use tokio::net::windows::named_pipe::ServerOptions;
+    let runtime = match call::io_runtime() {
+        Ok(runtime) => runtime,
+        Err(e) => return drop(ready.send(Err(format!("cannot start the server's event loop: {e}")))),
+    };
+    let shared = Arc::new(shared);
+    runtime.block_on(async {
+        let options = |first: bool| {
+            let mut options = ServerOptions::new();
+            options.first_pipe_instance(first).reject_remote_clients(true);
+            options
+        };
+        let mut next = match chokepoint_win::pipe::create(&options(true), name) {
+            Ok(pipe) => pipe,
+            // ERROR_ACCESS_DENIED: the name exists (a live server's, or someone else's).
+            Err(e) if e.raw_os_error() == Some(5) => {
+                return drop(ready.send(Err(format!(
+                    "another engine already serves this workspace at {name} (a VS Code window or `chokepoint serve` on it), or another user took that name; hooks reach that one"
+                ))));
+            }
+            Err(e) => return drop(ready.send(Err(format!("cannot listen at {name}: {e}")))),
+        };
+        let _ = ready.send(Ok(()));
+        while !stopping.load(Ordering::Acquire) {
+            match tokio::time::timeout(POLL, next.connect()).await {
+                Err(_) => continue,
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => {
+                    // The client left before it was accepted: this instance is done with.
+                    match chokepoint_win::pipe::create(&options(false), name) {
+                        Ok(pipe) => next = pipe,
+                        Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+                    }
+                    continue;
+                }
+            }
+            let fresh = match chokepoint_win::pipe::create(&options(false), name) {
+                Ok(pipe) => pipe,
+                Err(_) => {
+                    // Out of handles, say: this client is dropped (it judges alone) and the
+                    // instance kept for the next.
+                    let _ = next.disconnect();
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            let stream = std::mem::replace(&mut next, fresh);
+            let Some(peer) = chokepoint_win::pipe::client_if_ours(&stream) else {
+                shared.counters.count(false);
+                continue;
+            };
+            tokio::spawn(connection(stream, peer, Arc::clone(&shared)));
+        }
+    });
+}
+
+/// A connection's stream as the pool's thread answers it: blocking writes.
+trait Blocking: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {
+    type Writer: std::io::Write + Send + 'static;
+    fn blocking(self) -> std::io::Result<Self::Writer>;
+}
+
+#[cfg(unix)]
+impl Blocking for tokio::net::UnixStream {
+    type Writer = std::os::unix::net::UnixStream;
+    fn blocking(self) -> std::io::Result<Self::Writer> {
+        self.into_std().and_then(|s| s.set_nonblocking(false).map(|()| s))
+    }
+}
+
+/// A pipe instance written from a pool thread, through the accept loop's runtime (which drives its
+/// I/O as long as the server runs).
+#[cfg(windows)]
+struct PipeWriter {
+    pipe: tokio::net::windows::named_pipe::NamedPipeServer,
+    runtime: tokio::runtime::Handle,
+}
+
+#[cfg(windows)]
+impl std::io::Write for PipeWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        use tokio::io::AsyncWriteExt;
+        self.runtime.block_on(self.pipe.write(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        self.runtime.block_on(self.pipe.flush())
+    }
+}
+
+#[cfg(windows)]
+impl Blocking for tokio::net::windows::named_pipe::NamedPipeServer {
+    type Writer = PipeWriter;
+    fn blocking(self) -> std::io::Result<Self::Writer> {
+        Ok(PipeWriter { pipe: self, runtime: tokio::runtime::Handle::current() })
+    }
+}
+
 /// One connection: admitted, read within its deadline, then answered on the pool.
-async fn connection(mut stream: tokio::net::UnixStream, peer: u32, shared: Arc<Shared>) {
+async fn connection<S: Blocking>(mut stream: S, peer: u32, shared: Arc<Shared>) {
     let received = Instant::now();
     let ticket = match shared.admission.connection(peer) {
         Ok(ticket) => ticket,
@@ -214,7 +374,7 @@ async fn connection(mut stream: tokio::net::UnixStream, peer: u32, shared: Arc<S
         Ok(judging) => judging,
         Err(busy) => return refused(stream, busy, &shared).await,
     };
-    let Ok(stream) = stream.into_std().and_then(|s| s.set_nonblocking(false).map(|()| s)) else { return shared.counters.count(false) };
+    let Ok(stream) = stream.blocking() else { return shared.counters.count(false) };
     // No pool: the connection is dropped, and the hook judges alone.
     if let Ok(pool) = call::pool() {
         drop(pool.spawn_blocking(move || {
@@ -225,13 +385,13 @@ async fn connection(mut stream: tokio::net::UnixStream, peer: u32, shared: Arc<S
 }
 
 /// Refuses a connection before judging anything, saying why (within the read limit), and counts it.
-async fn refused(mut stream: tokio::net::UnixStream, reason: String, shared: &Shared) {
+async fn refused<S: Blocking>(mut stream: S, reason: String, shared: &Shared) {
     let _ = tokio::time::timeout(READ_TIMEOUT, send_async(&mut stream, &Answer::Refused { reason })).await;
     shared.counters.count(false);
 }
 
 /// Answers one request read whole; `false` when it was refused.
-fn serve(mut stream: UnixStream, peer: u32, request: Request, received: Instant, shared: &Shared) -> bool {
+fn serve(mut stream: impl std::io::Write, peer: u32, request: Request, received: Instant, shared: &Shared) -> bool {
     let engine = Arc::clone(&shared.engine);
     let registry = shared.registry.as_ref();
     let answer = match request {
@@ -311,7 +471,7 @@ fn pendings(request: Request, engine: &Engine) -> Answer {
 
 /// Reads one request: a frame of at most [`MAX_REQUEST`] bytes (refused on its announced length,
 /// unread), its buffer grown as its bytes come rather than taken at once.
-async fn read_request(stream: &mut tokio::net::UnixStream) -> Result<Request, String> {
+async fn read_request(stream: &mut (impl tokio::io::AsyncRead + Unpin)) -> Result<Request, String> {
     use tokio::io::AsyncReadExt;
     let mut len = [0u8; 4];
     stream.read_exact(&mut len).await.map_err(|e| format!("the request could not be read: {e}"))?;
@@ -329,7 +489,7 @@ async fn read_request(stream: &mut tokio::net::UnixStream) -> Result<Request, St
     serde_json::from_slice(&body).map_err(|e| format!("the request is not one: {e}"))
 }
 
-async fn send_async(stream: &mut tokio::net::UnixStream, answer: &Answer) -> std::io::Result<()> {
+async fn send_async(stream: &mut (impl tokio::io::AsyncWrite + Unpin), answer: &Answer) -> std::io::Result<()> {
     use tokio::io::AsyncWriteExt;
     let body = serde_json::to_vec(answer).map_err(std::io::Error::other)?;
     let len = u32::try_from(body.len()).map_err(std::io::Error::other)?;
@@ -338,14 +498,14 @@ async fn send_async(stream: &mut tokio::net::UnixStream, answer: &Answer) -> std
     stream.flush().await
 }
 
-fn send(stream: &mut UnixStream, answer: &Answer) -> std::io::Result<()> {
+fn send(stream: &mut impl std::io::Write, answer: &Answer) -> std::io::Result<()> {
     let body = serde_json::to_vec(answer).map_err(std::io::Error::other)?;
     write_frame(stream, &body)
 }
 
 /// The peer's pid when it runs as this process's user (the kernel's word, not the peer's); 0 for a
 /// peer in a pid namespace this process cannot see into.
-#[cfg(not(target_vendor = "apple"))]
+#[cfg(all(unix, not(target_vendor = "apple")))]
 fn same_user(stream: &impl std::os::fd::AsFd) -> Option<u32> {
     let peer = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials).ok()?;
     (peer.uid() == nix::unistd::getuid().as_raw()).then(|| u32::try_from(peer.pid()).unwrap_or(0))
@@ -364,9 +524,10 @@ fn same_user(stream: &impl std::os::fd::AsFd) -> Option<u32> {
     Some(u32::try_from(pid).unwrap_or(0))
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::os::unix::net::UnixStream;
 
     #[test]
     fn stopping_leaves_another_servers_socket_alone() {

@@ -67,8 +67,8 @@ fn process_exists(pid: u32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None) != Err(nix::errno::Errno::ESRCH)
 }
 
-/// Whether a process runs is not asked of Windows yet (no server writes the file there,
-/// unserved.rs): taken as gone, so a file found there is not trusted.
+/// Whether a process runs is not asked of Windows yet (no server writes the file there: it has no
+/// HTTP endpoint yet, serve::server): taken as gone, so a file found there is not trusted.
 #[cfg(not(unix))]
 fn process_exists(_pid: u32) -> bool {
     false
@@ -103,7 +103,7 @@ pub(crate) fn write(file: &Path, access: &Access) -> Result<(), ServeError> {
     let _ = std::fs::remove_file(&temporary);
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
-    // Windows has no mode: no server writes the file there yet (unserved.rs).
+    // Windows has no mode: no server writes the file there yet (no HTTP endpoint, serve::server).
     #[cfg(unix)]
     options.mode(0o600);
     let mut out = options.open(&temporary).map_err(fail)?;
