@@ -15,12 +15,7 @@
 //   platforms  the core's and the CLI's cargo tests built for Windows (x86_64-pc-windows-gnu, run
 //              under Wine) and Linux on Arm (aarch64-unknown-linux-gnu, under qemu-user), with every
 //              test ignored there listed with its reason (scripts/platforms.js); then all five .vsix
-//              packed and each checked for its platform's engine and program (tests/platforms). Run only
-//              when named (`npm test -- platforms`), not yet by a bare `npm test`: the Windows half passes
-//              under Wine (421 passed, 107 ignored with reasons) and the Arm half's last run had its six
-//              failures marked, but neither has passed on a clean clone within CI's budget yet, and the
-//              win32-x64 and macOS .vsix are not packed here yet (napi links Windows' addon against a
-//              libnode.dll MinGW does not have). It joins the default run once it passes within CI's budget.
+//              packed and each checked for its platform's engine and program (tests/platforms).
 //
 // `npm test -- cargo node` runs only the named layers. Exit code 0 only if every test passed.
 'use strict';
@@ -33,9 +28,8 @@ const vscode = require('./vscode');
 const { ensureAgents } = require('./agents');
 const { platformsLayer } = require('./platforms');
 
+/** The layers, in the order they run; a bare `npm test` runs them all. */
 const LAYERS = ['cargo', 'node', 'extension', 'ui', 'agents', 'platforms'];
-/** What a bare `npm test` runs: every layer but `platforms` (see above). */
-const DEFAULT_LAYERS = LAYERS.filter((l) => l !== 'platforms');
 
 /** Workbench errors that come from this machine having no network (gallery look-ups, sign-in
  *  providers) and from tearing the window down; anything else is printed. */
@@ -244,7 +238,7 @@ async function platformsTestLayer() {
 async function main() {
   const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
   for (const a of asked) if (!LAYERS.includes(a)) throw new Error(`unknown test layer \`${a}\`; the layers are ${LAYERS.join(', ')}`);
-  const layers = asked.length ? asked : DEFAULT_LAYERS;
+  const layers = asked.length ? asked : LAYERS;
   const needsVsCode = layers.includes('extension') || layers.includes('ui');
   // What the VS Code layers and the cargo layer's tests use; the platforms layer installs its own (Wine, qemu, MinGW).
   if (needsVsCode) await vscode.ensureSystemPackages({ need: ['chromium', 'libkrb5-dev', 'strace', 'postgresql', 'openssl'] });
