@@ -5,7 +5,7 @@
 //! this machine (it is meant to be committed); `--local --program` writes a person's own program to
 //! Claude Code's local, ignored settings.
 
-use chokepoint_core::agents::portable::guarded;
+use chokepoint_core::agents::portable::{guarded, guarded_powershell};
 use serde_json::{Value, json};
 use std::fs;
 use std::path::Path;
@@ -185,7 +185,8 @@ fn each_agent_gets_its_hooks_in_its_format_and_timeout_unit() {
     assert_eq!(gemini["hooksConfig"], json!({ "enabled": true }));
     assert_eq!(gemini["mcpServers"], json!({ "chokepoint": server }));
 
-    // Copilot CLI: flat, `bash` and `timeoutSec`, the event on the command line.
+    // Copilot CLI: flat, `bash` (Linux, macOS) and `powershell` (Windows), each guarded, and
+    // `timeoutSec`, the event on the command line.
     let copilot = read_json(ws, ".github/hooks/chokepoint.json");
     assert_eq!(copilot["version"], 1);
     assert_eq!(keys(&copilot["hooks"]), sorted(COPILOT));
@@ -193,7 +194,12 @@ fn each_agent_gets_its_hooks_in_its_format_and_timeout_unit() {
         let (timeout, deadline) = deadline(event);
         assert_eq!(
             copilot["hooks"][event],
-            json!([{ "type": "command", "bash": command("copilot", Some(event), deadline), "timeoutSec": timeout }]),
+            json!([{
+                "type": "command",
+                "bash": command("copilot", Some(event), deadline),
+                "powershell": guarded_powershell(&format!("hook --agent copilot --event {event} --deadline {deadline}")),
+                "timeoutSec": timeout
+            }]),
             "copilot {event}"
         );
     }

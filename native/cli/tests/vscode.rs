@@ -76,7 +76,12 @@ fn vs_code_and_copilot_cli_share_one_set_of_entries_whichever_ran_last() {
     assert_eq!(doc["version"], 1, "Copilot CLI's format, which VS Code reads too");
     assert_eq!(
         doc["hooks"]["preToolUse"],
-        json!([{ "type": "command", "bash": chokepoint_core::agents::portable::guarded("hook --agent copilot --event preToolUse --deadline 600"), "timeoutSec": 610 }])
+        json!([{
+            "type": "command",
+            "bash": chokepoint_core::agents::portable::guarded("hook --agent copilot --event preToolUse --deadline 600"),
+            "powershell": chokepoint_core::agents::portable::guarded_powershell("hook --agent copilot --event preToolUse --deadline 600"),
+            "timeoutSec": 610
+        }])
     );
     assert_eq!(doc["hooks"]["agentStop"][0]["timeoutSec"], 600, "VS Code's Stop is a completion gate");
     let first = our_entries(ws);

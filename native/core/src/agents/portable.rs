@@ -16,6 +16,10 @@
 //! form that blocks in every agent; `agents/reply.rs`), saying how to fix it. The guard is one line
 //! of POSIX `sh` whose only variable parts are the arguments given by [`guarded`] (fixed words:
 //! an agent id, an event name, a number), so no path or name on any machine can break its quoting.
+//!
+//! **On Windows an agent may run its hooks through PowerShell** (Copilot CLI takes a handler's
+//! `powershell` command there, and its `bash` one elsewhere): [`guarded_powershell`] is the same
+//! lookup, in the same order, with the same refusal, as one line of PowerShell.
 
 use std::path::{Path, PathBuf};
 
@@ -53,6 +57,32 @@ pub fn guarded(args: &str) -> String {
     )
 }
 
+/// [`guarded`] as one line of PowerShell (7, which Copilot CLI requires on Windows, and Windows
+/// PowerShell 5.1): [`PROGRAM_VAR`], then `chokepoint.exe` on `PATH` (`Get-Command`, which walks it
+/// as Windows does), then the pointer under `$env:XDG_STATE_HOME`, then `~\.local\state` (where the
+/// extension writes it on every platform), and exit 2 with [`NOT_FOUND`] when none names a file.
+///
+/// - A state home is taken only when it is a full path: an unset `XDG_STATE_HOME` must not become
+///   `\chokepoint\program`, a folder at the drive's root, which any user may create on Windows.
+/// - The program is started with `&` and no pipeline input, so it reads the agent's JSON from the
+///   standard input it inherits, unconverted; its exit code is PowerShell's (`exit $LASTEXITCODE`),
+///   so its block (2) stays a block. Its answer is written as UTF-8, not the console's code page.
+/// - As in [`guarded`], no `${…}` and no `` ` ``, and the only variable part is `args`, plain words.
+pub fn guarded_powershell(args: &str) -> String {
+    debug_assert!(args.chars().all(|c| c.is_ascii_alphanumeric() || " -_".contains(c)), "plain words: {args}");
+    let pointer = POINTER.replace('/', "\\");
+    format!(
+        "[Console]::OutputEncoding = [Text.UTF8Encoding]::new($false); ${VAR} = $env:{PROGRAM_VAR}; \
+         if (-not ${VAR}) {{ ${VAR} = Get-Command -Name 'chokepoint.exe' -CommandType Application -TotalCount 1 -ErrorAction SilentlyContinue | ForEach-Object Source }}; \
+         foreach (${DIR} in @($env:XDG_STATE_HOME, (Join-Path $HOME '.local\\state'))) {{ \
+         if (-not ${VAR} -and ${DIR} -match '^([A-Za-z]:[\\\\/]|[\\\\/][\\\\/])') {{ \
+         ${DIRS} = Join-Path ${DIR} '{pointer}'; \
+         if (Test-Path -LiteralPath ${DIRS} -PathType Leaf) {{ ${VAR} = Get-Content -LiteralPath ${DIRS} -TotalCount 1 }} }} }}; \
+         if (-not ${VAR} -or -not (Test-Path -LiteralPath ${VAR} -PathType Leaf)) {{ [Console]::Error.WriteLine('{NOT_FOUND}'); exit 2 }}; \
+         & ${VAR} {args}; exit $LASTEXITCODE"
+    )
+}
+
 /// The guard's shell variables: the program, `PATH` as read once, and the folder being looked in.
 const VAR: &str = "chokepoint_bin";
 const DIRS: &str = "chokepoint_path";
@@ -73,7 +103,8 @@ pub fn find_program(var: impl Fn(&str) -> Option<String>) -> Result<PathBuf, Str
         return runnable(Path::new(&named)).ok_or_else(|| format!("{PROGRAM_VAR} names `{named}`, which is not an executable file"));
     }
     let path = var("PATH").unwrap_or_default();
-    if let Some(found) = std::env::split_paths(&path).map(|dir| dir.join("chokepoint")).find_map(|p| runnable(&p)) {
+    let name = format!("chokepoint{}", std::env::consts::EXE_SUFFIX);
+    if let Some(found) = std::env::split_paths(&path).map(|dir| dir.join(&name)).find_map(|p| runnable(&p)) {
         return Ok(found);
     }
     let homes = [var("XDG_STATE_HOME").map(PathBuf::from), var("HOME").map(|h| Path::new(&h).join(".local/state"))];
@@ -177,5 +208,40 @@ mod tests {
         let env = [("PATH", "/usr/bin:/bin"), ("HOME", home_s)];
         assert_eq!(find_program(|k| env.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())).unwrap(), fake);
         assert!(is_guarded(&guarded("mcp")));
+    }
+
+    /// The PowerShell guard holds nothing an agent expands, and its quotes and braces pair up, so the
+    /// one line parses: the part of it that can be checked without PowerShell.
+    #[test]
+    fn the_powershell_guard_is_one_line_of_balanced_powershell_with_nothing_expanded() {
+        let guard = guarded_powershell("hook --agent copilot --event preToolUse --deadline 600");
+        assert!(!guard.contains("${") && !guard.contains('`') && !guard.contains('\n'), "{guard}");
+        assert!(!NOT_FOUND.contains('\''));
+        assert_eq!(guard.matches('\'').count() % 2, 0, "{guard}");
+        assert_eq!(guard.matches('{').count(), guard.matches('}').count(), "{guard}");
+        assert_eq!(guard.matches('(').count(), guard.matches(')').count(), "{guard}");
+        assert!(guard.contains(&format!("$env:{PROGRAM_VAR}")) && guard.contains("'chokepoint\\program'"), "{guard}");
+        assert!(guard.contains(&format!("[Console]::Error.WriteLine('{NOT_FOUND}'); exit 2")), "{guard}");
+        assert!(guard.ends_with("& $chokepoint_bin hook --agent copilot --event preToolUse --deadline 600; exit $LASTEXITCODE"), "{guard}");
+    }
+
+    /// Through PowerShell itself, with no program anywhere: it blocks and says how to fix it, as the
+    /// `sh` guard does.
+    #[test]
+    #[cfg_attr(not(windows), ignore = "runs the guard through PowerShell, which Windows has and these Linux machines have not")]
+    #[cfg_attr(wine, ignore = "runs the guard through PowerShell, which Wine has not")]
+    fn with_no_program_anywhere_the_powershell_guard_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new("powershell.exe")
+            .args(["-NoProfile", "-NonInteractive", "-Command", &guarded_powershell("hook --agent copilot --deadline 25")])
+            .env("PATH", r"C:\Windows\System32;C:\Windows\System32\WindowsPowerShell\v1.0")
+            .env("HOME", dir.path())
+            .env("USERPROFILE", dir.path())
+            .env_remove(PROGRAM_VAR)
+            .env_remove("XDG_STATE_HOME")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("chokepoint init --local --program"), "{out:?}");
     }
 }

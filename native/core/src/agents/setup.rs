@@ -42,7 +42,7 @@
 
 use crate::agents::error::SetupError;
 use crate::agents::json::{Json, Object};
-use crate::agents::portable::{PROGRAM_VAR, guarded};
+use crate::agents::portable::{PROGRAM_VAR, guarded, guarded_powershell};
 use crate::base::diagnostic::Diagnostic;
 use crate::base::sidecar::{IGNORE_FILE, IGNORE_HEADER, RUNTIME_FILES, runtime_ignore, with_lines};
 use crate::model::event::EventKind;
@@ -186,10 +186,21 @@ pub fn is_ours(agent: Agent, command: &str) -> bool {
 /// The hook's command line for one event: `chokepoint hook …` behind the guard that finds the
 /// program on this machine (`portable::guarded`).
 pub fn command(agent: Agent, hook: &Installed) -> String {
+    guarded(&command_args(agent, hook))
+}
+
+/// [`command`] for an agent that runs it through PowerShell (Copilot CLI on Windows: a handler's
+/// `powershell` command; `portable::guarded_powershell`).
+pub fn powershell_command(agent: Agent, hook: &Installed) -> String {
+    guarded_powershell(&command_args(agent, hook))
+}
+
+/// The arguments of `chokepoint` in a hook's command line.
+fn command_args(agent: Agent, hook: &Installed) -> String {
     let agent = written_as(agent);
     // Copilot CLI's input does not name its event: the command line does.
     let event = if agent == Agent::Copilot { format!(" --event {}", hook.event) } else { String::new() };
-    guarded(&format!("{}{event} --deadline {}", marker(agent).trim_start(), hook.deadline_secs))
+    format!("{}{event} --deadline {}", marker(agent).trim_start(), hook.deadline_secs)
 }
 
 /// The key and unit of a handler's timeout in the agent's file: seconds, but Gemini CLI's
@@ -358,7 +369,7 @@ fn nested(agent: Agent) -> bool {
 }
 
 fn handler_is_ours(agent: Agent, handler: &Json) -> bool {
-    ["command", "bash"].iter().any(|key| handler.get(key).and_then(Json::as_str).is_some_and(|c| is_ours(agent, c)))
+    ["command", "bash", "powershell"].iter().any(|key| handler.get(key).and_then(Json::as_str).is_some_and(|c| is_ours(agent, c)))
 }
 
 /// One handler of ours, in the agent's words.
@@ -368,7 +379,13 @@ fn handler(setup: &Setup, hook: &Installed) -> Json {
     let timeout = Json::from(hook.timeout_secs * unit);
     match written_as(setup.agent) {
         Agent::GeminiCli => Json::object([("type", "command".into()), ("name", SERVER.into()), ("command", command), (key, timeout)]),
-        Agent::Copilot => Json::object([("type", "command".into()), ("bash", command), (key, timeout)]),
+        // Copilot CLI runs `bash` on Linux and macOS and `powershell` on Windows: both are guarded.
+        Agent::Copilot => Json::object([
+            ("type", "command".into()),
+            ("bash", command),
+            ("powershell", powershell_command(setup.agent, hook).into()),
+            (key, timeout),
+        ]),
         // Cursor's timeout unit is disputed (seconds in its docs' examples, milliseconds by a third
         // party): `failClosed` makes a gate whose hook ran out of time deny rather than allow.
         Agent::Cursor if hook.kind == EventKind::PreToolUse => {
