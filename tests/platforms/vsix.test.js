@@ -1,6 +1,7 @@
 // Every platform's .vsix, packed by scripts/package.js (as `npm run package -- --all` does) and read back
 // (scripts/vsix.js): its manifest targets its platform, and it carries exactly one engine and one
-// program, named as the extension looks for them there and of that platform's machine code. Run by
+// program, named as the extension looks for them there and of that platform's machine code, and on
+// Windows importing no DLL a Windows machine lacks (tests/platforms/pe.test.js holds that check). Run by
 // the platforms layer (`npm test -- platforms`) after the suites. The Linux x64 .vsix is also
 // installed into a real VS Code and driven by the UI layer (tests/ui), which this does not repeat.
 'use strict';
@@ -15,10 +16,18 @@ const { chosenPlatforms } = require('../../scripts/platforms');
 /** All five, or those `CHOKEPOINT_PLATFORMS` names (scripts/platforms.js). */
 const CHOSEN = PLATFORMS.filter((p) => chosenPlatforms().includes(p.name));
 
+/**
+ * The cargo profile of the other platforms' engines and programs: Cargo.toml's `platforms` (optimised
+ * at level 1, no LTO), unless CHOKEPOINT_PACKAGE_PROFILE names another (`release`, what people get).
+ * What this file checks does not depend on optimisation, and the release builds of the four other
+ * platforms take longer than CI's budget for the whole layer (scripts/package.js).
+ */
+const PROFILE = process.env.CHOKEPOINT_PACKAGE_PROFILE || 'platforms';
+
 /** The .vsix of each chosen platform, packed once for the whole file (cross-building all five takes minutes). */
 let packed;
 function vsixOf(platform) {
-  packed ??= packageVsix(CHOSEN.flatMap((p) => ['--target', p.name]));
+  packed ??= packageVsix([...CHOSEN.flatMap((p) => ['--target', p.name]), '--profile', PROFILE]);
   return packed.then((outs) => {
     const file = outs.find((o) => path.basename(o).endsWith(`-${platform.name}.vsix`));
     assert.ok(file, `packaging made no .vsix for ${platform.name}: ${outs.map((o) => path.basename(o)).join(', ')}`);
