@@ -1,7 +1,8 @@
 // What a packed .vsix holds, read without unpacking it: the platform its manifest targets, its files,
 // and for the engine and the program, what machine code they are (ELF, Mach-O or PE, and for which
-// processor), and for Windows what DLLs they import (Windows loads a DLL's imports by file name
-// before any of its code runs, so a wrong one is a .vsix that fails on every machine). The platforms
+// processor), and for Windows and macOS what libraries they load at start (each loader looks for
+// them by name before any of our code runs, so a wrong one is a .vsix that fails on every machine)
+// and whether an Apple silicon binary is signed. The platforms
 // layer checks each platform's .vsix with it: the right engine and program for its target, and no
 // other platform's.
 'use strict';
@@ -132,6 +133,49 @@ function peProblems(links, kind) {
   return out;
 }
 
+/** Mach-O's load commands that name a library loaded at start (`LC_LOAD_DYLIB` and its weak, re-exported,
+ *  lazy and upward kinds), and the one that carries the code signature (`LC_CODE_SIGNATURE`). */
+const LOAD_DYLIB = new Set([0xc, 0x80000018, 0x8000001f, 0x20, 0x80000023]);
+const CODE_SIGNATURE = 0x1d;
+
+/**
+ * What a 64-bit Mach-O file (a macOS program or addon) loads and whether it is signed: the install
+ * names of the libraries it loads at start, and whether it carries a code signature. Null for anything
+ * else.
+ * @param {Buffer} bytes
+ * @returns {{ loads: string[], signed: boolean } | null}
+ */
+function machoLinks(bytes) {
+  if (machineCode(bytes)?.format !== 'mach-o') return null;
+  const loads = [];
+  let signed = false;
+  let at = 32;
+  for (let i = 0; i < bytes.readUInt32LE(16); i += 1) {
+    const cmd = bytes.readUInt32LE(at);
+    if (cmd === CODE_SIGNATURE) signed = true;
+    if (LOAD_DYLIB.has(cmd)) {
+      const name = at + bytes.readUInt32LE(at + 8);
+      loads.push(bytes.toString('latin1', name, bytes.indexOf(0, name)));
+    }
+    at += bytes.readUInt32LE(at + 4);
+  }
+  return { loads, signed };
+}
+
+/**
+ * What is wrong with how a macOS engine or program links, `links` read by machoLinks: a library it
+ * loads from outside `/usr/lib/` and `/System/Library/` (what every Mac has; anything else is a path
+ * of the machine that built it), and on Apple silicon no code signature (macOS kills arm64 code
+ * without one; zig's linker signs ad hoc).
+ * @param {{ loads: string[], signed: boolean }} links
+ * @param {string} arch
+ */
+function machoProblems(links, arch) {
+  const out = links.loads.filter((l) => !l.startsWith('/usr/lib/') && !l.startsWith('/System/Library/')).map((l) => `loads ${l}, which is not part of macOS`);
+  if (arch === 'arm64' && !links.signed) out.push('has no code signature, without which macOS on Apple silicon does not run it');
+  return out;
+}
+
 /** The machine code each VS Code platform runs: format and processor. */
 function expectedCode(platform) {
   const [os, arch] = platform.split('-');
@@ -148,7 +192,7 @@ function inspect(file) {
   const target = manifest ? /TargetPlatform="([^"]+)"/.exec(manifest.read().toString('utf8'))?.[1] : undefined;
   const code = (e) => {
     const bytes = e.read();
-    const links = peLinks(bytes);
+    const links = peLinks(bytes) ?? machoLinks(bytes);
     return { name: e.name, code: machineCode(bytes), ...(links ? { links } : {}) };
   };
   return {
@@ -175,8 +219,10 @@ function problems(file, platform) {
     for (const e of list) {
       if (!e.code || e.code.format !== want.format || e.code.arch !== want.arch) {
         out.push(`${e.name} is ${e.code ? `${e.code.format} ${e.code.arch}` : 'not machine code'}, not ${want.format} ${want.arch}`);
-      } else if (e.links) {
+      } else if (e.links && 'imports' in e.links) {
         for (const p of peProblems(e.links, kind)) out.push(`${e.name} ${p}`);
+      } else if (e.links && 'loads' in e.links) {
+        for (const p of machoProblems(e.links, want.arch)) out.push(`${e.name} ${p}`);
       }
     }
   };
@@ -185,4 +231,4 @@ function problems(file, platform) {
   return out;
 }
 
-module.exports = { inspect, problems, machineCode, expectedCode, entries, peLinks, peProblems };
+module.exports = { inspect, problems, machineCode, expectedCode, entries, peLinks, peProblems, machoLinks, machoProblems };
