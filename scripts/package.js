@@ -25,9 +25,9 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const { ROOT, log, step, run } = require('./lib');
+const { ROOT, log, step, run, formatSeconds } = require('./lib');
 const { build } = require('./build');
-const { PLATFORMS, platformNamed, ensureCrossTools, zigEnv } = require('./toolchains');
+const { PLATFORMS, platformNamed, ensureCrossTools, zigEnv, mingwEnv } = require('./toolchains');
 const { macosSdk } = require('./macos-sdk');
 
 /** This machine's platform, as VS Code names it. */
@@ -59,7 +59,12 @@ async function buildFor(platform, profile) {
   if (platform === hostPlatform()) {
     return { addon: path.join(ROOT, 'native/node', `chokepoint.${platform.addon}.node`), program: path.join(ROOT, 'target/release', platform.program) };
   }
-  const env = { ...process.env, ...(platform.zig ? zigEnv() : {}), ...(platform.apple ? { SDKROOT: macosSdk() } : {}) };
+  const env = {
+    ...process.env,
+    ...(platform.zig ? zigEnv() : {}),
+    ...(platform.apple ? { SDKROOT: macosSdk() } : {}),
+    ...(platform.triple.endsWith('-windows-gnu') ? mingwEnv(ROOT) : {}),
+  };
   const out = path.join(ROOT, 'target', platform.triple, profile === 'release' ? 'addon' : `addon-${profile}`);
   await step('package', `${platform.name}: native addon (${profile})`, () =>
     run(
@@ -158,6 +163,17 @@ async function packFor(platform, built) {
   return out;
 }
 
+/** The CPU time, in seconds, of the children this process has waited for (cargo, rustc, the linkers):
+ *  Linux's /proc/self/stat `cutime` and `cstime`, in clock ticks of 1/100 s. Null elsewhere. */
+function childrenCpuSeconds() {
+  try {
+    const fields = fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return null;
+  }
+}
+
 /** Packs the platforms `argv` names; returns the .vsix paths. */
 async function packageVsix(argv = []) {
   const platforms = chosen(argv);
@@ -169,7 +185,16 @@ async function packageVsix(argv = []) {
   fs.chmodSync(path.join(ROOT, 'bin/chokepoint'), 0o755);
   const outs = [];
   const profile = crossProfile(argv);
-  for (const platform of platforms) outs.push(await packFor(platform, await buildFor(platform, profile)));
+  for (const platform of platforms) {
+    // What each platform's pack costs, for CI's budget: its time, and the CPU time of what it ran.
+    const [started, cpu] = [Date.now(), childrenCpuSeconds()];
+    outs.push(await packFor(platform, await buildFor(platform, profile)));
+    const used = cpu === null ? '' : `, ${formatSeconds(/** @type {number} */ (childrenCpuSeconds()) - cpu)} of CPU`;
+    log(
+      'package',
+      `${platform.name} (${platform === hostPlatform() ? "this machine's release build" : profile}): ${formatSeconds((Date.now() - started) / 1000)}${used}`,
+    );
+  }
   log('package', `packed ${outs.length}: ${outs.map((o) => path.basename(o)).join(', ')}`);
   return outs;
 }

@@ -1,7 +1,8 @@
 // The tools that build for other platforms than this one, each installed by the project itself on
 // first use, from the registries this machine reaches: rust's standard library per target (rustup),
 // zig and cargo-zigbuild (PyPI, pinned, into the cache folder; they link macOS and Linux on Arm),
-// Debian's MinGW (the Windows linker). Used by `npm run package -- --all` (scripts/package.js) and
+// Debian's MinGW (the Windows linker, with what napi-build asks of it: `mingwEnv`). Used by
+// `npm run package -- --all` (scripts/package.js) and
 // by the platforms layer of `npm test` (scripts/platforms.js), which both read the platforms from
 // PLATFORMS here.
 'use strict';
@@ -74,6 +75,24 @@ function zigEnv(env = process.env) {
   };
 }
 
+/**
+ * The environment in which the Windows addon links with MinGW (`napi build --target
+ * x86_64-pc-windows-gnu`). napi-build 2, run by the napi crate's build script and by ours, insists on
+ * linking a `libnode.dll` on windows-gnu (`-lnode`, found through LIBNODE_PATH) and fails the build
+ * without one. Our addon imports nothing from Node (napi's `dyn-symbols`: native/node/Cargo.toml says
+ * why), so an `ar` archive with no member under that name satisfies the linker and adds no import;
+ * scripts/vsix.js checks that the packed engine imports no Node DLL. Written into target/, so nothing
+ * is downloaded. A LIBNODE_PATH of the caller's is overridden: linking a real libnode.dll is the
+ * failure this avoids.
+ * @param {string} root the repository's root
+ */
+function mingwEnv(root) {
+  const dir = path.join(root, 'target', 'no-libnode');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'libnode.dll'), '!<arch>\n');
+  return { LIBNODE_PATH: dir };
+}
+
 /** What building for `platforms` needs (each with `triple` and `zig`). */
 async function ensureCrossTools(platforms) {
   if (platforms.some((p) => p.triple.endsWith('-windows-gnu'))) await vscode.ensureSystemPackages({ need: ['gcc-mingw-w64-x86-64'] });
@@ -81,4 +100,4 @@ async function ensureCrossTools(platforms) {
   if (platforms.some((p) => p.zig)) await ensureZig();
 }
 
-module.exports = { PLATFORMS, platformNamed, ensureRustTargets, ensureZig, zigEnv, ensureCrossTools, ZIG_DIR };
+module.exports = { PLATFORMS, platformNamed, ensureRustTargets, ensureZig, zigEnv, mingwEnv, ensureCrossTools, ZIG_DIR };
