@@ -23,8 +23,12 @@ const CHOSEN = PLATFORMS.filter((p) => chosenPlatforms().includes(p.name));
 /**
  * The cargo profile of the other platforms' engines and programs: Cargo.toml's `platforms` (optimised
  * at level 1, no LTO), unless CHOKEPOINT_PACKAGE_PROFILE names another (`release`, what people get).
- * What this file checks does not depend on optimisation, and the release builds of the four other
- * platforms take longer than CI's budget for the whole layer (scripts/package.js).
+ * What this file checks does not depend on optimisation. Measured on 28 November 2026, cold, on this
+ * 2-core machine shared with two other builds (package.js logs each): with `platforms`, darwin-x64
+ * 7.4 min of CPU (13.1 min), linux-arm64 7.4 (10.6), darwin-arm64 6.9 (7.5), win32-x64 4.1 (6.1, its
+ * dependencies partly built by an earlier attempt); about half a release build's, whose LTO'd addon
+ * and CLI took 11 min for this machine's platform alone. Packing all five again when nothing changed:
+ * under 30 s.
  */
 const PROFILE = process.env.CHOKEPOINT_PACKAGE_PROFILE || 'platforms';
 
@@ -95,10 +99,7 @@ if (CHOSEN.some((p) => p.name === 'win32-x64')) {
       await ensureWinePrefix(env);
       // Wine's node.exe cannot write to a pipe as its stdout: the probe writes its answer to a file.
       const win = (name) => `Z:${path.join(dir, name).replaceAll('/', '\\')}`;
-      const r = await capture('wine', [path.join(dir, 'Code.exe'), win('probe.js'), win('chokepoint.node'), win('answer.json')], {
-        env,
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
+      const r = await capture('wine', [path.join(dir, 'Code.exe'), win('probe.js'), win('chokepoint.node'), win('answer.json')], { env });
       const answerFile = path.join(dir, 'answer.json');
       assert.ok(fs.existsSync(answerFile), `Code.exe under Wine wrote no answer (exit ${r.code}): ${r.stderr.slice(-2000)}`);
       const answer = JSON.parse(fs.readFileSync(answerFile, 'utf8'));
