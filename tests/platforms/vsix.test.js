@@ -26,9 +26,10 @@ const CHOSEN = PLATFORMS.filter((p) => chosenPlatforms().includes(p.name));
  * What this file checks does not depend on optimisation. Measured on 28 November 2026, cold, on this
  * 2-core machine shared with two other builds (package.js logs each): with `platforms`, darwin-x64
  * 7.4 min of CPU (13.1 min), linux-arm64 7.4 (10.6), darwin-arm64 6.9 (7.5), win32-x64 4.1 (6.1, its
- * dependencies partly built by an earlier attempt); about half a release build's, whose LTO'd addon
- * and CLI took 11 min for this machine's platform alone. Packing all five again when nothing changed:
- * under 30 s.
+ * dependencies partly built by an earlier attempt): about 30 min of CPU for the four. Their release
+ * builds were not measured; this machine's own (thin LTO, 4 codegen units) took 11 min for the addon
+ * and CLI, so four would take well over CI's whole budget for the layer. Packing all five again when
+ * nothing changed: under 30 s.
  */
 const PROFILE = process.env.CHOKEPOINT_PACKAGE_PROFILE || 'platforms';
 
