@@ -27,9 +27,9 @@ const CHOSEN = PLATFORMS.filter((p) => chosenPlatforms().includes(p.name));
  * 2-core machine shared with two other builds (package.js logs each): with `platforms`, darwin-x64
  * 7.4 min of CPU (13.1 min), linux-arm64 7.4 (10.6), darwin-arm64 6.9 (7.5), win32-x64 4.1 (6.1, its
  * dependencies partly built by an earlier attempt): about 30 min of CPU for the four. Their release
- * builds were not measured; this machine's own (thin LTO, 4 codegen units) took 11 min for the addon
- * and CLI, so four would take well over CI's whole budget for the layer. Packing all five again when
- * nothing changed: under 30 s.
+ * builds were not measured; this machine's own (thin LTO, 4 codegen units) took 11 min here for the
+ * addon and CLI (8.8 on a quiet machine, issue 32), so the four would take some 35 to 45 min: all
+ * that CI has left for the layer. Packing all five again when nothing changed: under 30 s.
  */
 const PROFILE = process.env.CHOKEPOINT_PACKAGE_PROFILE || 'platforms';
 
