@@ -99,6 +99,8 @@ fn another_machines_registry_shows_the_pending_and_its_decision_settles_the_aske
     assert!(machine_b.list().is_empty(), "the card is gone on B");
 
     // A's own person is now too late: the first answer counts.
+    // Told who decided, and where, as a lost claim is, though A already holds B's decision.
     let late = machine_a.apply_decision(&id, &json!({ "action": "reject", "reason": "no" }), "human");
-    assert!(late.is_err(), "{late:?}");
+    let why = late.map(|a| a.pending.status).unwrap_err().to_string();
+    assert!(why.contains("decided first by human on b"), "{why}");
 }

@@ -495,6 +495,11 @@ impl Approvals {
     ) -> Result<Applied, ApprovalError> {
         let mut state = self.inner.lock();
         let entry = state.entries.get_mut(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
+        if !entry.pending.is_open() {
+            // A shared Pending another machine decided, whose decision this engine already heard:
+            // the refusal says who decided first, as a claim that lost the race does.
+            return Err(not_open(id, &entry.pending, &entry.sharing));
+        }
         // Applied to a copy: a decision a shared Pending's claim loses changes nothing here.
         let mut next = entry.pending.clone();
         let effect = f(&mut next)?;
@@ -545,7 +550,7 @@ impl Approvals {
             return if dict.decision.as_ref().map(|d| &d.by) == next.decision.as_ref().map(|d| &d.by) {
                 Ok(Applied { pending: dict, effect, text })
             } else {
-                Err(ApprovalError::NotOpen { id: id.to_owned(), status: entry.pending.status.as_str() })
+                Err(not_open(id, &entry.pending, &entry.sharing))
             };
         }
         entry.pending = next;
@@ -951,5 +956,19 @@ impl Retryable for Held<'_> {
 
     fn edit_summary(&mut self, index: usize, text: String) -> Result<(), ApprovalError> {
         self.approvals.execute_tool(self.id, "edit_summary", json!({ "index": index, "text": text }), "auto_retry").map(drop)
+    }
+}
+
+/// Why a decided Pending refuses another action: for one shared with the team's database, who
+/// decided it first and where (as a lost claim says it); otherwise its state.
+fn not_open(id: &str, pending: &Pending, sharing: &Sharing) -> ApprovalError {
+    match (&pending.decision, sharing) {
+        (Some(decision), Sharing::Published(_) | Sharing::Remote(_)) => ApprovalError::DecidedElsewhere {
+            id: id.to_owned(),
+            status: pending.status.as_str().to_owned(),
+            by: decision.by.clone(),
+            machine: decision.machine.clone().unwrap_or_else(|| "this machine".to_owned()),
+        },
+        _ => ApprovalError::NotOpen { id: id.to_owned(), status: pending.status.as_str() },
     }
 }
