@@ -130,20 +130,6 @@ fn select(ws: &Path) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-fn write_input(ws: &Path, file: &str) -> String {
-    serde_json::json!({
-        "session_id": "s1",
-        "transcript_path": "/tmp/t.jsonl",
-        "cwd": ws,
-        "permission_mode": "default",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Write",
-        "tool_input": { "file_path": ws.join(file), "content": "x\n" },
-        "tool_use_id": "toolu_01",
-    })
-    .to_string()
-}
-
 /// `chokepoint hook --agent claude` with `input`, through the socket of the same server: (exit, stdout).
 fn socket_hook(ws: &Path, runtime: &Path, input: &str) -> (i32, String) {
     let mut child = Command::new(BIN)
@@ -188,7 +174,7 @@ fn a_claude_pre_tool_use_over_http_is_judged_as_over_the_socket() {
     assert!(ignored.lines().any(|l| l == "serve.json"), "the token is never committed: {ignored}");
 
     for (file, denied) in [("src/a.ts", false), ("README.md", true)] {
-        let input = write_input(ws.path(), file);
+        let input = common::write_input(ws.path(), file);
         let before = ledger(ws.path()).len();
         let (status, body) = server.send(server.request("/hook/claude", &input).as_bytes());
         assert_eq!(status, 200, "{body}");
@@ -223,7 +209,7 @@ fn bad_requests_are_refused_before_the_engine_sees_them() {
     let (ws, runtime) = (workspace(), runtime_dir());
     select(ws.path());
     let server = Served::start(ws.path(), runtime.path());
-    let input = write_input(ws.path(), "README.md");
+    let input = common::write_input(ws.path(), "README.md");
     let good = server.request("/hook/claude", &input);
     let before = ledger(ws.path()).len();
     let auth = format!("Authorization: Bearer {}\r\n", server.token);
@@ -286,7 +272,7 @@ fn a_gate_not_judged_within_the_deadline_is_denied_with_a_200() {
     select(ws.path());
     let server = Served::start(ws.path(), runtime.path());
     let started = Instant::now();
-    let (status, body) = server.send(server.request("/hook/claude?deadline=1", &write_input(ws.path(), "src/a.ts")).as_bytes());
+    let (status, body) = server.send(server.request("/hook/claude?deadline=1", &common::write_input(ws.path(), "src/a.ts")).as_bytes());
     assert!(started.elapsed() < Duration::from_secs(3), "answered at the deadline, not after the hook: {:?}", started.elapsed());
     assert_eq!(status, 200, "a failure of an HTTP hook would let the call through");
     let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -358,7 +344,7 @@ fn slow_connections_without_the_token_do_not_delay_a_hook() {
     std::thread::sleep(Duration::from_millis(500));
     for (file, denied) in [("src/a.ts", false), ("README.md", true)] {
         let started = Instant::now();
-        let (status, body) = server.send(server.request("/hook/claude?deadline=5", &write_input(ws.path(), file)).as_bytes());
+        let (status, body) = server.send(server.request("/hook/claude?deadline=5", &common::write_input(ws.path(), file)).as_bytes());
         let took = started.elapsed();
         assert_eq!(status, 200, "{body}");
         assert!(took < Duration::from_secs(5), "answered before its deadline: {took:?}");

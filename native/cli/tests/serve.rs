@@ -98,20 +98,6 @@ fn workspace() -> tempfile::TempDir {
     ws
 }
 
-fn write_input(ws: &Path, file: &str) -> String {
-    serde_json::json!({
-        "session_id": "s1",
-        "transcript_path": "/tmp/t.jsonl",
-        "cwd": ws,
-        "permission_mode": "default",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Write",
-        "tool_input": { "file_path": ws.join(file), "content": "x\n" },
-        "tool_use_id": "toolu_01",
-    })
-    .to_string()
-}
-
 /// Runs `chokepoint hook --agent claude` with `input`; (exit code, stdout, stderr).
 fn hook(ws: &Path, runtime: &Path, input: &str, extra: &[&str]) -> (i32, String, String) {
     let out = common::spawn_claude_hook(ws, runtime, input, extra).wait_with_output().unwrap();
@@ -152,9 +138,9 @@ fn a_served_hook_answers_from_the_live_engine_and_a_stopped_one_judges_alone() {
     assert_eq!(live["http_url"], format!("{}/hook/claude", access["url"].as_str().unwrap()), "{live}");
 
     let before = records(ws.path());
-    let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
+    let (code, stdout, _) = hook(ws.path(), runtime.path(), &common::write_input(ws.path(), "src/a.ts"), &[]);
     assert_eq!((code, stdout.as_str()), (0, ""), "a write in scope passes");
-    let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "README.md"), &[]);
+    let (code, stdout, _) = hook(ws.path(), runtime.path(), &common::write_input(ws.path(), "README.md"), &[]);
     assert_eq!(code, 0);
     assert!(stdout.contains("\"permissionDecision\":\"deny\"") && stdout.contains("INT-1"), "{stdout}");
     assert_eq!(records(ws.path()), before + 2, "both calls are in the ledger, written by the server");
@@ -162,11 +148,11 @@ fn a_served_hook_answers_from_the_live_engine_and_a_stopped_one_judges_alone() {
     // The configuration breaks: the server keeps the last good one and says so; alone, a hook denies.
     std::fs::write(ws.path().join(".orchestration/hooks.yaml"), "version: 1\nhooks: [\n").unwrap();
     server.wait_for("the last good configuration keeps running");
-    let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
+    let (code, stdout, _) = hook(ws.path(), runtime.path(), &common::write_input(ws.path(), "src/a.ts"), &[]);
     assert_eq!(code, 0);
     assert!(!stdout.contains("permissionDecision"), "served: judged by the last good configuration: {stdout}");
     assert!(stdout.contains("the last good configuration keeps running") && stdout.contains("hooks.yaml:2:"), "and told so: {stdout}");
-    let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &["--local"]);
+    let (code, stdout, _) = hook(ws.path(), runtime.path(), &common::write_input(ws.path(), "src/a.ts"), &["--local"]);
     assert_eq!(code, 0);
     assert!(stdout.contains("\"permissionDecision\":\"deny\"") && stdout.contains("hooks.yaml:"), "alone: {stdout}");
 
@@ -188,7 +174,7 @@ fn a_served_hook_answers_from_the_live_engine_and_a_stopped_one_judges_alone() {
     assert_eq!(live["serving"], false, "{live}");
     assert_eq!(live["http_url"], serde_json::Value::Null, "no HTTP URL without an engine: {live}");
     assert!(live["reason"].as_str().unwrap().contains("no engine"), "{live}");
-    let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
+    let (code, stdout, _) = hook(ws.path(), runtime.path(), &common::write_input(ws.path(), "src/a.ts"), &[]);
     assert_eq!(code, 0);
     assert!(stdout.contains("\"permissionDecision\":\"deny\""), "no server: judged alone, on the broken file: {stdout}");
 }
@@ -257,7 +243,7 @@ fn another_user_cannot_reach_the_socket() {
     assert_eq!(said.trim(), "PermissionError", "{said} {}", String::from_utf8_lossy(&out.stderr));
     // And a folder others may enter is not trusted by a hook: it judges alone.
     std::fs::set_permissions(runtime.path().join("chokepoint"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let (code, stdout, stderr) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
+    let (code, stdout, stderr) = hook(ws.path(), runtime.path(), &common::write_input(ws.path(), "src/a.ts"), &[]);
     assert_eq!(code, 0);
     assert!(
         stdout.contains("\"permissionDecision\":\"deny\"") && stdout.contains("hooks.yaml:"),
@@ -320,11 +306,11 @@ fn a_flood_of_trickling_clients_does_not_keep_a_served_hook_from_its_answer() {
     std::thread::sleep(Duration::from_millis(500));
     let deadline = Duration::from_secs(8);
     let started = Instant::now();
-    let (code, stdout, stderr) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &["--deadline", "8"]);
+    let (code, stdout, stderr) = hook(ws.path(), runtime.path(), &common::write_input(ws.path(), "src/a.ts"), &["--deadline", "8"]);
     let took = started.elapsed();
     assert_eq!((code, stdout.as_str()), (0, ""), "a write in scope is allowed, flood or not: {stderr}");
     assert!(took < deadline, "answered before its deadline: {took:?}");
-    let (_, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "README.md"), &["--deadline", "8"]);
+    let (_, stdout, _) = hook(ws.path(), runtime.path(), &common::write_input(ws.path(), "README.md"), &["--deadline", "8"]);
     assert!(stdout.contains("\"permissionDecision\":\"deny\"") && stdout.contains("INT-1"), "and one outside it denied: {stdout}");
     drop(flood);
     assert!(server.terminate().success());
@@ -357,7 +343,7 @@ fn a_saturated_live_engine_makes_the_hook_judge_alone_at_once() {
     let held: Vec<UnixStream> = (0..4).map(|_| UnixStream::connect(&socket).unwrap()).collect();
     std::thread::sleep(Duration::from_millis(200));
     let started = Instant::now();
-    let (code, stdout, stderr) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &["--deadline", "20"]);
+    let (code, stdout, stderr) = hook(ws.path(), runtime.path(), &common::write_input(ws.path(), "src/a.ts"), &["--deadline", "20"]);
     let took = started.elapsed();
     assert_eq!(code, 0);
     assert!(
@@ -386,7 +372,7 @@ fn a_server_killed_with_sigkill_leaves_nothing_the_next_start_or_a_client_trusts
     assert!(stale.contains("not running"), "a client does not trust a dead server's file: {stale}");
     let live = doctor(ws.path(), runtime.path())["live_engine"].clone();
     assert_eq!((live["serving"].as_bool(), live["http_url"].as_str()), (Some(false), None), "{live}");
-    let (code, stdout, _) = hook(ws.path(), runtime.path(), &write_input(ws.path(), "src/a.ts"), &[]);
+    let (code, stdout, _) = hook(ws.path(), runtime.path(), &common::write_input(ws.path(), "src/a.ts"), &[]);
     assert_eq!((code, stdout.as_str()), (0, ""), "judged alone meanwhile");
 
     // The next start replaces both.
@@ -437,7 +423,7 @@ fn another_users_folder_in_tmp_does_not_keep_the_live_engine_from_starting() {
     hook.args(["hook", "--agent", "claude", "--workspace", ws.path().to_str().unwrap()]);
     env(&mut hook);
     let mut hook = hook.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    hook.stdin.take().unwrap().write_all(write_input(ws.path(), "src/a.ts").as_bytes()).unwrap();
+    hook.stdin.take().unwrap().write_all(common::write_input(ws.path(), "src/a.ts").as_bytes()).unwrap();
     let out = hook.wait_with_output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stdout).contains("permissionDecision"), "served: {}", String::from_utf8_lossy(&out.stdout));
     assert!(server.terminate().success());
@@ -480,7 +466,7 @@ fn a_stopped_live_engine_whose_backlog_is_full_makes_the_hook_judge_alone_not_ha
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(write_input(ws.path(), "src/a.ts").as_bytes()).unwrap();
+    child.stdin.take().unwrap().write_all(common::write_input(ws.path(), "src/a.ts").as_bytes()).unwrap();
     let started = Instant::now();
     while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(15) {
         std::thread::sleep(Duration::from_millis(50));

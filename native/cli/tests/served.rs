@@ -20,23 +20,9 @@ fn endpoint_dir(runtime: &Path) -> PathBuf {
     if cfg!(windows) { runtime.join("chokepoint").join("run") } else { runtime.join("chokepoint") }
 }
 
-fn input(ws: &Path, file: &str) -> String {
-    serde_json::json!({
-        "session_id": "s1",
-        "transcript_path": "t.jsonl",
-        "cwd": ws,
-        "permission_mode": "default",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Write",
-        "tool_input": { "file_path": ws.join(file), "content": "x\n" },
-        "tool_use_id": "toolu_01",
-    })
-    .to_string()
-}
-
 /// `chokepoint hook --agent claude`'s stdout (it exits 0 and says a deny in its JSON).
 fn hook(ws: &Path, runtime: &Path, file: &str) -> String {
-    let out = common::spawn_claude_hook(ws, runtime, &input(ws, file), &[]).wait_with_output().unwrap();
+    let out = common::spawn_claude_hook(ws, runtime, &common::write_input(ws, file), &[]).wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }

@@ -41,6 +41,21 @@ pub fn claude_hook(ws: &Path, input: &Value) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// Claude Code's PreToolUse input for a `Write` of `file` in `ws`, as its hook reads it on stdin.
+pub fn write_input(ws: &Path, file: &str) -> String {
+    serde_json::json!({
+        "session_id": "s1",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": ws,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": { "file_path": ws.join(file), "content": "x\n" },
+        "tool_use_id": "toolu_01",
+    })
+    .to_string()
+}
+
 /// A folder for `$XDG_RUNTIME_DIR` that only this user may enter, as the live engine's socket folder
 /// requires.
 pub fn runtime_dir() -> tempfile::TempDir {
