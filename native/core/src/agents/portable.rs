@@ -76,8 +76,8 @@ pub fn guarded_powershell(args: &str) -> String {
          if (-not ${VAR}) {{ ${VAR} = Get-Command -Name 'chokepoint.exe' -CommandType Application -TotalCount 1 -ErrorAction SilentlyContinue | ForEach-Object Source }}; \
          foreach (${DIR} in @($env:XDG_STATE_HOME, (Join-Path $HOME '.local\\state'))) {{ \
          if (-not ${VAR} -and ${DIR} -match '^([A-Za-z]:[\\\\/]|[\\\\/][\\\\/])') {{ \
-         ${DIRS} = Join-Path ${DIR} '{pointer}'; \
-         if (Test-Path -LiteralPath ${DIRS} -PathType Leaf) {{ ${VAR} = Get-Content -LiteralPath ${DIRS} -TotalCount 1 }} }} }}; \
+         ${FILE} = Join-Path ${DIR} '{pointer}'; \
+         if (Test-Path -LiteralPath ${FILE} -PathType Leaf) {{ ${VAR} = Get-Content -LiteralPath ${FILE} -TotalCount 1 }} }} }}; \
          if (-not ${VAR} -or -not (Test-Path -LiteralPath ${VAR} -PathType Leaf)) {{ [Console]::Error.WriteLine('{NOT_FOUND}'); exit 2 }}; \
          & ${VAR} {args}; exit $LASTEXITCODE"
     )
@@ -87,6 +87,8 @@ pub fn guarded_powershell(args: &str) -> String {
 const VAR: &str = "chokepoint_bin";
 const DIRS: &str = "chokepoint_path";
 const DIR: &str = "chokepoint_dir";
+/// The PowerShell guard's pointer file being looked at.
+const FILE: &str = "chokepoint_pointer";
 
 /// Whether `command` is a guard written by [`guarded`]: it finds the program itself, so it names no
 /// path to check.
