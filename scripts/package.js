@@ -17,7 +17,7 @@
 // target/package/<platform>/ from the allow-list in .vscodeignore, so the checkout is never changed.
 //
 // The other platforms' engines and programs are built with cargo's `release` profile, unless
-// `--profile` or CHOKEPOINT_PACKAGE_PROFILE names another (Cargo.toml's `platforms`: optimised at level 1, no LTO).
+// `--profile` or CHOKEPOINT_PACKAGE_PROFILE names another (Cargo.toml's `vsix-test`: unoptimised, no debug information).
 // The platforms layer's test packs that way (tests/platforms/vsix.test.js): what it inspects (the
 // manifest's platform, the files' names, their format and processor, the PE imports) does not depend
 // on optimisation, and a release build of four platforms on CI's two cores takes far longer than
@@ -27,16 +27,9 @@ const fs = require('fs');
 const path = require('path');
 const { ROOT, log, step, run, formatSeconds } = require('./lib');
 const { build } = require('./build');
-const { PLATFORMS, platformNamed, ensureCrossTools, zigEnv, mingwEnv } = require('./toolchains');
+const { PLATFORMS, platformNamed, hostPlatform, ensureCrossTools, zigEnv, mingwEnv } = require('./toolchains');
 const { macosSdk } = require('./macos-sdk');
-
-/** This machine's platform, as VS Code names it. */
-function hostPlatform() {
-  const name = `${process.platform}-${process.arch}`;
-  const found = PLATFORMS.find((p) => p.name === name);
-  if (!found) throw new Error(`cannot package on ${name}: the platforms are ${PLATFORMS.map((p) => p.name).join(', ')}`);
-  return found;
-}
+const { GB, HEADROOM, makeRoom, otherBuilds } = require('./disk');
 
 /** The platforms the command line names. */
 function chosen(argv) {
@@ -53,6 +46,10 @@ function crossProfile(argv, env = process.env) {
   return named || env.CHOKEPOINT_PACKAGE_PROFILE || 'release';
 }
 
+/** The disk one other platform's engine and program take, cold: 0.56 GB for darwin-x64 with the
+ *  `vsix-test` profile, 1.1 GB with `platforms` (28 November 2026); a release build's is smaller. */
+const PACK_ROOM = 1.5 * GB;
+
 /** The engine (addon) and program of `platform`: this machine's from the ordinary build, the others
  *  cross-built into target/<triple>/ with `profile`. Returns their paths. */
 async function buildFor(platform, profile) {
@@ -66,6 +63,7 @@ async function buildFor(platform, profile) {
     ...(platform.triple.endsWith('-windows-gnu') ? mingwEnv(ROOT) : {}),
   };
   const out = path.join(ROOT, 'target', platform.triple, profile === 'release' ? 'addon' : `addon-${profile}`);
+  makeRoom(PACK_ROOM + HEADROOM, `${platform.name}'s engine and program`, otherBuilds(platform.triple));
   await step('package', `${platform.name}: native addon (${profile})`, () =>
     run(
       path.join(ROOT, 'node_modules/.bin/napi'),

@@ -14,6 +14,7 @@ const path = require('path');
 const { ROOT, log, capture } = require('./lib');
 const vscode = require('./vscode');
 const { PLATFORMS, platformNamed, ensureRustTargets } = require('./toolchains');
+const { GB, HEADROOM, makeRoom, otherBuilds } = require('./disk');
 
 /** The crates whose suites run on every platform (the napi binding is built per platform by
  *  packaging, not tested here). */
@@ -28,8 +29,9 @@ const WINEPREFIX = path.join(ROOT, 'target/wine');
  * @typedef {object} Emulation
  * @property {string[]} packages
  * @property {Record<string, string>} env
- * @property {string} [profile] the cargo profile of its test build (Cargo.toml), if not cargo's `test`
  * @property {number} [jobs] test binaries at a time, where not JOBS
+ * @property {number} room the disk its test build takes, cold (scripts/disk.js makes room for it),
+ *   measured on 28 November 2026
  */
 /** @type {Record<string, Emulation>} */
 const EMULATED = {
@@ -40,9 +42,9 @@ const EMULATED = {
     // `--cfg qemu` marks the tests that need what qemu-user lacks (`cfg_attr(qemu, ignore = "why")`);
     // it changes only which tests run, and only in this layer's build.
     env: { QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu', CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS: '--cfg qemu' },
-    // Optimised (Cargo.toml says why): every instruction is emulated, and most of the suite's time is
-    // the `chokepoint` program started again and again, each start emulated from the first instruction.
-    profile: 'platforms',
+    // 47 test executables of 70 MB, 3.9 GB in all (and 1.1 GB more of incremental cache before the
+    // profile went without it).
+    room: 4 * GB,
   },
   'win32-x64': {
     packages: ['gcc-mingw-w64-x86-64', 'wine64', 'wine'],
@@ -54,6 +56,7 @@ const EMULATED = {
     // One binary at a time: every Windows process of a run goes through one Wine server, and the
     // suite passed whole run so (two at a time has not been tried under Wine).
     jobs: 1,
+    room: 4.5 * GB,
   },
 };
 
@@ -132,10 +135,14 @@ function cargoCounts(text) {
   return { passed, failed, ignored };
 }
 
-/** For every target: line tables only, not full debug information. Wine's test executables carry
- *  DWARF of a few hundred megabytes each at the default, and the Windows build filled 19 GB (and
- *  this machine's disk) with them; a failing test's backtrace keeps its file and line. */
-const PROFILE_ENV = { CARGO_PROFILE_DEV_DEBUG: 'line-tables-only' };
+/**
+ * The cargo profile of every platform's test build, Cargo.toml's `platforms`: the tests as `cargo
+ * test` builds them, but optimised (under qemu every instruction is emulated, and most of the Arm
+ * suite's time is the `chokepoint` program started again and again, each start emulated from the
+ * first instruction), with line tables only and no incremental cache. On the dev profile the Windows
+ * build took 4.7 GB of disk, 0.7 GB of it the incremental cache.
+ */
+const PROFILE = 'platforms';
 
 /** How long one test binary may run under emulation before it counts as hung: a test that waits
  *  forever on what the emulator lacks must fail the layer, not stall CI. */
@@ -152,8 +159,9 @@ const JOBS = Math.max(1, Number(process.env.CHOKEPOINT_PLATFORMS_JOBS) || 2);
 async function runTarget(target) {
   const started = Date.now();
   log('test', `platform ${target.name} (${target.triple})`);
-  const env = { ...process.env, ...PROFILE_ENV, ...target.env };
-  const base = ['test', '--target', target.triple, '--color', 'never', ...(target.profile ? ['--profile', target.profile] : [])];
+  const env = { ...process.env, ...target.env };
+  makeRoom(target.room + HEADROOM, `${target.name}'s test build`, otherBuilds(target.triple));
+  const base = ['test', '--target', target.triple, '--color', 'never', '--profile', PROFILE];
   const built = await capture('cargo', [...base, ...CRATES, '--no-run', '--message-format', 'json-render-diagnostics'], { env });
   const buildSeconds = Math.round((Date.now() - started) / 1000);
   if (built.code !== 0) {

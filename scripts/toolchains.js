@@ -44,6 +44,14 @@ function platformNamed(name) {
   return found;
 }
 
+/** This machine's platform, as VS Code names it. */
+function hostPlatform() {
+  const name = `${process.platform}-${process.arch}`;
+  const found = PLATFORMS.find((p) => p.name === name);
+  if (!found) throw new Error(`cannot package on ${name}: the platforms are ${PLATFORMS.map((p) => p.name).join(', ')}`);
+  return found;
+}
+
 /** The rust targets of `triples` that rustup has not installed yet, added. */
 async function ensureRustTargets(triples) {
   const installed = (await capture('rustup', ['target', 'list', '--installed'])).stdout.split('\n');
@@ -124,4 +132,4 @@ async function ensureCrossTools(platforms) {
   if (platforms.some((p) => p.zig)) await ensureZig();
 }
 
-module.exports = { PLATFORMS, platformNamed, ensureRustTargets, ensureZig, zigEnv, mingwEnv, ensureCrossTools, ensureWindowsNode, ZIG_DIR };
+module.exports = { PLATFORMS, platformNamed, hostPlatform, ensureRustTargets, ensureZig, zigEnv, mingwEnv, ensureCrossTools, ensureWindowsNode, ZIG_DIR };

@@ -21,17 +21,16 @@ const { ROOT, capture } = require('../../scripts/lib');
 const CHOSEN = PLATFORMS.filter((p) => chosenPlatforms().includes(p.name));
 
 /**
- * The cargo profile of the other platforms' engines and programs: Cargo.toml's `platforms` (optimised
- * at level 1, no LTO), unless CHOKEPOINT_PACKAGE_PROFILE names another (`release`, what people get).
- * What this file checks does not depend on optimisation. Measured on 28 November 2026, cold, on this
- * 2-core machine shared with two other builds (package.js logs each): with `platforms`, darwin-x64
- * 7.4 min of CPU (13.1 min), linux-arm64 7.4 (10.6), darwin-arm64 6.9 (7.5), win32-x64 4.1 (6.1, its
- * dependencies partly built by an earlier attempt): about 30 min of CPU for the four. Their release
- * builds were not measured; this machine's own (thin LTO, 4 codegen units) took 11 min here for the
- * addon and CLI (8.8 on a quiet machine, issue 32), so the four would take some 35 to 45 min: all
- * that CI has left for the layer. Packing all five again when nothing changed: under 30 s.
+ * The cargo profile of the other platforms' engines and programs: Cargo.toml's `vsix-test`
+ * (unoptimised, no debug information), unless CHOKEPOINT_PACKAGE_PROFILE names another (`release`,
+ * what people get). What this file checks does not depend on optimisation. Measured cold on a quiet
+ * 2-core machine (package.js logs each), on 28 November 2026: with the `platforms` profile (optimised
+ * at level 1, line tables) linux-arm64 took 4.8 min (8.5 min of CPU), darwin-x64 4.9 (8.9),
+ * darwin-arm64 4.0 (7.6) and win32-x64 3.9 (6.7), 18.6 min for the four; with `vsix-test`,
+ * darwin-x64 took 1.5 min (2.7 min of CPU). Release builds of the four would take some 35 to 45 min:
+ * more than CI has. Packing all five again when nothing changed: under 30 s.
  */
-const PROFILE = process.env.CHOKEPOINT_PACKAGE_PROFILE || 'platforms';
+const PROFILE = process.env.CHOKEPOINT_PACKAGE_PROFILE || 'vsix-test';
 
 /** The .vsix of each chosen platform, packed once for the whole file (cross-building all five takes minutes). */
 let packed;
