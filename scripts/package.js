@@ -158,6 +158,8 @@ async function packFor(platform, built) {
       },
     ),
   );
+  // The .vsix holds it all now; the staged copy (up to a quarter of a gigabyte for Windows) would only take disk.
+  fs.rmSync(stage, { recursive: true, force: true });
   return out;
 }
 
