@@ -1,11 +1,11 @@
 // The disk a test run needs: the free space of the checkout's file system, and room made for a big
 // build by removing the build folders this run no longer needs, when (and only when) the disk is short.
 //
-// Why: a bare `npm test` builds the workspace four times over (this machine's tests, Linux on Arm's,
-// Windows', and the four cross-built .vsix), some 40 GB together, more than a CI machine's disk may
-// hold (CI ran out of it in the platforms layer, stop 38). Each build is needed only by its own step,
-// so on a short disk the one before is removed first; on a roomy one every build stays, and a second
-// run starts warm.
+// Why: a bare `npm test` builds the workspace again and again (this machine's tests, 10.6 GB; the
+// Arm and Windows suites, about 4 GB each; four cross-built .vsix, half a gigabyte each), more than a
+// CI machine's disk may hold (CI ran out of it in the platforms layer, stop 38). Each build is needed
+// only by its own step, so on a short disk the ones before are removed first; on a roomy one every
+// build stays, and a second run starts warm. `npm run package` makes room the same way.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -27,26 +27,6 @@ function freeBytes(dir = ROOT) {
 /** `12.3 GB`. */
 function formatBytes(bytes) {
   return `${(bytes / GB).toFixed(1)} GB`;
-}
-
-/** The bytes a folder's files take (their sizes; a hard-linked file counted once per name). */
-function sizeOf(dir) {
-  let total = 0;
-  const walk = (d) => {
-    let entries;
-    try {
-      entries = fs.readdirSync(d, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile()) total += fs.lstatSync(p).size;
-    }
-  };
-  walk(dir);
-  return total;
 }
 
 /**
@@ -74,10 +54,10 @@ function makeRoom(need, why, removable, { root = ROOT, free = () => freeBytes(ro
   for (const r of removable) {
     const dir = path.join(root, r.dir);
     if (!fs.existsSync(dir)) continue;
-    const size = sizeOf(dir);
+    const before = left;
     fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
     left = free();
-    log('disk', `removed ${r.dir} (${r.what}, ${formatBytes(size)}); ${formatBytes(left)} free`);
+    log('disk', `removed ${r.dir} (${r.what}, ${formatBytes(left - before)}); ${formatBytes(left)} free`);
     if (left >= need) return left;
   }
   log(
@@ -102,4 +82,4 @@ function otherBuilds(triple) {
   ];
 }
 
-module.exports = { GB, HEADROOM, freeBytes, formatBytes, sizeOf, makeRoom, otherBuilds };
+module.exports = { GB, HEADROOM, makeRoom, otherBuilds };

@@ -47,7 +47,7 @@ function crossProfile(argv, env = process.env) {
 }
 
 /** The disk one other platform's engine and program take, cold: 0.56 GB for darwin-x64 with the
- *  `vsix-test` profile, 1.1 GB with `platforms` (28 November 2026); a release build's is smaller. */
+ *  `vsix-test` profile, 1.1 GB with `platforms` (28 November 2026); a release build's was not measured. */
 const PACK_ROOM = 1.5 * GB;
 
 /** The engine (addon) and program of `platform`: this machine's from the ordinary build, the others

@@ -48,7 +48,7 @@ function platformNamed(name) {
 function hostPlatform() {
   const name = `${process.platform}-${process.arch}`;
   const found = PLATFORMS.find((p) => p.name === name);
-  if (!found) throw new Error(`cannot package on ${name}: the platforms are ${PLATFORMS.map((p) => p.name).join(', ')}`);
+  if (!found) throw new Error(`this machine (${name}) is none of the platforms Chokepoint builds for: ${PLATFORMS.map((p) => p.name).join(', ')}`);
   return found;
 }
 

@@ -7,8 +7,16 @@ const assert = require('node:assert/strict');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { makeRoom, otherBuilds, sizeOf } = require('../../scripts/disk');
+const { makeRoom, otherBuilds } = require('../../scripts/disk');
 const { PLATFORMS, hostPlatform } = require('../../scripts/toolchains');
+
+/** The bytes of the files under `dir`: what a pretend disk of the test holds. */
+function sizeOf(dir) {
+  return fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .reduce((sum, e) => sum + fs.statSync(path.join(e.parentPath, e.name)).size, 0);
+}
 
 /** A checkout whose target/ holds a build of `mb` megabytes in each of `dirs`. */
 function checkout(dirs, mb) {

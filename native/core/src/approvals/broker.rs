@@ -435,7 +435,7 @@ impl Approvals {
         let state = self.inner.lock();
         let entry = state.entries.get(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
         if !entry.pending.is_open() {
-            return Err(ApprovalError::NotOpen { id: id.to_owned(), status: entry.pending.status.as_str() });
+            return Err(not_open(id, &entry.pending, &entry.sharing));
         }
         let warning = format!(
             "approval handler `{handler}` returned without deciding {} pending `{id}`; it times out and counts as rejected when its timeout of {} runs out",
@@ -464,7 +464,7 @@ impl Approvals {
         let mut state = self.inner.lock();
         let entry = state.entries.get_mut(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
         if !entry.pending.is_open() {
-            return Err(ApprovalError::NotOpen { id: id.to_owned(), status: entry.pending.status.as_str() });
+            return Err(not_open(id, &entry.pending, &entry.sharing));
         }
         entry.pending.route = route;
         let dict = entry.pending.to_dict();
@@ -495,14 +495,14 @@ impl Approvals {
     ) -> Result<Applied, ApprovalError> {
         let mut state = self.inner.lock();
         let entry = state.entries.get_mut(id).ok_or_else(|| ApprovalError::UnknownPending(id.to_owned()))?;
-        if !entry.pending.is_open() {
-            // A shared Pending another machine decided, whose decision this engine already heard:
-            // the refusal says who decided first, as a claim that lost the race does.
-            return Err(not_open(id, &entry.pending, &entry.sharing));
-        }
-        // Applied to a copy: a decision a shared Pending's claim loses changes nothing here.
+        // Applied to a copy: a decision a shared Pending's claim loses changes nothing here. A decided
+        // Pending refuses the action itself; on a shared one whose decision this engine already heard
+        // from another machine, the refusal says who decided first, as a claim that lost the race does.
         let mut next = entry.pending.clone();
-        let effect = f(&mut next)?;
+        let effect = f(&mut next).map_err(|e| match e {
+            ApprovalError::NotOpen { .. } => not_open(id, &entry.pending, &entry.sharing),
+            e => e,
+        })?;
         let sharing = entry.sharing.clone();
         let claim = match (&sharing, &effect) {
             (Sharing::Local, _) => None,
