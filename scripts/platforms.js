@@ -1,4 +1,4 @@
-// The platforms layer of `npm test` (`npm test -- platforms`): the core's and the CLI's test suites
+// The platforms layer of `npm test` (`npm test -- platforms`): the core's, the CLI's and the Windows crate's test suites
 // built for the other platforms VS Code runs on and run from this Linux machine, Windows
 // (`x86_64-pc-windows-gnu`, Debian's MinGW, the tests under Wine) and Linux on Arm
 // (`aarch64-unknown-linux-gnu`, Debian's cross gcc, the tests under qemu-user). The linkers and
@@ -17,8 +17,8 @@ const { PLATFORMS, platformNamed, ensureRustTargets } = require('./toolchains');
 const { GB, HEADROOM, makeRoom, otherBuilds } = require('./disk');
 
 /** The crates whose suites run on every platform (the napi binding is built per platform by
- *  packaging, not tested here). */
-const CRATES = ['-p', 'chokepoint-core', '-p', 'chokepoint-cli'];
+ *  packaging, not tested here; the Windows crate's tests are Windows' own, empty elsewhere). */
+const CRATES = ['-p', 'chokepoint-core', '-p', 'chokepoint-cli', '-p', 'chokepoint-win'];
 
 /** Wine's prefix (its C: drive and registry), made by the first run (about half a minute) and kept. */
 const WINEPREFIX = path.join(ROOT, 'target/wine');

@@ -2,7 +2,9 @@
 //! the session's intent scope (isolated where Linux allows, with this program as its supervisor;
 //! Landlock where the kernel has it), with the same report. So a terminal, a script or another
 //! agent's shell tool can be wrapped. Also the hidden `__isolate` and `__isolate-init` roles of that
-//! supervisor (`containment::isolate`).
+//! supervisor (`containment::isolate`). On Windows, where the command runs in the open beside this
+//! program, this program guards itself against the command and stops the command when the shell
+//! that started it ends (`supervise`).
 //!
 //! Exit code: the command's own; [`EXIT_CONTAINED`] when some of its changes were held back (outside
 //! the scope, or in conflict with someone else's), whatever the command returned; 124 when it timed
@@ -13,6 +15,7 @@ use chokepoint_core::containment::ContainReport;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Some of the command's changes were held back: outside the scope, or in conflict with someone
 /// else's.
@@ -51,8 +54,22 @@ pub fn run(args: ExecArgs) -> ExitCode {
         let shell = chokepoint_core::containment::Shell { argv: args.command.clone(), cwd, env: Vec::new(), capture: false };
         // This program is the isolated command's supervisor.
         let isolator = std::env::current_exe().ok();
-        let report = match engine.run_contained(&args.session, shell, isolator.as_deref(), args.timeout.map(std::time::Duration::from_secs))
-        {
+        let timeout = args.timeout.map(std::time::Duration::from_secs);
+        let done = AtomicBool::new(false);
+        let report = std::thread::scope(|scope| {
+            #[cfg(windows)]
+            if let Err(e) = supervise::start(scope, engine, &args.session, &done) {
+                return Err(format!(
+                    "cannot guard this supervisor against the command it would run ({e}), so the command was not run; `chokepoint doctor` says what this machine lacks"
+                ));
+            }
+            #[cfg(not(windows))]
+            let _ = scope;
+            let report = engine.run_contained(&args.session, shell, isolator.as_deref(), timeout);
+            done.store(true, Ordering::Release);
+            report.map_err(|e| e.to_string())
+        });
+        let report = match report {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("chokepoint: {e}");
@@ -73,6 +90,47 @@ pub fn run(args: ExecArgs) -> ExitCode {
         }
         exit_code(&report)
     })
+}
+
+/// On Windows this program supervises the command in the open, where the command could otherwise
+/// end it (`chokepoint_win::supervisor` says how it is guarded, and what that leaves).
+#[cfg(windows)]
+mod supervise {
+    use chokepoint_core::Engine;
+    use chokepoint_win::supervisor::{Parent, guard};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    /// How often the watcher looks whether the run is over: what it can add to `exec`'s own end.
+    const POLL: Duration = Duration::from_millis(25);
+
+    /// Watches the process that started this one (the agent's shell) and guards this process.
+    /// When that shell ends, which is how agents cancel a command (this process no longer can
+    /// be ended by them), the command is stopped; what it changed is still judged and recorded.
+    pub fn start<'scope>(
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        engine: &'scope Engine,
+        session: &'scope str,
+        done: &'scope AtomicBool,
+    ) -> std::io::Result<()> {
+        // A parent that cannot be opened (another user's, an elevated one) is not watched: the
+        // command then runs to its end or its timeout, as it would without a watcher.
+        if let Ok(Some(parent)) = Parent::of_this_process() {
+            scope.spawn(move || {
+                while !done.load(Ordering::Acquire) {
+                    if parent.ended_within(POLL) {
+                        // Until the run has begun there is nothing to cancel: tried again until it has.
+                        while !done.load(Ordering::Acquire) && !engine.cancel_contained(session) {
+                            std::thread::sleep(POLL);
+                        }
+                        return;
+                    }
+                }
+            });
+        }
+        // After the watcher started, so that its thread is guarded too.
+        guard()
+    }
 }
 
 /// Which role of an isolated command's supervision `arg` names, if any.
@@ -127,6 +185,7 @@ pub fn json(report: &ContainReport) -> serde_json::Value {
     serde_json::json!({
         "exitCode": report.exit_code(),
         "timedOut": report.timed_out,
+        "cancelled": report.cancelled,
         "confinement": confinement(report),
         "isolated": matches!(report.isolation, chokepoint_core::containment::Isolation::Isolated),
         "intent": report.intent_id,

@@ -105,7 +105,7 @@ fn explain_exits_with_the_decision_and_shows_the_canonical_paths() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "a person's decision from a terminal needs the chain of processes that started it, which Windows does not give through /proc, and the Windows process snapshot is not read yet: the decision is refused (fails closed)"
+    ignore = "a person's decision from a terminal rests on the chain of processes that started it, which Windows lets a process forge (it may name any process of its user as its child's parent): refused there by design (fails closed, serve::deciders)"
 )]
 fn a_second_session_is_told_who_holds_the_intent_and_a_release_frees_it() {
     let ws = sample_workspace();
@@ -122,7 +122,7 @@ fn a_second_session_is_told_who_holds_the_intent_and_a_release_frees_it() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "a person's decision from a terminal needs the chain of processes that started it, which Windows does not give through /proc, and the Windows process snapshot is not read yet: the decision is refused (fails closed)"
+    ignore = "a person's decision from a terminal rests on the chain of processes that started it, which Windows lets a process forge (it may name any process of its user as its child's parent): refused there by design (fails closed, serve::deciders)"
 )]
 fn an_approved_expansion_opens_the_path_and_can_be_saved() {
     let ws = sample_workspace();

@@ -277,7 +277,7 @@ fn an_unknown_intent_is_a_tool_error_listing_the_valid_ids() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "runs the answered command in POSIX sh as a person would, and a person's decision from a terminal needs the chain of processes that started it, which Windows does not give through /proc and is not read yet: refused (fails closed)"
+    ignore = "runs the answered command in POSIX sh as a person would, and a person's decision from a terminal rests on the chain of processes that started it, which Windows lets a process forge (it may name any process of its user as its child's parent): refused there by design (fails closed, serve::deciders)"
 )]
 fn scope_expansion_request_answers_the_command_that_grants_it() {
     let ws = workspace();

@@ -65,7 +65,7 @@ fn sessions_json(ws: &Path) -> Vec<Value> {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "a person's decision from a terminal needs the chain of processes that started it, which Windows does not give through /proc, and the Windows process snapshot is not read yet: the decision is refused (fails closed)"
+    ignore = "a person's decision from a terminal rests on the chain of processes that started it, which Windows lets a process forge (it may name any process of its user as its child's parent): refused there by design (fails closed, serve::deciders)"
 )]
 fn a_revoked_session_is_denied_by_the_next_hook_process_with_who_and_why() {
     let ws = workspace();

@@ -469,7 +469,7 @@ wait
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "a person's decision from a terminal needs the chain of processes that started it, which Windows does not give through /proc, and the Windows process snapshot is not read yet: the decision is refused (fails closed)"
+    ignore = "a person's decision from a terminal rests on the chain of processes that started it, which Windows lets a process forge (it may name any process of its user as its child's parent): refused there by design (fails closed, serve::deciders)"
 )]
 fn what_a_workspace_approved_before_it_was_a_repository_carries_over() {
     let dir = tempfile::tempdir().unwrap();

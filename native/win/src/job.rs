@@ -3,10 +3,7 @@
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
-use windows_sys::Win32::Foundation::{HANDLE, INVALID_HANDLE_VALUE};
-use windows_sys::Win32::System::Diagnostics::ToolHelp::{
-    CreateToolhelp32Snapshot, TH32CS_SNAPTHREAD, THREADENTRY32, Thread32First, Thread32Next,
-};
+use windows_sys::Win32::Foundation::HANDLE;
 use windows_sys::Win32::System::JobObjects::{
     AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
     JobObjectExtendedLimitInformation, SetInformationJobObject, TerminateJobObject,
@@ -14,6 +11,8 @@ use windows_sys::Win32::System::JobObjects::{
 use windows_sys::Win32::System::Threading::{
     OpenProcess, OpenThread, PROCESS_SET_QUOTA, PROCESS_TERMINATE, ResumeThread, THREAD_SUSPEND_RESUME,
 };
+
+use crate::toolhelp::threads_of;
 
 /// The creation flag a process must be spawned with before [`Job::adopt`] (std's and tokio's
 /// `Command::creation_flags`).
@@ -90,39 +89,22 @@ impl Job {
 /// Resumes the threads of the suspended process `pid` (a process created suspended has one, its
 /// main thread; std does not give us its handle, so it is found by a snapshot of the threads).
 fn resume_threads(pid: u32) -> io::Result<()> {
-    // SAFETY: plain integers in; the handle is checked, then owned once.
-    let snapshot = unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0) };
-    if snapshot == INVALID_HANDLE_VALUE || snapshot.is_null() {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `snapshot` is a valid handle that nothing else owns.
-    let snapshot = unsafe { OwnedHandle::from_raw_handle(snapshot) };
-    // SAFETY: a zeroed THREADENTRY32 is valid (plain integers); dwSize is set as the API requires.
-    let mut entry: THREADENTRY32 = unsafe { zeroed() };
-    entry.dwSize = size_of::<THREADENTRY32>() as u32;
-    let mut resumed = 0;
-    // SAFETY: the snapshot handle is valid and `entry` is a THREADENTRY32 with its size set.
-    let mut more = unsafe { Thread32First(snapshot.as_raw_handle() as HANDLE, &mut entry) } != 0;
-    while more {
-        if entry.th32OwnerProcessID == pid {
-            // SAFETY: plain integers in; the handle is checked, then owned once.
-            let thread = unsafe { OpenThread(THREAD_SUSPEND_RESUME, 0, entry.th32ThreadID) };
-            if thread.is_null() {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: `thread` is a valid handle that nothing else owns.
-            let thread = unsafe { OwnedHandle::from_raw_handle(thread) };
-            // SAFETY: the handle is valid for the call.
-            if unsafe { ResumeThread(thread.as_raw_handle() as HANDLE) } == u32::MAX {
-                return Err(io::Error::last_os_error());
-            }
-            resumed += 1;
-        }
-        // SAFETY: as for Thread32First.
-        more = unsafe { Thread32Next(snapshot.as_raw_handle() as HANDLE, &mut entry) } != 0;
-    }
-    if resumed == 0 {
+    let threads = threads_of(pid)?;
+    if threads.is_empty() {
         return Err(io::Error::other(format!("process {pid} has no thread to resume")));
+    }
+    for id in threads {
+        // SAFETY: plain integers in; the handle is checked, then owned once.
+        let thread = unsafe { OpenThread(THREAD_SUSPEND_RESUME, 0, id) };
+        if thread.is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `thread` is a valid handle that nothing else owns.
+        let thread = unsafe { OwnedHandle::from_raw_handle(thread) };
+        // SAFETY: the handle is valid for the call.
+        if unsafe { ResumeThread(thread.as_raw_handle() as HANDLE) } == u32::MAX {
+            return Err(io::Error::last_os_error());
+        }
     }
     Ok(())
 }

@@ -12,6 +12,10 @@
 //!   the current user's SID alone (protected from inheritance), and each end's process checked to
 //!   run as that same user (`GetNamedPipeClientProcessId` / `GetNamedPipeServerProcessId`, then the
 //!   process token's user SID), as the Unix socket checks its peer's uid.
+//! - [`supervisor`]: `chokepoint exec` guarded against the command it supervises (its process's
+//!   and threads' DACLs grant its own user only waiting and naming, with `OWNER RIGHTS` so the
+//!   owner cannot rewrite them), and the shell that started it watched, so that ending the shell
+//!   still stops the command.
 //!
 //! On other platforms the crate is empty: a process group plays the job's part there.
 
@@ -22,6 +26,15 @@ mod job;
 
 #[cfg(windows)]
 pub mod pipe;
+
+#[cfg(windows)]
+mod security;
+
+#[cfg(windows)]
+pub mod supervisor;
+
+#[cfg(windows)]
+mod toolhelp;
 
 #[cfg(windows)]
 pub use job::{CREATE_SUSPENDED, Job};

@@ -49,7 +49,7 @@ pub fn lacks() -> Vec<Lack> {
     }
     if chokepoint_core::serve::process::this().is_none() {
         out.push(Lack {
-            what: "/proc or a kernel process table (who a process's ancestors are)",
+            what: "a chain of processes an agent cannot forge (who started a process: Windows lets a process name its child's parent)",
             means: "a person cannot be told from an agent's process, so a decision from a terminal (approvals, sessions revoke, intent approve) is refused: decide in VS Code",
         });
     }
@@ -84,7 +84,7 @@ mod tests {
         assert_eq!(lacks("HTTP endpoint"), cfg!(windows), "{found:?}");
         // A Mac has both: Seatbelt's `sandbox-exec`, and its process table in place of `/proc`.
         assert_eq!(lacks("Seatbelt"), cfg!(target_os = "macos") && !std::path::Path::new("/usr/bin/sandbox-exec").is_file(), "{found:?}");
-        assert_eq!(lacks("/proc"), !cfg!(any(target_os = "linux", target_os = "macos")), "{found:?}");
+        assert_eq!(lacks("a chain of processes"), !cfg!(any(target_os = "linux", target_os = "macos")), "{found:?}");
         assert!(found.iter().all(|l| !l.means.is_empty()));
     }
 }

@@ -32,8 +32,10 @@
 //! but there are no pid namespaces and no `no_new_privs` (a command Seatbelt contains carries no
 //! mark that survives its environment being cleared), and a process's arguments and environment
 //! are not read (a hook's shell parent always makes its own parent an agent's too; an agent shell's
-//! marks are not seen, so ancestry alone decides there). Where neither exists (Windows)
-//! nothing is known, and a decision from a terminal is refused. Nor does it cover the agent process itself
+//! marks are not seen, so ancestry alone decides there). Windows is refused a decision from a
+//! terminal by design, not for want of a process table: there a process may name any process of its
+//! user as its new child's parent (`PROC_THREAD_ATTRIBUTE_PARENT_PROCESS`), so an agent could start a
+//! process that claims a person's shell as its parent, and no ancestry proves anything. Nor does it cover the agent process itself
 //! when its hooks only post over HTTP (until its first contained command), a hook run from a person's
 //! own shell (which makes that shell an agent's: the server spares its own lineage, a hook alone
 //! cannot tell), `intent select` (the agent's own handshake), or the configuration files (governance
@@ -320,12 +322,12 @@ pub(crate) fn check_peer(registry: Option<&Registry>, pid: u32, act: Act) -> Res
 /// Whether this process may `act` (a command that changes state.db without the live engine: `intent
 /// approve`, `sessions revoke`, `serve`): checked against the agents the workspace's hooks registered.
 pub fn check_this_process(engine: &Engine, act: Act) -> Result<Decider, String> {
-    // Where the kernel does not say who started this process (Windows), whose process this is
-    // cannot be told: refused, never taken for a person's, or any agent could approve its own
-    // widening from its shell.
+    // Where no trustworthy ancestry is read (Windows, where a process may name its child's parent:
+    // the module's doc), whose process this is cannot be told: refused, never taken for a person's,
+    // or any agent could approve its own widening from its shell.
     let Some(me) = process::this() else {
         return Err(refusal_text(
-            "this platform does not say which processes started this one (no /proc, no kernel process table), so an agent's cannot be told from a person's",
+            "this platform gives no chain of processes an agent cannot forge (on Windows a process may name any process of its user as its child's parent), so an agent's process cannot be told from a person's",
             act,
         ));
     };

@@ -14,7 +14,10 @@
 //!   start of the kernel's own task (pid 0). No pid namespace, no `no_new_privs`; arguments and
 //!   environment are not read (the callers say what that leaves unchecked).
 //!
-//! Elsewhere (Windows) every read answers `None`, and the callers say what that leaves unchecked.
+//! Elsewhere (Windows) every read answers `None`, and the callers say what that leaves unchecked. On
+//! Windows that is by design: its process snapshot names each process's parent, but that parent is
+//! whatever the creator chose (`PROC_THREAD_ATTRIBUTE_PARENT_PROCESS`), so a walk over it would only
+//! say what an agent wanted it to (`deciders.rs`).
 
 use std::path::PathBuf;
 
