@@ -95,7 +95,7 @@ fn a_ledger_removed_with_its_state_database_fails_verification_and_gates_go_on_i
 }
 
 /// A fresh workspace has no head anywhere and verifies; the copy outside the workspace is private.
-// Unix permission bits: on Windows a file's privacy is its ACL, which nothing sets or checks yet (issue 32).
+// Unix permission bits: on Windows a file's privacy is the ACL it inherits from its folder: Chokepoint sets none of its own yet (README).
 #[cfg(unix)]
 #[test]
 fn the_copy_of_the_head_is_kept_outside_the_workspace_owner_only() {
@@ -115,7 +115,7 @@ fn the_copy_of_the_head_is_kept_outside_the_workspace_owner_only() {
 
 /// Issue 27, item 9: the runtime files are created owner-only (they were 0644): the ledger, its
 /// lock, the state database with its log and shared memory, the index.
-// Unix permission bits: on Windows a file's privacy is its ACL, which nothing sets or checks yet (issue 32).
+// Unix permission bits: on Windows a file's privacy is the ACL it inherits from its folder: Chokepoint sets none of its own yet (README).
 #[cfg(unix)]
 #[test]
 fn runtime_files_are_created_owner_only() {

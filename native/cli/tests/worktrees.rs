@@ -129,7 +129,7 @@ fn two_worktrees_share_one_holder_and_the_refusal_says_where_it_works() {
     // The shared database is in git's common folder, owner-only, and in no work tree.
     let shared = main.join(".git/chokepoint");
     assert!(shared.join("state.db").is_file());
-    // Unix permission bits; on Windows a file's privacy is its ACL, not set or checked yet (issue 32).
+    // Unix permission bits; on Windows a file's privacy is the ACL it inherits from its folder: Chokepoint sets none of its own yet (README).
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

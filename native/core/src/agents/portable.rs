@@ -154,7 +154,7 @@ mod tests {
     #[test]
     #[cfg_attr(
         windows,
-        ignore = "runs the guard, a line of POSIX sh, through sh, which Windows has not (its PowerShell and cmd guards are issue 32's)"
+        ignore = "runs the guard, a line of POSIX sh, through sh, which Windows has not (its agents get the PowerShell guard, tested beside it)"
     )]
     fn with_no_program_anywhere_the_guard_blocks_and_says_how_to_fix_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -179,7 +179,7 @@ mod tests {
     #[test]
     #[cfg_attr(
         windows,
-        ignore = "runs the guard, a line of POSIX sh, through sh, which Windows has not (its PowerShell and cmd guards are issue 32's)"
+        ignore = "runs the guard, a line of POSIX sh, through sh, which Windows has not (its agents get the PowerShell guard, tested beside it)"
     )]
     fn the_guard_runs_the_program_it_finds_with_its_arguments() {
         let dir = tempfile::tempdir().unwrap();

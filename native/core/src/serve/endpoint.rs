@@ -34,6 +34,11 @@ pub struct Endpoint {
     socket: PathBuf,
 }
 
+/// A digest's first 8 bytes in hex: 16 digits, short enough for a socket's path.
+fn short_name(digest: &[u8]) -> String {
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
 impl Endpoint {
     /// The endpoint of the workspace at `root`, in the user's runtime folder.
     pub fn for_workspace(root: &Path) -> Endpoint {
@@ -45,15 +50,11 @@ impl Endpoint {
         let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
         let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
         #[cfg(not(windows))]
-        let socket = {
-            let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-            dir.join(format!("{name}.sock"))
-        };
+        let socket = dir.join(format!("{}.sock", short_name(&digest)));
         #[cfg(windows)]
         let socket = {
             let digest = Sha256::new().chain_update(dir.as_os_str().as_encoded_bytes()).chain_update([0]).chain_update(digest).finalize();
-            let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-            PathBuf::from(format!(r"\\.\pipe\chokepoint-{name}"))
+            PathBuf::from(format!(r"\\.\pipe\chokepoint-{}", short_name(&digest)))
         };
         Endpoint { dir: dir.to_owned(), socket }
     }

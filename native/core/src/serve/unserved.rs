@@ -1,7 +1,6 @@
-//! The live engine's listener where this build has no transport for it: every platform but the
-//! Unix ones, whose socket `server.rs` listens on. Windows needs a named pipe (or AF_UNIX) open only
-//! to its user, with the peer's process known from the kernel as `server.rs` knows it; until then
-//! (issue 32) [`Server::start`] refuses and says so, nothing listens, and every hook judges alone
+//! The live engine's listener where this build has no transport for it: every platform with neither
+//! a Unix socket nor a Windows named pipe (`server.rs` listens on both). There [`Server::start`]
+//! refuses and says so, nothing listens, and every hook judges alone
 //! (`client.rs`): the same answers, without the loaded engine to share and without a person to show
 //! an ask to, as when no engine is up on Linux.
 
