@@ -10,9 +10,10 @@
 // A VS Code server is a shell for whoever reaches its port, so it must never outlive `npm start` and
 // never be open to other local users:
 // - it asks for a password: a random one kept in <cache>/start/password (mode 0600), printed below;
-// - Ctrl-C, SIGTERM and SIGHUP (the terminal closing) stop every process this started; if this process
-//   dies without a chance to (SIGKILL), the server's supervisor sees its pipe from us close and stops
-//   it (scripts/supervise.js);
+// - Ctrl-C, SIGTERM and SIGHUP (the terminal closing) stop every process this started, and so does
+//   the end of the process that started this one (`kill <pid of npm>`, whose `sh -c` passes no
+//   signal on); if this process dies without a chance to (SIGKILL), the server's supervisor sees its
+//   pipe from us close and stops it (scripts/supervise.js);
 // - <cache>/start/server.pid names the running server; a later `npm start` ends a server an earlier
 //   run left behind, and says so.
 // Nothing is written outside the cache folder but the build outputs of this checkout.
@@ -34,6 +35,7 @@ let server = null;
 async function main() {
   // When the terminal closes, writing to it fails (EIO): stopping must not depend on being heard.
   for (const s of [process.stdout, process.stderr]) s.on('error', () => {});
+  stopWhenOrphaned();
   const port = process.env.CHOKEPOINT_PORT ? Number(process.env.CHOKEPOINT_PORT) : DEFAULT_PORT;
   if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new Error(`CHOKEPOINT_PORT must be a port number, not \`${process.env.CHOKEPOINT_PORT}\``);
   fs.mkdirSync(RUN_DIR, { recursive: true, mode: 0o700 });
@@ -90,6 +92,24 @@ async function main() {
   console.log(`  Workspace: ${workspace}`);
   console.log(`  VS Code log: ${server.logFile}`);
   console.log('  Press Ctrl-C to stop.');
+}
+
+/** How often this process looks whether the one that started it is still there. */
+const PARENT_POLL_MS = 1000;
+
+/**
+ * Stops this run, as SIGTERM does, once the process that started it has ended. `kill <pid of npm>`
+ * ends npm and the `sh -c` it runs this script in, which passes the signal no further: without this,
+ * this process, and the VS Code server it serves, would live on with nobody to stop them. Before the
+ * server runs, SIGTERM's default ends the build or install in progress with this process.
+ */
+function stopWhenOrphaned() {
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid === parent) return;
+    log('start', `the process that started this one (pid ${parent}) has ended: stopping`);
+    process.kill(process.pid, 'SIGTERM');
+  }, PARENT_POLL_MS).unref();
 }
 
 /** Ends the server this run started and forgets it. */

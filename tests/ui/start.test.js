@@ -1,7 +1,8 @@
 // `npm start` (scripts/start.js) serves a VS Code that nobody else gets into and that never outlives
-// it: however it ends (SIGINT, SIGTERM, SIGHUP to its process group as when its terminal closes, or
-// SIGKILL, which no handler sees), no process of its server is left and the port is free; a server
-// left behind anyway is ended by the next start; a request without the password is refused.
+// it: however it ends (SIGINT, SIGTERM, SIGHUP to its process group as when its terminal closes,
+// SIGKILL, which no handler sees, or npm alone stopped), no process of its server is left and the port
+// is free; a server left behind anyway is ended by the next start; a request without the password is
+// refused.
 //
 // Each test runs start.js the way `setsid npm start` does (its own process group) on a free port with
 // a cache folder of its own, whose `vscode` folder links to the installed VS Code of the real cache (a
@@ -31,9 +32,12 @@ function tempCache(t) {
   return cache;
 }
 
-/** Runs start.js in its own process group and resolves once it prints that VS Code is running. */
-async function npmStart(t, cache, port) {
-  const child = spawn(process.execPath, [START], {
+/** Runs start.js in its own process group and resolves once it prints that VS Code is running;
+ *  `asNpm`: under `sh -c`, as npm runs a script (a second command keeps sh from exec'ing it, so the
+ *  shell stays its parent). */
+async function npmStart(t, cache, port, { asNpm = false } = {}) {
+  const [program, args] = asNpm ? ['/bin/sh', ['-c', `"${process.execPath}" "${START}"; :`]] : [process.execPath, [START]];
+  const child = spawn(program, args, {
     env: { ...process.env, CHOKEPOINT_CACHE: cache, CHOKEPOINT_PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
@@ -166,6 +170,17 @@ test('when npm start is SIGKILLed, its VS Code server ends too (the supervisor s
   await run.exited;
   await eventually('the server ends', async () => serverProcesses(run.runDir).length === 0 && !(await answers(run.port)));
   await assertAllGone(run);
+});
+
+test('when npm alone is stopped (`kill <its pid>`, passed on to its `sh -c` only), npm start sees its parent gone and ends its server', async (t) => {
+  const run = await npmStart(t, tempCache(t), await vscode.freePort(), { asNpm: true });
+  const started = JSON.parse(fs.readFileSync(path.join(run.runDir, 'server.pid'), 'utf8')).npmStart.pid;
+  assert.notEqual(started, run.child.pid, 'start.js runs under the shell');
+  process.kill(run.child.pid, 'SIGTERM');
+  await run.exited;
+  await eventually('npm start ends', () => !listProcesses().some((p) => p.pid === started));
+  await assertAllGone(run);
+  assert.match(run.output(), /the process that started this one \(pid \d+\) has ended: stopping/);
 });
 
 test('when VS Code fails under npm start, npm start says so, exits non-zero and leaves none of its processes', async (t) => {
