@@ -58,16 +58,21 @@ pub fn run(args: ExecArgs) -> ExitCode {
         let done = AtomicBool::new(false);
         let report = std::thread::scope(|scope| {
             #[cfg(windows)]
-            if let Err(e) = supervise::start(scope, engine, &args.session, &done) {
-                return Err(format!(
-                    "cannot guard this supervisor against the command it would run ({e}), so the command was not run; `chokepoint doctor` says what this machine lacks"
-                ));
-            }
+            let guarded = supervise::start(scope, engine, &args.session, &done).map_err(|e| {
+                format!(
+                    "the command was not run: this process cannot guard itself against it ({e}), and a command that could end its supervisor would leave what it changed unrecorded"
+                )
+            });
             #[cfg(not(windows))]
-            let _ = scope;
-            let report = engine.run_contained(&args.session, shell, isolator.as_deref(), timeout);
+            let guarded: Result<(), String> = {
+                let _ = scope;
+                Ok(())
+            };
+            let report =
+                guarded.and_then(|()| engine.run_contained(&args.session, shell, isolator.as_deref(), timeout).map_err(|e| e.to_string()));
+            // Also when the guard failed: the watcher, if it started, ends with the run.
             done.store(true, Ordering::Release);
-            report.map_err(|e| e.to_string())
+            report
         });
         let report = match report {
             Ok(r) => r,
