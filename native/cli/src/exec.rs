@@ -15,7 +15,6 @@ use chokepoint_core::containment::ContainReport;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Some of the command's changes were held back: outside the scope, or in conflict with someone
 /// else's.
@@ -55,24 +54,8 @@ pub fn run(args: ExecArgs) -> ExitCode {
         // This program is the isolated command's supervisor.
         let isolator = std::env::current_exe().ok();
         let timeout = args.timeout.map(std::time::Duration::from_secs);
-        let done = AtomicBool::new(false);
-        let report = std::thread::scope(|scope| {
-            #[cfg(windows)]
-            let guarded = supervise::start(scope, engine, &args.session, &done).map_err(|e| {
-                format!(
-                    "the command was not run: this process cannot guard itself against it ({e}), and a command that could end its supervisor would leave what it changed unrecorded"
-                )
-            });
-            #[cfg(not(windows))]
-            let guarded: Result<(), String> = {
-                let _ = scope;
-                Ok(())
-            };
-            let report =
-                guarded.and_then(|()| engine.run_contained(&args.session, shell, isolator.as_deref(), timeout).map_err(|e| e.to_string()));
-            // Also when the guard failed: the watcher, if it started, ends with the run.
-            done.store(true, Ordering::Release);
-            report
+        let report = supervise::run(engine, &args.session, || {
+            engine.run_contained(&args.session, shell, isolator.as_deref(), timeout).map_err(|e| e.to_string())
         });
         let report = match report {
             Ok(r) => r,
@@ -97,11 +80,28 @@ pub fn run(args: ExecArgs) -> ExitCode {
     })
 }
 
-/// On Windows this program supervises the command in the open, where the command could otherwise
-/// end it (`chokepoint_win::supervisor` says how it is guarded, and what that leaves).
+/// The contained run, under this program's supervision: on Unix as it is (an isolated command's
+/// namespace hides its supervisor from it); on Windows, where the command runs in the open beside
+/// this program and could end it, guarded and watching the shell that started it
+/// (`chokepoint_win::supervisor` says how, and what that leaves).
+#[cfg(not(windows))]
+mod supervise {
+    use chokepoint_core::Engine;
+    use chokepoint_core::containment::ContainReport;
+
+    pub fn run(
+        _engine: &Engine,
+        _session: &str,
+        contained: impl FnOnce() -> Result<ContainReport, String>,
+    ) -> Result<ContainReport, String> {
+        contained()
+    }
+}
+
 #[cfg(windows)]
 mod supervise {
     use chokepoint_core::Engine;
+    use chokepoint_core::containment::ContainReport;
     use chokepoint_win::supervisor::{Parent, guard};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
@@ -109,32 +109,41 @@ mod supervise {
     /// How often the watcher looks whether the run is over: what it can add to `exec`'s own end.
     const POLL: Duration = Duration::from_millis(25);
 
-    /// Watches the process that started this one (the agent's shell) and guards this process.
-    /// When that shell ends, which is how agents cancel a command (this process no longer can
-    /// be ended by them), the command is stopped; what it changed is still judged and recorded.
-    pub fn start<'scope>(
-        scope: &'scope std::thread::Scope<'scope, '_>,
-        engine: &'scope Engine,
-        session: &'scope str,
-        done: &'scope AtomicBool,
-    ) -> std::io::Result<()> {
-        // A parent that cannot be opened (another user's, an elevated one) is not watched: the
-        // command then runs to its end or its timeout, as it would without a watcher.
-        if let Ok(Some(parent)) = Parent::of_this_process() {
-            scope.spawn(move || {
-                while !done.load(Ordering::Acquire) {
-                    if parent.ended_within(POLL) {
-                        // Until the run has begun there is nothing to cancel: tried again until it has.
-                        while !done.load(Ordering::Acquire) && !engine.cancel_contained(session) {
-                            std::thread::sleep(POLL);
+    /// Watches the process that started this one (the agent's shell), guards this process, then
+    /// runs `contained`. When that shell ends, which is how agents cancel a command (this process
+    /// no longer can be ended by them), the command is stopped; what it changed is still judged and
+    /// recorded. A process that cannot be guarded runs nothing.
+    pub fn run(engine: &Engine, session: &str, contained: impl FnOnce() -> Result<ContainReport, String>) -> Result<ContainReport, String> {
+        let done = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            // A parent that cannot be opened (another user's, an elevated one) is not watched: the
+            // command then runs to its end or its timeout, as it would without a watcher.
+            if let Ok(Some(parent)) = Parent::of_this_process() {
+                let done = &done;
+                scope.spawn(move || {
+                    while !done.load(Ordering::Acquire) {
+                        if parent.ended_within(POLL) {
+                            // Until the run has begun there is nothing to cancel: tried again until it has.
+                            while !done.load(Ordering::Acquire) && !engine.cancel_contained(session) {
+                                std::thread::sleep(POLL);
+                            }
+                            return;
                         }
-                        return;
                     }
-                }
-            });
-        }
-        // After the watcher started, so that its thread is guarded too.
-        guard()
+                });
+            }
+            // After the watcher started, so that its thread is guarded too.
+            let report = guard()
+                .map_err(|e| {
+                    format!(
+                        "the command was not run: this process cannot guard itself against it ({e}), and a command that could end its supervisor would leave what it changed unrecorded"
+                    )
+                })
+                .and_then(|()| contained());
+            // Also when the guard failed: the watcher, if it started, ends with the run.
+            done.store(true, Ordering::Release);
+            report
+        })
     }
 }
 

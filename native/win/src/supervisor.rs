@@ -85,7 +85,6 @@ fn set(handle: HANDLE, descriptor: &Descriptor) -> io::Result<()> {
 #[derive(Debug)]
 pub struct Parent {
     process: OwnedHandle,
-    pub pid: u32,
 }
 
 impl Parent {
@@ -106,7 +105,7 @@ impl Parent {
         if created(process.as_raw_handle() as HANDLE)? > created(unsafe { GetCurrentProcess() })? {
             return Ok(None);
         }
-        Ok(Some(Parent { process, pid }))
+        Ok(Some(Parent { process }))
     }
 
     /// Waits up to `wait` for it to end; whether it has.
